@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+// healthd: a HealthKit-style health-data server. No Swift package dependencies:
+// only the toolchain and system C libraries (SQLite, zlib) through system-library targets.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "healthd",
+    products: [
+        .executable(name: "healthd", targets: ["healthd"]),
+        .executable(name: "healthd-bench", targets: ["healthd-bench"]),
+    ],
+    targets: [
+        // System C libraries.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+
+        // Pure cores: no I/O.
+        .target(name: "JSON", swiftSettings: strict),
+        .target(name: "HTTP", swiftSettings: strict),
+        .target(name: "HealthModel", dependencies: ["JSON"], swiftSettings: strict),
+        .target(name: "Statistics", swiftSettings: strict),
+        .target(name: "Pedometer", swiftSettings: strict),
+
+        // Shells: sockets, SQLite, files.
+        .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON"], swiftSettings: strict),
+        .target(name: "HealthAPI",
+                dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer"],
+                swiftSettings: strict),
+        .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
+                          swiftSettings: strict),
+        .executableTarget(name: "healthd-bench",
+                          dependencies: ["HTTP", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite", "HealthStore"],
+                          swiftSettings: strict),
+
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
+        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
+        .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),
+        .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
+        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["JSON"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

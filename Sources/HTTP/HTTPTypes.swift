@@ -1,0 +1,195 @@
+// The value types shared by the parser, the router, the server shell and the API.
+// Plain Sendable values: no sockets, no Foundation.
+
+/// An HTTP method token, kept as received (methods are case-sensitive, RFC 9110 §9.1).
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let get = HTTPMethod("GET")
+    public static let head = HTTPMethod("HEAD")
+    public static let post = HTTPMethod("POST")
+    public static let put = HTTPMethod("PUT")
+    public static let delete = HTTPMethod("DELETE")
+    public static let options = HTTPMethod("OPTIONS")
+    public static let patch = HTTPMethod("PATCH")
+}
+
+public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
+    public var major: Int
+    public var minor: Int
+    public init(major: Int, minor: Int) { self.major = major; self.minor = minor }
+    public static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    public static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    public var description: String { "HTTP/\(major).\(minor)" }
+}
+
+/// Header fields in the order received. Names compare case-insensitively (ASCII).
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public typealias Field = (name: String, value: String)
+    public private(set) var fields: [Field]
+
+    public init() { fields = [] }
+    public init(_ fields: [(String, String)]) { self.fields = fields.map { (name: $0.0, value: $0.1) } }
+    public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+
+    public var count: Int { fields.count }
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// The first value of `name`, or nil.
+    public subscript(name: String) -> String? {
+        for field in fields where field.name.asciiCaseInsensitiveEquals(name) { return field.value }
+        return nil
+    }
+
+    public func values(_ name: String) -> [String] {
+        fields.filter { $0.name.asciiCaseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
+
+    /// Replaces every field named `name` with one field.
+    public mutating func set(_ name: String, _ value: String) {
+        remove(name)
+        fields.append((name: name, value: value))
+    }
+
+    public mutating func remove(_ name: String) {
+        fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) }
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive comparison, as header names and tokens need (no locale, no Unicode folding).
+    public func asciiCaseInsensitiveEquals(_ other: String) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) where x != y {
+            let lx = (x >= 65 && x <= 90) ? x + 32 : x
+            let ly = (y >= 65 && y <= 90) ? y + 32 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}
+
+/// A complete request as handed to a responder: head parsed, body fully read (de-chunked).
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The request-target exactly as received (origin-form: path and optional query).
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,
+                headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The raw path (before `?`), not percent-decoded.
+    public var path: Substring {
+        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        return target[...]
+    }
+
+    /// The raw query (after `?`), not decoded; nil when there is no `?`.
+    public var rawQuery: Substring? {
+        guard let q = target.firstIndex(of: "?") else { return nil }
+        return target[target.index(after: q)...]
+    }
+}
+
+public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
+    public var code: Int
+    public var reasonPhrase: String
+    public init(code: Int, reasonPhrase: String) { self.code = code; self.reasonPhrase = reasonPhrase }
+    public var description: String { "\(code) \(reasonPhrase)" }
+
+    public static let `continue` = HTTPStatus(code: 100, reasonPhrase: "Continue")
+    public static let ok = HTTPStatus(code: 200, reasonPhrase: "OK")
+    public static let created = HTTPStatus(code: 201, reasonPhrase: "Created")
+    public static let noContent = HTTPStatus(code: 204, reasonPhrase: "No Content")
+    public static let notModified = HTTPStatus(code: 304, reasonPhrase: "Not Modified")
+    public static let badRequest = HTTPStatus(code: 400, reasonPhrase: "Bad Request")
+    public static let unauthorized = HTTPStatus(code: 401, reasonPhrase: "Unauthorized")
+    public static let forbidden = HTTPStatus(code: 403, reasonPhrase: "Forbidden")
+    public static let notFound = HTTPStatus(code: 404, reasonPhrase: "Not Found")
+    public static let methodNotAllowed = HTTPStatus(code: 405, reasonPhrase: "Method Not Allowed")
+    public static let requestTimeout = HTTPStatus(code: 408, reasonPhrase: "Request Timeout")
+    public static let conflict = HTTPStatus(code: 409, reasonPhrase: "Conflict")
+    public static let gone = HTTPStatus(code: 410, reasonPhrase: "Gone")
+    public static let lengthRequired = HTTPStatus(code: 411, reasonPhrase: "Length Required")
+    public static let contentTooLarge = HTTPStatus(code: 413, reasonPhrase: "Content Too Large")
+    public static let uriTooLong = HTTPStatus(code: 414, reasonPhrase: "URI Too Long")
+    public static let unsupportedMediaType = HTTPStatus(code: 415, reasonPhrase: "Unsupported Media Type")
+    public static let expectationFailed = HTTPStatus(code: 417, reasonPhrase: "Expectation Failed")
+    public static let unprocessableContent = HTTPStatus(code: 422, reasonPhrase: "Unprocessable Content")
+    public static let tooManyRequests = HTTPStatus(code: 429, reasonPhrase: "Too Many Requests")
+    public static let requestHeaderFieldsTooLarge = HTTPStatus(code: 431, reasonPhrase: "Request Header Fields Too Large")
+    public static let internalServerError = HTTPStatus(code: 500, reasonPhrase: "Internal Server Error")
+    public static let notImplemented = HTTPStatus(code: 501, reasonPhrase: "Not Implemented")
+    public static let serviceUnavailable = HTTPStatus(code: 503, reasonPhrase: "Service Unavailable")
+    public static let httpVersionNotSupported = HTTPStatus(code: 505, reasonPhrase: "HTTP Version Not Supported")
+}
+
+/// Where a streamed response body goes. The server implements it; producers call it from any thread.
+public protocol HTTPBodyStream: AnyObject, Sendable {
+    /// Queues `bytes` as one chunk. Returns false once the connection is gone or the unsent
+    /// backlog exceeds the server's per-stream limit; the producer must then stop (and may `finish`).
+    @discardableResult func write(_ bytes: [UInt8]) -> Bool
+    /// Ends the body (the terminating chunk). Further writes are ignored.
+    func finish()
+    /// True once the peer went away or the stream was finished or cut off.
+    var isClosed: Bool { get }
+    /// Bytes queued but not yet accepted by the socket.
+    var bufferedByteCount: Int { get }
+    /// Runs once when the stream closes for any reason (finish, peer gone, shutdown). Runs at once if already closed.
+    func onClose(_ handler: @escaping @Sendable () -> Void)
+}
+
+public enum HTTPResponseBody: Sendable {
+    case bytes([UInt8])
+    /// Sent with `Transfer-Encoding: chunked` (HTTP/1.1) or until close (HTTP/1.0).
+    /// The closure is called once, on a server queue; it may keep the stream and write later from anywhere.
+    case stream(@Sendable (any HTTPBodyStream) -> Void)
+}
+
+public struct HTTPResponse: Sendable {
+    public var status: HTTPStatus
+    public var headers: HTTPHeaders
+    public var body: HTTPResponseBody
+
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: HTTPResponseBody = .bytes([])) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), bytes: [UInt8]) {
+        self.init(status: status, headers: headers, body: .bytes(bytes))
+    }
+}
+
+/// What a responder knows about the connection a request came on.
+public struct ConnectionInfo: Sendable {
+    public var id: UInt64
+    /// The peer's address without port, e.g. "127.0.0.1" or "::1".
+    public var remoteAddress: String
+    public init(id: UInt64, remoteAddress: String) { self.id = id; self.remoteAddress = remoteAddress }
+}
+
+/// The application side of the server. `respond` is called on a server queue and must not block:
+/// slow work goes to the responder's own queues, and `completion` is called exactly once, from any thread.
+public protocol HTTPResponder: Sendable {
+    func respond(to request: HTTPRequest, connection: ConnectionInfo,
+                 completion: @escaping @Sendable (HTTPResponse) -> Void)
+}

@@ -1,0 +1,2 @@
+// HTTPServer module: filled in by its issue.
+enum HTTPServerModule {}

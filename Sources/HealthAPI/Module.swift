@@ -1,0 +1,2 @@
+// HealthAPI module: filled in by its issue.
+enum HealthAPIModule {}

@@ -1,0 +1,2 @@
+// HealthModel module: filled in by its issue.
+enum HealthModelModule {}

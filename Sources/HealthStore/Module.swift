@@ -1,0 +1,2 @@
+// HealthStore module: filled in by its issue.
+enum HealthStoreModule {}

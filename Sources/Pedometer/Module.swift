@@ -1,0 +1,2 @@
+// Pedometer module: filled in by its issue.
+enum PedometerModule {}

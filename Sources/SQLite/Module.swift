@@ -1,0 +1,2 @@
+// SQLite module: filled in by its issue.
+enum SQLiteModule {}

@@ -1,0 +1,2 @@
+// Statistics module: filled in by its issue.
+enum StatisticsModule {}

@@ -1,0 +1,5 @@
+import Testing
+
+@Test func endtoendPackageBuilds() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,5 @@
+import Testing
+
+@Test func httpPackageBuilds() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,5 @@
+import Testing
+
+@Test func healthapiPackageBuilds() {
+    #expect(Bool(true))
+}

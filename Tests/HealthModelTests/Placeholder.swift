@@ -1,0 +1,5 @@
+import Testing
+
+@Test func healthmodelPackageBuilds() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,5 @@
+import Testing
+
+@Test func healthstorePackageBuilds() {
+    #expect(Bool(true))
+}

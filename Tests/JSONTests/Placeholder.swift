@@ -1,0 +1,5 @@
+import Testing
+
+@Test func jsonPackageBuilds() {
+    #expect(Bool(true))
+}

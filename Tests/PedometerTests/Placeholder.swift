@@ -1,0 +1,5 @@
+import Testing
+
+@Test func pedometerPackageBuilds() {
+    #expect(Bool(true))
+}

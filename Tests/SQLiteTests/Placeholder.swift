@@ -1,0 +1,5 @@
+import Testing
+
+@Test func sqlitePackageBuilds() {
+    #expect(Bool(true))
+}

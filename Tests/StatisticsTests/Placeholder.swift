@@ -1,0 +1,5 @@
+import Testing
+
+@Test func statisticsPackageBuilds() {
+    #expect(Bool(true))
+}
