@@ -24,13 +24,14 @@ let package = Package(
         .target(name: "HealthModel", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "Statistics", swiftSettings: strict),
         .target(name: "Pedometer", swiftSettings: strict),
+        .target(name: "Crypto", swiftSettings: strict),
 
         // Shells: sockets, SQLite, files.
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
-        .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON"], swiftSettings: strict),
+        .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         .target(name: "HealthAPI",
-                dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer"],
+                dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
                           swiftSettings: strict),
@@ -39,6 +40,7 @@ let package = Package(
                           swiftSettings: strict),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),

@@ -1,0 +1,82 @@
+// Text forms for secrets and opaque tokens: base64url without padding (RFC 4648 §5) and hex.
+
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest == 1 {
+            let n = UInt32(bytes[i]) << 16
+            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
+        } else if rest == 2 {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Nil for any character outside the alphabet, padding, or an impossible length.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        var values: [UInt8] = []
+        values.reserveCapacity(text.utf8.count)
+        for c in text.utf8 {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(c - 65)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(c - 97 + 26)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(c - 48 + 52)
+            case UInt8(ascii: "-"): values.append(62)
+            case UInt8(ascii: "_"): values.append(63)
+            default: return nil
+            }
+        }
+        if values.count % 4 == 1 { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(values.count * 3 / 4)
+        var i = 0
+        while i + 4 <= values.count {
+            let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6 | UInt32(values[i + 3])
+            out += [UInt8(n >> 16 & 255), UInt8(n >> 8 & 255), UInt8(n & 255)]
+            i += 4
+        }
+        let rest = values.count - i
+        if rest == 2 {
+            let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12
+            guard n & 0xFFFF == 0 else { return nil }  // non-canonical trailing bits
+            out.append(UInt8(n >> 16 & 255))
+        } else if rest == 3 {
+            let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6
+            guard n & 0xFF == 0 else { return nil }
+            out += [UInt8(n >> 16 & 255), UInt8(n >> 8 & 255)]
+        }
+        return out
+    }
+}
+
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Secrets come from the system's CSPRNG (getrandom on Linux via SystemRandomNumberGenerator).
+public enum SecureRandom {
+    public static func bytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+
+    /// A bearer token of 256 random bits with a readable prefix that says what it is.
+    public static func token(prefix: String) -> String { prefix + Base64URL.encode(bytes(32)) }
+}
