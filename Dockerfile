@@ -1,0 +1,39 @@
+# healthd container image. Multi-stage: build with the official Swift 6 image, run on a
+# slim Debian with only the runtime libraries, as a non-root user.
+# (No Docker engine runs on the project's build machines: this file is checked by reading.)
+
+FROM swift:6.0-bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# Resolve first so source edits do not invalidate the dependency layer (there are no
+# package dependencies today; this keeps the layer cheap if that ever changes).
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --product healthd --static-swift-stdlib \
+ && mkdir -p /out \
+ && cp "$(swift build -c release --show-bin-path)/healthd" /out/healthd
+
+FROM debian:bookworm-slim
+# Runtime libraries: SQLite and zlib (our system-library targets), libxml2 (FoundationXML's
+# XMLParser, used by `healthd import`), tzdata for IANA time zones in statistics, curl for the
+# health check.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libxml2 tzdata ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 10001 --home-dir /var/lib/healthd --create-home healthd
+COPY --from=build /out/healthd /usr/local/bin/healthd
+COPY Public /usr/share/healthd/Public
+COPY config.example.json /etc/healthd/config.example.json
+USER healthd
+WORKDIR /var/lib/healthd
+VOLUME ["/var/lib/healthd"]
+EXPOSE 8080
+ENV HEALTHD_PUBLIC_DIR=/usr/share/healthd/Public
+HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
+  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+# Listen on all interfaces inside the container; publish the port to choose who can reach it.
+ENTRYPOINT ["healthd"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/var/lib/healthd"]
