@@ -1,0 +1,71 @@
+import CSQLite
+
+/// A primary SQLite result code, named so callers need not import the C module.
+public struct ResultCode: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int32
+
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let error = ResultCode(rawValue: SQLITE_ERROR)
+    public static let busy = ResultCode(rawValue: SQLITE_BUSY)
+    public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
+    public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
+    public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
+    public static let corrupt = ResultCode(rawValue: SQLITE_CORRUPT)
+    public static let full = ResultCode(rawValue: SQLITE_FULL)
+    public static let cannotOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
+    public static let constraint = ResultCode(rawValue: SQLITE_CONSTRAINT)
+    public static let mismatch = ResultCode(rawValue: SQLITE_MISMATCH)
+    public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
+    public static let range = ResultCode(rawValue: SQLITE_RANGE)
+
+    public var description: String {
+        guard let text = sqlite3_errstr(rawValue) else { return "code \(rawValue)" }
+        return String(cString: text)
+    }
+}
+
+/// An error reported by SQLite, with enough context to diagnose it from a log line.
+public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The extended result code (e.g. SQLITE_CONSTRAINT_UNIQUE = 2067).
+    public let extendedCode: Int32
+    /// SQLite's message for the failure (`sqlite3_errmsg` at the time of the error).
+    public let message: String
+    /// The SQL being prepared or run, when there was one.
+    public let sql: String?
+
+    public init(extendedCode: Int32, message: String, sql: String? = nil) {
+        self.extendedCode = extendedCode
+        self.message = message
+        self.sql = sql
+    }
+
+    /// The primary result code: the low byte of the extended code.
+    public var code: ResultCode { ResultCode(rawValue: extendedCode & 0xFF) }
+
+    public var isConstraintViolation: Bool { code == .constraint }
+    public var isBusy: Bool { code == .busy || code == .locked }
+
+    public var description: String {
+        var text = "SQLite error \(extendedCode) (\(code)): \(message)"
+        if let sql { text += " — while running: \(sql)" }
+        return text
+    }
+
+    /// Builds an error from the connection's current error state.
+    static func from(connection: OpaquePointer?, code: Int32, sql: String?) -> SQLiteError {
+        let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
+        // The connection's last error may belong to an earlier call when `code` came from
+        // an API that does not set it (e.g. a bind range error still does); trust `code`'s low byte.
+        let chosen = (extended & 0xFF) == (code & 0xFF) ? extended : code
+        let message: String
+        if let connection, let text = sqlite3_errmsg(connection), (extended & 0xFF) == (code & 0xFF) {
+            message = String(cString: text)
+        } else if let text = sqlite3_errstr(code) {
+            message = String(cString: text)
+        } else {
+            message = "unknown error"
+        }
+        return SQLiteError(extendedCode: chosen, message: message, sql: sql)
+    }
+}
