@@ -191,16 +191,17 @@ public final class Database {
         if sqlite3_get_autocommit(handle) == 0 {
             return try savepoint(body)
         }
+        // Cached so a request-sized transaction does not re-parse BEGIN/COMMIT every time.
         switch kind {
-        case .deferred: try execute("BEGIN DEFERRED")
-        case .immediate: try execute("BEGIN IMMEDIATE")
-        case .exclusive: try execute("BEGIN EXCLUSIVE")
+        case .deferred: try cachedStatement("BEGIN DEFERRED").execute()
+        case .immediate: try cachedStatement("BEGIN IMMEDIATE").execute()
+        case .exclusive: try cachedStatement("BEGIN EXCLUSIVE").execute()
         }
         let result: T
         do {
             result = try body()
             resetBusyCachedStatements()
-            try execute("COMMIT")
+            try cachedStatement("COMMIT").execute()
         } catch {
             rollbackIfOpen(handle)
             throw error
@@ -231,7 +232,7 @@ public final class Database {
         resetBusyCachedStatements()
         // Some errors (SQLITE_FULL, SQLITE_IOERR, ...) already rolled back; a second ROLLBACK would fail.
         if sqlite3_get_autocommit(handle) == 0 {
-            try? execute("ROLLBACK")
+            try? cachedStatement("ROLLBACK").execute()
         }
     }
 

@@ -52,20 +52,17 @@ public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
         return text
     }
 
-    /// Builds an error from the connection's current error state.
+    /// Builds an error for result `code`, taking the extended code and message from the
+    /// connection when they describe this failure (their primary codes agree); otherwise the
+    /// connection's state is stale (e.g. the call does not record errors) and `code` alone is used.
     static func from(connection: OpaquePointer?, code: Int32, sql: String?) -> SQLiteError {
-        let extended = connection.map { sqlite3_extended_errcode($0) } ?? code
-        // The connection's last error may belong to an earlier call when `code` came from
-        // an API that does not set it (e.g. a bind range error still does); trust `code`'s low byte.
-        let chosen = (extended & 0xFF) == (code & 0xFF) ? extended : code
-        let message: String
-        if let connection, let text = sqlite3_errmsg(connection), (extended & 0xFF) == (code & 0xFF) {
-            message = String(cString: text)
-        } else if let text = sqlite3_errstr(code) {
-            message = String(cString: text)
-        } else {
-            message = "unknown error"
+        if let connection {
+            let extended = sqlite3_extended_errcode(connection)
+            if (extended & 0xFF) == (code & 0xFF), let text = sqlite3_errmsg(connection) {
+                return SQLiteError(extendedCode: extended, message: String(cString: text), sql: sql)
+            }
         }
-        return SQLiteError(extendedCode: chosen, message: message, sql: sql)
+        let message = sqlite3_errstr(code).map { String(cString: $0) } ?? "unknown error"
+        return SQLiteError(extendedCode: code, message: message, sql: sql)
     }
 }

@@ -158,13 +158,15 @@ public final class Statement {
     }
 
     /// Resets, binds `values` (parameters 1...n), runs to completion, and resets again.
+    /// With no values it runs with the current bindings, so typed `bind` calls then `execute()`
+    /// is the allocation-free way to run an INSERT per row.
     public func execute(_ values: SQLValue...) throws(SQLiteError) {
         try execute(values)
     }
 
     public func execute(_ values: [SQLValue]) throws(SQLiteError) {
         sqlite3_reset(handle)
-        if !values.isEmpty || parameterCount > 0 { try bind(values) }
+        if !values.isEmpty { try bind(values) }
         defer { sqlite3_reset(handle) }
         while try step() {}
     }

@@ -211,6 +211,29 @@ import Testing
         try pool.close()
     }
 
+    @Test func batchInsertWithTypedBindingsInOneTransaction() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try makePool(directory)
+        let batchSize = 10_000
+        let inserted = try pool.write { db -> Int in
+            // The server's hot path: one cached statement, typed binds, execute() per row.
+            let changesBefore = db.totalChanges
+            let insert = try db.cachedStatement("INSERT INTO left_side (n) VALUES (?)")
+            for n in 0..<batchSize {
+                try insert.bind(n, at: 1)
+                try insert.execute()
+            }
+            return db.totalChanges - changesBefore
+        }
+        #expect(inserted == batchSize)
+        let (count, sum) = try pool.read { db in
+            try db.first("SELECT count(*), sum(n) FROM left_side") { ($0.int(at: 0), $0.int(at: 1)) }
+        } ?? (0, 0)
+        #expect(count == batchSize)
+        #expect(sum == batchSize * (batchSize - 1) / 2)
+        try pool.close()
+    }
+
     @Test func reopeningAppliesNoMigrationTwice() throws {
         let directory = try TemporaryDirectory()
         try makePool(directory).close()

@@ -122,6 +122,17 @@ import Testing
         }
     }
 
+    @Test func bindingOutOfRangeIsARangeError() throws {
+        let db = try Database(path: ":memory:")
+        let statement = try db.prepare("SELECT ?")
+        do {
+            try statement.bind(1, at: 2)
+            Issue.record("expected a range error")
+        } catch {
+            #expect(error.code == .range)
+        }
+    }
+
     @Test func closedDatabaseReportsMisuse() throws {
         let db = try Database(path: ":memory:")
         let statement = try db.prepare("SELECT 1")
