@@ -6,8 +6,7 @@ let transientDestructor = unsafeBitCast(-1 as Int, to: sqlite3_destructor_type.s
 
 /// A prepared statement. Not thread-safe: use it only on the thread that owns its `Database`.
 ///
-/// Parameter and column indexes are zero-based for columns (as in SQLite's C API) and
-/// one-based for parameters (also as in SQLite's C API).
+/// As in SQLite's C API, parameter indexes start at 1 and column indexes start at 0.
 public final class Statement {
     /// The raw statement handle; valid until the statement is finalized.
     let handle: OpaquePointer
@@ -18,8 +17,13 @@ public final class Statement {
 
     init(connection: OpaquePointer, sql: String) throws(SQLiteError) {
         var statement: OpaquePointer?
-        var tail: UnsafePointer<CChar>?
-        let code = sql.withCString { sqlite3_prepare_v3(connection, $0, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail) }
+        // The tail points into the temporary C string, so it is inspected inside the closure.
+        let (code, hasMoreSQL) = sql.withCString { text -> (Int32, Bool) in
+            var tail: UnsafePointer<CChar>?
+            let code = sqlite3_prepare_v3(connection, text, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, &tail)
+            guard code == SQLITE_OK, let tail, tail.pointee != 0 else { return (code, false) }
+            return (code, Statement.containsCode(tail, connection: connection))
+        }
         guard code == SQLITE_OK else {
             sqlite3_finalize(statement)
             throw SQLiteError.from(connection: connection, code: code, sql: sql)
@@ -29,7 +33,7 @@ public final class Statement {
             throw SQLiteError(extendedCode: SQLITE_MISUSE, message: "SQL contains no statement", sql: sql)
         }
         // One statement per prepare keeps "which SQL failed" unambiguous; scripts go through `execute`.
-        if let tail, tail.pointee != 0, Statement.containsCode(tail, connection: connection) {
+        if hasMoreSQL {
             sqlite3_finalize(statement)
             throw SQLiteError(extendedCode: SQLITE_MISUSE,
                               message: "prepare accepts one statement; use Database.execute for scripts", sql: sql)
