@@ -1,0 +1,221 @@
+import CSQLite
+import Foundation
+
+/// The server's database: one writer connection and a fixed set of reader connections on a
+/// WAL-mode file. Safe to share across threads; every connection is used by one thread at a time.
+/// Dropping the pool without `close()` still closes the connections, only the final checkpoint is skipped.
+///
+/// Not reentrant: do not call `write`, `barrier` or `close` from inside a `write` or `read` body
+/// (the writer lock is not recursive, and `close` waits for readers), and keep read bodies from
+/// calling `read` when all readers could be taken. Pass `Database` to helpers instead.
+///
+/// - `write` serializes callers on the writer and wraps the body in BEGIN IMMEDIATE…COMMIT.
+///   It returns only after COMMIT succeeded, i.e. after the WAL was fsynced (synchronous=FULL),
+///   so publishing the returned value (change feed, 2xx response) happens after durability.
+/// - `read` borrows a reader (waiting while all are busy) and wraps the body in a deferred
+///   transaction, so every statement in the body sees the same snapshot.
+public final class DatabasePool: @unchecked Sendable {
+    // @unchecked: all mutable state below is guarded — `writer` by `writerLock`,
+    // `idleReaders`/`isClosed` by `readerCondition`; a connection is touched only by the thread
+    // that holds it (the writer lock, or a reader checked out of `idleReaders`).
+
+    public struct Configuration: Sendable {
+        /// Reader connections opened up front.
+        public var readerCount: Int = 4
+        /// How long a connection waits for a lock held by another process/connection before SQLITE_BUSY.
+        public var busyTimeoutMilliseconds: Int = 5_000
+        /// Page cache per connection, in KiB (negative `cache_size` means KiB in SQLite).
+        public var cacheSizeKiB: Int = 32 * 1024
+        /// Memory-mapped I/O size in bytes; 0 disables it. Off by default because an I/O error
+        /// on a mapped page becomes SIGBUS instead of an error code.
+        public var mmapSizeBytes: Int = 0
+        /// Pages in the WAL before the writer checkpoints automatically after a commit.
+        public var walAutocheckpointPages: Int = 4_000
+        /// Size the WAL file is truncated back to after a checkpoint, so one large batch does
+        /// not leave a huge WAL on disk forever.
+        public var journalSizeLimitBytes: Int = 64 * 1024 * 1024
+
+        public init() {}
+    }
+
+    public let path: String
+    public let configuration: Configuration
+
+    private let writerLock = NSLock()
+    private var writer: Database?
+
+    private let readerCondition = NSCondition()
+    private var idleReaders: [Database] = []
+    private var readerTotal = 0
+    private var isClosed = false
+
+    /// Opens or creates the database at `path`, applies `migrator` on the writer, then opens readers.
+    public init(path: String, configuration: Configuration = Configuration(), migrator: DatabaseMigrator? = nil) throws {
+        self.path = path
+        self.configuration = configuration
+        let writer = try Database(path: path, mode: .readWriteCreate)
+        try writer.setBusyTimeout(milliseconds: configuration.busyTimeoutMilliseconds)
+        let journalMode = try writer.setPragma("journal_mode", "WAL")
+        guard journalMode?.lowercased() == "wal" else {
+            throw SQLiteError(extendedCode: SQLITE_ERROR,
+                              message: "could not enable WAL (journal_mode is \(journalMode ?? "unknown"))", sql: "PRAGMA journal_mode = WAL")
+        }
+        // FULL in WAL mode fsyncs the WAL at every commit: a committed write survives power loss,
+        // not just a process crash (NORMAL would only promise the latter).
+        try writer.execute("PRAGMA synchronous = FULL")
+        try writer.execute("PRAGMA foreign_keys = ON")
+        try writer.execute("PRAGMA wal_autocheckpoint = \(configuration.walAutocheckpointPages)")
+        try writer.execute("PRAGMA journal_size_limit = \(configuration.journalSizeLimitBytes)")
+        try DatabasePool.applyConnectionPragmas(writer, configuration)
+        try migrator?.migrate(writer)
+        self.writer = writer
+
+        var readers: [Database] = []
+        for _ in 0..<max(1, configuration.readerCount) {
+            let reader = try Database(path: path, mode: .readOnly)
+            try reader.setBusyTimeout(milliseconds: configuration.busyTimeoutMilliseconds)
+            try reader.execute("PRAGMA foreign_keys = ON")
+            try DatabasePool.applyConnectionPragmas(reader, configuration)
+            readers.append(reader)
+        }
+        self.idleReaders = readers
+        self.readerTotal = readers.count
+    }
+
+    private static func applyConnectionPragmas(_ db: Database, _ configuration: Configuration) throws {
+        try db.execute("PRAGMA cache_size = -\(max(0, configuration.cacheSizeKiB))")
+        // Sorts and temp indexes for large aggregation queries stay off disk.
+        try db.execute("PRAGMA temp_store = MEMORY")
+        if configuration.mmapSizeBytes > 0 {
+            try db.execute("PRAGMA mmap_size = \(configuration.mmapSizeBytes)")
+        }
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` in an IMMEDIATE transaction on the writer. Callers queue up; one runs at a time.
+    /// Rolls back if `body` throws. Returns after a successful, durable COMMIT.
+    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try withWriter { writer in
+            try writer.transaction(.immediate) { try body(writer) }
+        }
+    }
+
+    /// Runs `body` on the writer outside any transaction (for VACUUM, checkpoints, PRAGMAs).
+    public func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+        try withWriter(body)
+    }
+
+    private func withWriter<T>(_ body: (Database) throws -> T) throws -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let writer else { throw DatabasePoolError.closed }
+        return try body(writer)
+    }
+
+    // MARK: Reading
+
+    /// Runs `body` on a reader inside a deferred transaction (one snapshot for the whole body).
+    /// Waits while all readers are busy.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        let reader = try checkOutReader()
+        defer { checkIn(reader) }
+        return try reader.transaction(.deferred) { try body(reader) }
+    }
+
+    private func checkOutReader() throws -> Database {
+        readerCondition.lock()
+        defer { readerCondition.unlock() }
+        while true {
+            if isClosed { throw DatabasePoolError.closed }
+            if let reader = idleReaders.popLast() { return reader }
+            readerCondition.wait()
+        }
+    }
+
+    private func checkIn(_ reader: Database) {
+        readerCondition.lock()
+        idleReaders.append(reader)
+        readerCondition.unlock()
+        // Broadcast: both waiting readers and a waiting close()/barrier care.
+        readerCondition.broadcast()
+    }
+
+    // MARK: Exclusive access
+
+    /// Runs `body` on the writer, outside a transaction, while no read is in flight and none can
+    /// start. For operations that want the database quiet, e.g. `checkpoint(.truncate)`.
+    public func barrier<T>(_ body: (Database) throws -> T) throws -> T {
+        try withWriter { writer in
+            let readers = try takeAllReaders(closing: false)
+            defer { returnReaders(readers) }
+            return try body(writer)
+        }
+    }
+
+    private func takeAllReaders(closing: Bool) throws -> [Database] {
+        readerCondition.lock()
+        defer { readerCondition.unlock() }
+        if isClosed { throw DatabasePoolError.closed }
+        if closing { isClosed = true }
+        while idleReaders.count < readerTotal { readerCondition.wait() }
+        let readers = idleReaders
+        idleReaders.removeAll()
+        // Keep readerTotal so concurrent checkOuts wait instead of seeing an empty, finished pool.
+        return readers
+    }
+
+    private func returnReaders(_ readers: [Database]) {
+        readerCondition.lock()
+        idleReaders.append(contentsOf: readers)
+        readerCondition.unlock()
+        readerCondition.broadcast()
+    }
+
+    /// Waits for in-flight reads and writes, refuses new ones, checkpoints the WAL into the main
+    /// file (TRUNCATE leaves an empty WAL), and closes every connection. Calling it twice is harmless.
+    public func close() throws {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard let writer else { return }
+        // Wake readers waiting for a connection so they fail with `.closed` rather than hang.
+        let readers = try takeAllReaders(closing: true)
+        readerCondition.broadcast()
+        for reader in readers { reader.close() }
+        self.writer = nil
+        defer { writer.close() }
+        try writer.checkpoint(.truncate)
+    }
+
+    // MARK: Metrics
+
+    public struct Statistics: Sendable, Equatable {
+        public var databaseBytes: Int64
+        public var walBytes: Int64
+        public var sharedMemoryBytes: Int64
+        public var totalBytes: Int64 { databaseBytes + walBytes + sharedMemoryBytes }
+    }
+
+    /// Current on-disk sizes of the database, its WAL and its shared-memory index (0 if absent).
+    public func statistics() -> Statistics {
+        Statistics(databaseBytes: DatabasePool.fileSize(path),
+                   walBytes: DatabasePool.fileSize(path + "-wal"),
+                   sharedMemoryBytes: DatabasePool.fileSize(path + "-shm"))
+    }
+
+    private static func fileSize(_ path: String) -> Int64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return 0 }
+        return Int64(info.st_size)
+    }
+}
+
+public enum DatabasePoolError: Error, Sendable, CustomStringConvertible {
+    case closed
+
+    public var description: String {
+        switch self {
+        case .closed: "database pool is closed"
+        }
+    }
+}

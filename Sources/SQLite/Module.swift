@@ -1,2 +1,0 @@
-// SQLite module: filled in by its issue.
-enum SQLiteModule {}

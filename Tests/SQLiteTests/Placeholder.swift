@@ -1,5 +1,0 @@
-import Testing
-
-@Test func sqlitePackageBuilds() {
-    #expect(Bool(true))
-}

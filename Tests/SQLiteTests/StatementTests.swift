@@ -1,0 +1,145 @@
+import Testing
+@testable import SQLite
+
+@Suite struct StatementTests {
+    @Test func typedBindingsRoundTrip() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n INTEGER, flag INTEGER)")
+        let insert = try db.prepare("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)")
+        let text = "héllo 🌍 \u{0}after-nul 日本語"
+        let bytes: [UInt8] = [0, 1, 2, 255, 0, 128]
+        try insert.bind(Int64.max, at: 1)
+        try insert.bind(-0.125, at: 2)
+        try insert.bind(text, at: 3)
+        try insert.bind(bytes, at: 4)
+        try insert.bindNull(at: 5)
+        try insert.bind(true, at: 6)
+        #expect(try insert.step() == false)
+        insert.reset()
+        try insert.bind(Int64.min, at: 1)
+        try insert.bind(Double.greatestFiniteMagnitude, at: 2)
+        try insert.bind("", at: 3)
+        try insert.bind([UInt8](), at: 4)
+        try insert.bind(42, at: 5)
+        try insert.bind(false, at: 6)
+        try insert.step()
+
+        let select = try db.prepare("SELECT i, r, s, b, n, flag FROM t ORDER BY rowid")
+        #expect(try select.step())
+        #expect(select.columnCount == 6)
+        #expect(select.columnName(at: 2) == "s")
+        #expect(select.int64(at: 0) == Int64.max)
+        #expect(select.double(at: 1) == -0.125)
+        #expect(select.string(at: 2) == text)
+        #expect(select.blob(at: 3) == bytes)
+        #expect(select.isNull(at: 4))
+        #expect(select.row.int64IfPresent(at: 4) == nil)
+        #expect(select.bool(at: 5))
+        #expect(try select.step())
+        #expect(select.int64(at: 0) == Int64.min)
+        #expect(select.double(at: 1) == Double.greatestFiniteMagnitude)
+        // Empty text and empty blobs must stay empty values, not become NULL.
+        #expect(!select.isNull(at: 2))
+        #expect(select.string(at: 2) == "")
+        #expect(!select.isNull(at: 3))
+        #expect(select.blob(at: 3) == [])
+        #expect(select.int(at: 4) == 42)
+        #expect(!select.bool(at: 5))
+        #expect(try select.step() == false)
+    }
+
+    @Test func valueListBindingAndDynamicRead() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (a, b, c, d, e)")
+        let values: [SQLValue] = [nil, 7, 2.5, "ünïcode", .blob([9, 8, 7])]
+        try db.execute("INSERT INTO t VALUES (?, ?, ?, ?, ?)", values)
+        let read = try db.first("SELECT * FROM t") { row in (0..<row.count).map { row.value(at: $0) } }
+        #expect(read == values)
+
+        let statement = try db.prepare("INSERT INTO t VALUES (?, ?, ?, ?, ?)")
+        // A missing value would silently store NULL, so a short list is an error.
+        #expect(throws: SQLiteError.self) { try statement.execute(1, 2) }
+        try statement.execute(SQLValue(Int64?.none), SQLValue(Int?(3)), SQLValue(true), SQLValue(String?.none), nil)
+        #expect(try db.scalarInt64("SELECT count(*) FROM t") == 2)
+    }
+
+    @Test func forEachRowVisitsEveryRowAndResets() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), (2), (3);")
+        let select = try db.prepare("SELECT n FROM t WHERE n >= ? ORDER BY n")
+        try select.bind(2, at: 1)
+        var seen: [Int64] = []
+        try select.forEachRow { seen.append($0.int64(at: 0)) }
+        #expect(seen == [2, 3])
+        // Reset keeps bindings, so the same query can run again.
+        #expect(try select.map { $0.int64(at: 0) } == [2, 3])
+        #expect(try select.first { $0.int64(at: 0) } == 2)
+        var blobLength = 0
+        try db.execute("CREATE TABLE b (x BLOB); INSERT INTO b VALUES (x'0102030405')")
+        try db.prepare("SELECT x FROM b").forEachRow { row in
+            row.withBlob(at: 0) { blobLength = $0.count }
+        }
+        #expect(blobLength == 5)
+    }
+
+    @Test func statementCacheReusesPreparedStatements() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (n INTEGER)")
+        let sql = "INSERT INTO t VALUES (?)"
+        let first = try db.cachedStatement(sql)
+        try first.bind(1, at: 1)
+        try first.step()
+        let second = try db.cachedStatement(sql)
+        #expect(first === second)
+        #expect(db.cachedStatementCount == 1)
+        // The cache hands statements back with cleared bindings: an unbound parameter is NULL.
+        try second.step()
+        #expect(try db.scalarInt64("SELECT count(*) FROM t WHERE n IS NULL") == 1)
+        for value in 0..<100 { try db.execute(sql, [.integer(Int64(value))]) }
+        #expect(try db.scalarInt64("SELECT count(*) FROM t") == 102)
+        // The insert plus the two distinct count queries; 100 executions added nothing.
+        #expect(db.cachedStatementCount == 3)
+    }
+
+    @Test func prepareAcceptsOneStatementOnly() throws {
+        let db = try Database(path: ":memory:")
+        #expect(throws: SQLiteError.self) { try db.prepare("SELECT 1; SELECT 2") }
+        #expect(throws: SQLiteError.self) { try db.prepare("   ") }
+        let statement = try db.prepare("SELECT 1; -- trailing comment\n")
+        #expect(try statement.first { $0.int64(at: 0) } == 1)
+    }
+
+    @Test func syntaxErrorCarriesMessageAndSQL() throws {
+        let db = try Database(path: ":memory:")
+        do {
+            _ = try db.prepare("SELEC 1")
+            Issue.record("expected a syntax error")
+        } catch {
+            #expect(error.code == .error)
+            #expect(error.sql == "SELEC 1")
+            #expect(error.description.contains("syntax error"))
+            #expect(error.description.contains("SELEC 1"))
+        }
+    }
+
+    @Test func bindingOutOfRangeIsARangeError() throws {
+        let db = try Database(path: ":memory:")
+        let statement = try db.prepare("SELECT ?")
+        do {
+            try statement.bind(1, at: 2)
+            Issue.record("expected a range error")
+        } catch {
+            #expect(error.code == .range)
+        }
+    }
+
+    @Test func closedDatabaseReportsMisuse() throws {
+        let db = try Database(path: ":memory:")
+        let statement = try db.prepare("SELECT 1")
+        db.close()
+        #expect(db.isClosed)
+        #expect(throws: SQLiteError.self) { try db.execute("SELECT 1") }
+        // A statement outliving close() is still usable: sqlite3_close_v2 defers the real close.
+        #expect(try statement.first { $0.int64(at: 0) } == 1)
+    }
+}
