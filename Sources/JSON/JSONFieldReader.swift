@@ -398,14 +398,16 @@ public struct JSONArrayReader: Sendable {
 private let maxExactInteger: Double = 9_007_199_254_740_992
 
 private func exactInteger(_ number: Double) -> Int64? {
-    guard number.magnitude <= maxExactInteger, number.rounded(.towardZero) == number else { return nil }
+    // The magnitude check makes the conversion safe; comparing back detects a fraction.
+    guard number.magnitude <= maxExactInteger, Double(Int64(number)) == number else { return nil }
     return Int64(number)
 }
 
 private func integerProblem(_ number: Double) -> String {
     let text = JSONValue.number(number).serializedString()
-    if number.rounded(.towardZero) != number {
-        return "expected an integer, got \(text)"
+    // Every Double beyond 2^53 is integral, so the problem there is the range, below it a fraction.
+    if number.magnitude > maxExactInteger {
+        return "integer \(text) is out of range (at most ±2^53)"
     }
-    return "integer \(text) is out of range (at most ±2^53)"
+    return "expected an integer, got \(text)"
 }

@@ -224,7 +224,9 @@ public struct JSONWriter: Sendable {
             appendLiteral("-0")
             return
         }
-        if value.rounded(.towardZero) == value, value.magnitude <= 9_007_199_254_740_992 {
+        // The magnitude check makes the conversion safe; comparing back detects a fraction.
+        // (Plain conversion rather than rounded()/Int64(exactly:), which pull in libm.)
+        if value.magnitude <= 9_007_199_254_740_992, Double(Int64(value)) == value {
             appendInteger(Int64(value))
             return
         }
