@@ -350,19 +350,24 @@ public struct JSONArrayReader: Sendable {
     /// Decodes every element as an object, one result per element, in order.
     /// After `decode` returns, the element's `finish()` runs, so unread members
     /// fail that element. One bad element does not stop the others.
+    ///
+    /// `decode` may throw any error (closures cannot infer typed throws); an
+    /// error other than `JSONFieldError` is reported against the element's path.
     public func decodeEach<Decoded>(
-        _ decode: (inout JSONFieldReader) throws(JSONFieldError) -> Decoded
+        _ decode: (inout JSONFieldReader) throws -> Decoded
     ) -> [Result<Decoded, JSONFieldError>] {
         var results: [Result<Decoded, JSONFieldError>] = []
         results.reserveCapacity(count)
         for index in elements.indices {
-            do throws(JSONFieldError) {
+            do {
                 var reader = try object(at: index)
                 let decoded = try decode(&reader)
                 try reader.finish()
                 results.append(.success(decoded))
-            } catch {
+            } catch let error as JSONFieldError {
                 results.append(.failure(error))
+            } catch {
+                results.append(.failure(self.error(at: index, String(describing: error))))
             }
         }
         return results
@@ -372,7 +377,7 @@ public struct JSONArrayReader: Sendable {
     /// succeed, otherwise throws the errors of up to `maxErrors` failing elements.
     public func decodeAll<Decoded>(
         maxErrors: Int = 100,
-        _ decode: (inout JSONFieldReader) throws(JSONFieldError) -> Decoded
+        _ decode: (inout JSONFieldReader) throws -> Decoded
     ) throws(JSONFieldErrors) -> [Decoded] {
         var values: [Decoded] = []
         values.reserveCapacity(count)
