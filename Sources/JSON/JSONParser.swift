@@ -80,21 +80,30 @@ private let exactPowersOfTen: [Double] = [
 private struct Parser {
     enum ContainerKind { case array, object }
 
-    /// An open container. Its elements live on the shared `values` stack from
-    /// `valueBase`, its keys on `keys` from `keyBase`, until it closes.
+    /// An open container collecting its contents. Each frame owns its arrays, so
+    /// closing it moves them into the finished value without copying elements.
     struct Frame {
         let kind: ContainerKind
-        let valueBase: Int
-        let keyBase: Int
+        var elements: [JSONValue] = []
+        var members: [JSONObject.Member] = []
+        /// Key of the member whose value is being parsed.
+        var pendingKey = ""
+        /// Keys seen so far, built only once an object grows large, so that
+        /// duplicate detection stays linear for hostile inputs.
+        var keyIndex: Set<String>?
+
+        init(kind: ContainerKind) {
+            self.kind = kind
+        }
     }
+
+    /// Beyond this many members, duplicate detection switches from a scan to a set.
+    static let linearKeyScanLimit = 16
 
     let input: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
     var position = 0
     var frames: [Frame] = []
-    var values: [JSONValue] = []
-    var keys: [String] = []
-    var keyOffsets: [Int] = []
     /// Reused buffer for strings that contain escapes.
     var scratch: [UInt8] = []
 
@@ -152,18 +161,25 @@ private struct Parser {
 
             // A value is complete: hand it to its container, closing every container that ends here.
             while true {
-                guard let frame = frames.last else {
+                let top = frames.count - 1
+                guard top >= 0 else {
                     skipWhitespace()
                     if position < input.count {
                         throw unexpected(at: position, expecting: "end of input")
                     }
                     return completed
                 }
-                values.append(completed)
+                let kind = frames[top].kind
+                switch kind {
+                case .array:
+                    frames[top].elements.append(completed)
+                case .object:
+                    frames[top].members.append((key: frames[top].pendingKey, value: completed))
+                }
                 skipWhitespace()
                 guard position < input.count else { throw endOfInput() }
                 let byte = input[position]
-                switch frame.kind {
+                switch kind {
                 case .array:
                     if byte == Byte.comma {
                         position += 1
@@ -174,9 +190,7 @@ private struct Parser {
                         throw unexpected(at: position, expecting: "',' or ']'")
                     }
                     position += 1
-                    completed = .array(Array(values[frame.valueBase...]))
-                    values.removeSubrange(frame.valueBase...)
-                    frames.removeLast()
+                    completed = .array(frames.removeLast().elements)
                 case .object:
                     if byte == Byte.comma {
                         position += 1
@@ -188,8 +202,7 @@ private struct Parser {
                         throw unexpected(at: position, expecting: "',' or '}'")
                     }
                     position += 1
-                    completed = .object(try closeObject(frame))
-                    frames.removeLast()
+                    completed = .object(JSONObject(frames.removeLast().members))
                 }
             }
         }
@@ -199,18 +212,33 @@ private struct Parser {
         guard frames.count < maxDepth else {
             throw JSONParseError(offset: position, reason: "nesting deeper than \(maxDepth) levels")
         }
-        frames.append(Frame(kind: kind, valueBase: values.count, keyBase: keys.count))
+        frames.append(Frame(kind: kind))
         position += 1
     }
 
-    /// Parses `"key" :` and leaves `position` at the start of the member's value.
+    /// Parses `"key" :` into the innermost (object) frame, rejecting a key the
+    /// object already has, and leaves `position` at the start of the member's value.
     mutating func parseKeyAndColon() throws(JSONParseError) {
         guard position < input.count else { throw endOfInput() }
         guard input[position] == Byte.quote else {
             throw unexpected(at: position, expecting: "a string key")
         }
-        keyOffsets.append(position)
-        keys.append(try parseString())
+        let keyOffset = position
+        let key = try parseString()
+        let top = frames.count - 1
+        if frames[top].members.count < Self.linearKeyScanLimit {
+            for member in frames[top].members where member.key == key {
+                throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
+            }
+        } else {
+            if frames[top].keyIndex == nil {
+                frames[top].keyIndex = Set(frames[top].members.map(\.key))
+            }
+            guard frames[top].keyIndex?.insert(key).inserted == true else {
+                throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
+            }
+        }
+        frames[top].pendingKey = key
         skipWhitespace()
         guard position < input.count else { throw endOfInput() }
         guard input[position] == Byte.colon else {
@@ -218,41 +246,6 @@ private struct Parser {
         }
         position += 1
         skipWhitespace()
-    }
-
-    mutating func closeObject(_ frame: Frame) throws(JSONParseError) -> JSONObject {
-        let memberCount = keys.count - frame.keyBase
-        try rejectDuplicateKeys(from: frame.keyBase, count: memberCount)
-        var members: [JSONObject.Member] = []
-        members.reserveCapacity(memberCount)
-        for index in 0..<memberCount {
-            members.append((key: keys[frame.keyBase + index], value: values[frame.valueBase + index]))
-        }
-        keys.removeSubrange(frame.keyBase...)
-        keyOffsets.removeSubrange(frame.keyBase...)
-        values.removeSubrange(frame.valueBase...)
-        return JSONObject(members)
-    }
-
-    /// Pairwise for small objects (cheaper than hashing), a set for large ones so
-    /// a hostile object with many keys stays linear.
-    func rejectDuplicateKeys(from base: Int, count: Int) throws(JSONParseError) {
-        if count <= 16 {
-            for later in 1..<max(count, 1) {
-                for earlier in 0..<later where keys[base + earlier] == keys[base + later] {
-                    throw duplicateKey(at: base + later)
-                }
-            }
-        } else {
-            var seen = Set<String>(minimumCapacity: count)
-            for index in base..<(base + count) where !seen.insert(keys[index]).inserted {
-                throw duplicateKey(at: index)
-            }
-        }
-    }
-
-    func duplicateKey(at keyIndex: Int) -> JSONParseError {
-        JSONParseError(offset: keyOffsets[keyIndex], reason: "duplicate key \"\(keys[keyIndex])\"")
     }
 
     mutating func skipWhitespace() {
