@@ -276,3 +276,12 @@ func numbersAreCorrectlyRounded(text: String, expected: Double) throws {
     #expect(value == [1, 2])
     #expect(try JSONParser.parse("{\"k\": [null]}") == ["k": [nil]])
 }
+
+@Test(arguments: [15, 16, 17])
+func duplicateKeyIsFoundAroundTheScanToSetSwitch(memberCount: Int) {
+    let members = (0..<memberCount).map { "\"k\($0)\":0" } + ["\"k0\":1"]
+    let document = "{" + members.joined(separator: ",") + "}"
+    let error = parseError(document)
+    #expect(error?.reason == "duplicate key \"k0\"")
+    #expect(error?.offset == document.utf8.count - 7)
+}

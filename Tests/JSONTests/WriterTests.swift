@@ -117,3 +117,14 @@ func numbersUseShortestValidForm(value: Double, expected: String) throws {
     object["a"] = nil
     #expect(object.keys == ["b"])
 }
+
+@Test func keysAreEscapedAndTopLevelScalarsNeedNoSeparators() throws {
+    let output = text { writer in
+        writer.beginObject()
+        writer.field("a\"b\n", "v")
+        writer.endObject()
+    }
+    #expect(output == #"{"a\"b\n":"v"}"#)
+    #expect(try JSONParser.parse(output) == ["a\"b\n": "v"])
+    #expect(text { $0.string("x") } == #""x""#)
+}
