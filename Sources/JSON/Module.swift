@@ -1,2 +1,0 @@
-// JSON module: filled in by its issue.
-enum JSONModule {}

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func jsonPackageBuilds() {
-    #expect(Bool(true))
-}
