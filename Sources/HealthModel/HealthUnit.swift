@@ -133,6 +133,15 @@ public struct HealthUnit: Sendable, Hashable, CustomStringConvertible {
 
     public func isCompatible(with other: HealthUnit) -> Bool { dimension == other.dimension }
 
+    /// Same dimension, and scale and offset equal within floating-point rounding.
+    public func isEquivalent(to other: HealthUnit) -> Bool {
+        guard dimension == other.dimension else { return false }
+        let tolerance = 1e-12
+        let scaleClose = abs(scale - other.scale) <= tolerance * max(abs(scale), abs(other.scale))
+        let offsetClose = abs(offset - other.offset) <= tolerance * max(1, abs(offset), abs(other.offset))
+        return scaleClose && offsetClose
+    }
+
     /// Converts `value` from this unit into `target`.
     public func convert(_ value: Double, to target: HealthUnit) throws(HealthUnitError) -> Double {
         guard dimension == target.dimension else {
@@ -155,6 +164,9 @@ public struct HealthUnit: Sendable, Hashable, CustomStringConvertible {
         try parse(source).convert(value, to: parse(target))
     }
 
+    /// Exact equality of dimension, scale and offset. Units reached by different
+    /// paths (`cm^3`, `mL`) may differ in the last bit of `scale`; compare those
+    /// with `isEquivalent(to:)`.
     public static func == (lhs: HealthUnit, rhs: HealthUnit) -> Bool {
         lhs.dimension == rhs.dimension && lhs.scale == rhs.scale && lhs.offset == rhs.offset
     }
@@ -403,10 +415,9 @@ struct UnitCursor {
         guard let symbol = current else { throw fail("expected a unit") }
         if symbol == "(" {
             position += 1
-            var inner = try parseQuotient()
+            let inner = try parseQuotient()
             guard current == ")" else { throw fail("expected ')'") }
             position += 1
-            inner.isLoneBaseUnit = false
             return inner
         }
         if symbol == "1" {
@@ -435,7 +446,7 @@ struct UnitCursor {
             guard resolved.base.dimension == HealthUnitParser.baseUnits["mol"]?.dimension else {
                 throw fail("only mol takes a molar mass")
             }
-            return UnitTerm(dimension: HealthUnitParser.massDimension, scale: resolved.prefixFactor * molarMass * 1e-3,
+            return UnitTerm(dimension: HealthUnitParser.massDimension, scale: resolved.prefixFactor * (molarMass / 1000),
                             offset: 0, isLoneBaseUnit: false)
         }
         return UnitTerm(dimension: resolved.base.dimension, scale: resolved.prefixFactor * resolved.base.scale,

@@ -232,7 +232,8 @@ public enum RFC3339 {
     /// mean time) is rounded to the minute and the local time shifted to match:
     /// the string always denotes exactly `instant`. A zero offset prints `+00:00`.
     public static func format(_ instant: HealthInstant, offsetSeconds: Int) -> String {
-        let roundedMinutes = Int((Double(offsetSeconds) / 60).rounded(.toNearestOrAwayFromZero))
+        // Integer rounding, half away from zero (no libm needed).
+        let roundedMinutes = offsetSeconds >= 0 ? (offsetSeconds + 30) / 60 : -((30 - offsetSeconds) / 60)
         let magnitude = abs(roundedMinutes)
         var suffix: [UInt8] = [roundedMinutes < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")]
         appendDigits(&suffix, (magnitude / 60) % 100, width: 2)
