@@ -3,8 +3,9 @@
 // Maximum durations: every cumulative quantity type has HealthKit's 345,600 s
 // (4 days), which HealthKit enforces for stepCount and the other cumulative
 // activity types; applying it to all cumulative types keeps pro-rating in
-// statistics bounded. Discrete quantities, categories (a sleep or mindful session
-// may be long), workouts and correlations are unrestricted (nil).
+// statistics bounded. Workouts have it too (HKWorkoutType is duration-restricted).
+// Discrete quantities, categories (a sleep or mindful session may be long) and
+// correlations are unrestricted (nil).
 //
 // Ranges are in the canonical unit and deliberately generous: they reject unit
 // mistakes (97 `%` for oxygenSaturation, where HealthKit expects 0.97; a height
@@ -234,7 +235,15 @@ public enum HealthTypeCatalog {
                    objectTypeIDs: nutritionTypes.map(\.id).filter { $0.hasPrefix("dietary") }),
     ]
 
-    public static let workoutType = HealthType(id: "workout", kind: .workout, values: HealthValueSets.workoutActivityType)
+    /// Workouts carry HealthKit's 4-day limit as well: HKWorkoutType reports a
+    /// restricted maximum duration, and saving a longer workout fails in HealthKit.
+    public static let workoutType = HealthType(
+        id: "workout", kind: .workout, maximumDuration: cumulativeMaximumDuration,
+        values: HealthValueSets.workoutActivityType)
+
+    /// Units workout totals are stored and returned in unless `unit` asks otherwise.
+    public static let workoutTotalEnergyBurnedUnit = HealthUnit.kilocalorie
+    public static let workoutTotalDistanceUnit = HealthUnit.meter
 
     public static let characteristicTypes: [HealthType] = [
         HealthType(id: "dateOfBirth", kind: .characteristic),

@@ -152,6 +152,38 @@ public enum HealthValidation {
                                     detail: "'\(value)' is not an HKWorkoutActivityType case name")
     }
 
+    /// A workout's `totalEnergyBurned` or `totalDistance`: finite, not negative, in a
+    /// unit of the right dimension. Returns the value in `canonicalUnit` (kcal or m).
+    public static func workoutTotal(
+        _ value: Double, unit unitString: String, canonicalUnit: HealthUnit, field: String
+    ) throws(HealthValidationError) -> Double {
+        guard value.isFinite else {
+            throw HealthValidationError(field: "\(field).value", reason: .valueNotFinite, detail: "value must be a finite number")
+        }
+        guard value >= 0 else {
+            throw HealthValidationError(field: "\(field).value", reason: .valueNegative, detail: "value must not be negative")
+        }
+        let unit: HealthUnit
+        do {
+            unit = try HealthUnit.parse(unitString)
+        } catch {
+            throw HealthValidationError(field: "\(field).unit", reason: .unitMalformed, detail: error.description)
+        }
+        do {
+            return try unit.convert(value, to: canonicalUnit)
+        } catch {
+            throw HealthValidationError(field: "\(field).unit", reason: .unitIncompatible, detail: error.description)
+        }
+    }
+
+    /// A workout event `type`: pause, resume, lap, marker or segment.
+    public static func workoutEventType(_ value: String, field: String) throws(HealthValidationError) -> String {
+        if HealthValueSets.workoutEventType.contains(value) { return value }
+        throw HealthValidationError(
+            field: field, reason: .valueNotInSet,
+            detail: "'\(value)' is not one of \(HealthValueSets.workoutEventType.caseNames.joined(separator: ", "))")
+    }
+
     /// A correlation's object must be of one of the correlation's object types.
     public static func correlationObject(
         _ objectTypeID: String, in correlation: HealthType, field: String

@@ -89,6 +89,27 @@ struct ValidationTests {
         #expect(field { _ = try HealthValidation.workoutActivityType("jogging") } == Failure("activityType", .valueNotInSet))
     }
 
+    @Test func workouts() throws {
+        let energy = HealthTypeCatalog.workoutTotalEnergyBurnedUnit
+        let distance = HealthTypeCatalog.workoutTotalDistanceUnit
+        #expect(try HealthValidation.workoutTotal(1, unit: "kJ", canonicalUnit: energy, field: "totalEnergyBurned")
+                    == 1 / 4.184)
+        #expect(try HealthValidation.workoutTotal(5, unit: "km", canonicalUnit: distance, field: "totalDistance") == 5000)
+        #expect(field { _ = try HealthValidation.workoutTotal(5, unit: "kg", canonicalUnit: distance, field: "totalDistance") }
+                    == Failure("totalDistance.unit", .unitIncompatible))
+        #expect(field { _ = try HealthValidation.workoutTotal(-5, unit: "m", canonicalUnit: distance, field: "totalDistance") }
+                    == Failure("totalDistance.value", .valueNegative))
+        #expect(field { _ = try HealthValidation.workoutTotal(.nan, unit: "m", canonicalUnit: distance, field: "totalDistance") }
+                    == Failure("totalDistance.value", .valueNotFinite))
+        #expect(field { _ = try HealthValidation.workoutTotal(1, unit: "parsec", canonicalUnit: distance, field: "totalDistance") }
+                    == Failure("totalDistance.unit", .unitMalformed))
+        #expect(try HealthValidation.workoutEventType("lap", field: "events[0].type") == "lap")
+        #expect(field { _ = try HealthValidation.workoutEventType("motionPaused", field: "events[1].type") }
+                    == Failure("events[1].type", .valueNotInSet))
+        let workout = try type("workout")
+        #expect(field { try HealthValidation.interval(start: 0, end: 345_600_001, for: workout) } == Failure("end", .durationTooLong))
+    }
+
     @Test func typesAndCorrelations() throws {
         #expect(try HealthValidation.type("HKQuantityTypeIdentifierHeartRate").id == "heartRate")
         #expect(field { _ = try HealthValidation.type("heartbeat") } == Failure("type", .unknownType))
