@@ -1,0 +1,100 @@
+// Sample identifiers: RFC 4122 UUIDs without Foundation, stored as two words
+// so they hash, compare and pack into 16 bytes cheaply.
+
+/// A UUID. Parsing accepts the 36-character textual form in any letter case;
+/// `uuidString` is uppercase, as HealthKit's `UUID.uuidString` prints it.
+/// Equality is on the bytes, so the case a client used never matters.
+public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Bytes 0-7, big-endian.
+    public let high: UInt64
+    /// Bytes 8-15, big-endian.
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// From exactly 16 bytes in network order.
+    public init?<C: Collection>(bytes: C) where C.Element == UInt8 {
+        guard bytes.count == 16 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+        }
+        self.init(high: high, low: low)
+    }
+
+    /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, hexadecimal digits in either case.
+    public init?<S: StringProtocol>(_ string: S) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var nibbleCount = 0
+        var characterCount = 0
+        for byte in string.utf8 {
+            characterCount += 1
+            guard characterCount <= 36 else { return nil }
+            if characterCount == 9 || characterCount == 14 || characterCount == 19 || characterCount == 24 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            guard let nibble = Self.hexValue(byte) else { return nil }
+            if nibbleCount < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+            nibbleCount += 1
+        }
+        guard characterCount == 36, nibbleCount == 32 else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    /// A random version-4 UUID; the generator is a parameter so tests are deterministic.
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> HealthUUID {
+        let high = (generator.next() & ~0xF000) | 0x4000
+        let low = (generator.next() & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
+        return HealthUUID(high: high, low: low)
+    }
+
+    public static func random() -> HealthUUID {
+        var generator = SystemRandomNumberGenerator()
+        return random(using: &generator)
+    }
+
+    /// 16 bytes in network order.
+    public var bytes: [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64($0))) }
+    }
+
+    /// Uppercase textual form, as HealthKit prints sample UUIDs.
+    public var uuidString: String { format(uppercase: true) }
+
+    public var lowercasedString: String { format(uppercase: false) }
+
+    public var description: String { uuidString }
+
+    private func format(uppercase: Bool) -> String {
+        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(36)
+        for index in 0..<32 {
+            if index == 8 || index == 12 || index == 16 || index == 20 { output.append(UInt8(ascii: "-")) }
+            let word = index < 16 ? high : low
+            let shift = UInt64(60 - 4 * (index % 16))
+            output.append(digits[Int((word >> shift) & 0xF)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    public static func < (lhs: HealthUUID, rhs: HealthUUID) -> Bool {
+        (lhs.high, lhs.low) < (rhs.high, rhs.low)
+    }
+}

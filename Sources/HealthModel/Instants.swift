@@ -1,0 +1,371 @@
+// Instants in healthd are Int64 milliseconds since 1970-01-01T00:00:00Z.
+// Parsing and formatting are hand-written over UTF-8 bytes: they run twice per
+// sample on the ingest path, where DateFormatter would dominate the cost.
+
+/// Milliseconds since 1970-01-01T00:00:00Z.
+public typealias HealthInstant = Int64
+
+/// Range limits shared by every validator.
+public enum HealthInstantLimits {
+    /// 1900-01-01T00:00:00Z: the earliest instant a sample may carry.
+    public static let earliestSampleInstant: HealthInstant = -2_208_988_800_000
+    /// 2200-01-01T00:00:00Z: the latest instant a sample may carry (inclusive).
+    public static let latestSampleInstant: HealthInstant = 7_258_118_400_000
+    /// The valid sample range as a closed range.
+    public static let sampleRange: ClosedRange<HealthInstant> = earliestSampleInstant...latestSampleInstant
+}
+
+/// Proleptic Gregorian calendar arithmetic on civil dates (no time zones).
+public enum GregorianCalendarMath {
+    public static let millisecondsPerDay: Int64 = 86_400_000
+
+    public static func isLeapYear(_ year: Int) -> Bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
+
+    public static func daysInMonth(year: Int, month: Int) -> Int {
+        switch month {
+        case 1, 3, 5, 7, 8, 10, 12: return 31
+        case 4, 6, 9, 11: return 30
+        case 2: return isLeapYear(year) ? 29 : 28
+        default: return 0
+        }
+    }
+
+    /// Days since 1970-01-01 for a civil date. Counts in 400-year eras (146,097 days
+    /// each) with March as the first month, so the leap day falls at the end of a year.
+    public static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int64 {
+        let shiftedYear = Int64(month <= 2 ? year - 1 : year)
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let marchBasedMonth = Int64(month > 2 ? month - 3 : month + 9)
+        let dayOfYear = (153 * marchBasedMonth + 2) / 5 + Int64(day) - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The civil date of a day count since 1970-01-01 (inverse of `daysSinceEpoch`).
+    public static func civilDate(daysSinceEpoch: Int64) -> (year: Int, month: Int, day: Int) {
+        let shifted = daysSinceEpoch + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let marchBasedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * marchBasedMonth + 2) / 5 + 1
+        let month = marchBasedMonth < 10 ? marchBasedMonth + 3 : marchBasedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (Int(year), Int(month), Int(day))
+    }
+
+    /// Floor division, so instants before 1970 land on the right day.
+    @inlinable
+    public static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+        let quotient = value / divisor
+        return (value % divisor != 0 && (value < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}
+
+/// Why an instant string was rejected.
+public enum InstantParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    case malformed(String)
+    case outOfRange(String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let reason): return "malformed date-time: \(reason)"
+        case .outOfRange(let reason): return "date-time out of range: \(reason)"
+        }
+    }
+}
+
+/// A cursor over ASCII bytes, shared by the date parsers.
+struct ASCIIScanner {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var position = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    var isAtEnd: Bool { position >= bytes.count }
+    var current: UInt8? { position < bytes.count ? bytes[position] : nil }
+
+    /// Reads exactly `count` decimal digits.
+    mutating func digits(_ count: Int, field: String) throws(InstantParseError) -> Int {
+        guard position + count <= bytes.count else { throw .malformed("\(field) is truncated") }
+        var value = 0
+        for offset in 0..<count {
+            let digit = bytes[position + offset] &- UInt8(ascii: "0")
+            guard digit < 10 else { throw .malformed("\(field) must be \(count) digits") }
+            value = value * 10 + Int(digit)
+        }
+        position += count
+        return value
+    }
+
+    mutating func expect(_ byte: UInt8, _ what: String) throws(InstantParseError) {
+        guard current == byte else { throw .malformed("expected \(what)") }
+        position += 1
+    }
+}
+
+/// Runs `body` over the UTF-8 bytes of a string without copying when it is native.
+@inline(__always)
+func withUTF8Bytes<S: StringProtocol, R>(
+    _ string: S, _ body: (UnsafeBufferPointer<UInt8>) throws(InstantParseError) -> R
+) throws(InstantParseError) -> R {
+    let result: Result<R, InstantParseError>? = string.utf8.withContiguousStorageIfAvailable { buffer in
+        do throws(InstantParseError) { return .success(try body(buffer)) } catch { return .failure(error) }
+    }
+    if let result { return try result.get() }
+    let copy = Array(string.utf8)
+    let copied: Result<R, InstantParseError> = copy.withUnsafeBufferPointer { buffer in
+        do throws(InstantParseError) { return .success(try body(buffer)) } catch { return .failure(error) }
+    }
+    return try copied.get()
+}
+
+/// RFC 3339 date-times.
+///
+/// Accepted: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, with `t` for `T`, `z` for
+/// `Z`, and a single space for `T` (RFC 3339 §5.6 allows it for readability).
+/// - Fractions may have any number of digits; they are rounded to milliseconds,
+///   half away from zero (`.0005` becomes `.001`).
+/// - Second 60 (a leap second) is accepted and read as `:59.999`, the last
+///   millisecond before the next minute, since instants here have no leap seconds.
+/// - Ranges are validated: month 1-12, day within its month (leap years included),
+///   hour 0-23, minute 0-59, offset hours 0-23 and minutes 0-59. Years 0000-9999
+///   parse; the 1900-2200 sample window is a validator concern.
+public enum RFC3339 {
+    public static func parse<S: StringProtocol>(_ string: S) -> HealthInstant? {
+        try? parseOrThrow(string)
+    }
+
+    public static func parseOrThrow<S: StringProtocol>(_ string: S) throws(InstantParseError) -> HealthInstant {
+        try withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> HealthInstant in
+            var scanner = ASCIIScanner(bytes)
+            let days = try scanDate(&scanner)
+            guard let separator = scanner.current,
+                  separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == UInt8(ascii: " ")
+            else { throw .malformed("expected 'T' between date and time") }
+            scanner.position += 1
+            let timeOfDay = try scanTime(&scanner)
+            let offsetSeconds = try scanOffset(&scanner)
+            guard scanner.isAtEnd else { throw .malformed("unexpected characters after the offset") }
+            return days * GregorianCalendarMath.millisecondsPerDay + timeOfDay - Int64(offsetSeconds) * 1000
+        }
+    }
+
+    /// `YYYY-MM-DD` -> days since epoch.
+    static func scanDate(_ scanner: inout ASCIIScanner) throws(InstantParseError) -> Int64 {
+        let year = try scanner.digits(4, field: "year")
+        try scanner.expect(UInt8(ascii: "-"), "'-' after the year")
+        let month = try scanner.digits(2, field: "month")
+        try scanner.expect(UInt8(ascii: "-"), "'-' after the month")
+        let day = try scanner.digits(2, field: "day")
+        guard (1...12).contains(month) else { throw .outOfRange("month \(month) is not 1-12") }
+        guard day >= 1, day <= GregorianCalendarMath.daysInMonth(year: year, month: month) else {
+            throw .outOfRange("day \(day) does not exist in \(year)-\(month)")
+        }
+        return GregorianCalendarMath.daysSinceEpoch(year: year, month: month, day: day)
+    }
+
+    /// `HH:MM:SS[.fraction]` -> milliseconds into the day (may reach 86,400,000 by rounding).
+    static func scanTime(_ scanner: inout ASCIIScanner) throws(InstantParseError) -> Int64 {
+        let hour = try scanner.digits(2, field: "hour")
+        try scanner.expect(UInt8(ascii: ":"), "':' after the hour")
+        let minute = try scanner.digits(2, field: "minute")
+        try scanner.expect(UInt8(ascii: ":"), "':' after the minute")
+        let second = try scanner.digits(2, field: "second")
+        guard hour <= 23 else { throw .outOfRange("hour \(hour) is not 0-23") }
+        guard minute <= 59 else { throw .outOfRange("minute \(minute) is not 0-59") }
+        guard second <= 60 else { throw .outOfRange("second \(second) is not 0-60") }
+        var milliseconds = 0
+        if scanner.current == UInt8(ascii: ".") {
+            scanner.position += 1
+            var digitCount = 0
+            while let byte = scanner.current, byte &- UInt8(ascii: "0") < 10 {
+                let digit = Int(byte &- UInt8(ascii: "0"))
+                if digitCount < 3 {
+                    milliseconds = milliseconds * 10 + digit
+                } else if digitCount == 3, digit >= 5 {
+                    // The remainder after three digits is at least half a millisecond.
+                    milliseconds += 1
+                }
+                digitCount += 1
+                scanner.position += 1
+            }
+            guard digitCount > 0 else { throw .malformed("'.' must be followed by digits") }
+            if digitCount == 1 { milliseconds *= 100 } else if digitCount == 2 { milliseconds *= 10 }
+        }
+        if second == 60 {
+            return Int64(hour * 3600 + minute * 60 + 59) * 1000 + 999
+        }
+        return Int64(hour * 3600 + minute * 60 + second) * 1000 + Int64(milliseconds)
+    }
+
+    /// `Z` or `±HH:MM` -> seconds east of UTC.
+    static func scanOffset(_ scanner: inout ASCIIScanner) throws(InstantParseError) -> Int {
+        guard let byte = scanner.current else { throw .malformed("missing offset ('Z' or ±HH:MM)") }
+        if byte == UInt8(ascii: "Z") || byte == UInt8(ascii: "z") {
+            scanner.position += 1
+            return 0
+        }
+        guard byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") else {
+            throw .malformed("offset must be 'Z' or ±HH:MM")
+        }
+        scanner.position += 1
+        let hours = try scanner.digits(2, field: "offset hours")
+        try scanner.expect(UInt8(ascii: ":"), "':' in the offset")
+        let minutes = try scanner.digits(2, field: "offset minutes")
+        guard hours <= 23, minutes <= 59 else { throw .outOfRange("offset \(hours):\(minutes) is invalid") }
+        let seconds = hours * 3600 + minutes * 60
+        return byte == UInt8(ascii: "-") ? -seconds : seconds
+    }
+
+    /// UTC with millisecond precision: `2026-03-08T14:30:00.000Z`.
+    public static func format(_ instant: HealthInstant) -> String {
+        formatLocal(instant, suffix: [UInt8(ascii: "Z")])
+    }
+
+    /// Local time at a fixed offset: `2026-03-08T09:30:00.000-05:00`.
+    /// RFC 3339 offsets have no seconds, so an offset with seconds (historic local
+    /// mean time) is rounded to the minute and the local time shifted to match:
+    /// the string always denotes exactly `instant`. A zero offset prints `+00:00`.
+    public static func format(_ instant: HealthInstant, offsetSeconds: Int) -> String {
+        // Integer rounding, half away from zero (no libm needed).
+        let roundedMinutes = offsetSeconds >= 0 ? (offsetSeconds + 30) / 60 : -((30 - offsetSeconds) / 60)
+        let magnitude = abs(roundedMinutes)
+        var suffix: [UInt8] = [roundedMinutes < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")]
+        appendDigits(&suffix, (magnitude / 60) % 100, width: 2)
+        suffix.append(UInt8(ascii: ":"))
+        appendDigits(&suffix, magnitude % 60, width: 2)
+        return formatLocal(instant + Int64(roundedMinutes) * 60_000, suffix: suffix)
+    }
+
+    private static func formatLocal(_ localInstant: HealthInstant, suffix: [UInt8]) -> String {
+        let days = GregorianCalendarMath.floorDivide(localInstant, GregorianCalendarMath.millisecondsPerDay)
+        let millisecondOfDay = Int(localInstant - days * GregorianCalendarMath.millisecondsPerDay)
+        let date = GregorianCalendarMath.civilDate(daysSinceEpoch: days)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(30)
+        appendYear(&bytes, date.year)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(&bytes, date.month, width: 2)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(&bytes, date.day, width: 2)
+        bytes.append(UInt8(ascii: "T"))
+        appendDigits(&bytes, millisecondOfDay / 3_600_000, width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(&bytes, millisecondOfDay / 60_000 % 60, width: 2)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(&bytes, millisecondOfDay / 1000 % 60, width: 2)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(&bytes, millisecondOfDay % 1000, width: 3)
+        bytes.append(contentsOf: suffix)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Four-digit years; outside 0000-9999 ISO 8601's expanded form (sign, more digits).
+    static func appendYear(_ bytes: inout [UInt8], _ year: Int) {
+        if (0...9999).contains(year) {
+            appendDigits(&bytes, year, width: 4)
+        } else {
+            bytes.append(year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+            appendDigits(&bytes, abs(year), width: 5)
+        }
+    }
+
+    static func appendDigits(_ bytes: inout [UInt8], _ value: Int, width: Int) {
+        var scratch: [UInt8] = []
+        var remaining = value
+        repeat {
+            scratch.append(UInt8(ascii: "0") + UInt8(remaining % 10))
+            remaining /= 10
+        } while remaining > 0
+        if scratch.count < width { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - scratch.count)) }
+        bytes.append(contentsOf: scratch.reversed())
+    }
+}
+
+/// A calendar day without a time zone, as in `dateOfBirth` or `?date=2026-03-08`.
+public struct HealthDay: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let year: Int
+    public let month: Int
+    public let day: Int
+
+    /// Nil unless the fields name a real Gregorian date in years 0000-9999.
+    public init?(year: Int, month: Int, day: Int) {
+        guard (0...9999).contains(year), (1...12).contains(month),
+              day >= 1, day <= GregorianCalendarMath.daysInMonth(year: year, month: month) else { return nil }
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    public init(daysSinceEpoch: Int64) {
+        let date = GregorianCalendarMath.civilDate(daysSinceEpoch: daysSinceEpoch)
+        self.year = date.year
+        self.month = date.month
+        self.day = date.day
+    }
+
+    public var daysSinceEpoch: Int64 {
+        GregorianCalendarMath.daysSinceEpoch(year: year, month: month, day: day)
+    }
+
+    /// Midnight UTC at the start of this day.
+    public var startInstantUTC: HealthInstant { daysSinceEpoch * GregorianCalendarMath.millisecondsPerDay }
+
+    /// `YYYY-MM-DD`.
+    public var description: String {
+        var bytes: [UInt8] = []
+        RFC3339.appendYear(&bytes, year)
+        bytes.append(UInt8(ascii: "-"))
+        RFC3339.appendDigits(&bytes, month, width: 2)
+        bytes.append(UInt8(ascii: "-"))
+        RFC3339.appendDigits(&bytes, day, width: 2)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    public static func < (lhs: HealthDay, rhs: HealthDay) -> Bool {
+        (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
+    }
+}
+
+public enum HealthDate {
+    /// Strict `YYYY-MM-DD` (full-date of RFC 3339).
+    public static func parseDay<S: StringProtocol>(_ string: S) -> HealthDay? {
+        try? withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> HealthDay in
+            var scanner = ASCIIScanner(bytes)
+            let days = try RFC3339.scanDate(&scanner)
+            guard scanner.isAtEnd else { throw .malformed("unexpected characters after the date") }
+            return HealthDay(daysSinceEpoch: days)
+        }
+    }
+
+    /// Apple Health `export.xml` dates: `2019-05-14 19:05:29 -0400` (offset ±HHMM, no fraction).
+    public static func parseAppleExportDate<S: StringProtocol>(_ string: S) -> HealthInstant? {
+        try? withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> HealthInstant in
+            var scanner = ASCIIScanner(bytes)
+            let days = try RFC3339.scanDate(&scanner)
+            try scanner.expect(UInt8(ascii: " "), "' ' between date and time")
+            let hour = try scanner.digits(2, field: "hour")
+            try scanner.expect(UInt8(ascii: ":"), "':' after the hour")
+            let minute = try scanner.digits(2, field: "minute")
+            try scanner.expect(UInt8(ascii: ":"), "':' after the minute")
+            let second = try scanner.digits(2, field: "second")
+            guard hour <= 23, minute <= 59, second <= 59 else { throw .outOfRange("time of day") }
+            try scanner.expect(UInt8(ascii: " "), "' ' before the offset")
+            guard let sign = scanner.current, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else {
+                throw .malformed("offset must be ±HHMM")
+            }
+            scanner.position += 1
+            let offsetHours = try scanner.digits(2, field: "offset hours")
+            let offsetMinutes = try scanner.digits(2, field: "offset minutes")
+            guard offsetHours <= 23, offsetMinutes <= 59, scanner.isAtEnd else { throw .malformed("offset") }
+            let offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
+            let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
+            return days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000
+        }
+    }
+}

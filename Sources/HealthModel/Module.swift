@@ -1,2 +1,0 @@
-// HealthModel module: filled in by its issue.
-enum HealthModelModule {}

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func healthmodelPackageBuilds() {
-    #expect(Bool(true))
-}
