@@ -1,0 +1,638 @@
+// An incremental HTTP/1.1 request parser (RFC 9112), written as an explicit state machine.
+// It owns one byte buffer: callers append whatever arrived and pull events with `next()`.
+// Because it only parses when asked, pipelined requests simply wait in the buffer.
+// It is strict on purpose: every framing ambiguity that could enable request smuggling is an
+// error that closes the connection.
+
+/// Size limits enforced while parsing; each maps to the status RFC 9110 assigns to it.
+public struct HTTPLimits: Sendable, Equatable {
+    /// Longest request line (method, target, version) before 414.
+    public var maxRequestLineLength: Int
+    /// Longest header block (all field lines plus the empty line) before 431. Trailers get the same budget.
+    public var maxHeaderBlockLength: Int
+    /// Most header fields (trailer fields included) before 431.
+    public var maxHeaderCount: Int
+    /// Largest request body (declared or de-chunked) before 413.
+    public var maxBodyLength: Int
+    /// Longest chunk-size line, chunk extensions included, before 400.
+    public var maxChunkLineLength: Int
+
+    public init(maxRequestLineLength: Int = 8 * 1024, maxHeaderBlockLength: Int = 16 * 1024,
+                maxHeaderCount: Int = 100, maxBodyLength: Int = 16 * 1024 * 1024,
+                maxChunkLineLength: Int = 1024) {
+        self.maxRequestLineLength = maxRequestLineLength
+        self.maxHeaderBlockLength = maxHeaderBlockLength
+        self.maxHeaderCount = maxHeaderCount
+        self.maxBodyLength = maxBodyLength
+        self.maxChunkLineLength = maxChunkLineLength
+    }
+
+    public static let `default` = HTTPLimits()
+}
+
+/// A request the parser refuses. After an error the connection can no longer be framed.
+public struct HTTPParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var status: HTTPStatus
+    public var detail: String
+    /// Always true today: once framing is in doubt, the only safe move is to close.
+    public var closesConnection: Bool
+
+    public init(status: HTTPStatus, detail: String, closesConnection: Bool = true) {
+        self.status = status
+        self.detail = detail
+        self.closesConnection = closesConnection
+    }
+
+    public var description: String { "\(status.code) \(detail)" }
+}
+
+/// How the body of a request is delimited.
+public enum HTTPBodyFraming: Sendable, Equatable {
+    case none
+    case contentLength(Int)
+    case chunked
+}
+
+/// Everything before the body, validated.
+public struct HTTPRequestHead: Sendable {
+    public var method: HTTPMethod
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    public var framing: HTTPBodyFraming
+    /// Whether the client allows the connection to stay open after this exchange.
+    public var keepAlive: Bool
+    /// `Expect: 100-continue` on HTTP/1.1 (ignored on 1.0, as RFC 9110 §10.1.1 requires).
+    public var expectsContinue: Bool
+
+    public var hasBody: Bool {
+        switch framing {
+        case .none: return false
+        case .contentLength(let length): return length > 0
+        case .chunked: return true
+        }
+    }
+}
+
+public enum HTTPParserEvent: Sendable {
+    /// The head is complete and valid; body events follow (possibly none), then `end`.
+    case head(HTTPRequestHead)
+    case body([UInt8])
+    /// The message is complete. Trailers are empty unless a chunked body carried some.
+    case end(trailers: HTTPHeaders)
+    /// The request is rejected; the parser stays failed.
+    case error(HTTPParseError)
+}
+
+public struct HTTPRequestParser: Sendable {
+    private enum State: Sendable {
+        case requestLine
+        case headerLines
+        case body(remaining: Int)
+        case chunkSizeLine
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailerLines
+        case failed
+    }
+
+    private enum LineScan {
+        case line(start: Int, end: Int)
+        case needMore
+        case failure(HTTPParseError)
+    }
+
+    private enum KnownField {
+        case other, host, contentLength, transferEncoding, connection, expect
+    }
+
+    public let limits: HTTPLimits
+    private var state: State = .requestLine
+    private var buffer: [UInt8] = []
+    /// First byte not yet consumed.
+    private var readIndex = 0
+    /// Where the search for the next LF resumes, so a line split over many reads is scanned once.
+    private var scanIndex = 0
+
+    // The head being assembled.
+    private var method = HTTPMethod.get
+    private var target = ""
+    private var version = HTTPVersion.http1_1
+    private var fields: [HTTPHeaders.Field] = []
+    private var headerBlockLength = 0
+    private var hostCount = 0
+    private var contentLengthValue: Int?
+    private var contentLengthCount = 0
+    private var transferEncodings: [Substring] = []
+    private var connectionClose = false
+    private var connectionKeepAlive = false
+    private var expectValue: String?
+    private var bodyLength = 0
+    private var trailers: [HTTPHeaders.Field] = []
+    private var trailerBlockLength = 0
+
+    public init(limits: HTTPLimits = .default) {
+        self.limits = limits
+    }
+
+    /// Bytes received but not yet consumed by `next()`.
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// True between messages with nothing buffered: no part of a next request has arrived.
+    public var isIdle: Bool {
+        if case .requestLine = state { return readIndex == buffer.count } else { return false }
+    }
+
+    /// True once an error was returned.
+    public var hasFailed: Bool {
+        if case .failed = state { return true } else { return false }
+    }
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compactIfUseful()
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func append<Bytes: Sequence>(contentsOf bytes: Bytes) where Bytes.Element == UInt8 {
+        compactIfUseful()
+        buffer.append(contentsOf: bytes)
+    }
+
+    private mutating func compactIfUseful() {
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            readIndex = 0
+            scanIndex = 0
+        } else if readIndex >= 16 * 1024 && readIndex * 2 >= buffer.count {
+            buffer.removeFirst(readIndex)
+            scanIndex -= readIndex
+            readIndex = 0
+        }
+    }
+
+    /// The next event the buffered bytes allow, or nil when more input is needed (or after an error).
+    public mutating func next() -> HTTPParserEvent? {
+        while true {
+            switch state {
+            case .failed:
+                return nil
+
+            case .requestLine:
+                switch scanLine(limit: limits.maxRequestLineLength,
+                                tooLong: HTTPParseError(status: .uriTooLong, detail: "The request line is longer than \(limits.maxRequestLineLength) bytes.")) {
+                case .needMore: return nil
+                case .failure(let error): return fail(error)
+                case .line(let start, let end):
+                    // RFC 9112 §2.2: empty lines before the request line are ignored.
+                    if start == end { continue }
+                    if let error = parseRequestLine(start: start, end: end) { return fail(error) }
+                    state = .headerLines
+                }
+
+            case .headerLines:
+                let budget = limits.maxHeaderBlockLength - headerBlockLength
+                switch scanLine(limit: max(budget - 2, 0),
+                                tooLong: HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "The header block is larger than \(limits.maxHeaderBlockLength) bytes.")) {
+                case .needMore: return nil
+                case .failure(let error): return fail(error)
+                case .line(let start, let end):
+                    headerBlockLength += end - start + 2
+                    if start == end {
+                        switch finishHead() {
+                        case .success(let head): return .head(head)
+                        case .failure(let error): return fail(error)
+                        }
+                    }
+                    if fields.count >= limits.maxHeaderCount {
+                        return fail(HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "More than \(limits.maxHeaderCount) header fields."))
+                    }
+                    switch parseFieldLine(start: start, end: end) {
+                    case .failure(let error): return fail(error)
+                    case .success(let (field, known)):
+                        if let error = noteField(field, known) { return fail(error) }
+                        fields.append(field)
+                    }
+                }
+
+            case .body(let remaining):
+                if remaining == 0 {
+                    return finishMessage()
+                }
+                let available = buffer.count - readIndex
+                if available == 0 { return nil }
+                let count = min(available, remaining)
+                let bytes = Array(buffer[readIndex ..< readIndex + count])
+                readIndex += count
+                scanIndex = readIndex
+                state = .body(remaining: remaining - count)
+                return .body(bytes)
+
+            case .chunkSizeLine:
+                switch scanLine(limit: limits.maxChunkLineLength,
+                                tooLong: HTTPParseError(status: .badRequest, detail: "A chunk-size line is longer than \(limits.maxChunkLineLength) bytes.")) {
+                case .needMore: return nil
+                case .failure(let error): return fail(error)
+                case .line(let start, let end):
+                    switch parseChunkSize(start: start, end: end) {
+                    case .failure(let error): return fail(error)
+                    case .success(let size):
+                        if size == 0 {
+                            state = .trailerLines
+                        } else {
+                            bodyLength += size
+                            state = .chunkData(remaining: size)
+                        }
+                    }
+                }
+
+            case .chunkData(let remaining):
+                let available = buffer.count - readIndex
+                if available == 0 { return nil }
+                let count = min(available, remaining)
+                let bytes = Array(buffer[readIndex ..< readIndex + count])
+                readIndex += count
+                scanIndex = readIndex
+                state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                return .body(bytes)
+
+            case .chunkDataEnd:
+                if buffer.count - readIndex < 2 {
+                    // Fail early on a wrong first byte rather than waiting for a second.
+                    if buffer.count - readIndex == 1 && buffer[readIndex] != ASCII.cr {
+                        return fail(HTTPParseError(status: .badRequest, detail: "Chunk data is not followed by CRLF."))
+                    }
+                    return nil
+                }
+                guard buffer[readIndex] == ASCII.cr, buffer[readIndex + 1] == ASCII.lf else {
+                    return fail(HTTPParseError(status: .badRequest, detail: "Chunk data is not followed by CRLF."))
+                }
+                readIndex += 2
+                scanIndex = readIndex
+                state = .chunkSizeLine
+
+            case .trailerLines:
+                let budget = limits.maxHeaderBlockLength - trailerBlockLength
+                switch scanLine(limit: max(budget - 2, 0),
+                                tooLong: HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "The trailer section is larger than \(limits.maxHeaderBlockLength) bytes.")) {
+                case .needMore: return nil
+                case .failure(let error): return fail(error)
+                case .line(let start, let end):
+                    trailerBlockLength += end - start + 2
+                    if start == end { return finishMessage() }
+                    if fields.count + trailers.count >= limits.maxHeaderCount {
+                        return fail(HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "More than \(limits.maxHeaderCount) header and trailer fields."))
+                    }
+                    switch parseFieldLine(start: start, end: end) {
+                    case .failure(let error): return fail(error)
+                    case .success(let (field, _)): trailers.append(field)
+                    }
+                }
+            }
+        }
+    }
+
+    private mutating func fail(_ error: HTTPParseError) -> HTTPParserEvent {
+        state = .failed
+        return .error(error)
+    }
+
+    private mutating func finishMessage() -> HTTPParserEvent {
+        let trailerHeaders = HTTPHeaders(trailers.map { ($0.name, $0.value) })
+        resetMessage()
+        return .end(trailers: trailerHeaders)
+    }
+
+    private mutating func resetMessage() {
+        state = .requestLine
+        fields = []
+        headerBlockLength = 0
+        hostCount = 0
+        contentLengthValue = nil
+        contentLengthCount = 0
+        transferEncodings = []
+        connectionClose = false
+        connectionKeepAlive = false
+        expectValue = nil
+        bodyLength = 0
+        trailers = []
+        trailerBlockLength = 0
+    }
+
+    /// Finds the next CRLF-terminated line. Bare LF is refused: peers that disagree on line
+    /// endings disagree on where a message ends.
+    private mutating func scanLine(limit: Int, tooLong: HTTPParseError) -> LineScan {
+        let start = readIndex
+        let found: Int? = buffer.withUnsafeBufferPointer { bytes in
+            var index = scanIndex
+            let end = bytes.count
+            while index < end {
+                if bytes[index] == ASCII.lf { return index }
+                index += 1
+            }
+            return nil
+        }
+        guard let lf = found else {
+            scanIndex = buffer.count
+            // A CRLF may still complete a line of exactly `limit` bytes.
+            if buffer.count - start > limit + 1 { return .failure(tooLong) }
+            return .needMore
+        }
+        guard lf > start, buffer[lf - 1] == ASCII.cr else {
+            return .failure(HTTPParseError(status: .badRequest, detail: "Line ends with a bare LF instead of CRLF."))
+        }
+        let end = lf - 1
+        if end - start > limit { return .failure(tooLong) }
+        readIndex = lf + 1
+        scanIndex = readIndex
+        return .line(start: start, end: end)
+    }
+
+    private mutating func parseRequestLine(start: Int, end: Int) -> HTTPParseError? {
+        buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
+            var index = start
+            while index < end && bytes[index] != ASCII.space {
+                guard ASCII.isTokenByte(bytes[index]) else {
+                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                }
+                index += 1
+            }
+            guard index > start, index < end else {
+                return HTTPParseError(status: .badRequest, detail: "Malformed request line.")
+            }
+            let methodEnd = index
+            index += 1
+            let targetStart = index
+            while index < end && bytes[index] != ASCII.space {
+                let byte = bytes[index]
+                // Visible ASCII only; a fragment never belongs in a request-target.
+                guard byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "#") else {
+                    return HTTPParseError(status: .badRequest, detail: "The request-target contains an invalid character.")
+                }
+                index += 1
+            }
+            guard index > targetStart, index < end else {
+                return HTTPParseError(status: .badRequest, detail: "Malformed request line.")
+            }
+            let targetEnd = index
+            index += 1
+            // HTTP-version = "HTTP/" DIGIT "." DIGIT, and nothing after it.
+            guard end - index == 8,
+                  bytes[index] == UInt8(ascii: "H"), bytes[index + 1] == UInt8(ascii: "T"),
+                  bytes[index + 2] == UInt8(ascii: "T"), bytes[index + 3] == UInt8(ascii: "P"),
+                  bytes[index + 4] == UInt8(ascii: "/"), ASCII.isDigit(bytes[index + 5]),
+                  bytes[index + 6] == UInt8(ascii: "."), ASCII.isDigit(bytes[index + 7]) else {
+                return HTTPParseError(status: .badRequest, detail: "Malformed HTTP version in the request line.")
+            }
+            let major = Int(bytes[index + 5] - ASCII.zero)
+            let minor = Int(bytes[index + 7] - ASCII.zero)
+            guard major == 1, minor == 0 || minor == 1 else {
+                return HTTPParseError(status: .httpVersionNotSupported, detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
+            }
+            method = HTTPMethod(String(decoding: UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd]), as: UTF8.self))
+            target = String(decoding: UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd]), as: UTF8.self)
+            version = HTTPVersion(major: major, minor: minor)
+            let isOriginForm = bytes[targetStart] == UInt8(ascii: "/")
+            let isAsterisk = targetEnd - targetStart == 1 && bytes[targetStart] == UInt8(ascii: "*")
+            if isAsterisk {
+                guard method == .options else {
+                    return HTTPParseError(status: .badRequest, detail: "The asterisk request-target is only allowed with OPTIONS.")
+                }
+            } else if !isOriginForm {
+                return HTTPParseError(status: .badRequest, detail: "The request-target must be in origin-form (start with '/').")
+            }
+            return nil
+        }
+    }
+
+    private func parseFieldLine(start: Int, end: Int) -> Result<(HTTPHeaders.Field, KnownField), HTTPParseError> {
+        buffer.withUnsafeBufferPointer { bytes in
+            let first = bytes[start]
+            if first == ASCII.space || first == ASCII.tab {
+                return .failure(HTTPParseError(status: .badRequest, detail: "Obsolete line folding (a field line starting with whitespace) is not accepted."))
+            }
+            var index = start
+            while index < end && bytes[index] != ASCII.colon {
+                let byte = bytes[index]
+                guard ASCII.isTokenByte(byte) else {
+                    if byte == ASCII.space || byte == ASCII.tab {
+                        return .failure(HTTPParseError(status: .badRequest, detail: "Whitespace between a field name and the colon is not allowed."))
+                    }
+                    return .failure(HTTPParseError(status: .badRequest, detail: "A field name contains an invalid character."))
+                }
+                index += 1
+            }
+            guard index < end, index > start else {
+                return .failure(HTTPParseError(status: .badRequest, detail: "Malformed header field line."))
+            }
+            let nameEnd = index
+            var valueStart = index + 1
+            var valueEnd = end
+            while valueStart < valueEnd && (bytes[valueStart] == ASCII.space || bytes[valueStart] == ASCII.tab) { valueStart += 1 }
+            while valueEnd > valueStart && (bytes[valueEnd - 1] == ASCII.space || bytes[valueEnd - 1] == ASCII.tab) { valueEnd -= 1 }
+            for position in valueStart ..< valueEnd {
+                let byte = bytes[position]
+                // field-vchar / SP / HTAB / obs-text; everything else (NUL, bare CR, DEL...) is refused.
+                if (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F {
+                    return .failure(HTTPParseError(status: .badRequest, detail: "A field value contains a control character."))
+                }
+            }
+            let nameBytes = UnsafeBufferPointer(rebasing: bytes[start ..< nameEnd])
+            let known = Self.classify(nameBytes)
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart ..< valueEnd]), as: UTF8.self)
+            return .success(((name: name, value: value), known))
+        }
+    }
+
+    private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> KnownField {
+        switch name.count {
+        case 4: return ASCII.equalsLowercase(name, "host") ? .host : .other
+        case 6: return ASCII.equalsLowercase(name, "expect") ? .expect : .other
+        case 10: return ASCII.equalsLowercase(name, "connection") ? .connection : .other
+        case 14: return ASCII.equalsLowercase(name, "content-length") ? .contentLength : .other
+        case 17: return ASCII.equalsLowercase(name, "transfer-encoding") ? .transferEncoding : .other
+        default: return .other
+        }
+    }
+
+    private mutating func noteField(_ field: HTTPHeaders.Field, _ known: KnownField) -> HTTPParseError? {
+        switch known {
+        case .other:
+            return nil
+        case .host:
+            hostCount += 1
+            if hostCount > 1 { return HTTPParseError(status: .badRequest, detail: "More than one Host header field.") }
+        case .contentLength:
+            contentLengthCount += 1
+            // Even equal repeats are refused: intermediaries disagree on which one wins.
+            if contentLengthCount > 1 { return HTTPParseError(status: .badRequest, detail: "More than one Content-Length header field.") }
+            guard let length = Self.parseDecimal(field.value) else {
+                return HTTPParseError(status: .badRequest, detail: "Content-Length must be a single non-negative decimal number.")
+            }
+            contentLengthValue = length
+        case .transferEncoding:
+            transferEncodings.append(contentsOf: field.value.split(separator: ",", omittingEmptySubsequences: false))
+        case .connection:
+            for option in field.value.split(separator: ",") {
+                let token = String(option.trimmingASCIIWhitespace())
+                if token.asciiCaseInsensitiveEquals("close") { connectionClose = true }
+                if token.asciiCaseInsensitiveEquals("keep-alive") { connectionKeepAlive = true }
+            }
+        case .expect:
+            if expectValue != nil { return HTTPParseError(status: .badRequest, detail: "More than one Expect header field.") }
+            expectValue = field.value
+        }
+        return nil
+    }
+
+    /// Decimal digits only, at least one, no sign, no overflow.
+    private static func parseDecimal(_ text: String) -> Int? {
+        var value = 0
+        var digits = 0
+        for byte in text.utf8 {
+            guard ASCII.isDigit(byte) else { return nil }
+            let (shifted, overflowA) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflowB) = shifted.addingReportingOverflow(Int(byte - ASCII.zero))
+            if overflowA || overflowB { return nil }
+            value = sum
+            digits += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
+    private mutating func finishHead() -> Result<HTTPRequestHead, HTTPParseError> {
+        if version == .http1_1 && hostCount != 1 {
+            return .failure(HTTPParseError(status: .badRequest, detail: "HTTP/1.1 requests need exactly one Host header field."))
+        }
+        var framing = HTTPBodyFraming.none
+        if !transferEncodings.isEmpty {
+            if contentLengthCount > 0 {
+                return .failure(HTTPParseError(status: .badRequest, detail: "Both Content-Length and Transfer-Encoding are present."))
+            }
+            if version == .http1_0 {
+                return .failure(HTTPParseError(status: .badRequest, detail: "Transfer-Encoding is not allowed in an HTTP/1.0 request."))
+            }
+            let codings = transferEncodings.map { $0.trimmingASCIIWhitespace() }.filter { !$0.isEmpty }
+            // RFC 9112 §6.3: if chunked is not the final coding the length cannot be determined: 400.
+            guard let last = codings.last, String(last).asciiCaseInsensitiveEquals("chunked") else {
+                return .failure(HTTPParseError(status: .badRequest, detail: "Transfer-Encoding must end with 'chunked'."))
+            }
+            if codings.count > 1 {
+                // We decode no other transfer coding: 501, as RFC 9112 §6.1 suggests for unknown codings.
+                return .failure(HTTPParseError(status: .notImplemented, detail: "Only the 'chunked' transfer coding is supported."))
+            }
+            framing = .chunked
+        } else if let length = contentLengthValue {
+            if length > limits.maxBodyLength {
+                return .failure(HTTPParseError(status: .contentTooLarge, detail: "The request body is larger than \(limits.maxBodyLength) bytes."))
+            }
+            framing = .contentLength(length)
+        }
+        var expectsContinue = false
+        if let expect = expectValue {
+            guard expect.asciiCaseInsensitiveEquals("100-continue") else {
+                return .failure(HTTPParseError(status: .expectationFailed, detail: "Only 'Expect: 100-continue' is supported."))
+            }
+            expectsContinue = version == .http1_1
+        }
+        let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        let head = HTTPRequestHead(method: method, target: target, version: version,
+                                   headers: HTTPHeaders(fields.map { ($0.name, $0.value) }),
+                                   framing: framing, keepAlive: keepAlive, expectsContinue: expectsContinue)
+        switch framing {
+        case .none: state = .body(remaining: 0)
+        case .contentLength(let length): state = .body(remaining: length)
+        case .chunked: state = .chunkSizeLine
+        }
+        return .success(head)
+    }
+
+    private func parseChunkSize(start: Int, end: Int) -> Result<Int, HTTPParseError> {
+        buffer.withUnsafeBufferPointer { bytes in
+            var index = start
+            var size = 0
+            while index < end, let digit = ASCII.hexValue(bytes[index]) {
+                // Refuse before the shift could lose bits.
+                if size > (Int.max >> 4) {
+                    return .failure(HTTPParseError(status: .badRequest, detail: "The chunk size overflows."))
+                }
+                size = size << 4 | digit
+                index += 1
+            }
+            guard index > start else {
+                return .failure(HTTPParseError(status: .badRequest, detail: "Invalid chunk size."))
+            }
+            while index < end && (bytes[index] == ASCII.space || bytes[index] == ASCII.tab) { index += 1 }
+            if index < end {
+                guard bytes[index] == UInt8(ascii: ";") else {
+                    return .failure(HTTPParseError(status: .badRequest, detail: "Invalid chunk size."))
+                }
+                // Extensions are tolerated (and ignored) but must not smuggle control characters.
+                for position in index ..< end {
+                    let byte = bytes[position]
+                    if (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F {
+                        return .failure(HTTPParseError(status: .badRequest, detail: "A chunk extension contains a control character."))
+                    }
+                }
+            }
+            if size > limits.maxBodyLength - bodyLength {
+                return .failure(HTTPParseError(status: .contentTooLarge, detail: "The request body is larger than \(limits.maxBodyLength) bytes."))
+            }
+            return .success(size)
+        }
+    }
+}
+
+/// Byte-level helpers shared by the parser, the router and the serializer.
+enum ASCII {
+    static let cr: UInt8 = 13
+    static let lf: UInt8 = 10
+    static let space: UInt8 = 32
+    static let tab: UInt8 = 9
+    static let colon: UInt8 = 58
+    static let zero: UInt8 = 48
+
+    static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+
+    static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case 48 ... 57: return Int(byte - 48)
+        case 65 ... 70: return Int(byte - 55)
+        case 97 ... 102: return Int(byte - 87)
+        default: return nil
+        }
+    }
+
+    /// tchar from RFC 9110 §5.6.2.
+    static func isTokenByte(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }
+
+    private static let tokenTable: [Bool] = (0 ..< 256).map { value in
+        let byte = UInt8(value)
+        switch byte {
+        case UInt8(ascii: "0") ... UInt8(ascii: "9"), UInt8(ascii: "a") ... UInt8(ascii: "z"), UInt8(ascii: "A") ... UInt8(ascii: "Z"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        let expected = lowercase.utf8Start
+        for index in 0 ..< bytes.count {
+            var byte = bytes[index]
+            if byte >= 65 && byte <= 90 { byte += 32 }
+            if byte != expected[index] { return false }
+        }
+        return true
+    }
+}
+
+extension Substring {
+    func trimmingASCIIWhitespace() -> Substring {
+        var result = self
+        while let first = result.utf8.first, first == ASCII.space || first == ASCII.tab { result = result.dropFirst() }
+        while let last = result.utf8.last, last == ASCII.space || last == ASCII.tab { result = result.dropLast() }
+        return result
+    }
+}

@@ -1,0 +1,207 @@
+// Response heads on the wire, the HTTP date format and server-generated problem documents.
+
+/// How a response body is delimited on the wire.
+public enum HTTPResponseFraming: Sendable, Equatable {
+    /// No body and no length header (HEAD of a stream, 204, 304).
+    case none
+    case contentLength(Int)
+    case chunked
+    /// HTTP/1.0 streaming: the body ends when the connection closes.
+    case untilClose
+}
+
+public enum HTTPResponseSerializer {
+    /// Whether a response with this status to this method carries a body at all (RFC 9110 §6.4.1).
+    public static func allowsBody(status: HTTPStatus, method: HTTPMethod) -> Bool {
+        if method == .head { return false }
+        return !(status.code == 204 || status.code == 304 || (status.code >= 100 && status.code < 200))
+    }
+
+    /// Serializes a status line and headers. Framing, `Date` and `Connection` come from the
+    /// arguments; the same fields in `headers` are dropped so the server alone decides framing.
+    /// `keepAlive` describes the connection after this response; `requestVersion` chooses between
+    /// `Connection: keep-alive` (needed by HTTP/1.0 clients) and nothing (the 1.1 default).
+    public static func head(status: HTTPStatus, headers: HTTPHeaders, framing: HTTPResponseFraming,
+                            keepAlive: Bool, requestVersion: HTTPVersion, date: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(160 + headers.count * 40)
+        appendASCII("HTTP/1.1 ", to: &out)
+        appendDecimal(status.code, to: &out)
+        out.append(ASCII.space)
+        appendSanitized(status.reasonPhrase, to: &out)
+        appendASCII("\r\nDate: ", to: &out)
+        appendASCII(date, to: &out)
+        appendASCII("\r\n", to: &out)
+        for field in headers.fields {
+            if isServerOwned(field.name) { continue }
+            appendSanitized(field.name, to: &out)
+            appendASCII(": ", to: &out)
+            appendSanitized(field.value, to: &out)
+            appendASCII("\r\n", to: &out)
+        }
+        switch framing {
+        case .none, .untilClose:
+            break
+        case .contentLength(let length):
+            appendASCII("Content-Length: ", to: &out)
+            appendDecimal(length, to: &out)
+            appendASCII("\r\n", to: &out)
+        case .chunked:
+            appendASCII("Transfer-Encoding: chunked\r\n", to: &out)
+        }
+        if !keepAlive {
+            appendASCII("Connection: close\r\n", to: &out)
+        } else if requestVersion == .http1_0 {
+            appendASCII("Connection: keep-alive\r\n", to: &out)
+        }
+        appendASCII("\r\n", to: &out)
+        return out
+    }
+
+    /// The interim response sent before reading a body announced with `Expect: 100-continue`.
+    public static let continueResponse: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    /// Frames `bytes` as one chunk of a chunked body. Empty input yields nothing (an empty chunk would end the body).
+    public static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        guard !bytes.isEmpty else { return [] }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 12)
+        appendHex(bytes.count, to: &out)
+        appendASCII("\r\n", to: &out)
+        out.append(contentsOf: bytes)
+        appendASCII("\r\n", to: &out)
+        return out
+    }
+
+    public static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+
+    private static func isServerOwned(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 4: return name.asciiCaseInsensitiveEquals("date")
+        case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
+        case 14: return name.asciiCaseInsensitiveEquals("content-length")
+        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
+        default: return false
+        }
+    }
+
+    static func appendASCII(_ text: String, to out: inout [UInt8]) {
+        out.append(contentsOf: text.utf8)
+    }
+
+    /// Application-supplied text never gets to inject CR, LF or other controls (response splitting).
+    private static func appendSanitized(_ text: String, to out: inout [UInt8]) {
+        for byte in text.utf8 {
+            out.append((byte < 0x20 && byte != ASCII.tab) || byte == 0x7F ? ASCII.space : byte)
+        }
+    }
+
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        if value == 0 { out.append(ASCII.zero); return }
+        var digits: [UInt8] = []
+        var remaining = value
+        while remaining > 0 {
+            digits.append(ASCII.zero + UInt8(remaining % 10))
+            remaining /= 10
+        }
+        out.append(contentsOf: digits.reversed())
+    }
+
+    private static func appendHex(_ value: Int, to out: inout [UInt8]) {
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var shift = (Int.bitWidth - 4)
+        while shift > 0 && (value >> shift) & 0xF == 0 { shift -= 4 }
+        while shift >= 0 {
+            out.append(hexDigits[(value >> shift) & 0xF])
+            shift -= 4
+        }
+    }
+}
+
+/// IMF-fixdate (RFC 9110 §5.6.7), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`, computed without Foundation.
+public enum HTTPDate {
+    public static func imfFixdate(unixSeconds: Int) -> String {
+        let days = unixSeconds >= 0 ? unixSeconds / 86_400 : (unixSeconds - 86_399) / 86_400
+        let secondsOfDay = unixSeconds - days * 86_400
+        let (year, month, day) = civilDate(daysSinceEpoch: days)
+        // 1970-01-01 was a Thursday.
+        let weekday = ((days % 7) + 7 + 4) % 7
+        let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return "\(weekdays[weekday]), \(twoDigits(day)) \(months[month - 1]) \(year) "
+            + "\(twoDigits(secondsOfDay / 3600)):\(twoDigits(secondsOfDay / 60 % 60)):\(twoDigits(secondsOfDay % 60)) GMT"
+    }
+
+    private static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+
+    /// Proleptic Gregorian date from days since 1970-01-01 (the well-known era-based conversion).
+    private static func civilDate(daysSinceEpoch: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = daysSinceEpoch + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (year, month, day)
+    }
+}
+
+/// RFC 9457 problem documents for errors the server itself produces.
+public enum HTTPProblem {
+    /// The application error code the API uses for each server-generated status.
+    public static func code(for status: HTTPStatus) -> String {
+        switch status.code {
+        case 400, 408, 414, 417, 431, 505: return "errorInvalidArgument"
+        case 413: return "errorPayloadTooLarge"
+        case 501: return "errorNotImplemented"
+        case 503: return "errorServiceUnavailable"
+        default: return "errorInternal"
+        }
+    }
+
+    /// `{"type":"about:blank","title":...,"status":...,"detail":...,"code":...}`
+    public static func json(status: HTTPStatus, detail: String, code: String? = nil) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + detail.utf8.count)
+        HTTPResponseSerializer.appendASCII("{\"type\":\"about:blank\",\"title\":", to: &out)
+        appendJSONString(status.reasonPhrase, to: &out)
+        HTTPResponseSerializer.appendASCII(",\"status\":", to: &out)
+        HTTPResponseSerializer.appendDecimal(status.code, to: &out)
+        HTTPResponseSerializer.appendASCII(",\"detail\":", to: &out)
+        appendJSONString(detail, to: &out)
+        HTTPResponseSerializer.appendASCII(",\"code\":", to: &out)
+        appendJSONString(code ?? Self.code(for: status), to: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    public static func response(status: HTTPStatus, detail: String, code: String? = nil) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/problem+json"],
+                     bytes: json(status: status, detail: detail, code: code))
+    }
+
+    static func appendJSONString(_ text: String, to out: inout [UInt8]) {
+        let hexDigits = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+            case ASCII.lf: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case ASCII.cr: out.append(contentsOf: [92, UInt8(ascii: "r")])
+            case ASCII.tab: out.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0 ..< 0x20, 0x7F:
+                out.append(contentsOf: Array("\\u00".utf8))
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default:
+                // UTF-8 multi-byte sequences pass through unchanged; String guarantees they are valid.
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

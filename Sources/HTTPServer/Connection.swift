@@ -1,0 +1,447 @@
+import Dispatch
+import Glibc
+import HTTP
+import Synchronization
+
+/// One client socket. It drives an `HTTPConnectionStateMachine` and carries out its actions.
+// @unchecked: all mutable state is only touched on `loop.queue`; other threads reach a
+// connection only through `loop.queue.async`.
+final class Connection: @unchecked Sendable {
+    private enum Work {
+        case action(HTTPConnectionStateMachine.Action)
+        /// A complete byte response is queued: report it written (now, or once output drains).
+        case responseQueued
+    }
+
+    /// Above this much unsent output, pipelined requests wait for the socket to drain.
+    private static let outputHighWater = 64 * 1024
+    private static let lingerSeconds: UInt64 = 2
+
+    let fd: Int32
+    let info: ConnectionInfo
+    let loop: EventLoop
+    private unowned let server: HTTPServer
+    private var machine: HTTPConnectionStateMachine
+    private let readSource: any DispatchSourceRead
+    private let writeSource: any DispatchSourceWrite
+    private var readSuspended = true
+    private var writeSuspended = true
+    private var pendingCancels = 2
+
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var lastWriteProgress: UInt64 = 0
+
+    private var work: [Work] = []
+    private var running = false
+    private var waitingForDrain = false
+    private var closeAfterFlush = false
+    private var lingering = false
+    private var lingerDeadline: UInt64?
+    private var closed = false
+
+    private var responseGeneration: UInt64 = 0
+    private var awaitingGeneration: UInt64?
+    private var insideRespond = false
+    private var responseReturnedDuringRespond: HTTPResponse?
+
+    private var stream: ServerBodyStream?
+    /// Output bytes ahead of the stream's own bytes (its head), not counted against its backlog.
+    private var bytesAheadOfStream = 0
+
+    init(fd: Int32, info: ConnectionInfo, loop: EventLoop, server: HTTPServer) {
+        self.fd = fd
+        self.info = info
+        self.loop = loop
+        self.server = server
+        let configuration = loop.configuration
+        self.machine = HTTPConnectionStateMachine(limits: configuration.limits, timeouts: configuration.timeouts,
+                                                  now: DispatchTime.now().uptimeNanoseconds)
+        self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
+        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+    }
+
+    func start() {
+        let fd = self.fd
+        // The descriptor closes only after both sources are cancelled, so neither watches a reused number.
+        let cancelHandler: @Sendable () -> Void = { [self] in
+            pendingCancels -= 1
+            if pendingCancels == 0 { close(fd) }
+        }
+        readSource.setEventHandler { [unowned self] in readable() }
+        readSource.setCancelHandler(handler: cancelHandler)
+        writeSource.setEventHandler { [unowned self] in writable() }
+        writeSource.setCancelHandler(handler: cancelHandler)
+        readSuspended = false
+        readSource.activate()
+    }
+
+    // MARK: Events
+
+    private func readable() {
+        guard !closed else { return }
+        let buffer = loop.readBuffer
+        let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+        if count > 0 {
+            if lingering { return }
+            enqueue(machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now()))
+            run()
+        } else if count == 0 {
+            if lingering { closeNow(); return }
+            enqueue(machine.peerHalfClosed(now: loop.now()))
+            // Nothing more will arrive; keeping the source armed would spin on EOF.
+            suspendReading()
+            run()
+        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            closeNow()
+        }
+    }
+
+    private func writable() {
+        guard !closed else { return }
+        run()
+    }
+
+    func tick(_ instant: HTTPInstant) {
+        guard !closed else { return }
+        let time = instant.uptimeNanoseconds
+        if let deadline = lingerDeadline {
+            if time >= deadline { closeNow() }
+            return
+        }
+        if outputOffset < output.count {
+            let stalled = Double(time &- lastWriteProgress) / 1_000_000_000
+            if stalled >= loop.configuration.writeTimeout { closeNow() }
+            return
+        }
+        enqueue(machine.tick(now: instant))
+        run()
+    }
+
+    func shutdownRequested() {
+        guard !closed else { return }
+        enqueue(machine.shutdownRequested(now: loop.now()))
+        run()
+    }
+
+    // MARK: Work loop
+
+    private func enqueue(_ actions: [HTTPConnectionStateMachine.Action]) {
+        for action in actions { work.append(.action(action)) }
+    }
+
+    /// Carries out queued work, then flushes. Iterative, so synchronous responders answering a
+    /// long run of pipelined requests never deepen the stack; responses queued in one pass go out
+    /// in one `send`.
+    private func run() {
+        guard !running else { return }
+        running = true
+        defer { running = false }
+        repeat {
+            var index = 0
+            while index < work.count && !closed {
+                let item = work[index]
+                index += 1
+                perform(item)
+            }
+            work.removeAll(keepingCapacity: true)
+            if closed { return }
+            flush()
+        } while !work.isEmpty && !closed
+    }
+
+    private func perform(_ item: Work) {
+        switch item {
+        case .responseQueued:
+            if output.count - outputOffset < Self.outputHighWater {
+                enqueue(machine.responseWritten(now: loop.now()))
+            } else {
+                waitingForDrain = true
+            }
+        case .action(let action):
+            switch action {
+            case .dispatch(let request):
+                dispatch(request)
+            case .write(let bytes):
+                output.append(contentsOf: bytes)
+            case .startStream(let producer, let chunked):
+                startStream(producer: producer, chunked: chunked)
+            case .pauseReading:
+                suspendReading()
+            case .resumeReading:
+                resumeReading()
+            case .close(let lingering):
+                closeAfterFlush = true
+                self.lingering = self.lingering || lingering
+            case .serverError(let status, let detail):
+                server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
+            }
+        }
+    }
+
+    private func dispatch(_ request: HTTPRequest) {
+        responseGeneration &+= 1
+        let generation = responseGeneration
+        awaitingGeneration = generation
+        insideRespond = true
+        server.responder.respond(to: request, connection: info) { [self] response in
+            // Same queue and still inside `respond`: keep it for after `respond` returns (no re-entrancy).
+            if loop.isCurrent && insideRespond && awaitingGeneration == generation {
+                responseReturnedDuringRespond = response
+            } else {
+                loop.queue.async { self.responseArrived(response, generation: generation) }
+            }
+        }
+        insideRespond = false
+        if let response = responseReturnedDuringRespond {
+            responseReturnedDuringRespond = nil
+            accept(response, generation: generation)
+        }
+    }
+
+    private func responseArrived(_ response: HTTPResponse, generation: UInt64) {
+        accept(response, generation: generation)
+        run()
+    }
+
+    private func accept(_ response: HTTPResponse, generation: UInt64) {
+        // A second completion, or one for a connection that died meanwhile, is ignored.
+        guard !closed, awaitingGeneration == generation else { return }
+        awaitingGeneration = nil
+        let actions = machine.responseReady(response, now: loop.now())
+        enqueue(actions)
+        let streams = actions.contains { if case .startStream = $0 { return true } else { return false } }
+        if !streams { work.append(.responseQueued) }
+    }
+
+    // MARK: Streaming
+
+    private func startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool) {
+        let stream = ServerBodyStream(chunked: chunked, maxBacklog: loop.configuration.maxStreamBacklogBytes) { [weak self] in
+            guard let self else { return }
+            self.loop.queue.async { self.streamHasData() }
+        }
+        self.stream = stream
+        bytesAheadOfStream = output.count - outputOffset
+        producer(stream)
+    }
+
+    private func streamHasData() {
+        guard !closed, let stream else { return }
+        let taken = stream.take()
+        output.append(contentsOf: taken.bytes)
+        if taken.overflowed {
+            // The consumer cannot keep up; dropping it bounds memory.
+            closeNow()
+            return
+        }
+        if taken.finished {
+            self.stream = nil
+            work.append(.responseQueued)
+        }
+        run()
+    }
+
+    // MARK: Output
+
+    private func flush() {
+        while outputOffset < output.count {
+            let sent = output.withUnsafeBytes { bytes in
+                send(fd, bytes.baseAddress.map { $0 + outputOffset }, bytes.count - outputOffset, Int32(MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                outputOffset += sent
+                lastWriteProgress = DispatchTime.now().uptimeNanoseconds
+                if let stream {
+                    let ahead = min(sent, bytesAheadOfStream)
+                    bytesAheadOfStream -= ahead
+                    stream.acknowledge(sent - ahead)
+                }
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
+            } else {
+                closeNow()
+                return
+            }
+        }
+        if outputOffset == output.count {
+            output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
+            outputOffset = 0
+            suspendWriting()
+            if closeAfterFlush {
+                finishClosing()
+                return
+            }
+        } else {
+            if outputOffset >= 64 * 1024 {
+                output.removeFirst(outputOffset)
+                outputOffset = 0
+            }
+            resumeWriting()
+        }
+        if waitingForDrain && output.count - outputOffset < Self.outputHighWater {
+            waitingForDrain = false
+            enqueue(machine.responseWritten(now: loop.now()))
+        }
+    }
+
+    private func finishClosing() {
+        guard lingering else { closeNow(); return }
+        // Half-close and read until the peer is done, so it sees the error response rather than a reset.
+        guard lingerDeadline == nil else { return }
+        Glibc.shutdown(fd, Int32(SHUT_WR))
+        lingerDeadline = DispatchTime.now().uptimeNanoseconds + Self.lingerSeconds * 1_000_000_000
+        resumeReading()
+    }
+
+    func closeNow() {
+        guard !closed else { return }
+        closed = true
+        work.removeAll()
+        if let stream {
+            self.stream = nil
+            stream.closeFromServer()
+        }
+        readSource.cancel()
+        writeSource.cancel()
+        // Cancellation only completes on a running source.
+        resumeReading()
+        resumeWriting()
+        loop.unregister(self)
+        server.connectionClosed()
+    }
+
+    private func suspendReading() {
+        guard !readSuspended else { return }
+        readSuspended = true
+        readSource.suspend()
+    }
+
+    private func resumeReading() {
+        guard readSuspended else { return }
+        readSuspended = false
+        readSource.resume()
+    }
+
+    private func suspendWriting() {
+        guard !writeSuspended else { return }
+        writeSuspended = true
+        writeSource.suspend()
+    }
+
+    private func resumeWriting() {
+        guard writeSuspended else { return }
+        writeSuspended = false
+        writeSource.resume()
+    }
+}
+
+/// The `HTTPBodyStream` handed to streaming producers. Writable from any thread; bytes are
+/// framed here and moved to the socket by the connection's queue.
+final class ServerBodyStream: HTTPBodyStream {
+    private struct State {
+        var pending: [UInt8] = []
+        var unsent = 0
+        var closed = false
+        var finished = false
+        var overflowed = false
+        var drainScheduled = false
+        var closeHandlers: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+    private let chunked: Bool
+    private let maxBacklog: Int
+    private let scheduleDrain: @Sendable () -> Void
+
+    init(chunked: Bool, maxBacklog: Int, scheduleDrain: @escaping @Sendable () -> Void) {
+        self.chunked = chunked
+        self.maxBacklog = maxBacklog
+        self.scheduleDrain = scheduleDrain
+    }
+
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        if bytes.isEmpty { return !isClosed }
+        let framed = chunked ? HTTPResponseSerializer.chunk(bytes) : bytes
+        let (accepted, schedule, handlers) = state.withLock { state -> (Bool, Bool, [@Sendable () -> Void]) in
+            guard !state.closed else { return (false, false, []) }
+            state.unsent += framed.count
+            if state.unsent > maxBacklog {
+                state.overflowed = true
+                state.closed = true
+                let handlers = state.closeHandlers
+                state.closeHandlers = []
+                let schedule = !state.drainScheduled
+                state.drainScheduled = true
+                return (false, schedule, handlers)
+            }
+            state.pending.append(contentsOf: framed)
+            let schedule = !state.drainScheduled
+            state.drainScheduled = true
+            return (true, schedule, [])
+        }
+        if schedule { scheduleDrain() }
+        for handler in handlers { handler() }
+        return accepted
+    }
+
+    func finish() {
+        let (schedule, handlers) = state.withLock { state -> (Bool, [@Sendable () -> Void]) in
+            guard !state.closed else { return (false, []) }
+            state.closed = true
+            state.finished = true
+            if chunked { state.pending.append(contentsOf: HTTPResponseSerializer.lastChunk) }
+            let handlers = state.closeHandlers
+            state.closeHandlers = []
+            let schedule = !state.drainScheduled
+            state.drainScheduled = true
+            return (schedule, handlers)
+        }
+        if schedule { scheduleDrain() }
+        for handler in handlers { handler() }
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    var bufferedByteCount: Int { state.withLock { $0.unsent } }
+
+    func onClose(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.closed { return true }
+            state.closeHandlers.append(handler)
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Moves framed bytes out for the socket (connection queue only).
+    func take() -> (bytes: [UInt8], finished: Bool, overflowed: Bool) {
+        state.withLock { state in
+            let bytes = state.pending
+            state.pending = []
+            state.drainScheduled = false
+            return (bytes, state.finished, state.overflowed)
+        }
+    }
+
+    /// The socket accepted `count` of this stream's bytes.
+    func acknowledge(_ count: Int) {
+        guard count > 0 else { return }
+        state.withLock { $0.unsent = max(0, $0.unsent - count) }
+    }
+
+    /// The connection went away (peer gone, shutdown deadline, write failure).
+    func closeFromServer() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.closed else { return [] }
+            state.closed = true
+            let handlers = state.closeHandlers
+            state.closeHandlers = []
+            return handlers
+        }
+        for handler in handlers { handler() }
+    }
+}

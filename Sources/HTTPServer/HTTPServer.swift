@@ -1,0 +1,290 @@
+import Dispatch
+import Glibc
+import HTTP
+import Synchronization
+
+/// An HTTP/1.1 server on non-blocking sockets and Dispatch sources.
+/// Connections are spread over `loopCount` serial queues; a connection's state is only touched on its queue.
+public final class HTTPServer: Sendable {
+    public let configuration: HTTPServerConfiguration
+    let responder: any HTTPResponder
+    let errorObserver: (@Sendable (HTTPServerErrorEvent) -> Void)?
+    let loops: [EventLoop]
+    private let acceptQueue = DispatchQueue(label: "healthd.http.accept")
+    private let lifecycle = Mutex(Lifecycle())
+    private let counters = Mutex(Counters())
+    let openConnections = Atomic<Int>(0)
+    private let nextConnectionID = Atomic<UInt64>(1)
+    private let nextLoopIndex = Atomic<Int>(0)
+
+    private struct Lifecycle {
+        var started = false
+        var listener: Listener?
+        var boundPort = 0
+        var shuttingDown = false
+        var shutdownCompletion: (@Sendable () -> Void)?
+    }
+
+    private struct Counters {
+        var accepted = 0
+        var errors: [Int: Int] = [:]
+    }
+
+    /// `errorObserver` is called (on a server queue) for every response the server generates itself.
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder,
+                errorObserver: (@Sendable (HTTPServerErrorEvent) -> Void)? = nil) {
+        self.configuration = configuration
+        self.responder = responder
+        self.errorObserver = errorObserver
+        let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, Self.activeProcessorCount())
+        self.loops = (0 ..< count).map { EventLoop(index: $0, configuration: configuration) }
+    }
+
+    private static func activeProcessorCount() -> Int {
+        Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    }
+
+    /// The port actually bound (useful with port 0); 0 before `start`.
+    public var boundPort: Int { lifecycle.withLock { $0.boundPort } }
+
+    public var statistics: HTTPServerStatistics {
+        let open = openConnections.load(ordering: .relaxed)
+        return counters.withLock { HTTPServerStatistics(openConnections: open, acceptedConnections: $0.accepted, serverErrorResponses: $0.errors) }
+    }
+
+    /// Binds, listens and starts accepting. Throws `HTTPServerError`.
+    public func start() throws {
+        // A peer closing mid-write must not kill the process; sends also pass MSG_NOSIGNAL.
+        signal(SIGPIPE, SIG_IGN)
+        try lifecycle.withLock { state in
+            guard !state.started else { throw HTTPServerError.alreadyStarted }
+            let fd = try Self.bindListeningSocket(host: configuration.host, port: configuration.port,
+                                                  backlog: configuration.listenBacklog)
+            let listener = Listener(fd: fd, queue: acceptQueue)
+            state.boundPort = Self.localPort(of: fd)
+            state.listener = listener
+            state.started = true
+            listener.start { [weak self] in self?.acceptConnections(listenFD: fd) }
+        }
+        for loop in loops { loop.startSweeping() }
+    }
+
+    /// Graceful stop: no new connections, idle ones close now, in-flight requests finish and
+    /// flush. After `deadline` seconds whatever remains is closed. `completion` runs once, on a server queue.
+    public func shutdown(deadline: Double = 10, completion: @escaping @Sendable () -> Void) {
+        let listener: Listener? = lifecycle.withLock { state in
+            if state.shuttingDown {
+                let previous = state.shutdownCompletion
+                state.shutdownCompletion = { previous?(); completion() }
+                return nil
+            }
+            state.shuttingDown = true
+            state.shutdownCompletion = completion
+            let listener = state.listener
+            state.listener = nil
+            return listener
+        }
+        guard let listener else { return }
+        acceptQueue.async {
+            listener.stop()
+            for loop in self.loops {
+                loop.queue.async { loop.beginShutdown() }
+            }
+            self.acceptQueue.asyncAfter(deadline: .now() + deadline) {
+                for loop in self.loops {
+                    loop.queue.async { loop.closeAll() }
+                }
+            }
+            self.checkShutdownComplete()
+        }
+    }
+
+    var isShuttingDown: Bool { lifecycle.withLock { $0.shuttingDown } }
+
+    /// Runs the shutdown completion once no connection is left.
+    func checkShutdownComplete() {
+        guard openConnections.load(ordering: .acquiring) == 0 else { return }
+        let completion: (@Sendable () -> Void)? = lifecycle.withLock { state in
+            guard state.shuttingDown, let completion = state.shutdownCompletion else { return nil }
+            state.shutdownCompletion = nil
+            return completion
+        }
+        guard let completion else { return }
+        for loop in loops { loop.queue.async { loop.stopSweeping() } }
+        acceptQueue.async { completion() }
+    }
+
+    func recordServerError(status: HTTPStatus, detail: String, connectionID: UInt64, remoteAddress: String) {
+        counters.withLock { $0.errors[status.code, default: 0] += 1 }
+        errorObserver?(HTTPServerErrorEvent(status: status, detail: detail, connectionID: connectionID, remoteAddress: remoteAddress))
+    }
+
+    func connectionClosed() {
+        if openConnections.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            checkShutdownComplete()
+        }
+    }
+
+    // MARK: Accepting
+
+    private func acceptConnections(listenFD: Int32) {
+        while true {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept(listenFD, $0, &length)
+                }
+            }
+            if fd < 0 {
+                // EAGAIN: drained. EMFILE and friends: try again on the next readiness event.
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            // accept4 is not exported to Swift here; two fcntl calls per connection are cheap.
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            var enabled: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &enabled, socklen_t(MemoryLayout<Int32>.size))
+            let remote = Self.addressString(address)
+            counters.withLock { $0.accepted += 1 }
+            let id = nextConnectionID.add(1, ordering: .relaxed).oldValue
+            if openConnections.load(ordering: .relaxed) >= configuration.maxConnections || isShuttingDown {
+                rejectOverCapacity(fd: fd, id: id, remote: remote)
+                continue
+            }
+            openConnections.add(1, ordering: .relaxed)
+            let loop = loops[nextLoopIndex.add(1, ordering: .relaxed).oldValue % loops.count]
+            let info = ConnectionInfo(id: id, remoteAddress: remote)
+            loop.queue.async {
+                let connection = Connection(fd: fd, info: info, loop: loop, server: self)
+                loop.register(connection)
+            }
+        }
+    }
+
+    private func rejectOverCapacity(fd: Int32, id: UInt64, remote: String) {
+        let detail = isShuttingDown ? "The server is shutting down." : "Too many open connections; try again later."
+        let problem = HTTPProblem.json(status: .serviceUnavailable, detail: detail)
+        var bytes = HTTPResponseSerializer.head(status: .serviceUnavailable,
+                                                headers: ["Content-Type": "application/problem+json", "Retry-After": "1"],
+                                                framing: .contentLength(problem.count), keepAlive: false,
+                                                requestVersion: .http1_1, date: HTTPDate.imfFixdate(unixSeconds: time(nil)))
+        bytes.append(contentsOf: problem)
+        // Best effort: a fresh socket's send buffer takes this small response whole.
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Glibc.shutdown(fd, Int32(SHUT_WR))
+        close(fd)
+        recordServerError(status: .serviceUnavailable, detail: detail, connectionID: id, remoteAddress: remote)
+    }
+
+    // MARK: Socket helpers
+
+    private static func bindListeningSocket(host: String, port: Int, backlog: Int32) throws -> Int32 {
+        guard (0 ... 65535).contains(port) else { throw HTTPServerError.cannotResolve(host: host, reason: "port \(port) out of range") }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE
+        var results: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host.isEmpty ? nil : host, String(port), &hints, &results)
+        guard status == 0, let first = results else {
+            let reason = gai_strerror(status).map { String(cString: $0) } ?? "error \(status)"
+            throw HTTPServerError.cannotResolve(host: host, reason: reason)
+        }
+        defer { freeaddrinfo(first) }
+        var lastError = HTTPServerError.cannotResolve(host: host, reason: "no usable address")
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                            info.pointee.ai_protocol)
+            guard fd >= 0 else { lastError = .systemCall("socket", errno: errno); continue }
+            var enabled: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &enabled, socklen_t(MemoryLayout<Int32>.size))
+            if bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
+                let code = errno
+                close(fd)
+                switch code {
+                case EADDRINUSE: lastError = .addressInUse(host: host, port: port)
+                case EACCES, EPERM: lastError = .permissionDenied(host: host, port: port)
+                default: lastError = .systemCall("bind", errno: code)
+                }
+                continue
+            }
+            guard listen(fd, backlog) == 0 else {
+                let code = errno
+                close(fd)
+                lastError = code == EADDRINUSE ? .addressInUse(host: host, port: port) : .systemCall("listen", errno: code)
+                continue
+            }
+            return fd
+        }
+        throw lastError
+    }
+
+    private static func localPort(of fd: Int32) -> Int {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard result == 0 else { return 0 }
+        return withUnsafePointer(to: &address) { pointer -> Int in
+            switch Int32(pointer.pointee.ss_family) {
+            case AF_INET:
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            case AF_INET6:
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) }
+            default:
+                return 0
+            }
+        }
+    }
+
+    private static func addressString(_ storage: sockaddr_storage) -> String {
+        var storage = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let ok: Bool = withUnsafePointer(to: &storage) { pointer in
+            switch Int32(pointer.pointee.ss_family) {
+            case AF_INET:
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
+                    var address = inet.pointee.sin_addr
+                    return inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil
+                }
+            case AF_INET6:
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { inet in
+                    var address = inet.pointee.sin6_addr
+                    return inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil
+                }
+            default:
+                return false
+            }
+        }
+        guard ok else { return "" }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The listening socket and its accept source.
+// @unchecked: Dispatch sources are thread-safe objects; Swift just does not mark them Sendable.
+final class Listener: @unchecked Sendable {
+    let fd: Int32
+    private let source: any DispatchSourceRead
+
+    init(fd: Int32, queue: DispatchQueue) {
+        self.fd = fd
+        self.source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+    }
+
+    func start(onReadable: @escaping @Sendable () -> Void) {
+        let fd = self.fd
+        source.setEventHandler(handler: onReadable)
+        source.setCancelHandler { close(fd) }
+        source.activate()
+    }
+
+    func stop() {
+        source.cancel()
+    }
+}

@@ -1,0 +1,70 @@
+import Dispatch
+import HTTP
+
+public struct HTTPServerConfiguration: Sendable {
+    /// A host name or literal address; "0.0.0.0" or "::" for all interfaces. Resolved with getaddrinfo.
+    public var host: String
+    /// 0 picks a free port; read it back from `HTTPServer.boundPort`.
+    public var port: Int
+    public var limits: HTTPLimits
+    public var timeouts: HTTPTimeouts
+    /// Seconds a connection may make no write progress while output is pending before it is dropped.
+    public var writeTimeout: Double
+    /// Open connections beyond this get a 503 and are closed at once.
+    public var maxConnections: Int
+    /// Unsent bytes a streamed response may queue before `write` fails and the connection closes.
+    public var maxStreamBacklogBytes: Int
+    /// Serial queues connections are spread over; defaults to the active processor count.
+    public var loopCount: Int
+    public var listenBacklog: Int32
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, limits: HTTPLimits = .default,
+                timeouts: HTTPTimeouts = HTTPTimeouts(), writeTimeout: Double = 30,
+                maxConnections: Int = 4096, maxStreamBacklogBytes: Int = 1024 * 1024,
+                loopCount: Int = 0, listenBacklog: Int32 = 1024) {
+        self.host = host
+        self.port = port
+        self.limits = limits
+        self.timeouts = timeouts
+        self.writeTimeout = writeTimeout
+        self.maxConnections = maxConnections
+        self.maxStreamBacklogBytes = maxStreamBacklogBytes
+        self.loopCount = loopCount
+        self.listenBacklog = listenBacklog
+    }
+}
+
+public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    case addressInUse(host: String, port: Int)
+    case permissionDenied(host: String, port: Int)
+    case cannotResolve(host: String, reason: String)
+    case alreadyStarted
+    /// Any other failing system call, with its errno.
+    case systemCall(String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .addressInUse(let host, let port): return "address already in use: \(host):\(port)"
+        case .permissionDenied(let host, let port): return "permission denied binding \(host):\(port)"
+        case .cannotResolve(let host, let reason): return "cannot resolve host '\(host)': \(reason)"
+        case .alreadyStarted: return "the server was already started"
+        case .systemCall(let call, let code): return "\(call) failed (errno \(code))"
+        }
+    }
+}
+
+/// A consistent snapshot of the server's counters.
+public struct HTTPServerStatistics: Sendable, Equatable {
+    public var openConnections: Int
+    public var acceptedConnections: Int
+    /// Responses the server produced itself (parse errors, timeouts, connection cap), by status code.
+    public var serverErrorResponses: [Int: Int]
+}
+
+/// One response the server generated on its own, for access logs.
+public struct HTTPServerErrorEvent: Sendable {
+    public var status: HTTPStatus
+    public var detail: String
+    public var connectionID: UInt64
+    public var remoteAddress: String
+}

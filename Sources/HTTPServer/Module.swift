@@ -1,2 +1,0 @@
-// HTTPServer module: filled in by its issue.
-enum HTTPServerModule {}
