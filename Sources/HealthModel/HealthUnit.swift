@@ -95,6 +95,9 @@ public enum HealthUnitError: Error, Sendable, Hashable, CustomStringConvertible 
 }
 
 /// A parsed HKUnit: `valueInSI = value * scale + offset`.
+///
+/// `==` compares the unit string too, so `count` and `%` differ although they
+/// convert 1:1; `isEquivalent(to:)` compares what the units measure.
 public struct HealthUnit: Sendable, Hashable, CustomStringConvertible {
     /// The string it was parsed from (HKUnit's `unitString`).
     public let unitString: String
@@ -162,19 +165,6 @@ public struct HealthUnit: Sendable, Hashable, CustomStringConvertible {
 
     public static func convert(_ value: Double, from source: String, to target: String) throws(HealthUnitError) -> Double {
         try parse(source).convert(value, to: parse(target))
-    }
-
-    /// Exact equality of dimension, scale and offset. Units reached by different
-    /// paths (`cm^3`, `mL`) may differ in the last bit of `scale`; compare those
-    /// with `isEquivalent(to:)`.
-    public static func == (lhs: HealthUnit, rhs: HealthUnit) -> Bool {
-        lhs.dimension == rhs.dimension && lhs.scale == rhs.scale && lhs.offset == rhs.offset
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(dimension)
-        hasher.combine(scale)
-        hasher.combine(offset)
     }
 
     // Units the catalog and callers name often, in HKUnit's vocabulary.

@@ -142,17 +142,26 @@ public enum RFC3339 {
 
     public static func parseOrThrow<S: StringProtocol>(_ string: S) throws(InstantParseError) -> HealthInstant {
         try withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> HealthInstant in
-            var scanner = ASCIIScanner(bytes)
-            let days = try scanDate(&scanner)
-            guard let separator = scanner.current,
-                  separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == UInt8(ascii: " ")
-            else { throw .malformed("expected 'T' between date and time") }
-            scanner.position += 1
-            let timeOfDay = try scanTime(&scanner)
-            let offsetSeconds = try scanOffset(&scanner)
-            guard scanner.isAtEnd else { throw .malformed("unexpected characters after the offset") }
-            return days * GregorianCalendarMath.millisecondsPerDay + timeOfDay - Int64(offsetSeconds) * 1000
+            try parseOrThrow(utf8: bytes)
         }
+    }
+
+    /// For decoders holding raw UTF-8 (a JSON string's bytes, unescaped).
+    public static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HealthInstant? {
+        try? parseOrThrow(utf8: bytes)
+    }
+
+    public static func parseOrThrow(utf8 bytes: UnsafeBufferPointer<UInt8>) throws(InstantParseError) -> HealthInstant {
+        var scanner = ASCIIScanner(bytes)
+        let days = try scanDate(&scanner)
+        guard let separator = scanner.current,
+              separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == UInt8(ascii: " ")
+        else { throw .malformed("expected 'T' between date and time") }
+        scanner.position += 1
+        let timeOfDay = try scanTime(&scanner)
+        let offsetSeconds = try scanOffset(&scanner)
+        guard scanner.isAtEnd else { throw .malformed("unexpected characters after the offset") }
+        return days * GregorianCalendarMath.millisecondsPerDay + timeOfDay - Int64(offsetSeconds) * 1000
     }
 
     /// `YYYY-MM-DD` -> days since epoch.

@@ -85,9 +85,23 @@ public enum HealthValidation {
         if let range = type.range, !range.contains(canonicalValue) {
             throw HealthValidationError(
                 field: field, reason: .valueOutOfRange,
-                detail: "\(type.id) must be within \(range.minimum)...\(range.maximum) \(canonical.unitString)")
+                detail: "\(type.id) must be within \(plain(range.minimum))...\(plain(range.maximum)) \(canonical.unitString)")
         }
         return canonicalValue
+    }
+
+    /// `quantity(_:unit:for:)` for a unit given as its string: checks the unit, then the value.
+    public static func quantity(
+        _ value: Double, unitString: String, for type: HealthType, field: String = "value", unitField: String = "unit"
+    ) throws(HealthValidationError) -> Double {
+        let unit = try unit(unitString, for: type, field: unitField)
+        return try quantity(value, unit: unit, for: type, field: field, unitField: unitField)
+    }
+
+    /// `300` rather than `300.0` in messages.
+    static func plain(_ number: Double) -> String {
+        if abs(number) < 1e15, Double(Int64(number)) == number { return String(Int64(number)) }
+        return String(number)
     }
 
     /// Parses an RFC 3339 instant inside the 1900-2200 sample window.

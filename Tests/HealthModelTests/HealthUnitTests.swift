@@ -98,6 +98,9 @@ struct HealthUnitTests {
         #expect(isClose(try HealthUnit.convert(0, from: "degC", to: "K"), 273.15))
         #expect(isClose(try HealthUnit.convert(-40, from: "degF", to: "degC"), -40))
         #expect(isClose(try HealthUnit.convert(32, from: "degF", to: "degC") + 1, 1))
+        #expect(try HealthUnit.parse("(degC)").offset == 273.15)
+        #expect(try HealthUnit.parse("degC^1").offset == 273.15)
+        #expect(try HealthUnit.parse("degC/min").offset == 0)
         // A temperature rate has no offset: 1 degC/min = 1 K/min.
         #expect(isClose(try HealthUnit.convert(1, from: "degC/min", to: "K/min"), 1))
     }
@@ -106,6 +109,8 @@ struct HealthUnitTests {
         // HKUnit.percent() values are fractions: 0.97 % is 97 %; it equals 0.97 count.
         #expect(try HealthUnit.convert(0.97, from: "%", to: "count") == 0.97)
         #expect(HealthUnit.percent.isCompatible(with: .count))
+        #expect(HealthUnit.percent.isEquivalent(to: .count))
+        #expect(HealthUnit.percent != HealthUnit.count)
     }
 
     @Test("incompatible units are errors", arguments: [

@@ -48,6 +48,8 @@ struct InstantTests {
         let slice = line.dropFirst(6).dropLast()
         #expect(RFC3339.parse(slice) == 1_772_980_200_000)
         #expect(throws: InstantParseError.self) { try RFC3339.parseOrThrow("2026-02-30T00:00:00Z") }
+        let bytes = Array("2026-03-08T09:30:00-05:00".utf8)
+        #expect(bytes.withUnsafeBufferPointer { RFC3339.parse(utf8: $0) } == 1_772_980_200_000)
     }
 
     @Test("formatting in UTC", arguments: [

@@ -51,6 +51,19 @@ struct ValidationTests {
         #expect(field { _ = try HealthValidation.quantity(1, unit: .count, for: sleep) } == Failure("value", .typeNotAllowed))
     }
 
+    @Test func quantityFromUnitString() throws {
+        let bodyMass = try type("bodyMass")
+        #expect(isClose(try HealthValidation.quantity(154, unitString: "lb", for: bodyMass), 154 * 0.45359237))
+        #expect(field { _ = try HealthValidation.quantity(1, unitString: "m", for: bodyMass) } == Failure("unit", .unitIncompatible))
+        #expect(field { _ = try HealthValidation.quantity(-1, unitString: "kg", for: bodyMass) } == Failure("value", .valueOutOfRange))
+        do {
+            _ = try HealthValidation.quantity(2000, unitString: "kg", for: bodyMass)
+            Issue.record("2000 kg accepted")
+        } catch {
+            #expect(error.detail == "bodyMass must be within 0...1000 kg")
+        }
+    }
+
     @Test func units() throws {
         let distance = try type("distanceWalkingRunning")
         #expect(try HealthValidation.unit("mi", for: distance) == HealthUnit.parse("mi"))
