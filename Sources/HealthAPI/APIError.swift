@@ -1,0 +1,100 @@
+import HTTP
+import JSON
+
+/// An error a handler answers with: RFC 9457 problem details carrying a HealthKit-style `code`.
+public struct APIError: Error, Sendable {
+    public struct FieldIssue: Sendable, Equatable {
+        public var index: Int?
+        public var field: String
+        public var detail: String
+        public init(index: Int? = nil, field: String, detail: String) {
+            self.index = index
+            self.field = field
+            self.detail = detail
+        }
+    }
+
+    public var status: HTTPStatus
+    public var code: String
+    public var detail: String
+    public var errors: [FieldIssue]
+    public var headers: HTTPHeaders
+
+    public init(status: HTTPStatus, code: String, detail: String, errors: [FieldIssue] = [], headers: HTTPHeaders = HTTPHeaders()) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers
+    }
+
+    public static func invalidArgument(_ detail: String, errors: [FieldIssue] = []) -> APIError {
+        APIError(status: .badRequest, code: "errorInvalidArgument", detail: detail, errors: errors)
+    }
+
+    /// A 400 about one named field (a query parameter or a JSON path).
+    public static func invalidField(_ field: String, _ detail: String) -> APIError {
+        APIError(status: .badRequest, code: "errorInvalidArgument", detail: "\(field): \(detail)",
+                 errors: [FieldIssue(field: field, detail: detail)])
+    }
+
+    public static func authenticationRequired(_ detail: String) -> APIError {
+        var headers = HTTPHeaders()
+        headers.add("WWW-Authenticate", "Bearer realm=\"healthd\"")
+        return APIError(status: .unauthorized, code: "errorAuthenticationRequired", detail: detail, headers: headers)
+    }
+
+    public static func authorizationDenied(_ detail: String) -> APIError {
+        APIError(status: .forbidden, code: "errorAuthorizationDenied", detail: detail)
+    }
+
+    public static func notFound(_ detail: String) -> APIError {
+        APIError(status: .notFound, code: "errorNotFound", detail: detail)
+    }
+
+    public static func conflict(_ detail: String, errors: [FieldIssue] = []) -> APIError {
+        APIError(status: .conflict, code: "errorConflict", detail: detail, errors: errors)
+    }
+
+    public static func payloadTooLarge(_ detail: String) -> APIError {
+        APIError(status: .contentTooLarge, code: "errorPayloadTooLarge", detail: detail)
+    }
+
+    public static func unsupportedMediaType(_ detail: String) -> APIError {
+        APIError(status: .unsupportedMediaType, code: "errorUnsupportedMediaType", detail: detail)
+    }
+
+    public static func methodNotAllowed(_ allowed: [HTTPMethod]) -> APIError {
+        var headers = HTTPHeaders()
+        headers.add("Allow", allowed.map(\.rawValue).joined(separator: ", "))
+        return APIError(status: .methodNotAllowed, code: "errorMethodNotAllowed",
+                        detail: "allowed methods: \(allowed.map(\.rawValue).joined(separator: ", "))", headers: headers)
+    }
+
+    /// The problem+json response for this error.
+    public var response: HTTPResponse {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("type"); writer.string("about:blank")
+        writer.key("title"); writer.string(status.reasonPhrase)
+        writer.key("status"); writer.integer(Int64(status.code))
+        writer.key("detail"); writer.string(detail)
+        writer.key("code"); writer.string(code)
+        if !errors.isEmpty {
+            writer.key("errors")
+            writer.beginArray()
+            for issue in errors {
+                writer.beginObject()
+                if let index = issue.index { writer.key("index"); writer.integer(Int64(index)) }
+                writer.key("field"); writer.string(issue.field)
+                writer.key("detail"); writer.string(issue.detail)
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.endObject()
+        var headers = self.headers
+        headers.set("Content-Type", "application/problem+json")
+        return HTTPResponse(status: status, headers: headers, bytes: writer.bytes)
+    }
+}

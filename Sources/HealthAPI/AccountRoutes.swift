@@ -1,0 +1,132 @@
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+
+/// Users, authorizations and the share-status query (API.md, Authorization).
+enum AccountRoutes {
+    static func register(into router: inout Router<Route>, store: HealthStore) {
+        router.register(.post, "/v1/users", Route(access: .admin) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            var body = try RequestBody.json(context.request)
+            let name = try RequestBody.decode { () throws(JSONFieldError) in
+                let name = try body.requiredString("name")
+                try body.finish()
+                return name
+            }
+            guard !name.isEmpty, name.count <= 200, !name.contains(where: { $0.isNewline }) else {
+                throw APIError.invalidField("name", "must be 1 to 200 characters on one line")
+            }
+            let user = try storeCall { try store.createUser(name: name) }
+            return JSONResponse.write(status: .created) { writer in
+                writer.beginObject()
+                writer.field("id", user.id)
+                writer.field("name", user.name)
+                writer.endObject()
+            }
+        })
+
+        router.register(.post, "/v1/authorizations", Route(access: .admin) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            var body = try RequestBody.json(context.request)
+            let (userKey, app, read, share) = try RequestBody.decode { () throws(JSONFieldError) in
+                let user = try body.requiredString("user")
+                let app = try body.requiredString("app")
+                let read = try body.optionalArray("read")?.strings() ?? []
+                let share = try body.optionalArray("share")?.strings() ?? []
+                try body.finish()
+                return (user, app, read, share)
+            }
+            guard !app.isEmpty, app.count <= 200 else { throw APIError.invalidField("app", "must be 1 to 200 characters") }
+            let readTypes = try canonicalTypes(read, field: "read", allowCharacteristics: true)
+            let shareTypes = try canonicalTypes(share, field: "share", allowCharacteristics: false)
+            guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+                throw APIError.invalidField("user", "no user '\(userKey)'")
+            }
+            let created = try storeCall { try store.createAuthorization(user: user, app: app, read: readTypes, share: shareTypes) }
+            return JSONResponse.write(status: .created) { writer in
+                writer.beginObject()
+                writer.field("id", created.authorization.id)
+                writer.field("token", created.token)
+                writer.field("user", user.id)
+                writer.field("app", app)
+                writer.key("read"); writeStrings(readTypes.sorted(), into: &writer)
+                writer.key("share"); writeStrings(shareTypes.sorted(), into: &writer)
+                writer.endObject()
+            }
+        })
+
+        router.register(.delete, "/v1/authorizations/{id}", Route(access: .admin) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            let id = context.parameter("id")
+            guard try storeCall({ try store.revokeAuthorization(id: id) }) else {
+                throw APIError.notFound("no active authorization \(id)")
+            }
+            return HTTPResponse(status: .noContent)
+        })
+
+        router.register(.get, "/v1/authorizations/status", Route(access: .token) { context throws(APIError) in
+            let types = try context.query.list("types") ?? []
+            try context.query.rejectUnknown()
+            guard !types.isEmpty else { throw APIError.invalidField("types", "is required (a comma list of type ids)") }
+            let app = try context.app()
+            var resolved: [String] = []
+            for name in types {
+                guard let type = HealthTypeCatalog.type(name) ?? HealthTypeCatalog.characteristicTypes.first(where: { $0.id == name }) else {
+                    throw APIError.invalidField("types", "unknown type '\(name)'")
+                }
+                resolved.append(type.id)
+            }
+            // Share (write) permission only: as in HealthKit, read permission is never disclosed.
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                for type in resolved {
+                    writer.field(type, app.mayShare(type) ? "sharingAuthorized" : "sharingDenied")
+                }
+                writer.endObject()
+            }
+        })
+    }
+
+    /// Canonical ids for a permission list; unknown types are a 400 naming the entry.
+    static func canonicalTypes(_ names: [String], field: String, allowCharacteristics: Bool) throws(APIError) -> Set<String> {
+        var result: Set<String> = []
+        for (index, name) in names.enumerated() {
+            if let type = HealthTypeCatalog.type(name) {
+                result.insert(type.id)
+            } else if let characteristic = HealthTypeCatalog.characteristicTypes.first(where: { $0.id == name || $0.longIdentifier == name }) {
+                guard allowCharacteristics else {
+                    throw APIError.invalidField("\(field)[\(index)]", "characteristics cannot be shared by apps (as in HealthKit)")
+                }
+                result.insert(characteristic.id)
+            } else {
+                throw APIError.invalidField("\(field)[\(index)]", "unknown type '\(name)'")
+            }
+        }
+        return result
+    }
+
+    static func writeStrings(_ values: [String], into writer: inout JSONWriter) {
+        writer.beginArray()
+        for value in values { writer.string(value) }
+        writer.endArray()
+    }
+}
+
+/// Runs a store call, mapping store errors to API errors. Anything else is a bug (500).
+func storeCall<T>(_ body: () throws -> T) throws(APIError) -> T {
+    do {
+        return try body()
+    } catch let error as StoreError {
+        switch error {
+        case .notFound(let detail): throw APIError.notFound(detail)
+        case .conflict(let detail): throw APIError.conflict(detail)
+        case .forbidden(let detail): throw APIError.authorizationDenied(detail)
+        case .invalid(let detail): throw APIError.invalidArgument(detail)
+        }
+    } catch let conflict as SampleConflict {
+        throw APIError.conflict(conflict.detail, errors: [APIError.FieldIssue(index: conflict.index, field: "uuid", detail: conflict.detail)])
+    } catch {
+        throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
+    }
+}

@@ -1,0 +1,167 @@
+import Dispatch
+import Foundation
+import HTTP
+import HealthStore
+import JSON
+import Synchronization
+
+/// Who may call a route.
+public enum RouteAccess: Sendable {
+    /// No token: health check, metrics, OpenAPI document.
+    case open
+    /// An app token (or the admin token where the handler allows it).
+    case token
+    /// The admin token only.
+    case admin
+}
+
+/// Where a handler runs. Cheap, store-free handlers run on the connection's queue; everything
+/// that touches SQLite or the disk runs on the worker pool so the I/O queues never block.
+public enum RouteExecution: Sendable {
+    case inline
+    case worker
+}
+
+public typealias RouteHandler = @Sendable (inout RequestContext) throws(APIError) -> HTTPResponse
+
+public struct Route: Sendable {
+    public var access: RouteAccess
+    public var execution: RouteExecution
+    public var handler: RouteHandler
+    public init(access: RouteAccess, execution: RouteExecution = .worker, handler: @escaping RouteHandler) {
+        self.access = access
+        self.execution = execution
+        self.handler = handler
+    }
+}
+
+/// healthd's HTTP application: routing, authentication, errors, metrics, access logs and the
+/// dashboard's static files, on top of any `HTTPServer`.
+public final class HealthApplication: HTTPResponder {
+    public let configuration: HealthdConfiguration
+    public let store: HealthStore
+    public let metrics: Metrics
+    public let connections = ConnectionGauges()
+    let router: Router<Route>
+    let staticFiles: StaticFileServer?
+    let accessLog: AccessLog?
+    let adminTokenHash: [UInt8]
+    let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
+    private let requestCounter = RequestCounter()
+
+    public init(configuration: HealthdConfiguration, store: HealthStore, adminToken: String,
+                metrics: Metrics = Metrics(), accessLog: AccessLog? = AccessLog()) {
+        self.configuration = configuration
+        self.store = store
+        self.metrics = metrics
+        self.accessLog = configuration.accessLog ? accessLog : nil
+        self.adminTokenHash = TokenHashing.hash(adminToken)
+        self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
+        var router = Router<Route>()
+        Self.registerRoutes(into: &router, configuration: configuration, store: store, metrics: metrics,
+                            connections: connections)
+        self.router = router
+    }
+
+    /// True when the dashboard folder exists.
+    public var hasDashboard: Bool { staticFiles != nil }
+
+    /// Every registered (method, path pattern): the OpenAPI test compares these with the document.
+    public var registeredRoutes: [(method: HTTPMethod, pattern: String)] {
+        router.registeredRoutes.map { (method: $0.0, pattern: $0.1) }
+    }
+
+    public func respond(to request: HTTPRequest, connection: ConnectionInfo,
+                        completion: @escaping @Sendable (HTTPResponse) -> Void) {
+        let startedAt = DispatchTime.now().uptimeNanoseconds
+        let requestID = requestCounter.next(connection: connection.id)
+        let path = String(request.path)
+        let finish: @Sendable (HTTPResponse, String) -> Void = { [metrics, accessLog] response, pattern in
+            var response = response
+            response.headers.set("X-Request-Id", requestID)
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedAt) / 1e9
+            metrics.recordRequest(route: pattern, method: request.method.rawValue, status: response.status.code, seconds: elapsed)
+            accessLog?.record(requestID: requestID, method: request.method.rawValue, route: pattern, path: path,
+                              status: response.status.code, seconds: elapsed, remote: connection.remoteAddress)
+            completion(response)
+        }
+
+        let method = request.method == .head ? HTTPMethod.get : request.method
+        switch router.match(method: method, path: path) {
+        case .found(let route, let parameters, let pattern):
+            let run: @Sendable () -> Void = { [self] in
+                let response: HTTPResponse
+                do throws(APIError) {
+                    response = try self.run(route, request: request, parameters: parameters,
+                                            requestID: requestID, connection: connection)
+                } catch {
+                    response = error.response
+                }
+                finish(response, pattern)
+            }
+            switch route.execution {
+            case .inline: run()
+            case .worker: workers.async(execute: run)
+            }
+        case .methodNotAllowed(let allowed):
+            finish(APIError.methodNotAllowed(allowed).response, "unmatched")
+        case .notFound:
+            if !path.hasPrefix("/v1/") && path != "/v1", let staticFiles, method == .get {
+                workers.async {
+                    let response = staticFiles.response(for: request)
+                    finish(response, response.status.code == 404 ? "unmatched" : "static")
+                }
+            } else {
+                finish(APIError.notFound("no route for \(request.method.rawValue) \(path)").response, "unmatched")
+            }
+        }
+    }
+
+    private func run(_ route: Route, request: HTTPRequest, parameters: [String: String],
+                     requestID: String, connection: ConnectionInfo) throws(APIError) -> HTTPResponse {
+        let principal = try authenticate(request, access: route.access)
+        let query: [(name: String, value: String)]
+        if let raw = request.rawQuery {
+            do { query = try HTTPQuery.parse(raw) } catch {
+                throw APIError.invalidArgument("the query string is malformed: \(error)")
+            }
+        } else {
+            query = []
+        }
+        var context = RequestContext(request: request, parameters: parameters, query: QueryParameters(query),
+                                     requestID: requestID, principal: principal, connection: connection)
+        return try route.handler(&context)
+    }
+
+    private func authenticate(_ request: HTTPRequest, access: RouteAccess) throws(APIError) -> Principal? {
+        if access == .open { return nil }
+        guard let header = request.headers["Authorization"] else {
+            throw APIError.authenticationRequired("send Authorization: Bearer <token>")
+        }
+        let prefix = "Bearer "
+        guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == "bearer " else {
+            throw APIError.authenticationRequired("the Authorization header must be 'Bearer <token>'")
+        }
+        let token = String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+        let hash = TokenHashing.hash(token)
+        if TokenHashing.equals(hash, adminTokenHash) { return .admin }
+        // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
+        guard let authorization = store.authorization(tokenHash: hash) else {
+            throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
+        }
+        guard access != .admin else {
+            throw APIError.authorizationDenied("this endpoint needs the admin token")
+        }
+        return .app(authorization)
+    }
+}
+
+/// Request ids: the connection and a process-wide counter, so a log line and a client's
+/// `X-Request-Id` point at each other.
+final class RequestCounter: Sendable {
+    private let value = Mutex<UInt64>(0)
+    func next(connection: UInt64) -> String {
+        let n = value.withLock { v -> UInt64 in v &+= 1; return v }
+        return "\(String(connection, radix: 36))-\(String(n, radix: 36))"
+    }
+}

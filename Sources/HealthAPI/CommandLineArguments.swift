@@ -1,0 +1,152 @@
+// Parses healthd's command line into a command and its options. Pure: reading the config
+// file and the environment happens in the executable.
+
+public enum HealthdCommand: Equatable, Sendable {
+    case help(topic: String?)
+    case serve(ServeOptions)
+    case seed(SeedOptions)
+    case importFile(ImportOptions)
+    case export(ExportOptions)
+}
+
+/// Flags shared by every command.
+public struct CommonOptions: Equatable, Sendable {
+    public var configFile: String?
+    public var dataDirectory: String?
+    public init(configFile: String? = nil, dataDirectory: String? = nil) {
+        self.configFile = configFile
+        self.dataDirectory = dataDirectory
+    }
+}
+
+public struct ServeOptions: Equatable, Sendable {
+    public var common = CommonOptions()
+    public var host: String?
+    public var port: Int?
+    public var demo = false
+    public init() {}
+}
+
+public struct SeedOptions: Equatable, Sendable {
+    public var common = CommonOptions()
+    public var user = ""
+    public var days = 28
+    public init() {}
+}
+
+public struct ImportOptions: Equatable, Sendable {
+    public var common = CommonOptions()
+    public var file = ""
+    public var user = ""
+    public init() {}
+}
+
+public struct ExportOptions: Equatable, Sendable {
+    public var common = CommonOptions()
+    public var user = ""
+    public var output: String?
+    public init() {}
+}
+
+public struct UsageError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+public enum CommandLineParser {
+    public static func parse(_ arguments: [String]) throws(UsageError) -> HealthdCommand {
+        guard let command = arguments.first else { return .help(topic: nil) }
+        var rest = ArraySlice(arguments.dropFirst())
+        if command == "--help" || command == "-h" || command == "help" {
+            return .help(topic: rest.first)
+        }
+        if rest.contains("--help") || rest.contains("-h") { return .help(topic: command) }
+        switch command {
+        case "serve":
+            var options = ServeOptions()
+            while let flag = rest.popFirst() {
+                if try parseCommon(flag, &rest, into: &options.common) { continue }
+                switch flag {
+                case "--host": options.host = try value(for: flag, &rest)
+                case "--port": options.port = try port(try value(for: flag, &rest))
+                case "--demo": options.demo = true
+                default: throw unknown(flag, command)
+                }
+            }
+            return .serve(options)
+        case "seed":
+            var options = SeedOptions()
+            var sawUser = false
+            while let flag = rest.popFirst() {
+                if try parseCommon(flag, &rest, into: &options.common) { continue }
+                switch flag {
+                case "--user": options.user = try value(for: flag, &rest); sawUser = true
+                case "--days":
+                    let text = try value(for: flag, &rest)
+                    guard let days = Int(text), (1...3660).contains(days) else {
+                        throw UsageError("--days takes a whole number of days from 1 to 3660, not '\(text)'")
+                    }
+                    options.days = days
+                default: throw unknown(flag, command)
+                }
+            }
+            guard sawUser, !options.user.isEmpty else { throw UsageError("seed needs --user NAME") }
+            return .seed(options)
+        case "import":
+            var options = ImportOptions()
+            while let flag = rest.popFirst() {
+                if try parseCommon(flag, &rest, into: &options.common) { continue }
+                switch flag {
+                case "--user": options.user = try value(for: flag, &rest)
+                default:
+                    guard !flag.hasPrefix("-"), options.file.isEmpty else { throw unknown(flag, command) }
+                    options.file = flag
+                }
+            }
+            guard !options.file.isEmpty else { throw UsageError("import needs a FILE (export.zip or export.xml)") }
+            guard !options.user.isEmpty else { throw UsageError("import needs --user NAME") }
+            return .importFile(options)
+        case "export":
+            var options = ExportOptions()
+            while let flag = rest.popFirst() {
+                if try parseCommon(flag, &rest, into: &options.common) { continue }
+                switch flag {
+                case "--user": options.user = try value(for: flag, &rest)
+                case "--output", "-o": options.output = try value(for: flag, &rest)
+                default: throw unknown(flag, command)
+                }
+            }
+            guard !options.user.isEmpty else { throw UsageError("export needs --user NAME") }
+            return .export(options)
+        default:
+            throw UsageError("unknown command '\(command)'; run 'healthd --help'")
+        }
+    }
+
+    private static func parseCommon(_ flag: String, _ rest: inout ArraySlice<String>,
+                                    into common: inout CommonOptions) throws(UsageError) -> Bool {
+        switch flag {
+        case "--config": common.configFile = try value(for: flag, &rest); return true
+        case "--data-dir": common.dataDirectory = try value(for: flag, &rest); return true
+        default: return false
+        }
+    }
+
+    private static func value(for flag: String, _ rest: inout ArraySlice<String>) throws(UsageError) -> String {
+        guard let value = rest.popFirst(), !value.hasPrefix("--") else {
+            throw UsageError("\(flag) needs a value")
+        }
+        return value
+    }
+
+    private static func port(_ text: String) throws(UsageError) -> Int {
+        guard let port = Int(text), (0...65535).contains(port) else {
+            throw UsageError("--port takes a number from 0 to 65535 (0 picks a free port), not '\(text)'")
+        }
+        return port
+    }
+
+    private static func unknown(_ flag: String, _ command: String) -> UsageError {
+        UsageError("unknown option '\(flag)' for '\(command)'; run 'healthd \(command) --help'")
+    }
+}

@@ -1,0 +1,42 @@
+// healthd's settings: defaults, then the config file, then command-line flags (each overrides the last).
+
+public struct HealthdConfiguration: Sendable, Equatable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var dataDirectory = "./healthd-data"
+    /// Where the dashboard's static files live. Relative paths are resolved against the working directory.
+    public var publicDirectory = "./Public"
+
+    // HTTP limits (API.md, Operations).
+    public var maxHeaderBytes = 16 * 1024
+    public var maxHeaderCount = 100
+    public var maxRequestLineBytes = 8 * 1024
+    public var maxBodyBytes = 16 * 1024 * 1024
+    public var idleTimeoutSeconds = 60.0
+    public var headerTimeoutSeconds = 10.0
+    public var bodyTimeoutSeconds = 30.0
+    public var maxConnections = 4096
+    /// A streamed response (SSE, export) whose client falls this far behind is cut off.
+    public var maxStreamBacklogBytes = 1024 * 1024
+
+    // API.
+    public var maxBatchSize = 10_000
+    public var tombstoneRetentionDays = 90
+    public var readerConnections = 4
+    public var accessLog = true
+
+    public init() {}
+
+    /// Every key `config.example.json` may hold, with what it sets. Unknown keys are an error,
+    /// so a typo never silently falls back to a default.
+    public static let fileKeys: [String] = [
+        "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
+        "maxBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
+        "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
+    ]
+}
+
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

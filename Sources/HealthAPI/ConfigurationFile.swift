@@ -1,0 +1,45 @@
+import JSON
+
+/// Reads `config.example.json`-style files: a JSON object whose keys are `HealthdConfiguration.fileKeys`.
+/// Unknown keys and wrong types are errors naming the key.
+public enum ConfigurationFile {
+    public static func apply(_ bytes: [UInt8], to base: HealthdConfiguration) throws(ConfigurationError) -> HealthdConfiguration {
+        var configuration = base
+        do throws(JSONFieldError) {
+            var reader = try JSONFieldReader(parsing: bytes)
+            // Keys starting with "//" are comments, so the example file can explain itself.
+            for key in reader.object.keys where key.hasPrefix("//") { _ = reader.optionalValue(key) }
+            func integer(_ key: String, _ range: ClosedRange<Int64>, _ apply: (Int) -> Void) throws(JSONFieldError) {
+                guard let value = try reader.optionalInteger(key) else { return }
+                guard range.contains(value) else { throw reader.error(key, "must be from \(range.lowerBound) to \(range.upperBound)") }
+                apply(Int(value))
+            }
+            func seconds(_ key: String, _ apply: (Double) -> Void) throws(JSONFieldError) {
+                guard let value = try reader.optionalNumber(key) else { return }
+                guard value > 0, value <= 86_400 else { throw reader.error(key, "must be more than 0 and at most 86400 seconds") }
+                apply(value)
+            }
+            if let host = try reader.optionalString("host") { configuration.host = host }
+            try integer("port", 0...65_535) { configuration.port = $0 }
+            if let dir = try reader.optionalString("dataDir") { configuration.dataDirectory = dir }
+            if let dir = try reader.optionalString("publicDir") { configuration.publicDirectory = dir }
+            try integer("maxHeaderBytes", 1_024...1_048_576) { configuration.maxHeaderBytes = $0 }
+            try integer("maxHeaderCount", 8...1_000) { configuration.maxHeaderCount = $0 }
+            try integer("maxRequestLineBytes", 256...1_048_576) { configuration.maxRequestLineBytes = $0 }
+            try integer("maxBodyBytes", 1_024...1_073_741_824) { configuration.maxBodyBytes = $0 }
+            try seconds("idleTimeoutSeconds") { configuration.idleTimeoutSeconds = $0 }
+            try seconds("headerTimeoutSeconds") { configuration.headerTimeoutSeconds = $0 }
+            try seconds("bodyTimeoutSeconds") { configuration.bodyTimeoutSeconds = $0 }
+            try integer("maxConnections", 1...1_000_000) { configuration.maxConnections = $0 }
+            try integer("maxStreamBacklogBytes", 4_096...1_073_741_824) { configuration.maxStreamBacklogBytes = $0 }
+            try integer("maxBatchSize", 1...100_000) { configuration.maxBatchSize = $0 }
+            try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }
+            try integer("readerConnections", 1...64) { configuration.readerConnections = $0 }
+            if let flag = try reader.optionalBool("accessLog") { configuration.accessLog = flag }
+            try reader.finish()
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+        return configuration
+    }
+}

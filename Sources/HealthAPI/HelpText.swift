@@ -1,0 +1,72 @@
+// What `healthd --help` and `healthd COMMAND --help` print.
+
+public enum HelpText {
+    public static func text(for topic: String?) -> String {
+        switch topic {
+        case "serve": return serve
+        case "seed": return seed
+        case "import": return importCommand
+        case "export": return export
+        default: return overview
+        }
+    }
+
+    static let common = """
+          --config FILE     read settings from FILE (JSON; see config.example.json)
+          --data-dir DIR    where the SQLite database and the admin token live (default ./healthd-data)
+          -h, --help        show this help
+        """
+
+    public static let overview = """
+        healthd: a HealthKit-style health-data server (typed samples, per-app permissions,
+        statistics, an anchored change feed and a server-side pedometer) over HTTP/1.1.
+
+        Usage: healthd COMMAND [OPTIONS]
+
+        Commands:
+          serve     run the HTTP server
+          seed      write realistic mock data for a user
+          import    import an Apple Health export (export.zip or export.xml)
+          export    write every sample of a user as NDJSON
+
+        Every command takes --config FILE and --data-dir DIR. Run 'healthd COMMAND --help' for its options.
+        The admin token is HEALTHD_ADMIN_TOKEN, or generated on first start and kept in DATA_DIR/admin-token.
+        """
+
+    public static let serve = """
+        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--demo]
+
+        Runs the HTTP server. Flags override the config file, which overrides the defaults.
+          --host H          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
+          --port P          TCP port (default 8080; 0 picks a free port and prints it)
+          --demo            create a 'demo' user with four weeks of realistic data and print
+                            a dashboard URL with a read token
+        \(common)
+
+        SIGTERM and SIGINT stop it gracefully: in-flight requests finish, nothing acknowledged is lost.
+        """
+
+    public static let seed = """
+        Usage: healthd seed --user NAME [--days N] [--config FILE] [--data-dir DIR]
+
+        Writes realistic mock data for the last N full days (default 28): steps in short samples
+        through the day from a phone and a watch, heart rate, sleep stages, workouts, body mass.
+        Creates the user if missing; a rerun adds nothing twice.
+        \(common)
+        """
+
+    public static let importCommand = """
+        Usage: healthd import FILE --user NAME [--config FILE] [--data-dir DIR]
+
+        Imports an Apple Health export (export.zip or export.xml), streaming, with progress.
+        Running it twice imports nothing twice.
+        \(common)
+        """
+
+    public static let export = """
+        Usage: healthd export --user NAME [--output FILE] [--config FILE] [--data-dir DIR]
+
+        Writes every sample of the user as NDJSON, oldest first (to standard output by default).
+        \(common)
+        """
+}

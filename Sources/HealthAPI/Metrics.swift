@@ -1,0 +1,83 @@
+import Synchronization
+
+/// Request counters and a latency histogram, rendered in the Prometheus text format (version 0.0.4).
+public final class Metrics: Sendable {
+    private struct Key: Hashable { var route: String; var method: String; var status: Int }
+    private struct State {
+        var requests: [Key: UInt64] = [:]
+        var bucketCounts: [UInt64]
+        var latencySum = 0.0
+        var latencyCount: UInt64 = 0
+    }
+
+    /// Upper bounds in seconds: fine at the low end, where healthd's requests live.
+    public static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    private let state: Mutex<State>
+
+    public init() { state = Mutex(State(bucketCounts: Array(repeating: 0, count: Self.latencyBuckets.count))) }
+
+    public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
+        // Find the bucket outside the lock; the lock only guards a few additions.
+        let bucket = Self.latencyBuckets.firstIndex { seconds <= $0 }
+        state.withLock { state in
+            state.requests[Key(route: route, method: method, status: status), default: 0] += 1
+            if let bucket { state.bucketCounts[bucket] += 1 }
+            state.latencySum += seconds
+            state.latencyCount += 1
+        }
+    }
+
+    /// Gauges the server and the store report at scrape time.
+    public struct Gauges: Sendable {
+        public var openConnections: Int
+        public var acceptedConnections: UInt64
+        public var storeBytes: Int64
+        public var samples: Int64?
+        public init(openConnections: Int, acceptedConnections: UInt64, storeBytes: Int64, samples: Int64? = nil) {
+            self.openConnections = openConnections
+            self.acceptedConnections = acceptedConnections
+            self.storeBytes = storeBytes
+            self.samples = samples
+        }
+    }
+
+    public func render(gauges: Gauges) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = ""
+        out += "# HELP healthd_http_requests_total HTTP requests answered, by route pattern, method and status.\n"
+        out += "# TYPE healthd_http_requests_total counter\n"
+        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            out += "healthd_http_requests_total{route=\"\(escape(key.route))\",method=\"\(escape(key.method))\",status=\"\(key.status)\"} \(count)\n"
+        }
+        out += "# HELP healthd_http_request_duration_seconds Time from a complete request to its response.\n"
+        out += "# TYPE healthd_http_request_duration_seconds histogram\n"
+        var cumulative: UInt64 = 0
+        for (bound, count) in zip(Self.latencyBuckets, snapshot.bucketCounts) {
+            cumulative += count
+            out += "healthd_http_request_duration_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        }
+        out += "healthd_http_request_duration_seconds_bucket{le=\"+Inf\"} \(snapshot.latencyCount)\n"
+        out += "healthd_http_request_duration_seconds_sum \(snapshot.latencySum)\n"
+        out += "healthd_http_request_duration_seconds_count \(snapshot.latencyCount)\n"
+        out += "# HELP healthd_open_connections Client connections open now.\n"
+        out += "# TYPE healthd_open_connections gauge\n"
+        out += "healthd_open_connections \(gauges.openConnections)\n"
+        out += "# HELP healthd_accepted_connections_total Client connections accepted since start.\n"
+        out += "# TYPE healthd_accepted_connections_total counter\n"
+        out += "healthd_accepted_connections_total \(gauges.acceptedConnections)\n"
+        out += "# HELP healthd_store_bytes Size of the SQLite database and its write-ahead log.\n"
+        out += "# TYPE healthd_store_bytes gauge\n"
+        out += "healthd_store_bytes \(gauges.storeBytes)\n"
+        if let samples = gauges.samples {
+            out += "# HELP healthd_samples Samples stored, all users.\n"
+            out += "# TYPE healthd_samples gauge\n"
+            out += "healthd_samples \(samples)\n"
+        }
+        return out
+    }
+
+    private func escape(_ label: String) -> String {
+        label.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,2 +1,0 @@
-// HealthAPI module: filled in by its issue.
-enum HealthAPIModule {}

@@ -1,0 +1,89 @@
+import HTTP
+import HealthStore
+
+/// Who is calling: the admin (the server's operator) or one app acting for one user.
+public enum Principal: Sendable {
+    case admin
+    case app(AppAuthorization)
+
+    public var appAuthorization: AppAuthorization? {
+        if case .app(let authorization) = self { return authorization }
+        return nil
+    }
+}
+
+/// Query parameters of one request. Handlers read the ones they know and then call
+/// `rejectUnknown()`, so a misspelt parameter (`strictStartdate`) is a 400, never silently ignored.
+public struct QueryParameters: Sendable {
+    private var pairs: [(name: String, value: String)]
+    private var consumed: Set<String> = []
+
+    public init(_ pairs: [(name: String, value: String)]) { self.pairs = pairs }
+
+    /// The value of `name`; a parameter given twice is a 400 (which one would win is a guess).
+    public mutating func string(_ name: String) throws(APIError) -> String? {
+        consumed.insert(name)
+        var found: String?
+        for pair in pairs where pair.name == name {
+            guard found == nil else { throw APIError.invalidField(name, "given more than once") }
+            found = pair.value
+        }
+        return found
+    }
+
+    public mutating func requiredString(_ name: String) throws(APIError) -> String {
+        guard let value = try string(name), !value.isEmpty else { throw APIError.invalidField(name, "is required") }
+        return value
+    }
+
+    public mutating func integer(_ name: String, in range: ClosedRange<Int>) throws(APIError) -> Int? {
+        guard let text = try string(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw APIError.invalidField(name, "must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+
+    public mutating func boolean(_ name: String) throws(APIError) -> Bool? {
+        guard let text = try string(name) else { return nil }
+        switch text {
+        case "true", "1": return true
+        case "false", "0": return false
+        default: throw APIError.invalidField(name, "must be true or false, not '\(text)'")
+        }
+    }
+
+    /// A comma-separated list; empty items are a 400.
+    public mutating func list(_ name: String) throws(APIError) -> [String]? {
+        guard let text = try string(name) else { return nil }
+        let items = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard !items.contains(where: \.isEmpty) else { throw APIError.invalidField(name, "has an empty item") }
+        return items
+    }
+
+    public func rejectUnknown() throws(APIError) {
+        for pair in pairs where !consumed.contains(pair.name) {
+            throw APIError.invalidField(pair.name, "is not a parameter of this endpoint")
+        }
+    }
+}
+
+/// What a handler receives: the request, its route parameters and query, and the caller.
+public struct RequestContext: Sendable {
+    public let request: HTTPRequest
+    public let parameters: [String: String]
+    public var query: QueryParameters
+    public let requestID: String
+    public let principal: Principal?
+    public let connection: ConnectionInfo
+
+    public func parameter(_ name: String) -> String { parameters[name] ?? "" }
+
+    /// The calling app's authorization; admin-only and public routes never ask for it.
+    public func app() throws(APIError) -> AppAuthorization {
+        guard let app = principal?.appAuthorization else {
+            throw APIError.authorizationDenied("this endpoint is for app tokens; the admin token acts through PUT/POST admin routes only")
+        }
+        return app
+    }
+}

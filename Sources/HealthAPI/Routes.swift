@@ -1,0 +1,72 @@
+import Foundation
+import HTTP
+import HealthStore
+import JSON
+import Synchronization
+
+extension HealthApplication {
+    /// The whole API surface in one place, in API.md's order.
+    static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
+                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges) {
+        OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
+                                  connections: connections)
+        AccountRoutes.register(into: &router, store: store)
+        SampleRoutes.register(into: &router, store: store, configuration: configuration)
+        CatalogRoutes.register(into: &router, store: store)
+    }
+}
+
+/// JSON response helpers shared by every route.
+enum JSONResponse {
+    static func ok(_ body: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        headers.add("Cache-Control", "no-store")
+        return HTTPResponse(status: status, headers: headers, bytes: body)
+    }
+
+    static func write(status: HTTPStatus = .ok, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter()
+        build(&writer)
+        return ok(writer.bytes, status: status)
+    }
+}
+
+enum OperationsRoutes {
+    static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, store: HealthStore,
+                         metrics: Metrics, connections: ConnectionGauges) {
+        let healthy = Array(#"{"status":"ok"}"#.utf8)
+        router.register(.get, "/healthz", Route(access: .open, execution: .inline) { _ throws(APIError) in
+            JSONResponse.ok(healthy)
+        })
+        router.register(.get, "/metrics", Route(access: .open) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            let server = connections.read()
+            let text = metrics.render(gauges: Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
+                                                             storeBytes: store.sizeOnDisk()))
+            var headers = HTTPHeaders()
+            headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            headers.add("Cache-Control", "no-store")
+            return HTTPResponse(status: .ok, headers: headers, bytes: Array(text.utf8))
+        })
+        let openAPIPath = URL(fileURLWithPath: configuration.publicDirectory).appendingPathComponent("openapi.json").path
+        router.register(.get, "/openapi.json", Route(access: .open) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            guard let data = FileManager.default.contents(atPath: openAPIPath) else {
+                throw APIError.notFound("the OpenAPI document is not installed (\(openAPIPath))")
+            }
+            var response = JSONResponse.ok([UInt8](data))
+            response.headers.set("Cache-Control", "no-cache")
+            return response
+        })
+    }
+}
+
+/// The server's connection counts, read at scrape time. The server is created after the
+/// application (it needs the application as its responder), so it is connected afterwards.
+public final class ConnectionGauges: Sendable {
+    private let source = Mutex<(@Sendable () -> (open: Int, accepted: UInt64))?>(nil)
+    public init() {}
+    public func connect(_ read: @escaping @Sendable () -> (open: Int, accepted: UInt64)) { source.withLock { $0 = read } }
+    func read() -> (open: Int, accepted: UInt64) { source.withLock { $0 }?() ?? (0, 0) }
+}

@@ -1,0 +1,231 @@
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+
+/// Samples, sources and the type catalog (API.md, Samples).
+enum SampleRoutes {
+    static let cursorKind: UInt8 = 1
+
+    static func register(into router: inout Router<Route>, store: HealthStore, configuration: HealthdConfiguration) {
+        router.register(.post, "/v1/samples", Route(access: .token) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            let app = try context.app()
+            let samples = try decodeBatch(context.request, maxBatchSize: configuration.maxBatchSize)
+            for (index, sample) in samples.enumerated() {
+                for type in [sample.type] + sample.objectTypes where !app.mayShare(type) {
+                    throw APIError(status: .forbidden, code: "errorAuthorizationDenied",
+                                   detail: "this token may not share \(type)",
+                                   errors: [APIError.FieldIssue(index: index, field: "type", detail: "no share permission for \(type)")])
+                }
+            }
+            let saved = try storeCall { try store.save(samples, by: app) }
+            return JSONResponse.write(status: .created) { writer in
+                writer.beginObject()
+                writer.key("saved")
+                writer.beginArray()
+                for uuid in saved { writer.string(uuid.lowercasedString) }
+                writer.endArray()
+                writer.endObject()
+            }
+        })
+
+        router.register(.get, "/v1/samples", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let type = try QueryParsing.type(&context.query)
+            var query = SampleQuery(type: type.id)
+            query.start = try QueryParsing.instant(&context.query, "start")
+            query.end = try QueryParsing.instant(&context.query, "end")
+            query.strictStartDate = try context.query.boolean("strictStartDate") ?? false
+            query.strictEndDate = try context.query.boolean("strictEndDate") ?? false
+            query.sourceApp = try context.query.string("source")
+            switch try context.query.string("order") {
+            case nil, "asc": query.descending = false
+            case "desc": query.descending = true
+            case let other?: throw APIError.invalidField("order", "must be asc or desc, not '\(other)'")
+            }
+            query.limit = try context.query.integer("limit", in: 1...10_000) ?? 100
+            let unit = try QueryParsing.unit(&context.query, for: type)
+            let cursorText = try context.query.string("cursor")
+            try context.query.rejectUnknown()
+            if let start = query.start, let end = query.end, end < start {
+                throw APIError.invalidField("end", "is before start")
+            }
+            let fingerprint = SignedToken.fingerprint([
+                app.userID, type.id, "\(query.start ?? .min)", "\(query.end ?? .max)", "\(query.strictStartDate)",
+                "\(query.strictEndDate)", query.sourceApp ?? "", "\(query.descending)",
+            ])
+            if let cursorText {
+                guard let fields = SignedToken.decode(cursorText, kind: cursorKind, fieldCount: 3, secret: store.secret),
+                      fields[2] == fingerprint else {
+                    throw APIError.invalidField("cursor", "is not a cursor of this query (forged, altered, or from another query)")
+                }
+                query.after = SampleCursor(start: fields[0], seq: fields[1])
+            }
+            let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.key("samples")
+                writer.beginArray()
+                for sample in page.samples { SampleCodec.write(sample, unit: unit, into: &writer) }
+                writer.endArray()
+                writer.key("next")
+                if let next = page.next {
+                    writer.string(SignedToken.encode(kind: cursorKind, fields: [next.start, next.seq, fingerprint], secret: store.secret))
+                } else {
+                    writer.null()
+                }
+                writer.endObject()
+            }
+        })
+
+        router.register(.get, "/v1/samples/{uuid}", Route(access: .token) { context throws(APIError) in
+            let unitText = try context.query.string("unit")
+            try context.query.rejectUnknown()
+            let app = try context.app()
+            let uuid = try QueryParsing.uuid(context.parameter("uuid"))
+            guard let sample = try storeCall({ try store.sample(uuid, for: app, userExternalID: app.userID) }) else {
+                throw APIError.notFound("no sample \(uuid.lowercasedString)")
+            }
+            var unit: HealthUnit?
+            if let unitText, let type = HealthTypeCatalog.type(sample.sample.type) {
+                unit = try QueryParsing.unit(unitText, for: type)
+            }
+            return JSONResponse.write { writer in SampleCodec.write(sample, unit: unit, into: &writer) }
+        })
+
+        router.register(.delete, "/v1/samples/{uuid}", Route(access: .token) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            let app = try context.app()
+            let uuid = try QueryParsing.uuid(context.parameter("uuid"))
+            try storeCall { try store.deleteSample(uuid, by: app) }
+            return HTTPResponse(status: .noContent)
+        })
+
+        router.register(.delete, "/v1/samples", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let type = try QueryParsing.type(&context.query)
+            guard let start = try QueryParsing.instant(&context.query, "start") else { throw APIError.invalidField("start", "is required") }
+            guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
+            try context.query.rejectUnknown()
+            guard end >= start else { throw APIError.invalidField("end", "is before start") }
+            guard app.mayShare(type.id) else { throw APIError.authorizationDenied("this token may not share (write or delete) \(type.id)") }
+            let deleted = try storeCall { try store.deleteSamples(type: type.id, start: start, end: end, by: app) }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("deleted", deleted)
+                writer.endObject()
+            }
+        })
+
+        router.register(.get, "/v1/sources", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let type = try QueryParsing.type(&context.query)
+            try context.query.rejectUnknown()
+            let sources = try storeCall { try store.sources(type: type.id, for: app) }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.key("sources")
+                writer.beginArray()
+                for source in sources {
+                    writer.beginObject()
+                    writer.field("app", source.app)
+                    writer.key("devices")
+                    writer.beginArray()
+                    for device in source.devices { SampleCodec.writeDevice(device, into: &writer) }
+                    writer.endArray()
+                    writer.endObject()
+                }
+                writer.endArray()
+                writer.endObject()
+            }
+        })
+    }
+
+    /// Decodes `{"samples":[...]}`, collecting every invalid sample's errors (index, field, detail).
+    static func decodeBatch(_ request: HTTPRequest, maxBatchSize: Int) throws(APIError) -> [HealthSample] {
+        var body = try RequestBody.json(request)
+        let list: JSONArrayReader = try RequestBody.decode { () throws(JSONFieldError) in
+            let list = try body.requiredArray("samples")
+            try body.finish()
+            return list
+        }
+        guard !list.isEmpty else { throw APIError.invalidField("samples", "is empty") }
+        guard list.count <= maxBatchSize else {
+            throw APIError.payloadTooLarge("a batch holds at most \(maxBatchSize) samples; this one has \(list.count)")
+        }
+        var samples: [HealthSample] = []
+        samples.reserveCapacity(list.count)
+        var issues: [APIError.FieldIssue] = []
+        for index in 0..<list.count {
+            do throws(JSONFieldError) {
+                var reader = try list.object(at: index)
+                let sample = try SampleCodec.decode(&reader)
+                try reader.finish()
+                samples.append(sample)
+            } catch {
+                let prefix = list.path(at: index)
+                var field = error.field
+                if field.hasPrefix(prefix) { field = String(field.dropFirst(prefix.count)) }
+                if field.hasPrefix(".") { field.removeFirst() }
+                if issues.count < 100 { issues.append(APIError.FieldIssue(index: index, field: field.isEmpty ? "sample" : field, detail: error.detail)) }
+            }
+        }
+        if let first = issues.first {
+            let more = issues.count > 1 ? " (and \(issues.count - 1) more)" : ""
+            throw APIError.invalidArgument("samples[\(first.index ?? 0)].\(first.field): \(first.detail)\(more); nothing was saved",
+                                           errors: issues)
+        }
+        return samples
+    }
+}
+
+extension HealthSample {
+    /// The types of a correlation's objects: saving one needs share permission for each.
+    var objectTypes: [String] {
+        if case .correlation(let objects) = content { return objects.map(\.type) }
+        return []
+    }
+}
+
+/// Query-parameter readers shared by the routes.
+enum QueryParsing {
+    static func type(_ query: inout QueryParameters, _ name: String = "type") throws(APIError) -> HealthType {
+        let text = try query.requiredString(name)
+        guard let type = HealthTypeCatalog.type(text) else { throw APIError.invalidField(name, "unknown type '\(text)'") }
+        return type
+    }
+
+    static func instant(_ query: inout QueryParameters, _ name: String) throws(APIError) -> Int64? {
+        guard let text = try query.string(name) else { return nil }
+        do {
+            return try RFC3339.parseOrThrow(text)
+        } catch {
+            throw APIError.invalidField(name, "\(error.description) (RFC 3339 with an offset, e.g. 2026-03-08T09:30:00-05:00)")
+        }
+    }
+
+    static func unit(_ query: inout QueryParameters, for type: HealthType) throws(APIError) -> HealthUnit? {
+        guard let text = try query.string("unit") else { return nil }
+        return try unit(text, for: type)
+    }
+
+    static func unit(_ text: String, for type: HealthType) throws(APIError) -> HealthUnit {
+        if type.kind == .workout {
+            guard let unit = try? HealthUnit.parse(text), unit.isCompatible(with: .kilocalorie) || unit.isCompatible(with: .meter) else {
+                throw APIError.invalidField("unit", "workouts convert to an energy or a length unit, not '\(text)'")
+            }
+            return unit
+        }
+        do {
+            return try HealthValidation.unit(text, for: type, field: "unit")
+        } catch {
+            throw APIError.invalidField("unit", error.detail)
+        }
+    }
+
+    static func uuid(_ text: String) throws(APIError) -> HealthUUID {
+        guard let uuid = HealthUUID(text) else { throw APIError.invalidField("uuid", "'\(text)' is not a uuid") }
+        return uuid
+    }
+}

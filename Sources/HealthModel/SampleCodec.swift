@@ -1,0 +1,250 @@
+import JSON
+
+/// Reads samples from request JSON (validating every HealthKit rule, each error naming its
+/// field by full path) and writes them back as response JSON. Pure.
+public enum SampleCodec {
+    /// Decodes one sample object. `reader` is positioned at the sample (path like `samples[3]`);
+    /// unknown fields are rejected.
+    public static func decode(_ reader: inout JSONFieldReader, allowNested: Bool = true) throws(JSONFieldError) -> HealthSample {
+        do {
+            return try decodeValidated(&reader, allowNested: allowNested)
+        } catch let error as JSONFieldError {
+            throw error
+        } catch let error as HealthValidationError {
+            throw JSONFieldError(field: error.field, detail: error.detail)
+        } catch {
+            throw reader.error(String(describing: error))
+        }
+    }
+
+    private static func decodeValidated(_ reader: inout JSONFieldReader, allowNested: Bool) throws -> HealthSample {
+        for serverField in ["source", "created"] where reader.contains(serverField) {
+            throw reader.error(serverField, "is set by the server; leave it out")
+        }
+        let typeName = try reader.requiredString("type")
+        let type = try HealthValidation.type(typeName, field: reader.path(of: "type"))
+        guard type.isSampleType else {
+            throw reader.error("type", "\(type.id) is a characteristic: use PUT /v1/characteristics")
+        }
+        let uuid: HealthUUID
+        if let text = try reader.optionalString("uuid") {
+            uuid = try HealthValidation.uuid(text, field: reader.path(of: "uuid"))
+        } else {
+            uuid = HealthUUID.random()
+        }
+        let start = try HealthValidation.instant(try reader.requiredString("start"), field: reader.path(of: "start"))
+        // An instantaneous sample (a heart-rate reading) may leave out end: it ends when it starts.
+        let end = try reader.optionalString("end").map { (text: String) throws -> Int64 in
+            try HealthValidation.instant(text, field: reader.path(of: "end"))
+        } ?? start
+        try HealthValidation.interval(start: start, end: end, for: type,
+                                      startField: reader.path(of: "start"), endField: reader.path(of: "end"))
+
+        let content: SampleContent
+        switch type.kind {
+        case .quantity:
+            let value = try reader.requiredNumber("value")
+            let unitText = try reader.optionalString("unit")
+            guard let canonical = type.canonicalUnit else { throw reader.error("type", "\(type.id) has no unit") }
+            let unit = try unitText.map { (text: String) throws -> HealthUnit in
+                try HealthValidation.unit(text, for: type, field: reader.path(of: "unit"))
+            } ?? canonical
+            content = .quantity(try HealthValidation.quantity(value, unit: unit, for: type, field: reader.path(of: "value"),
+                                                              unitField: reader.path(of: "unit")))
+        case .category:
+            if reader.contains("unit") { throw reader.error("unit", "category samples carry no unit") }
+            let raw = try reader.requiredValue("value")
+            switch raw {
+            case .string(let name):
+                content = .category(try HealthValidation.categoryValue(name, for: type, field: reader.path(of: "value")))
+            case .number(let number) where number.rounded() == number && abs(number) < 1_000_000:
+                content = .category(try HealthValidation.categoryValue(rawValue: Int(number), for: type, field: reader.path(of: "value")))
+            default:
+                throw reader.error("value", "must be one of \(type.values?.caseNames.joined(separator: ", ") ?? "the type's values")")
+            }
+        case .correlation:
+            for field in ["value", "unit"] where reader.contains(field) {
+                throw reader.error(field, "correlations carry objects, not a value")
+            }
+            guard allowNested else { throw reader.error("type", "a correlation cannot hold another correlation") }
+            let objectsReader = try reader.requiredArray("objects")
+            guard !objectsReader.isEmpty else { throw objectsReader.error("must hold at least one sample") }
+            var objects: [HealthSample] = []
+            for index in 0..<objectsReader.count {
+                var objectReader = try objectsReader.object(at: index)
+                let object = try decode(&objectReader, allowNested: false)
+                try objectReader.finish()
+                try HealthValidation.correlationObject(object.type, in: type, field: objectReader.path(of: "type"))
+                objects.append(object)
+            }
+            content = .correlation(objects)
+        case .workout:
+            for field in ["value", "unit"] where reader.contains(field) {
+                throw reader.error(field, "workouts carry activityType and totals, not a value")
+            }
+            guard allowNested else { throw reader.error("type", "a correlation cannot hold a workout") }
+            let activity = try HealthValidation.workoutActivityType(try reader.requiredString("activityType"),
+                                                                    field: reader.path(of: "activityType"))
+            let energy = try workoutTotal(&reader, "totalEnergyBurned", canonical: .kilocalorie)
+            let distance = try workoutTotal(&reader, "totalDistance", canonical: .meter)
+            var events: [WorkoutEvent] = []
+            if let eventsReader = try reader.optionalArray("events") {
+                for index in 0..<eventsReader.count {
+                    var eventReader = try eventsReader.object(at: index)
+                    let typeText = try eventReader.requiredString("type")
+                    guard let eventType = WorkoutEventType(rawValue: typeText) else {
+                        throw eventReader.error("type", "must be one of pause, resume, lap, marker, segment")
+                    }
+                    let date = try HealthValidation.instant(try eventReader.requiredString("date"), field: eventReader.path(of: "date"))
+                    guard date >= start && date <= end else {
+                        throw eventReader.error("date", "must lie within the workout's start and end")
+                    }
+                    try eventReader.finish()
+                    events.append(WorkoutEvent(type: eventType, date: date))
+                }
+            }
+            content = .workout(WorkoutDetails(activityType: activity, totalEnergyBurned: energy, totalDistance: distance, events: events))
+        case .characteristic:
+            throw reader.error("type", "\(type.id) is a characteristic: use PUT /v1/characteristics")
+        }
+
+        var metadata: [MetadataEntry] = []
+        if let metadataReader = try reader.optionalObject("metadata") {
+            try HealthValidation.metadata(keyCount: metadataReader.object.count, field: metadataReader.path)
+            for member in metadataReader.object.members {
+                switch member.value {
+                case .string(let text): metadata.append(MetadataEntry(key: member.key, value: .string(text)))
+                case .number(let number): metadata.append(MetadataEntry(key: member.key, value: .number(number)))
+                case .bool(let flag): metadata.append(MetadataEntry(key: member.key, value: .bool(flag)))
+                default:
+                    throw JSONFieldError(field: metadataReader.path(of: member.key),
+                                         detail: "metadata values are strings, numbers or booleans")
+                }
+            }
+            var sizeProbe = JSONWriter()
+            writeMetadata(metadata, into: &sizeProbe)
+            try HealthValidation.metadata(keyCount: metadata.count, serializedByteCount: sizeProbe.bytes.count,
+                                          field: metadataReader.path)
+            // Mark the whole object as read: its members were checked above.
+            _ = reader.optionalValue("metadata")
+        }
+
+        var device: SampleDevice?
+        if var deviceReader = try reader.optionalObject("device") {
+            var parsed = SampleDevice()
+            parsed.name = try deviceReader.optionalString("name")
+            parsed.manufacturer = try deviceReader.optionalString("manufacturer")
+            parsed.model = try deviceReader.optionalString("model")
+            parsed.hardwareVersion = try deviceReader.optionalString("hardwareVersion")
+            parsed.softwareVersion = try deviceReader.optionalString("softwareVersion")
+            parsed.localIdentifier = try deviceReader.optionalString("localIdentifier")
+            try deviceReader.finish()
+            device = parsed.isEmpty ? nil : parsed
+        }
+        return HealthSample(uuid: uuid, type: type.id, start: start, end: end, content: content, metadata: metadata, device: device)
+    }
+
+    private static func workoutTotal(_ reader: inout JSONFieldReader, _ key: String, canonical: HealthUnit) throws -> Double? {
+        guard var total = try reader.optionalObject(key) else { return nil }
+        let value = try total.requiredNumber("value")
+        let unitText = try total.requiredString("unit")
+        let unit: HealthUnit
+        do { unit = try HealthUnit.parse(unitText) } catch { throw total.error("unit", error.description) }
+        guard unit.isCompatible(with: canonical) else {
+            throw total.error("unit", "'\(unitText)' is not a unit of \(canonical == .meter ? "length" : "energy")")
+        }
+        guard value.isFinite, value >= 0 else { throw total.error("value", "must be a finite number, not negative") }
+        try total.finish()
+        return try unit.convert(value, to: canonical)
+    }
+
+    // MARK: Writing
+
+    /// Writes a stored sample as API JSON. `unit`, when given, is the unit quantities are shown in
+    /// (already checked to fit the type); otherwise the canonical unit.
+    public static func write(_ stored: StoredSample, unit: HealthUnit? = nil, into writer: inout JSONWriter) {
+        let sample = stored.sample
+        writer.beginObject()
+        writer.key("uuid"); writer.string(sample.uuid.lowercasedString)
+        writer.key("type"); writer.string(sample.type)
+        let type = HealthTypeCatalog.type(sample.type)
+        switch sample.content {
+        case .quantity(let canonicalValue):
+            let canonical = type?.canonicalUnit ?? .count
+            let shown = unit ?? canonical
+            let value = (try? canonical.convert(canonicalValue, to: shown)) ?? canonicalValue
+            writer.key("value"); writer.number(value)
+            writer.key("unit"); writer.string(shown.unitString)
+        case .category(let name):
+            writer.key("value"); writer.string(name)
+        case .correlation(let objects):
+            writer.key("objects")
+            writer.beginArray()
+            for object in objects {
+                write(StoredSample(sample: object, source: stored.source, created: stored.created), unit: nil, into: &writer)
+            }
+            writer.endArray()
+        case .workout(let workout):
+            writer.key("activityType"); writer.string(workout.activityType)
+            if let energy = workout.totalEnergyBurned {
+                let shown = unit.flatMap { $0.isCompatible(with: .kilocalorie) ? $0 : nil } ?? .kilocalorie
+                writer.key("totalEnergyBurned")
+                writeQuantity(energy, canonical: .kilocalorie, shown: shown, into: &writer)
+            }
+            if let distance = workout.totalDistance {
+                let shown = unit.flatMap { $0.isCompatible(with: .meter) ? $0 : nil } ?? .meter
+                writer.key("totalDistance")
+                writeQuantity(distance, canonical: .meter, shown: shown, into: &writer)
+            }
+            writer.key("events")
+            writer.beginArray()
+            for event in workout.events {
+                writer.beginObject()
+                writer.key("type"); writer.string(event.type.rawValue)
+                writer.key("date"); writer.string(RFC3339.format(event.date))
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.key("start"); writer.string(RFC3339.format(sample.start))
+        writer.key("end"); writer.string(RFC3339.format(sample.end))
+        writer.key("metadata"); writeMetadata(sample.metadata, into: &writer)
+        writer.key("device")
+        if let device = sample.device { writeDevice(device, into: &writer) } else { writer.null() }
+        writer.key("source")
+        writer.beginObject()
+        writer.key("app"); writer.string(stored.source.app)
+        writer.key("user"); writer.string(stored.source.user)
+        writer.endObject()
+        writer.key("created"); writer.string(RFC3339.format(stored.created))
+        writer.endObject()
+    }
+
+    private static func writeQuantity(_ canonicalValue: Double, canonical: HealthUnit, shown: HealthUnit, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("value"); writer.number((try? canonical.convert(canonicalValue, to: shown)) ?? canonicalValue)
+        writer.key("unit"); writer.string(shown.unitString)
+        writer.endObject()
+    }
+
+    public static func writeMetadata(_ metadata: [MetadataEntry], into writer: inout JSONWriter) {
+        writer.beginObject()
+        for entry in metadata {
+            writer.key(entry.key)
+            switch entry.value {
+            case .string(let text): writer.string(text)
+            case .number(let number): writer.number(number)
+            case .bool(let flag): writer.bool(flag)
+            }
+        }
+        writer.endObject()
+    }
+
+    public static func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {
+        writer.beginObject()
+        for (name, value) in device.fields {
+            if let value { writer.key(name); writer.string(value) }
+        }
+        writer.endObject()
+    }
+}

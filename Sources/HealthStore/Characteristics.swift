@@ -1,0 +1,28 @@
+import JSON
+import SQLite
+
+extension HealthStore {
+    /// The user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings.
+    public func characteristics(userRowID: Int64) throws -> [(String, String)] {
+        try pool.read { db in
+            guard let body = try db.first("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)],
+                                          { $0.blob(at: 0) }),
+                  case .object(let object) = try JSONParser.parse(body) else { return [] }
+            return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
+        }
+    }
+
+    /// Replaces all of a user's characteristics (HealthKit has apps read them; only the admin writes).
+    public func replaceCharacteristics(userRowID: Int64, _ values: [(String, String)]) throws {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for (key, value) in values { writer.field(key, value) }
+        writer.endObject()
+        try pool.write { db in
+            try db.execute("""
+                INSERT INTO characteristics (user_id, body) VALUES (?, ?)
+                ON CONFLICT(user_id) DO UPDATE SET body = excluded.body
+                """, [.integer(userRowID), .blob(writer.bytes)])
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Crypto
+import Foundation
+import HealthModel
+import SQLite
+import Synchronization
+
+/// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
+/// returned has survived a crash or power loss. One writer connection, a few readers.
+public final class HealthStore: Sendable {
+    public let databasePath: String
+    let pool: DatabasePool
+    /// Token hash -> authorization. Filled lazily; revocation removes the entry in the same call
+    /// that commits it, so a revoked token stops working at once.
+    private let authorizationCache = Mutex(AuthorizationCache())
+
+    private struct AuthorizationCache {
+        var entries: [[UInt8]: AppAuthorization] = [:]
+        /// Bumped by every revocation; a lookup caches its result only if no revocation happened
+        /// while it read, so a revoked token can never be re-cached by a read that raced the revoke.
+        var generation: UInt64 = 0
+    }
+
+    public init(directory: String, readers: Int = 4) throws {
+        let url = URL(fileURLWithPath: directory)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        databasePath = url.appendingPathComponent("healthd.sqlite").path
+        var configuration = DatabasePool.Configuration()
+        configuration.readerCount = readers
+        pool = try DatabasePool(path: databasePath, configuration: configuration, migrator: Schema.migrator())
+        // Every catalog type gets a stable small code once; the map is fixed for the process's life.
+        let codes = try pool.write { db -> [String: Int64] in
+            for type in HealthTypeCatalog.all + HealthTypeCatalog.characteristicTypes {
+                try db.execute("INSERT INTO type_codes (name) VALUES (?) ON CONFLICT(name) DO NOTHING", [.text(type.id)])
+            }
+            var codes: [String: Int64] = [:]
+            let statement = try db.cachedStatement("SELECT id, name FROM type_codes")
+            try statement.forEachRow { codes[$0.string(at: 1)] = $0.int64(at: 0) }
+            return codes
+        }
+        typeCodes = codes
+        typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        secret = try pool.write { db -> [UInt8] in
+            if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { $0.blob(at: 0) }) {
+                return existing
+            }
+            let fresh = SecureRandom.bytes(32)
+            try db.execute("INSERT INTO meta (key, value) VALUES ('secret', ?)", [.blob(fresh)])
+            return fresh
+        }
+    }
+
+    /// The server's key for signing cursors and anchors: random, made once, kept in the database
+    /// so tokens stay valid across restarts.
+    public let secret: [UInt8]
+
+    let typeCodes: [String: Int64]
+    let typeNames: [Int64: String]
+    private let appNames = Mutex<[Int64: String]>([:])
+    private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+
+    func typeCode(for type: String) -> Int64? { typeCodes[type] }
+    func typeName(for code: Int64) -> String? { typeNames[code] }
+
+    /// Source rows never change their app, so their names are cached after the first read.
+    func appName(for sourceRowID: Int64, db: Database) throws -> String {
+        if let name = appNames.withLock({ $0[sourceRowID] }) { return name }
+        let name = try db.first("SELECT app FROM sources WHERE id = ?", [.integer(sourceRowID)], { $0.string(at: 0) }) ?? "unknown"
+        appNames.withLock { $0[sourceRowID] = name }
+        return name
+    }
+
+    /// Called after every commit that added or deleted samples (on the committing thread, after
+    /// the data is durable): the change feed wakes its waiters, the statistics indexes update.
+    public func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void) {
+        commitObservers.withLock { $0.append(observer) }
+    }
+
+    func publish(_ change: CommittedChange) {
+        for observer in commitObservers.withLock({ $0 }) { observer(change) }
+    }
+
+    public func close() { try? pool.close() }
+
+    /// Bytes on disk: the database and its write-ahead log.
+    public func sizeOnDisk() -> Int64 {
+        pool.statistics().totalBytes
+    }
+
+    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    static func newIdentifier() -> String { UUID().uuidString.lowercased() }
+
+    // MARK: Users
+
+    public func createUser(name: String) throws -> User {
+        try pool.write { db in
+            if try db.first("SELECT 1 FROM users WHERE name = ?", [.text(name)], { _ in true }) != nil {
+                throw StoreError.conflict("a user named '\(name)' exists")
+            }
+            let id = Self.newIdentifier()
+            try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
+                           [.text(id), .text(name), .integer(Self.nowMilliseconds())])
+            return User(rowID: db.lastInsertRowID, id: id, name: name)
+        }
+    }
+
+    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
+    public func userCreatingIfNeeded(name: String) throws -> User {
+        if let user = try user(named: name) { return user }
+        do { return try createUser(name: name) } catch StoreError.conflict {
+            // Another writer created it between the two calls.
+            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
+            return user
+        }
+    }
+
+    public func user(named name: String) throws -> User? {
+        try pool.read { db in
+            try db.first("SELECT id, external_id, name FROM users WHERE name = ?", [.text(name)]) { row in
+                User(rowID: row.int64(at: 0), id: row.string(at: 1), name: row.string(at: 2))
+            }
+        }
+    }
+
+    /// Looks a user up by the id clients see or, for convenience in admin calls, by name.
+    public func user(idOrName: String) throws -> User? {
+        try pool.read { db in
+            try db.first("""
+                SELECT id, external_id, name FROM users WHERE external_id = ?1 OR name = ?1
+                ORDER BY external_id = ?1 DESC LIMIT 1
+                """, [.text(idOrName)]) { row in
+                User(rowID: row.int64(at: 0), id: row.string(at: 1), name: row.string(at: 2))
+            }
+        }
+    }
+
+    // MARK: Authorizations
+
+    /// Creates an authorization and returns it with its token, which is never stored or shown again.
+    public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>)
+        throws -> (authorization: AppAuthorization, token: String) {
+        let token = SecureRandom.token(prefix: "hdt_")
+        let hash = TokenHashing.hash(token)
+        let id = Self.newIdentifier()
+        let authorization = try pool.write { db -> AppAuthorization in
+            let sourceRowID = try Self.sourceRowID(db, userRowID: user.rowID, app: app)
+            try db.execute("""
+                INSERT INTO authorizations (id, user_id, app, token_hash, read_types, share_types, created_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, [.text(id), .integer(user.rowID), .text(app), .blob(hash),
+                      .text(read.sorted().joined(separator: ",")), .text(share.sorted().joined(separator: ",")),
+                      .integer(Self.nowMilliseconds())])
+            return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, app: app,
+                                    sourceRowID: sourceRowID, read: read, share: share)
+        }
+        return (authorization, token)
+    }
+
+    /// Revokes at once: the row is marked and the cache entry dropped before this returns.
+    /// Returns false when there is no such (unrevoked) authorization.
+    public func revokeAuthorization(id: String) throws -> Bool {
+        let revoked = try pool.write { db -> Bool in
+            try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL",
+                           [.integer(Self.nowMilliseconds()), .text(id)])
+            return db.changes > 0
+        }
+        if revoked {
+            authorizationCache.withLock { cache in
+                cache.entries = cache.entries.filter { $0.value.id != id }
+                cache.generation &+= 1
+            }
+        }
+        return revoked
+    }
+
+    /// The live authorization for a token hash, or nil for unknown and revoked tokens.
+    public func authorization(tokenHash: [UInt8]) -> AppAuthorization? {
+        let (cached, generation) = authorizationCache.withLock { ($0.entries[tokenHash], $0.generation) }
+        if let cached { return cached }
+        let found = try? pool.read { db -> AppAuthorization? in
+            try db.first("""
+                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id
+                FROM authorizations a JOIN users u ON u.id = a.user_id
+                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                WHERE a.token_hash = ? AND a.revoked_ms IS NULL
+                """, [.blob(tokenHash)]) { row in
+                func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
+                return AppAuthorization(id: row.string(at: 0), userRowID: row.int64(at: 1), userID: row.string(at: 2),
+                                        app: row.string(at: 3), sourceRowID: row.int64(at: 6),
+                                        read: types(row.string(at: 4)), share: types(row.string(at: 5)))
+            }
+        }
+        guard let authorization = found ?? nil else { return nil }
+        authorizationCache.withLock { cache in
+            if cache.generation == generation { cache.entries[tokenHash] = authorization }
+        }
+        return authorization
+    }
+
+    static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
+        try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       [.integer(userRowID), .text(app)])
+        guard let id = try db.first("SELECT id FROM sources WHERE user_id = ? AND app = ?",
+                                    [.integer(userRowID), .text(app)], { $0.int64(at: 0) }) else {
+            throw StoreError.notFound("source for app '\(app)'")
+        }
+        return id
+    }
+}

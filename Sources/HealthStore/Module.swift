@@ -1,2 +1,0 @@
-// HealthStore module: filled in by its issue.
-enum HealthStoreModule {}

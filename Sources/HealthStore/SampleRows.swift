@@ -1,0 +1,104 @@
+import HealthModel
+import JSON
+import SQLite
+
+/// How a sample maps to a row: quantities in `value`; everything that is not a column (category
+/// name, metadata, workout fields) in `body` as compact JSON, NULL when there is nothing (most
+/// step and heart-rate samples), which keeps rows small and inserts fast.
+enum SampleRowBody {
+    static func encode(_ sample: HealthSample) -> [UInt8]? {
+        var hasContent = !sample.metadata.isEmpty
+        switch sample.content {
+        case .category, .workout: hasContent = true
+        case .quantity, .correlation: break
+        }
+        guard hasContent else { return nil }
+        var writer = JSONWriter(capacity: 128)
+        writer.beginObject()
+        switch sample.content {
+        case .category(let name):
+            writer.key("c"); writer.string(name)
+        case .workout(let workout):
+            writer.key("w")
+            writer.beginObject()
+            writer.key("a"); writer.string(workout.activityType)
+            if let energy = workout.totalEnergyBurned { writer.key("e"); writer.number(energy) }
+            if let distance = workout.totalDistance { writer.key("d"); writer.number(distance) }
+            writer.key("v")
+            writer.beginArray()
+            for event in workout.events {
+                writer.beginArray()
+                writer.string(event.type.rawValue)
+                writer.integer(event.date)
+                writer.endArray()
+            }
+            writer.endArray()
+            writer.endObject()
+        case .quantity, .correlation: break
+        }
+        if !sample.metadata.isEmpty {
+            writer.key("m")
+            SampleCodec.writeMetadata(sample.metadata, into: &writer)
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+
+    struct Decoded {
+        var category: String?
+        var workout: WorkoutDetails?
+        var metadata: [MetadataEntry] = []
+    }
+
+    /// Bodies are written only by `encode`; a body that does not parse means a damaged file, and
+    /// is reported as empty rather than taking the server down.
+    static func decode(_ bytes: [UInt8]) -> Decoded {
+        var decoded = Decoded()
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return decoded }
+        if case .string(let name)? = object["c"] { decoded.category = name }
+        if case .object(let workout)? = object["w"], case .string(let activity)? = workout["a"] {
+            var events: [WorkoutEvent] = []
+            if case .array(let list)? = workout["v"] {
+                for item in list {
+                    if case .array(let pair) = item, pair.count == 2, case .string(let type) = pair[0],
+                       case .number(let date) = pair[1], let eventType = WorkoutEventType(rawValue: type) {
+                        events.append(WorkoutEvent(type: eventType, date: Int64(date)))
+                    }
+                }
+            }
+            decoded.workout = WorkoutDetails(activityType: activity, totalEnergyBurned: workout["e"]?.numberValue,
+                                             totalDistance: workout["d"]?.numberValue, events: events)
+        }
+        if case .object(let metadata)? = object["m"] {
+            for member in metadata.members {
+                switch member.value {
+                case .string(let text): decoded.metadata.append(MetadataEntry(key: member.key, value: .string(text)))
+                case .number(let number): decoded.metadata.append(MetadataEntry(key: member.key, value: .number(number)))
+                case .bool(let flag): decoded.metadata.append(MetadataEntry(key: member.key, value: .bool(flag)))
+                default: break
+                }
+            }
+        }
+        return decoded
+    }
+}
+
+enum DeviceBody {
+    static func encode(_ device: SampleDevice) -> [UInt8] {
+        var writer = JSONWriter(capacity: 96)
+        SampleCodec.writeDevice(device, into: &writer)
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> SampleDevice? {
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
+        var device = SampleDevice()
+        device.name = object["name"]?.stringValue
+        device.manufacturer = object["manufacturer"]?.stringValue
+        device.model = object["model"]?.stringValue
+        device.hardwareVersion = object["hardwareVersion"]?.stringValue
+        device.softwareVersion = object["softwareVersion"]?.stringValue
+        device.localIdentifier = object["localIdentifier"]?.stringValue
+        return device
+    }
+}

@@ -1,0 +1,310 @@
+import HealthModel
+import SQLite
+import Synchronization
+
+/// HKQuery's sample predicate plus paging.
+public struct SampleQuery: Sendable {
+    public var type: String
+    public var start: Int64?
+    public var end: Int64?
+    public var strictStartDate = false
+    public var strictEndDate = false
+    /// Only this app's samples.
+    public var sourceApp: String?
+    public var descending = false
+    public var limit = 100
+    public var after: SampleCursor?
+
+    public init(type: String) { self.type = type }
+}
+
+/// Where a page ended, in the query's order: keyset paging on (start, seq), so rows written while
+/// a client pages neither shift nor repeat what it has seen.
+public struct SampleCursor: Sendable, Equatable {
+    public var start: Int64
+    public var seq: Int64
+    public init(start: Int64, seq: Int64) { self.start = start; self.seq = seq }
+}
+
+public struct SamplePage: Sendable {
+    public var samples: [StoredSample]
+    public var next: SampleCursor?
+}
+
+/// A save that could not be done; `index` is the position in the request's batch.
+public struct SampleConflict: Error, Sendable, Equatable {
+    public var index: Int
+    public var uuid: HealthUUID
+    public var detail: String
+}
+
+/// What a commit changed, for the change feed and the statistics indexes.
+public struct CommittedChange: Sendable {
+    public var userRowID: Int64
+    public var typeIDs: Set<String>
+    public var lastSeq: Int64
+}
+
+extension HealthStore {
+    // MARK: Saving
+
+    /// Saves a batch atomically: all samples or none. A uuid saved before with identical content is
+    /// accepted again without a second copy; with different content the whole batch is a conflict.
+    /// Returns the uuids in request order.
+    public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
+        let created = Self.nowMilliseconds()
+        let (uuids, change) = try pool.write { db -> ([HealthUUID], CommittedChange) in
+            var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
+                                          created: created)
+            var seen: [HealthUUID: Int] = [:]
+            for (index, sample) in samples.enumerated() {
+                if let earlier = seen[sample.uuid] {
+                    guard samples[earlier] == sample else {
+                        throw SampleConflict(index: index, uuid: sample.uuid,
+                                             detail: "uuid \(sample.uuid.lowercasedString) appears twice in the batch with different content")
+                    }
+                    continue
+                }
+                seen[sample.uuid] = index
+                try writer.insert(sample, index: index, parentSeq: nil)
+            }
+            try writer.finish()
+            return (samples.map(\.uuid), CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq))
+        }
+        if !change.typeIDs.isEmpty { publish(change) }
+        return uuids
+    }
+
+    // MARK: Reading
+
+    /// Samples of one type visible to `app`: all of the user's when it may read the type, otherwise
+    /// only its own (HealthKit's read privacy: nothing says other data exists).
+    public func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage {
+        try pool.read { db in
+            guard let typeCode = typeCode(for: query.type) else { return SamplePage(samples: [], next: nil) }
+            var conditions = ["user_id = ?1", "type_id = ?2"]
+            var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
+            if !app.mayRead(query.type) {
+                values.append(.integer(app.sourceRowID))
+                conditions.append("source_id = ?\(values.count)")
+            }
+            if let sourceApp = query.sourceApp {
+                values.append(.text(sourceApp))
+                conditions.append("source_id = (SELECT id FROM sources WHERE user_id = ?1 AND app = ?\(values.count))")
+            }
+            try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID,
+                                    conditions: &conditions, values: &values)
+            if let cursor = query.after {
+                values.append(.integer(cursor.start))
+                let s = values.count
+                values.append(.integer(cursor.seq))
+                let q = values.count
+                conditions.append(query.descending
+                    ? "(start_ms < ?\(s) OR (start_ms = ?\(s) AND seq < ?\(q)))"
+                    : "(start_ms > ?\(s) OR (start_ms = ?\(s) AND seq > ?\(q)))")
+            }
+            let direction = query.descending ? "DESC" : "ASC"
+            values.append(.integer(Int64(query.limit + 1)))
+            let sql = """
+                SELECT \(Self.sampleColumns) FROM samples
+                WHERE \(conditions.joined(separator: " AND "))
+                ORDER BY start_ms \(direction), seq \(direction) LIMIT ?\(values.count)
+                """
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(values)
+            var rows: [SampleRow] = []
+            try statement.forEachRow { rows.append(SampleRow($0)) }
+            var next: SampleCursor?
+            if rows.count > query.limit {
+                rows.removeLast()
+                if let last = rows.last { next = SampleCursor(start: last.start, seq: last.seq) }
+            }
+            let samples = try rows.map { try materialize($0, db: db, userExternalID: userExternalID) }
+            return SamplePage(samples: samples, next: next)
+        }
+    }
+
+    /// One sample by uuid, if the user has it and the app may see it.
+    public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
+        try pool.read { db in
+            guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
+                                         [.integer(app.userRowID), .blob(uuid.bytes)], { SampleRow($0) }) else { return nil }
+            let typeName = self.typeName(for: row.typeCode) ?? ""
+            guard app.mayRead(typeName) || row.sourceRowID == app.sourceRowID else { return nil }
+            return try materialize(row, db: db, userExternalID: userExternalID)
+        }
+    }
+
+    /// The overlap (or strict) predicate of API.md, bounded below by the longest sample of the type
+    /// so the index on (user, type, start) is used from both ends.
+    private func appendDatePredicate(_ db: Database, query: SampleQuery, typeCode: Int64, userRowID: Int64,
+                                     conditions: inout [String], values: inout [SQLValue]) throws {
+        if let end = query.end {
+            values.append(.integer(end))
+            let e = values.count
+            // The strict flag adds its requirement to the overlap rule (start < end) rather than replacing it.
+            conditions.append("start_ms < ?\(e)")
+            if query.strictEndDate { conditions.append("end_ms <= ?\(e)") }
+        }
+        if let start = query.start {
+            values.append(.integer(start))
+            let s = values.count
+            if query.strictStartDate {
+                conditions.append("start_ms >= ?\(s)")
+            } else {
+                conditions.append("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
+                let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                                           [.integer(userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+                values.append(.integer(start - longest))
+                conditions.append("start_ms >= ?\(values.count)")
+            }
+        }
+    }
+
+    // MARK: Deleting
+
+    /// Deletes one sample the app saved. Another app's sample of the same user is `forbidden`;
+    /// another user's, or none, is `notFound`.
+    public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
+        let change = try pool.write { db -> CommittedChange in
+            guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
+                                         [.integer(app.userRowID), .blob(uuid.bytes)], { SampleRow($0) }) else {
+                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
+            }
+            let typeName = self.typeName(for: row.typeCode) ?? ""
+            guard row.sourceRowID == app.sourceRowID else {
+                // Without read permission the app must not learn the sample exists at all.
+                if app.mayRead(typeName) {
+                    throw StoreError.forbidden("sample \(uuid.lowercasedString) was saved by another app")
+                }
+                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
+            }
+            guard app.mayShare(typeName) else {
+                throw StoreError.forbidden("this token may not share (write or delete) \(typeName)")
+            }
+            var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
+            try deleter.delete(row)
+            try deleter.finish()
+            return CommittedChange(userRowID: app.userRowID, typeIDs: deleter.touchedTypes, lastSeq: deleter.lastSeq)
+        }
+        publish(change)
+    }
+
+    /// Deletes the app's own samples of a type matching the date predicate; returns how many.
+    public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
+        let (count, change) = try pool.write { db -> (Int, CommittedChange?) in
+            guard let typeCode = typeCode(for: type) else { return (0, nil) }
+            var conditions = ["user_id = ?1", "type_id = ?2", "source_id = ?3"]
+            var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode), .integer(app.sourceRowID)]
+            var query = SampleQuery(type: type)
+            query.start = start
+            query.end = end
+            try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID,
+                                    conditions: &conditions, values: &values)
+            let statement = try db.cachedStatement(
+                "SELECT \(Self.sampleColumns) FROM samples WHERE \(conditions.joined(separator: " AND ")) AND parent_seq IS NULL")
+            try statement.bind(values)
+            var rows: [SampleRow] = []
+            try statement.forEachRow { rows.append(SampleRow($0)) }
+            guard !rows.isEmpty else { return (0, nil) }
+            var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
+            for row in rows { try deleter.delete(row) }
+            try deleter.finish()
+            return (rows.count, CommittedChange(userRowID: app.userRowID, typeIDs: deleter.touchedTypes, lastSeq: deleter.lastSeq))
+        }
+        if let change { publish(change) }
+        return count
+    }
+
+    // MARK: Sources
+
+    /// The apps (with their devices) that saved a type, as HKSourceQuery; without read permission
+    /// only the calling app itself can appear.
+    public func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])] {
+        try pool.read { db in
+            guard let typeCode = typeCode(for: type) else { return [] }
+            var sql = """
+                SELECT s.app, d.body FROM source_types st JOIN sources s ON s.id = st.source_id
+                LEFT JOIN devices d ON d.id = st.device_id
+                WHERE st.user_id = ? AND st.type_id = ?
+                """
+            var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
+            if !app.mayRead(type) {
+                sql += " AND st.source_id = ?"
+                values.append(.integer(app.sourceRowID))
+            }
+            sql += " ORDER BY st.first_seq"
+            var order: [String] = []
+            var devices: [String: [SampleDevice]] = [:]
+            let statement = try db.cachedStatement(sql)
+            try statement.bind(values)
+            try statement.forEachRow { row in
+                let name = row.string(at: 0)
+                if devices[name] == nil { order.append(name); devices[name] = [] }
+                if !row.isNull(at: 1), let device = DeviceBody.decode(row.blob(at: 1)), !(devices[name] ?? []).contains(device) {
+                    devices[name, default: []].append(device)
+                }
+            }
+            return order.map { (app: $0, devices: devices[$0] ?? []) }
+        }
+    }
+
+    // MARK: Row mapping
+
+    static let sampleColumns = "seq, uuid, type_id, source_id, device_id, start_ms, end_ms, value, body, created_ms, parent_seq"
+
+    func materialize(_ row: SampleRow, db: Database, userExternalID: String) throws -> StoredSample {
+        let typeName = typeName(for: row.typeCode) ?? "unknown"
+        let body = row.body.map(SampleRowBody.decode) ?? SampleRowBody.Decoded()
+        let content: SampleContent
+        if let category = body.category {
+            content = .category(category)
+        } else if let workout = body.workout {
+            content = .workout(workout)
+        } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
+            let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
+            try statement.bind([.integer(row.seq)])
+            var children: [SampleRow] = []
+            try statement.forEachRow { children.append(SampleRow($0)) }
+            content = .correlation(try children.map { try materialize($0, db: db, userExternalID: userExternalID).sample })
+        } else {
+            content = .quantity(row.value ?? 0)
+        }
+        let device = try row.deviceRowID.flatMap { id in
+            try db.first("SELECT body FROM devices WHERE id = ?", [.integer(id)], { DeviceBody.decode($0.blob(at: 0)) }) ?? nil
+        }
+        let sample = HealthSample(uuid: HealthUUID(bytes: row.uuid) ?? HealthUUID(high: 0, low: 0), type: typeName,
+                                  start: row.start, end: row.end, content: content, metadata: body.metadata, device: device)
+        return StoredSample(sample: sample, source: SampleSource(app: try appName(for: row.sourceRowID, db: db), user: userExternalID),
+                            created: row.created)
+    }
+}
+
+/// One row of `samples`, copied out of the statement.
+struct SampleRow: Sendable {
+    var seq: Int64
+    var uuid: [UInt8]
+    var typeCode: Int64
+    var sourceRowID: Int64
+    var deviceRowID: Int64?
+    var start: Int64
+    var end: Int64
+    var value: Double?
+    var body: [UInt8]?
+    var created: Int64
+    var parentSeq: Int64?
+
+    init(_ row: Row) {
+        seq = row.int64(at: 0)
+        uuid = row.blob(at: 1)
+        typeCode = row.int64(at: 2)
+        sourceRowID = row.int64(at: 3)
+        deviceRowID = row.isNull(at: 4) ? nil : row.int64(at: 4)
+        start = row.int64(at: 5)
+        end = row.int64(at: 6)
+        value = row.isNull(at: 7) ? nil : row.double(at: 7)
+        body = row.isNull(at: 8) ? nil : row.blob(at: 8)
+        created = row.int64(at: 9)
+        parentSeq = row.isNull(at: 10) ? nil : row.int64(at: 10)
+    }
+}

@@ -1,0 +1,104 @@
+import SQLite
+
+/// The database schema as ordered, named migrations. Never edit a shipped migration: add one.
+enum Schema {
+    static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.register("001-users-authorizations-samples") { db in
+            try db.execute("""
+                CREATE TABLE users (
+                    id INTEGER PRIMARY KEY,
+                    external_id TEXT NOT NULL UNIQUE,
+                    name TEXT NOT NULL UNIQUE,
+                    created_ms INTEGER NOT NULL
+                );
+                -- One token = one app acting for one user. Only the SHA-256 of the token is kept.
+                CREATE TABLE authorizations (
+                    id TEXT PRIMARY KEY,
+                    user_id INTEGER NOT NULL REFERENCES users(id),
+                    app TEXT NOT NULL,
+                    token_hash BLOB NOT NULL UNIQUE,
+                    read_types TEXT NOT NULL,
+                    share_types TEXT NOT NULL,
+                    created_ms INTEGER NOT NULL,
+                    revoked_ms INTEGER
+                );
+                -- A source is an app writing for a user (HKSource). first_seq orders the default priority.
+                CREATE TABLE sources (
+                    id INTEGER PRIMARY KEY,
+                    user_id INTEGER NOT NULL REFERENCES users(id),
+                    app TEXT NOT NULL,
+                    UNIQUE (user_id, app)
+                );
+                CREATE TABLE type_codes (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE
+                );
+                CREATE TABLE devices (
+                    id INTEGER PRIMARY KEY,
+                    body BLOB NOT NULL UNIQUE
+                );
+                -- seq is the commit order shared with deleted_samples: the change feed's anchor position.
+                -- Quantities and category codes live in value; everything else in body (canonical JSON).
+                CREATE TABLE samples (
+                    seq INTEGER PRIMARY KEY,
+                    user_id INTEGER NOT NULL,
+                    uuid BLOB NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    device_id INTEGER,
+                    start_ms INTEGER NOT NULL,
+                    end_ms INTEGER NOT NULL,
+                    value REAL,
+                    parent_seq INTEGER,
+                    created_ms INTEGER NOT NULL,
+                    body BLOB
+                );
+                CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+                CREATE INDEX samples_by_type_start ON samples(user_id, type_id, start_ms);
+                CREATE INDEX samples_by_parent ON samples(parent_seq) WHERE parent_seq IS NOT NULL;
+                -- Which sources (and devices) saved which type, and when first: HKSourceQuery and default priority.
+                CREATE TABLE source_types (
+                    user_id INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    device_id INTEGER NOT NULL DEFAULT 0,
+                    first_seq INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, type_id, source_id, device_id)
+                ) WITHOUT ROWID;
+                -- Tombstones for the change feed.
+                CREATE TABLE deleted_samples (
+                    seq INTEGER PRIMARY KEY,
+                    user_id INTEGER NOT NULL,
+                    uuid BLOB NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    deleted_ms INTEGER NOT NULL
+                );
+                CREATE INDEX deleted_by_user ON deleted_samples(user_id, seq);
+                CREATE TABLE source_priorities (
+                    user_id INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    apps TEXT NOT NULL,
+                    PRIMARY KEY (user_id, type_id)
+                ) WITHOUT ROWID;
+                CREATE TABLE characteristics (
+                    user_id INTEGER PRIMARY KEY,
+                    body BLOB NOT NULL
+                );
+                -- The longest sample per user and type, so an overlap query can bound its index scan.
+                CREATE TABLE type_extents (
+                    user_id INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    max_duration_ms INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, type_id)
+                ) WITHOUT ROWID;
+                CREATE TABLE meta (
+                    key TEXT PRIMARY KEY,
+                    value BLOB NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

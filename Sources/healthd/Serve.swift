@@ -1,0 +1,126 @@
+import Dispatch
+import Foundation
+import HealthAPI
+import HealthStore
+import HTTPServer
+import Synchronization
+
+/// Defaults, then the config file, then `HEALTHD_PUBLIC_DIR`, then flags.
+func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
+    var configuration = HealthdConfiguration()
+    if let file = common.configFile {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            fail("cannot read the config file \(file): \(FileManager.default.fileExists(atPath: file) ? "permission denied" : "no such file")")
+        }
+        do {
+            configuration = try ConfigurationFile.apply([UInt8](data), to: configuration)
+        } catch {
+            fail("config file \(file): \(error.description)")
+        }
+    }
+    if let publicDirectory = ProcessInfo.processInfo.environment["HEALTHD_PUBLIC_DIR"] {
+        configuration.publicDirectory = publicDirectory
+    }
+    if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
+    return configuration
+}
+
+/// Opens (creating) the data directory's store, or exits with one line saying why not.
+func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
+    let directory = configuration.dataDirectory
+    do {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    } catch {
+        fail("cannot create the data directory \(directory): \(error.localizedDescription)")
+    }
+    guard FileManager.default.isWritableFile(atPath: directory) else {
+        fail("the data directory \(directory) is not writable")
+    }
+    do {
+        return try HealthStore(directory: directory, readers: configuration.readerConnections)
+    } catch {
+        fail("cannot open the database in \(directory): \(error)")
+    }
+}
+
+func runServe(_ options: ServeOptions) {
+    var configuration = loadConfiguration(options.common)
+    if let host = options.host { configuration.host = host }
+    if let port = options.port { configuration.port = port }
+
+    let store = openStore(configuration)
+    let admin: (token: String, origin: AdminToken.Origin)
+    do {
+        admin = try AdminToken.resolve(environment: ProcessInfo.processInfo.environment,
+                                       dataDirectory: configuration.dataDirectory)
+    } catch let error as ConfigurationError {
+        fail(error.description)
+    } catch {
+        fail("\(error)")
+    }
+
+    let log = AccessLog()
+    let application = HealthApplication(configuration: configuration, store: store, adminToken: admin.token,
+                                        accessLog: log)
+    let server = HTTPServer(configuration: configuration.serverConfiguration, responder: application) { event in
+        log.event("protocol error", level: "warning", fields: [
+            ("status", String(event.status.code)), ("detail", event.detail), ("remote", event.remoteAddress),
+        ])
+    }
+    do {
+        try server.start()
+    } catch {
+        fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
+    }
+    application.connections.connect {
+        let statistics = server.statistics
+        return (open: statistics.openConnections, accepted: UInt64(statistics.acceptedConnections))
+    }
+
+    let hostForURL = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+    let baseURL = "http://\(hostForURL):\(server.boundPort)"
+    say("healthd listening on \(baseURL)")
+    if !application.hasDashboard {
+        log.event("dashboard folder not found; static files are off", level: "warning",
+                  fields: [("publicDir", configuration.publicDirectory)])
+    }
+    if admin.origin == .generated {
+        say("admin token (shown once; also saved in \(configuration.dataDirectory)/admin-token): \(admin.token)")
+    }
+
+    // Graceful stop: stop accepting, let in-flight requests finish, then close the store so
+    // the WAL is checkpointed. A second signal stops at once (nothing acknowledged is lost
+    // either way: every 2xx was durable before it was sent).
+    signal(SIGTERM, SIG_IGN)
+    signal(SIGINT, SIG_IGN)
+    let signalQueue = DispatchQueue(label: "healthd.signals")
+    var sources: [any DispatchSourceSignal] = []
+    let stopping = StopFlag()
+    for signalNumber in [SIGTERM, SIGINT] {
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
+        source.setEventHandler {
+            if stopping.begin() == false { exit(1) }
+            log.event("stopping", fields: [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")])
+            server.shutdown {
+                store.close()
+                log.event("stopped")
+                exit(0)
+            }
+        }
+        source.resume()
+        sources.append(source)
+    }
+    withExtendedLifetime(sources) { dispatchMain() }
+}
+
+/// Remembers that a stop began, so a second signal can force the exit.
+final class StopFlag: Sendable {
+    private let started = Mutex(false)
+    /// True the first time.
+    func begin() -> Bool {
+        started.withLock { started in
+            defer { started = true }
+            return !started
+        }
+    }
+}

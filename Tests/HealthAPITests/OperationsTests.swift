@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+import HTTP
+@testable import HealthAPI
+
+@Suite struct OperationsTests {
+    @Test func healthzNeedsNoToken() throws {
+        let server = try TestServer()
+        let reply = server.request(.get, "/healthz")
+        #expect(reply.status == 200)
+        #expect(reply.text == #"{"status":"ok"}"#)
+        #expect(reply.headers["X-Request-Id"] != nil)
+    }
+
+    @Test func unknownRouteIsProblemJSON404() throws {
+        let server = try TestServer()
+        let reply = server.request(.get, "/v1/nope", token: TestServer.adminToken)
+        #expect(reply.status == 404)
+        #expect(reply.headers["Content-Type"] == "application/problem+json")
+        #expect(reply.code == "errorNotFound")
+        #expect(reply["status"]?.numberValue == 404)
+        #expect(reply["title"]?.stringValue == "Not Found")
+    }
+
+    @Test func wrongMethodIs405WithAllow() throws {
+        let server = try TestServer()
+        let reply = server.request(.delete, "/healthz")
+        #expect(reply.status == 405)
+        #expect(reply.headers["Allow"]?.contains("GET") == true)
+    }
+
+    @Test func metricsCountRequestsByRoute() throws {
+        let server = try TestServer()
+        _ = server.request(.get, "/healthz")
+        let reply = server.request(.get, "/metrics")
+        #expect(reply.status == 200)
+        #expect(reply.headers["Content-Type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(reply.text.contains(#"healthd_http_requests_total{route="/healthz",method="GET",status="200"} 1"#))
+        #expect(reply.text.contains("healthd_http_request_duration_seconds_bucket{le=\"+Inf\"}"))
+        #expect(reply.text.contains("healthd_store_bytes "))
+    }
+
+    @Test func unknownQueryParameterIs400() throws {
+        let server = try TestServer()
+        let reply = server.request(.get, "/metrics?verbose=1")
+        #expect(reply.status == 400)
+        #expect(reply.text.contains("verbose"))
+    }
+
+    @Test func missingOrWrongTokenIs401() throws {
+        let server = try TestServer()
+        #expect(server.request(.post, "/v1/users", json: #"{"name":"a"}"#).status == 401)
+        let wrong = server.request(.post, "/v1/users", token: "nope", json: #"{"name":"a"}"#)
+        #expect(wrong.status == 401)
+        #expect(wrong.code == "errorAuthenticationRequired")
+        #expect(wrong.headers["WWW-Authenticate"]?.hasPrefix("Bearer") == true)
+    }
+}
+
+@Suite struct StaticFileTests {
+    @Test(arguments: [
+        "/../secret", "/%2e%2e/secret", "/..%2fsecret", "/%2e%2e%2fsecret", "/a/..%2f..%2fsecret",
+        "/.hidden", "/%00", "/..\\secret", "/%zz", "/%c0%ae%c0%ae/secret",
+    ])
+    func pathsOutsidePublicAreRefused(path: String) {
+        #expect(StaticFileServer.relativePath(fromRawPath: path) == nil)
+    }
+
+    @Test func plainPathsDecode() {
+        #expect(StaticFileServer.relativePath(fromRawPath: "/") == "")
+        #expect(StaticFileServer.relativePath(fromRawPath: "/css/app%20main.css") == "css/app main.css")
+    }
+
+    @Test func servesFilesWithTypesCachingAndCSP() throws {
+        let server = try TestServer()
+        let publicDir = server.directory + "/Public"
+        try FileManager.default.createDirectory(atPath: publicDir, withIntermediateDirectories: true)
+        try Data("<html>hi</html>".utf8).write(to: URL(fileURLWithPath: publicDir + "/index.html"))
+        try Data("body{}".utf8).write(to: URL(fileURLWithPath: publicDir + "/app.css"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: server.directory + "/outside.txt"))
+        try FileManager.default.createSymbolicLink(atPath: publicDir + "/link.txt", withDestinationPath: server.directory + "/outside.txt")
+        let fresh = try TestServer { $0.publicDirectory = publicDir }
+        let index = fresh.request(.get, "/")
+        #expect(index.status == 200)
+        #expect(index.headers["Content-Type"] == "text/html; charset=utf-8")
+        #expect(index.headers["Cache-Control"] == "no-cache")
+        #expect(index.headers["Content-Security-Policy"]?.contains("default-src 'self'") == true)
+        let css = fresh.request(.get, "/app.css")
+        #expect(css.headers["Content-Type"] == "text/css; charset=utf-8")
+        let etag = try #require(css.headers["ETag"])
+        #expect(fresh.request(.get, "/app.css", headers: [("If-None-Match", etag)]).status == 304)
+        #expect(fresh.request(.get, "/link.txt").status == 404, "a symlink pointing out of Public/ is not followed")
+        #expect(fresh.request(.get, "/missing.js").status == 404)
+    }
+}

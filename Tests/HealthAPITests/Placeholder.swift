@@ -1,5 +1,0 @@
-import Testing
-
-@Test func healthapiPackageBuilds() {
-    #expect(Bool(true))
-}

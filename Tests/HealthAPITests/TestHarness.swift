@@ -1,0 +1,76 @@
+import Dispatch
+import Foundation
+import HTTP
+import JSON
+import Synchronization
+@testable import HealthAPI
+@testable import HealthStore
+
+/// A HealthApplication on a fresh temporary store, driven without sockets.
+final class TestServer: Sendable {
+    static let adminToken = "test-admin-token-0123456789"
+    let application: HealthApplication
+    let store: HealthStore
+    let directory: String
+
+    init(configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+        directory = NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
+        var configuration = HealthdConfiguration()
+        configuration.dataDirectory = directory
+        configuration.accessLog = false
+        configuration.publicDirectory = directory + "/Public"
+        configure(&configuration)
+        store = try HealthStore(directory: directory, readers: 2)
+        application = HealthApplication(configuration: configuration, store: store, adminToken: Self.adminToken, accessLog: nil)
+    }
+
+    deinit {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    struct Reply {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: [UInt8]
+        var json: JSONValue? { try? JSONParser.parse(body) }
+        var object: JSONObject? { json?.objectValue }
+        var text: String { String(decoding: body, as: UTF8.self) }
+        subscript(key: String) -> JSONValue? { object?[key] }
+        var code: String? { self["code"]?.stringValue }
+    }
+
+    func request(_ method: HTTPMethod, _ target: String, token: String? = nil, json: String? = nil,
+                 headers extra: [(String, String)] = []) -> Reply {
+        var headers = HTTPHeaders()
+        headers.add("Host", "test")
+        if let token { headers.add("Authorization", "Bearer \(token)") }
+        if json != nil { headers.add("Content-Type", "application/json") }
+        for (name, value) in extra { headers.set(name, value) }
+        let request = HTTPRequest(method: method, target: target, headers: headers, body: Array((json ?? "").utf8))
+        let result = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        application.respond(to: request, connection: ConnectionInfo(id: 1, remoteAddress: "127.0.0.1")) { response in
+            result.withLock { $0 = response }
+            done.signal()
+        }
+        done.wait()
+        guard let response = result.withLock({ $0 }) else { return Reply(status: 0, headers: HTTPHeaders(), body: []) }
+        switch response.body {
+        case .bytes(let bytes): return Reply(status: response.status.code, headers: response.headers, body: bytes)
+        case .stream: return Reply(status: response.status.code, headers: response.headers, body: [])
+        }
+    }
+
+    /// Creates a user (admin) and returns its id.
+    func createUser(_ name: String) -> String {
+        request(.post, "/v1/users", token: Self.adminToken, json: #"{"name":"\#(name)"}"#)["id"]?.stringValue ?? ""
+    }
+
+    /// Creates an authorization and returns its token.
+    func token(user: String, app: String, read: [String], share: [String]) -> String {
+        let list = { (types: [String]) in "[" + types.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+        let body = #"{"user":"\#(user)","app":"\#(app)","read":\#(list(read)),"share":\#(list(share))}"#
+        return request(.post, "/v1/authorizations", token: Self.adminToken, json: body)["token"]?.stringValue ?? ""
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+import HealthModel
+import SQLite
+@testable import HealthStore
+
+final class TemporaryStore {
+    let directory = NSTemporaryDirectory() + "healthd-store-" + UUID().uuidString
+    var store: HealthStore
+
+    init() throws { store = try HealthStore(directory: directory, readers: 2) }
+
+    func reopen() throws {
+        store.close()
+        store = try HealthStore(directory: directory, readers: 2)
+    }
+
+    deinit {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID = .random()) -> HealthSample {
+    HealthSample(uuid: uuid, type: "stepCount", start: start, end: start + seconds * 1000, content: .quantity(value))
+}
+
+@Suite struct HealthStoreTests {
+    @Test func savedSamplesSurviveReopening() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let saved = try t.store.save((0..<500).map { steps(Double($0), start: 1_700_000_000_000 + Int64($0) * 60_000) }, by: app)
+        #expect(saved.count == 500)
+        try t.reopen()
+        var query = SampleQuery(type: "stepCount")
+        query.limit = 1000
+        let page = try t.store.samples(query, for: app, userExternalID: user.id)
+        #expect(page.samples.count == 500)
+        #expect(page.samples.map(\.sample.uuid) == saved)
+    }
+
+    @Test func tokensAreStoredOnlyAsHashes() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (_, token) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: [])
+        let raw = try #require(FileManager.default.contents(atPath: t.store.databasePath))
+        #expect(raw.range(of: Data(token.utf8)) == nil, "the token itself is never written")
+        #expect(t.store.authorization(tokenHash: TokenHashing.hash(token))?.app == "phone")
+        #expect(t.store.authorization(tokenHash: TokenHashing.hash(token + "x")) == nil)
+    }
+
+    @Test func conflictRollsBackTheWholeBatch() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let taken = HealthUUID.random()
+        _ = try t.store.save([steps(10, start: 1_700_000_000_000, uuid: taken)], by: app)
+        let batch = [steps(1, start: 1_700_000_100_000), steps(11, start: 1_700_000_000_000, uuid: taken)]
+        #expect(throws: SampleConflict.self) { try t.store.save(batch, by: app) }
+        let page = try t.store.samples(SampleQuery(type: "stepCount"), for: app, userExternalID: user.id)
+        #expect(page.samples.count == 1, "the first sample of the failed batch was rolled back")
+    }
+
+    @Test func deletionsLeaveTombstonesInCommitOrder() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let uuids = try t.store.save([steps(1, start: 1_700_000_000_000), steps(2, start: 1_700_000_060_000)], by: app)
+        try t.store.deleteSample(uuids[0], by: app)
+        let rows = try t.store.pool.read { db in
+            try db.map("SELECT seq, uuid FROM deleted_samples", []) { ($0.int64(at: 0), $0.blob(at: 1)) }
+        }
+        #expect(rows.count == 1)
+        #expect(rows.first?.1 == uuids[0].bytes)
+        #expect(rows.first?.0 == 3, "seq 1 and 2 were the inserts; the tombstone is the third change")
+    }
+
+    @Test func commitObserversSeeEachChange() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        final class Box: @unchecked Sendable { var changes: [CommittedChange] = [] }
+        let box = Box()
+        t.store.addCommitObserver { box.changes.append($0) }
+        _ = try t.store.save([steps(1, start: 1_700_000_000_000),
+                              HealthSample(uuid: .random(), type: "heartRate", start: 1_700_000_000_000, end: 1_700_000_000_000,
+                                           content: .quantity(60))], by: app)
+        #expect(box.changes.count == 1)
+        #expect(box.changes.first?.typeIDs == ["stepCount", "heartRate"])
+        #expect(box.changes.first?.lastSeq == 2)
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func healthstorePackageBuilds() {
-    #expect(Bool(true))
-}
