@@ -174,6 +174,36 @@ def foundation_checks(port):
     check("a wrong token is 401", st == 401)
 
 
+def cli_checks(binary, public, busy_port):
+    print("e2e: command line")
+    env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
+    def run(*args, timeout=20):
+        p = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    code, out, err = run("--help")
+    check("healthd --help lists the commands", code == 0 and "serve" in out and "--data-dir" in out)
+    code, out, err = run("serve", "--help")
+    check("healthd serve --help lists its flags", code == 0 and "--port" in out and "--demo" in out)
+    code, out, err = run("serve", "--bogus")
+    check("an unknown flag is a usage error (exit 2)", code == 2 and "unknown option" in err)
+    tmp = tempfile.mkdtemp(prefix="healthd-e2e-cli-")
+    try:
+        code, out, err = run("serve", "--port", str(busy_port), "--data-dir", os.path.join(tmp, "d1"))
+        check("a busy port is one clear line", code == 1 and "address already in use" in err.lower() and err.count("\n") == 1, err)
+        code, out, err = run("serve", "--config", os.path.join(tmp, "missing.json"))
+        check("an unreadable config file is one clear line", code == 1 and "config file" in err and err.count("\n") == 1, err)
+        bad = os.path.join(tmp, "bad.json")
+        open(bad, "w").write('{"prot": 1}')
+        code, out, err = run("serve", "--config", bad, "--data-dir", os.path.join(tmp, "d2"))
+        check("an unknown config key is named", code == 1 and "prot" in err, err)
+        blocked = os.path.join(tmp, "file-not-dir")
+        open(blocked, "w").write("x")
+        code, out, err = run("serve", "--port", "0", "--data-dir", os.path.join(blocked, "data"))
+        check("an unusable data directory is one clear line", code == 1 and "data directory" in err and err.count("\n") == 1, err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -182,6 +212,7 @@ def main():
     server = Server(args.binary, os.path.abspath(args.public))
     try:
         foundation_checks(server.port)
+        cli_checks(args.binary, os.path.abspath(args.public), server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
