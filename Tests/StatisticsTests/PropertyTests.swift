@@ -1,0 +1,108 @@
+import Testing
+@testable import Statistics
+
+/// Random scenarios compared against the brute-force reference. Seeds are fixed, so runs replay exactly.
+struct Scenario {
+    static let zones = ["UTC", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kathmandu", "Asia/Seoul"]
+    // Instants next to DST transitions of the zones above, so days of 23, 23.5, 24.5 and 25 hours occur.
+    static let transitions = [utc(2024, 3, 10, 7), utc(2024, 11, 3, 6), utc(2024, 3, 31, 1), utc(2024, 10, 27, 1),
+                              utc(2024, 4, 6, 15), utc(2024, 10, 5, 15), utc(2024, 6, 1)]
+    static let intervals = ["PT1M", "PT15M", "PT1H", "PT5H", "P1D", "P2D", "P1W", "P1M", "P1Y"]
+
+    var generator: SeededGenerator
+    var nextID: Int64 = 1
+    let base: Int64
+
+    init(seed: UInt64) {
+        generator = SeededGenerator(seed: seed)
+        base = Scenario.transitions[Int(seed % UInt64(Scenario.transitions.count))] - 36 * hour
+    }
+
+    mutating func integer(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &generator) }
+    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &generator) < probability }
+
+    mutating func sample() -> StatisticsSample {
+        // Round starts to the second now and then so boundaries coincide, as real devices produce.
+        var start = base + integer(0...(72 * hour))
+        if chance(0.5) { start -= start % (chance(0.5) ? 60_000 : 1_000) }
+        let duration: Int64
+        switch integer(0...9) {
+        case 0, 1: duration = 0
+        case 2...5: duration = integer(1...(10 * minute))
+        case 6...8: duration = integer(1...(3 * hour))
+        default: duration = integer(1...(50 * hour))
+        }
+        let value = chance(0.1) ? 0 : Double(integer(0...10_000)) / 8
+        defer { nextID += 1 }
+        return StatisticsSample(id: nextID, start: start, end: start + duration, value: value,
+                                source: Int32(integer(1...4)))
+    }
+
+    mutating func samples(_ count: Int) -> [StatisticsSample] {
+        var result: [StatisticsSample] = []
+        for _ in 0..<count {
+            var next = sample()
+            // Duplicate starts and ends now and then: ties in mostRecent and coinciding boundaries.
+            if let earlier = result.randomElement(using: &generator), chance(0.15) {
+                next.start = earlier.start
+                next.end = chance(0.5) ? earlier.end : max(earlier.start, next.end)
+            }
+            result.append(next)
+        }
+        return result
+    }
+
+    mutating func priority() -> SourcePriority {
+        var sources: [Int32] = [1, 2, 3, 4].shuffled(using: &generator)
+        sources.removeLast(Int(integer(0...3)))
+        return SourcePriority(sources)
+    }
+
+    mutating func buckets() throws -> [CalendarBucket] {
+        let calendar = zone(Scenario.zones[Int(integer(0...Int64(Scenario.zones.count - 1)))])
+        let interval = try CalendarInterval.parse(Scenario.intervals[Int(integer(0...Int64(Scenario.intervals.count - 1)))])
+        let start = base + integer(-(6 * hour)...(60 * hour))
+        let length = min(Int64(interval.approximateMilliseconds * Double(integer(1...30))), 120 * hour)
+        let anchor = chance(0.5) ? try calendar.startOfDay(containing: start) : start + integer(-(40 * day)...(40 * day))
+        return try calendar.buckets(start: start, end: start + max(length, 1), anchor: anchor, interval: interval)
+    }
+}
+
+func expectMatchesReference(_ answers: [BucketStatistics], _ samples: [StatisticsSample], style: AggregationStyle,
+                            options: StatisticsOptions, priority: SourcePriority, context: String) {
+    for answer in answers {
+        let (figures, sources) = Reference.answer(samples, from: answer.bucket.start, to: answer.bucket.end,
+                                                  style: style, options: options, priority: priority)
+        #expect(close(answer.figures, figures), "\(context) bucket \(answer.bucket.start): \(answer.figures) vs \(figures)")
+        #expect(close(answer.sources, sources), "\(context) bucket \(answer.bucket.start) sources")
+    }
+}
+
+@Suite struct PropertyTests {
+    static let cumulativeOptions: StatisticsOptions = [.cumulativeSum, .separateBySource]
+    static let discreteOptions: StatisticsOptions = [.discreteAverage, .discreteMin, .discreteMax, .mostRecent,
+                                                     .separateBySource]
+
+    @Test(arguments: 1...60)
+    func directPathMatchesReference(seed: Int) throws {
+        var scenario = Scenario(seed: UInt64(seed))
+        let samples = scenario.samples(Int(scenario.integer(0...30)))
+        let priority = scenario.priority()
+        for _ in 0..<3 {
+            let buckets = try scenario.buckets()
+            let cumulative = try statisticsCollection(of: samples, buckets: buckets, style: .cumulative,
+                                                      options: Self.cumulativeOptions, priority: priority)
+            expectMatchesReference(cumulative, samples, style: .cumulative, options: Self.cumulativeOptions,
+                                   priority: priority, context: "seed \(seed) cumulative")
+            let discrete = try statisticsCollection(of: samples, buckets: buckets, style: .discrete,
+                                                    options: Self.discreteOptions, priority: priority)
+            expectMatchesReference(discrete, samples, style: .discrete, options: Self.discreteOptions,
+                                   priority: priority, context: "seed \(seed) discrete")
+        }
+        let start = scenario.base + scenario.integer(-(hour)...(70 * hour))
+        let end = start + scenario.integer(1...(30 * hour))
+        let single = try statistics(of: samples, start: start, end: end, style: .cumulative, options: [.cumulativeSum],
+                                    priority: priority)
+        #expect(close(single.figures.sum, Reference.mergedSum(samples, from: start, to: end, priority: priority)))
+    }
+}
