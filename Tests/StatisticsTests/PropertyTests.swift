@@ -106,3 +106,114 @@ func expectMatchesReference(_ answers: [BucketStatistics], _ samples: [Statistic
         #expect(close(single.figures.sum, Reference.mergedSum(samples, from: start, to: end, priority: priority)))
     }
 }
+
+@Suite struct IndexPropertyTests {
+    /// Random inserts and deletes (single and batched) interleaved with collection and single queries;
+    /// after every step both indexes must agree with the reference over the samples currently present.
+    @Test(arguments: 1...40)
+    func indexesMatchReferenceThroughUpdates(seed: Int) throws {
+        var scenario = Scenario(seed: UInt64(seed) &* 7919)
+        var priority = scenario.priority()
+        var present: [StatisticsSample] = []
+        var cumulative = SeriesIndex(style: .cumulative, priority: priority)
+        var discrete = SeriesIndex(style: .discrete, priority: priority)
+        for step in 0..<14 {
+            switch scenario.integer(0...9) {
+            case 0...3:
+                let added = scenario.samples(Int(scenario.integer(1...8)))
+                present += added
+                if added.count == 1 || scenario.chance(0.5) {
+                    for sample in added { cumulative.insert(sample); discrete.insert(sample) }
+                } else {
+                    cumulative.insert(contentsOf: added)
+                    discrete.insert(contentsOf: added)
+                }
+            case 4...6:
+                guard !present.isEmpty else { continue }
+                let removals = Int(scenario.integer(1...Int64(min(4, present.count))))
+                var removed: [StatisticsSample] = []
+                for _ in 0..<removals {
+                    removed.append(present.remove(at: Int(scenario.integer(0...Int64(present.count - 1)))))
+                }
+                let removedCumulative = cumulative.delete(contentsOf: removed)
+                let removedDiscrete = discrete.delete(contentsOf: removed)
+                #expect(removedCumulative == removed.count && removedDiscrete == removed.count)
+            case 7:
+                priority = scenario.priority()
+                cumulative.setPriority(priority)
+                discrete.setPriority(priority)
+            default:
+                let ghost = StatisticsSample(id: -9, start: scenario.base, end: scenario.base + 1, value: 3.5, source: 4)
+                let deletedGhost = cumulative.delete(ghost) || discrete.delete(ghost)
+                #expect(!deletedGhost)
+            }
+            #expect(cumulative.count == present.count && discrete.count == present.count)
+            let buckets = try scenario.buckets()
+            let context = "seed \(seed) step \(step)"
+            expectMatchesReference(try cumulative.statisticsCollection(buckets: buckets, options: PropertyTests.cumulativeOptions),
+                                   present, style: .cumulative, options: PropertyTests.cumulativeOptions,
+                                   priority: priority, context: context + " cumulative")
+            expectMatchesReference(try discrete.statisticsCollection(buckets: buckets, options: PropertyTests.discreteOptions),
+                                   present, style: .discrete, options: PropertyTests.discreteOptions,
+                                   priority: priority, context: context + " discrete")
+            // A single query over a random stretch, sometimes many days long (Fenwick and tree paths).
+            let start = scenario.base + scenario.integer(-(30 * day)...(70 * hour))
+            let end = start + scenario.integer(1...(60 * day))
+            let single = try cumulative.statistics(start: start, end: end, options: PropertyTests.cumulativeOptions)
+            let expected = Reference.answer(present, from: start, to: end, style: .cumulative,
+                                            options: PropertyTests.cumulativeOptions, priority: priority)
+            #expect(close(single.figures, expected.0) && close(single.sources, expected.1), "\(context) single")
+            let singleDiscrete = try discrete.statistics(start: start, end: end, options: PropertyTests.discreteOptions)
+            let expectedDiscrete = Reference.answer(present, from: start, to: end, style: .discrete,
+                                                    options: PropertyTests.discreteOptions, priority: priority)
+            #expect(close(singleDiscrete.figures, expectedDiscrete.0) && close(singleDiscrete.sources, expectedDiscrete.1),
+                    "\(context) single discrete")
+        }
+    }
+
+    /// Many days of data so whole-day runs go through the Fenwick tree and the segment tree, with
+    /// samples spread over months and a few spanning several days.
+    @Test(arguments: 1...6)
+    func longRangesUseTheTreesExactly(seed: Int) throws {
+        var generator = SeededGenerator(seed: UInt64(seed) + 1000)
+        let origin = utc(2024, 1, 1)
+        var samples: [StatisticsSample] = []
+        for id in 0..<400 {
+            let start = origin + Int64.random(in: 0...(120 * day), using: &generator)
+            let duration: Int64 = id % 10 == 0 ? Int64.random(in: 0...(5 * day), using: &generator)
+                                               : Int64.random(in: 0...(2 * hour), using: &generator)
+            samples.append(StatisticsSample(id: Int64(id), start: start, end: start + duration,
+                                            value: Double(Int.random(in: 0...500, using: &generator)),
+                                            source: Int32.random(in: 1...3, using: &generator)))
+        }
+        let priority = SourcePriority([3, 1])
+        var cumulative = SeriesIndex(style: .cumulative, priority: priority)
+        var discrete = SeriesIndex(style: .discrete, priority: priority)
+        cumulative.insert(contentsOf: samples)
+        discrete.insert(contentsOf: samples)
+        // Deleting and re-inserting some leaves the answers unchanged.
+        let churn = Array(samples.prefix(50))
+        let churned = (cumulative.delete(contentsOf: churn), discrete.delete(contentsOf: churn))
+        #expect(churned == (50, 50))
+        for sample in churn { cumulative.insert(sample); discrete.insert(sample) }
+        for _ in 0..<25 {
+            let start = origin + Int64.random(in: -(5 * day)...(100 * day), using: &generator)
+            let end = start + Int64.random(in: 1...(90 * day), using: &generator)
+            let summed = try cumulative.statistics(start: start, end: end, options: [.cumulativeSum])
+            #expect(close(summed.figures.sum, Reference.mergedSum(samples, from: start, to: end, priority: priority)))
+            let described = try discrete.statistics(start: start, end: end, options: PropertyTests.discreteOptions)
+            let expected = Reference.answer(samples, from: start, to: end, style: .discrete,
+                                            options: PropertyTests.discreteOptions, priority: priority)
+            #expect(close(described.figures, expected.0) && close(described.sources, expected.1))
+            let merged = try discrete.statistics(start: start, end: end, options: PropertyTests.discreteOptions
+                                                     .subtracting(.separateBySource))
+            #expect(close(merged.figures, expected.0) && merged.sources.isEmpty)
+        }
+        let calendar = zone("Europe/London")
+        let weeks = try calendar.buckets(start: origin, end: origin + 130 * day, anchor: origin,
+                                         interval: CalendarInterval.parse("P1W"))
+        expectMatchesReference(try cumulative.statisticsCollection(buckets: weeks, options: PropertyTests.cumulativeOptions),
+                               samples, style: .cumulative, options: PropertyTests.cumulativeOptions, priority: priority,
+                               context: "weeks")
+    }
+}
