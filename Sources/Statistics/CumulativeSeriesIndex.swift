@@ -3,9 +3,9 @@
 struct CumulativeChunk: Sendable {
     // Samples starting in this chunk and lasting at most one chunk; offsets from the chunk start.
     var starts: [Int32] = []
-    var durations: [Int32] = []
+    var durations = PackedInt64Column()
     var values = PackedDoubleColumn()
-    var sources: [Int32] = []
+    var sources = PackedInt64Column()
 
     var merged = PrefixIntegral()
     /// When one source alone touches the chunk its own integral is `merged`, so none is stored apart.
@@ -14,7 +14,7 @@ struct CumulativeChunk: Sendable {
     var sourceIntegrals: [PrefixIntegral] = []
 
     var bytes: Int {
-        starts.capacity * 4 + durations.capacity * 4 + values.bytes + sources.capacity * 4 + merged.bytes
+        starts.capacity * 4 + durations.bytes + values.bytes + sources.bytes + merged.bytes
             + sourceIDs.capacity * 4 + sourceIntegrals.reduce(0) { $0 + $1.bytes } + 256
     }
 }
@@ -66,9 +66,9 @@ public struct CumulativeSeriesIndex: Sendable {
                 let index = ensureChunk(day)
                 let offset = Int32(truncatingIfNeeded: sample.start - day * Self.chunkLength)
                 chunks[index].starts.append(offset)
-                chunks[index].durations.append(Int32(truncatingIfNeeded: max(0, sample.end - sample.start)))
+                chunks[index].durations.append(max(0, sample.end - sample.start))
                 chunks[index].values.append(sample.value)
-                chunks[index].sources.append(sample.source)
+                chunks[index].sources.append(Int64(sample.source))
             } else {
                 longSamples.append(sample)
             }
@@ -122,9 +122,9 @@ public struct CumulativeSeriesIndex: Sendable {
         let index = lowerBound(chunkDays, day)
         guard index < chunkDays.count, chunkDays[index] == day else { return false }
         let offset = Int32(truncatingIfNeeded: sample.start - day * Self.chunkLength)
-        let duration = Int32(truncatingIfNeeded: max(0, sample.end - sample.start))
+        let duration = max(0, sample.end - sample.start)
         for position in chunks[index].starts.indices where chunks[index].starts[position] == offset
-            && chunks[index].durations[position] == duration && chunks[index].sources[position] == sample.source
+            && chunks[index].durations[position] == duration && chunks[index].sources[position] == Int64(sample.source)
             && chunks[index].values[position] == sample.value {
             chunks[index].starts.remove(at: position)
             chunks[index].durations.remove(at: position)
@@ -218,11 +218,11 @@ public struct CumulativeSeriesIndex: Sendable {
         let chunk = chunks[index]
         for position in chunk.starts.indices {
             let start = origin + Int64(chunk.starts[position])
-            let end = start + Int64(chunk.durations[position])
+            let end = start + chunk.durations[position]
             let touches = end > start ? (start < window.upperBound && end > window.lowerBound) : window.contains(start)
             if touches {
                 samples.append(StatisticsSample(id: 0, start: start, end: end, value: chunk.values[position],
-                                                source: chunk.sources[position]))
+                                                source: Int32(truncatingIfNeeded: chunk.sources[position])))
             }
         }
     }

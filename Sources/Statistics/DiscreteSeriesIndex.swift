@@ -7,7 +7,7 @@ struct DiscreteChunk: Sendable {
     var durations = PackedInt64Column()
     var values = PackedDoubleColumn()
     var ids = PackedInt64Column()
-    var sources: [Int32] = []
+    var sources = PackedInt64Column()
 
     var blocks: [DiscreteAccumulator] = []
     var total = DiscreteAccumulator()
@@ -46,11 +46,12 @@ struct DiscreteChunk: Sendable {
         sourceTotals = []
         for position in 0..<count {
             let slot: Int
-            if let found = sourceIDs.firstIndex(of: sources[position]) {
+            let source = Int32(truncatingIfNeeded: sources[position])
+            if let found = sourceIDs.firstIndex(of: source) {
                 slot = found
             } else {
                 slot = sourceIDs.count
-                sourceIDs.append(sources[position])
+                sourceIDs.append(source)
                 sourceTotals.append(DiscreteAccumulator())
             }
             add(position, origin: origin, to: &sourceTotals[slot])
@@ -74,7 +75,7 @@ struct DiscreteChunk: Sendable {
     }
 
     var bytes: Int {
-        starts.capacity * 4 + durations.bytes + values.bytes + ids.bytes + sources.capacity * 4
+        starts.capacity * 4 + durations.bytes + values.bytes + ids.bytes + sources.bytes
             + blocks.capacity * MemoryLayout<DiscreteAccumulator>.stride
             + sourceTotals.capacity * MemoryLayout<DiscreteAccumulator>.stride + 256
     }
@@ -173,7 +174,7 @@ public struct DiscreteSeriesIndex: Sendable {
         chunks[index].durations.insert(sample.end - sample.start, at: low)
         chunks[index].values.insert(sample.value, at: low)
         chunks[index].ids.insert(sample.id, at: low)
-        chunks[index].sources.insert(sample.source, at: low)
+        chunks[index].sources.insert(Int64(sample.source), at: low)
         chunks[index].refreshBlocks(from: low, origin: origin)
         if let slot = chunks[index].sourceIDs.firstIndex(of: sample.source) {
             chunks[index].sourceTotals[slot].add(start: sample.start, end: sample.end, id: sample.id, value: sample.value)
@@ -198,26 +199,10 @@ public struct DiscreteSeriesIndex: Sendable {
         for (day, added) in byDay {
             let (index, isNew) = ensureChunk(day)
             created = created || isNew
-            let origin = day * Self.chunkLength
             var all = decodedSamples(of: index)
             all.append(contentsOf: added)
             all.sort { ($0.start, $0.end, $0.id) < ($1.start, $1.end, $1.id) }
-            var chunk = DiscreteChunk()
-            chunk.starts.reserveCapacity(all.count)
-            chunk.durations.reserveCapacity(all.count)
-            chunk.values.reserveCapacity(all.count)
-            chunk.ids.reserveCapacity(all.count)
-            chunk.sources.reserveCapacity(all.count)
-            for sample in all {
-                chunk.starts.append(Int32(truncatingIfNeeded: sample.start - origin))
-                chunk.durations.append(sample.end - sample.start)
-                chunk.values.append(sample.value)
-                chunk.ids.append(sample.id)
-                chunk.sources.append(sample.source)
-            }
-            chunk.refreshBlocks(from: 0, origin: origin)
-            chunk.refreshSourceTotals(origin: origin)
-            chunks[index] = chunk
+            replaceChunk(at: index, with: all)
             count += added.count
         }
         refreshDayTotals(changed: byDay.keys.map { lowerBound(chunkDays, $0) }, structureChanged: created)
@@ -234,7 +219,7 @@ public struct DiscreteSeriesIndex: Sendable {
         var position = lowerBound(chunks[index].starts, offset)
         while position < chunks[index].count, chunks[index].starts[position] == offset {
             let key = chunks[index].key(position)
-            if key.end + origin == sample.end, key.id == sample.id, chunks[index].sources[position] == sample.source,
+            if key.end + origin == sample.end, key.id == sample.id, chunks[index].sources[position] == Int64(sample.source),
                chunks[index].values[position] == sample.value {
                 chunks[index].starts.remove(at: position)
                 chunks[index].durations.remove(at: position)
@@ -252,11 +237,51 @@ public struct DiscreteSeriesIndex: Sendable {
         return false
     }
 
+    /// Removes many samples, rebuilding each touched day once; returns how many were found.
     @discardableResult
     public mutating func delete<Samples: Sequence<StatisticsSample>>(contentsOf samples: Samples) -> Int {
+        var byDay: [Int64: [StatisticsSample: Int]] = [:]
+        for sample in samples {
+            byDay[floorDivide(sample.start, Self.chunkLength), default: [:]][sample, default: 0] += 1
+        }
         var removed = 0
-        for sample in samples where delete(sample) { removed += 1 }
+        var changed: [Int] = []
+        for (day, wanted) in byDay {
+            let index = lowerBound(chunkDays, day)
+            guard index < chunkDays.count, chunkDays[index] == day else { continue }
+            var remaining = wanted
+            let kept = decodedSamples(of: index).filter { sample in
+                guard let left = remaining[sample], left > 0 else { return true }
+                remaining[sample] = left - 1
+                return false
+            }
+            let found = chunks[index].count - kept.count
+            guard found > 0 else { continue }
+            removed += found
+            replaceChunk(at: index, with: kept)
+            changed.append(index)
+        }
+        count -= removed
+        refreshDayTotals(changed: changed, structureChanged: false)
         return removed
+    }
+
+    /// Re-encodes a day from samples already sorted by (start, end, id).
+    private mutating func replaceChunk(at index: Int, with sorted: [StatisticsSample]) {
+        let origin = chunkDays[index] * Self.chunkLength
+        var chunk = DiscreteChunk()
+        chunk.starts.reserveCapacity(sorted.count)
+        chunk.values.reserveCapacity(sorted.count)
+        for sample in sorted {
+            chunk.starts.append(Int32(truncatingIfNeeded: sample.start - origin))
+            chunk.durations.append(sample.end - sample.start)
+            chunk.values.append(sample.value)
+            chunk.ids.append(sample.id)
+            chunk.sources.append(Int64(sample.source))
+        }
+        chunk.refreshBlocks(from: 0, origin: origin)
+        chunk.refreshSourceTotals(origin: origin)
+        chunks[index] = chunk
     }
 
     private mutating func ensureChunk(_ day: Int64) -> (index: Int, created: Bool) {
@@ -281,7 +306,7 @@ public struct DiscreteSeriesIndex: Sendable {
         return (0..<chunk.count).map { position in
             let start = origin + Int64(chunk.starts[position])
             return StatisticsSample(id: chunk.ids[position], start: start, end: start + chunk.durations[position],
-                                    value: chunk.values[position], source: chunk.sources[position])
+                                    value: chunk.values[position], source: Int32(truncatingIfNeeded: chunk.sources[position]))
         }
     }
 
@@ -329,7 +354,7 @@ public struct DiscreteSeriesIndex: Sendable {
                 for position in low..<high {
                     var single = DiscreteAccumulator()
                     chunk.add(position, origin: origin, to: &single)
-                    addSource(chunk.sources[position], single)
+                    addSource(Int32(truncatingIfNeeded: chunk.sources[position]), single)
                 }
             }
             index += 1

@@ -1,39 +1,57 @@
 // Columns that keep the common case at 4 bytes per entry and widen to 8 only when a value needs it,
 // so a year of per-minute steps and 10-second heart rate fits the server's memory budget.
 
-/// Int64 values stored as Int32 offsets from the first value while every value fits.
+/// Int64 values stored as nothing but a count while they all equal the first one (durations of
+/// instantaneous samples, a day with one source), as Int32 offsets from the first while they fit,
+/// and as Int64 otherwise.
 struct PackedInt64Column: Sendable {
+    private enum Mode: Sendable { case constant, narrow, wide }
+    private var mode = Mode.constant
     private var base: Int64 = 0
+    private var constantCount = 0
     private var narrow: [Int32] = []
     private var wide: [Int64] = []
-    private var isWide = false
 
-    var count: Int { isWide ? wide.count : narrow.count }
+    var count: Int {
+        switch mode {
+        case .constant: return constantCount
+        case .narrow: return narrow.count
+        case .wide: return wide.count
+        }
+    }
 
     subscript(index: Int) -> Int64 {
-        isWide ? wide[index] : base &+ Int64(narrow[index])
+        switch mode {
+        case .constant: return base
+        case .narrow: return base &+ Int64(narrow[index])
+        case .wide: return wide[index]
+        }
     }
 
-    private mutating func narrowed(_ value: Int64) -> Int32? {
-        if narrow.isEmpty { base = value }
-        let (offset, overflow) = value.subtractingReportingOverflow(base)
-        guard !overflow, let fitted = Int32(exactly: offset) else { return nil }
-        return fitted
-    }
-
-    private mutating func widen() {
-        wide = narrow.map { base &+ Int64($0) }
-        narrow = []
-        isWide = true
+    private func offset(_ value: Int64) -> Int32? {
+        let (difference, overflow) = value.subtractingReportingOverflow(base)
+        return overflow ? nil : Int32(exactly: difference)
     }
 
     mutating func insert(_ value: Int64, at index: Int) {
-        if !isWide {
-            if let fitted = narrowed(value) {
+        if mode == .constant {
+            if constantCount == 0 { base = value }
+            if value == base {
+                constantCount += 1
+                return
+            }
+            narrow = [Int32](repeating: 0, count: constantCount)
+            constantCount = 0
+            mode = .narrow
+        }
+        if mode == .narrow {
+            if let fitted = offset(value) {
                 narrow.insert(fitted, at: index)
                 return
             }
-            widen()
+            wide = narrow.map { base &+ Int64($0) }
+            narrow = []
+            mode = .wide
         }
         wide.insert(value, at: index)
     }
@@ -41,14 +59,22 @@ struct PackedInt64Column: Sendable {
     mutating func append(_ value: Int64) { insert(value, at: count) }
 
     mutating func remove(at index: Int) {
-        if isWide { wide.remove(at: index) } else { narrow.remove(at: index) }
+        switch mode {
+        case .constant: constantCount -= 1
+        case .narrow: narrow.remove(at: index)
+        case .wide: wide.remove(at: index)
+        }
     }
 
     mutating func reserveCapacity(_ capacity: Int) {
-        if isWide { wide.reserveCapacity(capacity) } else { narrow.reserveCapacity(capacity) }
+        switch mode {
+        case .constant: break
+        case .narrow: narrow.reserveCapacity(capacity)
+        case .wide: wide.reserveCapacity(capacity)
+        }
     }
 
-    var bytes: Int { isWide ? wide.capacity * 8 : narrow.capacity * 4 }
+    var bytes: Int { narrow.capacity * 4 + wide.capacity * 8 }
 }
 
 /// Doubles stored as Float while every value round-trips exactly (step counts, beats per minute).

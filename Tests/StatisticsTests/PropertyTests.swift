@@ -15,7 +15,8 @@ struct Scenario {
 
     init(seed: UInt64) {
         generator = SeededGenerator(seed: seed)
-        base = Scenario.transitions[Int(seed % UInt64(Scenario.transitions.count))] - 36 * hour
+        // Every eighth scenario lives around 1970 so days before the epoch (negative instants) are covered.
+        base = seed % 8 == 0 ? -36 * hour : Scenario.transitions[Int(seed % UInt64(Scenario.transitions.count))] - 36 * hour
     }
 
     mutating func integer(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &generator) }
@@ -30,10 +31,13 @@ struct Scenario {
         case 0, 1: duration = 0
         case 2...5: duration = integer(1...(10 * minute))
         case 6...8: duration = integer(1...(3 * hour))
-        default: duration = integer(1...(50 * hour))
+        default: duration = chance(0.1) ? integer(1...(40 * day)) : integer(1...(50 * hour))
         }
-        let value = chance(0.1) ? 0 : Double(integer(0...10_000)) / 8
-        defer { nextID += 1 }
+        // Mostly values a Float holds exactly, sometimes not, so packed columns widen.
+        let value = chance(0.1) ? 0 : chance(0.1) ? Double.random(in: 0..<100, using: &generator)
+                                                  : Double(integer(0...10_000)) / 8
+        // Now and then an id far from the others, so packed id columns widen to 64 bits.
+        nextID += chance(0.05) ? 5_000_000_000 : 1
         return StatisticsSample(id: nextID, start: start, end: start + duration, value: value,
                                 source: Int32(integer(1...4)))
     }
