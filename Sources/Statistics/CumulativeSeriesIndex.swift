@@ -43,19 +43,23 @@ public struct CumulativeSeriesIndex: Sendable {
         self.priority = priority
     }
 
-    public init<Samples: Sequence<StatisticsSample>>(_ samples: Samples, priority: SourcePriority) {
+    public init<Samples: Sequence<StatisticsSample>>(_ samples: Samples,
+                                                     priority: SourcePriority) throws(StatisticsError) {
         self.priority = priority
-        insert(contentsOf: samples)
+        try insert(contentsOf: samples)
     }
 
     // MARK: Updates
 
-    public mutating func insert(_ sample: StatisticsSample) {
-        insert(contentsOf: CollectionOfOne(sample))
+    public mutating func insert(_ sample: StatisticsSample) throws(StatisticsError) {
+        try insert(contentsOf: CollectionOfOne(sample))
     }
 
-    /// Adds many samples, rebuilding each touched day once.
-    public mutating func insert<Samples: Sequence<StatisticsSample>>(contentsOf samples: Samples) {
+    /// Adds many samples, rebuilding each touched day once. All or nothing: if one sample fails
+    /// `StatisticsSample.validate()`, none is added.
+    public mutating func insert<Samples: Sequence<StatisticsSample>>(contentsOf incoming: Samples) throws(StatisticsError) {
+        let samples = Array(incoming)
+        for sample in samples { try sample.validate() }
         var touched = Set<Int64>()
         var added = 0
         for sample in samples {

@@ -145,9 +145,10 @@ public struct DiscreteSeriesIndex: Sendable {
         self.priority = priority
     }
 
-    public init<Samples: Sequence<StatisticsSample>>(_ samples: Samples, priority: SourcePriority) {
+    public init<Samples: Sequence<StatisticsSample>>(_ samples: Samples,
+                                                     priority: SourcePriority) throws(StatisticsError) {
         self.priority = priority
-        insert(contentsOf: samples)
+        try insert(contentsOf: samples)
     }
 
     public mutating func setPriority(_ newPriority: SourcePriority) {
@@ -156,7 +157,8 @@ public struct DiscreteSeriesIndex: Sendable {
 
     // MARK: Updates
 
-    public mutating func insert(_ sample: StatisticsSample) {
+    public mutating func insert(_ sample: StatisticsSample) throws(StatisticsError) {
+        try sample.validate()
         let day = floorDivide(sample.start, Self.chunkLength)
         let (index, created) = ensureChunk(day)
         let origin = day * Self.chunkLength
@@ -188,8 +190,10 @@ public struct DiscreteSeriesIndex: Sendable {
         refreshDayTotals(changed: [index], structureChanged: created)
     }
 
-    /// Adds many samples, re-sorting each touched day once.
-    public mutating func insert<Samples: Sequence<StatisticsSample>>(contentsOf samples: Samples) {
+    /// Adds many samples, re-sorting each touched day once. All or nothing, as for cumulative.
+    public mutating func insert<Samples: Sequence<StatisticsSample>>(contentsOf incoming: Samples) throws(StatisticsError) {
+        let samples = Array(incoming)
+        for sample in samples { try sample.validate() }
         var byDay: [Int64: [StatisticsSample]] = [:]
         for sample in samples {
             byDay[floorDivide(sample.start, Self.chunkLength), default: []].append(sample)
@@ -272,6 +276,9 @@ public struct DiscreteSeriesIndex: Sendable {
         var chunk = DiscreteChunk()
         chunk.starts.reserveCapacity(sorted.count)
         chunk.values.reserveCapacity(sorted.count)
+        chunk.durations.reserveCapacity(sorted.count)
+        chunk.ids.reserveCapacity(sorted.count)
+        chunk.sources.reserveCapacity(sorted.count)
         for sample in sorted {
             chunk.starts.append(Int32(truncatingIfNeeded: sample.start - origin))
             chunk.durations.append(sample.end - sample.start)

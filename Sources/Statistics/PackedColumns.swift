@@ -9,6 +9,8 @@ struct PackedInt64Column: Sendable {
     private var mode = Mode.constant
     private var base: Int64 = 0
     private var constantCount = 0
+    /// Capacity asked for while constant, applied if the column ever leaves constant mode.
+    private var reservedCapacity = 0
     private var narrow: [Int32] = []
     private var wide: [Int64] = []
 
@@ -41,6 +43,7 @@ struct PackedInt64Column: Sendable {
                 return
             }
             narrow = [Int32](repeating: 0, count: constantCount)
+            narrow.reserveCapacity(max(reservedCapacity, constantCount + 1))
             constantCount = 0
             mode = .narrow
         }
@@ -68,7 +71,7 @@ struct PackedInt64Column: Sendable {
 
     mutating func reserveCapacity(_ capacity: Int) {
         switch mode {
-        case .constant: break
+        case .constant: reservedCapacity = capacity
         case .narrow: narrow.reserveCapacity(capacity)
         case .wide: wide.reserveCapacity(capacity)
         }

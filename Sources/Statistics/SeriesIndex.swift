@@ -18,14 +18,15 @@ public struct SeriesIndex: Sendable {
     public var priority: SourcePriority { cumulative?.priority ?? discrete?.priority ?? SourcePriority([]) }
     public var memoryBytes: Int { cumulative?.memoryBytes ?? discrete?.memoryBytes ?? 0 }
 
-    public mutating func insert(_ sample: StatisticsSample) {
-        cumulative?.insert(sample)
-        discrete?.insert(sample)
+    public mutating func insert(_ sample: StatisticsSample) throws(StatisticsError) {
+        try cumulative?.insert(sample)
+        try discrete?.insert(sample)
     }
 
-    public mutating func insert<Samples: Sequence<StatisticsSample>>(contentsOf samples: Samples) {
-        cumulative?.insert(contentsOf: samples)
-        discrete?.insert(contentsOf: samples)
+    /// All or nothing: a sample failing `StatisticsSample.validate()` leaves the index unchanged.
+    public mutating func insert<Samples: Sequence<StatisticsSample>>(contentsOf samples: Samples) throws(StatisticsError) {
+        try cumulative?.insert(contentsOf: samples)
+        try discrete?.insert(contentsOf: samples)
     }
 
     @discardableResult

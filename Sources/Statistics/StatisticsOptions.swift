@@ -84,6 +84,7 @@ public enum StatisticsError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidRange(start: Int64, end: Int64)
     case tooManyBuckets(limit: Int)
     case instantOutOfRange(Int64)
+    case invalidSample(id: Int64, reason: String)
 
     public var description: String {
         switch self {
@@ -104,6 +105,8 @@ public enum StatisticsError: Error, Sendable, Hashable, CustomStringConvertible 
             return "the query would produce more than \(limit) buckets; use a longer interval or a shorter range"
         case .instantOutOfRange(let instant):
             return "instant \(instant) is outside the supported calendar range"
+        case .invalidSample(let id, let reason):
+            return "sample \(id) cannot be indexed: \(reason)"
         }
     }
 }

@@ -16,6 +16,23 @@ public struct StatisticsSample: Sendable, Hashable {
     }
 
     var isInstant: Bool { end <= start }
+
+    /// The longest sample the indexes take (ten years): a cumulative sample is spread over every UTC
+    /// day it covers, so an unbounded one would cost unbounded memory.
+    public static let maximumDuration: Int64 = 3_660 * 86_400_000
+
+    /// What the indexes rely on: instants within years 0001...9999, end not before start, a duration
+    /// of at most `maximumDuration`, a finite value. The store should check before saving.
+    public func validate() throws(StatisticsError) {
+        guard start >= BucketCalendar.earliestInstant, end <= BucketCalendar.latestInstant else {
+            throw .invalidSample(id: id, reason: "instants must lie within years 0001...9999")
+        }
+        guard end >= start else { throw .invalidSample(id: id, reason: "end is before start") }
+        guard end - start <= Self.maximumDuration else {
+            throw .invalidSample(id: id, reason: "longer than \(Self.maximumDuration / 86_400_000) days")
+        }
+        guard value.isFinite else { throw .invalidSample(id: id, reason: "value is not a finite number") }
+    }
 }
 
 /// The user's source order for a type: `order.first` wins. Sources not listed rank after every listed

@@ -127,10 +127,10 @@ func expectMatchesReference(_ answers: [BucketStatistics], _ samples: [Statistic
                 let added = scenario.samples(Int(scenario.integer(1...8)))
                 present += added
                 if added.count == 1 || scenario.chance(0.5) {
-                    for sample in added { cumulative.insert(sample); discrete.insert(sample) }
+                    for sample in added { try cumulative.insert(sample); try discrete.insert(sample) }
                 } else {
-                    cumulative.insert(contentsOf: added)
-                    discrete.insert(contentsOf: added)
+                    try cumulative.insert(contentsOf: added)
+                    try discrete.insert(contentsOf: added)
                 }
             case 4...6:
                 guard !present.isEmpty else { continue }
@@ -193,13 +193,13 @@ func expectMatchesReference(_ answers: [BucketStatistics], _ samples: [Statistic
         let priority = SourcePriority([3, 1])
         var cumulative = SeriesIndex(style: .cumulative, priority: priority)
         var discrete = SeriesIndex(style: .discrete, priority: priority)
-        cumulative.insert(contentsOf: samples)
-        discrete.insert(contentsOf: samples)
+        try cumulative.insert(contentsOf: samples)
+        try discrete.insert(contentsOf: samples)
         // Deleting and re-inserting some leaves the answers unchanged.
         let churn = Array(samples.prefix(50))
         let churned = (cumulative.delete(contentsOf: churn), discrete.delete(contentsOf: churn))
         #expect(churned == (50, 50))
-        for sample in churn { cumulative.insert(sample); discrete.insert(sample) }
+        for sample in churn { try cumulative.insert(sample); try discrete.insert(sample) }
         for _ in 0..<25 {
             let start = origin + Int64.random(in: -(5 * day)...(100 * day), using: &generator)
             let end = start + Int64.random(in: 1...(90 * day), using: &generator)

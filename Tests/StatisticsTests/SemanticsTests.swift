@@ -51,7 +51,7 @@ import Testing
             #expect(close(answer[0].figures.sum, 120))
         }
         var index = CumulativeSeriesIndex(priority: SourcePriority([phone, watch]))
-        index.insert(contentsOf: samples)
+        try index.insert(contentsOf: samples)
         #expect(close(index.statistics(start: base, end: base + hour, options: sum).figures.sum, 120))
         index.setPriority(SourcePriority([watch, phone]))
         #expect(close(index.statistics(start: base, end: base + hour, options: sum).figures.sum, 130))
@@ -137,6 +137,25 @@ import Testing
         }
     }
 
+    @Test func indexesRefuseSamplesTheyCannotHold() throws {
+        var index = SeriesIndex(style: .cumulative)
+        let good = sample(1, 0, hour, 5)
+        let backwards = sample(2, hour, 0, 5)
+        let endless = sample(3, 0, StatisticsSample.maximumDuration + 1, 5)
+        let outOfRange = sample(4, Int64.min, 0, 5)
+        let notANumber = sample(5, 0, 1, .nan)
+        for bad in [backwards, endless, outOfRange, notANumber] {
+            #expect(throws: StatisticsError.self) { try index.insert(contentsOf: [good, bad]) }
+            #expect(index.count == 0)
+        }
+        var discrete = SeriesIndex(style: .discrete)
+        #expect(throws: StatisticsError.invalidSample(id: 4, reason: "instants must lie within years 0001...9999")) {
+            try discrete.insert(outOfRange)
+        }
+        try index.insert(good)
+        #expect(index.count == 1)
+    }
+
     @Test func singleQueryRejectsBadInput() {
         #expect(throws: StatisticsError.invalidRange(start: 10, end: 10)) {
             try statistics(of: [], start: 10, end: 10, style: .cumulative, options: sum, priority: SourcePriority([]))
@@ -157,13 +176,13 @@ func allPaths(_ samples: [StatisticsSample], buckets: [CalendarBucket], style: A
               options: StatisticsOptions, priority: SourcePriority = SourcePriority([])) throws -> [[BucketStatistics]] {
     var answers = [try statisticsCollection(of: samples, buckets: buckets, style: style, options: options, priority: priority)]
     var bulk = SeriesIndex(style: style, priority: priority)
-    bulk.insert(contentsOf: samples)
+    try bulk.insert(contentsOf: samples)
     answers.append(try bulk.statisticsCollection(buckets: buckets, options: options))
     var incremental = SeriesIndex(style: style, priority: priority)
     for sample in samples {
         let decoy = StatisticsSample(id: -1, start: sample.start - 1, end: sample.end + 1, value: 1000, source: 77)
-        incremental.insert(decoy)
-        incremental.insert(sample)
+        try incremental.insert(decoy)
+        try incremental.insert(sample)
         let deleted = incremental.delete(decoy)
         #expect(deleted)
     }
