@@ -107,11 +107,12 @@ public struct CumulativeSeriesIndex: Sendable {
         return removed
     }
 
-    /// A new source order changes which source wins every overlap, so every day is rebuilt.
+    /// A new source order changes which source wins every overlap, so every day's merged integral is
+    /// rebuilt; per-source integrals do not depend on the order and stay.
     public mutating func setPriority(_ newPriority: SourcePriority) {
         guard newPriority != priority else { return }
         priority = newPriority
-        rebuild(days: Set(chunkDays))
+        rebuild(days: Set(chunkDays), mergedOnly: true)
     }
 
     private mutating func remove(_ sample: StatisticsSample) -> Bool {
@@ -159,7 +160,7 @@ public struct CumulativeSeriesIndex: Sendable {
         return index
     }
 
-    private mutating func rebuild(days: Set<Int64>) {
+    private mutating func rebuild(days: Set<Int64>, mergedOnly: Bool = false) {
         guard !days.isEmpty else { return }
         let structureChanged = totals.count != chunks.count
         var changed: [(index: Int, totalDelta: Double, presenceDelta: Double)] = []
@@ -168,7 +169,7 @@ public struct CumulativeSeriesIndex: Sendable {
             guard index < chunkDays.count, chunkDays[index] == day else { continue }
             let oldTotal = chunks[index].merged.total
             let wasEmpty = chunks[index].merged.isEmpty
-            rebuildChunk(at: index)
+            rebuildChunk(at: index, mergedOnly: mergedOnly)
             let isEmpty = chunks[index].merged.isEmpty
             changed.append((index, chunks[index].merged.total - oldTotal, wasEmpty == isEmpty ? 0 : (isEmpty ? -1 : 1)))
         }
@@ -185,7 +186,7 @@ public struct CumulativeSeriesIndex: Sendable {
 
     /// Rebuilds one day from the samples touching it: its own, the previous day's that run past
     /// midnight, and long samples covering it.
-    private mutating func rebuildChunk(at index: Int) {
+    private mutating func rebuildChunk(at index: Int, mergedOnly: Bool) {
         let day = chunkDays[index]
         let origin = day * Self.chunkLength
         let window = origin..<(origin + Self.chunkLength)
@@ -201,6 +202,7 @@ public struct CumulativeSeriesIndex: Sendable {
         let ranked = RankedSamples(touching, priority: priority, clip: window)
         chunks[index].merged = PrefixIntegral(
             MergedRate.merge(spans: ranked.spans, points: ranked.points, rankCount: ranked.rankCount), origin: origin)
+        if mergedOnly { return }
         chunks[index].sourceIDs = []
         chunks[index].sourceIntegrals = []
         chunks[index].soleSource = nil

@@ -1,5 +1,17 @@
 // Statistics computed straight from a list of samples: the exact semantics, used for small queries
 // (samples fetched for one range) and as the yardstick the indexes are tested against.
+//
+// The semantics, shared by every path (and by HealthKit where it documents them):
+// - Cumulative sums pro-rate a sample [s, e) by its overlap with the interval; a zero-length sample
+//   counts whole in the interval [a, b) with a <= instant < b.
+// - Merging: on every stretch of time only the best-ranked source with a sample there counts; that
+//   source's own overlapping samples all count. A zero-length sample is dropped only when a better
+//   source's sample [s, e) holds its instant. `separateBySource` gives each source unmerged.
+// - A sum is present when any sample (of any source, any value) touches the interval, even if merging
+//   left it nothing: 0 then means "data, but shadowed or zero", absent means "no data".
+// - Discrete figures take every sample whose start lies in the interval, all sources (no merging);
+//   average is the plain mean; mostRecent is the latest start, then latest end, then highest id.
+// - Per-source answers come in priority order and list only sources with data in the interval.
 
 /// `HKStatisticsQuery` over [start, end) from the samples given (any order; samples outside are ignored).
 public func statistics(of samples: [StatisticsSample], start: Int64, end: Int64, style: AggregationStyle,
