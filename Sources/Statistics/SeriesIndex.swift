@@ -61,4 +61,16 @@ public struct SeriesIndex: Sendable {
         if let discrete { return discrete.statisticsCollection(buckets: buckets, options: options) }
         return []
     }
+
+    /// The whole collection query in one call: buckets of `interval` aligned to `anchor` (default: the
+    /// start of `start`'s day) in `calendar`'s zone, every bucket intersecting [start, end).
+    public func statisticsCollection(start: Int64, end: Int64, anchor: Int64? = nil, interval: CalendarInterval,
+                                     calendar: BucketCalendar, options: StatisticsOptions,
+                                     bucketLimit: Int = BucketCalendar.defaultBucketLimit) throws(StatisticsError) -> [BucketStatistics] {
+        try options.validate(for: style)
+        let alignment: Int64
+        if let anchor { alignment = anchor } else { alignment = try calendar.startOfDay(containing: start) }
+        let buckets = try calendar.buckets(start: start, end: end, anchor: alignment, interval: interval, limit: bucketLimit)
+        return try statisticsCollection(buckets: buckets, options: options)
+    }
 }

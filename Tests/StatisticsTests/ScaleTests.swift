@@ -38,7 +38,8 @@ import Testing
                                                   priority: priority)
             var index = SeriesIndex(style: .cumulative, priority: priority)
             try index.insert(contentsOf: samples)
-            let indexed = try index.statisticsCollection(buckets: buckets, options: options)
+            let indexed = try index.statisticsCollection(start: start, end: start + 5 * day, interval: CalendarInterval.parse(intervalText),
+                                                         calendar: calendar, options: options)
             #expect(indexed.count == direct.count)
             for (fromIndex, fromDirect) in zip(indexed, direct) {
                 #expect(close(fromIndex.figures, fromDirect.figures) && close(fromIndex.sources, fromDirect.sources))
