@@ -13,6 +13,8 @@ extension HealthApplication {
         AccountRoutes.register(into: &router, store: store)
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
+        StatisticsRoutes.register(into: &router, store: store)
+        SummaryRoutes.register(into: &router, store: store)
     }
 }
 

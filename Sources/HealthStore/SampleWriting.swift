@@ -144,9 +144,12 @@ struct SampleDeleter {
         try children.forEachRow { childRows.append(SampleRow($0)) }
         for child in childRows { try delete(child) }
         lastSeq += 1
-        try db.execute("INSERT INTO deleted_samples (seq, user_id, uuid, type_id, source_id, deleted_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                       [.integer(lastSeq), .integer(userRowID), .blob(row.uuid), .integer(row.typeCode),
-                        .integer(row.sourceRowID), .integer(deletedAt)])
+        try db.execute("""
+            INSERT INTO deleted_samples (seq, user_id, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.integer(lastSeq), .integer(userRowID), .blob(row.uuid), .integer(row.typeCode),
+                  .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
+                  .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }

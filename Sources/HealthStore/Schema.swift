@@ -99,6 +99,23 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.register("003-tombstone-sample-values") { db in
+            try db.execute("""
+                -- What a deleted sample was, so the statistics indexes can catch up by removing it exactly.
+                -- NULL on tombstones written before this migration (their samples predate every index).
+                ALTER TABLE deleted_samples ADD COLUMN sample_seq INTEGER;
+                ALTER TABLE deleted_samples ADD COLUMN start_ms INTEGER;
+                ALTER TABLE deleted_samples ADD COLUMN end_ms INTEGER;
+                ALTER TABLE deleted_samples ADD COLUMN value REAL;
+                -- The user's Move, Exercise and Stand goals for activity summaries (HKActivitySummary).
+                CREATE TABLE activity_goals (
+                    user_id INTEGER PRIMARY KEY,
+                    active_energy_kcal REAL NOT NULL,
+                    exercise_minutes REAL NOT NULL,
+                    stand_hours REAL NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,259 @@
+import HealthModel
+import JSON
+import SQLite
+import Statistics
+import Synchronization
+
+/// What a statistics query sees of one (user, type): the index, current as of one SQLite snapshot,
+/// and the names of the user's sources so answers can say which app each figure came from.
+public struct StatisticsSnapshot: Sendable {
+    public let index: SeriesIndex
+    /// Source row id (as the index's `source`) -> app name.
+    public let appNames: [Int32: String]
+    /// The change sequence the index reflects: every commit up to it, none after.
+    public let sequence: Int64
+
+    /// The source id of `app` for this user, if it ever wrote or was authorized.
+    public func source(ofApp app: String) -> Int32? {
+        appNames.first(where: { $0.value == app })?.key
+    }
+}
+
+/// One cached index per (user, type), kept exact by catching up from SQLite in change-sequence
+/// order on every query instead of being told about writes: the write path stays untouched, and
+/// after a crash the state is simply rebuilt from what SQLite holds.
+final class StatisticsIndexCache: Sendable {
+    struct Key: Hashable, Sendable {
+        var userRowID: Int64
+        var typeCode: Int64
+    }
+
+    /// The per-(user, type) state; its lock serializes catch-up and queries of one series only.
+    final class Entry: Sendable {
+        struct State: Sendable {
+            var index: SeriesIndex
+            var appliedSeq: Int64 = 0
+            var built = false
+            var appNames: [Int32: String] = [:]
+        }
+        let state: Mutex<State>
+        init(style: AggregationStyle) { state = Mutex(State(index: SeriesIndex(style: style))) }
+    }
+
+    private let entries = Mutex<[Key: Entry]>([:])
+
+    func entry(_ key: Key, style: AggregationStyle) -> Entry {
+        entries.withLock { entries in
+            if let existing = entries[key] { return existing }
+            let created = Entry(style: style)
+            entries[key] = created
+            return created
+        }
+    }
+
+    /// Bytes held by every cached index, for the benchmark and operators.
+    var memoryBytes: Int {
+        let all = entries.withLock { Array($0.values) }
+        return all.reduce(0) { total, entry in total + entry.state.withLock { $0.index.memoryBytes } }
+    }
+
+    func removeAll() { entries.withLock { $0.removeAll() } }
+}
+
+extension AggregationStyle {
+    init?(_ type: HealthType) {
+        guard type.kind == .quantity, let aggregation = type.aggregation else { return nil }
+        self = aggregation.isCumulative ? .cumulative : .discrete
+    }
+}
+
+extension HealthStore {
+    // MARK: Statistics indexes
+
+    /// Runs `body` on the user's index for a quantity type, current as of a fresh snapshot: rows and
+    /// tombstones committed since the index was last used are applied first (built from every stored
+    /// sample on first use). Another (user, type) never waits for this one.
+    public func withStatisticsIndex<Result: Sendable>(userRowID: Int64, type: HealthType,
+                                                      _ body: (StatisticsSnapshot) throws -> Result) throws -> Result {
+        guard let style = AggregationStyle(type), let typeCode = typeCode(for: type.id) else {
+            throw StoreError.invalid("statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
+        }
+        let entry = statisticsIndexes.entry(StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode), style: style)
+        return try entry.state.withLock { state throws -> Result in
+            try pool.read { db in try catchUp(&state, db: db, userRowID: userRowID, typeCode: typeCode, style: style) }
+            return try body(StatisticsSnapshot(index: state.index, appNames: state.appNames, sequence: state.appliedSeq))
+        }
+    }
+
+    /// Bytes held by all cached statistics indexes.
+    public var statisticsIndexMemoryBytes: Int { statisticsIndexes.memoryBytes }
+
+    /// Drops every cached index (the next query rebuilds from SQLite): for benchmarks of the cold path.
+    public func dropStatisticsIndexes() { statisticsIndexes.removeAll() }
+
+    /// Every sample of a quantity type as statistics see them, read straight from SQLite: the direct
+    /// path the indexes are checked against.
+    public func statisticsSamples(userRowID: Int64, type: HealthType) throws -> [StatisticsSample] {
+        guard AggregationStyle(type) != nil, let typeCode = typeCode(for: type.id) else { return [] }
+        return try pool.read { db in try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode) }
+    }
+
+    private func catchUp(_ state: inout StatisticsIndexCache.Entry.State, db: Database, userRowID: Int64, typeCode: Int64,
+                         style: AggregationStyle) throws {
+        let sequence = try ChangeSequence.current(db)
+        let priority = try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode)
+        if !state.built || sequence < state.appliedSeq {
+            // First use (or a sequence that went backwards, which only a restored database can do): rebuild.
+            var index = SeriesIndex(style: style, priority: SourcePriority(priority.map(\.source)))
+            try index.insert(contentsOf: Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode))
+            state.index = index
+            state.built = true
+        } else {
+            let wanted = SourcePriority(priority.map(\.source))
+            if state.index.priority != wanted { state.index.setPriority(wanted) }
+            if sequence > state.appliedSeq {
+                try applyChanges(&state, db: db, userRowID: userRowID, typeCode: typeCode, since: state.appliedSeq)
+            }
+        }
+        // Apps can be authorized without any commit, so names are read every time (a few rows).
+        state.appNames = try Self.appNames(db, userRowID: userRowID)
+        state.appliedSeq = sequence
+    }
+
+    /// Applies the commits after `since`. Deletions only name samples the index already holds (a
+    /// tombstone whose sample was saved after `since` is skipped: that sample was never applied and its
+    /// row is gone), and new rows are distinct samples, so removing first and adding second gives the
+    /// same state as replaying in sequence order.
+    private func applyChanges(_ state: inout StatisticsIndexCache.Entry.State, db: Database, userRowID: Int64,
+                              typeCode: Int64, since: Int64) throws {
+        let tombstones = try db.cachedStatement("""
+            SELECT sample_seq, start_ms, end_ms, value, source_id FROM deleted_samples
+            WHERE user_id = ?1 AND +type_id = ?2 AND seq > ?3 AND sample_seq <= ?3 AND value IS NOT NULL
+            """)
+        try tombstones.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
+        var removed: [StatisticsSample] = []
+        try tombstones.forEachRow { row in
+            if let sample = Self.indexable(row) { removed.append(sample) }
+        }
+        if !removed.isEmpty { state.index.delete(contentsOf: removed) }
+        // The sequence is the rowid: a range scan over the commits since `since`, filtered to this series.
+        let rows = try db.cachedStatement("""
+            SELECT seq, start_ms, end_ms, value, source_id FROM samples
+            WHERE seq > ?3 AND +user_id = ?1 AND +type_id = ?2 AND value IS NOT NULL
+            """)
+        try rows.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
+        var added: [StatisticsSample] = []
+        try rows.forEachRow { row in
+            if let sample = Self.indexable(row) { added.append(sample) }
+        }
+        if !added.isEmpty { try state.index.insert(contentsOf: added) }
+    }
+
+    static func indexableSamples(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [StatisticsSample] {
+        let statement = try db.cachedStatement("""
+            SELECT seq, start_ms, end_ms, value, source_id FROM samples
+            WHERE user_id = ? AND type_id = ? AND value IS NOT NULL
+            """)
+        try statement.bind([.integer(userRowID), .integer(typeCode)])
+        var samples: [StatisticsSample] = []
+        try statement.forEachRow { row in
+            if let sample = indexable(row) { samples.append(sample) }
+        }
+        return samples
+    }
+
+    /// A row (seq, start, end, value, source) as the indexes take it. Samples the indexes cannot hold
+    /// (longer than `StatisticsSample.maximumDuration`, possible only for discrete types without a
+    /// maximum) are left out, the same way on insert and on delete.
+    static func indexable(_ row: Row) -> StatisticsSample? {
+        guard let source = Int32(exactly: row.int64(at: 4)) else { return nil }
+        let sample = StatisticsSample(id: row.int64(at: 0), start: row.int64(at: 1), end: row.int64(at: 2),
+                                      value: row.double(at: 3), source: source)
+        do { try sample.validate() } catch { return nil }
+        return sample
+    }
+
+    static func appNames(_ db: Database, userRowID: Int64) throws -> [Int32: String] {
+        var names: [Int32: String] = [:]
+        let statement = try db.cachedStatement("SELECT id, app FROM sources WHERE user_id = ?")
+        try statement.bind([.integer(userRowID)])
+        try statement.forEachRow { row in
+            if let id = Int32(exactly: row.int64(at: 0)) { names[id] = row.string(at: 1) }
+        }
+        return names
+    }
+
+    // MARK: Source priority
+
+    /// The user's effective source order for a type: the apps of their chosen order first (as listed),
+    /// then every other source that saved the type, the one that saved it first ranking first.
+    func effectiveSourcePriority(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [(source: Int32, app: String)] {
+        var order: [(source: Int32, app: String)] = []
+        var listed = Set<Int32>()
+        if let text = try db.first("SELECT apps FROM source_priorities WHERE user_id = ? AND type_id = ?",
+                                   [.integer(userRowID), .integer(typeCode)], { $0.string(at: 0) }) {
+            let names = Self.decodeAppList(text)
+            let statement = try db.cachedStatement("SELECT id FROM sources WHERE user_id = ? AND app = ?")
+            for name in names {
+                try statement.bind([.integer(userRowID), .text(name)])
+                guard let id = try statement.first({ $0.int64(at: 0) }).flatMap({ Int32(exactly: $0) }),
+                      !listed.contains(id) else { continue }
+                listed.insert(id)
+                order.append((id, name))
+            }
+        }
+        let statement = try db.cachedStatement("""
+            SELECT st.source_id, s.app, min(st.first_seq) AS first FROM source_types st JOIN sources s ON s.id = st.source_id
+            WHERE st.user_id = ? AND st.type_id = ? GROUP BY st.source_id ORDER BY first, st.source_id
+            """)
+        try statement.bind([.integer(userRowID), .integer(typeCode)])
+        try statement.forEachRow { row in
+            guard let id = Int32(exactly: row.int64(at: 0)), !listed.contains(id) else { return }
+            order.append((id, row.string(at: 1)))
+        }
+        return order
+    }
+
+    /// The effective source order for a type as app names (see `effectiveSourcePriority`).
+    public func sourcePriority(userRowID: Int64, type: HealthType) throws -> [String] {
+        guard let typeCode = typeCode(for: type.id) else { return [] }
+        return try pool.read { db in try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.app) }
+    }
+
+    /// Stores the user's order for a type. Every app must be one the user has authorized (a source);
+    /// an unknown or repeated name is `invalid`, naming it, and nothing is stored.
+    public func setSourcePriority(userRowID: Int64, type: HealthType, apps: [String]) throws {
+        guard AggregationStyle(type) != nil, let typeCode = typeCode(for: type.id) else {
+            throw StoreError.invalid("type: source priority applies to quantity types; \(type.id) is a \(type.kind.rawValue) type")
+        }
+        try pool.write { db in
+            var seen = Set<String>()
+            for (position, app) in apps.enumerated() {
+                guard seen.insert(app).inserted else {
+                    throw StoreError.invalid("order[\(position)]: app '\(app)' is listed twice")
+                }
+                guard try db.first("SELECT 1 FROM sources WHERE user_id = ? AND app = ?",
+                                   [.integer(userRowID), .text(app)], { _ in true }) != nil else {
+                    throw StoreError.invalid("order[\(position)]: unknown app '\(app)' (no authorization of this user names it)")
+                }
+            }
+            try db.execute("""
+                INSERT INTO source_priorities (user_id, type_id, apps) VALUES (?, ?, ?)
+                ON CONFLICT(user_id, type_id) DO UPDATE SET apps = excluded.apps
+                """, [.integer(userRowID), .integer(typeCode), .text(Self.encodeAppList(apps))])
+        }
+    }
+
+    static func encodeAppList(_ apps: [String]) -> String {
+        var writer = JSONWriter()
+        writer.beginArray()
+        for app in apps { writer.string(app) }
+        writer.endArray()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    static func decodeAppList(_ text: String) -> [String] {
+        guard let values = (try? JSONParser.parse(text))?.arrayValue else { return [] }
+        return values.compactMap(\.stringValue)
+    }
+}
