@@ -226,6 +226,132 @@ PATHS = {
     },
 }
 
+# Statistics (HKStatisticsQuery, HKStatisticsCollectionQuery), source priority, summaries.
+figure = {"type": "number", "description": "In `unit`; absent when no sample lies in the interval (never 0 for no data)."}
+SCHEMAS.update({
+    "StatisticsFigures": {
+        "type": "object", "description": "Only the figures asked for in `options`; a figure with no data behind it is absent. "
+                                         "Written with 12 significant digits.",
+        "properties": {
+            "sum": dict(figure, description="cumulativeSum: pro-rated by time overlap, sources merged by priority."),
+            "average": dict(figure, description="discreteAverage: mean of the samples starting in the interval."),
+            "minimum": dict(figure, description="discreteMin."), "maximum": dict(figure, description="discreteMax."),
+            "mostRecent": {"type": "object", "required": ["value", "start", "end"], "description": "mostRecent: the sample with the latest start (then end).",
+                           "properties": {"value": {"type": "number"}, "start": instant, "end": instant}},
+        },
+    },
+    "SourceFigures": {"allOf": [{"type": "object", "required": ["app"], "properties": {"app": {"type": "string"}}},
+                                ref("StatisticsFigures")],
+                      "description": "One app's own figures, unmerged (separateBySource); in priority order, apps with data only."},
+    "SummaryFigures": {
+        "type": "object", "required": ["steps", "distance", "exerciseTime", "activeEnergy", "averagePace"],
+        "properties": {"steps": {"type": "number", "description": "stepCount sum (count); 0 without data."},
+                       "distance": {"type": "number", "description": "distanceWalkingRunning sum (m)."},
+                       "exerciseTime": {"type": "number", "description": "appleExerciseTime sum (min)."},
+                       "activeEnergy": {"type": "number", "description": "activeEnergyBurned sum (kcal)."},
+                       "averagePace": {"type": ["number", "null"], "description": "Seconds per metre: time covered by walking/running "
+                                       "distance samples (their union, so overlapping sources count once) / distance; null without distance."}},
+    },
+})
+
+statistics_options = qparam("options", "Comma list: cumulativeSum (cumulative types); discreteAverage, discreteMin, discreteMax, "
+                            "mostRecent (discrete types); separateBySource with either. A mismatch with the type's aggregation is a 400.",
+                            required=True)
+statistics_range = [
+    qparam("type", "A quantity type id (category, correlation and workout types are a 400).", required=True),
+    qparam("start", "Interval start (RFC 3339), required.", {"type": "string", "format": "date-time"}, required=True),
+    qparam("end", "Interval end, exclusive, required; must be after start.", {"type": "string", "format": "date-time"}, required=True),
+]
+statistics_unit = qparam("unit", "Unit of the figures (must fit the type); default the canonical unit.")
+
+PATHS.update({
+    "/v1/statistics": {"get": {
+        "summary": "Statistics over one interval (HKStatisticsQuery)", "tags": ["statistics"],
+        "description": "Without read permission for the type, the figures cover the calling app's own samples only.",
+        "parameters": statistics_range + [statistics_options, statistics_unit],
+        "responses": {"200": ok_json({"allOf": [{"type": "object", "required": ["type", "start", "end", "unit"], "properties": {
+            "type": {"type": "string"}, "start": instant, "end": instant, "unit": {"type": "string"},
+            "sources": {"type": "array", "items": ref("SourceFigures"), "description": "Only with separateBySource."}}},
+            ref("StatisticsFigures")]}), **ERRORS_APP}}},
+    "/v1/statistics/collection": {"get": {
+        "summary": "Statistics per calendar bucket (HKStatisticsCollectionQuery)", "tags": ["statistics"],
+        "description": "Every bucket intersecting [start, end), in order, aligned to `anchor` in `timeZone`; a day bucket spans 23 or 25 "
+                       "hours across a DST change. Bucket instants carry the zone's offset. At most 50,000 buckets (400 beyond).",
+        "parameters": statistics_range + [
+            qparam("interval", "ISO 8601 duration of one calendar component: PT1M, PT15M, PT1H, P1D, P1W, P1M, P1Y.", required=True),
+            qparam("anchor", "Bucket alignment (RFC 3339); default the start of start's day in timeZone.", {"type": "string", "format": "date-time"}),
+            qparam("timeZone", "IANA zone name; default UTC; unknown is a 400."),
+            statistics_options, statistics_unit],
+        "responses": {"200": ok_json({"type": "object", "required": ["type", "unit", "buckets"], "properties": {
+            "type": {"type": "string"}, "unit": {"type": "string"},
+            "buckets": {"type": "array", "items": {"allOf": [
+                {"type": "object", "required": ["start", "end"], "properties": {
+                    "start": {"type": "string", "format": "date-time", "description": "With the zone's offset at that instant."},
+                    "end": {"type": "string", "format": "date-time"},
+                    "sources": {"type": "array", "items": ref("SourceFigures"), "description": "Only with separateBySource."}}},
+                ref("StatisticsFigures")]}}}}), **ERRORS_APP}}},
+    "/v1/sources/priority": {
+        "get": {"summary": "The user's effective source order for a type", "tags": ["statistics"],
+                "description": "The user's chosen order, then every other app that saved the type, first saver first. Without read "
+                               "permission only the calling app itself can appear.",
+                "parameters": [qparam("type", "A quantity type id.", required=True)],
+                "responses": {"200": ok_json({"type": "object", "required": ["type", "order"], "properties": {
+                    "type": {"type": "string"}, "order": {"type": "array", "items": {"type": "string"}}}}), **ERRORS_APP}},
+        "put": {"summary": "Set a user's source order for a type (admin)", "tags": ["statistics"],
+                "description": "Apps not listed rank after the listed ones, first saver first. Takes effect on the next query.",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["user", "type", "order"], "additionalProperties": False,
+                    "properties": {"user": {"type": "string", "description": "User id (or name)."},
+                                   "type": {"type": "string", "description": "A quantity type id."},
+                                   "order": {"type": "array", "items": {"type": "string"},
+                                             "description": "App names, highest priority first; an app the user never authorized, "
+                                                            "or one listed twice, is a 400 naming it."}}}}}},
+                "responses": {"200": ok_json({"type": "object", "properties": {
+                    "user": {"type": "string"}, "type": {"type": "string"},
+                    "order": {"type": "array", "items": {"type": "string"}, "description": "The effective order now."}}}),
+                    "415": problem("Not application/json."), **ERRORS_APP}},
+    },
+    "/v1/summary": {"get": {
+        "summary": "Dashboard totals for the day, week (Monday first), month or year containing a date", "tags": ["statistics"],
+        "description": "Merged across sources exactly as /v1/statistics merges them (read privacy per type).",
+        "parameters": [qparam("date", "YYYY-MM-DD.", {"type": "string", "format": "date"}, required=True),
+                       qparam("timeZone", "IANA zone name; default UTC."),
+                       qparam("period", "Default day.", {"type": "string", "enum": ["day", "week", "month", "year"], "default": "day"})],
+        "responses": {"200": ok_json({"allOf": [{"type": "object", "required": ["date", "period", "timeZone", "start", "end", "days", "dailyAverage"],
+            "properties": {"date": {"type": "string", "format": "date"}, "period": {"type": "string"}, "timeZone": {"type": "string"},
+                           "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+                           "days": {"type": "integer", "description": "Days of the period begun by now (today included, at least 1): the divisor of dailyAverage."},
+                           "dailyAverage": dict(ref("SummaryFigures"), description="Totals / days; averagePace as in the totals.")}},
+            ref("SummaryFigures")]}), **ERRORS_APP}}},
+    "/v1/activity-summaries": {"get": {
+        "summary": "Move, Exercise and Stand per day (HKActivitySummary)", "tags": ["statistics"],
+        "parameters": [qparam("start", "First day, YYYY-MM-DD.", {"type": "string", "format": "date"}, required=True),
+                       qparam("end", "Last day, inclusive; at most 1,000 days.", {"type": "string", "format": "date"}, required=True),
+                       qparam("timeZone", "IANA zone name; default UTC.")],
+        "responses": {"200": ok_json({"type": "object", "required": ["summaries"], "properties": {"summaries": {"type": "array", "items": {
+            "type": "object", "properties": {
+                "date": {"type": "string", "format": "date"},
+                "activeEnergyBurned": {"type": "number", "description": "kcal, merged across sources."},
+                "activeEnergyBurnedGoal": {"type": "number", "description": "kcal; default 500."},
+                "appleExerciseTime": {"type": "number", "description": "Minutes."},
+                "appleExerciseTimeGoal": {"type": "number", "description": "Minutes; default 30."},
+                "appleStandHours": {"type": "integer", "description": "Local hours in which an appleStandHour sample marked stood starts."},
+                "appleStandHoursGoal": {"type": "number", "description": "Hours; default 12."}}}}}}), **ERRORS_APP}}},
+    "/v1/activity-goals": {"put": {
+        "summary": "Set a user's activity goals (admin)", "tags": ["statistics"],
+        "description": "Goals not given keep their value (defaults 500 kcal, 30 min, 12 h).",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["user"], "additionalProperties": False, "minProperties": 2,
+            "properties": {"user": {"type": "string"},
+                           "activeEnergyBurnedGoal": {"type": "number", "minimum": 1, "maximum": 100000},
+                           "appleExerciseTimeGoal": {"type": "number", "minimum": 1, "maximum": 1440},
+                           "appleStandHoursGoal": {"type": "number", "minimum": 1, "maximum": 24}}}}}},
+        "responses": {"200": ok_json({"type": "object", "properties": {
+            "user": {"type": "string"}, "activeEnergyBurnedGoal": {"type": "number"},
+            "appleExerciseTimeGoal": {"type": "number"}, "appleStandHoursGoal": {"type": "number"}}}),
+            "415": problem("Not application/json."), **ERRORS_APP}}},
+})
+
 
 def document():
     return {

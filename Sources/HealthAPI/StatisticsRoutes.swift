@@ -1,3 +1,4 @@
+import Foundation
 import HTTP
 import HealthModel
 import HealthStore
@@ -211,9 +212,30 @@ struct UnitOutput {
     var unitString: String { target.unitString }
 
     func convert(_ value: Double) -> Double {
-        if target == canonical { return value }
-        return (try? canonical.convert(value, to: target)) ?? value
+        if target == canonical { return FigureRounding.significant(value) }
+        return FigureRounding.significant((try? canonical.convert(value, to: target)) ?? value)
     }
+}
+
+/// Pro-rating multiplies by fractions of intervals, which leaves floating-point noise
+/// (1000.0000000000001 steps); figures are written with 12 significant digits, far beyond any
+/// sensor's precision, so whole inputs give whole answers.
+enum FigureRounding {
+    static let significantDigits = 12
+
+    static func significant(_ value: Double) -> Double {
+        guard value.isFinite, value != 0 else { return value }
+        let magnitude = Int((abs(value)).exponentOf10)
+        let scale = pow(10.0, Double(significantDigits - 1 - magnitude))
+        guard scale.isFinite, scale > 0 else { return value }
+        let rounded = (value * scale).rounded() / scale
+        return rounded.isFinite ? rounded : value
+    }
+}
+
+extension Double {
+    /// ⌊log10(self)⌋ for a positive finite value.
+    fileprivate var exponentOf10: Double { log10(self).rounded(.down) }
 }
 
 /// The figures of one interval as the API reports them: merged, and per app when asked.

@@ -54,7 +54,7 @@ enum SummaryRoutes {
                     try store.coveredDuration(userRowID: app.userRowID, type: distanceType, start: start, end: end,
                                               onlySource: app.mayRead(distanceType.id) ? nil : app.sourceRowID)
                 }
-                pace = Double(covered) / 1000 / distance
+                pace = FigureRounding.significant(Double(covered) / 1000 / distance)
             }
             // Days not yet begun do not dilute the average: today counts, tomorrow does not.
             let today = localDay(of: SummaryClock.now(), calendar)
@@ -68,7 +68,7 @@ enum SummaryRoutes {
                 writer.field("end", RFC3339.format(end, offsetSeconds: Int(calendar.offsetSeconds(at: end))))
                 writer.field("days", elapsedDays)
                 func figures(divisor: Double) {
-                    for figure in summaryFigures { writer.field(figure.field, (totals[figure.field] ?? 0) / divisor) }
+                    for figure in summaryFigures { writer.field(figure.field, FigureRounding.significant((totals[figure.field] ?? 0) / divisor)) }
                     writer.key("averagePace")
                     if let pace { writer.number(pace) } else { writer.null() }
                 }
@@ -228,7 +228,7 @@ enum SummaryRoutes {
 
     static func convert(_ value: Double, type: HealthType, to unit: HealthUnit) throws(APIError) -> Double {
         guard let canonical = type.canonicalUnit else { return value }
-        do throws(HealthUnitError) { return try canonical.convert(value, to: unit) } catch {
+        do throws(HealthUnitError) { return FigureRounding.significant(try canonical.convert(value, to: unit)) } catch {
             throw APIError(status: .internalServerError, code: "errorInternal", detail: "\(type.id) does not convert to \(unit)")
         }
     }
