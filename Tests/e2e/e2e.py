@@ -204,6 +204,47 @@ def cli_checks(binary, public, busy_port):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def statistics_checks(port):
+    print("e2e: statistics")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "stats-e2e"}, token=ADMIN)
+    user = js(b)["id"]
+    types = ["stepCount", "heartRate"]
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "iphone", "read": types, "share": types}, token=ADMIN)
+    phone = js(b)["token"]
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "watch", "read": [], "share": types}, token=ADMIN)
+    watch = js(b)["token"]
+    walk = {"type": "stepCount", "unit": "count", "start": "2024-03-10T10:00:00-04:00", "end": "2024-03-10T10:10:00-04:00"}
+    http(port, "POST", "/v1/samples", {"samples": [dict(walk, value=1000)]}, token=phone)
+    http(port, "POST", "/v1/samples", {"samples": [dict(walk, value=900)]}, token=watch)
+    q = "/v1/statistics?type=stepCount&options=cumulativeSum,separateBySource&start=2024-03-10T00:00:00Z&end=2024-03-11T00:00:00Z"
+    st, h, b = http(port, "GET", q, token=phone)
+    body = js(b) or {}
+    check("iPhone + Watch overlap counted once", st == 200 and body.get("sum") == 1000 and len(body.get("sources", [])) == 2, b)
+    st, h, b = http(port, "GET", q, token=watch)
+    check("without read permission only the app's own steps count", st == 200 and (js(b) or {}).get("sum") == 900, b)
+    q = ("/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&timeZone=America/New_York"
+         "&start=2024-03-09T05:00:00Z&end=2024-03-11T04:00:00Z")
+    st, h, b = http(port, "GET", q, token=phone)
+    buckets = (js(b) or {}).get("buckets", [])
+    check("DST day bucket spans 23 hours with both offsets",
+          st == 200 and len(buckets) == 2 and buckets[1]["start"] == "2024-03-10T00:00:00.000-05:00"
+          and buckets[1]["end"] == "2024-03-11T00:00:00.000-04:00" and buckets[1].get("sum") == 1000 and "sum" not in buckets[0], b)
+    st, h, b = http(port, "GET", "/v1/statistics?type=stepCount&options=discreteAverage&start=2024-03-10T00:00:00Z&end=2024-03-11T00:00:00Z", token=phone)
+    check("option/aggregation mismatch is 400", st == 400 and js(b)["code"] == "errorInvalidArgument", b)
+    st, h, b = http(port, "PUT", "/v1/sources/priority", {"user": user, "type": "stepCount", "order": ["watch"]}, token=ADMIN)
+    check("PUT /v1/sources/priority (admin)", st == 200 and js(b)["order"] == ["watch", "iphone"], b)
+    st, h, b = http(port, "GET", "/v1/statistics?type=stepCount&options=cumulativeSum&start=2024-03-10T00:00:00Z&end=2024-03-11T00:00:00Z", token=phone)
+    check("priority change reaches the next query", st == 200 and js(b).get("sum") == 900, b)
+    st, h, b = http(port, "PUT", "/v1/sources/priority", {"user": user, "type": "stepCount", "order": ["nobody"]}, token=ADMIN)
+    check("unknown app in a priority order is 400 naming it", st == 400 and b"nobody" in b, b)
+    st, h, b = http(port, "GET", "/v1/summary?date=2024-03-10&timeZone=America/New_York&period=week", token=phone)
+    check("weekly summary merges sources", st == 200 and js(b).get("steps") == 900 and js(b)["start"].startswith("2024-03-04"), b)
+    st, h, b = http(port, "GET", "/v1/activity-summaries?start=2024-03-09&end=2024-03-10&timeZone=America/New_York", token=phone)
+    check("activity summaries list every day with default goals",
+          st == 200 and [d["date"] for d in js(b)["summaries"]] == ["2024-03-09", "2024-03-10"]
+          and js(b)["summaries"][0]["appleStandHoursGoal"] == 12, b)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -212,6 +253,7 @@ def main():
     server = Server(args.binary, os.path.abspath(args.public))
     try:
         foundation_checks(server.port)
+        statistics_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         print("e2e: graceful stop")
         code = server.stop()
