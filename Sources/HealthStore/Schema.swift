@@ -107,6 +107,9 @@ enum Schema {
                 ALTER TABLE deleted_samples ADD COLUMN start_ms INTEGER;
                 ALTER TABLE deleted_samples ADD COLUMN end_ms INTEGER;
                 ALTER TABLE deleted_samples ADD COLUMN value REAL;
+                -- Statistics catch-up reads a user's rows after a sequence number. The change feed's
+                -- migration creates the same index; IF NOT EXISTS lets either come first.
+                CREATE INDEX IF NOT EXISTS samples_by_user_seq ON samples(user_id, seq);
                 -- The user's Move, Exercise and Stand goals for activity summaries (HKActivitySummary).
                 CREATE TABLE activity_goals (
                     user_id INTEGER PRIMARY KEY,

@@ -40,24 +40,58 @@ final class StatisticsIndexCache: Sendable {
         init(style: AggregationStyle) { state = Mutex(State(index: SeriesIndex(style: style))) }
     }
 
-    private let entries = Mutex<[Key: Entry]>([:])
+    private struct Slot {
+        let entry: Entry
+        var bytes: Int
+        var lastUse: UInt64
+    }
+
+    private struct Slots {
+        var byKey: [Key: Slot] = [:]
+        var clock: UInt64 = 0
+    }
+
+    private let slots = Mutex(Slots())
+    /// Indexes beyond this many bytes in all are dropped, least recently used first; a dropped one
+    /// is rebuilt from SQLite by its next query.
+    let memoryBudget: Int
+    /// 2 GiB: about 40 million step samples or 70 million heart-rate samples (BENCHMARKS.md).
+    static let defaultMemoryBudget = 2 << 30
+
+    init(memoryBudget: Int) { self.memoryBudget = memoryBudget }
 
     func entry(_ key: Key, style: AggregationStyle) -> Entry {
-        entries.withLock { entries in
-            if let existing = entries[key] { return existing }
+        slots.withLock { slots in
+            slots.clock += 1
+            if let existing = slots.byKey[key] {
+                slots.byKey[key]?.lastUse = slots.clock
+                return existing.entry
+            }
             let created = Entry(style: style)
-            entries[key] = created
+            slots.byKey[key] = Slot(entry: created, bytes: 0, lastUse: slots.clock)
             return created
         }
     }
 
-    /// Bytes held by every cached index, for the benchmark and operators.
-    var memoryBytes: Int {
-        let all = entries.withLock { Array($0.values) }
-        return all.reduce(0) { total, entry in total + entry.state.withLock { $0.index.memoryBytes } }
+    /// Records an index's size after a query and evicts others while the total is over budget.
+    func record(_ key: Key, bytes: Int) {
+        slots.withLock { slots in
+            slots.byKey[key]?.bytes = bytes
+            var total = slots.byKey.values.reduce(0) { $0 + $1.bytes }
+            while total > memoryBudget {
+                guard let victim = slots.byKey.filter({ $0.key != key }).min(by: { $0.value.lastUse < $1.value.lastUse }) else { break }
+                total -= victim.value.bytes
+                slots.byKey[victim.key] = nil
+            }
+        }
     }
 
-    func removeAll() { entries.withLock { $0.removeAll() } }
+    /// Bytes held by every cached index, as last recorded.
+    var memoryBytes: Int { slots.withLock { $0.byKey.values.reduce(0) { $0 + $1.bytes } } }
+
+    var count: Int { slots.withLock { $0.byKey.count } }
+
+    func removeAll() { slots.withLock { $0.byKey.removeAll() } }
 }
 
 extension AggregationStyle {
@@ -78,11 +112,15 @@ extension HealthStore {
         guard let style = AggregationStyle(type), let typeCode = typeCode(for: type.id) else {
             throw StoreError.invalid("statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
         }
-        let entry = statisticsIndexes.entry(StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode), style: style)
-        return try entry.state.withLock { state throws -> Result in
+        let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
+        let entry = statisticsIndexes.entry(key, style: style)
+        let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
             try pool.read { db in try catchUp(&state, db: db, userRowID: userRowID, typeCode: typeCode, style: style) }
-            return try body(StatisticsSnapshot(index: state.index, appNames: state.appNames, sequence: state.appliedSeq))
+            let result = try body(StatisticsSnapshot(index: state.index, appNames: state.appNames, sequence: state.appliedSeq))
+            return (result, state.index.memoryBytes)
         }
+        statisticsIndexes.record(key, bytes: bytes)
+        return result
     }
 
     /// Bytes held by all cached statistics indexes.
@@ -136,10 +174,10 @@ extension HealthStore {
             if let sample = Self.indexable(row) { removed.append(sample) }
         }
         if !removed.isEmpty { state.index.delete(contentsOf: removed) }
-        // The sequence is the rowid: a range scan over the commits since `since`, filtered to this series.
+        // Through (user_id, seq): only this user's commits since `since` are read, then filtered by type.
         let rows = try db.cachedStatement("""
             SELECT seq, start_ms, end_ms, value, source_id FROM samples
-            WHERE seq > ?3 AND +user_id = ?1 AND +type_id = ?2 AND value IS NOT NULL
+            WHERE user_id = ?1 AND +type_id = ?2 AND seq > ?3 AND value IS NOT NULL
             """)
         try rows.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
         var added: [StatisticsSample] = []

@@ -147,4 +147,24 @@ struct SeededGenerator: RandomNumberGenerator {
             try t.store.withStatisticsIndex(userRowID: user.rowID, type: sleep) { _ in 0 }
         }
     }
+
+    @Test func cacheEvictsLeastRecentlyUsedIndexesOverBudget() {
+        let cache = StatisticsIndexCache(memoryBudget: 100)
+        let a = StatisticsIndexCache.Key(userRowID: 1, typeCode: 1)
+        let b = StatisticsIndexCache.Key(userRowID: 1, typeCode: 2)
+        let c = StatisticsIndexCache.Key(userRowID: 2, typeCode: 1)
+        let first = cache.entry(a, style: .cumulative)
+        cache.record(a, bytes: 40)
+        _ = cache.entry(b, style: .discrete)
+        cache.record(b, bytes: 40)
+        #expect(cache.count == 2)
+        #expect(cache.entry(a, style: .cumulative) === first)  // a is now the most recently used
+        _ = cache.entry(c, style: .cumulative)
+        cache.record(c, bytes: 40)
+        #expect(cache.count == 2)
+        #expect(cache.memoryBytes == 80)
+        #expect(cache.entry(a, style: .cumulative) === first)  // b was evicted, not a
+        cache.record(a, bytes: 500)  // one index over budget alone stays: it is in use
+        #expect(cache.count == 1)
+    }
 }
