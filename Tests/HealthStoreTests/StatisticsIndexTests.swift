@@ -167,4 +167,24 @@ struct SeededGenerator: RandomNumberGenerator {
         cache.record(a, bytes: 500)  // one index over budget alone stays: it is in use
         #expect(cache.count == 1)
     }
+
+    /// A sample saved and deleted between two queries never reached the index: its tombstone must not
+    /// remove an identical sample that did.
+    @Test func sampleSavedAndDeletedBetweenQueriesLeavesItsTwinAlone() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
+        guard let type = HealthTypeCatalog.type("stepCount") else { return }
+        let sum = { () throws -> Double? in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+                try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
+            }
+        }
+        _ = try t.store.save([steps(30, start: Self.day0)], by: phone)
+        #expect(try sum() == 30)
+        let twin = steps(30, start: Self.day0)
+        _ = try t.store.save([twin], by: phone)
+        try t.store.deleteSample(twin.uuid, by: phone)
+        #expect(try sum() == 30)
+    }
 }
