@@ -115,7 +115,18 @@ extension HealthStore {
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
         let entry = statisticsIndexes.entry(key, style: style)
         let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
-            try pool.read { db in try catchUp(&state, db: db, userRowID: userRowID, typeCode: typeCode, style: style) }
+            // Read everything in one snapshot, then apply with the reader returned: a failed read
+            // changes nothing, and a cold build does not hold a connection while it indexes.
+            let rebuild = !state.built
+            let changes = try pool.read { db in
+                try pendingChanges(db, userRowID: userRowID, typeCode: typeCode, since: rebuild ? nil : state.appliedSeq)
+            }
+            do {
+                try apply(changes, to: &state, style: style)
+            } catch {
+                state.built = false  // rebuilt from SQLite by the next query
+                throw error
+            }
             let result = try body(StatisticsSnapshot(index: state.index, appNames: state.appNames, sequence: state.appliedSeq))
             return (result, state.index.memoryBytes)
         }
@@ -136,55 +147,67 @@ extension HealthStore {
         return try pool.read { db in try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode) }
     }
 
-    private func catchUp(_ state: inout StatisticsIndexCache.Entry.State, db: Database, userRowID: Int64, typeCode: Int64,
-                         style: AggregationStyle) throws {
-        let sequence = try ChangeSequence.current(db)
-        let priority = try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode)
-        if !state.built || sequence < state.appliedSeq {
-            // First use (or a sequence that went backwards, which only a restored database can do): rebuild.
-            var index = SeriesIndex(style: style, priority: SourcePriority(priority.map(\.source)))
-            try index.insert(contentsOf: Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode))
-            state.index = index
-            state.built = true
-        } else {
-            let wanted = SourcePriority(priority.map(\.source))
-            if state.index.priority != wanted { state.index.setPriority(wanted) }
-            if sequence > state.appliedSeq {
-                try applyChanges(&state, db: db, userRowID: userRowID, typeCode: typeCode, since: state.appliedSeq)
-            }
-        }
-        // Apps can be authorized without any commit, so names are read every time (a few rows).
-        state.appNames = try Self.appNames(db, userRowID: userRowID)
-        state.appliedSeq = sequence
+    /// What one snapshot holds for a series beyond what the index has applied.
+    struct PendingChanges {
+        var sequence: Int64
+        var priority: SourcePriority
+        var appNames: [Int32: String]
+        /// Every sample, when the index is built afresh.
+        var all: [StatisticsSample]?
+        var removed: [StatisticsSample] = []
+        var added: [StatisticsSample] = []
     }
 
-    /// Applies the commits after `since`. Deletions only name samples the index already holds (a
-    /// tombstone whose sample was saved after `since` is skipped: that sample was never applied and its
-    /// row is gone), and new rows are distinct samples, so removing first and adding second gives the
-    /// same state as replaying in sequence order.
-    private func applyChanges(_ state: inout StatisticsIndexCache.Entry.State, db: Database, userRowID: Int64,
-                              typeCode: Int64, since: Int64) throws {
+    /// The change sequence, the effective source order, app names, and either every sample (`since`
+    /// nil) or the rows and tombstones committed after `since`. Tombstones whose sample was saved
+    /// after `since` are left out: that sample never reached the index and its row is gone.
+    func pendingChanges(_ db: Database, userRowID: Int64, typeCode: Int64, since: Int64?) throws -> PendingChanges {
+        let sequence = try ChangeSequence.current(db)
+        let priority = SourcePriority(try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
+        // Apps can be authorized without any commit, so names are read every time (a few rows).
+        var changes = PendingChanges(sequence: sequence, priority: priority, appNames: try Self.appNames(db, userRowID: userRowID))
+        // A sequence behind the index's happens only when a database is restored from a copy: rebuild.
+        guard let since, sequence >= since else {
+            changes.all = try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
+            return changes
+        }
+        guard sequence > since else { return changes }
         let tombstones = try db.cachedStatement("""
             SELECT sample_seq, start_ms, end_ms, value, source_id FROM deleted_samples
             WHERE user_id = ?1 AND +type_id = ?2 AND seq > ?3 AND sample_seq <= ?3 AND value IS NOT NULL
             """)
         try tombstones.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
-        var removed: [StatisticsSample] = []
         try tombstones.forEachRow { row in
-            if let sample = Self.indexable(row) { removed.append(sample) }
+            if let sample = Self.indexable(row) { changes.removed.append(sample) }
         }
-        if !removed.isEmpty { state.index.delete(contentsOf: removed) }
         // Through (user_id, seq): only this user's commits since `since` are read, then filtered by type.
         let rows = try db.cachedStatement("""
             SELECT seq, start_ms, end_ms, value, source_id FROM samples
             WHERE user_id = ?1 AND +type_id = ?2 AND seq > ?3 AND value IS NOT NULL
             """)
         try rows.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
-        var added: [StatisticsSample] = []
         try rows.forEachRow { row in
-            if let sample = Self.indexable(row) { added.append(sample) }
+            if let sample = Self.indexable(row) { changes.added.append(sample) }
         }
-        if !added.isEmpty { try state.index.insert(contentsOf: added) }
+        return changes
+    }
+
+    /// Removed samples are ones the index holds and added ones are new rows, so removing first and
+    /// adding second gives the same state as replaying in sequence order.
+    private func apply(_ changes: PendingChanges, to state: inout StatisticsIndexCache.Entry.State,
+                       style: AggregationStyle) throws {
+        if let all = changes.all {
+            var index = SeriesIndex(style: style, priority: changes.priority)
+            try index.insert(contentsOf: all)
+            state.index = index
+            state.built = true
+        } else {
+            if state.index.priority != changes.priority { state.index.setPriority(changes.priority) }
+            if !changes.removed.isEmpty { state.index.delete(contentsOf: changes.removed) }
+            if !changes.added.isEmpty { try state.index.insert(contentsOf: changes.added) }
+        }
+        state.appNames = changes.appNames
+        state.appliedSeq = changes.sequence
     }
 
     static func indexableSamples(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [StatisticsSample] {
