@@ -174,6 +174,61 @@ def foundation_checks(port):
     check("a wrong token is 401", st == 401)
 
 
+def api_checks(port):
+    print("e2e: samples and motion")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "e2e-user"}, token=ADMIN)
+    check("admin creates a user", st == 201, b)
+    user = js(b)["id"]
+    st, h, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "e2e-phone",
+                    "read": ["stepCount", "distanceWalkingRunning"], "share": ["stepCount", "distanceWalkingRunning", "flightsClimbed"]}, token=ADMIN)
+    token = js(b)["token"]
+    body = {"samples": [{"type": "stepCount", "value": 100, "unit": "count",
+                         "start": "2026-03-08T09:00:00+01:00", "end": "2026-03-08T09:10:00+01:00"}]}
+    st, h, b = http(port, "POST", "/v1/samples", body, token=token)
+    check("POST /v1/samples saves", st == 201 and len(js(b)["saved"]) == 1, b)
+    st, h, b = http(port, "GET", "/v1/samples?type=stepCount&start=2026-03-08T09:05:00+01:00", token=token)
+    check("an unencoded + offset in the query works", st == 200 and len(js(b)["samples"]) == 1, b)
+    import math
+    rows = ["t,x,y,z"] + [f"{i/50},{0.3*3*math.sin(2*math.pi*1.8*i/50)},{6.9+2.1*math.sin(2*math.pi*1.8*i/50)},6.9" for i in range(1500)]
+    csv = ("\n".join(rows) + "\n").encode()
+    st, h, b = http(port, "POST", "/v1/ingest/imu?session=e2e&seq=0&unit=m/s2&t0=2026-03-08T10:00:00Z", csv, token=token,
+                    headers={"Content-Type": "text/csv"})
+    check("CSV IMU batch counts steps", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+    st2, h, b2 = http(port, "POST", "/v1/ingest/imu?session=e2e&seq=0&unit=m/s2&t0=2026-03-08T10:00:00Z", csv, token=token,
+                      headers={"Content-Type": "text/csv"})
+    check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
+    st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
+    check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+
+
+def cli_checks(binary, public, busy_port):
+    print("e2e: command line")
+    env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
+    def run(*args, timeout=20):
+        p = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    code, out, err = run("--help")
+    check("healthd --help lists the commands", code == 0 and "serve" in out and "--data-dir" in out)
+    code, out, err = run("serve", "--help")
+    check("healthd serve --help lists its flags", code == 0 and "--port" in out and "--demo" in out)
+    code, out, err = run("serve", "--bogus")
+    check("an unknown flag is a usage error (exit 2)", code == 2 and "unknown option" in err)
+    tmp = tempfile.mkdtemp(prefix="healthd-e2e-cli-")
+    try:
+        code, out, err = run("serve", "--port", str(busy_port), "--data-dir", os.path.join(tmp, "d1"))
+        check("a busy port is one clear line", code == 1 and "address already in use" in err.lower() and err.count("\n") == 1, err)
+        code, out, err = run("serve", "--config", os.path.join(tmp, "missing.json"))
+        check("an unreadable config file is one clear line", code == 1 and "config file" in err and err.count("\n") == 1, err)
+        bad = os.path.join(tmp, "bad.json")
+        open(bad, "w").write('{"prot": 1}')
+        code, out, err = run("serve", "--config", bad, "--data-dir", os.path.join(tmp, "d2"))
+        check("an unknown config key is named", code == 1 and "prot" in err, err)
+        blocked = os.path.join(tmp, "file-not-dir")
+        open(blocked, "w").write("x")
+        code, out, err = run("serve", "--port", "0", "--data-dir", os.path.join(blocked, "data"))
+        check("an unusable data directory is one clear line", code == 1 and "data directory" in err and err.count("\n") == 1, err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 def read_until(sock, data, predicate, timeout=10.0):
     """Reads from sock into data until predicate(data) holds, the peer closes, or timeout."""
     deadline = time.time() + timeout
@@ -272,6 +327,8 @@ def main():
     server = Server(args.binary, os.path.abspath(args.public))
     try:
         foundation_checks(server.port)
+        api_checks(server.port)
+        cli_checks(args.binary, os.path.abspath(args.public), server.port)
         feed_stream = change_feed_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
