@@ -129,9 +129,9 @@ public final class ChangeFeed: Sendable {
         }
     }
 
-    /// Counts for tests and metrics.
-    var parkedCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
-    var streamCount: Int { state.withLock { $0.streams.values.reduce(0) { $0 + $1.count } } }
+    /// Counts for tests, benchmarks and metrics.
+    public var parkedCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    public var streamCount: Int { state.withLock { $0.streams.values.reduce(0) { $0 + $1.count } } }
 
     // MARK: Long-poll
 
