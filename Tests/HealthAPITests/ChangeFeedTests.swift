@@ -210,14 +210,28 @@ private func follow(_ f: Fixture, token: String, types: String = "stepCount", fr
 
     @Test func deletionDuringAnInitialSyncReachesTheClientThatSawTheSample() throws {
         let f = try Fixture()
-        #expect(f.save(f.phone, (0..<6).map { steps($0) }.joined(separator: ",")).status == 201)
+        #expect(f.save(f.phone, (0..<7).map { steps($0) }.joined(separator: ",")).status == 201)
+        // Deleted before the sync began: never listed, neither as added nor as deleted.
+        #expect(f.server.request(.delete, "/v1/samples/\(uuid(6))", token: f.phone).status == 204)
         let first = f.server.request(.get, "/v1/changes?types=stepCount&limit=3", token: f.phone)
         #expect(first.addedUUIDs == [uuid(0), uuid(1), uuid(2)])
+        #expect(first.deletedUUIDs.isEmpty)
         #expect(f.server.request(.delete, "/v1/samples/\(uuid(1))", token: f.phone).status == 204)
         #expect(f.server.request(.delete, "/v1/samples/\(uuid(4))", token: f.phone).status == 204)
         var mirror = Set(first.addedUUIDs)
-        _ = follow(f, token: f.phone, from: first.anchor, limit: 3, mirror: &mirror)
+        var deleted: [String] = []
+        var anchor = first.anchor
+        while true {
+            let page = f.server.request(.get, "/v1/changes?types=stepCount&limit=3&anchor=\(anchor)", token: f.phone)
+            #expect(page.status == 200)
+            deleted += page.deletedUUIDs
+            for uuid in page.deletedUUIDs { mirror.remove(uuid) }
+            mirror.formUnion(page.addedUUIDs)
+            anchor = page.anchor
+            if !page.more { break }
+        }
         #expect(mirror == Set([0, 2, 3, 5].map { uuid($0) }))
+        #expect(Set(deleted) == Set([uuid(1), uuid(4)]))
     }
 
     @Test func aFollowerMirrorsTheStoreWhileOthersWrite() throws {
