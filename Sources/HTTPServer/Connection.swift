@@ -20,7 +20,8 @@ final class Connection: @unchecked Sendable {
     let fd: Int32
     let info: ConnectionInfo
     let loop: EventLoop
-    private unowned let server: HTTPServer
+    // Strong: a late responder completion may still reach a closed connection; the cycle ends when the loop drops it.
+    private let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
