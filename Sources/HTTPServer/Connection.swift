@@ -40,6 +40,7 @@ final class Connection: @unchecked Sendable {
     private var lingering = false
     private var lingerDeadline: UInt64?
     private var closed = false
+    private var shutdownNoted = false
 
     private var responseGeneration: UInt64 = 0
     private var awaitingGeneration: UInt64?
@@ -120,7 +121,8 @@ final class Connection: @unchecked Sendable {
     }
 
     func shutdownRequested() {
-        guard !closed else { return }
+        guard !closed, !shutdownNoted else { return }
+        shutdownNoted = true
         enqueue(machine.shutdownRequested(now: loop.now()))
         run()
     }
@@ -209,6 +211,9 @@ final class Connection: @unchecked Sendable {
         // A second completion, or one for a connection that died meanwhile, is ignored.
         guard !closed, awaitingGeneration == generation else { return }
         awaitingGeneration = nil
+        // Shutdown may have begun while this loop had not heard of it yet: this response then
+        // already says `Connection: close`.
+        if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
         let actions = machine.responseReady(response, now: loop.now())
         enqueue(actions)
         let streams = actions.contains { if case .startStream = $0 { return true } else { return false } }

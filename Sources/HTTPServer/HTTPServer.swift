@@ -14,6 +14,8 @@ public final class HTTPServer: Sendable {
     private let lifecycle = Mutex(Lifecycle())
     private let counters = Mutex(Counters())
     let openConnections = Atomic<Int>(0)
+    /// Lock-free copy of the shutdown state for the per-response check.
+    let shutdownStarted = Atomic<Bool>(false)
     private let nextConnectionID = Atomic<UInt64>(1)
     private let nextLoopIndex = Atomic<Int>(0)
 
@@ -79,6 +81,7 @@ public final class HTTPServer: Sendable {
                 return nil
             }
             state.shuttingDown = true
+            shutdownStarted.store(true, ordering: .releasing)
             state.shutdownCompletion = completion
             let listener = state.listener
             state.listener = nil
@@ -171,11 +174,12 @@ public final class HTTPServer: Sendable {
                                                 framing: .contentLength(problem.count), keepAlive: false,
                                                 requestVersion: .http1_1, date: HTTPDate.imfFixdate(unixSeconds: time(nil)))
         bytes.append(contentsOf: problem)
+        // Counted before sending, so the count is visible by the time the client reads the response.
+        recordServerError(status: .serviceUnavailable, detail: detail, connectionID: id, remoteAddress: remote)
         // Best effort: a fresh socket's send buffer takes this small response whole.
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.shutdown(fd, Int32(SHUT_WR))
         close(fd)
-        recordServerError(status: .serviceUnavailable, detail: detail, connectionID: id, remoteAddress: remote)
     }
 
     // MARK: Socket helpers

@@ -20,7 +20,7 @@ struct TestResponse {
 
 /// A blocking socket client that understands just enough HTTP/1.1 to read responses.
 final class TestClient {
-    let fd: Int32
+    private(set) var fd: Int32
     private var buffer: [UInt8] = []
 
     init?(port: Int) {
@@ -37,12 +37,14 @@ final class TestClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
+            // deinit also runs for a failed class initializer: hand it nothing to close twice.
             close(fd)
+            fd = -1
             return nil
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
