@@ -297,7 +297,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func finishMessage() -> HTTPParserEvent {
-        let trailerHeaders = HTTPHeaders(trailers.map { ($0.name, $0.value) })
+        let trailerHeaders = HTTPHeaders(fields: trailers)
         resetMessage()
         return .end(trailers: trailerHeaders)
     }
@@ -537,7 +537,7 @@ public struct HTTPRequestParser: Sendable {
         }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         let head = HTTPRequestHead(method: method, target: target, version: version,
-                                   headers: HTTPHeaders(fields.map { ($0.name, $0.value) }),
+                                   headers: HTTPHeaders(fields: fields),
                                    framing: framing, keepAlive: keepAlive, expectsContinue: expectsContinue)
         switch framing {
         case .none: state = .body(remaining: 0)

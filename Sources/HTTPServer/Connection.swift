@@ -285,6 +285,8 @@ final class Connection: @unchecked Sendable {
                 output.removeFirst(outputOffset)
                 outputOffset = 0
             }
+            // The write-stall clock starts when output first has to wait.
+            if writeSuspended { lastWriteProgress = DispatchTime.now().uptimeNanoseconds }
             resumeWriting()
         }
         if waitingForDrain && output.count - outputOffset < Self.outputHighWater {

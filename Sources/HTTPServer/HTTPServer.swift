@@ -74,22 +74,26 @@ public final class HTTPServer: Sendable {
     /// Graceful stop: no new connections, idle ones close now, in-flight requests finish and
     /// flush. After `deadline` seconds whatever remains is closed. `completion` runs once, on a server queue.
     public func shutdown(deadline: Double = 10, completion: @escaping @Sendable () -> Void) {
-        let listener: Listener? = lifecycle.withLock { state in
+        let listener: Listener?? = lifecycle.withLock { state in
             if state.shuttingDown {
-                let previous = state.shutdownCompletion
-                state.shutdownCompletion = { previous?(); completion() }
-                return nil
+                if let previous = state.shutdownCompletion {
+                    state.shutdownCompletion = { previous(); completion() }
+                    return nil
+                }
+                // Already finished: run this completion through the same path, which finds nothing open.
+                state.shutdownCompletion = completion
+                return .some(nil)
             }
             state.shuttingDown = true
             shutdownStarted.store(true, ordering: .releasing)
             state.shutdownCompletion = completion
             let listener = state.listener
             state.listener = nil
-            return listener
+            return .some(listener)
         }
         guard let listener else { return }
         acceptQueue.async {
-            listener.stop()
+            listener?.stop()
             for loop in self.loops {
                 loop.queue.async { loop.beginShutdown() }
             }

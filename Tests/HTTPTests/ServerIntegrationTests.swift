@@ -395,6 +395,16 @@ struct ServerIntegrationTests {
         #expect(TestClient(port: server.boundPort) == nil)
     }
 
+    @Test func shutdownCompletesWhenNeverStartedOrAlreadyStopped() throws {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: TestResponder())
+        let first = DispatchSemaphore(value: 0)
+        server.shutdown { first.signal() }
+        #expect(waitBriefly(first))
+        let second = DispatchSemaphore(value: 0)
+        server.shutdown { second.signal() }
+        #expect(waitBriefly(second))
+    }
+
     @Test func startReportsClearErrors() throws {
         try withServer { server, _ in
             let clash = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: server.boundPort), responder: TestResponder())
