@@ -395,6 +395,46 @@ struct ServerIntegrationTests {
         #expect(TestClient(port: server.boundPort) == nil)
     }
 
+    @Test func servesIPv6WhenTheHostHasIt() throws {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "::1", port: 0, loopCount: 1), responder: TestResponder())
+        do {
+            try server.start()
+        } catch {
+            // No IPv6 loopback in this environment: nothing to check.
+            return
+        }
+        defer {
+            let done = DispatchSemaphore(value: 0)
+            server.shutdown(deadline: 1) { done.signal() }
+            _ = waitBriefly(done)
+        }
+        #expect(server.boundPort > 0)
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = UInt16(server.boundPort).bigEndian
+        address.sin6_addr = in6addr_loopback
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+        }
+        try #require(connected == 0)
+        let request = Array("GET /hello HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            received += chunk[0 ..< count]
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(text.hasSuffix("\r\n\r\nhello"))
+    }
+
     @Test func shutdownCompletesWhenNeverStartedOrAlreadyStopped() throws {
         let server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: TestResponder())
         let first = DispatchSemaphore(value: 0)
