@@ -146,6 +146,18 @@ struct SerializationTests {
         #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Evil: a  Set-Cookie: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n")
     }
 
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 1_000_000, 16_777_216])
+    func contentLengthDigits(_ length: Int) {
+        let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: HTTPHeaders(), framing: .contentLength(length),
+                                                                keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
+        #expect(text.contains("\r\nContent-Length: \(length)\r\n"))
+    }
+
+    @Test func chunkSizesInHex() {
+        #expect(HTTPResponseSerializer.chunk([UInt8](repeating: 1, count: 256)).prefix(5) == Array("100\r\n".utf8)[...])
+        #expect(HTTPResponseSerializer.chunk([UInt8](repeating: 1, count: 4095)).prefix(5) == Array("fff\r\n".utf8)[...])
+    }
+
     @Test func chunkFraming() {
         #expect(HTTPResponseSerializer.chunk(Array("hello world, 26 bytes long".utf8)) == Array("1a\r\nhello world, 26 bytes long\r\n".utf8))
         #expect(HTTPResponseSerializer.chunk([]).isEmpty)
