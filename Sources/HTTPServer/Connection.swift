@@ -281,7 +281,8 @@ final class Connection: @unchecked Sendable {
                 return
             }
         } else {
-            if outputOffset >= 64 * 1024 {
+            // Compact only when most of the buffer is sent, so a large response is not copied over and over.
+            if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
                 output.removeFirst(outputOffset)
                 outputOffset = 0
             }

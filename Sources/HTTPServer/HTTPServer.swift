@@ -295,4 +295,9 @@ final class Listener: @unchecked Sendable {
     func stop() {
         source.cancel()
     }
+
+    deinit {
+        // A server dropped without shutdown must not leave its socket listening.
+        source.cancel()
+    }
 }

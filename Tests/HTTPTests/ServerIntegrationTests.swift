@@ -134,6 +134,9 @@ final class TestClient {
     }
 }
 
+/// 2 MiB with a pattern whose period (251) does not divide any buffer size, so misplaced bytes show.
+let bigBody: [UInt8] = (0 ..< 2 * 1024 * 1024).map { UInt8(truncatingIfNeeded: $0 % 251) }
+
 final class TestResponder: HTTPResponder {
     let held = Mutex<[@Sendable (HTTPResponse) -> Void]>([])
     let requestHeld = DispatchSemaphore(value: 0)
@@ -170,6 +173,9 @@ final class TestResponder: HTTPResponder {
                     self.floodStopped.signal()
                 }
             }))
+        case "/big":
+            // Far more than a socket buffer takes at once: exercises partial sends and the write source.
+            completion(HTTPResponse(status: .ok, bytes: bigBody))
         case "/hold":
             held.withLock { $0.append(completion) }
             requestHeld.signal()
@@ -234,6 +240,19 @@ struct ServerIntegrationTests {
                 let response = try #require(client.readResponse())
                 #expect(response.text == "/target?i=\(index)")
             }
+        }
+    }
+
+    @Test func largeResponsesSurvivePartialWrites() throws {
+        try withServer { server, _ in
+            let client = try #require(TestClient(port: server.boundPort))
+            client.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /big HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            for _ in 0 ..< 2 {
+                let response = try #require(client.readResponse())
+                #expect(response.body.count == bigBody.count)
+                #expect(response.body == bigBody)
+            }
+            #expect(client.readResponse()?.text == "hello")
         }
     }
 
