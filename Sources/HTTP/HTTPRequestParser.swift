@@ -517,6 +517,9 @@ public struct HTTPRequestParser: Sendable {
             guard let last = codings.last, String(last).asciiCaseInsensitiveEquals("chunked") else {
                 return .failure(HTTPParseError(status: .badRequest, detail: "Transfer-Encoding must end with 'chunked'."))
             }
+            if codings.dropLast().contains(where: { String($0).asciiCaseInsensitiveEquals("chunked") }) {
+                return .failure(HTTPParseError(status: .badRequest, detail: "'chunked' is applied more than once."))
+            }
             if codings.count > 1 {
                 // We decode no other transfer coding: 501, as RFC 9112 §6.1 suggests for unknown codings.
                 return .failure(HTTPParseError(status: .notImplemented, detail: "Only the 'chunked' transfer coding is supported."))

@@ -116,7 +116,10 @@ final class Connection: @unchecked Sendable {
             if stalled >= loop.configuration.writeTimeout { closeNow() }
             return
         }
-        enqueue(machine.tick(now: instant))
+        let actions = machine.tick(now: instant)
+        // Most ticks find nothing due; skip the work loop for those.
+        guard !actions.isEmpty else { return }
+        enqueue(actions)
         run()
     }
 
