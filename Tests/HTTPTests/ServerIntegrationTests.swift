@@ -367,6 +367,22 @@ struct ServerIntegrationTests {
         }
     }
 
+    @Test func stalledBodyAnswers408AndIdleConnectionsClose() throws {
+        try withServer({ $0.timeouts = HTTPTimeouts(idle: 0.2, header: 30, body: 0.2) }) { server, _ in
+            let uploader = try #require(TestClient(port: server.boundPort))
+            uploader.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab")
+            let response = try #require(uploader.readResponse())
+            #expect(response.status == 408)
+            #expect(uploader.waitForClose())
+
+            let idle = try #require(TestClient(port: server.boundPort))
+            idle.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(idle.readResponse()?.text == "hello")
+            // The idle timeout closes silently: EOF with no response.
+            #expect(idle.readResponse() == nil)
+        }
+    }
+
     @Test func connectionsOverTheCapGet503() throws {
         try withServer({ $0.maxConnections = 1 }) { server, _ in
             let first = try #require(TestClient(port: server.boundPort))
