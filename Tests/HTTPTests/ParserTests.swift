@@ -256,3 +256,43 @@ struct ParserTests {
     }
 }
 
+
+/// A fixed-seed generator (SplitMix64) so the mutation test is reproducible.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+@Suite("HTTPRequestParser mutations")
+struct ParserMutationTests {
+    /// Mutated requests must never crash the parser, and how they are split must not change the outcome.
+    @Test func mutatedRequestsParseTheSameWhateverTheSplit() {
+        var random = SeededGenerator(state: 20_260_308)
+        let seeds = parserCases.filter { $0.status == nil }.map { Array($0.raw.utf8) }
+        let interesting: [UInt8] = Array("\r\n :;,0123456789aAfF-\t".utf8) + [0, 0x7F, 0x80, 0xFF]
+        for _ in 0 ..< 300 {
+            var bytes = seeds[Int.random(in: 0 ..< seeds.count, using: &random)]
+            for _ in 0 ..< Int.random(in: 1 ... 3, using: &random) {
+                let position = Int.random(in: 0 ..< bytes.count, using: &random)
+                let byte = interesting[Int.random(in: 0 ..< interesting.count, using: &random)]
+                switch Int.random(in: 0 ..< 3, using: &random) {
+                case 0: bytes[position] = byte
+                case 1: bytes.insert(byte, at: position)
+                default: if bytes.count > 1 { bytes.remove(at: position) }
+                }
+            }
+            let whole = parse([bytes], limits: smallLimits)
+            let split = Int.random(in: 0 ... bytes.count, using: &random)
+            let halves = parse([Array(bytes[..<split]), Array(bytes[split...])], limits: smallLimits)
+            let single = parse(bytes.map { [$0] }, limits: smallLimits)
+            #expect(halves == whole, "\(bytes) split at \(split)")
+            #expect(single == whole, "\(bytes) byte by byte")
+        }
+    }
+}
