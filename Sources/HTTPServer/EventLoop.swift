@@ -32,6 +32,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
+        sweepTimer?.cancel()
         readBuffer.deallocate()
     }
 

@@ -5,6 +5,12 @@ import Synchronization
 
 /// An HTTP/1.1 server on non-blocking sockets and Dispatch sources.
 /// Connections are spread over `loopCount` serial queues; a connection's state is only touched on its queue.
+///
+///     let server = HTTPServer(configuration: HTTPServerConfiguration(host: "0.0.0.0", port: 8080),
+///                             responder: api, errorObserver: { event in log(event) })
+///     try server.start()            // throws HTTPServerError
+///     ...
+///     server.shutdown(deadline: 10) { exit(0) }
 public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let responder: any HTTPResponder
