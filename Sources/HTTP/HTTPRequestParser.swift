@@ -297,7 +297,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func finishMessage() -> HTTPParserEvent {
-        let trailerHeaders = HTTPHeaders(trailers.map { ($0.name, $0.value) })
+        let trailerHeaders = HTTPHeaders(fields: trailers)
         resetMessage()
         return .end(trailers: trailerHeaders)
     }
@@ -517,6 +517,9 @@ public struct HTTPRequestParser: Sendable {
             guard let last = codings.last, String(last).asciiCaseInsensitiveEquals("chunked") else {
                 return .failure(HTTPParseError(status: .badRequest, detail: "Transfer-Encoding must end with 'chunked'."))
             }
+            if codings.dropLast().contains(where: { String($0).asciiCaseInsensitiveEquals("chunked") }) {
+                return .failure(HTTPParseError(status: .badRequest, detail: "'chunked' is applied more than once."))
+            }
             if codings.count > 1 {
                 // We decode no other transfer coding: 501, as RFC 9112 §6.1 suggests for unknown codings.
                 return .failure(HTTPParseError(status: .notImplemented, detail: "Only the 'chunked' transfer coding is supported."))
@@ -537,7 +540,7 @@ public struct HTTPRequestParser: Sendable {
         }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         let head = HTTPRequestHead(method: method, target: target, version: version,
-                                   headers: HTTPHeaders(fields.map { ($0.name, $0.value) }),
+                                   headers: HTTPHeaders(fields: fields),
                                    framing: framing, keepAlive: keepAlive, expectsContinue: expectsContinue)
         switch framing {
         case .none: state = .body(remaining: 0)
