@@ -180,7 +180,11 @@ public struct HTTPRequestParser: Sendable {
             case .requestLine:
                 switch scanLine(limit: limits.maxRequestLineLength,
                                 tooLong: HTTPParseError(status: .uriTooLong, detail: "The request line is longer than \(limits.maxRequestLineLength) bytes.")) {
-                case .needMore: return nil
+                case .needMore:
+                    // Fail at once on a byte no method can hold (a TLS handshake, binary garbage)
+                    // instead of waiting for a line end that may never come.
+                    if let error = partialMethodError() { return fail(error) }
+                    return nil
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
                     // RFC 9112 §2.2: empty lines before the request line are ignored.
@@ -345,6 +349,22 @@ public struct HTTPRequestParser: Sendable {
         readIndex = lf + 1
         scanIndex = readIndex
         return .line(start: start, end: end)
+    }
+
+    /// Checks the bytes of an incomplete request line up to the first space: every one must be a
+    /// token byte (leading empty lines, CR and LF, are allowed and skipped later).
+    private func partialMethodError() -> HTTPParseError? {
+        buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
+            var index = readIndex
+            while index < bytes.count && (bytes[index] == ASCII.cr || bytes[index] == ASCII.lf) { index += 1 }
+            while index < bytes.count && bytes[index] != ASCII.space {
+                guard ASCII.isTokenByte(bytes[index]) else {
+                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                }
+                index += 1
+            }
+            return nil
+        }
     }
 
     private mutating func parseRequestLine(start: Int, end: Int) -> HTTPParseError? {

@@ -296,3 +296,30 @@ struct ParserMutationTests {
         }
     }
 }
+
+@Suite struct EarlyRejectionTests {
+    /// A TLS ClientHello (or other binary) has no CRLF to wait for: the first impossible method
+    /// byte must fail the request at once, not after the header timeout.
+    @Test(arguments: [[0x16, 0x03, 0x01, 0x02, 0x00], [0x47, 0x45, 0x00], [0x0D, 0x0A, 0x7B]] as [[UInt8]])
+    func impossibleMethodBytesFailBeforeTheLineEnds(bytes: [UInt8]) {
+        var parser = HTTPRequestParser()
+        parser.append(contentsOf: bytes)
+        guard case .error(let error)? = parser.next() else {
+            Issue.record("expected an immediate error")
+            return
+        }
+        #expect(error.status == .badRequest)
+    }
+
+    @Test func aMethodStillArrivingIsNotAnError() {
+        var parser = HTTPRequestParser()
+        parser.append(contentsOf: Array("\r\nPOS".utf8))
+        #expect(parser.next() == nil)
+        parser.append(contentsOf: Array("T /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n".utf8))
+        guard case .head(let head)? = parser.next() else {
+            Issue.record("expected a head")
+            return
+        }
+        #expect(head.method == .post)
+    }
+}
