@@ -9,9 +9,11 @@ import Synchronization
 func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
     var configuration = HealthdConfiguration()
     if let file = common.configFile {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            fail("cannot read the config file \(file): \(FileManager.default.fileExists(atPath: file) ? "permission denied" : "no such file")")
+        // A file handle reads pipes and process substitutions too, which FileManager does not.
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            fail("cannot read the config file \(file): \(String(cString: strerror(errno)))")
         }
+        let data = handle.readDataToEndOfFile()
         do {
             configuration = try ConfigurationFile.apply([UInt8](data), to: configuration)
         } catch {
