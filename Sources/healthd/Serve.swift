@@ -87,7 +87,12 @@ func runServe(_ options: ServeOptions) {
     if admin.origin == .generated {
         say("admin token (shown once; also saved in \(configuration.dataDirectory)/admin-token): \(admin.token)")
     }
-    if options.demo { prepareDemo(store: store, baseURL: baseURL) }
+    if options.demo {
+        // A browser cannot open the wildcard address: point the dashboard link at loopback.
+        let dashboardHost = ["0.0.0.0", "::", "[::]"].contains(configuration.host)
+            ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
+        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)")
+    }
 
     // Graceful stop: stop accepting, let in-flight requests finish, then close the store so
     // the WAL is checkpointed. A second signal stops at once (nothing acknowledged is lost

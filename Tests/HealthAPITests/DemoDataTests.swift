@@ -49,6 +49,11 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
         let uuids = days.flatMap { all($0).map(\.uuid) }
         #expect(Set(uuids).count == uuids.count)
         #expect(uuids.count > 5_000)
+        // Version 8 (RFC 9562 custom) with the RFC 4122 variant.
+        #expect(uuids.allSatisfy { uuid in
+            let text = Array(uuid.lowercasedString)
+            return text[14] == "8" && "89ab".contains(text[19])
+        })
     }
 
     @Test func samplesLieInTheirDayOrTheNightBeforeIt() {
