@@ -213,6 +213,8 @@ struct DemoDayBuilder {
     private var activity = [DemoActivity?](repeating: nil, count: 1440)
     private var cadence = [Double](repeating: 0, count: 1440)
     private var metresPerStep = [Double](repeating: 0, count: 1440)
+    /// Metres ridden in a minute on the bike.
+    private var wheelMetres = [Double](repeating: 0, count: 1440)
     private var energy = [Double](repeating: 0, count: 1440)
     private var heartRate = [Double](repeating: 0, count: 1440)
     /// Whether the phone is in a pocket (it misses steps while it lies on a desk or in a locker).
@@ -353,7 +355,8 @@ struct DemoDayBuilder {
                                                            rng.double(10...13), rng.double(140...165))
                 case .cycling:
                     // Distance comes from the wheel (distanceCycling), not from steps.
-                    (steps, strideLength, kcal, target) = (0, rng.double(330...450), rng.double(7...10), rng.double(125...150))
+                    wheelMetres[minute] = rng.double(330...450)
+                    (steps, strideLength, kcal, target) = (0, 0, rng.double(7...10), rng.double(125...150))
                 case .hiking:
                     (steps, strideLength, kcal, target) = (rng.double(95...115), generator.walkingStride - 0.04,
                                                            rng.double(5...7), rng.double(120...135))
@@ -419,7 +422,7 @@ struct DemoDayBuilder {
         }
         for workout in workouts where workout.kind == .cycling {
             for (start, end) in chunks(workout.start, workout.end, lengths: 1...10) {
-                let metres = (start..<end).reduce(0) { $0 + metresPerStep[$1] }
+                let metres = (start..<end).reduce(0) { $0 + wheelMetres[$1] }
                 add(.watchCyclingDistance, watch: true, type: "distanceCycling", start: instant(start), end: instant(end),
                     .quantity(metres.rounded()))
             }

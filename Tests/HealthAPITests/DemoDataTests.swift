@@ -155,6 +155,14 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
                 let energy = day.watch.filter { $0.type == "activeEnergyBurned" && $0.start >= workout.start && $0.end <= workout.end }
                     .reduce(0) { $0 + ($1.quantity ?? 0) }
                 #expect(abs((details.totalEnergyBurned ?? 0) - energy) < 0.1)
+                let distanceType = details.activityType == "cycling" ? "distanceCycling" : "distanceWalkingRunning"
+                let distance = day.watch.filter { $0.type == distanceType && $0.start >= workout.start && $0.end <= workout.end }
+                    .reduce(0) { $0 + ($1.quantity ?? 0) }
+                if let total = details.totalDistance {
+                    #expect(total > 1_000 && abs(total - distance) < 0.1, "\(details.activityType)")
+                } else {
+                    #expect(["traditionalStrengthTraining", "highIntensityIntervalTraining"].contains(details.activityType))
+                }
                 #expect(details.events.allSatisfy { $0.date >= workout.start && $0.date <= workout.end })
                 let exercise = day.watch.filter { $0.type == "appleExerciseTime" && $0.start >= workout.start && $0.end <= workout.end }
                     .reduce(0) { $0 + ($1.quantity ?? 0) }
