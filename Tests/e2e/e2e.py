@@ -174,6 +174,18 @@ def foundation_checks(port):
     check("a wrong token is 401", st == 401)
 
 
+def dashboard_asset_checks(port):
+    print("e2e: dashboard files")
+    st, h, b = http(port, "GET", "/")
+    scripts = re.findall(rb'<script[^>]*src="([^"]+)"', b)
+    check("the dashboard loads its script from a file (no inline script under the CSP)",
+          scripts and b"<script>" not in b and b"style=" not in b, scripts)
+    for path, kind in (("/assets/dashboard.js", "text/javascript"), ("/assets/dashboard.css", "text/css"),
+                       ("/assets/sse.js", "text/javascript"), ("/favicon.svg", "image/svg+xml")):
+        st, h, b = http(port, "GET", path)
+        check(f"GET {path} is {kind}", st == 200 and h.get("Content-Type", "").startswith(kind), (st, h.get("Content-Type")))
+
+
 def cli_checks(binary, public, busy_port):
     print("e2e: command line")
     env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
@@ -212,6 +224,7 @@ def main():
     server = Server(args.binary, os.path.abspath(args.public))
     try:
         foundation_checks(server.port)
+        dashboard_asset_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         print("e2e: graceful stop")
         code = server.stop()
