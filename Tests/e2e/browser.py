@@ -442,6 +442,39 @@ def unit_checks(browser, repository):
           "dashboard-units: console capture works" in stderr)
 
 
+def server_down_checks(browser, public):
+    """The page from a file server whose API connections drop without an answer, as when healthd is down."""
+    print("browser: server down")
+
+    class Down(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=public, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if self.path.startswith("/v1/"):
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            super().do_GET()
+
+    files = ThreadingHTTPServer(("127.0.0.1", 0), Down)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    try:
+        dom, _ = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/#token=some-token")
+    finally:
+        files.shutdown()
+    check("an unreachable server shows the banner with a retry button",
+          dom.attr("banner", "data-problem") == "server-down" and "hidden" not in dom.by_id["banner"]["attrs"]
+          and "retry" in dom.by_id, dom.text("banner-text"))
+    check("the cards say the server could not be reached, not 'no data'",
+          dom.attr("card-heart", "data-state") == "error" and dom.attr("card-sleep", "data-state") == "error",
+          (dom.attr("card-heart", "data-state"), dom.attr("card-sleep", "data-state")))
+    check("the token is kept (a network error is not a bad token)", "hidden" in dom.by_id["token-panel"]["attrs"])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -457,6 +490,7 @@ def main():
         unit_checks(browser, os.path.abspath(os.path.join(args.public, "..")))
         dashboard_checks(server.port, browser, fixture, token, args.artifacts)
         empty_and_bad_token_checks(server.port, browser, fixture)
+        server_down_checks(browser, os.path.abspath(args.public))
     finally:
         server.stop()
         shutil.rmtree(server.data_dir, ignore_errors=True)
