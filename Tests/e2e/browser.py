@@ -8,7 +8,7 @@ this server does not have yet print 'skipped: endpoint missing' instead of faili
 check only that the page says "not available". Writes screenshots to the artifacts folder.
 Standard library only.
 """
-import argparse, decimal, html.parser, math, os, re, shutil, socket, subprocess, sys, tempfile, threading, urllib.parse
+import argparse, decimal, fcntl, html.parser, json, math, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.parse
 from datetime import datetime, timedelta, timezone
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from zoneinfo import ZoneInfo
@@ -131,6 +131,91 @@ class Browser:
         return code == 0 and os.path.exists(path) and os.path.getsize(path) > 0
 
 
+class DevTools:
+    """A page in headless Chromium driven over --remote-debugging-pipe (the DevTools protocol as
+    NUL-separated JSON on fds 3 and 4), for checks that need the page to stay open while data changes."""
+
+    def __init__(self, binary):
+        self.profile = tempfile.mkdtemp(prefix="healthd-chromium-")
+        to_child, self.to_browser = os.pipe()
+        self.from_browser, from_child = os.pipe()
+
+        def wire_pipes():
+            # Move both ends clear of 3 and 4 first, so neither dup2 overwrites the other's source.
+            read_end, write_end = fcntl.fcntl(to_child, fcntl.F_DUPFD, 10), fcntl.fcntl(from_child, fcntl.F_DUPFD, 10)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+
+        self.proc = subprocess.Popen(
+            [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--lang=en-US", "--no-first-run",
+             "--disable-extensions", "--disable-background-networking", f"--user-data-dir={self.profile}",
+             "--remote-debugging-pipe", "--window-size=1280,1800", "about:blank"],
+            # close_fds=False keeps the dup2'd 3 and 4 (Python's own descriptors are close-on-exec).
+            close_fds=False, preexec_fn=wire_pipes, env=dict(os.environ, TZ=TIME_ZONE),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_child)
+        os.close(from_child)
+        self.buffer, self.next_id, self.session = b"", 0, None
+
+    def call(self, method, params=None, session=True, timeout=30):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session and self.session:
+            message["sessionId"] = self.session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.next_id:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+            ready, _, _ = select.select([self.from_browser], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise RuntimeError(f"{method}: no answer from Chromium")
+            chunk = os.read(self.from_browser, 1 << 16)
+            if not chunk:
+                raise RuntimeError("Chromium closed the DevTools pipe")
+            self.buffer += chunk
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": url}, session=False)["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression, timeout=30):
+        """The expression's value once it is truthy, or None when it never becomes so within timeout
+        (a bound on a wait for an event, not a measurement of speed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.evaluate(expression)
+            except RuntimeError:
+                value = None  # no page context yet while the page is still loading
+            if value:
+                return value
+            time.sleep(0.2)
+        return None
+
+    def close(self):
+        try:
+            self.call("Browser.close", session=False, timeout=5)
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        for fd in (self.to_browser, self.from_browser):
+            os.close(fd)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
 def console_problems(stderr):
     """Console errors Chromium logged: CSP violations and uncaught exceptions are bugs in the page."""
     lines = [line for line in stderr.splitlines() if "CONSOLE" in line or "Content Security Policy" in line]
@@ -159,6 +244,7 @@ class Fixture:
                                                    "read": TYPES, "share": TYPES})["token"]
         reader = self.admin("/v1/authorizations", {"user": user["id"], "app": "dashboard", "read": TYPES})["token"]
         if with_data:
+            self.writer = writer
             self.save(writer, self.samples())
         return reader
 
@@ -401,6 +487,49 @@ def dashboard_checks(port, browser, fixture, token, artifacts):
             print(f"  artifact: {path}")
 
 
+def live_checks(port, chromium, fixture, token):
+    """With the page open: the token left the address bar; new readings saved now reach the page."""
+    print("browser: open page (token handling, live updates without reload)")
+    streaming = stream_status(port, token) != 404
+    zones_status, zone = api(port, token, "/v1/heart-rate/zones", age=AGE, goal=GOAL)
+    page = DevTools(chromium)
+    try:
+        page.open(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}&age={AGE}&goal={GOAL}")
+        check("the page loads", bool(page.wait_for("document.body.dataset.loaded === 'true'")))
+        check("the token is removed from the address bar", page.evaluate("location.href") == f"http://127.0.0.1:{port}/",
+              page.evaluate("location.href"))
+        check("the token is kept in localStorage", page.evaluate("localStorage.getItem('healthd.token')") == token)
+        if not streaming:
+            skip("a new reading reaches the open page through the stream", "GET /v1/changes/stream")
+            return
+        live = page.wait_for("document.getElementById('live-status').dataset.live === 'live' && document.body.dataset.loaded")
+        check("the open page is following the stream", bool(live))
+        page.evaluate("window.dashboardTestMarker = 'still the same page'")
+
+        def save_and_watch(value):
+            now = datetime.now(timezone.utc)
+            fixture.save(fixture.writer, [{"type": "heartRate", "value": value, "unit": "count/min", "start": rfc3339(now)}])
+            return page.wait_for(f"document.getElementById('heart-value').dataset.value === '{value}'")
+
+        check("a new reading appears on the heart-rate card", bool(save_and_watch(63)))
+        check("... without a reload", page.evaluate("window.dashboardTestMarker") == "still the same page")
+        if zones_status == 404:
+            skip("the alert fires and clears as the live rate leaves and re-enters the zone", "GET /v1/heart-rate/zones")
+            return
+        # Whole numbers, so the value written into the page reads back as the same text.
+        below = math.floor(zone["low"]) - 5
+        inside = round_half_up((zone["low"] + zone["high"]) / 2)
+        check(f"a live {below} bpm reading reaches the page", bool(save_and_watch(below)))
+        check(f"... and raises the 'below' alert",
+              page.wait_for("document.getElementById('zone-alert').dataset.state === 'below'") is not None)
+        check(f"a live {inside} bpm reading reaches the page", bool(save_and_watch(inside)))
+        check(f"back in the zone clears the alert", page.wait_for(
+            "document.getElementById('zone-alert').dataset.state === 'in' && document.getElementById('zone-alert').hidden")
+            is not None)
+    finally:
+        page.close()
+
+
 def empty_and_bad_token_checks(port, browser, fixture):
     print("browser: no data")
     token = fixture.make_user("browser-empty", with_data=False)
@@ -489,6 +618,7 @@ def main():
         token = fixture.make_user("browser-demo", with_data=True)
         unit_checks(browser, os.path.abspath(os.path.join(args.public, "..")))
         dashboard_checks(server.port, browser, fixture, token, args.artifacts)
+        live_checks(server.port, args.chromium, fixture, token)
         empty_and_bad_token_checks(server.port, browser, fixture)
         server_down_checks(browser, os.path.abspath(args.public))
     finally:
