@@ -199,6 +199,16 @@ def api_checks(port):
     check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
     st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def dashboard_asset_checks(port):
+    print("e2e: dashboard files")
+    st, h, b = http(port, "GET", "/")
+    scripts = re.findall(rb'<script[^>]*src="([^"]+)"', b)
+    check("the dashboard loads its script from a file (no inline script under the CSP)",
+          scripts and b"<script>" not in b and b"style=" not in b, scripts)
+    for path, kind in (("/assets/dashboard.js", "text/javascript"), ("/assets/dashboard.css", "text/css"),
+                       ("/assets/sse.js", "text/javascript"), ("/favicon.svg", "image/svg+xml")):
+        st, h, b = http(port, "GET", path)
+        check(f"GET {path} is {kind}", st == 200 and h.get("Content-Type", "").startswith(kind), (st, h.get("Content-Type")))
 
 
 def cli_checks(binary, public, busy_port):
@@ -310,6 +320,7 @@ def main():
     try:
         foundation_checks(server.port)
         api_checks(server.port)
+        dashboard_asset_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         print("e2e: graceful stop")
         code = server.stop()
