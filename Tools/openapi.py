@@ -275,6 +275,30 @@ PATHS = {
                     "properties": {"user": {"type": "string"}}}}}},
                 "responses": {"200": ok_json(ref("Characteristics")), **ERRORS_APP}},
     },
+    "/v1/heart-rate/zones": {"get": {
+        "summary": "Training heart-rate zone for a goal (Tanaka maximum; Karvonen with a resting rate)", "tags": ["heart-rate"],
+        "description": "maxHeartRate = 208 - 0.7 x age (Tanaka, Monahan & Seals 2001). Bands: fatBurn 50-70 %, cardio 70-85 %, "
+                       "peak 85-100 %, of the maximum (`percentOfMaximum`) or, when a resting rate is given or stored, of the "
+                       "heart-rate reserve: rest + share x (max - rest) (`karvonen`, Karvonen 1957). The stored resting rate is "
+                       "the latest `restingHeartRate` sample the token can see (read privacy: without read permission only the "
+                       "app's own). All three figures are whole beats per minute, rounded half up from the unrounded maximum.",
+        "parameters": [
+            qparam("goal", "Training goal.", {"type": "string", "enum": ["fatBurn", "cardio", "peak"]}, required=True),
+            qparam("age", "Years, 1-120. Missing: from the user's dateOfBirth when the token may read it, else 400.",
+                   {"type": "integer", "minimum": 1, "maximum": 120}),
+            qparam("restingHeartRate", "Beats per minute, 20-250, below the maximum. Missing: the latest stored sample, if any.",
+                   {"type": "number", "minimum": 20, "maximum": 250}),
+        ],
+        "responses": {"200": ok_json({"type": "object", "required": ["maxHeartRate", "low", "high", "method", "goal", "age", "restingHeartRate"],
+                                      "properties": {
+                                          "maxHeartRate": {"type": "integer", "description": "count/min"},
+                                          "low": {"type": "integer", "description": "count/min"},
+                                          "high": {"type": "integer", "description": "count/min"},
+                                          "method": {"type": "string", "enum": ["karvonen", "percentOfMaximum"]},
+                                          "goal": {"type": "string", "enum": ["fatBurn", "cardio", "peak"]},
+                                          "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
+                                          "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
+                      **ERRORS_APP}}},
 }
 
 
@@ -334,7 +358,7 @@ def document():
                  "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"bearer": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "export"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
         "paths": PATHS,
         "components": {"schemas": SCHEMAS,
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",

@@ -199,6 +199,16 @@ def api_checks(port):
     check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
     st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def dashboard_asset_checks(port):
+    print("e2e: dashboard files")
+    st, h, b = http(port, "GET", "/")
+    scripts = re.findall(rb'<script[^>]*src="([^"]+)"', b)
+    check("the dashboard loads its script from a file (no inline script under the CSP)",
+          scripts and b"<script>" not in b and b"style=" not in b, scripts)
+    for path, kind in (("/assets/dashboard.js", "text/javascript"), ("/assets/dashboard.css", "text/css"),
+                       ("/assets/sse.js", "text/javascript"), ("/favicon.svg", "image/svg+xml")):
+        st, h, b = http(port, "GET", path)
+        check(f"GET {path} is {kind}", st == 200 and h.get("Content-Type", "").startswith(kind), (st, h.get("Content-Type")))
 
 
 def cli_checks(binary, public, busy_port):
@@ -317,6 +327,76 @@ def check_stream_ended(stream):
     data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
     stream.close()
     check("an open event stream ends cleanly (last chunk) on graceful stop", data.endswith(b"0\r\n\r\n"), data[-80:])
+def seed_and_demo_checks(binary, public):
+    """healthd seed twice stores nothing twice; serve --demo prints a dashboard URL whose token reads steps."""
+    import sqlite3
+    print("e2e: seed and demo")
+    data_dir = tempfile.mkdtemp(prefix="healthd-e2e-seed-")
+    try:
+        def seed():
+            run = subprocess.run([binary, "seed", "--user", "e2e-seed", "--days", "7", "--data-dir", data_dir],
+                                 capture_output=True, text=True, timeout=120)
+            db = sqlite3.connect(os.path.join(data_dir, "healthd.sqlite"))
+            try:
+                count = db.execute("SELECT count(*) FROM samples").fetchone()[0]
+            finally:
+                db.close()
+            return run, count
+        first, first_count = seed()
+        check("healthd seed exits 0 and prints a line per type", first.returncode == 0 and
+              re.search(r"^stepCount\s+\d+ samples \(phone \d+, watch \d+\), \d+ new$", first.stdout, re.M) is not None,
+              first.stdout[-300:] + first.stderr)
+        second, second_count = seed()
+        check("a second healthd seed stores nothing twice", second.returncode == 0 and first_count > 1000 and
+              second_count == first_count and second.stdout.rstrip().endswith(", 0 new"), (first_count, second_count, second.stdout[-200:]))
+        bad = subprocess.run([binary, "seed", "--days", "7", "--data-dir", data_dir], capture_output=True, text=True, timeout=30)
+        check("healthd seed without --user is a usage error (status 2)", bad.returncode == 2 and "--user" in bad.stderr, bad.stderr)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    for attempt in ("fresh", "rerun"):
+        server = Server(binary, public, data_dir=None if attempt == "fresh" else demo_dir, extra=("--demo",))
+        demo_dir = server.data_dir
+        try:
+            # A reader thread: select() cannot see lines already buffered by the text wrapper.
+            import queue, threading
+            lines = queue.Queue()
+            threading.Thread(target=lambda out=server.proc.stdout: [lines.put(l) for l in out], daemon=True).start()
+            url, deadline = None, time.time() + 120
+            while url is None and time.time() < deadline:
+                try:
+                    line = lines.get(timeout=0.5)
+                except queue.Empty:
+                    if server.proc.poll() is not None:
+                        break
+                    continue
+                url = re.search(r"dashboard: (http://\S+/#token=(\S+))", line)
+            check(f"serve --demo ({attempt} data dir) prints a dashboard URL with a token", url is not None)
+            if url is None:
+                continue
+            token = url.group(2)
+            st, h, b = http(server.port, "GET", "/v1/samples?type=stepCount&limit=5", token=token)
+            check(f"the demo token reads steps ({attempt})", st == 200 and len(js(b)["samples"]) == 5, b[:200])
+            st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=cardio", token=token)
+            zone = js(b) or {}
+            check(f"heart-rate zones for the demo user use Karvonen and the stored birth date ({attempt})",
+                  st == 200 and zone.get("method") == "karvonen" and zone.get("low", 0) < zone.get("high", 0), b[:200])
+            st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=sprint", token=token)
+            check("an unknown zone goal is a 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
+            st, h, b = http(server.port, "POST", "/v1/samples", {"samples": [{"type": "stepCount", "value": 1,
+                                                                             "start": "2026-01-01T00:00:00Z"}]}, token=token)
+            check("the demo token is read-only", st == 403)
+        finally:
+            server.stop()
+            if server.proc.poll() is None:
+                server.proc.kill()
+    db = sqlite3.connect(os.path.join(demo_dir, "healthd.sqlite"))
+    try:
+        users = db.execute("SELECT count(*) FROM users WHERE name = 'demo'").fetchone()[0]
+    finally:
+        db.close()
+    check("a rerun of serve --demo keeps one demo user", users == 1)
+    shutil.rmtree(demo_dir, ignore_errors=True)
 
 
 def main():
@@ -328,12 +408,14 @@ def main():
     try:
         foundation_checks(server.port)
         api_checks(server.port)
+        dashboard_asset_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         feed_stream = change_feed_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
         check_stream_ended(feed_stream)
+        seed_and_demo_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
