@@ -118,6 +118,26 @@ enum ChangeFeedBenchmark {
                          rssBefore, rssParked, subscribers))
             idle.removeAll()
 
+            // 2c. The herd: every subscriber waits on the type written; one write wakes them all.
+            var herd: [BenchHTTPClient] = []
+            let parkedBefore = application.changeFeed.parkedCount
+            for _ in 0..<subscribers {
+                let connection = try BenchHTTPClient(port: port)
+                try connection.sendRequest("GET", "/v1/changes?types=stepCount&wait=60&anchor=\(pollAnchor)", token: token)
+                herd.append(connection)
+            }
+            while application.changeFeed.parkedCount < parkedBefore + subscribers { usleep(1_000) }
+            let herdSent = DispatchTime.now().uptimeNanoseconds
+            _ = try client.request("POST", "/v1/samples", token: token, body: sampleBody(changes + 2 * rounds + 1))
+            for connection in herd {
+                let reply = try connection.readResponse()
+                guard reply.status == 200 else { throw BenchError("herd long-poll answered \(reply.status)") }
+            }
+            let herdMilliseconds = Double(DispatchTime.now().uptimeNanoseconds - herdSent) / 1e6
+            print(String(format: "herd: one write woke %d long-polls on its type; the last answer arrived after %.1f ms",
+                         subscribers, herdMilliseconds))
+            herd.removeAll()
+
             // 2b. Event-stream wake latency.
             var idleStreams: [BenchHTTPClient] = []
             for _ in 0..<subscribers {
