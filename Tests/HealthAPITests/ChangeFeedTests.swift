@@ -315,6 +315,8 @@ private func follow(_ f: Fixture, token: String, types: String = "stepCount", fr
         let f = try Fixture()
         #expect(f.save(f.phone, [steps(0), steps(1)].joined(separator: ",")).status == 201)
         let old = f.server.request(.get, "/v1/changes?types=stepCount", token: f.phone).anchor
+        // Bob's anchor predates Alice's purged deletion, but horizons are per user.
+        let bobStart = f.server.request(.get, "/v1/changes?types=stepCount", token: f.bobApp).anchor
         #expect(f.server.request(.delete, "/v1/samples/\(uuid(0))", token: f.phone).status == 204)
         let recent = f.server.request(.get, "/v1/changes?types=stepCount&anchor=\(old)", token: f.phone)
         #expect(recent.deletedUUIDs == [uuid(0)])
@@ -328,7 +330,6 @@ private func follow(_ f: Fixture, token: String, types: String = "stepCount", fr
         let fresh = f.server.request(.get, "/v1/changes?types=stepCount", token: f.phone)
         #expect(fresh.status == 200 && fresh.addedUUIDs == [uuid(1)])
         #expect(f.server.request(.get, "/v1/changes?types=stepCount&anchor=\(fresh.anchor)", token: f.phone).status == 200)
-        let bobStart = f.server.request(.get, "/v1/changes?types=stepCount", token: f.bobApp).anchor
         #expect(f.server.request(.get, "/v1/changes?types=stepCount&anchor=\(bobStart)", token: f.bobApp).status == 200)
     }
 
