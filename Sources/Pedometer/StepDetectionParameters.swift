@@ -10,18 +10,19 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     public var lowPassCutoffHz: Double = 3.0
     /// Time constant of the running RMS that scales the adaptive peak threshold.
     public var amplitudeTimeConstantSeconds: Double = 2.0
-    /// A peak must exceed this fraction of the running RMS of the filtered signal.
-    public var relativePeakThreshold: Double = 0.6
-    /// Absolute floor for a peak (m/s²): below it the phone is still or barely moving.
-    public var minimumPeakAmplitude: Double = 0.35
-    /// The signal must fall below -fraction × RMS after a peak before the next one (hysteresis).
-    public var hysteresisFraction: Double = 0.1
+    /// A peak counts when the signal rises and then falls by this fraction of the running RMS.
+    public var relativeProminence: Double = 1.0
+    /// Absolute floor of that rise and fall (m/s²): below it the phone is still or barely moving.
+    public var minimumProminence: Double = 0.35
     /// 3.5 Hz: the fastest human step rate counted.
     public var minimumStepIntervalSeconds: Double = 0.28
+    /// Within a bout, peaks closer than this fraction of the current step period are
+    /// parts of one step (heel strike and push-off), not two steps.
+    public var minimumIntervalFractionOfPeriod: Double = 0.5
     /// Longer pauses end a walking bout.
     public var maximumStepIntervalSeconds: Double = 2.0
     /// Candidate steps needed, regularly spaced, before a bout counts (then all of them count).
-    public var stepsToConfirmBout: Int = 4
+    public var stepsToConfirmBout: Int = 8
     /// Largest allowed ratio between the longest and shortest interval of a confirming run.
     public var maximumIntervalRatio: Double = 2.2
     /// A gap between samples longer than this restarts the filters instead of interpolating across it.
