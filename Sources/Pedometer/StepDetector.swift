@@ -207,16 +207,27 @@ struct StepDetector: Sendable, Codable, Equatable {
         }
     }
 
+    /// Walking is periodic: step intervals may alternate (the carrying side moves
+    /// differently), but stride intervals (every second step) stay nearly equal.
+    /// Random bumps and handling rarely pass both checks.
     private func pendingAreRegular() -> Bool {
         var shortest = Double.greatestFiniteMagnitude
         var longest = 0.0
+        var shortestStride = Double.greatestFiniteMagnitude
+        var longestStride = 0.0
         for index in 1..<pendingTimes.count {
             let interval = pendingTimes[index] - pendingTimes[index - 1]
             shortest = min(shortest, interval)
             longest = max(longest, interval)
+            if index >= 2 {
+                let stride = pendingTimes[index] - pendingTimes[index - 2]
+                shortestStride = min(shortestStride, stride)
+                longestStride = max(longestStride, stride)
+            }
         }
         return longest <= parameters.maximumStepIntervalSeconds
             && longest <= parameters.maximumIntervalRatio * shortest
+            && (pendingTimes.count < 3 || longestStride <= parameters.maximumStrideRatio * shortestStride)
     }
 
     /// Session end: the held candidate is settled; a peak still rising at the last
