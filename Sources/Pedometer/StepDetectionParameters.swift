@@ -6,8 +6,10 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     public var sampleRateHz: Double = 50
     /// Time constant of the running gravity (mean magnitude) estimate that is subtracted.
     public var gravityTimeConstantSeconds: Double = 1.0
-    /// Low-pass corner: keeps the step fundamental (up to 3.5 Hz), drops impact ringing and jitter.
-    public var lowPassCutoffHz: Double = 3.0
+    /// Low-pass corner: keeps the step fundamental up to running cadences (3.5 Hz),
+    /// drops impact ringing and jitter. Much lower corners let the stride (half the
+    /// step rate) dominate in pockets and halve the count.
+    public var lowPassCutoffHz: Double = 4.0
     /// Time constant of the running RMS that scales the adaptive peak threshold.
     public var amplitudeTimeConstantSeconds: Double = 2.0
     /// A peak counts when the signal rises and then falls by this fraction of the running RMS.
