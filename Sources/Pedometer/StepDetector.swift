@@ -3,8 +3,9 @@ import Foundation
 /// Streaming step detector over the acceleration magnitude.
 ///
 /// Chain: linear resampling onto a fixed grid → magnitude (orientation-free) →
-/// minus a running gravity estimate → low-pass → one candidate per
-/// peak whose prominence exceeds an adaptive threshold → minimum step interval → bout confirmation (several regular candidates before any counts).
+/// minus a running gravity estimate → low-pass → peaks whose prominence exceeds
+/// an adaptive threshold → minimum step spacing (adapted to the step period) →
+/// bout confirmation (several regular candidates before any of them counts).
 /// Everything is processed sample by sample, so batch boundaries do not matter.
 struct StepDetector: Sendable, Codable, Equatable {
     let parameters: StepDetectionParameters
@@ -72,7 +73,7 @@ struct StepDetector: Sendable, Codable, Equatable {
     @inline(__always)
     mutating func ingest(time: Double, x: Double, y: Double, z: Double, steps: inout [Double]) {
         if !hasPrevious || time - previousTime > parameters.maximumSampleGapSeconds {
-            if hasPrevious { restartAfterGap() }
+            if hasPrevious { restartAfterGap(steps: &steps) }
             gridOrigin = time
             gridIndex = 0
         } else {
@@ -101,8 +102,10 @@ struct StepDetector: Sendable, Codable, Equatable {
         previousZ = z
     }
 
-    /// After a gap the interpolated signal would be fiction: drop unconfirmed steps and filter history.
-    private mutating func restartAfterGap() {
+    /// After a gap the interpolated signal would be fiction: settle the held step,
+    /// drop unconfirmed ones and the filter history.
+    private mutating func restartAfterGap(steps: inout [Double]) {
+        if hasLastCandidate { accept(time: lastCandidateTime, steps: &steps) }
         filtersStarted = false
         searchingPeak = false
         extremeValue = 0
