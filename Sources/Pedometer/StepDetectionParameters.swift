@@ -29,6 +29,8 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     public var maximumIntervalRatio: Double = 2.2
     /// Largest allowed ratio between the longest and shortest stride (two steps) of that run.
     public var maximumStrideRatio: Double = 1.3
+    /// Consecutive off-rhythm intervals (not near the step period or twice it) that end a bout.
+    public var irregularIntervalsToEndBout: Int = 3
     /// A gap between samples longer than this restarts the filters instead of interpolating across it.
     public var maximumSampleGapSeconds: Double = 1.0
 

@@ -41,6 +41,8 @@ struct StepDetector: Sendable, Codable, Equatable {
     var lastAcceptedTime: Double = 0
     /// Running estimate of the step period (s) in the current bout; 0 when unknown.
     var stepPeriod: Double = 0
+    /// Consecutive steps in an active bout whose interval broke the rhythm.
+    var irregularIntervals = 0
 
     private let gravityAlpha: Double
     private let amplitudeAlpha: Double
@@ -158,6 +160,7 @@ struct StepDetector: Sendable, Codable, Equatable {
         hasLastCandidate = false
         boutActive = false
         hasAcceptedStep = false
+        irregularIntervals = 0
         stepPeriod = 0
         pendingTimes.removeAll(keepingCapacity: true)
     }
@@ -186,8 +189,14 @@ struct StepDetector: Sendable, Codable, Equatable {
 
     /// A settled candidate: counted at once inside a bout, otherwise pending confirmation.
     private mutating func accept(time: Double, steps: inout [Double]) {
+        var regular = true
         if hasAcceptedStep {
             let interval = time - lastAcceptedTime
+            if stepPeriod > 0 {
+                let ratio = interval / stepPeriod
+                // A gait keeps its rhythm; one missed step doubles an interval.
+                regular = (0.6...1.6).contains(ratio) || (1.7...2.3).contains(ratio)
+            }
             if interval <= parameters.maximumStepIntervalSeconds {
                 stepPeriod = stepPeriod == 0 ? interval : stepPeriod + Self.periodAlpha * (interval - stepPeriod)
             }
@@ -195,8 +204,16 @@ struct StepDetector: Sendable, Codable, Equatable {
         hasAcceptedStep = true
         lastAcceptedTime = time
         if boutActive {
-            steps.append(time)
-            return
+            irregularIntervals = regular ? 0 : irregularIntervals + 1
+            if irregularIntervals < parameters.irregularIntervalsToEndBout {
+                steps.append(time)
+                return
+            }
+            // The rhythm is gone (handling, shaking): walking must be confirmed afresh.
+            boutActive = false
+            irregularIntervals = 0
+            stepPeriod = 0
+            pendingTimes.removeAll(keepingCapacity: true)
         }
         pendingTimes.append(time)
         if pendingTimes.count >= parameters.stepsToConfirmBout {

@@ -275,6 +275,7 @@ public enum PedometerAccuracyReport {
         case "maximumStepIntervalSeconds": updated.maximumStepIntervalSeconds = value
         case "stepsToConfirmBout": updated.stepsToConfirmBout = Int(value)
         case "maximumIntervalRatio": updated.maximumIntervalRatio = value
+        case "irregularIntervalsToEndBout": updated.irregularIntervalsToEndBout = Int(value)
         case "maximumStrideRatio": updated.maximumStrideRatio = value
         case "maximumSampleGapSeconds": updated.maximumSampleGapSeconds = value
         default: return nil

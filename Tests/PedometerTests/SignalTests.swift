@@ -37,13 +37,13 @@ import Pedometer
         #expect(run.lastUpdate.activity == .stationary)
     }
 
-    @Test func irregularShakingCountsNothing() throws {
-        // Bumps at random, irregular moments (a phone handled or jostled) are not a gait.
-        var generator = SeededGenerator(state: 5)
-        var recording = TestSignals.resting(seconds: 60, direction: (0, 1, 0), noise: 0.05)
-        var bumpTime = 0.5
+    /// Adds bumps at random, irregular moments (a phone handled or jostled) from `start` on.
+    static func addIrregularBumps(to recording: inout Recording, from start: Double, seed: UInt64) {
+        var generator = SeededGenerator(state: seed)
+        var bumpTime = start + 0.5
         var bumps: [Double] = []
-        while bumpTime < 60 {
+        let end = recording.timestamps[recording.count - 1] - TestSignals.startTime
+        while bumpTime < end {
             bumps.append(bumpTime)
             bumpTime += Double.random(in: 0.3...1.7, using: &generator)
         }
@@ -51,8 +51,31 @@ import Pedometer
             let time = recording.timestamps[index] - TestSignals.startTime
             for bump in bumps where abs(time - bump) < 0.08 { recording.y[index] += 6 }
         }
+    }
+
+    @Test func irregularShakingCountsNothing() throws {
+        var recording = TestSignals.resting(seconds: 60, direction: (0, 1, 0), noise: 0.05)
+        Self.addIrregularBumps(to: &recording, from: 0, seed: 5)
         let run = try TestSignals.run(recording, batchSize: 500)
         #expect(run.stepTimes.count <= 8)
+    }
+
+    @Test func shakingAfterWalkingAddsFewSteps() throws {
+        // 30 s of walking at 1.8 Hz (54 steps), then the walker stops and jiggles the phone.
+        var recording = TestSignals.walking(stepHz: 1.8, seconds: 60, noise: 0.05)
+        for index in recording.timestamps.indices where recording.timestamps[index] - TestSignals.startTime >= 30 {
+            let unit = 1 / (0.31 * 0.31 + 0.55 * 0.55 + 0.77 * 0.77).squareRoot()
+            recording.x[index] = 9.80665 * 0.31 * unit
+            recording.y[index] = -9.80665 * 0.55 * unit
+            recording.z[index] = 9.80665 * 0.77 * unit
+        }
+        Self.addIrregularBumps(to: &recording, from: 30, seed: 11)
+        let run = try TestSignals.run(recording, batchSize: 500)
+        // A few jiggles right after walking fall near the old rhythm and count before the
+        // bout ends (rhythm check, or the bumps no longer standing out); later ones do not.
+        #expect(run.stepTimes.count >= 52)
+        #expect(run.stepTimes.count <= 66)
+        #expect(!run.stepTimes.contains { $0 > TestSignals.startTime + 45 })
     }
 
     @Test func gAndMetersPerSecondSquaredGiveTheSameSteps() throws {
