@@ -261,7 +261,7 @@ public enum PedometerAccuracyReport {
 
     static func setting(_ assignment: String, in parameters: StepDetectionParameters) -> StepDetectionParameters? {
         let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2, let value = Double(parts[1]) else { return nil }
+        guard parts.count == 2, let value = Double(parts[1]), value.isFinite, abs(value) < 1e9 else { return nil }
         var updated = parameters
         switch parts[0] {
         case "sampleRateHz": updated.sampleRateHz = value
