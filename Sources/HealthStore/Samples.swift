@@ -53,21 +53,11 @@ extension HealthStore {
     /// Returns the uuids in request order.
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         let created = Self.nowMilliseconds()
+        let batch = PreparedBatch(samples, store: self)
         let (uuids, change) = try pool.write { db -> ([HealthUUID], CommittedChange) in
             var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
                                           created: created)
-            var seen: [HealthUUID: Int] = [:]
-            for (index, sample) in samples.enumerated() {
-                if let earlier = seen[sample.uuid] {
-                    guard samples[earlier] == sample else {
-                        throw SampleConflict(index: index, uuid: sample.uuid,
-                                             detail: "uuid \(sample.uuid.lowercasedString) appears twice in the batch with different content")
-                    }
-                    continue
-                }
-                seen[sample.uuid] = index
-                try writer.insert(sample, index: index, parentSeq: nil)
-            }
+            try writer.insert(batch)
             try writer.finish()
             return (samples.map(\.uuid), CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq))
         }

@@ -257,12 +257,14 @@ enum SamplesBenchmark {
         var walkLatencies: [UInt64] = []
         for walk in 0..<options.walks {
             let type = walk % 2 == 0 ? "heartRate" : "stepCount"
-            var target = "/v1/samples?type=\(type)&limit=1000&start=\(randomStart())"
+            // A cursor belongs to its query: every page repeats the first page's parameters.
+            let query = "/v1/samples?type=\(type)&limit=1000&start=\(randomStart())"
+            var target = query
             for _ in 0..<options.walkPages {
                 let result = try page(target)
                 walkLatencies.append(result.nanoseconds)
                 guard let next = result.next else { break }
-                target = "/v1/samples?type=\(type)&limit=1000&start=\(target.split(separator: "start=").last ?? "")&cursor=\(next)"
+                target = query + "&cursor=" + next
             }
         }
         let memory = server.memory()
