@@ -284,15 +284,24 @@ public enum RFC3339 {
         }
     }
 
+    /// Decimal digits of a non-negative `value`, zero-padded to `width`; no scratch buffer, as
+    /// this runs several times per formatted instant.
     static func appendDigits(_ bytes: inout [UInt8], _ value: Int, width: Int) {
-        var scratch: [UInt8] = []
+        var divisor = 1
+        var digitCount = 1
+        while value / divisor >= 10 {
+            divisor *= 10
+            digitCount += 1
+        }
+        if digitCount < width {
+            for _ in digitCount..<width { bytes.append(UInt8(ascii: "0")) }
+        }
         var remaining = value
-        repeat {
-            scratch.append(UInt8(ascii: "0") + UInt8(remaining % 10))
-            remaining /= 10
-        } while remaining > 0
-        if scratch.count < width { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - scratch.count)) }
-        bytes.append(contentsOf: scratch.reversed())
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: remaining / divisor))
+            remaining %= divisor
+            divisor /= 10
+        }
     }
 }
 
