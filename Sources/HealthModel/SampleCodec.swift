@@ -278,10 +278,14 @@ public enum SampleCodec {
     }
 
     public static func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {
+        // Field by field rather than through `device.fields`: this runs for every row of a page.
         writer.beginObject()
-        for (name, value) in device.fields {
-            if let value { writer.key(name); writer.string(value) }
-        }
+        if let name = device.name { writer.key("name"); writer.string(name) }
+        if let manufacturer = device.manufacturer { writer.key("manufacturer"); writer.string(manufacturer) }
+        if let model = device.model { writer.key("model"); writer.string(model) }
+        if let hardwareVersion = device.hardwareVersion { writer.key("hardwareVersion"); writer.string(hardwareVersion) }
+        if let softwareVersion = device.softwareVersion { writer.key("softwareVersion"); writer.string(softwareVersion) }
+        if let localIdentifier = device.localIdentifier { writer.key("localIdentifier"); writer.string(localIdentifier) }
         writer.endObject()
     }
 }

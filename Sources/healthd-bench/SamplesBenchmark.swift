@@ -246,6 +246,8 @@ enum SamplesBenchmark {
         // Warm-up: a few pages, not counted.
         for _ in 0..<5 { _ = try page("/v1/samples?type=heartRate&limit=1000&start=\(randomStart())") }
 
+        let serverProcessIdentifier = server.process.processIdentifier
+        let cpuBefore = processCPUSeconds(serverProcessIdentifier)
         var randomLatencies: [UInt64] = []
         var bytesChecked = 0
         for _ in 0..<options.randomPages {
@@ -267,10 +269,13 @@ enum SamplesBenchmark {
                 target = query + "&cursor=" + next
             }
         }
+        let serverCPU = processCPUSeconds(serverProcessIdentifier) - cpuBefore
+        let pages = randomLatencies.count + walkLatencies.count
         let memory = server.memory()
         print("samples-read: GET /v1/samples limit=1000 from a store of \(options.storeSamples) samples (one client, keep-alive)")
         print("  random start pages: \(LatencySummary(randomLatencies))")
         print("  cursor walks (\(options.walks) x \(options.walkPages) pages): \(LatencySummary(walkLatencies))")
+        print("  server CPU: \(format(1000 * serverCPU / Double(max(1, pages)), decimals: 2)) ms per page (\(pages) pages)")
         print("  server RSS: end \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
     }
 }

@@ -95,4 +95,22 @@ import SQLite
         #expect(try t.store.samples(SampleQuery(type: "bloodPressure"), for: app, userExternalID: user.id).samples.count == 1,
                 "an identical retry stores nothing twice")
     }
+
+    @Test func repeatedRowBodiesReadBackPerRow() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "watch", read: ["heartRate"], share: ["heartRate"])
+        let start: Int64 = 1_700_000_000_000
+        let batch = (0..<300).map { index in
+            var sample = heartRate(60, start: start + Int64(index) * 1000, device: nil)
+            sample.metadata = index % 4 == 3 ? [] : [MetadataEntry(key: "HKHeartRateMotionContext", value: .number(Double(index % 3))),
+                                                     MetadataEntry(key: "note", value: .string(index < 280 ? "same" : "row \(index)"))]
+            return sample
+        }
+        _ = try t.store.save(batch, by: app)
+        var query = SampleQuery(type: "heartRate")
+        query.limit = 1000
+        let stored = try t.store.samples(query, for: app, userExternalID: user.id).samples
+        #expect(stored.map(\.sample.metadata) == batch.map(\.metadata))
+    }
 }
