@@ -84,6 +84,7 @@ enum SamplesBenchmark {
         let bodies: [[UInt8]?] = samples.map { sample in
             sample.metadata.isEmpty ? nil : Array("{\"m\":{\"\(sample.metadata[0].key)\":1}}".utf8)
         }
+        let cpuBefore = processCPUSeconds(getpid())
         let began = nanosecondsNow()
         var seq: Int64 = 0
         for batch in stride(from: 0, to: total, by: options.batchSize) {
@@ -108,10 +109,12 @@ enum SamplesBenchmark {
             }
         }
         let seconds = Double(nanosecondsNow() - began) / 1e9
+        let cpu = processCPUSeconds(getpid()) - cpuBefore
         db.close()
         if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
         let rate = Double(total) / seconds
         print("sqlite-baseline: \(total) rows in \(options.batchSize)-row transactions: \(format(seconds, decimals: 3)) s, \(Int(rate)) rows/s")
+        print("  CPU: \(format(cpu, decimals: 2)) s = \(format(1e6 * cpu / Double(total), decimals: 2)) µs per row (\(Int(Double(total) / max(cpu, 1e-9))) rows per CPU-second)")
         return rate
     }
 
