@@ -27,4 +27,13 @@ import Testing
         #expect(fixed.uuidString == "01234567-89AB-CDEF-FEDC-BA9876543210")
         #expect(HealthUUID(bytes: [UInt8](repeating: 0, count: 15)) == nil)
     }
+
+    @Test func instantsOutsideFourDigitYearsUseTheExpandedForm() {
+        #expect(RFC3339.format(253_402_300_800_000) == "+10000-01-01T00:00:00.000Z")
+        #expect(RFC3339.format(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(RFC3339.format(-62_167_219_200_001) == "-00001-12-31T23:59:59.999Z")
+        #expect(RFC3339.format(0, offsetSeconds: 3_600) == "1970-01-01T01:00:00.000+01:00")
+        let far = RFC3339.format(Int64(9_000_000_000_000_000))
+        #expect(far.hasPrefix("+") && far.hasSuffix("Z"))
+    }
 }
