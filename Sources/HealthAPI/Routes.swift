@@ -28,8 +28,9 @@ enum JSONResponse {
         return HTTPResponse(status: status, headers: headers, bytes: body)
     }
 
-    static func write(status: HTTPStatus = .ok, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
-        var writer = JSONWriter()
+    /// `capacity`: the expected body size, so large bodies (a page of samples) do not regrow.
+    static func write(status: HTTPStatus = .ok, capacity: Int = 1024, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter(capacity: capacity)
         build(&writer)
         return ok(writer.bytes, status: status)
     }
