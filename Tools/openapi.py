@@ -140,6 +140,18 @@ sample_predicate = [
     qparam("end", "Upper bound, exclusive; missing = unbounded.", {"type": "string", "format": "date-time"}),
 ]
 
+imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSteps", "distance", "cadence", "pace",
+                                              "floorsAscended", "floorsDescended", "activity", "saved"],
+              "properties": {"session": {"type": "string"}, "seq": {"type": "integer", "description": "The batch's seq (for /end: the last batch's)."},
+                             "steps": {"type": "integer", "description": "Steps counted by this call."},
+                             "totalSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres, session total."},
+                             "cadence": {"type": ["number", "null"], "description": "Steps per second over the last 8 s; null when not walking."},
+                             "pace": {"type": ["number", "null"], "description": "Seconds per metre; null when not walking."},
+                             "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"},
+                             "activity": {"type": "string", "enum": ["stationary", "walking", "running", "unknown"]},
+                             "saved": {"type": "array", "items": {"type": "string", "format": "uuid"},
+                                       "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call."}}}
+
 PATHS = {
     "/healthz": {"get": {"summary": "Liveness", "security": [], "tags": ["operations"],
                          "responses": {"200": ok_json({"type": "object", "properties": {"status": {"const": "ok"}}})}}},
@@ -211,6 +223,45 @@ PATHS = {
         "responses": {"200": ok_json({"type": "object", "properties": {"sources": {"type": "array", "items": {
             "type": "object", "properties": {"app": {"type": "string"}, "devices": {"type": "array", "items": ref("Device")}}}}}}),
             **ERRORS_APP}}},
+    "/v1/ingest/imu": {"post": {
+        "summary": "Ingest a phone's raw accelerometer batch; the server's pedometer counts steps", "tags": ["motion"],
+        "description": "JSON columnar body, or text/csv with a header row t,x,y,z and session, seq, unit, t0, device, heightCm "
+                       "as query parameters. seq starts at 0 and rises by one per batch; a repeated seq returns the first "
+                       "answer and changes nothing; a gap is a 409 naming the expected seq. The pedometer's state, the saved "
+                       "samples and the answer commit together, so a restart mid-session loses nothing acknowledged.",
+        "parameters": [qparam("session", "CSV only."), qparam("seq", "CSV only.", {"type": "integer", "minimum": 0}),
+                       qparam("unit", "CSV only: g or m/s2."), qparam("t0", "CSV only: RFC 3339 instant."),
+                       qparam("device", "CSV only: device name."), qparam("heightCm", "CSV only.", {"type": "number"})],
+        "requestBody": {"required": True, "content": {
+            "application/json": {"schema": {"type": "object", "additionalProperties": False,
+                                            "required": ["session", "seq", "unit", "t0", "samples"], "properties": {
+                "device": {"oneOf": [ref("Device"), {"type": "string"}]},
+                "session": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+                "seq": {"type": "integer", "minimum": 0}, "unit": {"type": "string", "enum": ["g", "m/s2"]},
+                "t0": instant,
+                "samples": {"type": "object", "required": ["t", "x", "y", "z"], "additionalProperties": False,
+                            "description": "t: seconds after t0, strictly increasing; x, y, z including gravity. At most 100,000.",
+                            "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ["t", "x", "y", "z"]}},
+                "pressure": {"type": "object", "required": ["t", "hPa"], "additionalProperties": False,
+                             "properties": {"t": {"type": "array", "items": {"type": "number"}},
+                                            "hPa": {"type": "array", "items": {"type": "number"}}}},
+                "heightCm": {"type": "number", "minimum": 40, "maximum": 280}}}},
+            "text/csv": {"schema": {"type": "string"}}}},
+        "responses": {"200": ok_json(imu_answer), "409": problem("A gap in seq (expected seq named), or the session ended."),
+                      "413": problem("More than 100,000 samples."), "415": problem("Neither JSON nor CSV."), **ERRORS_APP}}},
+    "/v1/ingest/imu/{session}/end": {"post": {
+        "summary": "End an IMU session: flush pending steps; totalSteps is final", "tags": ["motion"],
+        "parameters": [pparam("session", "Session name.")],
+        "requestBody": {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False}}}},
+        "responses": {"200": ok_json(imu_answer), "404": problem("No such session for this app."), **ERRORS_APP}}},
+    "/v1/pedometer": {"get": {
+        "summary": "CMPedometer.queryPedometerData over the calling app's IMU sessions", "tags": ["motion"],
+        "parameters": [qparam("start", "RFC 3339.", required=True), qparam("end", "RFC 3339, after start.", required=True)],
+        "responses": {"200": ok_json({"type": "object", "properties": {
+            "numberOfSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres."},
+            "averageActivePace": {"type": ["number", "null"], "description": "Seconds per metre while walking."},
+            "currentPace": {"type": ["number", "null"]}, "currentCadence": {"type": ["number", "null"], "description": "Steps per second."},
+            "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"}}}), **ERRORS_APP}}},
     "/v1/types": {"get": {"summary": "The type catalog", "tags": ["types"],
                           "responses": {"200": ok_json({"type": "object", "properties": {"types": {"type": "array", "items": ref("HealthType")}}}), **ERRORS_APP}}},
     "/v1/types/{id}": {"get": {"summary": "One type (short or long identifier)", "tags": ["types"], "parameters": [pparam("id", "Type id.")],
@@ -224,6 +275,79 @@ PATHS = {
                     "properties": {"user": {"type": "string"}}}}}},
                 "responses": {"200": ok_json(ref("Characteristics")), **ERRORS_APP}},
     },
+    "/v1/heart-rate/zones": {"get": {
+        "summary": "Training heart-rate zone for a goal (Tanaka maximum; Karvonen with a resting rate)", "tags": ["heart-rate"],
+        "description": "maxHeartRate = 208 - 0.7 x age (Tanaka, Monahan & Seals 2001). Bands: fatBurn 50-70 %, cardio 70-85 %, "
+                       "peak 85-100 %, of the maximum (`percentOfMaximum`) or, when a resting rate is given or stored, of the "
+                       "heart-rate reserve: rest + share x (max - rest) (`karvonen`, Karvonen 1957). The stored resting rate is "
+                       "the latest `restingHeartRate` sample the token can see (read privacy: without read permission only the "
+                       "app's own). All three figures are whole beats per minute, rounded half up from the unrounded maximum.",
+        "parameters": [
+            qparam("goal", "Training goal.", {"type": "string", "enum": ["fatBurn", "cardio", "peak"]}, required=True),
+            qparam("age", "Years, 1-120. Missing: from the user's dateOfBirth when the token may read it, else 400.",
+                   {"type": "integer", "minimum": 1, "maximum": 120}),
+            qparam("restingHeartRate", "Beats per minute, 20-250, below the maximum. Missing: the latest stored sample, if any.",
+                   {"type": "number", "minimum": 20, "maximum": 250}),
+        ],
+        "responses": {"200": ok_json({"type": "object", "required": ["maxHeartRate", "low", "high", "method", "goal", "age", "restingHeartRate"],
+                                      "properties": {
+                                          "maxHeartRate": {"type": "integer", "description": "count/min"},
+                                          "low": {"type": "integer", "description": "count/min"},
+                                          "high": {"type": "integer", "description": "count/min"},
+                                          "method": {"type": "string", "enum": ["karvonen", "percentOfMaximum"]},
+                                          "goal": {"type": "string", "enum": ["fatBurn", "cardio", "peak"]},
+                                          "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
+                                          "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
+                      **ERRORS_APP}}},
+}
+
+
+# Change feed (HKAnchoredObjectQuery, HKObserverQuery).
+SCHEMAS["ChangePage"] = {
+    "type": "object", "required": ["added", "deleted", "anchor", "more"],
+    "description": "Changes after the anchor in commit order. A uuid in both lists was deleted and saved again: apply `deleted` first.",
+    "properties": {
+        "added": {"type": "array", "items": ref("Sample"),
+                  "description": "Samples saved after the anchor and still present (without an anchor: every matching sample now present)."},
+        "deleted": {"type": "array", "description": "Samples deleted after the anchor (a sample added and deleted after it appears only here).",
+                    "items": {"type": "object", "required": ["uuid", "type"],
+                              "properties": {"uuid": {"type": "string", "format": "uuid"}, "type": {"type": "string"}}}},
+        "anchor": {"type": "string", "description": "Opaque, HMAC-signed; bound to the user and the types list. Pass it as `anchor` for the next page."},
+        "more": {"type": "boolean", "description": "True when more changes follow right now: call again with `anchor` at once."},
+    },
+}
+CHANGE_TYPES = qparam("types", "Comma-separated sample types; absent means every type. For types the token cannot read, only the app's own samples and deletions appear.")
+CHANGE_ERRORS = {
+    **ERRORS_APP,
+    "400": problem("Invalid argument (errorInvalidArgument): unknown or characteristic type, bad limit/wait, or an anchor that is forged, altered, another user's or another types list's."),
+    "410": problem("errorAnchorExpired: deletions after this anchor were purged (tombstone retention, `tombstoneRetentionDays`); start over without an anchor."),
+}
+PATHS["/v1/changes"] = {
+    "get": {"summary": "Anchored object query: changes after an anchor, with optional long-poll", "tags": ["changes"],
+            "parameters": [
+                CHANGE_TYPES,
+                qparam("anchor", "From a previous response; absent = every matching sample now present (paged: follow `anchor` while `more`)."),
+                qparam("limit", "Changes per page, 1 to 10,000.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}),
+                qparam("wait", "Long-poll: seconds (0 to 60) to hold the request when there is nothing new; it answers within milliseconds of a relevant commit, or with an empty page (and a current anchor) when the time is up.",
+                       {"type": "integer", "minimum": 0, "maximum": 60, "default": 0}),
+            ],
+            "responses": {"200": ok_json(ref("ChangePage")), **CHANGE_ERRORS}},
+}
+PATHS["/v1/changes/stream"] = {
+    "get": {"summary": "Observer query as Server-Sent Events", "tags": ["changes"],
+            "description": "`text/event-stream`, chunked. Each event: `id: <anchor>`, `event: change`, `data: <ChangePage JSON>` (at most 500 changes per event). "
+                           "Without an anchor or Last-Event-ID the stream starts at the present with one empty event carrying the current anchor. "
+                           "A `: keep-alive` comment at least every 15 s (every 10 s). A client that cannot keep up (unsent backlog over half of "
+                           "`maxStreamBacklogBytes`) gets `event: error` with `{\"code\":\"errorSlowConsumer\"}` and the stream ends: reconnect with Last-Event-ID. "
+                           "The stream ends cleanly on server shutdown.",
+            "parameters": [
+                CHANGE_TYPES,
+                qparam("anchor", "Start after this anchor (from /v1/changes or an event id)."),
+                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
+                 "description": "Resume after this event id (wins over `anchor`)."},
+            ],
+            "responses": {"200": {"description": "The event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                          **CHANGE_ERRORS}},
 }
 
 # Statistics (HKStatisticsQuery, HKStatisticsCollectionQuery), source priority, summaries.
@@ -360,7 +484,7 @@ def document():
                  "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"bearer": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "export"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
         "paths": PATHS,
         "components": {"schemas": SCHEMAS,
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",

@@ -7,12 +7,15 @@ import Synchronization
 extension HealthApplication {
     /// The whole API surface in one place, in API.md's order.
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
-                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges) {
+                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
                                   connections: connections)
         AccountRoutes.register(into: &router, store: store)
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
+        IMURoutes.register(into: &router, store: store)
+        HeartRateZoneRoutes.register(into: &router, store: store)
+        ChangeRoutes.register(into: &router, feed: changeFeed)
         StatisticsRoutes.register(into: &router, store: store)
         SummaryRoutes.register(into: &router, store: store)
     }
@@ -27,8 +30,9 @@ enum JSONResponse {
         return HTTPResponse(status: status, headers: headers, bytes: body)
     }
 
-    static func write(status: HTTPStatus = .ok, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
-        var writer = JSONWriter()
+    /// `capacity`: the expected body size, so large bodies (a page of samples) do not regrow.
+    static func write(status: HTTPStatus = .ok, capacity: Int = 1024, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter(capacity: capacity)
         build(&writer)
         return ok(writer.bytes, status: status)
     }

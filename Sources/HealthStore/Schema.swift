@@ -99,7 +99,54 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
-        migrator.register("003-tombstone-sample-values") { db in
+        migrator.register("004-imu-sessions") { db in
+            try db.execute("""
+                -- A phone's IMU session: the pedometer's state after the last acknowledged batch.
+                CREATE TABLE imu_sessions (
+                    id INTEGER PRIMARY KEY,
+                    user_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    session TEXT NOT NULL,
+                    device BLOB,
+                    next_seq INTEGER NOT NULL,
+                    state BLOB NOT NULL,
+                    ended INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (user_id, source_id, session)
+                );
+                -- Each acknowledged batch (seq -1 is the session's end): its answer, replayed for a
+                -- repeated seq, and its figures for GET /v1/pedometer.
+                CREATE TABLE imu_batches (
+                    session_id INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    start_ms INTEGER NOT NULL,
+                    end_ms INTEGER NOT NULL,
+                    steps INTEGER NOT NULL,
+                    distance REAL NOT NULL,
+                    floors_up INTEGER NOT NULL,
+                    floors_down INTEGER NOT NULL,
+                    cadence REAL,
+                    pace REAL,
+                    response BLOB NOT NULL,
+                    PRIMARY KEY (session_id, seq)
+                ) WITHOUT ROWID;
+                CREATE INDEX imu_batches_by_time ON imu_batches(session_id, end_ms);
+                """)
+        }
+        migrator.register("005-change-feed") { db in
+            try db.execute("""
+                -- The change feed reads one user's rows in seq order (anchored queries).
+                CREATE INDEX samples_by_user_seq ON samples(user_id, seq);
+                -- Tombstone purges find old tombstones without a full scan.
+                CREATE INDEX deleted_by_time ON deleted_samples(deleted_ms);
+                -- Per user: the highest seq of a purged tombstone. An anchor at or past it still sees
+                -- every deletion after it; an older one is expired (410).
+                CREATE TABLE change_horizons (
+                    user_id INTEGER PRIMARY KEY,
+                    seq INTEGER NOT NULL
+                );
+                """)
+        }
+        migrator.register("006-tombstone-sample-values") { db in
             try db.execute("""
                 -- What a deleted sample was, so the statistics indexes can catch up by removing it exactly.
                 -- NULL on tombstones written before this migration (their samples predate every index).
@@ -107,9 +154,6 @@ enum Schema {
                 ALTER TABLE deleted_samples ADD COLUMN start_ms INTEGER;
                 ALTER TABLE deleted_samples ADD COLUMN end_ms INTEGER;
                 ALTER TABLE deleted_samples ADD COLUMN value REAL;
-                -- Statistics catch-up reads a user's rows after a sequence number. The change feed's
-                -- migration creates the same index; IF NOT EXISTS lets either come first.
-                CREATE INDEX IF NOT EXISTS samples_by_user_seq ON samples(user_id, seq);
                 -- The user's Move, Exercise and Stand goals for activity summaries (HKActivitySummary).
                 CREATE TABLE activity_goals (
                     user_id INTEGER PRIMARY KEY,

@@ -166,8 +166,12 @@ extension HealthStore {
         let priority = SourcePriority(try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
         // Apps can be authorized without any commit, so names are read every time (a few rows).
         var changes = PendingChanges(sequence: sequence, priority: priority, appNames: try Self.appNames(db, userRowID: userRowID))
-        // A sequence behind the index's happens only when a database is restored from a copy: rebuild.
-        guard let since, sequence >= since else {
+        // Rebuild when tombstones after `since` may be gone (purged up to the user's change horizon),
+        // or when the sequence went backwards (only a database restored from a copy does that).
+        let horizon = try db.first("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(userRowID)]) {
+            $0.int64(at: 0)
+        } ?? 0
+        guard let since, sequence >= since, horizon <= since else {
             changes.all = try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
             return changes
         }

@@ -19,6 +19,16 @@ enum StatisticsBenchmark {
         var duckDB = true
     }
 
+    static func main(_ arguments: [String]) -> Int32 {
+        do {
+            try run(arguments)
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("healthd-bench statistics: \(error)\n".utf8))
+            return 1
+        }
+    }
+
     static func run(_ arguments: [String]) throws {
         var options = Options()
         var remaining = arguments[...]
@@ -28,7 +38,7 @@ enum StatisticsBenchmark {
             case "--repeats": options.repeats = Int(remaining.popFirst() ?? "") ?? options.repeats
             case "--keep": options.directory = remaining.popFirst()
             case "--no-duckdb": options.duckDB = false
-            default: throw BenchmarkError("unknown option \(flag); usage: healthd-bench statistics [--days N] [--repeats N] [--keep DIR] [--no-duckdb]")
+            default: throw StatisticsBenchmarkError("unknown option \(flag); usage: healthd-bench statistics [--days N] [--repeats N] [--keep DIR] [--no-duckdb]")
             }
         }
         let directory = options.directory ?? NSTemporaryDirectory() + "healthd-bench-statistics-" + UUID().uuidString
@@ -50,7 +60,7 @@ enum StatisticsBenchmark {
         let origin: Int64 = 1_704_034_800_000
         let minutes = options.days * 1_440
         print("statistics benchmark: \(options.days) days; \(minutes * 2) step samples (2 overlapping sources), \(minutes * 6) heart-rate samples")
-        var generator = SplitMix(state: 42)
+        var generator = SplitMix64(seed: 42)
         let loadStart = now()
         var saved = 0
         // Steps: the iPhone on whole minutes, the Watch on half minutes, so every minute overlaps.
@@ -200,7 +210,7 @@ enum StatisticsBenchmark {
         done.wait()
         let elapsed = seconds(since: start) * 1000
         guard let response = result.withLock({ $0 }), response.status.code == 200 else {
-            throw BenchmarkError("\(target) failed: \(result.withLock { $0 }.map { "\($0.status.code)" } ?? "no response")")
+            throw StatisticsBenchmarkError("\(target) failed: \(result.withLock { $0 }.map { "\($0.status.code)" } ?? "no response")")
         }
         if case .bytes(let bytes) = response.body { return (elapsed, bytes.count) }
         return (elapsed, 0)
@@ -220,19 +230,7 @@ enum StatisticsBenchmark {
     }
 }
 
-struct BenchmarkError: Error, CustomStringConvertible {
+struct StatisticsBenchmarkError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Deterministic data, so runs compare.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

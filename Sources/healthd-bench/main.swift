@@ -1,16 +1,31 @@
 import Foundation
 
-// healthd-bench SUBCOMMAND [options]: in-process benchmarks; build with -c release.
-let benchmarkArguments = Array(CommandLine.arguments.dropFirst())
-do {
-    switch benchmarkArguments.first {
-    case "statistics":
-        try StatisticsBenchmark.run(Array(benchmarkArguments.dropFirst()))
-    default:
-        print("usage: healthd-bench statistics [--days N] [--repeats N] [--keep DIR] [--no-duckdb]")
-        exit(benchmarkArguments.isEmpty ? 0 : 2)
-    }
-} catch {
-    FileHandle.standardError.write(Data("healthd-bench: \(error)\n".utf8))
-    exit(1)
+// healthd-bench: benchmarks and accuracy reports. Each subcommand prints its figures with the
+// command and machine, ready for BENCHMARKS.md. Run release builds:
+//   swift run -c release healthd-bench <command> [options]
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
+    ("pedometer-accuracy", "step-count error over a folder of traces with ground truth (default: ../shared/datasets/oxford-steps)",
+     PedometerAccuracyReport.run),
+    ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
+    ("samples", "sqlite-baseline, samples-write and samples-read in one run (issue 3's numbers)", { SamplesBenchmarkCommand.run("samples", $0) }),
+    ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
+    ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
+    ("samples-read", "GET /v1/samples pages of 1,000 from a large store", { SamplesBenchmarkCommand.run("samples-read", $0) }),
+    ("changes", "change feed: catch-up changes/s over HTTP, long-poll and SSE write-to-wake latency with idle subscribers",
+     ChangeFeedBenchmark.run),
+    ("statistics", "statistics through the route handlers over a year of steps (2 sources) and heart rate, cold and warm, "
+     + "vs SQLite GROUP BY and DuckDB; write throughput with and without cached indexes", StatisticsBenchmark.main),
+]
+
+@MainActor func usage() -> String {
+    "Usage: healthd-bench COMMAND [OPTIONS]\n\nCommands:\n"
+        + commands.map { "  \($0.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \($0.summary)" }.joined(separator: "\n")
 }
+
+guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {
+    print(usage())
+    exit(arguments.first == nil || arguments.first == "--help" ? 0 : 2)
+}
+exit(command.run(Array(arguments.dropFirst())))

@@ -27,6 +27,8 @@ case .help(let topic):
     say(HelpText.text(for: topic))
 case .serve(let options):
     runServe(options)
-case .seed, .importFile, .export:
+case .seed(let options):
+    runSeed(options)
+case .importFile, .export:
     fail("this command is not in this build yet", status: 2)
 }

@@ -187,4 +187,24 @@ struct SeededGenerator: RandomNumberGenerator {
         try t.store.deleteSample(twin.uuid, by: phone)
         #expect(try sum() == 30)
     }
+
+    /// Tombstones purged before an idle index caught up: the index is rebuilt rather than left
+    /// holding the deleted sample.
+    @Test func purgedTombstonesForceARebuild() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
+        guard let type = HealthTypeCatalog.type("stepCount") else { return }
+        let sum = { () throws -> Double? in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+                try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
+            }
+        }
+        let first = steps(30, start: Self.day0)
+        _ = try t.store.save([first, steps(12, start: Self.day0 + 60_000)], by: phone)
+        #expect(try sum() == 42)
+        try t.store.deleteSample(first.uuid, by: phone)
+        #expect(try t.store.purgeTombstones(deletedBefore: Int64.max) == 1)
+        #expect(try sum() == 12)
+    }
 }

@@ -174,6 +174,43 @@ def foundation_checks(port):
     check("a wrong token is 401", st == 401)
 
 
+def api_checks(port):
+    print("e2e: samples and motion")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "e2e-user"}, token=ADMIN)
+    check("admin creates a user", st == 201, b)
+    user = js(b)["id"]
+    st, h, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "e2e-phone",
+                    "read": ["stepCount", "distanceWalkingRunning"], "share": ["stepCount", "distanceWalkingRunning", "flightsClimbed"]}, token=ADMIN)
+    token = js(b)["token"]
+    body = {"samples": [{"type": "stepCount", "value": 100, "unit": "count",
+                         "start": "2026-03-08T09:00:00+01:00", "end": "2026-03-08T09:10:00+01:00"}]}
+    st, h, b = http(port, "POST", "/v1/samples", body, token=token)
+    check("POST /v1/samples saves", st == 201 and len(js(b)["saved"]) == 1, b)
+    st, h, b = http(port, "GET", "/v1/samples?type=stepCount&start=2026-03-08T09:05:00+01:00", token=token)
+    check("an unencoded + offset in the query works", st == 200 and len(js(b)["samples"]) == 1, b)
+    import math
+    rows = ["t,x,y,z"] + [f"{i/50},{0.3*3*math.sin(2*math.pi*1.8*i/50)},{6.9+2.1*math.sin(2*math.pi*1.8*i/50)},6.9" for i in range(1500)]
+    csv = ("\n".join(rows) + "\n").encode()
+    st, h, b = http(port, "POST", "/v1/ingest/imu?session=e2e&seq=0&unit=m/s2&t0=2026-03-08T10:00:00Z", csv, token=token,
+                    headers={"Content-Type": "text/csv"})
+    check("CSV IMU batch counts steps", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+    st2, h, b2 = http(port, "POST", "/v1/ingest/imu?session=e2e&seq=0&unit=m/s2&t0=2026-03-08T10:00:00Z", csv, token=token,
+                      headers={"Content-Type": "text/csv"})
+    check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
+    st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
+    check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def dashboard_asset_checks(port):
+    print("e2e: dashboard files")
+    st, h, b = http(port, "GET", "/")
+    scripts = re.findall(rb'<script[^>]*src="([^"]+)"', b)
+    check("the dashboard loads its script from a file (no inline script under the CSP)",
+          scripts and b"<script>" not in b and b"style=" not in b, scripts)
+    for path, kind in (("/assets/dashboard.js", "text/javascript"), ("/assets/dashboard.css", "text/css"),
+                       ("/assets/sse.js", "text/javascript"), ("/favicon.svg", "image/svg+xml")):
+        st, h, b = http(port, "GET", path)
+        check(f"GET {path} is {kind}", st == 200 and h.get("Content-Type", "").startswith(kind), (st, h.get("Content-Type")))
+
+
 def cli_checks(binary, public, busy_port):
     print("e2e: command line")
     env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
@@ -202,6 +239,164 @@ def cli_checks(binary, public, busy_port):
         check("an unusable data directory is one clear line", code == 1 and "data directory" in err and err.count("\n") == 1, err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+def read_until(sock, data, predicate, timeout=10.0):
+    """Reads from sock into data until predicate(data) holds, the peer closes, or timeout."""
+    deadline = time.time() + timeout
+    while not predicate(data) and time.time() < deadline:
+        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.time()))
+        if not ready:
+            break
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def open_event_stream(port, token, last_event_id=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    extra = f"Last-Event-ID: {last_event_id}\r\n" if last_event_id else ""
+    s.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+              f"Accept: text/event-stream\r\n{extra}\r\n".encode())
+    return s
+
+
+def event_ids(data):
+    return re.findall(rb"id: ([A-Za-z0-9_-]+)\nevent: change\n", data)
+
+
+def change_feed_checks(port):
+    """Returns an open event stream, to be checked for a clean end after the graceful stop."""
+    print("e2e: change feed")
+    st, _, b = http(port, "POST", "/v1/users", {"name": "feed"}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "e2e", "read": ["stepCount"], "share": ["stepCount"]}, token=ADMIN)
+    token = js(b)["token"]
+
+    def save(n):
+        uid = "00000000-0000-4000-8000-%012d" % n
+        sample = {"uuid": uid, "type": "stepCount", "value": n, "unit": "count",
+                  "start": "2026-03-01T10:%02d:00Z" % n, "end": "2026-03-01T10:%02d:30Z" % n}
+        st, _, _ = http(port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
+        return st, uid
+
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount", token=token)
+    anchor = js(b)["anchor"]
+    check("GET /v1/changes without an anchor is 200 with an anchor", st == 200 and anchor and js(b)["added"] == [])
+
+    # A long-poll on one connection, woken by a POST on another.
+    poll = socket.create_connection(("127.0.0.1", port), timeout=30)
+    poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+    time.sleep(0.3)
+    parked = read_until(poll, b"", lambda d: len(d) > 0, timeout=0.2)
+    check("a long-poll with nothing new stays open", parked == b"", parked[:80])
+    started = time.time()
+    st, uid = save(1)
+    answer = read_until(poll, b"", lambda d: b"\r\n\r\n" in d and uid.encode() in d, timeout=25)
+    elapsed = time.time() - started
+    poll.close()
+    check("the long-poll answers 200 with the sample a POST from another connection saved",
+          statuses(answer) == [200] and uid.encode() in answer, answer[:200])
+    check("the long-poll answered well before its 30 s wait", elapsed < 5, elapsed)
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount&wait=1&anchor=" + js(answer.split(b"\r\n\r\n", 1)[1])["anchor"], token=token)
+    check("a long-poll with nothing new times out with an empty page", st == 200 and js(b)["added"] == [] and js(b)["more"] is False, b[:120])
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount&anchor=forged", token=token)
+    check("a forged anchor is 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
+
+    # Server-Sent Events read off a raw socket, as curl -N would.
+    stream = open_event_stream(port, token)
+    data = read_until(stream, b"", lambda d: len(event_ids(d)) >= 1)
+    head = data.split(b"\r\n\r\n", 1)[0].lower()
+    check("the stream is 200 text/event-stream, chunked", statuses(data)[:1] == [200] and b"content-type: text/event-stream" in head
+          and b"transfer-encoding: chunked" in head, data[:300])
+    first_id = (event_ids(data) or [b""])[0].decode()
+    st, uid2 = save(2)
+    data = read_until(stream, data, lambda d: uid2.encode() in d)
+    check("a POST on another connection arrives as an event: change", uid2.encode() in data and len(event_ids(data)) == 2, data[-300:])
+    resumed = open_event_stream(port, token, last_event_id=first_id)
+    replay = read_until(resumed, b"", lambda d: uid2.encode() in d)
+    resumed.close()
+    check("Last-Event-ID resumes with what came after it", uid2.encode() in replay and uid.encode() not in replay, replay[-300:])
+    bad = raw(port, f"GET /v1/changes/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nLast-Event-ID: nope\r\nConnection: close\r\n\r\n".encode())
+    check("a forged Last-Event-ID is 400", statuses(bad) == [400], bad[:80])
+    return stream
+
+
+def check_stream_ended(stream):
+    data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
+    stream.close()
+    check("an open event stream ends cleanly (last chunk) on graceful stop", data.endswith(b"0\r\n\r\n"), data[-80:])
+def seed_and_demo_checks(binary, public):
+    """healthd seed twice stores nothing twice; serve --demo prints a dashboard URL whose token reads steps."""
+    import sqlite3
+    print("e2e: seed and demo")
+    data_dir = tempfile.mkdtemp(prefix="healthd-e2e-seed-")
+    try:
+        def seed():
+            run = subprocess.run([binary, "seed", "--user", "e2e-seed", "--days", "7", "--data-dir", data_dir],
+                                 capture_output=True, text=True, timeout=120)
+            db = sqlite3.connect(os.path.join(data_dir, "healthd.sqlite"))
+            try:
+                count = db.execute("SELECT count(*) FROM samples").fetchone()[0]
+            finally:
+                db.close()
+            return run, count
+        first, first_count = seed()
+        check("healthd seed exits 0 and prints a line per type", first.returncode == 0 and
+              re.search(r"^stepCount\s+\d+ samples \(phone \d+, watch \d+\), \d+ new$", first.stdout, re.M) is not None,
+              first.stdout[-300:] + first.stderr)
+        second, second_count = seed()
+        check("a second healthd seed stores nothing twice", second.returncode == 0 and first_count > 1000 and
+              second_count == first_count and second.stdout.rstrip().endswith(", 0 new"), (first_count, second_count, second.stdout[-200:]))
+        bad = subprocess.run([binary, "seed", "--days", "7", "--data-dir", data_dir], capture_output=True, text=True, timeout=30)
+        check("healthd seed without --user is a usage error (status 2)", bad.returncode == 2 and "--user" in bad.stderr, bad.stderr)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    for attempt in ("fresh", "rerun"):
+        server = Server(binary, public, data_dir=None if attempt == "fresh" else demo_dir, extra=("--demo",))
+        demo_dir = server.data_dir
+        try:
+            # A reader thread: select() cannot see lines already buffered by the text wrapper.
+            import queue, threading
+            lines = queue.Queue()
+            threading.Thread(target=lambda out=server.proc.stdout: [lines.put(l) for l in out], daemon=True).start()
+            url, deadline = None, time.time() + 120
+            while url is None and time.time() < deadline:
+                try:
+                    line = lines.get(timeout=0.5)
+                except queue.Empty:
+                    if server.proc.poll() is not None:
+                        break
+                    continue
+                url = re.search(r"dashboard: (http://\S+/#token=(\S+))", line)
+            check(f"serve --demo ({attempt} data dir) prints a dashboard URL with a token", url is not None)
+            if url is None:
+                continue
+            token = url.group(2)
+            st, h, b = http(server.port, "GET", "/v1/samples?type=stepCount&limit=5", token=token)
+            check(f"the demo token reads steps ({attempt})", st == 200 and len(js(b)["samples"]) == 5, b[:200])
+            st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=cardio", token=token)
+            zone = js(b) or {}
+            check(f"heart-rate zones for the demo user use Karvonen and the stored birth date ({attempt})",
+                  st == 200 and zone.get("method") == "karvonen" and zone.get("low", 0) < zone.get("high", 0), b[:200])
+            st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=sprint", token=token)
+            check("an unknown zone goal is a 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
+            st, h, b = http(server.port, "POST", "/v1/samples", {"samples": [{"type": "stepCount", "value": 1,
+                                                                             "start": "2026-01-01T00:00:00Z"}]}, token=token)
+            check("the demo token is read-only", st == 403)
+        finally:
+            server.stop()
+            if server.proc.poll() is None:
+                server.proc.kill()
+    db = sqlite3.connect(os.path.join(demo_dir, "healthd.sqlite"))
+    try:
+        users = db.execute("SELECT count(*) FROM users WHERE name = 'demo'").fetchone()[0]
+    finally:
+        db.close()
+    check("a rerun of serve --demo keeps one demo user", users == 1)
+    shutil.rmtree(demo_dir, ignore_errors=True)
 
 
 def statistics_checks(port):
@@ -253,11 +448,16 @@ def main():
     server = Server(args.binary, os.path.abspath(args.public))
     try:
         foundation_checks(server.port)
+        api_checks(server.port)
+        dashboard_asset_checks(server.port)
         statistics_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
+        feed_stream = change_feed_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
+        check_stream_ended(feed_stream)
+        seed_and_demo_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
