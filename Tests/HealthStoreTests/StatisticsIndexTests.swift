@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import HealthModel
 import Statistics
@@ -206,5 +207,51 @@ struct SeededGenerator: RandomNumberGenerator {
         try t.store.deleteSample(first.uuid, by: phone)
         #expect(try t.store.purgeTombstones(deletedBefore: Int64.max) == 1)
         #expect(try sum() == 12)
+    }
+
+    /// Queries of two types and saves run at once: no deadlock, and once writes stop every index
+    /// equals the direct path.
+    @Test func concurrentQueriesAndSavesEndExact() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let types = ["stepCount", "heartRate"]
+        let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: Set(types), share: Set(types))
+        guard let steps = HealthTypeCatalog.type("stepCount"), let heart = HealthTypeCatalog.type("heartRate") else { return }
+        let store = t.store
+        let day0 = Self.day0
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            do {
+                for round in 0..<10 {
+                    if worker % 2 == 0 {
+                        let type = worker % 4 == 0 ? "stepCount" : "heartRate"
+                        let start = day0 + Int64(worker * 1_000 + round) * 60_000
+                        let sample = HealthSample(uuid: .random(), type: type, start: start, end: start + 60_000, content: .quantity(70))
+                        _ = try store.save([sample], by: phone)
+                    } else {
+                        let type = worker % 4 == 1 ? steps : heart
+                        let options: StatisticsOptions = type.isCumulative ? .cumulativeSum : .discreteAverage
+                        _ = try store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+                            try snapshot.index.statistics(start: day0, end: day0 + 86_400_000, options: options).figures
+                        }
+                    }
+                }
+            } catch {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        for type in [steps, heart] {
+            let style: AggregationStyle = type.isCumulative ? .cumulative : .discrete
+            let options: StatisticsOptions = type.isCumulative ? .cumulativeSum : [.discreteAverage, .discreteMax]
+            let bucket = [CalendarBucket(start: day0, end: day0 + 86_400_000, startOffsetSeconds: 0, endOffsetSeconds: 0)]
+            let (indexed, priority) = try store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+                (try snapshot.index.statisticsCollection(buckets: bucket, options: options), snapshot.index.priority)
+            }
+            let all = try store.statisticsSamples(userRowID: user.rowID, type: type)
+            #expect(all.count == 20)
+            let direct = try statisticsCollection(of: all, buckets: bucket, style: style, options: options, priority: priority)
+            #expect(Self.same(indexed[0].figures, direct[0].figures))
+        }
     }
 }
