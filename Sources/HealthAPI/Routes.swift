@@ -13,6 +13,7 @@ extension HealthApplication {
         AccountRoutes.register(into: &router, store: store)
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
+        ExportRoutes.register(into: &router, store: store)
     }
 }
 
