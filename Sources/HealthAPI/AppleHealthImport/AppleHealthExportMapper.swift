@@ -1,4 +1,3 @@
-import Crypto
 import HealthModel
 import HealthStore
 
@@ -373,19 +372,21 @@ public struct AppleHealthExportMapper {
         return metadata.filter { seen.insert($0.key).inserted }
     }
 
-    /// A name-based UUID (RFC 9562 version 8, SHA-256) of a record's identifying content, so the same
-    /// record imported twice, or from an overlapping later export, gets the same uuid.
+    /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
+    /// imported twice, or from an overlapping later export, gets the same uuid. The hash is 128-bit
+    /// MurmurHash3 (x64): far faster than SHA-256 at 100,000+ records/s, and collisions only matter
+    /// between records of one user's own export, which is not adversarial.
     static func contentUUID(_ fields: [String]) -> HealthUUID {
-        var hasher = SHA256()
-        hasher.update("healthd-apple-health-import".utf8)
+        var bytes: [UInt8] = Array("healthd-apple-health-import".utf8)
+        bytes.reserveCapacity(128)
         for field in fields {
-            hasher.update([0x1F])
-            hasher.update(field.utf8)
+            bytes.append(0x1F)
+            bytes.append(contentsOf: field.utf8)
         }
-        var bytes = hasher.finalize()
-        bytes[6] = (bytes[6] & 0x0F) | 0x80
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        return HealthUUID(bytes: bytes.prefix(16)) ?? HealthUUID(high: 0, low: 0)
+        var (high, low) = bytes.withUnsafeBytes { ContentHash.murmur3x64_128($0) }
+        high = (high & ~0xF000) | 0x8000
+        low = (low & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
+        return HealthUUID(high: high, low: low)
     }
 
     /// `<<HKDevice: 0x283a>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,1, software:10.1>`.
@@ -431,5 +432,60 @@ public struct AppleHealthExportMapper {
             }
         }
         return device.isEmpty ? nil : device
+    }
+}
+
+/// MurmurHash3, x64 128-bit variant, seed 0.
+enum ContentHash {
+    private static let c1: UInt64 = 0x87C3_7B91_1142_53D5
+    private static let c2: UInt64 = 0x4CF5_AD43_2745_937F
+
+    @inline(__always) private static func rotl(_ value: UInt64, _ count: UInt64) -> UInt64 {
+        (value << count) | (value >> (64 - count))
+    }
+
+    @inline(__always) private static func finalMix(_ value: UInt64) -> UInt64 {
+        var k = value
+        k ^= k >> 33
+        k &*= 0xFF51_AFD7_ED55_8CCD
+        k ^= k >> 33
+        k &*= 0xC4CE_B9FE_1A85_EC53
+        k ^= k >> 33
+        return k
+    }
+
+    static func murmur3x64_128(_ data: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        var h1: UInt64 = 0
+        var h2: UInt64 = 0
+        let blockCount = data.count / 16
+        for block in 0..<blockCount {
+            var k1 = UInt64(littleEndian: data.loadUnaligned(fromByteOffset: block * 16, as: UInt64.self))
+            var k2 = UInt64(littleEndian: data.loadUnaligned(fromByteOffset: block * 16 + 8, as: UInt64.self))
+            k1 &*= c1; k1 = rotl(k1, 31); k1 &*= c2; h1 ^= k1
+            h1 = rotl(h1, 27); h1 &+= h2; h1 = h1 &* 5 &+ 0x52DC_E729
+            k2 &*= c2; k2 = rotl(k2, 33); k2 &*= c1; h2 ^= k2
+            h2 = rotl(h2, 31); h2 &+= h1; h2 = h2 &* 5 &+ 0x3849_5AB5
+        }
+        let tail = blockCount * 16
+        let remaining = data.count - tail
+        var k1: UInt64 = 0
+        var k2: UInt64 = 0
+        if remaining > 8 {
+            for index in stride(from: remaining - 1, through: 8, by: -1) { k2 ^= UInt64(data[tail + index]) << UInt64((index - 8) * 8) }
+            k2 &*= c2; k2 = rotl(k2, 33); k2 &*= c1; h2 ^= k2
+        }
+        if remaining > 0 {
+            for index in stride(from: min(remaining, 8) - 1, through: 0, by: -1) { k1 ^= UInt64(data[tail + index]) << UInt64(index * 8) }
+            k1 &*= c1; k1 = rotl(k1, 31); k1 &*= c2; h1 ^= k1
+        }
+        h1 ^= UInt64(data.count)
+        h2 ^= UInt64(data.count)
+        h1 &+= h2
+        h2 &+= h1
+        h1 = finalMix(h1)
+        h2 = finalMix(h2)
+        h1 &+= h2
+        h2 &+= h1
+        return (h1, h2)
     }
 }

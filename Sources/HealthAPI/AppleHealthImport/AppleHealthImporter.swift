@@ -124,6 +124,11 @@ public final class AppleHealthImporter {
         guard delegate.sawHealthData else {
             throw AppleHealthImportError.notAnExport("this is not an Apple Health export (no <HealthData> element)")
         }
+        // The stream parser does not always report a document that simply stops; a missing end tag does.
+        guard delegate.sawHealthDataEnd else {
+            throw AppleHealthImportError.malformedXML(line: parser.lineNumber, column: parser.columnNumber,
+                                                      detail: "the file ends before </HealthData> (truncated export?)")
+        }
         report.records = delegate.records
         report.bytesRead = stream.bytesRead
         report.droppedControlCharacters = stream.sanitizer.droppedControlCharacters
@@ -189,6 +194,7 @@ private final class ParserDelegate: NSObject, XMLParserDelegate {
     var failure: (any Error)?
     private(set) var records = 0
     private(set) var sawHealthData = false
+    private(set) var sawHealthDataEnd = false
     private static let progressInterval = 50_000
 
     init(deliver: @escaping ([AppleHealthImportItem]) throws -> Void) {
@@ -205,6 +211,7 @@ private final class ParserDelegate: NSObject, XMLParserDelegate {
 
     func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
         mapper.end(elementName)
+        if elementName == "HealthData" { sawHealthDataEnd = true }
         switch elementName {
         case "Record", "Correlation", "Workout", "ActivitySummary", "Me":
             records += 1
