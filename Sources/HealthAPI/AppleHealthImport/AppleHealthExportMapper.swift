@@ -183,7 +183,7 @@ public struct AppleHealthExportMapper {
             return skip(error.detail)
         }
         let app = Self.app(attributes)
-        let uuid = Self.contentUUID([type.id, app, String(interval.start), String(interval.end), hashValue])
+        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), hashValue])
         return .success(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: content,
                                      metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])))
     }
@@ -213,7 +213,7 @@ public struct AppleHealthExportMapper {
             return skip(correlationSkips > 0 ? "none of its records could be imported" : "no records")
         }
         let app = Self.app(attributes)
-        let uuid = Self.contentUUID([type.id, app, String(interval.start), String(interval.end)]
+        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end)]
                                     + objects.map(\.uuid.uuidString).sorted())
         emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .correlation(objects),
                           metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])), attributes)
@@ -276,7 +276,7 @@ public struct AppleHealthExportMapper {
             return skip(error.detail)
         }
         let app = Self.app(attributes)
-        let uuid = Self.contentUUID([type.id, app, String(interval.start), String(interval.end), details.activityType])
+        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), details.activityType])
         emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .workout(details),
                           metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])), attributes)
     }
@@ -373,19 +373,23 @@ public struct AppleHealthExportMapper {
     }
 
     /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
-    /// imported twice, or from an overlapping later export, gets the same uuid. The hash is 128-bit
-    /// MurmurHash3 (x64): far faster than SHA-256 at 100,000+ records/s, and collisions only matter
-    /// between records of one user's own export, which is not adversarial.
-    static func contentUUID(_ fields: [String]) -> HealthUUID {
+    /// imported twice, or from an overlapping later export, gets the same uuid. Like version 7, the
+    /// first 48 bits are the sample's start (Unix ms): exports list each type's records in time
+    /// order, so inserts land at the end of the uuid index instead of at random pages (a third of
+    /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
+    /// content: far faster than SHA-256, and collisions would only matter between records of one
+    /// user's own export, which is not adversarial.
+    static func contentUUID(start: Int64, _ fields: [String]) -> HealthUUID {
         var bytes: [UInt8] = Array("healthd-apple-health-import".utf8)
         bytes.reserveCapacity(128)
         for field in fields {
             bytes.append(0x1F)
             bytes.append(contentsOf: field.utf8)
         }
-        var (high, low) = bytes.withUnsafeBytes { ContentHash.murmur3x64_128($0) }
-        high = (high & ~0xF000) | 0x8000
-        low = (low & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
+        let (hashHigh, hashLow) = bytes.withUnsafeBytes { ContentHash.murmur3x64_128($0) }
+        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
+        let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
+        let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
         return HealthUUID(high: high, low: low)
     }
 
