@@ -59,17 +59,53 @@ public struct ExportScope: Sendable {
         return types
     }
 
-    /// Pages through the store (keyset on the change sequence) and hands each page's NDJSON to
-    /// `write`, which returns false to stop. Memory holds one page whatever the export's size.
+    /// Reads every type oldest first (keyset pages on each type's start index) and merges them by
+    /// (start, seq), handing `write` about `pageSize` lines at a time; `write` returns false to stop.
+    /// Memory holds one page per type whatever the export's size.
     public func forEachPage(from store: HealthStore, _ write: ([UInt8]) throws -> Bool) throws {
-        var after: Int64 = 0
-        while true {
-            let page = try store.exportPage(userRowID: userRowID, userExternalID: userExternalID, types: types,
-                                            readable: readable, ownSourceRowID: ownSourceRowID, after: after, limit: pageSize)
-            guard let last = page.last else { return }
-            guard try write(Self.ndjson(page.samples)) else { return }
-            after = last
+        let wanted = HealthTypeCatalog.all.filter { $0.kind != .characteristic && (types?.contains($0.id) ?? true) }
+        struct Lane {
+            var type: String
+            var onlySource: Int64?
+            var buffer: [(sample: StoredSample, cursor: SampleCursor)] = []
+            var next = 0
+            var after: SampleCursor?
+            var exhausted = false
         }
+        var lanes = wanted.map { type in
+            Lane(type: type.id, onlySource: (readable.map { $0.contains(type.id) } ?? true) ? nil : (ownSourceRowID ?? -1))
+        }
+        let laneSize = max(1, min(pageSize, 1_000))
+        var out: [StoredSample] = []
+        out.reserveCapacity(pageSize)
+        while true {
+            var best: Int?
+            for index in lanes.indices where !lanes[index].exhausted {
+                if lanes[index].next >= lanes[index].buffer.count {
+                    let page = try store.exportPage(userRowID: userRowID, userExternalID: userExternalID, type: lanes[index].type,
+                                                    onlySource: lanes[index].onlySource, after: lanes[index].after, limit: laneSize)
+                    lanes[index].buffer = page
+                    lanes[index].next = 0
+                    if let last = page.last { lanes[index].after = last.cursor }
+                    if page.isEmpty { lanes[index].exhausted = true; continue }
+                }
+                let head = lanes[index].buffer[lanes[index].next].cursor
+                if let current = best {
+                    let other = lanes[current].buffer[lanes[current].next].cursor
+                    if (head.start, head.seq) < (other.start, other.seq) { best = index }
+                } else {
+                    best = index
+                }
+            }
+            guard let chosen = best else { break }
+            out.append(lanes[chosen].buffer[lanes[chosen].next].sample)
+            lanes[chosen].next += 1
+            if out.count >= pageSize {
+                guard try write(Self.ndjson(out)) else { return }
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        if !out.isEmpty { _ = try write(Self.ndjson(out)) }
     }
 
     public static func ndjson(_ samples: [StoredSample]) -> [UInt8] {

@@ -113,36 +113,36 @@ extension HealthStore {
 
     // MARK: Export
 
-    /// One page of a user's top-level samples in commit order (a correlation carries its objects),
-    /// after change-sequence position `after`. `readable` nil means every type; otherwise types
-    /// outside it are limited to `ownSourceRowID`'s samples (read privacy). `types` nil means all.
-    public func exportPage(userRowID: Int64, userExternalID: String, types: Set<String>?, readable: Set<String>?,
-                           ownSourceRowID: Int64?, after: Int64, limit: Int) throws -> (samples: [StoredSample], last: Int64?) {
-        try pool.read { db in
-            var conditions = ["user_id = ?1", "seq > ?2", "parent_seq IS NULL"]
-            var values: [SQLValue] = [.integer(userRowID), .integer(after)]
-            if let types {
-                // Codes are integers from the catalog map, so they are safe to inline.
-                let codes = types.compactMap { typeCode(for: $0) }.sorted()
-                guard !codes.isEmpty else { return ([], nil) }
-                conditions.append("type_id IN (\(codes.map(String.init).joined(separator: ",")))")
+    /// One page of a user's top-level samples of one type (a correlation carries its objects), oldest
+    /// first by (start, seq), after `after`: keyset paging on the (user, type, start) index.
+    /// `onlySource` limits it to one app's samples (read privacy for types the token may not read).
+    public func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
+                           after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
+        guard let typeCode = typeCode(for: type) else { return [] }
+        return try pool.read { db in
+            var conditions = ["user_id = ?1", "type_id = ?2", "parent_seq IS NULL"]
+            var values: [SQLValue] = [.integer(userRowID), .integer(typeCode)]
+            if let onlySource {
+                values.append(.integer(onlySource))
+                conditions.append("source_id = ?\(values.count)")
             }
-            if let readable {
-                let codes = readable.compactMap { typeCode(for: $0) }.sorted()
-                values.append(.integer(ownSourceRowID ?? -1))
-                let own = "source_id = ?\(values.count)"
-                conditions.append(codes.isEmpty ? own : "(type_id IN (\(codes.map(String.init).joined(separator: ","))) OR \(own))")
+            if let after {
+                values.append(.integer(after.start))
+                let s = values.count
+                values.append(.integer(after.seq))
+                conditions.append("(start_ms > ?\(s) OR (start_ms = ?\(s) AND seq > ?\(values.count)))")
             }
             values.append(.integer(Int64(limit)))
             let statement = try db.cachedStatement("""
                 SELECT \(Self.sampleColumns) FROM samples WHERE \(conditions.joined(separator: " AND "))
-                ORDER BY seq LIMIT ?\(values.count)
+                ORDER BY start_ms, seq LIMIT ?\(values.count)
                 """)
             try statement.bind(values)
             var rows: [SampleRow] = []
             try statement.forEachRow { rows.append(SampleRow($0)) }
-            let samples = try rows.map { try materialize($0, db: db, userExternalID: userExternalID) }
-            return (samples, rows.last?.seq)
+            return try rows.map { row in
+                (try materialize(row, db: db, userExternalID: userExternalID), SampleCursor(start: row.start, seq: row.seq))
+            }
         }
     }
 }

@@ -368,9 +368,9 @@ private func record(_ type: String, value: String, unit: String? = nil, source: 
             return true
         }
         let user = try #require(try server.store.user(named: "jane"))
-        let page = try server.store.exportPage(userRowID: user.rowID, userExternalID: user.id, types: nil, readable: nil,
-                                               ownSourceRowID: nil, after: 0, limit: 10)
-        #expect(page.samples.count == 1)
+        let page = try server.store.exportPage(userRowID: user.rowID, userExternalID: user.id, type: "stepCount", onlySource: nil,
+                                               after: nil, limit: 10)
+        #expect(page.count == 1)
     }
 
     @Test func notAnExport() throws {
@@ -463,7 +463,9 @@ final class CollectingBodyStream: HTTPBodyStream, Sendable {
         var byType: [String: Int] = [:]
         for line in export.lines { byType[line["type"]?.stringValue ?? "", default: 0] += 1 }
         #expect(byType == report.inserted)
-        let first = try #require(export.lines.first)
+        // Oldest first: the iPhone's in-bed sample starts before the Watch's first heart rate.
+        #expect(export.lines.first?["value"]?.stringValue == "inBed")
+        let first = try #require(export.lines.first { $0["type"]?.stringValue == "heartRate" })
         #expect(first["value"]?.numberValue == 74)
         #expect(first["source"]?.objectValue?["app"]?.stringValue == "Alexandre's Apple Watch")
         #expect(first["metadata"]?.objectValue?["HKMetadataKeyHeartRateMotionContext"]?.stringValue == "0")
@@ -502,6 +504,11 @@ final class CollectingBodyStream: HTTPBodyStream, Sendable {
         try scope.forEachPage(from: server.store) { whole += $0; return true }
         #expect(paged == whole)
         #expect(whole.filter { $0 == 0x0A }.count == 17)
+        // Oldest first across types: starts never go backwards.
+        let starts = whole.split(separator: 0x0A).compactMap { (try? JSONParser.parse(Array($0)))?.objectValue?["start"]?.stringValue }
+        #expect(starts.count == 17)
+        #expect(starts == starts.sorted())
+        #expect(starts.last == "2026-01-01T10:00:00.000Z")
     }
 
     @Test func exportRejectsUnknownTypesAndParameters() throws {

@@ -2,8 +2,10 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import Dispatch
 import HealthModel
 import HealthStore
+import Synchronization
 
 /// Where an export's XML bytes come from: a file, or an entry of `export.zip` inflated on the fly.
 public protocol AppleHealthByteSource: AnyObject {
@@ -41,10 +43,12 @@ public enum AppleHealthImportError: Error, CustomStringConvertible, Sendable {
     case unreadable(String)
     case malformedXML(line: Int, column: Int, detail: String)
     case notAnExport(String)
+    case storeFailed(String)
 
     public var description: String {
         switch self {
         case .unreadable(let detail), .notAnExport(let detail): return detail
+        case .storeFailed(let detail): return "saving failed: \(detail)"
         case .malformedXML(let line, let column, let detail):
             return "the export's XML is broken at line \(line), column \(column): \(detail)"
         }
@@ -81,18 +85,17 @@ public struct AppleHealthImportReport: Sendable {
 
 /// The shell around `AppleHealthExportMapper`: streams bytes through `XMLByteSanitizer` into
 /// Foundation's `XMLParser` (fed from a stream, so memory stays flat whatever the file's size) and
-/// saves what the mapper yields in batches, each one transaction.
+/// saves what the mapper yields in batches, each one transaction. Saving runs on its own queue,
+/// overlapping parsing (one core parses while the other writes), with at most two batches in flight.
 public final class AppleHealthImporter {
-    private let store: HealthStore
-    private let userRowID: Int64
+    private let writer: ImportWriter
     private let batchSize: Int
     private var batch: [SourcedSample] = []
     private var summaries: [ActivitySummary] = []
     private var report = AppleHealthImportReport()
 
     public init(store: HealthStore, userRowID: Int64, batchSize: Int = 5_000) {
-        self.store = store
-        self.userRowID = userRowID
+        writer = ImportWriter(store: store, userRowID: userRowID)
         self.batchSize = max(1, batchSize)
     }
 
@@ -117,10 +120,12 @@ public final class AppleHealthImporter {
             let detail = parser.parserError.map { "\($0.localizedDescription)" } ?? "unknown parser error"
             // What was complete before the break is kept: flush it, then report the break.
             try flush()
+            try writer.finish(into: &report)
             throw AppleHealthImportError.malformedXML(line: parser.lineNumber, column: parser.columnNumber, detail: detail)
         }
         try accept(delegate.drainRemaining())
         try flush()
+        try writer.finish(into: &report)
         guard delegate.sawHealthData else {
             throw AppleHealthImportError.notAnExport("this is not an Apple Health export (no <HealthData> element)")
         }
@@ -147,12 +152,14 @@ public final class AppleHealthImporter {
                 summaries.append(summary)
                 if summaries.count >= 1_000 { try flushSummaries() }
             case .characteristics(let values):
-                // Imported values win; characteristics the export leaves empty keep what was stored.
-                var merged = Dictionary(try store.characteristics(userRowID: userRowID), uniquingKeysWith: { $1 })
-                merged.merge(values) { $1 }
-                let ordered = HealthTypeCatalog.characteristicTypes.compactMap { type in merged[type.id].map { (type.id, $0) } }
-                try store.replaceCharacteristics(userRowID: userRowID, ordered)
                 report.characteristics = values
+                try writer.submit { store, userRowID, _ in
+                    // Imported values win; characteristics the export leaves empty keep what was stored.
+                    var merged = Dictionary(try store.characteristics(userRowID: userRowID), uniquingKeysWith: { $1 })
+                    merged.merge(values) { $1 }
+                    let ordered = HealthTypeCatalog.characteristicTypes.compactMap { type in merged[type.id].map { (type.id, $0) } }
+                    try store.replaceCharacteristics(userRowID: userRowID, ordered)
+                }
             case .skipped(let skip):
                 report.skipped["\(skip.type): \(skip.reason)", default: 0] += 1
             }
@@ -166,22 +173,93 @@ public final class AppleHealthImporter {
 
     private func flushSamples() throws {
         guard !batch.isEmpty else { return }
-        let outcomes = try store.importSamples(batch, userRowID: userRowID)
-        for (item, outcome) in zip(batch, outcomes) {
-            switch outcome {
-            case .inserted: report.inserted[item.sample.type, default: 0] += 1
-            case .alreadyStored: report.alreadyStored[item.sample.type, default: 0] += 1
-            case .conflict(let detail): report.skipped["\(item.sample.type): \(detail)", default: 0] += 1
+        let samples = batch
+        batch.removeAll(keepingCapacity: true)
+        try writer.submit { store, userRowID, counts in
+            let outcomes = try store.importSamples(samples, userRowID: userRowID)
+            for (item, outcome) in zip(samples, outcomes) {
+                switch outcome {
+                case .inserted: counts.inserted[item.sample.type, default: 0] += 1
+                case .alreadyStored: counts.alreadyStored[item.sample.type, default: 0] += 1
+                case .conflict(let detail): counts.skipped["\(item.sample.type): \(detail)", default: 0] += 1
+                }
             }
         }
-        batch.removeAll(keepingCapacity: true)
     }
 
     private func flushSummaries() throws {
         guard !summaries.isEmpty else { return }
-        try store.saveActivitySummaries(summaries, userRowID: userRowID)
-        report.activitySummaries += summaries.count
+        let days = summaries
         summaries.removeAll(keepingCapacity: true)
+        try writer.submit { store, userRowID, counts in
+            try store.saveActivitySummaries(days, userRowID: userRowID)
+            counts.activitySummaries += days.count
+        }
+    }
+}
+
+/// Saves on a serial queue of its own. `submit` blocks while two batches are pending (so memory
+/// stays bounded) and rethrows the first failure, which stops the parse.
+private final class ImportWriter: Sendable {
+    struct Counts: Sendable {
+        var inserted: [String: Int] = [:]
+        var alreadyStored: [String: Int] = [:]
+        var skipped: [String: Int] = [:]
+        var activitySummaries = 0
+        var failure: String?
+    }
+
+    private let store: HealthStore
+    private let userRowID: Int64
+    private let queue = DispatchQueue(label: "healthd.import.writer")
+    private let slots = DispatchSemaphore(value: 2)
+    private let pending = DispatchGroup()
+    private let counts = Mutex(Counts())
+
+    init(store: HealthStore, userRowID: Int64) {
+        self.store = store
+        self.userRowID = userRowID
+    }
+
+    func submit(_ work: @escaping @Sendable (HealthStore, Int64, inout Counts) throws -> Void) throws {
+        try throwIfFailed()
+        slots.wait()
+        pending.enter()
+        queue.async { [self] in
+            defer {
+                slots.signal()
+                pending.leave()
+            }
+            guard counts.withLock({ $0.failure == nil }) else { return }
+            var local = Counts()
+            do {
+                try work(store, userRowID, &local)
+            } catch {
+                local.failure = "\(error)"
+            }
+            counts.withLock { total in
+                total.inserted.merge(local.inserted, uniquingKeysWith: +)
+                total.alreadyStored.merge(local.alreadyStored, uniquingKeysWith: +)
+                total.skipped.merge(local.skipped, uniquingKeysWith: +)
+                total.activitySummaries += local.activitySummaries
+                if total.failure == nil { total.failure = local.failure }
+            }
+        }
+    }
+
+    private func throwIfFailed() throws {
+        if let failure = counts.withLock({ $0.failure }) { throw AppleHealthImportError.storeFailed(failure) }
+    }
+
+    /// Waits for every pending save and adds the counts to `report`.
+    func finish(into report: inout AppleHealthImportReport) throws {
+        pending.wait()
+        try throwIfFailed()
+        let totals = counts.withLock { $0 }
+        report.inserted = totals.inserted
+        report.alreadyStored = totals.alreadyStored
+        report.skipped.merge(totals.skipped, uniquingKeysWith: +)
+        report.activitySummaries = totals.activitySummaries
     }
 }
 
