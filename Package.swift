@@ -36,7 +36,8 @@ let package = Package(
         .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
-                          dependencies: ["HTTP", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite", "HealthStore"],
+                          dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
+                                         "HealthStore", "HealthAPI"],
                           swiftSettings: strict),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -34,8 +34,9 @@ http {
 CONF
 nginx -c "$work/nginx.conf"
 
+echo '{"accessLog": false, "maxConnections": 20000}' > "$work/config.json"
 HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin" serve --port 18080 --data-dir "$work/data" \
-  --config <(echo '{"accessLog": false, "maxConnections": 20000}') > "$work/healthd.log" 2>&1 &
+  --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
 for _ in $(seq 50); do curl -fs http://127.0.0.1:18080/healthz >/dev/null && break; sleep 0.1; done
 
@@ -47,7 +48,7 @@ run() { # name url connections
   echo "$1|$3|$rps|$p99"
 }
 
-ulimit -n 65536 || true
+ulimit -n 65536 2>/dev/null || true
 results=()
 for c in 64 1000; do
   results+=("$(run nginx http://127.0.0.1:18081/healthz $c)")

@@ -140,6 +140,18 @@ sample_predicate = [
     qparam("end", "Upper bound, exclusive; missing = unbounded.", {"type": "string", "format": "date-time"}),
 ]
 
+imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSteps", "distance", "cadence", "pace",
+                                              "floorsAscended", "floorsDescended", "activity", "saved"],
+              "properties": {"session": {"type": "string"}, "seq": {"type": "integer", "description": "The batch's seq (for /end: the last batch's)."},
+                             "steps": {"type": "integer", "description": "Steps counted by this call."},
+                             "totalSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres, session total."},
+                             "cadence": {"type": ["number", "null"], "description": "Steps per second over the last 8 s; null when not walking."},
+                             "pace": {"type": ["number", "null"], "description": "Seconds per metre; null when not walking."},
+                             "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"},
+                             "activity": {"type": "string", "enum": ["stationary", "walking", "running", "unknown"]},
+                             "saved": {"type": "array", "items": {"type": "string", "format": "uuid"},
+                                       "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call."}}}
+
 PATHS = {
     "/healthz": {"get": {"summary": "Liveness", "security": [], "tags": ["operations"],
                          "responses": {"200": ok_json({"type": "object", "properties": {"status": {"const": "ok"}}})}}},
@@ -211,6 +223,45 @@ PATHS = {
         "responses": {"200": ok_json({"type": "object", "properties": {"sources": {"type": "array", "items": {
             "type": "object", "properties": {"app": {"type": "string"}, "devices": {"type": "array", "items": ref("Device")}}}}}}),
             **ERRORS_APP}}},
+    "/v1/ingest/imu": {"post": {
+        "summary": "Ingest a phone's raw accelerometer batch; the server's pedometer counts steps", "tags": ["motion"],
+        "description": "JSON columnar body, or text/csv with a header row t,x,y,z and session, seq, unit, t0, device, heightCm "
+                       "as query parameters. seq starts at 0 and rises by one per batch; a repeated seq returns the first "
+                       "answer and changes nothing; a gap is a 409 naming the expected seq. The pedometer's state, the saved "
+                       "samples and the answer commit together, so a restart mid-session loses nothing acknowledged.",
+        "parameters": [qparam("session", "CSV only."), qparam("seq", "CSV only.", {"type": "integer", "minimum": 0}),
+                       qparam("unit", "CSV only: g or m/s2."), qparam("t0", "CSV only: RFC 3339 instant."),
+                       qparam("device", "CSV only: device name."), qparam("heightCm", "CSV only.", {"type": "number"})],
+        "requestBody": {"required": True, "content": {
+            "application/json": {"schema": {"type": "object", "additionalProperties": False,
+                                            "required": ["session", "seq", "unit", "t0", "samples"], "properties": {
+                "device": {"oneOf": [ref("Device"), {"type": "string"}]},
+                "session": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+                "seq": {"type": "integer", "minimum": 0}, "unit": {"type": "string", "enum": ["g", "m/s2"]},
+                "t0": instant,
+                "samples": {"type": "object", "required": ["t", "x", "y", "z"], "additionalProperties": False,
+                            "description": "t: seconds after t0, strictly increasing; x, y, z including gravity. At most 100,000.",
+                            "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ["t", "x", "y", "z"]}},
+                "pressure": {"type": "object", "required": ["t", "hPa"], "additionalProperties": False,
+                             "properties": {"t": {"type": "array", "items": {"type": "number"}},
+                                            "hPa": {"type": "array", "items": {"type": "number"}}}},
+                "heightCm": {"type": "number", "minimum": 40, "maximum": 280}}}},
+            "text/csv": {"schema": {"type": "string"}}}},
+        "responses": {"200": ok_json(imu_answer), "409": problem("A gap in seq (expected seq named), or the session ended."),
+                      "413": problem("More than 100,000 samples."), "415": problem("Neither JSON nor CSV."), **ERRORS_APP}}},
+    "/v1/ingest/imu/{session}/end": {"post": {
+        "summary": "End an IMU session: flush pending steps; totalSteps is final", "tags": ["motion"],
+        "parameters": [pparam("session", "Session name.")],
+        "requestBody": {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False}}}},
+        "responses": {"200": ok_json(imu_answer), "404": problem("No such session for this app."), **ERRORS_APP}}},
+    "/v1/pedometer": {"get": {
+        "summary": "CMPedometer.queryPedometerData over the calling app's IMU sessions", "tags": ["motion"],
+        "parameters": [qparam("start", "RFC 3339.", required=True), qparam("end", "RFC 3339, after start.", required=True)],
+        "responses": {"200": ok_json({"type": "object", "properties": {
+            "numberOfSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres."},
+            "averageActivePace": {"type": ["number", "null"], "description": "Seconds per metre while walking."},
+            "currentPace": {"type": ["number", "null"]}, "currentCadence": {"type": ["number", "null"], "description": "Steps per second."},
+            "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"}}}), **ERRORS_APP}}},
     "/v1/types": {"get": {"summary": "The type catalog", "tags": ["types"],
                           "responses": {"200": ok_json({"type": "object", "properties": {"types": {"type": "array", "items": ref("HealthType")}}}), **ERRORS_APP}}},
     "/v1/types/{id}": {"get": {"summary": "One type (short or long identifier)", "tags": ["types"], "parameters": [pparam("id", "Type id.")],
@@ -224,6 +275,30 @@ PATHS = {
                     "properties": {"user": {"type": "string"}}}}}},
                 "responses": {"200": ok_json(ref("Characteristics")), **ERRORS_APP}},
     },
+    "/v1/heart-rate/zones": {"get": {
+        "summary": "Training heart-rate zone for a goal (Tanaka maximum; Karvonen with a resting rate)", "tags": ["heart-rate"],
+        "description": "maxHeartRate = 208 - 0.7 x age (Tanaka, Monahan & Seals 2001). Bands: fatBurn 50-70 %, cardio 70-85 %, "
+                       "peak 85-100 %, of the maximum (`percentOfMaximum`) or, when a resting rate is given or stored, of the "
+                       "heart-rate reserve: rest + share x (max - rest) (`karvonen`, Karvonen 1957). The stored resting rate is "
+                       "the latest `restingHeartRate` sample the token can see (read privacy: without read permission only the "
+                       "app's own). All three figures are whole beats per minute, rounded half up from the unrounded maximum.",
+        "parameters": [
+            qparam("goal", "Training goal.", {"type": "string", "enum": ["fatBurn", "cardio", "peak"]}, required=True),
+            qparam("age", "Years, 1-120. Missing: from the user's dateOfBirth when the token may read it, else 400.",
+                   {"type": "integer", "minimum": 1, "maximum": 120}),
+            qparam("restingHeartRate", "Beats per minute, 20-250, below the maximum. Missing: the latest stored sample, if any.",
+                   {"type": "number", "minimum": 20, "maximum": 250}),
+        ],
+        "responses": {"200": ok_json({"type": "object", "required": ["maxHeartRate", "low", "high", "method", "goal", "age", "restingHeartRate"],
+                                      "properties": {
+                                          "maxHeartRate": {"type": "integer", "description": "count/min"},
+                                          "low": {"type": "integer", "description": "count/min"},
+                                          "high": {"type": "integer", "description": "count/min"},
+                                          "method": {"type": "string", "enum": ["karvonen", "percentOfMaximum"]},
+                                          "goal": {"type": "string", "enum": ["fatBurn", "cardio", "peak"]},
+                                          "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
+                                          "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
+                      **ERRORS_APP}}},
     "/v1/export": {"get": {
         "summary": "Every sample the token may read, as NDJSON (one Sample per line), streamed", "tags": ["export"],
         "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
@@ -244,7 +319,7 @@ def document():
                  "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"bearer": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "export"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
         "paths": PATHS,
         "components": {"schemas": SCHEMAS,
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",

@@ -249,7 +249,8 @@ public struct HTTPConnectionStateMachine: Sendable {
             case .head(let head):
                 currentHead = head
                 currentBody = []
-                if case .contentLength(let length) = head.framing { currentBody.reserveCapacity(length) }
+                // Reserve up front, but never trust a declared length with more than 64 KiB before bytes arrive.
+                if case .contentLength(let length) = head.framing { currentBody.reserveCapacity(min(length, 64 * 1024)) }
                 // Only invite the body if the client is actually waiting for the invitation.
                 if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
                     actions.append(.write(HTTPResponseSerializer.continueResponse))

@@ -180,7 +180,11 @@ public struct HTTPRequestParser: Sendable {
             case .requestLine:
                 switch scanLine(limit: limits.maxRequestLineLength,
                                 tooLong: HTTPParseError(status: .uriTooLong, detail: "The request line is longer than \(limits.maxRequestLineLength) bytes.")) {
-                case .needMore: return nil
+                case .needMore:
+                    // Fail at once on a byte no method can hold (a TLS handshake, binary garbage)
+                    // instead of waiting for a line end that may never come.
+                    if let error = partialMethodError() { return fail(error) }
+                    return nil
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
                     // RFC 9112 §2.2: empty lines before the request line are ignored.
@@ -297,7 +301,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func finishMessage() -> HTTPParserEvent {
-        let trailerHeaders = HTTPHeaders(trailers.map { ($0.name, $0.value) })
+        let trailerHeaders = HTTPHeaders(fields: trailers)
         resetMessage()
         return .end(trailers: trailerHeaders)
     }
@@ -345,6 +349,22 @@ public struct HTTPRequestParser: Sendable {
         readIndex = lf + 1
         scanIndex = readIndex
         return .line(start: start, end: end)
+    }
+
+    /// Checks the bytes of an incomplete request line up to the first space: every one must be a
+    /// token byte (leading empty lines, CR and LF, are allowed and skipped later).
+    private func partialMethodError() -> HTTPParseError? {
+        buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
+            var index = readIndex
+            while index < bytes.count && (bytes[index] == ASCII.cr || bytes[index] == ASCII.lf) { index += 1 }
+            while index < bytes.count && bytes[index] != ASCII.space {
+                guard ASCII.isTokenByte(bytes[index]) else {
+                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                }
+                index += 1
+            }
+            return nil
+        }
     }
 
     private mutating func parseRequestLine(start: Int, end: Int) -> HTTPParseError? {
@@ -517,6 +537,9 @@ public struct HTTPRequestParser: Sendable {
             guard let last = codings.last, String(last).asciiCaseInsensitiveEquals("chunked") else {
                 return .failure(HTTPParseError(status: .badRequest, detail: "Transfer-Encoding must end with 'chunked'."))
             }
+            if codings.dropLast().contains(where: { String($0).asciiCaseInsensitiveEquals("chunked") }) {
+                return .failure(HTTPParseError(status: .badRequest, detail: "'chunked' is applied more than once."))
+            }
             if codings.count > 1 {
                 // We decode no other transfer coding: 501, as RFC 9112 §6.1 suggests for unknown codings.
                 return .failure(HTTPParseError(status: .notImplemented, detail: "Only the 'chunked' transfer coding is supported."))
@@ -537,7 +560,7 @@ public struct HTTPRequestParser: Sendable {
         }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         let head = HTTPRequestHead(method: method, target: target, version: version,
-                                   headers: HTTPHeaders(fields.map { ($0.name, $0.value) }),
+                                   headers: HTTPHeaders(fields: fields),
                                    framing: framing, keepAlive: keepAlive, expectsContinue: expectsContinue)
         switch framing {
         case .none: state = .body(remaining: 0)

@@ -97,24 +97,29 @@ public enum HTTPResponseSerializer {
     }
 
     static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        if value == 0 { out.append(ASCII.zero); return }
-        var digits: [UInt8] = []
+        // Digits are written in place, most significant first, without a scratch array.
+        guard value > 0 else { out.append(ASCII.zero); return }
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
         var remaining = value
-        while remaining > 0 {
-            digits.append(ASCII.zero + UInt8(remaining % 10))
-            remaining /= 10
+        while divisor > 0 {
+            out.append(ASCII.zero + UInt8(remaining / divisor))
+            remaining %= divisor
+            divisor /= 10
         }
-        out.append(contentsOf: digits.reversed())
     }
 
     private static func appendHex(_ value: Int, to out: inout [UInt8]) {
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var shift = (Int.bitWidth - 4)
+        var shift = Int.bitWidth - 4
         while shift > 0 && (value >> shift) & 0xF == 0 { shift -= 4 }
         while shift >= 0 {
-            out.append(hexDigits[(value >> shift) & 0xF])
+            out.append(hexDigit((value >> shift) & 0xF))
             shift -= 4
         }
+    }
+
+    static func hexDigit(_ nibble: Int) -> UInt8 {
+        nibble < 10 ? ASCII.zero + UInt8(nibble) : UInt8(ascii: "a") + UInt8(nibble - 10)
     }
 }
 
@@ -184,7 +189,6 @@ public enum HTTPProblem {
     }
 
     static func appendJSONString(_ text: String, to out: inout [UInt8]) {
-        let hexDigits = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
@@ -195,8 +199,8 @@ public enum HTTPProblem {
             case ASCII.tab: out.append(contentsOf: [92, UInt8(ascii: "t")])
             case 0 ..< 0x20, 0x7F:
                 out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0xF)])
+                out.append(HTTPResponseSerializer.hexDigit(Int(byte >> 4)))
+                out.append(HTTPResponseSerializer.hexDigit(Int(byte & 0xF)))
             default:
                 // UTF-8 multi-byte sequences pass through unchanged; String guarantees they are valid.
                 out.append(byte)

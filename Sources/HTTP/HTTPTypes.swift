@@ -34,6 +34,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     public init() { fields = [] }
     public init(_ fields: [(String, String)]) { self.fields = fields.map { (name: $0.0, value: $0.1) } }
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
+    /// Takes already-labelled fields as they are (no per-field copy; the parser uses it).
+    public init(fields: [Field]) { self.fields = fields }
 
     public var count: Int { fields.count }
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }

@@ -20,7 +20,8 @@ final class Connection: @unchecked Sendable {
     let fd: Int32
     let info: ConnectionInfo
     let loop: EventLoop
-    private unowned let server: HTTPServer
+    // Strong: a late responder completion may still reach a closed connection; the cycle ends when the loop drops it.
+    private let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
@@ -39,6 +40,7 @@ final class Connection: @unchecked Sendable {
     private var lingering = false
     private var lingerDeadline: UInt64?
     private var closed = false
+    private var shutdownNoted = false
 
     private var responseGeneration: UInt64 = 0
     private var awaitingGeneration: UInt64?
@@ -114,12 +116,16 @@ final class Connection: @unchecked Sendable {
             if stalled >= loop.configuration.writeTimeout { closeNow() }
             return
         }
-        enqueue(machine.tick(now: instant))
+        let actions = machine.tick(now: instant)
+        // Most ticks find nothing due; skip the work loop for those.
+        guard !actions.isEmpty else { return }
+        enqueue(actions)
         run()
     }
 
     func shutdownRequested() {
-        guard !closed else { return }
+        guard !closed, !shutdownNoted else { return }
+        shutdownNoted = true
         enqueue(machine.shutdownRequested(now: loop.now()))
         run()
     }
@@ -208,6 +214,9 @@ final class Connection: @unchecked Sendable {
         // A second completion, or one for a connection that died meanwhile, is ignored.
         guard !closed, awaitingGeneration == generation else { return }
         awaitingGeneration = nil
+        // Shutdown may have begun while this loop had not heard of it yet: this response then
+        // already says `Connection: close`.
+        if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
         let actions = machine.responseReady(response, now: loop.now())
         enqueue(actions)
         let streams = actions.contains { if case .startStream = $0 { return true } else { return false } }
@@ -275,10 +284,13 @@ final class Connection: @unchecked Sendable {
                 return
             }
         } else {
-            if outputOffset >= 64 * 1024 {
+            // Compact only when most of the buffer is sent, so a large response is not copied over and over.
+            if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
                 output.removeFirst(outputOffset)
                 outputOffset = 0
             }
+            // The write-stall clock starts when output first has to wait.
+            if writeSuspended { lastWriteProgress = DispatchTime.now().uptimeNanoseconds }
             resumeWriting()
         }
         if waitingForDrain && output.count - outputOffset < Self.outputHighWater {

@@ -5,6 +5,12 @@ import Synchronization
 
 /// An HTTP/1.1 server on non-blocking sockets and Dispatch sources.
 /// Connections are spread over `loopCount` serial queues; a connection's state is only touched on its queue.
+///
+///     let server = HTTPServer(configuration: HTTPServerConfiguration(host: "0.0.0.0", port: 8080),
+///                             responder: api, errorObserver: { event in log(event) })
+///     try server.start()            // throws HTTPServerError
+///     ...
+///     server.shutdown(deadline: 10) { exit(0) }
 public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let responder: any HTTPResponder
@@ -14,6 +20,8 @@ public final class HTTPServer: Sendable {
     private let lifecycle = Mutex(Lifecycle())
     private let counters = Mutex(Counters())
     let openConnections = Atomic<Int>(0)
+    /// Lock-free copy of the shutdown state for the per-response check.
+    let shutdownStarted = Atomic<Bool>(false)
     private let nextConnectionID = Atomic<UInt64>(1)
     private let nextLoopIndex = Atomic<Int>(0)
 
@@ -72,21 +80,26 @@ public final class HTTPServer: Sendable {
     /// Graceful stop: no new connections, idle ones close now, in-flight requests finish and
     /// flush. After `deadline` seconds whatever remains is closed. `completion` runs once, on a server queue.
     public func shutdown(deadline: Double = 10, completion: @escaping @Sendable () -> Void) {
-        let listener: Listener? = lifecycle.withLock { state in
+        let listener: Listener?? = lifecycle.withLock { state in
             if state.shuttingDown {
-                let previous = state.shutdownCompletion
-                state.shutdownCompletion = { previous?(); completion() }
-                return nil
+                if let previous = state.shutdownCompletion {
+                    state.shutdownCompletion = { previous(); completion() }
+                    return nil
+                }
+                // Already finished: run this completion through the same path, which finds nothing open.
+                state.shutdownCompletion = completion
+                return .some(nil)
             }
             state.shuttingDown = true
+            shutdownStarted.store(true, ordering: .releasing)
             state.shutdownCompletion = completion
             let listener = state.listener
             state.listener = nil
-            return listener
+            return .some(listener)
         }
         guard let listener else { return }
         acceptQueue.async {
-            listener.stop()
+            listener?.stop()
             for loop in self.loops {
                 loop.queue.async { loop.beginShutdown() }
             }
@@ -171,11 +184,12 @@ public final class HTTPServer: Sendable {
                                                 framing: .contentLength(problem.count), keepAlive: false,
                                                 requestVersion: .http1_1, date: HTTPDate.imfFixdate(unixSeconds: time(nil)))
         bytes.append(contentsOf: problem)
+        // Counted before sending, so the count is visible by the time the client reads the response.
+        recordServerError(status: .serviceUnavailable, detail: detail, connectionID: id, remoteAddress: remote)
         // Best effort: a fresh socket's send buffer takes this small response whole.
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.shutdown(fd, Int32(SHUT_WR))
         close(fd)
-        recordServerError(status: .serviceUnavailable, detail: detail, connectionID: id, remoteAddress: remote)
     }
 
     // MARK: Socket helpers
@@ -285,6 +299,11 @@ final class Listener: @unchecked Sendable {
     }
 
     func stop() {
+        source.cancel()
+    }
+
+    deinit {
+        // A server dropped without shutdown must not leave its socket listening.
         source.cancel()
     }
 }

@@ -49,7 +49,7 @@ public enum HelpText {
     public static let seed = """
         Usage: healthd seed --user NAME [--days N] [--config FILE] [--data-dir DIR]
 
-        Writes realistic mock data for the last N full days (default 28): steps in short samples
+        Writes realistic mock data for the last N full UTC days (default 28): steps in short samples
         through the day from a phone and a watch, heart rate, sleep stages, workouts, body mass.
         Creates the user if missing; a rerun adds nothing twice.
         \(common)

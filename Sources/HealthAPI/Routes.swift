@@ -13,6 +13,8 @@ extension HealthApplication {
         AccountRoutes.register(into: &router, store: store)
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
+        IMURoutes.register(into: &router, store: store)
+        HeartRateZoneRoutes.register(into: &router, store: store)
         ExportRoutes.register(into: &router, store: store)
     }
 }

@@ -53,7 +53,9 @@ public enum HealthValidation {
         } catch {
             throw HealthValidationError(field: field, reason: .unitMalformed, detail: error.description)
         }
-        guard unit.isCompatible(with: canonical) else {
+        // HKUnit makes count and percent the same dimensionless kind, but a percentage of steps means
+        // nothing: a percent type takes only percent, every other type never takes percent.
+        guard unit.isCompatible(with: canonical), unit.involvesPercent == canonical.involvesPercent else {
             throw HealthValidationError(
                 field: field, reason: .unitIncompatible,
                 detail: "unit '\(unitString)' does not fit \(type.id) (canonical unit '\(canonical.unitString)')")
@@ -229,4 +231,9 @@ public enum HealthValidation {
                                         detail: "metadata is \(serializedByteCount) bytes; at most 16 KiB is allowed")
         }
     }
+}
+
+extension HealthUnit {
+    /// True when the unit is, or contains, `%`.
+    var involvesPercent: Bool { unitString.contains("%") }
 }

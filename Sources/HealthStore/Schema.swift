@@ -99,7 +99,40 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
-        migrator.register("002-activity-summaries") { db in
+        migrator.register("004-imu-sessions") { db in
+            try db.execute("""
+                -- A phone's IMU session: the pedometer's state after the last acknowledged batch.
+                CREATE TABLE imu_sessions (
+                    id INTEGER PRIMARY KEY,
+                    user_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    session TEXT NOT NULL,
+                    device BLOB,
+                    next_seq INTEGER NOT NULL,
+                    state BLOB NOT NULL,
+                    ended INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (user_id, source_id, session)
+                );
+                -- Each acknowledged batch (seq -1 is the session's end): its answer, replayed for a
+                -- repeated seq, and its figures for GET /v1/pedometer.
+                CREATE TABLE imu_batches (
+                    session_id INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    start_ms INTEGER NOT NULL,
+                    end_ms INTEGER NOT NULL,
+                    steps INTEGER NOT NULL,
+                    distance REAL NOT NULL,
+                    floors_up INTEGER NOT NULL,
+                    floors_down INTEGER NOT NULL,
+                    cadence REAL,
+                    pace REAL,
+                    response BLOB NOT NULL,
+                    PRIMARY KEY (session_id, seq)
+                ) WITHOUT ROWID;
+                CREATE INDEX imu_batches_by_time ON imu_batches(session_id, end_ms);
+                """)
+        }
+        migrator.register("005-activity-summaries") { db in
             // HKActivitySummary per user and calendar day (the rings), from imports; energy in kcal,
             // move and exercise time in minutes, stand in hours. NULL where the source had no value.
             try db.execute("""

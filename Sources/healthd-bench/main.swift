@@ -1,1 +1,23 @@
-print("healthd-bench")
+import Foundation
+
+// healthd-bench: benchmarks and accuracy reports. Each subcommand prints its figures with the
+// command and machine, ready for BENCHMARKS.md. Run release builds:
+//   swift run -c release healthd-bench <command> [options]
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
+    ("pedometer-accuracy", "step-count error over a folder of traces with ground truth (default: ../shared/datasets/oxford-steps)",
+     PedometerAccuracyReport.run),
+    ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
+]
+
+@MainActor func usage() -> String {
+    "Usage: healthd-bench COMMAND [OPTIONS]\n\nCommands:\n"
+        + commands.map { "  \($0.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \($0.summary)" }.joined(separator: "\n")
+}
+
+guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {
+    print(usage())
+    exit(arguments.first == nil || arguments.first == "--help" ? 0 : 2)
+}
+exit(command.run(Array(arguments.dropFirst())))

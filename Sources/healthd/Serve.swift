@@ -9,9 +9,11 @@ import Synchronization
 func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
     var configuration = HealthdConfiguration()
     if let file = common.configFile {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            fail("cannot read the config file \(file): \(FileManager.default.fileExists(atPath: file) ? "permission denied" : "no such file")")
+        // A file handle reads pipes and process substitutions too, which FileManager does not.
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            fail("cannot read the config file \(file): \(String(cString: strerror(errno)))")
         }
+        let data = handle.readDataToEndOfFile()
         do {
             configuration = try ConfigurationFile.apply([UInt8](data), to: configuration)
         } catch {
@@ -87,6 +89,12 @@ func runServe(_ options: ServeOptions) {
     if admin.origin == .generated {
         say("admin token (shown once; also saved in \(configuration.dataDirectory)/admin-token): \(admin.token)")
     }
+    if options.demo {
+        // A browser cannot open the wildcard address: point the dashboard link at loopback.
+        let dashboardHost = ["0.0.0.0", "::", "[::]"].contains(configuration.host)
+            ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
+        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)")
+    }
 
     // Graceful stop: stop accepting, let in-flight requests finish, then close the store so
     // the WAL is checkpointed. A second signal stops at once (nothing acknowledged is lost
@@ -122,5 +130,21 @@ final class StopFlag: Sendable {
             defer { started = true }
             return !started
         }
+    }
+}
+
+/// `serve --demo`: four weeks of data for user `demo` (idempotent), then a dashboard URL with a
+/// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
+func prepareDemo(store: HealthStore, baseURL: String) {
+    let started = Date()
+    do {
+        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28, today: currentDay())
+        let token = try DemoSeeder.dashboardToken(store: store, user: report.user)
+        let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
+        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) UTC, "
+            + "\(report.added) new, in \(seconds) s")
+        say("dashboard: \(baseURL)/#token=\(token)")
+    } catch {
+        fail("preparing the demo user failed: \(error)")
     }
 }

@@ -27,10 +27,10 @@ case .help(let topic):
     say(HelpText.text(for: topic))
 case .serve(let options):
     runServe(options)
+case .seed(let options):
+    runSeed(options)
 case .importFile(let options):
     runImport(options)
 case .export(let options):
     runExport(options)
-case .seed:
-    fail("this command is not in this build yet", status: 2)
 }

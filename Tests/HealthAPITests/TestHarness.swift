@@ -12,9 +12,12 @@ final class TestServer: Sendable {
     let application: HealthApplication
     let store: HealthStore
     let directory: String
+    private let ownsDirectory: Bool
 
-    init(configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
-        directory = NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
+    /// A server on a fresh directory, or on `directory` (a restart: the caller owns that directory).
+    init(directory existing: String? = nil, configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+        directory = existing ?? NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
+        ownsDirectory = existing == nil
         var configuration = HealthdConfiguration()
         configuration.dataDirectory = directory
         configuration.accessLog = false
@@ -26,7 +29,7 @@ final class TestServer: Sendable {
 
     deinit {
         store.close()
-        try? FileManager.default.removeItem(atPath: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     struct Reply {

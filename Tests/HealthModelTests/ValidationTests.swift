@@ -170,3 +170,14 @@ struct ValidationTests {
         #expect(seen.count == 1_000)
     }
 }
+
+@Suite struct PercentAndCountTests {
+    @Test func percentIsNotACount() throws {
+        let steps = try #require(HealthTypeCatalog.type("stepCount"))
+        let oxygen = try #require(HealthTypeCatalog.type("oxygenSaturation"))
+        #expect(throws: HealthValidationError.self) { try HealthValidation.unit("%", for: steps) }
+        #expect(throws: HealthValidationError.self) { try HealthValidation.unit("count", for: oxygen) }
+        #expect(try HealthValidation.unit("%", for: oxygen).unitString == "%")
+        #expect(try HealthValidation.unit("count", for: steps).unitString == "count")
+    }
+}

@@ -174,6 +174,142 @@ def foundation_checks(port):
     check("a wrong token is 401", st == 401)
 
 
+def api_checks(port):
+    print("e2e: samples and motion")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "e2e-user"}, token=ADMIN)
+    check("admin creates a user", st == 201, b)
+    user = js(b)["id"]
+    st, h, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "e2e-phone",
+                    "read": ["stepCount", "distanceWalkingRunning"], "share": ["stepCount", "distanceWalkingRunning", "flightsClimbed"]}, token=ADMIN)
+    token = js(b)["token"]
+    body = {"samples": [{"type": "stepCount", "value": 100, "unit": "count",
+                         "start": "2026-03-08T09:00:00+01:00", "end": "2026-03-08T09:10:00+01:00"}]}
+    st, h, b = http(port, "POST", "/v1/samples", body, token=token)
+    check("POST /v1/samples saves", st == 201 and len(js(b)["saved"]) == 1, b)
+    st, h, b = http(port, "GET", "/v1/samples?type=stepCount&start=2026-03-08T09:05:00+01:00", token=token)
+    check("an unencoded + offset in the query works", st == 200 and len(js(b)["samples"]) == 1, b)
+    import math
+    rows = ["t,x,y,z"] + [f"{i/50},{0.3*3*math.sin(2*math.pi*1.8*i/50)},{6.9+2.1*math.sin(2*math.pi*1.8*i/50)},6.9" for i in range(1500)]
+    csv = ("\n".join(rows) + "\n").encode()
+    st, h, b = http(port, "POST", "/v1/ingest/imu?session=e2e&seq=0&unit=m/s2&t0=2026-03-08T10:00:00Z", csv, token=token,
+                    headers={"Content-Type": "text/csv"})
+    check("CSV IMU batch counts steps", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+    st2, h, b2 = http(port, "POST", "/v1/ingest/imu?session=e2e&seq=0&unit=m/s2&t0=2026-03-08T10:00:00Z", csv, token=token,
+                      headers={"Content-Type": "text/csv"})
+    check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
+    st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
+    check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def dashboard_asset_checks(port):
+    print("e2e: dashboard files")
+    st, h, b = http(port, "GET", "/")
+    scripts = re.findall(rb'<script[^>]*src="([^"]+)"', b)
+    check("the dashboard loads its script from a file (no inline script under the CSP)",
+          scripts and b"<script>" not in b and b"style=" not in b, scripts)
+    for path, kind in (("/assets/dashboard.js", "text/javascript"), ("/assets/dashboard.css", "text/css"),
+                       ("/assets/sse.js", "text/javascript"), ("/favicon.svg", "image/svg+xml")):
+        st, h, b = http(port, "GET", path)
+        check(f"GET {path} is {kind}", st == 200 and h.get("Content-Type", "").startswith(kind), (st, h.get("Content-Type")))
+
+
+def cli_checks(binary, public, busy_port):
+    print("e2e: command line")
+    env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
+    def run(*args, timeout=20):
+        p = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    code, out, err = run("--help")
+    check("healthd --help lists the commands", code == 0 and "serve" in out and "--data-dir" in out)
+    code, out, err = run("serve", "--help")
+    check("healthd serve --help lists its flags", code == 0 and "--port" in out and "--demo" in out)
+    code, out, err = run("serve", "--bogus")
+    check("an unknown flag is a usage error (exit 2)", code == 2 and "unknown option" in err)
+    tmp = tempfile.mkdtemp(prefix="healthd-e2e-cli-")
+    try:
+        code, out, err = run("serve", "--port", str(busy_port), "--data-dir", os.path.join(tmp, "d1"))
+        check("a busy port is one clear line", code == 1 and "address already in use" in err.lower() and err.count("\n") == 1, err)
+        code, out, err = run("serve", "--config", os.path.join(tmp, "missing.json"))
+        check("an unreadable config file is one clear line", code == 1 and "config file" in err and err.count("\n") == 1, err)
+        bad = os.path.join(tmp, "bad.json")
+        open(bad, "w").write('{"prot": 1}')
+        code, out, err = run("serve", "--config", bad, "--data-dir", os.path.join(tmp, "d2"))
+        check("an unknown config key is named", code == 1 and "prot" in err, err)
+        blocked = os.path.join(tmp, "file-not-dir")
+        open(blocked, "w").write("x")
+        code, out, err = run("serve", "--port", "0", "--data-dir", os.path.join(blocked, "data"))
+        check("an unusable data directory is one clear line", code == 1 and "data directory" in err and err.count("\n") == 1, err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+def seed_and_demo_checks(binary, public):
+    """healthd seed twice stores nothing twice; serve --demo prints a dashboard URL whose token reads steps."""
+    import sqlite3
+    print("e2e: seed and demo")
+    data_dir = tempfile.mkdtemp(prefix="healthd-e2e-seed-")
+    try:
+        def seed():
+            run = subprocess.run([binary, "seed", "--user", "e2e-seed", "--days", "7", "--data-dir", data_dir],
+                                 capture_output=True, text=True, timeout=120)
+            db = sqlite3.connect(os.path.join(data_dir, "healthd.sqlite"))
+            try:
+                count = db.execute("SELECT count(*) FROM samples").fetchone()[0]
+            finally:
+                db.close()
+            return run, count
+        first, first_count = seed()
+        check("healthd seed exits 0 and prints a line per type", first.returncode == 0 and
+              re.search(r"^stepCount\s+\d+ samples \(phone \d+, watch \d+\), \d+ new$", first.stdout, re.M) is not None,
+              first.stdout[-300:] + first.stderr)
+        second, second_count = seed()
+        check("a second healthd seed stores nothing twice", second.returncode == 0 and first_count > 1000 and
+              second_count == first_count and second.stdout.rstrip().endswith(", 0 new"), (first_count, second_count, second.stdout[-200:]))
+        bad = subprocess.run([binary, "seed", "--days", "7", "--data-dir", data_dir], capture_output=True, text=True, timeout=30)
+        check("healthd seed without --user is a usage error (status 2)", bad.returncode == 2 and "--user" in bad.stderr, bad.stderr)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+    for attempt in ("fresh", "rerun"):
+        server = Server(binary, public, data_dir=None if attempt == "fresh" else demo_dir, extra=("--demo",))
+        demo_dir = server.data_dir
+        try:
+            # A reader thread: select() cannot see lines already buffered by the text wrapper.
+            import queue, threading
+            lines = queue.Queue()
+            threading.Thread(target=lambda out=server.proc.stdout: [lines.put(l) for l in out], daemon=True).start()
+            url, deadline = None, time.time() + 120
+            while url is None and time.time() < deadline:
+                try:
+                    line = lines.get(timeout=0.5)
+                except queue.Empty:
+                    if server.proc.poll() is not None:
+                        break
+                    continue
+                url = re.search(r"dashboard: (http://\S+/#token=(\S+))", line)
+            check(f"serve --demo ({attempt} data dir) prints a dashboard URL with a token", url is not None)
+            if url is None:
+                continue
+            token = url.group(2)
+            st, h, b = http(server.port, "GET", "/v1/samples?type=stepCount&limit=5", token=token)
+            check(f"the demo token reads steps ({attempt})", st == 200 and len(js(b)["samples"]) == 5, b[:200])
+            st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=cardio", token=token)
+            zone = js(b) or {}
+            check(f"heart-rate zones for the demo user use Karvonen and the stored birth date ({attempt})",
+                  st == 200 and zone.get("method") == "karvonen" and zone.get("low", 0) < zone.get("high", 0), b[:200])
+            st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=sprint", token=token)
+            check("an unknown zone goal is a 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
+            st, h, b = http(server.port, "POST", "/v1/samples", {"samples": [{"type": "stepCount", "value": 1,
+                                                                             "start": "2026-01-01T00:00:00Z"}]}, token=token)
+            check("the demo token is read-only", st == 403)
+        finally:
+            server.stop()
+            if server.proc.poll() is None:
+                server.proc.kill()
+    db = sqlite3.connect(os.path.join(demo_dir, "healthd.sqlite"))
+    try:
+        users = db.execute("SELECT count(*) FROM users WHERE name = 'demo'").fetchone()[0]
+    finally:
+        db.close()
+    check("a rerun of serve --demo keeps one demo user", users == 1)
+    shutil.rmtree(demo_dir, ignore_errors=True)
+
 def import_export_checks(binary, public):
     """healthd import (zip and XML, twice), then GET /v1/export and healthd export agree."""
     print("e2e: Apple Health import and export")
@@ -232,9 +368,13 @@ def main():
     server = Server(args.binary, os.path.abspath(args.public))
     try:
         foundation_checks(server.port)
+        api_checks(server.port)
+        dashboard_asset_checks(server.port)
+        cli_checks(args.binary, os.path.abspath(args.public), server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
+        seed_and_demo_checks(args.binary, os.path.abspath(args.public))
         import_export_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:

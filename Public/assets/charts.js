@@ -1,0 +1,194 @@
+// Small SVG charts drawn from API figures. Every mark carries its raw value in a data attribute
+// (the browser test reads them back), and each chart gets an aria-label that says the same in words.
+
+import { formatInteger, formatWeekday, formatDay, formatShortDate, formatClock } from "./format.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function element(name, attributes = {}, text) {
+  const node = document.createElementNS(SVG, name);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function clear(svg) {
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+}
+
+/** Draws in the SVG's own pixel width (within bounds), so text stays readable on a phone. */
+function drawingWidth(svg) {
+  const measured = svg.getBoundingClientRect().width;
+  return Math.round(Math.min(900, Math.max(300, measured || 700)));
+}
+
+/** A "nice" axis top: 1, 2 or 5 times a power of ten, at least `value`. */
+function niceCeiling(value) {
+  if (!(value > 0)) return 1;
+  const power = 10 ** Math.floor(Math.log10(value));
+  for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
+  return 10 * power;
+}
+
+function horizontalGrid(svg, box, top, ticks, format) {
+  for (let i = 0; i <= ticks; i++) {
+    const value = (top * i) / ticks;
+    const y = box.bottom - ((box.bottom - box.top) * i) / ticks;
+    svg.append(element("line", { x1: box.left, x2: box.right, y1: y, y2: y, class: "grid" }));
+    svg.append(element("text", { x: box.left - 6, y: y + 4, class: "axis-label", "text-anchor": "end" }, format(value)));
+  }
+}
+
+/**
+ * Daily step bars. `days` is [{day: "YYYY-MM-DD", sum: number | undefined}] in order; a day
+ * without data gets a flat bar marked data-value="".
+ */
+export function drawDailyBars(svg, days, todayKey) {
+  clear(svg);
+  const width = drawingWidth(svg), height = 260;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const box = { left: 58, right: width - 10, top: 24, bottom: height - 34 };
+  const top = niceCeiling(Math.max(0, ...days.map((d) => d.sum ?? 0)));
+  horizontalGrid(svg, box, top, 4, formatInteger);
+  const slot = (box.right - box.left) / Math.max(days.length, 1);
+  const words = [];
+  days.forEach((d, index) => {
+    const x = box.left + slot * index + slot * 0.15;
+    const barHeight = d.sum === undefined ? 0 : ((box.bottom - box.top) * d.sum) / top;
+    const label = d.sum === undefined ? "no data" : `${formatInteger(d.sum)} steps`;
+    const bar = element("rect", {
+      x, y: box.bottom - barHeight, width: slot * 0.7, height: Math.max(barHeight, 0),
+      class: d.day === todayKey ? "bar bar-today" : "bar", "data-day": d.day, "data-value": d.sum ?? "",
+    });
+    bar.append(element("title", {}, `${formatDay(d.day)}: ${label}`));
+    svg.append(bar);
+    svg.append(element("text", { x: x + slot * 0.35, y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" },
+      formatWeekday(d.day)));
+    svg.append(element("text", { x: x + slot * 0.35, y: box.bottom - barHeight - 6,
+      class: d.sum === undefined ? "bar-label bar-label-empty" : "bar-label", "text-anchor": "middle" },
+      d.sum === undefined ? "no data" : formatInteger(d.sum)));
+    words.push(`${formatDay(d.day)} ${label}`);
+  });
+  svg.setAttribute("aria-label", `Steps per day: ${words.join("; ")}`);
+}
+
+/**
+ * 28 days of steps as points joined by a line, with the trailing 7-day average as a second line
+ * (the average of the days with data among the last seven, so a missing day does not read as 0).
+ */
+export function drawTrend(svg, days) {
+  clear(svg);
+  const width = drawingWidth(svg), height = 260;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const box = { left: 58, right: width - 30, top: 16, bottom: height - 34 };
+  const top = niceCeiling(Math.max(0, ...days.map((d) => d.sum ?? 0)));
+  horizontalGrid(svg, box, top, 4, formatInteger);
+  const step = (box.right - box.left) / Math.max(days.length - 1, 1);
+  const xOf = (index) => box.left + step * index;
+  const yOf = (value) => box.bottom - ((box.bottom - box.top) * value) / top;
+  const dailyPoints = [];
+  const averagePoints = [];
+  days.forEach((d, index) => {
+    if (d.sum !== undefined) dailyPoints.push(`${xOf(index)},${yOf(d.sum)}`);
+    const window = days.slice(Math.max(0, index - 6), index + 1).filter((w) => w.sum !== undefined);
+    if (window.length > 0) {
+      const average = window.reduce((total, w) => total + w.sum, 0) / window.length;
+      averagePoints.push(`${xOf(index)},${yOf(average)}`);
+    }
+    if (index % 7 === 0 || index === days.length - 1) {
+      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" },
+        formatShortDate(d.day)));
+    }
+  });
+  svg.append(element("polyline", { points: dailyPoints.join(" "), class: "trend-daily" }));
+  svg.append(element("polyline", { points: averagePoints.join(" "), class: "trend-average" }));
+  days.forEach((d, index) => {
+    if (d.sum === undefined) return;
+    const point = element("circle", { cx: xOf(index), cy: yOf(d.sum), r: 3.5, class: "trend-point",
+      "data-trend-day": d.day, "data-value": d.sum });
+    point.append(element("title", {}, `${formatDay(d.day)}: ${formatInteger(d.sum)} steps`));
+    svg.append(point);
+  });
+  const withData = days.filter((d) => d.sum !== undefined).length;
+  svg.setAttribute("aria-label", `Steps per day over ${days.length} days, ${withData} of them with data, with a 7-day average line`);
+}
+
+/**
+ * Today's heart-rate samples from local midnight to the next, one point per sample, with the
+ * target zone as a band when one is known. A gap of over 30 minutes breaks the line.
+ */
+export function drawHeartRate(svg, samples, dayStart, dayEnd, zone, now) {
+  clear(svg);
+  const width = drawingWidth(svg), height = 280;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const box = { left: 44, right: width - 26, top: 12, bottom: height - 30 };
+  const values = samples.map((s) => s.value);
+  if (zone) values.push(zone.low, zone.high);
+  const low = Math.max(0, Math.floor((Math.min(60, ...values) - 10) / 10) * 10);
+  const high = Math.ceil((Math.max(140, ...values) + 10) / 10) * 10;
+  const span = dayEnd.getTime() - dayStart.getTime();
+  const xOf = (time) => box.left + ((box.right - box.left) * (time - dayStart.getTime())) / span;
+  const yOf = (value) => box.bottom - ((box.bottom - box.top) * (value - low)) / (high - low);
+  for (let value = low; value <= high; value += 20) {
+    svg.append(element("line", { x1: box.left, x2: box.right, y1: yOf(value), y2: yOf(value), class: "grid" }));
+    svg.append(element("text", { x: box.left - 6, y: yOf(value) + 4, class: "axis-label", "text-anchor": "end" }, String(value)));
+  }
+  for (let hour = 0; hour <= 24; hour += 6) {
+    const tick = new Date(dayStart.getFullYear(), dayStart.getMonth(), dayStart.getDate(), hour);
+    svg.append(element("text", { x: xOf(tick.getTime()), y: box.bottom + 20, class: "axis-label", "text-anchor": "middle" },
+      hour === 24 ? "24:00" : formatClock(tick)));
+  }
+  if (zone) {
+    const band = element("rect", { x: box.left, width: box.right - box.left, y: yOf(zone.high),
+      height: Math.max(0, yOf(zone.low) - yOf(zone.high)), class: "zone-band", "data-zone-low": zone.low, "data-zone-high": zone.high });
+    band.append(element("title", {}, `Target zone ${formatInteger(zone.low)}–${formatInteger(zone.high)} bpm`));
+    svg.append(band);
+  }
+  if (now >= dayStart && now < dayEnd) {
+    svg.append(element("line", { x1: xOf(now.getTime()), x2: xOf(now.getTime()), y1: box.top, y2: box.bottom, class: "now-line" }));
+  }
+  let run = [];
+  let previous = null;
+  const flush = () => {
+    if (run.length > 1) svg.append(element("polyline", { points: run.join(" "), class: "hr-line" }));
+    run = [];
+  };
+  const points = samples.map((s) => ({ time: new Date(s.start).getTime(), value: s.value }))
+    .sort((a, b) => a.time - b.time);
+  for (const p of points) {
+    if (previous !== null && p.time - previous > 30 * 60 * 1000) flush();
+    run.push(`${xOf(p.time)},${yOf(p.value)}`);
+    previous = p.time;
+  }
+  flush();
+  for (const p of points) {
+    const outside = zone && (p.value < zone.low || p.value > zone.high);
+    svg.append(element("circle", { cx: xOf(p.time), cy: yOf(p.value), r: 2.2,
+      class: outside ? "hr-point hr-point-outside" : "hr-point", "data-hr-point": "", "data-value": p.value }));
+  }
+  svg.setAttribute("data-point-count", String(points.length));
+  const range = values.length && samples.length
+    ? `, from ${formatInteger(Math.min(...samples.map((s) => s.value)))} to ${formatInteger(Math.max(...samples.map((s) => s.value)))} bpm`
+    : "";
+  svg.setAttribute("aria-label", `Heart rate today: ${points.length} readings${range}` +
+    (zone ? `; target zone ${formatInteger(zone.low)} to ${formatInteger(zone.high)} bpm` : ""));
+}
+
+/** Last night's sleep stages as one horizontal stacked bar (minutes per stage). */
+export function drawSleepStages(svg, stages) {
+  clear(svg);
+  const width = 300, height = 24;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  const total = stages.reduce((sum, s) => sum + s.seconds, 0);
+  let x = 0;
+  for (const s of stages) {
+    if (s.seconds <= 0 || total <= 0) continue;
+    const w = (width * s.seconds) / total;
+    const segment = element("rect", { x, y: 0, width: w, height, class: `stage stage-${s.stage}`, "data-stage": s.stage,
+      "data-seconds": s.seconds });
+    segment.append(element("title", {}, s.label));
+    svg.append(segment);
+    x += w;
+  }
+}

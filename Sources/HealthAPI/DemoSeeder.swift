@@ -1,0 +1,108 @@
+import HealthModel
+import HealthStore
+
+/// Saves demo data through the store as the apps `phone` and `watch` (the shell around
+/// `DemoDataGenerator`), for `healthd seed` and `healthd serve --demo`.
+public enum DemoSeeder {
+    /// Per type: samples generated (by app) and how many of them were new to the store.
+    public struct TypeSummary: Sendable, Equatable {
+        public var type: String
+        public var phone: Int
+        public var watch: Int
+        public var added: Int
+    }
+
+    public struct Report: Sendable {
+        public var user: User
+        public var firstDay: HealthDay
+        public var lastDay: HealthDay
+        public var types: [TypeSummary]
+        public var generated: Int { types.reduce(0) { $0 + $1.phone + $1.watch } }
+        public var added: Int { types.reduce(0) { $0 + $1.added } }
+
+        /// One line per type, e.g. `stepCount  6012 samples (phone 2810, watch 3202), 6012 new`.
+        public var lines: [String] {
+            let width = types.map(\.type.count).max() ?? 0
+            return types.map { summary in
+                let padding = String(repeating: " ", count: width - summary.type.count)
+                return "\(summary.type)\(padding)  \(summary.phone + summary.watch) samples "
+                    + "(phone \(summary.phone), watch \(summary.watch)), \(summary.added) new"
+            }
+        }
+    }
+
+    /// The app name of the dashboard's read-only authorization (`serve --demo`).
+    public static let dashboardApp = "dashboard"
+    /// Everything the dashboard shows, and the date of birth for heart-rate zones.
+    public static let dashboardReadTypes: Set<String> = DemoSource.phoneTypes.union(DemoSource.watchTypes)
+        .union(["dateOfBirth"])
+
+    /// Writes the `days` full UTC days before `today` (days since 1970) for the user named
+    /// `userName`, creating the user and the apps' authorizations if missing. Saves in batches of
+    /// at most `batchSize`; a rerun stores nothing twice (same uuids, same content). Also sets the
+    /// user's date of birth when no characteristic is set, so heart-rate zones work without `age`.
+    public static func seed(store: HealthStore, userName: String, days: Int, today: Int64,
+                            batchSize: Int = 10_000) throws -> Report {
+        let user = try store.userCreatingIfNeeded(name: userName)
+        let phone = try store.appAuthorizationCreatingIfNeeded(user: user, app: DemoSource.phoneApp, read: [],
+                                                               share: DemoSource.phoneTypes)
+        let watch = try store.appAuthorizationCreatingIfNeeded(user: user, app: DemoSource.watchApp, read: [],
+                                                               share: DemoSource.watchTypes)
+        let generator = DemoDataGenerator(userName: userName)
+        let allTypes = DemoSource.phoneTypes.union(DemoSource.watchTypes).sorted()
+        func counts() throws -> [String: Int] {
+            var result: [String: Int] = [:]
+            for type in allTypes {
+                result[type] = try store.sampleCount(userRowID: user.rowID, type: type, app: DemoSource.phoneApp)
+                    + store.sampleCount(userRowID: user.rowID, type: type, app: DemoSource.watchApp)
+            }
+            return result
+        }
+        let before = try counts()
+        var generatedPhone: [String: Int] = [:]
+        var generatedWatch: [String: Int] = [:]
+        var pendingPhone: [HealthSample] = []
+        var pendingWatch: [HealthSample] = []
+        let limit = max(1, batchSize)
+        func flush(_ pending: inout [HealthSample], by app: AppAuthorization, force: Bool) throws {
+            while pending.count >= limit || (force && !pending.isEmpty) {
+                let batch = Array(pending.prefix(limit))
+                _ = try store.save(batch, by: app)
+                pending.removeFirst(batch.count)
+            }
+        }
+        let firstDay = today - Int64(days)
+        for day in firstDay..<today {
+            let demo = generator.day(day)
+            for sample in demo.phone { generatedPhone[sample.type, default: 0] += 1 }
+            for sample in demo.watch { generatedWatch[sample.type, default: 0] += 1 }
+            pendingPhone += demo.phone
+            pendingWatch += demo.watch
+            try flush(&pendingPhone, by: phone, force: false)
+            try flush(&pendingWatch, by: watch, force: false)
+        }
+        try flush(&pendingPhone, by: phone, force: true)
+        try flush(&pendingWatch, by: watch, force: true)
+        let after = try counts()
+
+        if try store.characteristics(userRowID: user.rowID).isEmpty {
+            try store.replaceCharacteristics(userRowID: user.rowID, [("dateOfBirth", generator.dateOfBirth.description)])
+        }
+        let types = allTypes.map { type in
+            TypeSummary(type: type, phone: generatedPhone[type] ?? 0, watch: generatedWatch[type] ?? 0,
+                        added: (after[type] ?? 0) - (before[type] ?? 0))
+        }
+        return Report(user: user, firstDay: HealthDay(daysSinceEpoch: firstDay), lastDay: HealthDay(daysSinceEpoch: today - 1),
+                      types: types)
+    }
+
+    /// A fresh read-only token (app `dashboard`) for everything the dashboard shows.
+    public static func dashboardToken(store: HealthStore, user: User) throws -> String {
+        try store.createAuthorization(user: user, app: dashboardApp, read: dashboardReadTypes, share: []).token
+    }
+
+    /// Today as days since 1970 (UTC).
+    public static func today(nowMilliseconds: Int64) -> Int64 {
+        GregorianCalendarMath.floorDivide(nowMilliseconds, GregorianCalendarMath.millisecondsPerDay)
+    }
+}

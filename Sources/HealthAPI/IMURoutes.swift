@@ -1,0 +1,335 @@
+import Foundation
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+import Pedometer
+
+/// One IMU batch as a phone sends it (API.md, Motion), before the pedometer sees it.
+struct IMUBatchRequest {
+    var device: SampleDevice?
+    var session: String
+    var seq: Int
+    var unit: String
+    /// Milliseconds since 1970; sample times are seconds after it.
+    var t0: Int64
+    var t: [Double]
+    var x: [Double]
+    var y: [Double]
+    var z: [Double]
+    var pressureT: [Double]?
+    var pressureHectopascals: [Double]?
+    var heightCm: Double?
+
+    /// The batch on the pedometer's absolute time base (seconds since 1970).
+    var accelerometerBatch: AccelerometerBatch {
+        let base = Double(t0) / 1000
+        var pressure: PressureSamples?
+        if let pressureT, let pressureHectopascals {
+            pressure = PressureSamples(timestamps: pressureT.map { base + $0 }, hectopascals: pressureHectopascals)
+        }
+        return AccelerometerBatch(timestamps: t.map { base + $0 }, x: x, y: y, z: z,
+                                  unit: AccelerationUnit(rawValue: unit) ?? .metersPerSecondSquared, pressure: pressure)
+    }
+}
+
+enum IMURoutes {
+    static let maximumSamplesPerBatch = 100_000
+
+    static func register(into router: inout Router<Route>, store: HealthStore) {
+        router.register(.post, "/v1/ingest/imu", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            try requireShare(app)
+            let batch = try decode(&context)
+            var session = PedometerSession(heightCm: batch.heightCm)
+            var parsedUnit: AccelerationUnit
+            do { parsedUnit = try AccelerationUnit(parsing: batch.unit) } catch {
+                throw APIError.invalidField("unit", "must be g or m/s2, not '\(batch.unit)'")
+            }
+            var accelerometer = batch.accelerometerBatch
+            accelerometer.unit = parsedUnit
+            // Validate before touching the store, so a bad batch is a 400 even for a new session.
+            do throws(PedometerInputError) { try accelerometer.validate(limits: limits) } catch { throw invalid(error) }
+            let answer = try ingest(store: store, app: app, session: batch.session, seq: batch.seq, device: batch.device) {
+                state throws(APIError) -> IMUBatchResult in
+                if let saved = state.detectorState {
+                    guard let restored = try? JSONDecoder().decode(PedometerSession.self, from: Data(saved)) else {
+                        throw APIError.conflict("the stored state of session '\(batch.session)' cannot be read; start a new session")
+                    }
+                    session = restored
+                }
+                let update: PedometerUpdate
+                do throws(PedometerInputError) { update = try session.process(accelerometer, limits: limits) } catch { throw invalid(error) }
+                return result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device,
+                              spanStart: accelerometer.timestamps.first ?? 0, spanEnd: accelerometer.timestamps.last ?? 0,
+                              ended: false)
+            }
+            return JSONResponse.ok(answer)
+        })
+
+        router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            let app = try context.app()
+            try requireShare(app)
+            if !context.request.body.isEmpty {
+                let body = try RequestBody.json(context.request)
+                try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
+            }
+            let name = context.parameter("session")
+            try validateSessionName(name)
+            let answer = try ingest(store: store, app: app, session: name, seq: nil, device: nil) {
+                state throws(APIError) -> IMUBatchResult in
+                guard let saved = state.detectorState,
+                      var session = try? JSONDecoder().decode(PedometerSession.self, from: Data(saved)) else {
+                    throw APIError.conflict("the stored state of session '\(name)' cannot be read")
+                }
+                let update = session.finish()
+                let last = session.lastAccelerometerTimestamp ?? 0
+                return result(for: update, session: session, name: name, seq: state.nextSeq - 1, device: nil,
+                              spanStart: update.stepTimestamps.first ?? last, spanEnd: max(last, update.stepTimestamps.last ?? last),
+                              ended: true)
+            }
+            return JSONResponse.ok(answer)
+        })
+
+        router.register(.get, "/v1/pedometer", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            guard let start = try QueryParsing.instant(&context.query, "start") else { throw APIError.invalidField("start", "is required") }
+            guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
+            try context.query.rejectUnknown()
+            guard end > start else { throw APIError.invalidField("end", "must be after start") }
+            let totals = try storeCall { try store.pedometerTotals(app: app, start: start, end: end) }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("numberOfSteps", Int64(totals.steps.rounded()))
+                writer.field("distance", totals.distance)
+                writer.key("averageActivePace")
+                if totals.distance > 0 { writer.number(totals.activeSeconds / totals.distance) } else { writer.null() }
+                writer.key("currentPace")
+                if let pace = totals.currentPace { writer.number(pace) } else { writer.null() }
+                writer.key("currentCadence")
+                if let cadence = totals.currentCadence { writer.number(cadence) } else { writer.null() }
+                writer.field("floorsAscended", Int64(totals.floorsAscended.rounded()))
+                writer.field("floorsDescended", Int64(totals.floorsDescended.rounded()))
+                writer.endObject()
+            }
+        })
+    }
+
+    static let limits = PedometerInputLimits(maximumSamplesPerBatch: maximumSamplesPerBatch)
+
+    /// The pedometer's samples are written as the calling app, so it needs share permission for them.
+    static func requireShare(_ app: AppAuthorization) throws(APIError) {
+        for type in ["stepCount", "distanceWalkingRunning"] where !app.mayShare(type) {
+            throw APIError.authorizationDenied("IMU ingest saves \(type) samples: this token may not share \(type)")
+        }
+    }
+
+    static func ingest(store: HealthStore, app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+                       _ process: (IMUSessionState) throws(APIError) -> IMUBatchResult) throws(APIError) -> [UInt8] {
+        do {
+            return try store.ingestIMU(app: app, session: session, seq: seq, device: device) { state in try process(state) }
+        } catch let error as APIError {
+            throw error
+        } catch IMUIngestError.unexpectedSeq(let expected) {
+            throw APIError.conflict("seq must be \(expected) next (a gap or an out-of-order batch)",
+                                    errors: [APIError.FieldIssue(field: "seq", detail: "expected \(expected)")])
+        } catch IMUIngestError.sessionEnded {
+            throw APIError.conflict("session '\(session)' has ended; start a new session")
+        } catch IMUIngestError.unknownSession {
+            throw APIError.notFound("no session '\(session)' for this app")
+        } catch {
+            throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
+        }
+    }
+
+    /// The samples and the answer for one pedometer update.
+    static func result(for update: PedometerUpdate, session: PedometerSession, name: String, seq: Int, device: SampleDevice?,
+                       spanStart: Double, spanEnd: Double, ended: Bool) -> IMUBatchResult {
+        let first = min(spanStart, update.stepTimestamps.first ?? spanStart)
+        let last = max(spanEnd, update.stepTimestamps.last ?? spanEnd)
+        let start = Int64((first * 1000).rounded(.down)), end = Int64((last * 1000).rounded(.up))
+        let metadata = [MetadataEntry(key: "HKPedometerSession", value: .string(name))]
+        var samples: [HealthSample] = []
+        if update.steps > 0 {
+            samples.append(HealthSample(uuid: .random(), type: "stepCount", start: start, end: end,
+                                        content: .quantity(Double(update.steps)), metadata: metadata, device: device))
+        }
+        if update.distanceMeters > 0 {
+            samples.append(HealthSample(uuid: .random(), type: "distanceWalkingRunning", start: start, end: end,
+                                        content: .quantity(update.distanceMeters), metadata: metadata, device: device))
+        }
+        if update.floorsAscended > 0 {
+            samples.append(HealthSample(uuid: .random(), type: "flightsClimbed", start: start, end: end,
+                                        content: .quantity(Double(update.floorsAscended)), metadata: metadata, device: device))
+        }
+        let state = (try? JSONEncoder().encode(session)).map { [UInt8]($0) } ?? []
+        return IMUBatchResult(
+            state: state, samples: samples, start: start, end: end, steps: update.steps, distance: update.distanceMeters,
+            floorsAscended: update.floorsAscended, floorsDescended: update.floorsDescended,
+            cadence: update.cadenceStepsPerSecond, pace: update.paceSecondsPerMeter, ended: ended) { uuids in
+            var writer = JSONWriter(capacity: 512)
+            writer.beginObject()
+            writer.field("session", name)
+            writer.field("seq", seq)
+            writer.field("steps", update.steps)
+            writer.field("totalSteps", update.totalSteps)
+            writer.field("distance", update.totalDistanceMeters)
+            writer.key("cadence")
+            if let cadence = update.cadenceStepsPerSecond { writer.number(cadence) } else { writer.null() }
+            writer.key("pace")
+            if let pace = update.paceSecondsPerMeter { writer.number(pace) } else { writer.null() }
+            writer.field("floorsAscended", update.totalFloorsAscended)
+            writer.field("floorsDescended", update.totalFloorsDescended)
+            writer.field("activity", update.activity.rawValue)
+            writer.key("saved")
+            writer.beginArray()
+            for uuid in uuids { writer.string(uuid.lowercasedString) }
+            writer.endArray()
+            writer.endObject()
+            return writer.bytes
+        }
+    }
+
+    static func invalid(_ error: PedometerInputError) -> APIError {
+        let field: String
+        switch error.field {
+        case "timestamps": field = "samples.t"
+        case "x", "y", "z": field = "samples.\(error.field)"
+        case "x/y/z/timestamps": field = "samples"
+        case "pressure.timestamps": field = "pressure.t"
+        case "pressure.hectopascals": field = "pressure.hPa"
+        default: field = error.field
+        }
+        return APIError.invalidField(field, error.reason + "; nothing was saved")
+    }
+
+    static func validateSessionName(_ name: String) throws(APIError) {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
+        guard (1...128).contains(name.count), name.allSatisfy({ allowed.contains($0) }) else {
+            throw APIError.invalidField("session", "must be 1 to 128 characters of letters, digits, - _ . :")
+        }
+    }
+
+    // MARK: Decoding
+
+    static func decode(_ context: inout RequestContext) throws(APIError) -> IMUBatchRequest {
+        let contentType = context.request.headers["Content-Type"]?.lowercased() ?? ""
+        if contentType.hasPrefix("text/csv") { return try decodeCSV(&context) }
+        try context.query.rejectUnknown()
+        var body = try RequestBody.json(context.request)
+        return try RequestBody.decode { () throws(JSONFieldError) -> IMUBatchRequest in
+            let device = try decodeDevice(&body)
+            let session = try body.requiredString("session")
+            let seq = try body.requiredInteger("seq")
+            let unit = try body.requiredString("unit")
+            let t0Text = try body.requiredString("t0")
+            var samples = try body.requiredObject("samples")
+            let t = try samples.requiredArray("t").numbers()
+            let x = try samples.requiredArray("x").numbers()
+            let y = try samples.requiredArray("y").numbers()
+            let z = try samples.requiredArray("z").numbers()
+            try samples.finish()
+            var pressureT: [Double]?
+            var pressureValues: [Double]?
+            if var pressure = try body.optionalObject("pressure") {
+                pressureT = try pressure.requiredArray("t").numbers()
+                pressureValues = try pressure.requiredArray("hPa").numbers()
+                try pressure.finish()
+            }
+            let height = try body.optionalNumber("heightCm")
+            try body.finish()
+            guard let t0 = RFC3339.parse(t0Text), HealthInstantLimits.sampleRange.contains(t0) else {
+                throw body.error("t0", "must be an RFC 3339 instant with an offset between 1900 and 2200")
+            }
+            guard (0...Int64(Int32.max)).contains(seq) else { throw body.error("seq", "must be a whole number from 0") }
+            if let height, !(40...280).contains(height) { throw body.error("heightCm", "must be from 40 to 280") }
+            return IMUBatchRequest(device: device, session: session, seq: Int(seq), unit: unit, t0: t0, t: t, x: x, y: y, z: z,
+                                   pressureT: pressureT, pressureHectopascals: pressureValues, heightCm: height)
+        }.validated()
+    }
+
+    static func decodeDevice(_ body: inout JSONFieldReader) throws(JSONFieldError) -> SampleDevice? {
+        guard let value = body.optionalValue("device") else { return nil }
+        switch value {
+        case .string(let name): return SampleDevice(name: name)
+        case .object(let object):
+            var reader = JSONFieldReader(object, path: body.path(of: "device"))
+            var device = SampleDevice()
+            device.name = try reader.optionalString("name")
+            device.manufacturer = try reader.optionalString("manufacturer")
+            device.model = try reader.optionalString("model")
+            device.hardwareVersion = try reader.optionalString("hardwareVersion")
+            device.softwareVersion = try reader.optionalString("softwareVersion")
+            device.localIdentifier = try reader.optionalString("localIdentifier")
+            try reader.finish()
+            return device.isEmpty ? nil : device
+        case .null: return nil
+        default: throw body.error("device", "must be an object of device fields (or a name)")
+        }
+    }
+
+    /// `text/csv` with a header row `t,x,y,z`; the other fields come as query parameters.
+    static func decodeCSV(_ context: inout RequestContext) throws(APIError) -> IMUBatchRequest {
+        let session = try context.query.requiredString("session")
+        guard let seq = try context.query.integer("seq", in: 0...Int(Int32.max)) else { throw APIError.invalidField("seq", "is required") }
+        let unit = try context.query.requiredString("unit")
+        let t0Text = try context.query.requiredString("t0")
+        let deviceName = try context.query.string("device")
+        let heightText = try context.query.string("heightCm")
+        try context.query.rejectUnknown()
+        guard let t0 = RFC3339.parse(t0Text), HealthInstantLimits.sampleRange.contains(t0) else {
+            throw APIError.invalidField("t0", "must be an RFC 3339 instant with an offset between 1900 and 2200")
+        }
+        var height: Double?
+        if let heightText {
+            guard let value = Double(heightText), (40...280).contains(value) else { throw APIError.invalidField("heightCm", "must be from 40 to 280") }
+            height = value
+        }
+        guard let text = String(validating: context.request.body, as: UTF8.self) else {
+            throw APIError.invalidField("body", "is not UTF-8")
+        }
+        var lines = text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" })[...]
+        guard let header = lines.popFirst() else { throw APIError.invalidField("body", "is empty: expected a header row t,x,y,z") }
+        let columns = header.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard columns == ["t", "x", "y", "z"] else {
+            throw APIError.invalidField("body", "the header row must be t,x,y,z, not '\(header.prefix(60))'")
+        }
+        var t: [Double] = [], x: [Double] = [], y: [Double] = [], z: [Double] = []
+        t.reserveCapacity(lines.count); x.reserveCapacity(lines.count); y.reserveCapacity(lines.count); z.reserveCapacity(lines.count)
+        for (index, line) in lines.enumerated() {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count == 4 else {
+                throw APIError.invalidField("body", "row \(index + 2) has \(fields.count) fields, expected 4")
+            }
+            var values: [Double] = []
+            for field in fields {
+                // Double() accepts "nan" and "inf": the pedometer's validation rejects non-finite values by name.
+                guard let value = Double(field.trimmingCharacters(in: .whitespaces)) else {
+                    throw APIError.invalidField("body", "row \(index + 2): '\(field.prefix(30))' is not a number")
+                }
+                values.append(value)
+            }
+            t.append(values[0]); x.append(values[1]); y.append(values[2]); z.append(values[3])
+            if t.count > maximumSamplesPerBatch {
+                throw APIError.payloadTooLarge("a batch holds at most \(maximumSamplesPerBatch) samples")
+            }
+        }
+        return try IMUBatchRequest(device: deviceName.map { SampleDevice(name: $0) }, session: session, seq: seq, unit: unit, t0: t0,
+                                   t: t, x: x, y: y, z: z, pressureT: nil, pressureHectopascals: nil, heightCm: height).validated()
+    }
+}
+
+extension IMUBatchRequest {
+    /// Checks that do not need the pedometer: the session name and the batch span.
+    func validated() throws(APIError) -> IMUBatchRequest {
+        try IMURoutes.validateSessionName(session)
+        if t.count > IMURoutes.maximumSamplesPerBatch {
+            throw APIError.payloadTooLarge("a batch holds at most \(IMURoutes.maximumSamplesPerBatch) samples")
+        }
+        if let first = t.first, let last = t.last, first.isFinite, last.isFinite, last - first > 345_600 {
+            throw APIError.invalidField("samples.t", "a batch may span at most 345,600 s (HealthKit's limit for step samples)")
+        }
+        return self
+    }
+}

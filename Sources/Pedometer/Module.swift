@@ -1,2 +1,0 @@
-// Pedometer module: filled in by its issue.
-enum PedometerModule {}

@@ -1,2 +1,0 @@
-// Statistics module: filled in by its issue.
-enum StatisticsModule {}

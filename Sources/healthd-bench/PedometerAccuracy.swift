@@ -1,0 +1,298 @@
+import Foundation
+import Pedometer
+
+/// `healthd-bench pedometer-accuracy [--traces DIR] [--ground-truth CSV] [--set name=value ...]`
+///
+/// Runs the step detector over the Oxford step-counter traces in 5 s batches and
+/// prints per-trace, per-position and overall step-count errors, a leave-one-user-out
+/// check of the tuned parameters, and the throughput of the detector.
+public enum PedometerAccuracyReport {
+    struct Trace {
+        let name: String
+        let user: String
+        let position: String
+        let truth: Int
+        let timestamps: [Double]
+        let x: [Double]
+        let y: [Double]
+        let z: [Double]
+    }
+
+    static let batchSeconds = 5.0
+
+    /// The data set relative to a worktree's parent, else where the team keeps it.
+    static var defaultTracesDirectory: String {
+        let relative = "../shared/datasets/oxford-steps/traces"
+        let shared = "/work/shared/datasets/oxford-steps/traces"
+        return FileManager.default.fileExists(atPath: relative) || !FileManager.default.fileExists(atPath: shared)
+            ? relative : shared
+    }
+
+    public static func run(arguments: [String]) -> Int32 {
+        var tracesDirectory = defaultTracesDirectory
+        var groundTruthPath: String?
+        var parameters = StepDetectionParameters.standard
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let value = index + 1 < arguments.count ? arguments[index + 1] : nil
+            switch argument {
+            case "--traces":
+                guard let value else { return usage("--traces needs a directory") }
+                tracesDirectory = value
+                index += 1
+            case "--ground-truth":
+                guard let value else { return usage("--ground-truth needs a file") }
+                groundTruthPath = value
+                index += 1
+            case "--set":
+                guard let value, let updated = setting(value, in: parameters) else {
+                    return usage("--set needs name=value with a known parameter name")
+                }
+                parameters = updated
+                index += 1
+            default:
+                return usage("unknown argument \(argument)")
+            }
+            index += 1
+        }
+        let truthPath = groundTruthPath
+            ?? URL(fileURLWithPath: tracesDirectory).deletingLastPathComponent()
+                .appendingPathComponent("ground-truth.csv").path
+
+        let traces: [Trace]
+        do {
+            traces = try loadTraces(directory: tracesDirectory, groundTruthPath: truthPath)
+        } catch {
+            print("pedometer-accuracy: \(error)")
+            return 1
+        }
+        guard !traces.isEmpty else {
+            print("pedometer-accuracy: no traces found in \(tracesDirectory)")
+            return 1
+        }
+
+        printPerTrace(traces: traces, parameters: parameters)
+        printLeaveOneUserOut(traces: traces, base: parameters)
+        printThroughput(traces: traces, parameters: parameters)
+        return 0
+    }
+
+    static func usage(_ problem: String) -> Int32 {
+        print("pedometer-accuracy: \(problem)")
+        print("usage: healthd-bench pedometer-accuracy [--traces DIR] [--ground-truth CSV] [--set name=value]")
+        return 2
+    }
+
+    // MARK: Evaluation
+
+    /// Counts the steps of a trace as the server would: 5 s batches, validated, then `finish()`.
+    static func countSteps(_ trace: Trace, parameters: StepDetectionParameters) -> Int {
+        var session = PedometerSession(parameters: parameters)
+        var start = 0
+        while start < trace.timestamps.count {
+            var end = start
+            let limit = trace.timestamps[start] + batchSeconds
+            while end < trace.timestamps.count && trace.timestamps[end] < limit { end += 1 }
+            let batch = AccelerometerBatch(
+                timestamps: Array(trace.timestamps[start..<end]), x: Array(trace.x[start..<end]),
+                y: Array(trace.y[start..<end]), z: Array(trace.z[start..<end]), unit: .metersPerSecondSquared)
+            do {
+                _ = try session.process(batch)
+            } catch {
+                print("  \(trace.name): batch refused: \(error)")
+                return 0
+            }
+            start = end
+        }
+        return session.finish().totalSteps
+    }
+
+    static func relativeError(detected: Int, truth: Int) -> Double {
+        Double(detected - truth) / Double(truth)
+    }
+
+    static func meanAbsoluteError(_ traces: [Trace], parameters: StepDetectionParameters) -> (mean: Double, worst: Double) {
+        var sum = 0.0
+        var worst = 0.0
+        for trace in traces {
+            let error = abs(relativeError(detected: countSteps(trace, parameters: parameters), truth: trace.truth))
+            sum += error
+            worst = max(worst, error)
+        }
+        return (sum / Double(max(traces.count, 1)), worst)
+    }
+
+    static func percent(_ value: Double) -> String { String(format: "%6.2f%%", value * 100) }
+
+    static func printPerTrace(traces: [Trace], parameters: StepDetectionParameters) {
+        print("Per trace (5 s batches):")
+        print("  trace                                     detected  truth    error")
+        var byPosition: [String: [Double]] = [:]
+        var all: [(name: String, error: Double)] = []
+        for trace in traces {
+            let detected = countSteps(trace, parameters: parameters)
+            let error = relativeError(detected: detected, truth: trace.truth)
+            byPosition[trace.position, default: []].append(abs(error))
+            all.append((trace.name, abs(error)))
+            let name = trace.name.padding(toLength: 40, withPad: " ", startingAt: 0)
+            print("  \(name) \(String(format: "%8d %6d", detected, trace.truth)) \(percent(error))")
+        }
+        print("Per position (mean / worst absolute error):")
+        for (position, errors) in byPosition.sorted(by: { $0.key < $1.key }) {
+            let mean = errors.reduce(0, +) / Double(errors.count)
+            let name = position.padding(toLength: 12, withPad: " ", startingAt: 0)
+            print("  \(name) n=\(String(format: "%2d", errors.count))  \(percent(mean)) / \(percent(errors.max() ?? 0))")
+        }
+        let mean = all.map(\.error).reduce(0, +) / Double(all.count)
+        let sortedErrors = all.map(\.error).sorted()
+        let median = sortedErrors[sortedErrors.count / 2]
+        if let worst = all.max(by: { $0.error < $1.error }) {
+            print("Overall: mean absolute error \(percent(mean)), median \(percent(median)), worst \(percent(worst.error)) (\(worst.name))")
+        }
+    }
+
+    // MARK: Leave one user out
+
+    /// Candidate values for the two parameters that most affect the count; everything
+    /// else stays physically fixed (step frequency limits, bout rules).
+    static let thresholdCandidates = [0.4, 0.5, 0.6, 0.7, 0.8]
+    static let cutoffCandidates = [2.5, 3.0, 3.5]
+
+    static func printLeaveOneUserOut(traces: [Trace], base: StepDetectionParameters) {
+        let users = Array(Set(traces.map(\.user))).sorted()
+        guard users.count > 1 else { return }
+        print("Leave one user out (tune relativePeakThreshold × lowPassCutoffHz on the others, test on the user):")
+        var heldOutErrors: [Double] = []
+        for user in users {
+            let training = traces.filter { $0.user != user }
+            let testing = traces.filter { $0.user == user }
+            var best = base
+            var bestScore = Double.infinity
+            for threshold in thresholdCandidates {
+                for cutoff in cutoffCandidates {
+                    var candidate = base
+                    candidate.relativePeakThreshold = threshold
+                    candidate.lowPassCutoffHz = cutoff
+                    let score = meanAbsoluteError(training, parameters: candidate).mean
+                    if score < bestScore {
+                        bestScore = score
+                        best = candidate
+                    }
+                }
+            }
+            let tested = meanAbsoluteError(testing, parameters: best)
+            let asShipped = meanAbsoluteError(testing, parameters: base)
+            for trace in testing {
+                heldOutErrors.append(abs(relativeError(detected: countSteps(trace, parameters: best), truth: trace.truth)))
+            }
+            let name = user.padding(toLength: 8, withPad: " ", startingAt: 0)
+            print("  held out \(name) (n=\(String(format: "%2d", testing.count))): tuned threshold \(best.relativePeakThreshold), cutoff \(best.lowPassCutoffHz) Hz; train \(percent(bestScore)), held-out mean \(percent(tested.mean)) worst \(percent(tested.worst)); shipped parameters on this user \(percent(asShipped.mean))")
+        }
+        let mean = heldOutErrors.reduce(0, +) / Double(heldOutErrors.count)
+        print("  held-out overall: mean \(percent(mean)), worst \(percent(heldOutErrors.max() ?? 0))")
+    }
+
+    // MARK: Throughput
+
+    static func printThroughput(traces: [Trace], parameters: StepDetectionParameters) {
+        // Whole traces as single large batches: the per-sample detector path plus O(n) validation.
+        let limits = PedometerInputLimits(maximumSamplesPerBatch: Int.max)
+        let batches = traces.map {
+            AccelerometerBatch(timestamps: $0.timestamps, x: $0.x, y: $0.y, z: $0.z, unit: .metersPerSecondSquared)
+        }
+        let sampleCount = batches.reduce(0) { $0 + $1.timestamps.count }
+        var bestRate = 0.0
+        var checksum = 0
+        for _ in 0..<3 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            for batch in batches {
+                var session = PedometerSession(parameters: parameters)
+                if let update = try? session.process(batch, limits: limits) { checksum &+= update.totalSteps }
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            bestRate = max(bestRate, Double(sampleCount) / seconds)
+        }
+        print(String(format: "Throughput: %.1f million accelerometer samples/s on one core (%d samples, best of 3; steps %d)",
+                     bestRate / 1e6, sampleCount, checksum / 3))
+    }
+
+    // MARK: Parameters from the command line (for exploring, not per-file tuning)
+
+    static func setting(_ assignment: String, in parameters: StepDetectionParameters) -> StepDetectionParameters? {
+        let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let value = Double(parts[1]) else { return nil }
+        var updated = parameters
+        switch parts[0] {
+        case "sampleRateHz": updated.sampleRateHz = value
+        case "gravityTimeConstantSeconds": updated.gravityTimeConstantSeconds = value
+        case "lowPassCutoffHz": updated.lowPassCutoffHz = value
+        case "amplitudeTimeConstantSeconds": updated.amplitudeTimeConstantSeconds = value
+        case "relativePeakThreshold": updated.relativePeakThreshold = value
+        case "minimumPeakAmplitude": updated.minimumPeakAmplitude = value
+        case "hysteresisFraction": updated.hysteresisFraction = value
+        case "minimumStepIntervalSeconds": updated.minimumStepIntervalSeconds = value
+        case "maximumStepIntervalSeconds": updated.maximumStepIntervalSeconds = value
+        case "stepsToConfirmBout": updated.stepsToConfirmBout = Int(value)
+        case "maximumIntervalRatio": updated.maximumIntervalRatio = value
+        case "maximumSampleGapSeconds": updated.maximumSampleGapSeconds = value
+        default: return nil
+        }
+        return updated
+    }
+
+    // MARK: Loading
+
+    struct LoadError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func loadTraces(directory: String, groundTruthPath: String) throws -> [Trace] {
+        guard let truthText = try? String(contentsOfFile: groundTruthPath, encoding: .utf8) else {
+            throw LoadError(description: "cannot read ground truth \(groundTruthPath)")
+        }
+        var traces: [Trace] = []
+        for line in truthText.split(whereSeparator: \.isNewline).dropFirst() {
+            let fields = line.split(separator: ",").map(String.init)
+            guard fields.count >= 7, let truth = Int(fields[6]), truth > 0 else { continue }
+            let path = directory + "/" + fields[0] + "/accelerometer.csv"
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw LoadError(description: "cannot read \(path)")
+            }
+            let columns = parseAccelerometerCSV(data)
+            // Position labels are spelled inconsistently in the data set (ArmBand, Backpocket).
+            let position = ["InHand", "FrontPocket", "BackPocket", "NeckPouch", "Armband", "Purse", "SwingingArm"]
+                .first { $0.lowercased() == fields[3].lowercased() } ?? fields[3]
+            traces.append(Trace(name: fields[0], user: fields[1], position: position, truth: truth,
+                                timestamps: columns.timestamps, x: columns.x, y: columns.y, z: columns.z))
+        }
+        return traces
+    }
+
+    /// `timestamp_ns,accuracy,x,y,z` → absolute seconds (shifted to 2026 as the API would send)
+    /// and m/s². Rows with non-increasing timestamps or missing fields are skipped.
+    static func parseAccelerometerCSV(_ data: Data) -> (timestamps: [Double], x: [Double], y: [Double], z: [Double]) {
+        var timestamps: [Double] = []
+        var xs: [Double] = []
+        var ys: [Double] = []
+        var zs: [Double] = []
+        let text = String(decoding: data, as: UTF8.self)
+        var firstNanoseconds: Int64?
+        let epochOffset = 1_790_000_000.0
+        for line in text.split(whereSeparator: \.isNewline) {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count >= 5, let nanoseconds = Int64(fields[0]),
+                  let x = Double(fields[2]), let y = Double(fields[3]),
+                  let z = Double(fields[4].trimmingCharacters(in: .whitespaces)) else { continue }
+            let origin = firstNanoseconds ?? nanoseconds
+            firstNanoseconds = origin
+            let time = epochOffset + Double(nanoseconds - origin) / 1e9
+            if let last = timestamps.last, time <= last { continue }
+            timestamps.append(time)
+            xs.append(x)
+            ys.append(y)
+            zs.append(z)
+        }
+        return (timestamps, xs, ys, zs)
+    }
+}

@@ -1,0 +1,251 @@
+import Testing
+@testable import HTTP
+
+private let second: UInt64 = 1_000_000_000
+
+private func at(_ seconds: Double) -> HTTPInstant {
+    HTTPInstant(uptimeNanoseconds: UInt64(seconds * 1_000_000_000), httpDate: "Sun, 08 Mar 2026 09:30:00 GMT")
+}
+
+private typealias Machine = HTTPConnectionStateMachine
+
+/// A readable digest of actions, so expectations read like a transcript.
+private func describe(_ actions: [Machine.Action]) -> [String] {
+    actions.map { action in
+        switch action {
+        case .dispatch(let request): return "dispatch \(request.method) \(request.target) body=\(String(decoding: request.body, as: UTF8.self))"
+        case .write(let bytes):
+            let text = String(decoding: bytes, as: UTF8.self)
+            return "write " + (text.split(separator: "\r\n").first.map(String.init) ?? "")
+        case .startStream(_, let chunked): return "stream chunked=\(chunked)"
+        case .pauseReading: return "pause"
+        case .resumeReading: return "resume"
+        case .close(let lingering): return lingering ? "close lingering" : "close"
+        case .serverError(let status, _): return "error \(status.code)"
+        }
+    }
+}
+
+private func writtenText(_ actions: [Machine.Action]) -> String {
+    actions.compactMap { action -> String? in
+        if case .write(let bytes) = action { return String(decoding: bytes, as: UTF8.self) }
+        return nil
+    }.joined()
+}
+
+private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+@Suite("HTTPConnectionStateMachine")
+struct ConnectionStateMachineTests {
+    @Test func pipelinedRequestsAreDispatchedOneAtATimeInOrder() {
+        var machine = Machine(now: 0)
+        let input = "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\nGET /3 HTTP/1.1\r\nHost: a\r\n\r\n"
+        #expect(describe(machine.bytesReceived(bytes(input), now: at(0))) == ["dispatch GET /1 body="])
+        // More bytes while a request is in flight are only buffered.
+        #expect(machine.bytesReceived(bytes("GET /4 HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0)).isEmpty)
+        for index in 1 ... 4 {
+            let written = machine.responseReady(HTTPResponse(status: .ok, bytes: bytes("r\(index)")), now: at(0))
+            #expect(writtenText(written).hasSuffix("\r\n\r\nr\(index)"))
+            let next = describe(machine.responseWritten(now: at(0)))
+            #expect(next == (index < 4 ? ["dispatch GET /\(index + 1) body="] : []))
+        }
+        #expect(!machine.isClosed)
+    }
+
+    @Test func responseBeforeDispatchIsIgnored() {
+        var machine = Machine(now: 0)
+        #expect(machine.responseReady(HTTPResponse(status: .ok), now: at(0)).isEmpty)
+        #expect(machine.responseWritten(now: at(0)).isEmpty)
+    }
+
+    @Test func keepAliveOnHTTP11AndCloseOnRequest() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let head = writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0)))
+        #expect(!head.contains("Connection:"))
+        #expect(head.contains("Content-Length: 0\r\n"))
+        #expect(head.contains("Date: Sun, 08 Mar 2026 09:30:00 GMT\r\n"))
+        #expect(machine.responseWritten(now: at(0)).isEmpty)
+
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), now: at(0))
+        #expect(writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+        #expect(machine.isClosed)
+    }
+
+    @Test func responderCanAskToClose() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let text = writtenText(machine.responseReady(HTTPResponse(status: .ok, headers: ["Connection": "close"]), now: at(0)))
+        #expect(text.split(separator: "\r\n").filter { $0 == "Connection: close" }.count == 1)
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func http10ClosesUnlessKeepAlive() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.0\r\n\r\n"), now: at(0))
+        #expect(writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+
+        var keepAlive = Machine(now: 0)
+        _ = keepAlive.bytesReceived(bytes("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"), now: at(0))
+        let text = writtenText(keepAlive.responseReady(HTTPResponse(status: .ok), now: at(0)))
+        #expect(text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(text.contains("Connection: keep-alive\r\n"))
+        #expect(keepAlive.responseWritten(now: at(0)).isEmpty)
+    }
+
+    @Test func continueIsSentOnlyWhenTheClientWaits() {
+        var machine = Machine(now: 0)
+        let head = "POST /u HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+        #expect(describe(machine.bytesReceived(bytes(head), now: at(0))) == ["write HTTP/1.1 100 Continue"])
+        #expect(describe(machine.bytesReceived(bytes("hello"), now: at(0))) == ["dispatch POST /u body=hello"])
+
+        var eager = Machine(now: 0)
+        #expect(describe(eager.bytesReceived(bytes(head + "hello"), now: at(0))) == ["dispatch POST /u body=hello"])
+    }
+
+    @Test func tooLargeIsAnsweredBeforeTheBody() {
+        var machine = Machine(limits: HTTPLimits(maxBodyLength: 10), now: 0)
+        let actions = machine.bytesReceived(bytes("POST /u HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n"), now: at(0))
+        #expect(describe(actions) == ["error 413", "write HTTP/1.1 413 Content Too Large", "close lingering"])
+        let text = writtenText(actions)
+        #expect(text.contains("Content-Type: application/problem+json\r\n"))
+        #expect(text.contains("Connection: close\r\n"))
+        #expect(text.contains("\"code\":\"errorPayloadTooLarge\""))
+        #expect(machine.isClosed)
+        #expect(machine.bytesReceived(bytes("more"), now: at(0)).isEmpty)
+    }
+
+    @Test func parseErrorsCloseTheConnection() {
+        var machine = Machine(now: 0)
+        let actions = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx"), now: at(0))
+        #expect(describe(actions) == ["error 400", "write HTTP/1.1 400 Bad Request", "close lingering"])
+        #expect(writtenText(actions).contains("\"code\":\"errorInvalidArgument\""))
+    }
+
+    @Test func idleTimeoutClosesSilently() {
+        var machine = Machine(timeouts: HTTPTimeouts(idle: 5, header: 2, body: 3), now: 0)
+        #expect(machine.tick(now: at(4.9)).isEmpty)
+        #expect(describe(machine.tick(now: at(5))) == ["close"])
+    }
+
+    @Test func idleTimerRestartsAfterEachResponse() {
+        var machine = Machine(timeouts: HTTPTimeouts(idle: 5, header: 2, body: 3), now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(1))
+        // No timeout applies while the application works.
+        #expect(machine.tick(now: at(100)).isEmpty)
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(100))
+        _ = machine.responseWritten(now: at(100))
+        #expect(machine.tick(now: at(104)).isEmpty)
+        #expect(describe(machine.tick(now: at(105))) == ["close"])
+    }
+
+    @Test func headerTimeoutAnswers408() {
+        var machine = Machine(timeouts: HTTPTimeouts(idle: 60, header: 2, body: 3), now: 0)
+        #expect(machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHo"), now: at(10)).isEmpty)
+        #expect(machine.tick(now: at(11.9)).isEmpty)
+        let actions = machine.tick(now: at(12))
+        #expect(describe(actions) == ["error 408", "write HTTP/1.1 408 Request Timeout", "close lingering"])
+        #expect(machine.isClosed)
+    }
+
+    @Test func bodyTimeoutCountsFromLastProgress() {
+        var machine = Machine(timeouts: HTTPTimeouts(idle: 60, header: 2, body: 3), now: 0)
+        _ = machine.bytesReceived(bytes("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nab"), now: at(0))
+        _ = machine.bytesReceived(bytes("cd"), now: at(2.5))
+        #expect(machine.tick(now: at(5)).isEmpty)
+        #expect(describe(machine.tick(now: at(5.5))) == ["error 408", "write HTTP/1.1 408 Request Timeout", "close lingering"])
+    }
+
+    @Test func peerHalfCloseWhileIdleCloses() {
+        var machine = Machine(now: 0)
+        #expect(describe(machine.peerHalfClosed(now: at(0))) == ["close"])
+    }
+
+    @Test func peerHalfCloseAfterARequestStillGetsTheResponse() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        #expect(machine.peerHalfClosed(now: at(0)).isEmpty)
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        // The already-received second request is still answered.
+        #expect(describe(machine.responseWritten(now: at(0))) == ["dispatch GET /2 body="])
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func shutdownClosesIdleAndFinishesInFlight() {
+        var idle = Machine(now: 0)
+        #expect(describe(idle.shutdownRequested(now: at(0))) == ["close"])
+
+        var busy = Machine(now: 0)
+        _ = busy.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        #expect(busy.shutdownRequested(now: at(0)).isEmpty)
+        #expect(writtenText(busy.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
+        #expect(describe(busy.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func streamsAreChunkedOn11AndCloseDelimitedOn10() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET /s HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let actions = machine.responseReady(HTTPResponse(status: .ok, body: .stream { _ in }), now: at(0))
+        #expect(describe(actions) == ["write HTTP/1.1 200 OK", "stream chunked=true"])
+        #expect(writtenText(actions).contains("Transfer-Encoding: chunked\r\n"))
+        #expect(machine.responseWritten(now: at(0)).isEmpty)
+
+        var old = Machine(now: 0)
+        _ = old.bytesReceived(bytes("GET /s HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"), now: at(0))
+        let oldActions = old.responseReady(HTTPResponse(status: .ok, body: .stream { _ in }), now: at(0))
+        #expect(describe(oldActions) == ["write HTTP/1.1 200 OK", "stream chunked=false"])
+        let text = writtenText(oldActions)
+        #expect(!text.contains("Transfer-Encoding"))
+        #expect(text.contains("Connection: close\r\n"))
+        #expect(describe(old.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func headAnd204And304HaveNoBody() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let head = writtenText(machine.responseReady(HTTPResponse(status: .ok, bytes: bytes("12345")), now: at(0)))
+        #expect(head.hasSuffix("Content-Length: 5\r\n\r\n"))
+        _ = machine.responseWritten(now: at(0))
+
+        _ = machine.bytesReceived(bytes("HEAD /s HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        #expect(describe(machine.responseReady(HTTPResponse(status: .ok, body: .stream { _ in }), now: at(0))) == ["write HTTP/1.1 200 OK"])
+        _ = machine.responseWritten(now: at(0))
+
+        _ = machine.bytesReceived(bytes("DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let noContent = writtenText(machine.responseReady(HTTPResponse(status: .noContent, bytes: bytes("ignored")), now: at(0)))
+        #expect(!noContent.contains("Content-Length"))
+        #expect(noContent.hasSuffix("\r\n\r\n"))
+        _ = machine.responseWritten(now: at(0))
+
+        _ = machine.bytesReceived(bytes("GET /x HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let notModified = writtenText(machine.responseReady(HTTPResponse(status: .notModified), now: at(0)))
+        #expect(!notModified.contains("Content-Length"))
+    }
+
+    @Test func readingPausesWhenPipelinedInputPilesUp() {
+        var machine = Machine(maxBufferedBytes: 100, now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let request = "GET /next HTTP/1.1\r\nHost: a\r\n\r\n"
+        var paused = false
+        for _ in 0 ..< 10 where !paused {
+            paused = describe(machine.bytesReceived(bytes(request), now: at(0))) == ["pause"]
+        }
+        #expect(paused)
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        #expect(describe(machine.responseWritten(now: at(0))).prefix(2) == ["resume", "dispatch GET /next body="])
+    }
+
+    @Test func chunkedRequestBodyAndTrailersReachTheRequest() {
+        var machine = Machine(now: 0)
+        let actions = machine.bytesReceived(bytes("POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n"), now: at(0))
+        guard case .dispatch(let request) = actions.first else {
+            Issue.record("expected a dispatch")
+            return
+        }
+        #expect(request.body == bytes("abc"))
+        #expect(request.headers["X-Sum"] == "1")
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func httpPackageBuilds() {
-    #expect(Bool(true))
-}

@@ -1,0 +1,173 @@
+import Testing
+@testable import HTTP
+
+@Suite("Router")
+struct RouterTests {
+    private func makeRouter() -> Router<String> {
+        var router = Router<String>()
+        router.register(.get, "/v1/samples", "list")
+        router.register(.post, "/v1/samples", "create")
+        router.register(.get, "/v1/samples/{uuid}", "get")
+        router.register(.delete, "/v1/samples/{uuid}", "delete")
+        router.register(.get, "/v1/samples/statistics", "stats")
+        router.register(.post, "/v1/ingest/imu/{session}/end", "end")
+        router.register(.get, "/", "root")
+        return router
+    }
+
+    @Test func literalAndParameterRoutes() {
+        let router = makeRouter()
+        guard case .found(let handler, let parameters, let pattern) = router.match(method: .get, path: "/v1/samples/abc-123") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "get")
+        #expect(parameters == ["uuid": "abc-123"])
+        #expect(pattern == "/v1/samples/{uuid}")
+
+        if case .found(let handler, let parameters, _) = router.match(method: .get, path: "/v1/samples/statistics") {
+            #expect(handler == "stats")
+            #expect(parameters.isEmpty)
+        } else {
+            Issue.record("literal should win over a parameter")
+        }
+        if case .found(let handler, let parameters, _) = router.match(method: .post, path: "/v1/ingest/imu/s%201/end") {
+            #expect(handler == "end")
+            #expect(parameters == ["session": "s 1"])
+        } else {
+            Issue.record("no match for ingest end")
+        }
+        if case .found(let handler, _, _) = router.match(method: .get, path: "/") { #expect(handler == "root") } else { Issue.record("root") }
+    }
+
+    @Test func encodedSlashStaysInsideItsSegment() {
+        let router = makeRouter()
+        guard case .found(_, let parameters, _) = router.match(method: .get, path: "/v1/samples/a%2Fb") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(parameters == ["uuid": "a/b"])
+    }
+
+    @Test func methodNotAllowedListsAllowedWithImpliedHead() {
+        let router = makeRouter()
+        guard case .methodNotAllowed(let allowed) = router.match(method: .put, path: "/v1/samples/x") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == [.delete, .get, .head])
+        if case .found(let handler, _, _) = router.match(method: .head, path: "/v1/samples") {
+            #expect(handler == "list")
+        } else {
+            Issue.record("HEAD should fall back to GET")
+        }
+    }
+
+    @Test func notFoundCases() {
+        let router = makeRouter()
+        for path in ["/v1/nothing", "/v1/samples/", "/v1/samples/a/b", "/v1/samples/%zz", "v1/samples", "/v1/samples/%FF"] {
+            if case .notFound = router.match(method: .get, path: path[...]) { continue }
+            Issue.record("\(path) should not match")
+        }
+    }
+
+    @Test func registeredRoutesInOrder() {
+        let router = makeRouter()
+        #expect(router.registeredRoutes.map { "\($0.0) \($0.1)" } == [
+            "GET /v1/samples", "POST /v1/samples", "GET /v1/samples/{uuid}", "DELETE /v1/samples/{uuid}",
+            "GET /v1/samples/statistics", "POST /v1/ingest/imu/{session}/end", "GET /",
+        ])
+    }
+
+    @Test func malformedPatternsAreReported() {
+        var router = Router<Int>()
+        #expect(throws: Router<Int>.RegistrationError.self) { try router.tryRegister(.get, "no-slash", 1) }
+        #expect(throws: Router<Int>.RegistrationError.self) { try router.tryRegister(.get, "/a{b}", 1) }
+        try? router.tryRegister(.get, "/x/{id}", 1)
+        #expect(throws: Router<Int>.RegistrationError.self) { try router.tryRegister(.get, "/x/{other}/y", 1) }
+    }
+}
+
+@Suite("HTTPQuery and PathNormalizer")
+struct QueryAndPathTests {
+    @Test func queryDecoding() throws {
+        let pairs = try HTTPQuery.parse("start=2026-03-08T09:30:00+01:00&type=heart%20rate&flag&&empty=&a=1&a=2")
+        #expect(pairs.map(\.name) == ["start", "type", "flag", "empty", "a", "a"])
+        #expect(pairs.map(\.value) == ["2026-03-08T09:30:00+01:00", "heart rate", "", "", "1", "2"])
+        #expect(try HTTPQuery.parse("").isEmpty)
+        #expect(try HTTPQuery.parse("q=%E2%9C%93")[0].value == "\u{2713}")
+    }
+
+    @Test(arguments: ["a=%", "a=%4", "a=%zz", "%G1=1", "a=%FF", "a=%C3%28"])
+    func invalidQueriesAreRejected(_ raw: String) {
+        #expect(throws: HTTPQueryError.self) { try HTTPQuery.parse(raw[...]) }
+    }
+
+    @Test func safePaths() throws {
+        #expect(try PathNormalizer.segments("/") == [])
+        #expect(try PathNormalizer.segments("/css/site%20main.css") == ["css", "site main.css"])
+        #expect(try PathNormalizer.segments("//a///b/") == ["a", "b"])
+        #expect(try PathNormalizer.segments("/.well-known/x") == [".well-known", "x"])
+    }
+
+    @Test(arguments: [
+        ("/../etc/passwd", PathNormalizer.Rejection.dotSegment),
+        ("/a/./b", .dotSegment),
+        ("/a/%2e%2e/b", .dotSegment),
+        ("/a/%2E", .dotSegment),
+        ("/a%2Fb", .separatorInSegment),
+        ("/a%5Cb", .separatorInSegment),
+        ("/a\\b", .separatorInSegment),
+        ("/a%00b", .controlCharacter),
+        ("/a%zz", .invalidPercentEncoding),
+        ("relative", .notAbsolute),
+    ])
+    func unsafePathsAreRejected(_ path: String, _ rejection: PathNormalizer.Rejection) {
+        #expect(throws: rejection) { try PathNormalizer.segments(path) }
+    }
+}
+
+@Suite("Serialization")
+struct SerializationTests {
+    @Test func imfFixdate() {
+        #expect(HTTPDate.imfFixdate(unixSeconds: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.imfFixdate(unixSeconds: 0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(HTTPDate.imfFixdate(unixSeconds: 951_782_400) == "Tue, 29 Feb 2000 00:00:00 GMT")
+        #expect(HTTPDate.imfFixdate(unixSeconds: 1_772_962_200) == "Sun, 08 Mar 2026 09:30:00 GMT")
+    }
+
+    @Test func headOwnsFramingHeadersAndStripsControls() {
+        var headers = HTTPHeaders()
+        headers.add("Content-Length", "999")
+        headers.add("X-Evil", "a\r\nSet-Cookie: b")
+        headers.add("Content-Type", "text/plain")
+        let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: headers, framing: .contentLength(2),
+                                                                keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
+        #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Evil: a  Set-Cookie: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n")
+    }
+
+    @Test(arguments: [0, 1, 9, 10, 99, 100, 1_000_000, 16_777_216])
+    func contentLengthDigits(_ length: Int) {
+        let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: HTTPHeaders(), framing: .contentLength(length),
+                                                                keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
+        #expect(text.contains("\r\nContent-Length: \(length)\r\n"))
+    }
+
+    @Test func chunkSizesInHex() {
+        #expect(HTTPResponseSerializer.chunk([UInt8](repeating: 1, count: 256)).prefix(5) == Array("100\r\n".utf8)[...])
+        #expect(HTTPResponseSerializer.chunk([UInt8](repeating: 1, count: 4095)).prefix(5) == Array("fff\r\n".utf8)[...])
+    }
+
+    @Test func chunkFraming() {
+        #expect(HTTPResponseSerializer.chunk(Array("hello world, 26 bytes long".utf8)) == Array("1a\r\nhello world, 26 bytes long\r\n".utf8))
+        #expect(HTTPResponseSerializer.chunk([]).isEmpty)
+    }
+
+    @Test func problemJSONEscapes() {
+        let json = String(decoding: HTTPProblem.json(status: .badRequest, detail: "bad \"q\" \\ \n\u{1} é"), as: UTF8.self)
+        #expect(json == #"{"type":"about:blank","title":"Bad Request","status":400,"detail":"bad \"q\" \\ \n\u0001 é","code":"errorInvalidArgument"}"#)
+        #expect(HTTPProblem.code(for: .contentTooLarge) == "errorPayloadTooLarge")
+        #expect(HTTPProblem.code(for: .requestTimeout) == "errorInvalidArgument")
+        #expect(HTTPProblem.code(for: .serviceUnavailable) == "errorServiceUnavailable")
+    }
+}

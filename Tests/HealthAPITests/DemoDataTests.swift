@@ -1,0 +1,241 @@
+import Foundation
+import Testing
+import HealthModel
+import JSON
+@testable import HealthAPI
+@testable import HealthStore
+
+/// 2026-03-02 (a Monday) and the 13 days after: two full weeks.
+private let firstDay: Int64 = GregorianCalendarMath.daysSinceEpoch(year: 2026, month: 3, day: 2)
+private let twoWeeks = firstDay..<(firstDay + 14)
+
+/// Generated once for the whole suite (a debug build takes a moment).
+private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
+
+@Suite struct DemoDataGeneratorTests {
+    var days: [DemoDay] { aliceTwoWeeks }
+
+    private func all(_ day: DemoDay) -> [HealthSample] { day.phone + day.watch }
+
+    @Test func everySampleSurvivesTheSampleCodecUnchanged() throws {
+        // What an app would send: the codec's output without the server's fields, decoded again.
+        for day in days {
+            for sample in all(day) {
+                var writer = JSONWriter()
+                SampleCodec.write(StoredSample(sample: sample, source: SampleSource(app: "a", user: "u"), created: 0),
+                                  into: &writer)
+                guard case .object(let written) = try JSONParser.parse(writer.bytes) else {
+                    Issue.record("not an object"); continue
+                }
+                let sent = JSONObject(written.members.filter { $0.key != "source" && $0.key != "created" })
+                var reader = JSONFieldReader(sent)
+                let decoded = try SampleCodec.decode(&reader)
+                try reader.finish()
+                #expect(decoded == sample)
+            }
+        }
+    }
+
+    @Test func sameUserAndDayGiveTheSameSamples() {
+        let again = DemoDataGenerator(userName: "alice").days(twoWeeks)
+        #expect(zip(days, again).allSatisfy { $0.phone == $1.phone && $0.watch == $1.watch })
+        // A day does not depend on the range it was generated in.
+        #expect(DemoDataGenerator(userName: "alice").day(firstDay + 5).watch == days[5].watch)
+        let bob = DemoDataGenerator(userName: "bob").day(firstDay)
+        #expect(bob.watch.first?.uuid != days[0].watch.first?.uuid)
+    }
+
+    @Test func uuidsAreUniqueAcrossDaysAndApps() {
+        let uuids = days.flatMap { all($0).map(\.uuid) }
+        #expect(Set(uuids).count == uuids.count)
+        #expect(uuids.count > 5_000)
+        // Version 8 (RFC 9562 custom) with the RFC 4122 variant.
+        #expect(uuids.allSatisfy { uuid in
+            let text = Array(uuid.lowercasedString)
+            return text[14] == "8" && "89ab".contains(text[19])
+        })
+    }
+
+    @Test func samplesLieInTheirDayOrTheNightBeforeIt() {
+        for day in days {
+            let dayStart = day.day * GregorianCalendarMath.millisecondsPerDay
+            for sample in all(day) {
+                #expect(sample.start >= dayStart - 3 * 3_600_000 && sample.end <= dayStart + GregorianCalendarMath.millisecondsPerDay,
+                        "\(sample.type) \(sample.start)")
+            }
+        }
+    }
+
+    @Test func phoneAndWatchBothCountStepsAndTheirSamplesOverlap() {
+        for day in days {
+            let phoneSteps = day.phone.filter { $0.type == "stepCount" }
+            let watchSteps = day.watch.filter { $0.type == "stepCount" }
+            let phoneTotal = phoneSteps.reduce(0) { $0 + ($1.quantity ?? 0) }
+            let watchTotal = watchSteps.reduce(0) { $0 + ($1.quantity ?? 0) }
+            #expect((3_000...30_000).contains(watchTotal))
+            #expect(phoneTotal > 0.4 * watchTotal && phoneTotal <= 1.1 * watchTotal)
+            #expect(phoneSteps.allSatisfy { $0.end - $0.start <= 10 * 60_000 && $0.end > $0.start })
+            let overlapping = phoneSteps.contains { p in watchSteps.contains { $0.start < p.end && p.start < $0.end } }
+            #expect(overlapping)
+        }
+    }
+
+    @Test func distanceMatchesStepsWithAPlausibleStride() {
+        for day in days {
+            for app in [day.phone, day.watch] {
+                let steps = app.filter { $0.type == "stepCount" }
+                let distances = app.filter { $0.type == "distanceWalkingRunning" }
+                #expect(steps.count == distances.count)
+                for (step, distance) in zip(steps, distances) {
+                    #expect(step.start == distance.start && step.end == distance.end)
+                    let stride = (distance.quantity ?? 0) / (step.quantity ?? 1)
+                    #expect((0.55...1.2).contains(stride), "stride \(stride)")
+                }
+                // Outside workouts people walk: about 0.72-0.80 m a step.
+                let workouts = day.watch.filter { $0.type == "workout" }
+                let walking = zip(steps, distances).filter { pair in
+                    !workouts.contains { $0.start < pair.0.end && pair.0.start < $0.end }
+                }.map { ($0.1.quantity ?? 0) / ($0.0.quantity ?? 1) }.sorted()
+                if !walking.isEmpty { #expect((0.68...0.82).contains(walking[walking.count / 2])) }
+            }
+        }
+    }
+
+    @Test func heartRateFollowsActivity() {
+        var sleeping: [Double] = [], inWorkouts: [Double] = []
+        for day in days {
+            let readings = day.watch.filter { $0.type == "heartRate" }
+            #expect(readings.allSatisfy { $0.start == $0.end })
+            let stages = day.watch.filter { $0.type == "sleepAnalysis" }
+            let workouts = day.watch.filter { $0.type == "workout" }
+            for reading in readings {
+                let value = reading.quantity ?? 0
+                if stages.contains(where: { $0.start <= reading.start && reading.start < $0.end }) { sleeping.append(value) }
+                if workouts.contains(where: { $0.start <= reading.start && reading.start < $0.end }) {
+                    inWorkouts.append(value)
+                }
+            }
+            let rest = day.watch.first { $0.type == "restingHeartRate" }?.quantity ?? 0
+            #expect((50...72).contains(rest))
+        }
+        let meanSleeping = sleeping.reduce(0, +) / Double(sleeping.count)
+        let meanWorkout = inWorkouts.reduce(0, +) / Double(inWorkouts.count)
+        #expect((45...70).contains(meanSleeping))
+        #expect((115...165).contains(meanWorkout))
+        #expect(sleeping.allSatisfy { (40...85).contains($0) })
+        #expect(inWorkouts.allSatisfy { $0 <= 170 })
+    }
+
+    @Test func nightsHaveInBedFromThePhoneAndStageCyclesFromTheWatch() throws {
+        for day in days {
+            let inBed = try #require(day.phone.first { $0.type == "sleepAnalysis" })
+            #expect(inBed.content == .category("inBed"))
+            let stages = day.watch.filter { $0.type == "sleepAnalysis" }
+            #expect(zip(stages, stages.dropFirst()).allSatisfy { $0.end <= $1.start })
+            #expect(stages.allSatisfy { $0.start >= inBed.start && $0.end <= inBed.end })
+            var minutes: [String: Int64] = [:]
+            for stage in stages {
+                if case .category(let name) = stage.content { minutes[name, default: 0] += (stage.end - stage.start) / 60_000 }
+            }
+            let asleep = (minutes["asleepCore"] ?? 0) + (minutes["asleepDeep"] ?? 0) + (minutes["asleepREM"] ?? 0)
+            #expect((360...600).contains(asleep))
+            #expect((minutes["asleepDeep"] ?? 0) > 20 && (minutes["asleepREM"] ?? 0) > 45)
+            // Deep sleep comes early in the night.
+            let firstDeep = try #require(stages.first { $0.content == .category("asleepDeep") })
+            #expect(firstDeep.start - inBed.start < 3 * 3_600_000)
+        }
+    }
+
+    @Test func workoutsAFewTimesAWeekWithConsistentTotals() throws {
+        let workouts = days.flatMap { day in day.watch.filter { $0.type == "workout" } }
+        #expect((3...10).contains(workouts.count))
+        for day in days {
+            for workout in day.watch where workout.type == "workout" {
+                guard case .workout(let details) = workout.content else { Issue.record("not a workout"); continue }
+                let energy = day.watch.filter { $0.type == "activeEnergyBurned" && $0.start >= workout.start && $0.end <= workout.end }
+                    .reduce(0) { $0 + ($1.quantity ?? 0) }
+                #expect(abs((details.totalEnergyBurned ?? 0) - energy) < 0.1)
+                let distanceType = details.activityType == "cycling" ? "distanceCycling" : "distanceWalkingRunning"
+                let distance = day.watch.filter { $0.type == distanceType && $0.start >= workout.start && $0.end <= workout.end }
+                    .reduce(0) { $0 + ($1.quantity ?? 0) }
+                if let total = details.totalDistance {
+                    #expect(total > 1_000 && abs(total - distance) < 0.1, "\(details.activityType)")
+                } else {
+                    #expect(["traditionalStrengthTraining", "highIntensityIntervalTraining"].contains(details.activityType))
+                }
+                #expect(details.events.allSatisfy { $0.date >= workout.start && $0.date <= workout.end })
+                let exercise = day.watch.filter { $0.type == "appleExerciseTime" && $0.start >= workout.start && $0.end <= workout.end }
+                    .reduce(0) { $0 + ($1.quantity ?? 0) }
+                #expect(Int64(exercise) == (workout.end - workout.start) / 60_000)
+            }
+        }
+    }
+
+    @Test func bodyMassDriftsSlowly() {
+        let masses = days.compactMap { $0.phone.first { $0.type == "bodyMass" }?.quantity }
+        #expect(masses.count == days.count)
+        #expect(zip(masses, masses.dropFirst()).allSatisfy { abs($0 - $1) <= 1.0 })
+        #expect((masses.max() ?? 0) - (masses.min() ?? 0) < 4)
+    }
+
+    @Test func demoSineMatchesTheCLibrary() {
+        for x in stride(from: -40.0, through: 40.0, by: 0.37) {
+            #expect(abs(demoSine(x) - sin(x)) < 1e-6)
+        }
+    }
+}
+
+@Suite struct DemoSeederTests {
+    @Test func seedingTwiceStoresNothingTwice() throws {
+        let server = try TestServer()
+        let today = firstDay + 3
+        let first = try DemoSeeder.seed(store: server.store, userName: "carol", days: 3, today: today, batchSize: 500)
+        #expect(first.added == first.generated && first.generated > 1_000)
+        #expect(first.types.first { $0.type == "stepCount" }.map { $0.phone > 0 && $0.watch > 0 } == true)
+        let second = try DemoSeeder.seed(store: server.store, userName: "carol", days: 3, today: today)
+        #expect(second.added == 0 && second.generated == first.generated)
+        #expect(second.user == first.user)
+        // A longer rerun adds only the new days.
+        let longer = try DemoSeeder.seed(store: server.store, userName: "carol", days: 4, today: today)
+        let oneDay = DemoDataGenerator(userName: "carol").day(firstDay - 1)
+        #expect(longer.added == oneDay.phone.count + oneDay.watch.count)
+        var stored = 0
+        for type in DemoSource.phoneTypes.union(DemoSource.watchTypes) {
+            stored += try server.store.sampleCount(userRowID: first.user.rowID, type: type, app: "phone")
+                + server.store.sampleCount(userRowID: first.user.rowID, type: type, app: "watch")
+        }
+        #expect(stored == longer.generated)
+        let dateOfBirth = try server.store.characteristics(userRowID: first.user.rowID).first { $0.0 == "dateOfBirth" }?.1
+        #expect(dateOfBirth == DemoDataGenerator(userName: "carol").dateOfBirth.description)
+    }
+
+    @Test func theDashboardTokenReadsWhatWasSeeded() throws {
+        let server = try TestServer()
+        let report = try DemoSeeder.seed(store: server.store, userName: "demo", days: 2, today: firstDay + 2)
+        let token = try DemoSeeder.dashboardToken(store: server.store, user: report.user)
+        let steps = server.request(.get, "/v1/samples?type=stepCount&limit=10000", token: token)
+        #expect(steps.status == 200)
+        #expect(steps["samples"]?.arrayValue?.count == report.types.first { $0.type == "stepCount" }.map { $0.phone + $0.watch })
+        let sources = server.request(.get, "/v1/sources?type=stepCount", token: token)
+        #expect(sources["sources"]?.arrayValue?.compactMap { $0.objectValue?["app"]?.stringValue } == ["phone", "watch"])
+        // Read-only: the dashboard may not write.
+        let write = server.request(.post, "/v1/samples", token: token,
+                                   json: #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-02T10:00:00Z"}]}"#)
+        #expect(write.status == 403)
+        let zones = server.request(.get, "/v1/heart-rate/zones?goal=cardio", token: token)
+        #expect(zones.status == 200 && zones["method"]?.stringValue == "karvonen")
+    }
+
+    @Test func anExistingAuthorizationIsReused() throws {
+        let server = try TestServer()
+        let user = try server.store.userCreatingIfNeeded(name: "dave")
+        let first = try server.store.appAuthorizationCreatingIfNeeded(user: user, app: "watch", read: [], share: ["heartRate"])
+        let again = try server.store.appAuthorizationCreatingIfNeeded(user: user, app: "watch", read: [], share: ["heartRate"])
+        #expect(first.id == again.id)
+        let wider = try server.store.appAuthorizationCreatingIfNeeded(user: user, app: "watch", read: [], share: ["heartRate", "stepCount"])
+        #expect(wider.id != first.id && wider.sourceRowID == first.sourceRowID)
+        #expect(try server.store.revokeAuthorization(id: wider.id))
+        let afterRevoke = try server.store.appAuthorizationCreatingIfNeeded(user: user, app: "watch", read: [], share: ["stepCount"])
+        #expect(afterRevoke.id != wider.id)
+    }
+}

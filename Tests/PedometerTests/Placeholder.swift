@@ -1,5 +1,0 @@
-import Testing
-
-@Test func pedometerPackageBuilds() {
-    #expect(Bool(true))
-}

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func statisticsPackageBuilds() {
-    #expect(Bool(true))
-}

@@ -1,0 +1,634 @@
+#!/usr/bin/env python3
+"""Browser test for the dashboard: the real healthd, a real headless Chromium.
+
+Creates a user with a known set of samples through the API, opens the dashboard with the token
+in the URL fragment, and compares what the page rendered (elements with stable ids and data
+attributes) with the same figures fetched from the API here. Checks for figures whose endpoint
+this server does not have yet print 'skipped: endpoint missing' instead of failing, and then
+check only that the page says "not available". Writes screenshots to the artifacts folder.
+Standard library only.
+"""
+import argparse, decimal, fcntl, html.parser, json, math, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.parse
+from datetime import datetime, timedelta, timezone
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from zoneinfo import ZoneInfo
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import ADMIN, Server, check, http, js, results  # noqa: E402
+
+# A zone with daylight saving and a non-zero offset, so local-day arithmetic is really exercised.
+TIME_ZONE = "America/New_York"
+TYPES = ["stepCount", "distanceWalkingRunning", "appleExerciseTime", "activeEnergyBurned", "heartRate",
+         "restingHeartRate", "sleepAnalysis"]
+AGE, GOAL = 40, "fatBurn"
+skipped = []
+
+
+def skip(name, endpoint):
+    skipped.append(name)
+    print(f"  skip {name} (skipped: endpoint missing: {endpoint})")
+
+
+def rfc3339(moment):
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_instant(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def round_half_up(value):
+    """JavaScript's Math.round for the figures shown (Python's round() rounds halves to even)."""
+    return math.floor(value + 0.5)
+
+
+def thousands(value):
+    return f"{round_half_up(value):,}"
+
+
+def kilometres(metres):
+    """Intl.NumberFormat rounds the shortest decimal form of the number, halves away from zero."""
+    shown = decimal.Decimal(repr(metres / 1000)).quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP)
+    return f"{shown:,}"
+
+
+def hours_minutes(seconds):
+    minutes = round_half_up(seconds / 60)
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+class DOM(html.parser.HTMLParser):
+    """Elements by id (attributes and text), and every element's attributes, from --dump-dom output."""
+
+    VOID = {"meta", "link", "input", "br", "img", "hr", "source", "area", "base", "col", "embed", "track", "wbr"}
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.by_id, self.elements, self.open = {}, [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        element = {"tag": tag, "attrs": dict(attrs), "text": ""}
+        self.elements.append(element)
+        if "id" in element["attrs"]:
+            self.by_id[element["attrs"]["id"]] = element
+        if tag not in self.VOID:
+            self.open.append(element)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in self.VOID and self.open:
+            self.open.pop()
+
+    def handle_endtag(self, tag):
+        for index in range(len(self.open) - 1, -1, -1):
+            if self.open[index]["tag"] == tag:
+                del self.open[index:]
+                break
+
+    def handle_data(self, data):
+        for element in self.open:
+            element["text"] += data
+
+    def text(self, element_id):
+        element = self.by_id.get(element_id)
+        return " ".join(element["text"].split()) if element else None
+
+    def attr(self, element_id, name):
+        element = self.by_id.get(element_id)
+        return element["attrs"].get(name) if element else None
+
+    def with_attribute(self, name):
+        return [e for e in self.elements if name in e["attrs"]]
+
+
+class Browser:
+    def __init__(self, binary):
+        self.binary = binary
+
+    def run(self, url, *extra, timeout=120):
+        profile = tempfile.mkdtemp(prefix="healthd-chromium-")
+        try:
+            command = [self.binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--lang=en-US",
+                       "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                       f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+                       "--virtual-time-budget=15000", *extra, url]
+            env = dict(os.environ, TZ=TIME_ZONE, LANG="en_US.UTF-8")
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+            return done.returncode, done.stdout, done.stderr
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+
+    def dom(self, url):
+        code, out, err = self.run(url, "--dump-dom")
+        if code != 0 or "<html" not in out:
+            raise RuntimeError(f"chromium --dump-dom failed ({code}): {err[-2000:]}")
+        return DOM(out), err
+
+    def screenshot(self, url, path, width, height):
+        code, out, err = self.run(url, f"--screenshot={path}", f"--window-size={width},{height}",
+                                  "--hide-scrollbars")
+        return code == 0 and os.path.exists(path) and os.path.getsize(path) > 0
+
+
+class DevTools:
+    """A page in headless Chromium driven over --remote-debugging-pipe (the DevTools protocol as
+    NUL-separated JSON on fds 3 and 4), for checks that need the page to stay open while data changes."""
+
+    def __init__(self, binary):
+        self.profile = tempfile.mkdtemp(prefix="healthd-chromium-")
+        to_child, self.to_browser = os.pipe()
+        self.from_browser, from_child = os.pipe()
+
+        def wire_pipes():
+            # Move both ends clear of 3 and 4 first, so neither dup2 overwrites the other's source.
+            read_end, write_end = fcntl.fcntl(to_child, fcntl.F_DUPFD, 10), fcntl.fcntl(from_child, fcntl.F_DUPFD, 10)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+
+        self.proc = subprocess.Popen(
+            [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--lang=en-US", "--no-first-run",
+             "--disable-extensions", "--disable-background-networking", f"--user-data-dir={self.profile}",
+             "--remote-debugging-pipe", "--window-size=1280,1800", "about:blank"],
+            # close_fds=False keeps the dup2'd 3 and 4 (Python's own descriptors are close-on-exec).
+            close_fds=False, preexec_fn=wire_pipes, env=dict(os.environ, TZ=TIME_ZONE),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_child)
+        os.close(from_child)
+        self.buffer, self.next_id, self.session = b"", 0, None
+
+    def call(self, method, params=None, session=True, timeout=30):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session and self.session:
+            message["sessionId"] = self.session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.next_id:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return reply.get("result", {})
+            ready, _, _ = select.select([self.from_browser], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise RuntimeError(f"{method}: no answer from Chromium")
+            chunk = os.read(self.from_browser, 1 << 16)
+            if not chunk:
+                raise RuntimeError("Chromium closed the DevTools pipe")
+            self.buffer += chunk
+
+    def open(self, url):
+        target = self.call("Target.createTarget", {"url": url}, session=False)["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression, timeout=30):
+        """The expression's value once it is truthy, or None when it never becomes so within timeout
+        (a bound on a wait for an event, not a measurement of speed)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.evaluate(expression)
+            except RuntimeError:
+                value = None  # no page context yet while the page is still loading
+            if value:
+                return value
+            time.sleep(0.2)
+        return None
+
+    def close(self):
+        try:
+            self.call("Browser.close", session=False, timeout=5)
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        for fd in (self.to_browser, self.from_browser):
+            os.close(fd)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def console_problems(stderr):
+    """Console errors Chromium logged: CSP violations and uncaught exceptions are bugs in the page."""
+    lines = [line for line in stderr.splitlines() if "CONSOLE" in line or "Content Security Policy" in line]
+    # A 404 for an endpoint this server does not have yet is expected and handled by the page.
+    return [line for line in lines if "Content Security Policy" in line or "Uncaught" in line]
+
+
+class Fixture:
+    """A user with a known set of samples, relative to now in TIME_ZONE."""
+
+    def __init__(self, port):
+        self.port = port
+        self.zone = ZoneInfo(TIME_ZONE)
+        self.now = datetime.now(self.zone)
+        self.today = self.now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def admin(self, path, body):
+        status, _, payload = http(self.port, "POST", path, body, token=ADMIN)
+        if status != 201:
+            raise RuntimeError(f"POST {path}: {status} {payload[:300]}")
+        return js(payload)
+
+    def make_user(self, name, with_data):
+        user = self.admin("/v1/users", {"name": name})
+        writer = self.admin("/v1/authorizations", {"user": user["id"], "app": "browser-test-phone",
+                                                   "read": TYPES, "share": TYPES})["token"]
+        reader = self.admin("/v1/authorizations", {"user": user["id"], "app": "dashboard", "read": TYPES})["token"]
+        if with_data:
+            self.writer = writer
+            self.save(writer, self.samples())
+        return reader
+
+    def local(self, day_offset, hour, minute=0):
+        day = (self.today + timedelta(days=day_offset)).date()
+        return datetime(day.year, day.month, day.day, hour, minute, tzinfo=self.zone)
+
+    def samples(self):
+        out = []
+
+        def quantity(kind, value, unit, start, end):
+            if end <= self.now:  # nothing from the future
+                out.append({"type": kind, "value": value, "unit": unit, "start": rfc3339(start), "end": rfc3339(end)})
+
+        for offset in range(-27, 1):
+            if offset in (-20, -9):  # days without steps: the charts must show them as gaps
+                continue
+            for hour in range(7, 22, 2):
+                start = self.local(offset, hour, 5)
+                steps = 400 + ((offset * 37 + hour * 11) % 23) * 40 + (0.5 if hour == 9 else 0)
+                quantity("stepCount", steps, "count", start, start + timedelta(minutes=20))
+                quantity("distanceWalkingRunning", round(steps * 0.72, 1), "m", start, start + timedelta(minutes=20))
+                quantity("activeEnergyBurned", steps * 0.04, "kcal", start, start + timedelta(minutes=20))
+                quantity("appleExerciseTime", 12, "min", start, start + timedelta(minutes=20))
+        # Heart rate today every 20 minutes, and a latest reading well above any fat-burn zone.
+        moment = self.today
+        while moment <= self.now - timedelta(minutes=5):
+            beats = 58 + (moment.hour * 7 + moment.minute) % 45
+            out.append({"type": "heartRate", "value": beats, "unit": "count/min", "start": rfc3339(moment)})
+            moment += timedelta(minutes=20)
+        out.append({"type": "heartRate", "value": 171.4, "unit": "count/min",
+                    "start": rfc3339(self.now - timedelta(minutes=1))})
+        # Last night: in bed 22:30 to 06:45, stages inside, an awake spell, and a second record of
+        # part of the night (as a phone would) that must not count twice.
+        night = [("inBed", (-1, 22, 30), (0, 6, 45)), ("asleepCore", (-1, 23, 0), (0, 1, 0)),
+                 ("asleepDeep", (0, 1, 0), (0, 2, 0)), ("asleepREM", (0, 2, 0), (0, 2, 45)),
+                 ("awake", (0, 2, 45), (0, 3, 0)), ("asleepCore", (0, 3, 0), (0, 6, 30)),
+                 ("asleepUnspecified", (-1, 23, 30), (0, 0, 30)),
+                 # Two nights ago, outside the window: must not count.
+                 ("asleepCore", (-2, 23, 0), (-1, 6, 0))]
+        for value, start, end in night:
+            out.append({"type": "sleepAnalysis", "value": value, "start": rfc3339(self.local(*start)),
+                        "end": rfc3339(self.local(*end))})
+        return out
+
+    def save(self, token, samples):
+        for index in range(0, len(samples), 5000):
+            status, _, payload = http(self.port, "POST", "/v1/samples", {"samples": samples[index:index + 5000]}, token=token)
+            if status != 201:
+                raise RuntimeError(f"POST /v1/samples: {status} {payload[:500]}")
+
+
+def api(port, token, path, **query):
+    status, _, payload = http(port, "GET", path + "?" + urllib.parse.urlencode(query), token=token)
+    return status, js(payload)
+
+
+def all_samples(port, token, **query):
+    samples, cursor = [], None
+    while True:
+        status, body = api(port, token, "/v1/samples", **(dict(query, cursor=cursor) if cursor else query))
+        if status != 200:
+            raise RuntimeError(f"GET /v1/samples: {status} {body}")
+        samples += body["samples"]
+        cursor = body["next"]
+        if not cursor:
+            return samples
+
+
+def sleep_seconds(samples, window_start, window_end):
+    """The dashboard's rule: asleep stages only, clipped to the window, overlaps counted once."""
+    window_start, window_end = window_start.astimezone(timezone.utc), window_end.astimezone(timezone.utc)
+    intervals = []
+    for sample in samples:
+        if sample["value"] not in ("asleepCore", "asleepDeep", "asleepREM", "asleepUnspecified"):
+            continue
+        start = max(parse_instant(sample["start"]), window_start)
+        end = min(parse_instant(sample["end"]), window_end)
+        if end > start:
+            intervals.append((start, end))
+    total, current = timedelta(0), None
+    for start, end in sorted(intervals):
+        if current and start <= current[1]:
+            current[1] = max(current[1], end)
+        else:
+            if current:
+                total += current[1] - current[0]
+            current = [start, end]
+    if current:
+        total += current[1] - current[0]
+    return total.total_seconds()
+
+
+def stream_status(port, token):
+    """The status of GET /v1/changes/stream, read from the status line (the body never ends)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall((f"GET /v1/changes/stream?types=heartRate HTTP/1.1\r\nHost: x\r\n"
+                            f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n").encode())
+        head = connection.recv(64)
+    match = re.match(rb"HTTP/1\.1 (\d{3})", head)
+    return int(match.group(1)) if match else None
+
+
+def number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def dashboard_checks(port, browser, fixture, token, artifacts):
+    base = f"http://127.0.0.1:{port}/"
+    url = f"{base}#token={urllib.parse.quote(token)}&age={AGE}&goal={GOAL}"
+    dom, stderr = browser.dom(url)
+    print("browser: page")
+    check("the dashboard finished its first load", any(e["tag"] == "body" and e["attrs"].get("data-loaded") == "true" for e in dom.elements))
+    check("the token from the fragment opened the dashboard", "hidden" not in dom.by_id["dashboard"]["attrs"]
+          and "hidden" in dom.by_id["token-panel"]["attrs"])
+    problems = console_problems(stderr)
+    check("no CSP violation or uncaught error in the console", not problems, "\n".join(problems[:5]))
+
+    print("browser: latest heart rate")
+    status, body = api(port, token, "/v1/samples", type="heartRate", order="desc", limit=1)
+    latest = body["samples"][0]["value"]
+    check("heart-rate card shows the API's latest value", number(dom.attr("heart-value", "data-value")) == latest
+          and dom.text("heart-value") == thousands(latest), (dom.attr("heart-value", "data-value"), dom.text("heart-value"), latest))
+
+    print("browser: sleep")
+    window_start = fixture.local(-1, 18)
+    window_end = fixture.local(0, 12)
+    night = all_samples(port, token, type="sleepAnalysis", start=rfc3339(window_start), end=rfc3339(window_end), limit=10000)
+    asleep = sleep_seconds(night, window_start, window_end)
+    check("sleep card shows asleep time, in bed and awake excluded, overlaps once",
+          number(dom.attr("sleep-value", "data-value")) == asleep and dom.text("sleep-value") == hours_minutes(asleep),
+          (dom.attr("sleep-value", "data-value"), dom.text("sleep-value"), asleep))
+    # Core 23:00-01:00, deep 01:00-02:00, REM 02:00-02:45, core 03:00-06:30 (the unspecified record
+    # lies inside the first core stretch), measured in real time, so a DST night is right too.
+    utc = lambda *local: fixture.local(*local).astimezone(timezone.utc)
+    expected = ((utc(0, 1) - utc(-1, 23)) + (utc(0, 2) - utc(0, 1)) + (utc(0, 2, 45) - utc(0, 2))
+                + (utc(0, 6, 30) - utc(0, 3))).total_seconds()
+    check("the fixture's night counts as the sum of its asleep stages", asleep == expected, (asleep, expected))
+    stages = {e["attrs"]["data-stage"]: number(e["attrs"]["data-seconds"]) for e in dom.with_attribute("data-stage")
+              if e["tag"] == "li"}
+    # The unspecified record lies inside a core stretch: the staged record wins that time.
+    check("sleep stages listed, adding up to the total", set(stages) == {"asleepCore", "asleepDeep", "asleepREM"}
+          and sum(stages.values()) == asleep, stages)
+
+    print("browser: heart-rate chart")
+    day_samples = all_samples(port, token, type="heartRate", start=rfc3339(fixture.today),
+                              end=rfc3339(fixture.local(1, 0)), limit=10000)
+    points = dom.with_attribute("data-hr-point")
+    check("one chart point per heart-rate sample today", len(points) == len(day_samples)
+          and dom.attr("chart-heart", "data-point-count") == str(len(day_samples)), (len(points), len(day_samples)))
+    check("chart points carry the API's values", sorted(number(p["attrs"]["data-value"]) for p in points)
+          == sorted(s["value"] for s in day_samples))
+
+    print("browser: today's summary")
+    date = fixture.today.date().isoformat()
+    status, summary = api(port, token, "/v1/summary", date=date, timeZone=TIME_ZONE, period="day")
+    if status == 404:
+        for name in ("steps card", "active energy card", "distance and exercise"):
+            skip(name + " equals GET /v1/summary", "GET /v1/summary")
+        check("without /v1/summary the steps and energy cards say not available",
+              dom.attr("card-steps", "data-state") == "unavailable" and dom.attr("card-energy", "data-state") == "unavailable",
+              (dom.attr("card-steps", "data-state"), dom.attr("card-energy", "data-state")))
+    else:
+        def same(element_id, value, text):
+            if value is None:
+                return dom.attr(element_id, "data-value") == "" and dom.text(element_id) == "–"
+            return number(dom.attr(element_id, "data-value")) == value and dom.text(element_id) == text
+        steps, energy = summary.get("steps"), summary.get("activeEnergy")
+        distance, exercise = summary.get("distance"), summary.get("exerciseTime")
+        check("steps card equals GET /v1/summary steps", same("steps-value", steps, steps is not None and thousands(steps)),
+              (dom.text("steps-value"), steps))
+        check("active energy card equals GET /v1/summary activeEnergy (kcal)",
+              same("energy-value", energy, energy is not None and thousands(energy)), (dom.text("energy-value"), energy))
+        check("distance (km, 2 decimals) and exercise (min) equal the summary",
+              same("distance-value", distance, distance is not None and kilometres(distance))
+              and same("exercise-value", exercise, exercise is not None and thousands(exercise)),
+              (dom.text("distance-value"), distance, dom.text("exercise-value"), exercise))
+
+    print("browser: step charts")
+    first = fixture.local(-27, 0)
+    status, collection = api(port, token, "/v1/statistics/collection", type="stepCount", start=rfc3339(first),
+                             end=rfc3339(fixture.local(1, 0)), interval="P1D", timeZone=TIME_ZONE, options="cumulativeSum")
+    if status == 404:
+        for name in ("weekly bars equal the collection", "28-day trend points equal the collection"):
+            skip(name, "GET /v1/statistics/collection")
+        check("without statistics the step charts say not available",
+              dom.attr("panel-week", "data-state") == "unavailable" and dom.attr("panel-trend", "data-state") == "unavailable")
+    else:
+        sums = {b["start"][:10]: b["sum"] for b in collection["buckets"] if "sum" in b}
+        days = [fixture.local(offset, 0).date().isoformat() for offset in range(-27, 1)]
+        bars = [e for e in dom.with_attribute("data-day") if e["tag"] == "rect"]
+        check("7 daily bars, the last 7 days in order", [b["attrs"]["data-day"] for b in bars] == days[-7:],
+              [b["attrs"]["data-day"] for b in bars])
+        check("each bar's value is the day's sum ('' for no data)",
+              [number(b["attrs"]["data-value"]) for b in bars] == [sums.get(day) for day in days[-7:]])
+        trend = [e for e in dom.with_attribute("data-trend-day")]
+        check("one trend point per day with data in 28 days", [t["attrs"]["data-trend-day"] for t in trend]
+              == [day for day in days if day in sums], (len(trend), len(sums)))
+        check("trend points carry the sums", [number(t["attrs"]["data-value"]) for t in trend]
+              == [sums[day] for day in days if day in sums])
+        check("the fixture's gap days have no trend point", len([d for d in days if d in sums]) <= 26)
+
+    print("browser: heart-rate zone and alert")
+    status, zone = api(port, token, "/v1/heart-rate/zones", age=AGE, goal=GOAL)
+    if status == 404:
+        skip("zone band equals GET /v1/heart-rate/zones", "GET /v1/heart-rate/zones")
+        skip("alert fires for a live reading above the zone", "GET /v1/heart-rate/zones")
+        check("without zones the page says not available and raises no alert",
+              dom.attr("zone-range", "data-state") == "unavailable" and dom.attr("zone-alert", "data-state") == "none")
+    else:
+        band = [e for e in dom.with_attribute("data-zone-low") if e["tag"] == "rect"]
+        check("zone band equals GET /v1/heart-rate/zones", len(band) == 1
+              and number(band[0]["attrs"]["data-zone-low"]) == zone["low"]
+              and number(band[0]["attrs"]["data-zone-high"]) == zone["high"], (band, zone))
+        expected = "above" if latest > zone["high"] else "below" if latest < zone["low"] else "none"
+        shown = dom.attr("zone-alert", "data-state")
+        check(f"alert state for the live {latest} bpm reading is '{expected}'",
+              shown == expected or (expected == "none" and shown == "in"), shown)
+        check("the alert is visible and names the reading", expected == "none" or
+              ("hidden" not in dom.by_id["zone-alert"]["attrs"] and thousands(latest) in dom.text("zone-alert")))
+
+    print("browser: live feed")
+    live = dom.attr("live-status", "data-live")
+    if stream_status(port, token) == 404:
+        skip("the page follows GET /v1/changes/stream", "GET /v1/changes/stream")
+        check("without the stream the page says so and polls", live == "polling", live)
+    else:
+        check("the page follows the change stream", live == "live", live)
+
+    print("browser: screenshots")
+    os.makedirs(artifacts, exist_ok=True)
+    for name, width, height in (("dashboard.png", 1280, 1800), ("dashboard-phone.png", 390, 2600)):
+        path = os.path.abspath(os.path.join(artifacts, name))
+        ok = browser.screenshot(url, path, width, height)
+        check(f"screenshot {width}x{height} written", ok)
+        if ok:
+            print(f"  artifact: {path}")
+
+
+def live_checks(port, chromium, fixture, token):
+    """With the page open: the token left the address bar; new readings saved now reach the page."""
+    print("browser: open page (token handling, live updates without reload)")
+    streaming = stream_status(port, token) != 404
+    zones_status, zone = api(port, token, "/v1/heart-rate/zones", age=AGE, goal=GOAL)
+    page = DevTools(chromium)
+    try:
+        page.open(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}&age={AGE}&goal={GOAL}")
+        check("the page loads", bool(page.wait_for("document.body.dataset.loaded === 'true'")))
+        check("the token is removed from the address bar", page.evaluate("location.href") == f"http://127.0.0.1:{port}/",
+              page.evaluate("location.href"))
+        check("the token is kept in localStorage", page.evaluate("localStorage.getItem('healthd.token')") == token)
+        if not streaming:
+            skip("a new reading reaches the open page through the stream", "GET /v1/changes/stream")
+            return
+        live = page.wait_for("document.getElementById('live-status').dataset.live === 'live' && document.body.dataset.loaded")
+        check("the open page is following the stream", bool(live))
+        page.evaluate("window.dashboardTestMarker = 'still the same page'")
+
+        def save_and_watch(value):
+            now = datetime.now(timezone.utc)
+            fixture.save(fixture.writer, [{"type": "heartRate", "value": value, "unit": "count/min", "start": rfc3339(now)}])
+            return page.wait_for(f"document.getElementById('heart-value').dataset.value === '{value}'")
+
+        check("a new reading appears on the heart-rate card", bool(save_and_watch(63)))
+        check("... without a reload", page.evaluate("window.dashboardTestMarker") == "still the same page")
+        if zones_status == 404:
+            skip("the alert fires and clears as the live rate leaves and re-enters the zone", "GET /v1/heart-rate/zones")
+            return
+        # Whole numbers, so the value written into the page reads back as the same text.
+        below = math.floor(zone["low"]) - 5
+        inside = round_half_up((zone["low"] + zone["high"]) / 2)
+        check(f"a live {below} bpm reading reaches the page", bool(save_and_watch(below)))
+        check(f"... and raises the 'below' alert",
+              page.wait_for("document.getElementById('zone-alert').dataset.state === 'below'") is not None)
+        check(f"a live {inside} bpm reading reaches the page", bool(save_and_watch(inside)))
+        check(f"back in the zone clears the alert", page.wait_for(
+            "document.getElementById('zone-alert').dataset.state === 'in' && document.getElementById('zone-alert').hidden")
+            is not None)
+    finally:
+        page.close()
+
+
+def empty_and_bad_token_checks(port, browser, fixture):
+    print("browser: no data")
+    token = fixture.make_user("browser-empty", with_data=False)
+    dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}")
+    check("heart rate and sleep show their no-data state",
+          dom.attr("card-heart", "data-state") == "empty" and dom.attr("card-sleep", "data-state") == "empty",
+          (dom.attr("card-heart", "data-state"), dom.attr("card-sleep", "data-state")))
+    check("an empty day draws no heart-rate points", len(dom.with_attribute("data-hr-point")) == 0)
+    print("browser: bad token")
+    dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token=not-a-real-token")
+    check("a rejected token brings back the token form with a 401 message",
+          "hidden" not in dom.by_id["token-panel"]["attrs"] and "hidden" in dom.by_id["dashboard"]["attrs"]
+          and "401" in (dom.text("token-message") or ""), dom.text("token-message"))
+
+
+def unit_checks(browser, repository):
+    """The dashboard's pure modules, checked in Chromium from a plain file server over the repository."""
+    print("browser: dashboard modules (Tests/e2e/dashboard-units)")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=repository, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    files = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    try:
+        dom, stderr = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/Tests/e2e/dashboard-units/index.html")
+    finally:
+        files.shutdown()
+    body = next(e for e in dom.elements if e["tag"] == "body")
+    for line in (dom.text("results") and dom.by_id["results"]["text"].splitlines()) or []:
+        check(line[5:], line.startswith("ok"), "")
+    check("the module checks ran to the end", body["attrs"].get("data-done") == "true" and body["attrs"].get("data-failed") == "0",
+          body["attrs"])
+    check("Chromium's console reaches this script (so the page's CSP check can see violations)",
+          "dashboard-units: console capture works" in stderr)
+
+
+def server_down_checks(browser, public):
+    """The page from a file server whose API connections drop without an answer, as when healthd is down."""
+    print("browser: server down")
+
+    class Down(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=public, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if self.path.startswith("/v1/"):
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            super().do_GET()
+
+    files = ThreadingHTTPServer(("127.0.0.1", 0), Down)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    try:
+        dom, _ = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/#token=some-token")
+    finally:
+        files.shutdown()
+    check("an unreachable server shows the banner with a retry button",
+          dom.attr("banner", "data-problem") == "server-down" and "hidden" not in dom.by_id["banner"]["attrs"]
+          and "retry" in dom.by_id, dom.text("banner-text"))
+    check("the cards say the server could not be reached, not 'no data'",
+          dom.attr("card-heart", "data-state") == "error" and dom.attr("card-sleep", "data-state") == "error",
+          (dom.attr("card-heart", "data-state"), dom.attr("card-sleep", "data-state")))
+    check("the token is kept (a network error is not a bad token)", "hidden" in dom.by_id["token-panel"]["attrs"])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--public", required=True)
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--artifacts", default="ci-artifacts")
+    args = parser.parse_args()
+    browser = Browser(args.chromium)
+    server = Server(args.binary, os.path.abspath(args.public))
+    try:
+        fixture = Fixture(server.port)
+        token = fixture.make_user("browser-demo", with_data=True)
+        unit_checks(browser, os.path.abspath(os.path.join(args.public, "..")))
+        dashboard_checks(server.port, browser, fixture, token, args.artifacts)
+        live_checks(server.port, args.chromium, fixture, token)
+        empty_and_bad_token_checks(server.port, browser, fixture)
+        server_down_checks(browser, os.path.abspath(args.public))
+    finally:
+        server.stop()
+        shutil.rmtree(server.data_dir, ignore_errors=True)
+    print(f"browser: {results['passed']} passed, {results['failed']} failed, {len(skipped)} skipped")
+    for name in skipped:
+        print(f"  skipped: endpoint missing: {name}")
+    sys.exit(1 if results["failed"] else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+// Checks of the dashboard's pure modules (event-stream parser, sleep rule, rounding), run in the
+// same headless Chromium as the page by Tests/e2e/browser.py. Each check writes one line; the
+// body's data-failed counts failures.
+
+import { EventStreamParser } from "/Public/assets/sse.js";
+import { summarizeSleep } from "/Public/assets/sleep.js";
+import { formatInteger, formatKilometres, formatHoursMinutes, localMidnight, dayKey } from "/Public/assets/format.js";
+
+const lines = [];
+let failed = 0;
+
+function check(name, actual, expected) {
+  const same = JSON.stringify(actual) === JSON.stringify(expected);
+  if (!same) failed++;
+  lines.push(`${same ? "ok  " : "FAIL"} ${name}${same ? "" : `: got ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`}`);
+}
+
+function parse(chunks) {
+  const events = [];
+  const comments = [];
+  const parser = new EventStreamParser((event) => events.push(event), (comment) => comments.push(comment));
+  for (const chunk of chunks) parser.push(chunk);
+  return { events, comments, parser };
+}
+
+// Event stream: framing.
+check("one event with id and type", parse(["id: a1\nevent: change\ndata: {\"added\":[]}\n\n"]).events,
+  [{ type: "change", data: "{\"added\":[]}", id: "a1" }]);
+check("an event split across reads at every byte", parse([..."id: 7\r\nevent: zone\r\ndata: x\r\n\r\n"]).events,
+  [{ type: "zone", data: "x", id: "7" }]);
+check("CRLF split between two reads is one line end",
+  parse(["data: a\r", "\n\r", "\n"]).events, [{ type: "message", data: "a", id: "" }]);
+check("bare CR line ends, dispatched without waiting for the next read", parse(["data: a\rdata: b\r\r"]).events,
+  [{ type: "message", data: "a\nb", id: "" }]);
+check("CR then LF in separate reads is one line end, not two", parse(["data: a\r", "\ndata: b\r", "\n\r", "\n"]).events,
+  [{ type: "message", data: "a\nb", id: "" }]);
+check("multi-line data joins with LF", parse(["data: one\ndata: two\n\n"]).events[0].data, "one\ntwo");
+check("comments are keep-alives, not events", (() => {
+  const r = parse([": keep-alive\n\n", ":x\n"]);
+  return [r.events.length, r.comments];
+})(), [0, [" keep-alive", "x"]]);
+check("no data, no event (id still kept)", (() => {
+  const r = parse(["id: 9\nevent: change\n\n"]);
+  return [r.events.length, r.parser.lastEventID];
+})(), [0, "9"]);
+check("the id carries over to later events", parse(["id: 1\ndata: a\n\ndata: b\n\n"]).events.map((e) => e.id), ["1", "1"]);
+check("an incomplete event is not dispatched", parse(["data: a\n"]).events.length, 0);
+check("retry is read; a non-number is ignored", [parse(["retry: 2500\n"]).parser.retry, parse(["retry: soon\n"]).parser.retry],
+  [2500, null]);
+check("one optional space after the colon", parse(["data:  two spaces\n\n"]).events[0].data, " two spaces");
+check("unknown fields are ignored", parse(["foo: bar\ndata: a\n\n"]).events, [{ type: "message", data: "a", id: "" }]);
+
+// Sleep: stages, window, overlaps.
+const at = (hours, minutes = 0) => new Date(Date.UTC(2026, 2, 8, hours, minutes)).toISOString();
+const windowStart = new Date(Date.UTC(2026, 2, 7, 18));
+const windowEnd = new Date(Date.UTC(2026, 2, 8, 12));
+const sample = (value, start, end) => ({ value, start, end });
+check("in bed and awake do not count", summarizeSleep([sample("inBed", at(0), at(8)), sample("awake", at(2), at(3))],
+  windowStart, windowEnd).totalSeconds, 0);
+check("stages add up", summarizeSleep([sample("asleepCore", at(0), at(2)), sample("asleepDeep", at(2), at(3)),
+  sample("asleepREM", at(3), at(3, 30))], windowStart, windowEnd).totalSeconds, 3.5 * 3600);
+check("two sources recording the same hour count it once", summarizeSleep([sample("asleepCore", at(1), at(2)),
+  sample("asleepCore", at(1, 30), at(2, 30))], windowStart, windowEnd).totalSeconds, 1.5 * 3600);
+check("overlap goes to the staged record, stages sum to the total", (() => {
+  const s = summarizeSleep([sample("asleepUnspecified", at(0), at(4)), sample("asleepDeep", at(1), at(2))], windowStart, windowEnd);
+  return [s.totalSeconds, s.stages.map((x) => [x.stage, x.seconds])];
+})(), [4 * 3600, [["asleepCore", 0], ["asleepDeep", 3600], ["asleepREM", 0], ["asleepUnspecified", 3 * 3600]]]);
+check("clipped to the window", summarizeSleep([sample("asleepCore", at(11), at(13))], windowStart, windowEnd).totalSeconds, 3600);
+check("outside the window: nothing", summarizeSleep([sample("asleepCore", at(12), at(14))], windowStart, windowEnd).totalSeconds, 0);
+
+// Display rounding (the page runs with --lang=en-US).
+check("integers round halves up, with separators", [formatInteger(8123.5), formatInteger(8123.49), formatInteger(0.5), formatInteger(1234567)],
+  ["8,124", "8,123", "1", "1,234,567"]);
+check("kilometres with two decimals", [formatKilometres(5234.5), formatKilometres(0), formatKilometres(12345)], ["5.23", "0.00", "12.35"]);
+check("h:mm to the nearest minute", [formatHoursMinutes(7 * 3600 + 15 * 60), formatHoursMinutes(89.5), formatHoursMinutes(29), formatHoursMinutes(36000)],
+  ["7:15", "0:01", "0:00", "10:00"]);
+check("local days step by calendar, not by 24 h", dayKey(localMidnight(new Date(2026, 2, 8, 12), 1)), "2026-03-09");
+
+document.getElementById("results").textContent = lines.join("\n");
+document.body.dataset.failed = String(failed);
+document.body.dataset.done = "true";
+// browser.py looks for this line to know that console messages (and so CSP violations) reach it.
+console.info("dashboard-units: console capture works");
