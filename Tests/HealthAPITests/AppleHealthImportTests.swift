@@ -373,6 +373,21 @@ private func record(_ type: String, value: String, unit: String? = nil, source: 
         #expect(page.count == 1)
     }
 
+    @Test func aFailingStoreStopsTheImportWithItsReason() throws {
+        let directory = NSTemporaryDirectory() + "healthd-import-fail-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try HealthStore(directory: directory, readers: 1)
+        let user = try store.createUser(name: "jane")
+        store.close()
+        let importer = AppleHealthImporter(store: store, userRowID: user.rowID, batchSize: 2)
+        #expect {
+            _ = try importer.run(try FileByteSource(path: Fixtures.path("tdda/export6s3sample.xml")))
+        } throws: { error in
+            guard case AppleHealthImportError.storeFailed = error else { return false }
+            return true
+        }
+    }
+
     @Test func notAnExport() throws {
         let server = try TestServer()
         let (importer, _) = try importer(server)

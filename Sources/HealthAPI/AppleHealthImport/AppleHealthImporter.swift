@@ -104,6 +104,8 @@ public final class AppleHealthImporter {
     /// and running the import again saves nothing twice.
     public func run(_ source: some AppleHealthByteSource,
                     progress: @escaping (AppleHealthImportProgress) -> Void = { _ in }) throws -> AppleHealthImportReport {
+        // Whatever way this returns, no save is still running afterwards (the caller may close the store).
+        defer { writer.waitForPending() }
         let stream = SanitizedXMLStream(source: source)
         let delegate = ParserDelegate { [unowned self] items in try self.accept(items) }
         delegate.onRecords = { records in
@@ -250,6 +252,8 @@ private final class ImportWriter: Sendable {
     private func throwIfFailed() throws {
         if let failure = counts.withLock({ $0.failure }) { throw AppleHealthImportError.storeFailed(failure) }
     }
+
+    func waitForPending() { pending.wait() }
 
     /// Waits for every pending save and adds the counts to `report`.
     func finish(into report: inout AppleHealthImportReport) throws {
