@@ -312,6 +312,55 @@ PATHS = {
 }
 
 
+# Change feed (HKAnchoredObjectQuery, HKObserverQuery).
+SCHEMAS["ChangePage"] = {
+    "type": "object", "required": ["added", "deleted", "anchor", "more"],
+    "description": "Changes after the anchor in commit order. A uuid in both lists was deleted and saved again: apply `deleted` first.",
+    "properties": {
+        "added": {"type": "array", "items": ref("Sample"),
+                  "description": "Samples saved after the anchor and still present (without an anchor: every matching sample now present)."},
+        "deleted": {"type": "array", "description": "Samples deleted after the anchor (a sample added and deleted after it appears only here).",
+                    "items": {"type": "object", "required": ["uuid", "type"],
+                              "properties": {"uuid": {"type": "string", "format": "uuid"}, "type": {"type": "string"}}}},
+        "anchor": {"type": "string", "description": "Opaque, HMAC-signed; bound to the user and the types list. Pass it as `anchor` for the next page."},
+        "more": {"type": "boolean", "description": "True when more changes follow right now: call again with `anchor` at once."},
+    },
+}
+CHANGE_TYPES = qparam("types", "Comma-separated sample types; absent means every type. For types the token cannot read, only the app's own samples and deletions appear.")
+CHANGE_ERRORS = {
+    **ERRORS_APP,
+    "400": problem("Invalid argument (errorInvalidArgument): unknown or characteristic type, bad limit/wait, or an anchor that is forged, altered, another user's or another types list's."),
+    "410": problem("errorAnchorExpired: deletions after this anchor were purged (tombstone retention, `tombstoneRetentionDays`); start over without an anchor."),
+}
+PATHS["/v1/changes"] = {
+    "get": {"summary": "Anchored object query: changes after an anchor, with optional long-poll", "tags": ["changes"],
+            "parameters": [
+                CHANGE_TYPES,
+                qparam("anchor", "From a previous response; absent = every matching sample now present (paged: follow `anchor` while `more`)."),
+                qparam("limit", "Changes per page, 1 to 10,000.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}),
+                qparam("wait", "Long-poll: seconds (0 to 60) to hold the request when there is nothing new; it answers within milliseconds of a relevant commit, or with an empty page (and a current anchor) when the time is up.",
+                       {"type": "integer", "minimum": 0, "maximum": 60, "default": 0}),
+            ],
+            "responses": {"200": ok_json(ref("ChangePage")), **CHANGE_ERRORS}},
+}
+PATHS["/v1/changes/stream"] = {
+    "get": {"summary": "Observer query as Server-Sent Events", "tags": ["changes"],
+            "description": "`text/event-stream`, chunked. Each event: `id: <anchor>`, `event: change`, `data: <ChangePage JSON>` (at most 500 changes per event). "
+                           "Without an anchor or Last-Event-ID the stream starts at the present with one empty event carrying the current anchor. "
+                           "A `: keep-alive` comment at least every 15 s (every 10 s). A client that cannot keep up (unsent backlog over half of "
+                           "`maxStreamBacklogBytes`) gets `event: error` with `{\"code\":\"errorSlowConsumer\"}` and the stream ends: reconnect with Last-Event-ID. "
+                           "The stream ends cleanly on server shutdown.",
+            "parameters": [
+                CHANGE_TYPES,
+                qparam("anchor", "Start after this anchor (from /v1/changes or an event id)."),
+                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
+                 "description": "Resume after this event id (wins over `anchor`)."},
+            ],
+            "responses": {"200": {"description": "The event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                          **CHANGE_ERRORS}},
+}
+
+
 def document():
     return {
         "openapi": "3.1.0",

@@ -7,7 +7,7 @@ import Synchronization
 extension HealthApplication {
     /// The whole API surface in one place, in API.md's order.
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
-                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges) {
+                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
                                   connections: connections)
         AccountRoutes.register(into: &router, store: store)
@@ -15,6 +15,7 @@ extension HealthApplication {
         CatalogRoutes.register(into: &router, store: store)
         IMURoutes.register(into: &router, store: store)
         HeartRateZoneRoutes.register(into: &router, store: store)
+        ChangeRoutes.register(into: &router, feed: changeFeed)
         ExportRoutes.register(into: &router, store: store)
     }
 }

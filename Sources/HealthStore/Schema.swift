@@ -132,7 +132,21 @@ enum Schema {
                 CREATE INDEX imu_batches_by_time ON imu_batches(session_id, end_ms);
                 """)
         }
-        migrator.register("005-activity-summaries") { db in
+        migrator.register("005-change-feed") { db in
+            try db.execute("""
+                -- The change feed reads one user's rows in seq order (anchored queries).
+                CREATE INDEX samples_by_user_seq ON samples(user_id, seq);
+                -- Tombstone purges find old tombstones without a full scan.
+                CREATE INDEX deleted_by_time ON deleted_samples(deleted_ms);
+                -- Per user: the highest seq of a purged tombstone. An anchor at or past it still sees
+                -- every deletion after it; an older one is expired (410).
+                CREATE TABLE change_horizons (
+                    user_id INTEGER PRIMARY KEY,
+                    seq INTEGER NOT NULL
+                );
+                """)
+        }
+        migrator.register("006-activity-summaries") { db in
             // HKActivitySummary per user and calendar day (the rings), from imports; energy in kcal,
             // move and exercise time in minutes, stand in hours. NULL where the source had no value.
             try db.execute("""

@@ -9,6 +9,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("pedometer-accuracy", "step-count error over a folder of traces with ground truth (default: ../shared/datasets/oxford-steps)",
      PedometerAccuracyReport.run),
     ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
+    ("changes", "change feed: catch-up changes/s over HTTP, long-poll and SSE write-to-wake latency with idle subscribers",
+     ChangeFeedBenchmark.run),
 ]
 
 @MainActor func usage() -> String {

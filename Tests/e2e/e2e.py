@@ -239,6 +239,94 @@ def cli_checks(binary, public, busy_port):
         check("an unusable data directory is one clear line", code == 1 and "data directory" in err and err.count("\n") == 1, err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+def read_until(sock, data, predicate, timeout=10.0):
+    """Reads from sock into data until predicate(data) holds, the peer closes, or timeout."""
+    deadline = time.time() + timeout
+    while not predicate(data) and time.time() < deadline:
+        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.time()))
+        if not ready:
+            break
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def open_event_stream(port, token, last_event_id=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    extra = f"Last-Event-ID: {last_event_id}\r\n" if last_event_id else ""
+    s.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+              f"Accept: text/event-stream\r\n{extra}\r\n".encode())
+    return s
+
+
+def event_ids(data):
+    return re.findall(rb"id: ([A-Za-z0-9_-]+)\nevent: change\n", data)
+
+
+def change_feed_checks(port):
+    """Returns an open event stream, to be checked for a clean end after the graceful stop."""
+    print("e2e: change feed")
+    st, _, b = http(port, "POST", "/v1/users", {"name": "feed"}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "e2e", "read": ["stepCount"], "share": ["stepCount"]}, token=ADMIN)
+    token = js(b)["token"]
+
+    def save(n):
+        uid = "00000000-0000-4000-8000-%012d" % n
+        sample = {"uuid": uid, "type": "stepCount", "value": n, "unit": "count",
+                  "start": "2026-03-01T10:%02d:00Z" % n, "end": "2026-03-01T10:%02d:30Z" % n}
+        st, _, _ = http(port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
+        return st, uid
+
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount", token=token)
+    anchor = js(b)["anchor"]
+    check("GET /v1/changes without an anchor is 200 with an anchor", st == 200 and anchor and js(b)["added"] == [])
+
+    # A long-poll on one connection, woken by a POST on another.
+    poll = socket.create_connection(("127.0.0.1", port), timeout=30)
+    poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+    time.sleep(0.3)
+    parked = read_until(poll, b"", lambda d: len(d) > 0, timeout=0.2)
+    check("a long-poll with nothing new stays open", parked == b"", parked[:80])
+    started = time.time()
+    st, uid = save(1)
+    answer = read_until(poll, b"", lambda d: b"\r\n\r\n" in d and uid.encode() in d, timeout=25)
+    elapsed = time.time() - started
+    poll.close()
+    check("the long-poll answers 200 with the sample a POST from another connection saved",
+          statuses(answer) == [200] and uid.encode() in answer, answer[:200])
+    check("the long-poll answered well before its 30 s wait", elapsed < 5, elapsed)
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount&wait=1&anchor=" + js(answer.split(b"\r\n\r\n", 1)[1])["anchor"], token=token)
+    check("a long-poll with nothing new times out with an empty page", st == 200 and js(b)["added"] == [] and js(b)["more"] is False, b[:120])
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount&anchor=forged", token=token)
+    check("a forged anchor is 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
+
+    # Server-Sent Events read off a raw socket, as curl -N would.
+    stream = open_event_stream(port, token)
+    data = read_until(stream, b"", lambda d: len(event_ids(d)) >= 1)
+    head = data.split(b"\r\n\r\n", 1)[0].lower()
+    check("the stream is 200 text/event-stream, chunked", statuses(data)[:1] == [200] and b"content-type: text/event-stream" in head
+          and b"transfer-encoding: chunked" in head, data[:300])
+    first_id = (event_ids(data) or [b""])[0].decode()
+    st, uid2 = save(2)
+    data = read_until(stream, data, lambda d: uid2.encode() in d)
+    check("a POST on another connection arrives as an event: change", uid2.encode() in data and len(event_ids(data)) == 2, data[-300:])
+    resumed = open_event_stream(port, token, last_event_id=first_id)
+    replay = read_until(resumed, b"", lambda d: uid2.encode() in d)
+    resumed.close()
+    check("Last-Event-ID resumes with what came after it", uid2.encode() in replay and uid.encode() not in replay, replay[-300:])
+    bad = raw(port, f"GET /v1/changes/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nLast-Event-ID: nope\r\nConnection: close\r\n\r\n".encode())
+    check("a forged Last-Event-ID is 400", statuses(bad) == [400], bad[:80])
+    return stream
+
+
+def check_stream_ended(stream):
+    data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
+    stream.close()
+    check("an open event stream ends cleanly (last chunk) on graceful stop", data.endswith(b"0\r\n\r\n"), data[-80:])
 def seed_and_demo_checks(binary, public):
     """healthd seed twice stores nothing twice; serve --demo prints a dashboard URL whose token reads steps."""
     import sqlite3
@@ -371,9 +459,11 @@ def main():
         api_checks(server.port)
         dashboard_asset_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
+        feed_stream = change_feed_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
+        check_stream_ended(feed_stream)
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
         import_export_checks(args.binary, os.path.abspath(args.public))
     finally:
