@@ -526,6 +526,18 @@ final class CollectingBodyStream: HTTPBodyStream, Sendable {
         #expect(starts.last == "2026-01-01T10:00:00.000Z")
     }
 
+    @Test func importedSamplesReachTheChangeFeed() throws {
+        let server = try TestServer()
+        let userID = server.createUser("jane")
+        let user = try #require(try server.store.user(named: "jane"))
+        _ = try AppleHealthImporter(store: server.store, userRowID: user.rowID)
+            .run(try FileByteSource(path: Fixtures.path("tdda/export6s3sample.xml")))
+        let token = server.token(user: userID, app: "feed", read: ["stepCount", "workout"], share: [])
+        let changes = server.request(.get, "/v1/changes?types=stepCount,workout", token: token)
+        #expect(changes.status == 200)
+        #expect(changes["added"]?.arrayValue?.count == 11)
+    }
+
     @Test func exportRejectsUnknownTypesAndParameters() throws {
         let server = try TestServer()
         let userID = server.createUser("jane")
