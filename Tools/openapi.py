@@ -299,6 +299,16 @@ PATHS = {
                                           "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
                                           "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
                       **ERRORS_APP}}},
+    "/v1/export": {"get": {
+        "summary": "Every sample the token may read, as NDJSON (one Sample per line), streamed", "tags": ["export"],
+        "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
+                        "Lines are top-level samples oldest first (by start, ties in commit order); a correlation carries its "
+                        "objects inside it, so its objects are not repeated as lines. The body is chunked and produced page by page "
+                        "(constant server memory). Should the store fail mid-stream, a last line {\"error\": ...} says the "
+                        "export is incomplete."),
+        "parameters": [qparam("types", "Comma list of type ids (short or HealthKit identifiers); default every type.")],
+        "responses": {"200": {"description": "NDJSON, one sample per line.",
+                              "content": {"application/x-ndjson": {"schema": ref("Sample")}}}, **ERRORS_APP}}},
 }
 
 
@@ -456,11 +466,11 @@ PATHS.update({
             "type": "object", "properties": {
                 "date": {"type": "string", "format": "date"},
                 "activeEnergyBurned": {"type": "number", "description": "kcal, merged across sources."},
-                "activeEnergyBurnedGoal": {"type": "number", "description": "kcal; default 500."},
+                "activeEnergyBurnedGoal": {"type": "number", "description": "kcal: the day's goal if imported from Apple Health, else the user's (default 500)."},
                 "appleExerciseTime": {"type": "number", "description": "Minutes."},
-                "appleExerciseTimeGoal": {"type": "number", "description": "Minutes; default 30."},
+                "appleExerciseTimeGoal": {"type": "number", "description": "Minutes: imported day's goal, else the user's (default 30)."},
                 "appleStandHours": {"type": "integer", "description": "Local hours in which an appleStandHour sample marked stood starts."},
-                "appleStandHoursGoal": {"type": "number", "description": "Hours; default 12."}}}}}}), **ERRORS_APP}}},
+                "appleStandHoursGoal": {"type": "number", "description": "Hours: imported day's goal, else the user's (default 12)."}}}}}}), **ERRORS_APP}}},
     "/v1/activity-goals": {"put": {
         "summary": "Set a user's activity goals (admin)", "tags": ["statistics"],
         "description": "Goals not given keep their value (defaults 500 kcal, 30 min, 12 h).",

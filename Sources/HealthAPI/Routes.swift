@@ -16,6 +16,7 @@ extension HealthApplication {
         IMURoutes.register(into: &router, store: store)
         HeartRateZoneRoutes.register(into: &router, store: store)
         ChangeRoutes.register(into: &router, feed: changeFeed)
+        ExportRoutes.register(into: &router, store: store)
         StatisticsRoutes.register(into: &router, store: store)
         SummaryRoutes.register(into: &router, store: store)
     }

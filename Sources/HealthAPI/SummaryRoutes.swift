@@ -113,20 +113,25 @@ enum SummaryRoutes {
             let stood = try stoodHours(store: store, app: app, start: midnights[0], end: midnights[Int(dayCount)],
                                        firstDay: first.daysSinceEpoch, calendar: calendar)
             let goals = try storeCall { try store.activityGoals(userRowID: app.userRowID) }
+            // A day imported from Apple Health keeps the goals the user had that day.
+            let imported = try storeCall { try store.activitySummaries(userRowID: app.userRowID, from: first, through: last) }
+            let importedByDay = Dictionary(imported.map { ($0.day.daysSinceEpoch, $0) }, uniquingKeysWith: { _, later in later })
             return JSONResponse.write { writer in
                 writer.beginObject()
                 writer.key("summaries")
                 writer.beginArray()
                 for index in 0..<Int(dayCount) {
                     let bucket = bucketOfDay[index]
+                    let day = first.daysSinceEpoch + Int64(index)
+                    let dayGoals = importedByDay[day]
                     writer.beginObject()
-                    writer.field("date", HealthDay(daysSinceEpoch: first.daysSinceEpoch + Int64(index)).description)
+                    writer.field("date", HealthDay(daysSinceEpoch: day).description)
                     writer.field("activeEnergyBurned", bucket.map { energy[$0] } ?? 0)
-                    writer.field("activeEnergyBurnedGoal", goals.activeEnergyBurned)
+                    writer.field("activeEnergyBurnedGoal", dayGoals?.activeEnergyBurnedGoal ?? goals.activeEnergyBurned)
                     writer.field("appleExerciseTime", bucket.map { exercise[$0] } ?? 0)
-                    writer.field("appleExerciseTimeGoal", goals.appleExerciseTime)
+                    writer.field("appleExerciseTimeGoal", dayGoals?.appleExerciseTimeGoal ?? goals.appleExerciseTime)
                     writer.field("appleStandHours", stood[index])
-                    writer.field("appleStandHoursGoal", goals.appleStandHours)
+                    writer.field("appleStandHoursGoal", dayGoals?.appleStandHoursGoal ?? goals.appleStandHours)
                     writer.endObject()
                 }
                 writer.endArray()

@@ -146,7 +146,26 @@ enum Schema {
                 );
                 """)
         }
-        migrator.register("006-tombstone-sample-values") { db in
+        migrator.register("006-activity-summaries") { db in
+            // HKActivitySummary per user and calendar day (the rings), from imports; energy in kcal,
+            // move and exercise time in minutes, stand in hours. NULL where the source had no value.
+            try db.execute("""
+                CREATE TABLE activity_summaries (
+                    user_id INTEGER NOT NULL,
+                    day TEXT NOT NULL,
+                    active_energy_burned REAL,
+                    active_energy_burned_goal REAL,
+                    apple_move_time REAL,
+                    apple_move_time_goal REAL,
+                    apple_exercise_time REAL,
+                    apple_exercise_time_goal REAL,
+                    apple_stand_hours REAL,
+                    apple_stand_hours_goal REAL,
+                    PRIMARY KEY (user_id, day)
+                ) WITHOUT ROWID;
+                """)
+        }
+        migrator.register("007-tombstone-sample-values") { db in
             try db.execute("""
                 -- What a deleted sample was, so the statistics indexes can catch up by removing it exactly.
                 -- NULL on tombstones written before this migration (their samples predate every index).

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import HTTP
 import JSON
+import HealthModel
+import HealthStore
 @testable import HealthAPI
 
 /// alice with an iPhone app (reads and shares activity types) and a Watch app that shares but reads nothing.
@@ -275,6 +277,17 @@ struct StatisticsFixture {
         #expect(first?["activeEnergyBurnedGoal"]?.numberValue == 650)
         #expect(first?["appleExerciseTimeGoal"]?.numberValue == 30)
         #expect(first?["appleStandHoursGoal"]?.numberValue == 10)
+
+        // A day imported from Apple Health keeps that day's goals; other days use the user's.
+        let userRowID = try #require(try f.server.store.user(idOrName: "alice")).rowID
+        let importedDay = try #require(HealthDate.parseDay("2024-05-02"))
+        try f.server.store.saveActivitySummaries([ActivitySummary(day: importedDay, activeEnergyBurnedGoal: 420,
+                                                                  appleExerciseTimeGoal: 45)], userRowID: userRowID)
+        let mixed = (f.get(f.phone, "/v1/activity-summaries?start=2024-05-01&end=2024-05-02&timeZone=America/New_York")["summaries"]?
+            .arrayValue ?? []).compactMap(\.objectValue)
+        #expect(mixed.map { $0["activeEnergyBurnedGoal"]?.numberValue } == [650, 420])
+        #expect(mixed.map { $0["appleExerciseTimeGoal"]?.numberValue } == [30, 45])
+        #expect(mixed.map { $0["appleStandHoursGoal"]?.numberValue } == [10, 10])
 
         #expect(f.server.request(.put, "/v1/activity-goals", token: f.phone, json: #"{"user":"alice","appleStandHoursGoal":10}"#).status == 403)
         #expect(f.server.request(.put, "/v1/activity-goals", token: TestServer.adminToken, json: #"{"user":"alice","appleStandHoursGoal":30}"#).status == 400)

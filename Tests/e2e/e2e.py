@@ -398,6 +398,55 @@ def seed_and_demo_checks(binary, public):
     check("a rerun of serve --demo keeps one demo user", users == 1)
     shutil.rmtree(demo_dir, ignore_errors=True)
 
+def import_export_checks(binary, public):
+    """healthd import (zip and XML, twice), then GET /v1/export and healthd export agree."""
+    print("e2e: Apple Health import and export")
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "apple-health")
+    data_dir = tempfile.mkdtemp(prefix="healthd-e2e-import-")
+    try:
+        def run(*args):
+            return subprocess.run([binary, *args, "--data-dir", data_dir], capture_output=True, text=True, timeout=120)
+        first = run("import", os.path.join(fixtures, "alxdrcirilo", "export.zip"), "--user", "me")
+        check("import export.zip exits 0", first.returncode == 0, first.stderr)
+        check("import export.zip stores 8 samples", "imported 8 new samples" in first.stdout, first.stdout)
+        again = run("import", os.path.join(fixtures, "alxdrcirilo", "export.xml"), "--user", "me")
+        check("importing the same export as XML stores nothing twice",
+              again.returncode == 0 and "imported 0 new samples" in again.stdout and "8 already stored" in again.stdout, again.stdout)
+        dtd = run("import", os.path.join(fixtures, "tdda", "export6s3sample.xml"), "--user", "me")
+        check("import with an internal DTD", dtd.returncode == 0 and "imported 16 new samples" in dtd.stdout, dtd.stdout + dtd.stderr)
+        bad_path = os.path.join(data_dir, "not-an-export.zip")
+        with open(bad_path, "wb") as f:
+            f.write(b"PK\x03\x04 this is no zip")
+        bad = run("import", bad_path, "--user", "me")
+        check("a broken zip is one clear error line, status 1", bad.returncode == 1 and bad.stderr.startswith("healthd:"), bad.stderr)
+        out_path = os.path.join(data_dir, "export.ndjson")
+        exported = run("export", "--user", "me", "--output", out_path)
+        lines = [json.loads(l) for l in open(out_path)] if exported.returncode == 0 else []
+        check("healthd export writes every sample as NDJSON", len(lines) == 24, exported.stdout + exported.stderr)
+
+        server = Server(binary, public, data_dir=data_dir)
+        try:
+            types = ["heartRate", "activeEnergyBurned", "appleExerciseTime", "appleStandTime", "sleepAnalysis",
+                     "stepCount", "distanceWalkingRunning", "workout"]
+            status, _, body = http(server.port, "POST", "/v1/authorizations",
+                                   {"user": "me", "app": "e2e-export", "read": types, "share": []}, token=ADMIN)
+            token = (js(body) or {}).get("token")
+            check("authorization for the imported user", status == 201 and token, body)
+            status, headers, body = http(server.port, "GET", "/v1/export", token=token)
+            streamed = [json.loads(l) for l in body.decode().splitlines() if l]
+            check("GET /v1/export streams NDJSON", status == 200 and headers.get("Content-Type") == "application/x-ndjson", headers)
+            check("GET /v1/export has the same samples as healthd export",
+                  [s["uuid"] for s in streamed] == [s["uuid"] for s in lines], (len(streamed), len(lines)))
+            check("GET /v1/export is chunked", headers.get("Transfer-Encoding") == "chunked", headers)
+            status, _, body = http(server.port, "GET", "/v1/export?types=sleepAnalysis", token=token)
+            check("GET /v1/export?types= filters", status == 200 and len(body.decode().splitlines()) == 2, body[:200])
+            status, _, body = http(server.port, "GET", "/v1/export?types=bogus", token=token)
+            check("GET /v1/export with an unknown type is 400", status == 400, body)
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
 
 def statistics_checks(port):
     print("e2e: statistics")
@@ -458,6 +507,7 @@ def main():
         check("SIGTERM stops the server with status 0", code == 0, code)
         check_stream_ended(feed_stream)
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
+        import_export_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
