@@ -16,6 +16,7 @@ extension HealthApplication {
         IMURoutes.register(into: &router, store: store)
         HeartRateZoneRoutes.register(into: &router, store: store)
         ChangeRoutes.register(into: &router, feed: changeFeed)
+        WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
     }
 }
 
