@@ -382,8 +382,8 @@ EMPTY_BODY = {"required": False, "content": {"application/json": {"schema": {"ty
                                                                                  "description": "No fields: send no body or `{}`."}}}}
 ZONE_EVENT_TEXT = (
     "While a session with a zone runs, every change stream (`GET /v1/changes/stream`) of the user's apps with read permission for "
-    "`heartRate` (whatever `types` it follows) carries `event: zone` with `data: {\"session\",\"heartRate\",\"state\":\"below\"|\"in\"|\"above\",\"date\"}` "
-    "(`heartRate` in count/min; `date` the reading's start). Zone events have no `id` (they are not feed positions, so Last-Event-ID stays the last "
+    "`heartRate` (whatever `types` it follows) carries `event: zone` with `data: {\"session\",\"heartRate\",\"state\":\"below\"|\"in\"|\"above\",\"date\",\"zone\":{\"low\",\"high\"}}` "
+    "(`heartRate` in count/min; `date` the reading's start; `zone` the session's target zone). Zone events have no `id` (they are not feed positions, so Last-Event-ID stays the last "
     "change's anchor) and follow the change event that carried their reading. Judged: every source's `heartRate` samples committed after the "
     "session started, in time order within a commit, whose start lies in a running stretch (not before the start, not while paused). "
     "The first such reading reports its state, later ones only a change; a reading older than the latest judged is stale and ignored. "

@@ -78,7 +78,7 @@ final class WorkoutZoneMonitor: Sendable {
         }
     }
 
-    /// `{"session","heartRate","state","date"}`.
+    /// `{"session","heartRate","state","date","zone":{"low","high"}}`.
     static func eventData(_ change: WorkoutZoneChange) -> [UInt8] {
         var writer = JSONWriter(capacity: 128)
         writer.beginObject()
@@ -86,6 +86,11 @@ final class WorkoutZoneMonitor: Sendable {
         writer.field("heartRate", change.heartRate)
         writer.field("state", change.state.rawValue)
         writer.field("date", RFC3339.format(change.date))
+        writer.key("zone")
+        writer.beginObject()
+        writer.field("low", change.zone.low)
+        writer.field("high", change.zone.high)
+        writer.endObject()
         writer.endObject()
         return writer.bytes
     }

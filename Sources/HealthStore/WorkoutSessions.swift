@@ -25,6 +25,8 @@ public struct WorkoutZoneChange: Sendable, Equatable {
     public var state: HeartRateZoneState
     /// The reading's start.
     public var date: Int64
+    /// The session's zone the reading was judged against.
+    public var zone: HeartRateZoneBounds
 }
 
 extension HealthStore {
@@ -165,7 +167,8 @@ extension HealthStore {
                 for reading in readings.sorted(by: { ($0.start, $0.seq) < ($1.start, $1.seq) })
                 where intervals.contains(where: { $0.contains(reading.start) }) {
                     if let state = tracker.judge(heartRate: reading.value, at: reading.start) {
-                        changes.append(WorkoutZoneChange(session: session.id, heartRate: reading.value, state: state, date: reading.start))
+                        changes.append(WorkoutZoneChange(session: session.id, heartRate: reading.value, state: state, date: reading.start,
+                                                          zone: session.bounds))
                     }
                 }
                 try db.execute("UPDATE workout_sessions SET zone_seq = ?, zone_state = ?, zone_latest_ms = ? WHERE id = ?",

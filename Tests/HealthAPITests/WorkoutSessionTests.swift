@@ -187,7 +187,8 @@ private struct WorkoutFixture {
         // The paused reading stays out; the state was reset, so "in" reports again.
         f.save(f.watch, [heartRate(140, "2026-03-01T10:35:00Z")])
         let resumed = try store.advanceWorkoutZones(userRowID: coach.userRowID)
-        #expect(resumed == [WorkoutZoneChange(session: session.id, heartRate: 140, state: .inZone, date: instant("2026-03-01T10:35:00Z"))])
+        #expect(resumed == [WorkoutZoneChange(session: session.id, heartRate: 140, state: .inZone, date: instant("2026-03-01T10:35:00Z"),
+                                              zone: HeartRateZoneBounds(low: 100, high: 150))])
         // A late reading older than the latest judged changes nothing; a newer one does.
         f.save(f.watch, [heartRate(90, "2026-03-01T10:34:00Z")])
         #expect(try store.advanceWorkoutZones(userRowID: coach.userRowID).isEmpty)
@@ -338,6 +339,8 @@ private func heartRates(_ f: WorkoutFixture, after start: Int64, _ readings: [(s
         #expect(events.map { $0.data["heartRate"]?.numberValue } == [90, 120, 160])
         #expect(events.allSatisfy { $0.data["session"]?.stringValue == id && $0.id == nil })
         #expect(events.first?.data["date"]?.stringValue == RFC3339.format(start + 1000))
+        #expect(events.first?.data["zone"]?.objectValue?["low"]?.numberValue == 100)
+        #expect(events.first?.data["zone"]?.objectValue?["high"]?.numberValue == 150)
         // Each zone event follows the change event that carried its reading.
         let kinds = reader.events.map(\.event)
         let firstZone = try #require(kinds.firstIndex(of: "zone"))
