@@ -11,6 +11,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
     ("changes", "change feed: catch-up changes/s over HTTP, long-poll and SSE write-to-wake latency with idle subscribers",
      ChangeFeedBenchmark.run),
+    ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
+     WorkoutSessionBenchmark.run),
 ]
 
 @MainActor func usage() -> String {
