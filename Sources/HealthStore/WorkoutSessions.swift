@@ -70,7 +70,7 @@ extension HealthStore {
     /// does not allow it, `notFound` for a session that is not this app's.
     public func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction,
                                      now: Int64) throws -> WorkoutSession {
-        precondition(action != .end, "end goes through endWorkoutSession, which saves the workout")
+        guard action != .end else { throw StoreError.invalid("ending a session goes through endWorkoutSession, which saves the workout") }
         return try pool.write { db in
             guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
                 throw StoreError.notFound("no workout session \(id)")

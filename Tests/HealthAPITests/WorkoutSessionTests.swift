@@ -158,6 +158,25 @@ private struct WorkoutFixture {
         #expect(events.map { $0["date"]?.stringValue } == ["2026-03-01T10:20:00.000Z", "2026-03-01T10:30:00.000Z"])
     }
 
+    @Test func overlappingSourcesAreMergedByPriorityNotCountedTwice() throws {
+        let f = try WorkoutFixture()
+        let store = f.server.store
+        let both = f.server.token(user: f.user, app: "phone", read: ["distanceWalkingRunning"],
+                                  share: ["workout", "distanceWalkingRunning"])
+        let phone = try f.app(both)
+        // The watch saved distance first, so it ranks first; the phone's overlapping figure is shadowed.
+        f.save(f.watch, [quantity("distanceWalkingRunning", 1000, "m", "2026-03-01T10:00:00Z", "2026-03-01T10:10:00Z")])
+        f.save(both, [quantity("distanceWalkingRunning", 900, "m", "2026-03-01T10:00:00Z", "2026-03-01T10:10:00Z"),
+                      quantity("distanceWalkingRunning", 50, "m", "2026-03-01T10:10:00Z", "2026-03-01T10:11:00Z")])
+        let session = try store.startWorkoutSession(app: phone, activityType: "walking", zone: nil, at: instant("2026-03-01T10:00:00Z"))
+        let ended = try store.endWorkoutSession(id: session.id, app: phone, now: instant("2026-03-01T10:15:00Z"))
+        let uuid = try #require(ended.workoutUUID)
+        let sample = try #require(try store.sample(uuid, for: phone, userExternalID: phone.userID))
+        guard case .workout(let workout) = sample.sample.content else { Issue.record("not a workout"); return }
+        #expect(workout.totalDistance.map { abs($0 - 1050) < 1e-9 } == true, "\(String(describing: workout.totalDistance))")
+        #expect(throws: StoreError.self) { try store.changeWorkoutSession(id: session.id, app: phone, action: .end, now: 0) }
+    }
+
     @Test func aTypeWithoutSamplesHasNoTotal() throws {
         let f = try WorkoutFixture()
         let coach = try f.app(f.coach)
