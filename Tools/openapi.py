@@ -349,7 +349,8 @@ PATHS["/v1/changes/stream"] = {
                            "Without an anchor or Last-Event-ID the stream starts at the present with one empty event carrying the current anchor. "
                            "A `: keep-alive` comment at least every 15 s (every 10 s). A client that cannot keep up (unsent backlog over half of "
                            "`maxStreamBacklogBytes`) gets `event: error` with `{\"code\":\"errorSlowConsumer\"}` and the stream ends: reconnect with Last-Event-ID. "
-                           "The stream ends cleanly on server shutdown.",
+                           "The stream ends cleanly on server shutdown. While a workout session with a zone runs, streams of apps that may read "
+                           "`heartRate` also carry `event: zone` without an `id` (see `POST /v1/workout-sessions`).",
             "parameters": [
                 CHANGE_TYPES,
                 qparam("anchor", "Start after this anchor (from /v1/changes or an event id)."),
@@ -485,6 +486,80 @@ PATHS.update({
             "appleExerciseTimeGoal": {"type": "number"}, "appleStandHoursGoal": {"type": "number"}}}),
             "415": problem("Not application/json."), **ERRORS_APP}}},
 })
+# Workout sessions (HKWorkoutSession) and their zone events.
+SCHEMAS["WorkoutSession"] = {
+    "type": "object", "required": ["id", "state", "activityType", "start", "end", "zone", "events", "workout"],
+    "description": "A live workout of one app for one user. Only that app (any of its tokens for that user) sees it: "
+                   "another app's or user's session is a 404.",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "state": {"type": "string", "enum": ["running", "paused", "ended"]},
+        "activityType": {"type": "string", "description": "HKWorkoutActivityType case name (the long form is accepted on input)."},
+        "start": instant,
+        "end": {**instant, "type": ["string", "null"], "description": "Set by `end`."},
+        "zone": {"type": ["object", "null"], "required": ["low", "high"], "description": "The target zone in count/min; null for a session without one.",
+                 "properties": {"low": {"type": "number"}, "high": {"type": "number"}}},
+        "events": {"type": "array", "description": "Pause and resume events in order; event dates never go backwards (the server clock, kept monotonic per session).",
+                   "items": {"type": "object", "required": ["type", "date"],
+                             "properties": {"type": {"type": "string", "enum": ["pause", "resume"]}, "date": instant}}},
+        "workout": {"type": ["string", "null"], "format": "uuid", "description": "The uuid of the `workout` sample saved by `end`."},
+    },
+}
+SESSION_ID = pparam("id", "The session id (a uuid).")
+SESSION_ERRORS = {
+    **ERRORS_APP,
+    "403": problem("The token may not share `workout` (errorAuthorizationDenied): starting and ending save a workout as this app."),
+    "404": problem("No such session of this app and user (errorNotFound): another app's or user's session is indistinguishable from none."),
+    "409": problem("errorConflict: the session's state does not allow this (`errors[0].field` is `state`, `detail` the current state: "
+                   "`running` cannot resume, `paused` cannot pause, `ended` cannot do anything), or, on start, this app already has a running or paused session."),
+}
+EMPTY_BODY = {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False,
+                                                                                 "description": "No fields: send no body or `{}`."}}}}
+ZONE_EVENT_TEXT = (
+    "While a session with a zone runs, every change stream (`GET /v1/changes/stream`) of the user's apps with read permission for "
+    "`heartRate` (whatever `types` it follows) carries `event: zone` with `data: {\"session\",\"heartRate\",\"state\":\"below\"|\"in\"|\"above\",\"date\",\"zone\":{\"low\",\"high\"}}` "
+    "(`heartRate` in count/min; `date` the reading's start; `zone` the session's target zone). Zone events have no `id` (they are not feed positions, so Last-Event-ID stays the last "
+    "change's anchor) and follow the change event that carried their reading. Judged: every source's `heartRate` samples committed after the "
+    "session started, in time order within a commit, whose start lies in a running stretch (not before the start, not while paused). "
+    "The first such reading reports its state, later ones only a change; a reading older than the latest judged is stale and ignored. "
+    "`in` is low <= bpm <= high. A resume forgets the state, so the first reading after it reports again. Judgement is persisted with the "
+    "session, so a restart neither repeats nor loses state."
+)
+PATHS["/v1/workout-sessions"] = {
+    "post": {"summary": "Start a workout session (HKWorkoutSession)", "tags": ["heart-rate"],
+             "description": "Needs share permission for `workout`. One running or paused session per app and user. " + ZONE_EVENT_TEXT,
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["activityType"], "additionalProperties": False,
+                 "properties": {
+                     "activityType": {"type": "string", "example": "running"},
+                     "zone": {"type": "object", "required": ["low", "high"], "additionalProperties": False,
+                              "description": "Target zone in count/min, 30 <= low < high <= 250. Omit it for a session without zone events.",
+                              "properties": {"low": {"type": "number", "minimum": 30, "maximum": 250},
+                                             "high": {"type": "number", "minimum": 30, "maximum": 250}}}}}}}},
+             "responses": {"201": ok_json(ref("WorkoutSession"), "Started: `state` is `running`, `start` the server's time."), **SESSION_ERRORS}},
+}
+PATHS["/v1/workout-sessions/{id}"] = {
+    "get": {"summary": "A workout session of this app (to recover after a lost answer or an app restart)", "tags": ["heart-rate"],
+            "parameters": [SESSION_ID],
+            "responses": {"200": ok_json(ref("WorkoutSession")), **SESSION_ERRORS}},
+}
+for action, summary in [("pause", "Pause a running session (adds a pause event)"),
+                        ("resume", "Resume a paused session (adds a resume event; the zone state starts over)")]:
+    PATHS[f"/v1/workout-sessions/{{id}}/{action}"] = {
+        "post": {"summary": summary, "tags": ["heart-rate"], "parameters": [SESSION_ID], "requestBody": EMPTY_BODY,
+                 "responses": {"200": ok_json(ref("WorkoutSession")), **SESSION_ERRORS}},
+    }
+PATHS["/v1/workout-sessions/{id}/end"] = {
+    "post": {"summary": "End a running or paused session and save its workout", "tags": ["heart-rate"],
+             "description": "Saves, atomically with the state change, a `workout` sample of the calling app: the session's activityType, start and end, "
+                            "its pause/resume events, and `totalEnergyBurned` (kcal) / `totalDistance` (m): the sums of `activeEnergyBurned` / "
+                            "`distanceWalkingRunning` over the session's running stretches (paused time excluded), pro-rated by time overlap "
+                            "(a sample straddling the start, a pause or the end counts for its share inside), merged across sources exactly as "
+                            "the statistics endpoints merge them. Read privacy applies: without read permission for a type only the app's own "
+                            "samples count. A type with no sample there gives no total (absent, not 0). Needs share permission for `workout`.",
+             "parameters": [SESSION_ID], "requestBody": EMPTY_BODY,
+             "responses": {"200": ok_json(ref("WorkoutSession"), "Ended: `end` and `workout` (the saved sample's uuid) are set."), **SESSION_ERRORS}},
+}
 
 
 def document():

@@ -250,6 +250,23 @@ public final class ChangeFeed: Sendable {
         stream.scheduleDelivery()
     }
 
+    /// Sends an extra named event (`event: <name>`, `data: <data>`) to every open stream of the user
+    /// whose app may read `readableType`, whatever types the stream follows. It carries no `id`: it
+    /// is not a position in the feed, so a client's Last-Event-ID stays the anchor of the last
+    /// change it saw. Each stream sends it after every change committed before this call, so it
+    /// never overtakes the change that caused it. Returns how many streams it was queued on.
+    @discardableResult
+    public func publish(event name: String, data: [UInt8], userRowID: Int64, readableType: String) -> Int {
+        var bytes = Array("event: \(name)\ndata: ".utf8)
+        bytes.append(contentsOf: data)
+        bytes.append(contentsOf: [10, 10])
+        let streams = state.withLock { state in
+            (state.streams[userRowID] ?? [:]).values.filter { $0.subscriber.app.mayRead(readableType) }
+        }
+        for stream in streams { stream.enqueue(bytes) }
+        return streams.count
+    }
+
     private func removeStream(user: Int64, id: UInt64) {
         state.withLock { state in
             state.streams[user]?[id] = nil
@@ -328,6 +345,8 @@ final class ChangeStream: Sendable {
         var running = false
         var pending = false
         var ended = false
+        /// Extra events (`publish(event:...)`) waiting for the next delivery.
+        var extraEvents: [[UInt8]] = []
     }
 
     init(subscriber: ChangeSubscriber, position: ChangePosition, output: any HTTPBodyStream, feed: ChangeFeed) {
@@ -354,12 +373,26 @@ final class ChangeStream: Sendable {
         if start { feed.workers.async { [self] in deliver() } }
     }
 
+    /// Queues an extra event; the delivery sends it once it has read the changes committed so far.
+    func enqueue(_ bytes: [UInt8]) {
+        let queued = state.withLock { state -> Bool in
+            guard !state.ended else { return false }
+            state.extraEvents.append(bytes)
+            return true
+        }
+        if queued { scheduleDelivery() }
+    }
+
     private func deliver() {
         while true {
-            var position = state.withLock { state -> ChangePosition in
+            // Taken before reading: every change committed before they were queued is read (and
+            // sent) first, so an extra event never overtakes its cause.
+            let (start, extras) = state.withLock { state -> (ChangePosition, [[UInt8]]) in
                 state.pending = false
-                return state.position
+                defer { state.extraEvents = [] }
+                return (state.position, state.extraEvents)
             }
+            var position = start
             var more = true
             while more {
                 let page: ChangePage
@@ -377,8 +410,11 @@ final class ChangeStream: Sendable {
                 more = page.more
                 state.withLock { $0.position = position }
             }
+            for extra in extras {
+                guard send(extra) else { return }
+            }
             let again = state.withLock { state -> Bool in
-                if state.pending && !state.ended { return true }
+                if (state.pending || !state.extraEvents.isEmpty) && !state.ended { return true }
                 state.running = false
                 return false
             }

@@ -19,6 +19,7 @@ extension HealthApplication {
         ExportRoutes.register(into: &router, store: store)
         StatisticsRoutes.register(into: &router, store: store)
         SummaryRoutes.register(into: &router, store: store)
+        WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
     }
 }
 

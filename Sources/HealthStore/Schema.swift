@@ -182,6 +182,33 @@ enum Schema {
                 );
                 """)
         }
+        migrator.register("008-workout-sessions") { db in
+            try db.execute("""
+                -- A live workout (HKWorkoutSession) of one app for one user. events holds the pause and
+                -- resume events as JSON [[type, ms], ...]; zone_* is the heart-rate zone judgement so far:
+                -- heart-rate rows with seq > zone_seq are not judged yet, zone_state is the last state
+                -- published (NULL: none since the start or the last resume), zone_latest_ms the start
+                -- of the latest reading judged.
+                CREATE TABLE workout_sessions (
+                    id INTEGER PRIMARY KEY,
+                    external_id TEXT NOT NULL UNIQUE,
+                    user_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    activity_type TEXT NOT NULL,
+                    zone_low REAL,
+                    zone_high REAL,
+                    state TEXT NOT NULL,
+                    start_ms INTEGER NOT NULL,
+                    end_ms INTEGER,
+                    events TEXT NOT NULL,
+                    workout_uuid BLOB,
+                    zone_seq INTEGER NOT NULL,
+                    zone_state TEXT,
+                    zone_latest_ms INTEGER
+                );
+                CREATE INDEX workout_sessions_active ON workout_sessions(user_id) WHERE state <> 'ended';
+                """)
+        }
         return migrator
     }
 }

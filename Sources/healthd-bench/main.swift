@@ -17,6 +17,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      ChangeFeedBenchmark.run),
     ("statistics", "statistics through the route handlers over a year of steps (2 sources) and heart rate, cold and warm, "
      + "vs SQLite GROUP BY and DuckDB; write throughput with and without cached indexes", StatisticsBenchmark.main),
+    ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
+     WorkoutSessionBenchmark.run),
 ]
 
 @MainActor func usage() -> String {

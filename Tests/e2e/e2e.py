@@ -323,6 +323,74 @@ def change_feed_checks(port):
     return stream
 
 
+def zone_events(data):
+    return [js(m) for m in re.findall(rb"event: zone\ndata: (\{[^\n]*\})\n\n", data)]
+
+
+def workout_session_checks(port):
+    """A coaching app's session: zone events on a raw-socket stream, then the saved workout."""
+    print("e2e: workout sessions and zone events")
+    st, _, b = http(port, "POST", "/v1/users", {"name": "runner"}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "coach", "read": ["heartRate", "activeEnergyBurned"],
+                                                         "share": ["workout", "heartRate", "activeEnergyBurned"]}, token=ADMIN)
+    coach = js(b)["token"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "steps", "read": ["stepCount"], "share": []}, token=ADMIN)
+    steps = js(b)["token"]
+
+    st, _, b = http(port, "POST", "/v1/workout-sessions", {"activityType": "running", "zone": {"low": 120, "high": 150}}, token=coach)
+    session = js(b) or {}
+    check("POST /v1/workout-sessions is 201 running", st == 201 and session.get("state") == "running" and session.get("start"), b[:200])
+    st, _, b = http(port, "POST", "/v1/workout-sessions", {"activityType": "running", "zone": {"low": 150, "high": 120}}, token=coach)
+    check("a zone with low >= high is 400 naming zone.high", st == 400 and b"zone.high" in b, b[:200])
+    st, _, b = http(port, "POST", "/v1/workout-sessions", {"activityType": "running"}, token=steps)
+    check("starting without share permission for workout is 403", st == 403, b[:120])
+    sid = session.get("id", "")
+    start = session.get("start", "2026-01-01T00:00:00.000Z")
+    base = time.mktime(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone + int(start[20:23]) / 1000
+
+    def at(seconds):
+        t = base + seconds
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int(round((t % 1) * 1000) % 1000)
+
+    def open_stream(token):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(f"GET /v1/changes/stream?types=heartRate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+        return s, read_until(s, b"", lambda d: b"event: change" in d)
+
+    reader, data = open_stream(coach)
+    other, other_data = open_stream(steps)
+    for seconds, bpm in [(1, 100), (2, 110), (3, 135), (4, 170)]:
+        sample = {"type": "heartRate", "value": bpm, "unit": "count/min", "start": at(seconds), "end": at(seconds)}
+        http(port, "POST", "/v1/samples", {"samples": [sample]}, token=coach)
+    data = read_until(reader, data, lambda d: len(zone_events(d)) >= 3)
+    events = zone_events(data)
+    check("the reader's stream carries event: zone below, in, above (110 bpm is no change)",
+          [e.get("state") for e in events] == ["below", "in", "above"] and [e.get("heartRate") for e in events] == [100, 135, 170]
+          and all(e.get("session") == sid for e in events), data[-400:])
+    check("zone events carry no id (Last-Event-ID stays a change anchor)", b"id: " not in data.split(b"event: zone")[1].split(b"\n\n")[0], data[-200:])
+    other_data = read_until(other, other_data, lambda d: b"event: zone" in d, timeout=1.0)
+    check("an app that may not read heartRate gets no zone event", b"event: zone" not in other_data, other_data[-200:])
+    reader.close()
+    other.close()
+
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/resume", token=coach)
+    check("resume while running is 409 naming the state", st == 409 and b"running" in b, b[:200])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/pause", token=coach)
+    check("pause is 200 paused", st == 200 and js(b)["state"] == "paused", b[:200])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/resume", body=b"{}", token=coach)
+    check("resume is 200 running", st == 200 and js(b)["state"] == "running", b[:200])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/pause", token=steps)
+    check("another app's session is 404", st == 404, b[:120])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/end", token=coach)
+    ended = js(b) or {}
+    check("end is 200 ended with the saved workout's uuid", st == 200 and ended.get("state") == "ended" and ended.get("workout"), b[:300])
+    st, _, b = http(port, "GET", f"/v1/samples/{ended.get('workout')}", token=coach)
+    workout = js(b) or {}
+    check("the workout sample carries the activity type and pause/resume events",
+          st == 200 and workout.get("activityType") == "running" and [e["type"] for e in workout.get("events", [])] == ["pause", "resume"], b[:300])
+
+
 def check_stream_ended(stream):
     data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
     stream.close()
@@ -502,6 +570,7 @@ def main():
         statistics_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         feed_stream = change_feed_checks(server.port)
+        workout_session_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
