@@ -139,17 +139,9 @@ public enum SampleCodec {
             _ = reader.optionalValue("metadata")
         }
 
-        var device: SampleDevice?
-        if var deviceReader = try reader.optionalObject("device") {
-            var parsed = SampleDevice()
-            parsed.name = try deviceReader.optionalString("name")
-            parsed.manufacturer = try deviceReader.optionalString("manufacturer")
-            parsed.model = try deviceReader.optionalString("model")
-            parsed.hardwareVersion = try deviceReader.optionalString("hardwareVersion")
-            parsed.softwareVersion = try deviceReader.optionalString("softwareVersion")
-            parsed.localIdentifier = try deviceReader.optionalString("localIdentifier")
-            try deviceReader.finish()
-            device = parsed.isEmpty ? nil : parsed
+        let device = try reader.optionalObject("device").flatMap { (deviceReader: JSONFieldReader) throws -> SampleDevice? in
+            var deviceReader = deviceReader
+            return try decodeDevice(&deviceReader)
         }
         return HealthSample(uuid: uuid, type: type.id, start: start, end: end, content: content, metadata: metadata, device: device)
     }
@@ -275,6 +267,20 @@ public enum SampleCodec {
             }
         }
         writer.endObject()
+    }
+
+    /// Reads an HKDevice object (every field an optional string; unknown fields rejected).
+    /// Nil when it names nothing.
+    public static func decodeDevice(_ reader: inout JSONFieldReader) throws(JSONFieldError) -> SampleDevice? {
+        var device = SampleDevice()
+        device.name = try reader.optionalString("name")
+        device.manufacturer = try reader.optionalString("manufacturer")
+        device.model = try reader.optionalString("model")
+        device.hardwareVersion = try reader.optionalString("hardwareVersion")
+        device.softwareVersion = try reader.optionalString("softwareVersion")
+        device.localIdentifier = try reader.optionalString("localIdentifier")
+        try reader.finish()
+        return device.isEmpty ? nil : device
     }
 
     public static func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {

@@ -29,19 +29,9 @@ enum ChangeFeedBenchmark {
             }
         }
         do {
-            let directory = NSTemporaryDirectory() + "healthd-bench-changes-" + UUID().uuidString
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            var configuration = HealthdConfiguration()
-            configuration.dataDirectory = directory
-            configuration.accessLog = false
-            let store = try HealthStore(directory: directory)
-            defer { store.close() }
-            let application = HealthApplication(configuration: configuration, store: store,
-                                                adminToken: "bench-admin-token-0123456789", accessLog: nil)
-            var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
-            serverConfiguration.maxConnections = max(serverConfiguration.maxConnections, subscribers * 2 + 16)
-            let server = HTTPServer(configuration: serverConfiguration, responder: application)
-            try server.start()
+            let harness = try InProcessServer(name: "changes", connections: subscribers)
+            defer { harness.stop() }
+            let (store, application, server) = (harness.store, harness.application, harness.server)
             let user = try store.createUser(name: "bench")
             let (phone, token) = try store.createAuthorization(user: user, app: "phone", read: ["stepCount", "heartRate"],
                                                                share: ["stepCount", "heartRate"])
@@ -159,8 +149,6 @@ enum ChangeFeedBenchmark {
             }
             report("event stream", latencies, subscribers: subscribers)
             idleStreams.removeAll()
-            application.beginShutdown()
-            server.shutdown(deadline: 1) {}
             return 0
         } catch {
             print("healthd-bench changes: \(error)")

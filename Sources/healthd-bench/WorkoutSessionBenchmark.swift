@@ -36,19 +36,9 @@ enum WorkoutSessionBenchmark {
             }
         }
         do {
-            let directory = NSTemporaryDirectory() + "healthd-bench-workouts-" + UUID().uuidString
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            var configuration = HealthdConfiguration()
-            configuration.dataDirectory = directory
-            configuration.accessLog = false
-            let store = try HealthStore(directory: directory)
-            defer { store.close() }
-            let application = HealthApplication(configuration: configuration, store: store,
-                                                adminToken: "bench-admin-token-0123456789", accessLog: nil)
-            var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
-            serverConfiguration.maxConnections = max(serverConfiguration.maxConnections, readers * 2 + 16)
-            let server = HTTPServer(configuration: serverConfiguration, responder: application)
-            try server.start()
+            let harness = try InProcessServer(name: "workouts", connections: readers)
+            defer { harness.stop() }
+            let (store, application, server) = (harness.store, harness.application, harness.server)
             let port = server.boundPort
             let user = try store.createUser(name: "bench")
             let (_, watchToken) = try store.createAuthorization(user: user, app: "watch", read: [],
@@ -139,8 +129,6 @@ enum WorkoutSessionBenchmark {
                          + "totals %.1f kcal, %.0f m (expected %.1f kcal, %.0f m: the watch ranks first, paused tenth excluded)",
                          minutes, seconds * 4, endMilliseconds, workout.totalEnergyBurned ?? -1, workout.totalDistance ?? -1,
                          0.2 * Double(seconds) * 0.9, 3.0 * Double(seconds) * 0.9))
-            application.beginShutdown()
-            server.shutdown(deadline: 1) {}
             return 0
         } catch {
             print("healthd-bench workouts: \(error)")
