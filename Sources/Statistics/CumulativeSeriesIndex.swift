@@ -24,7 +24,7 @@ struct CumulativeChunk: Sendable {
 /// day totals adds whole days. Inserting or deleting a sample rebuilds only the days it touches.
 /// Exactly the semantics of `statisticsCollection(of:...)`: pro-rating, source merging by priority,
 /// zero-length samples, and "no sample in the interval" as absent.
-public struct CumulativeSeriesIndex: Sendable {
+public struct CumulativeSeriesIndex: Sendable, BucketFiguresAnswering {
     static let chunkLength: Int64 = 86_400_000
     /// Beyond this many whole days in one interval, their totals come from the Fenwick trees.
     static let linearChunkLimit = 16
@@ -301,20 +301,9 @@ public struct CumulativeSeriesIndex: Sendable {
         return found.sorted { priority.rank(of: $0.source) < priority.rank(of: $1.source) }
     }
 
-    /// `HKStatisticsQuery` over [start, end); options other than `cumulativeSum` and `separateBySource`
-    /// have nothing to report for a cumulative type.
-    public func statistics(start: Int64, end: Int64, options: StatisticsOptions) -> StatisticsResult {
-        let bucket = CalendarBucket(start: start, end: end, startOffsetSeconds: 0, endOffsetSeconds: 0)
-        let answer = figures(for: bucket, options: options)
-        return StatisticsResult(start: start, end: end, figures: answer.figures, sources: answer.sources)
-    }
-
-    /// `HKStatisticsCollectionQuery`: one answer per bucket; the cost grows with buckets, not samples.
-    public func statisticsCollection(buckets: [CalendarBucket], options: StatisticsOptions) -> [BucketStatistics] {
-        buckets.map { figures(for: $0, options: options) }
-    }
-
-    private func figures(for bucket: CalendarBucket, options: StatisticsOptions) -> BucketStatistics {
+    /// One bucket's figures; options other than `cumulativeSum` and `separateBySource` have nothing
+    /// to report for a cumulative type.
+    public func figures(for bucket: CalendarBucket, options: StatisticsOptions) -> BucketStatistics {
         var answer = BucketStatistics(bucket: bucket, figures: StatisticsFigures())
         guard options.contains(.cumulativeSum) else { return answer }
         let merged = mergedSum(from: bucket.start, to: bucket.end)

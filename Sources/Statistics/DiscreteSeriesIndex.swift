@@ -129,7 +129,7 @@ struct AccumulatorTree: Sendable {
 /// Average, minimum, maximum and most recent of a discrete type over any interval (samples belong to
 /// the interval holding their start) in O(log n + block size), kept current by inserts and deletes.
 /// No source merging: as in HealthKit, discrete figures take every source's samples.
-public struct DiscreteSeriesIndex: Sendable {
+public struct DiscreteSeriesIndex: Sendable, BucketFiguresAnswering {
     static let chunkLength: Int64 = 86_400_000
     static let linearChunkLimit = 16
 
@@ -369,17 +369,8 @@ public struct DiscreteSeriesIndex: Sendable {
         return (total, sources)
     }
 
-    public func statistics(start: Int64, end: Int64, options: StatisticsOptions) -> StatisticsResult {
-        let bucket = CalendarBucket(start: start, end: end, startOffsetSeconds: 0, endOffsetSeconds: 0)
-        let answer = figures(for: bucket, options: options)
-        return StatisticsResult(start: start, end: end, figures: answer.figures, sources: answer.sources)
-    }
-
-    public func statisticsCollection(buckets: [CalendarBucket], options: StatisticsOptions) -> [BucketStatistics] {
-        buckets.map { figures(for: $0, options: options) }
-    }
-
-    private func figures(for bucket: CalendarBucket, options: StatisticsOptions) -> BucketStatistics {
+    /// One bucket's figures.
+    public func figures(for bucket: CalendarBucket, options: StatisticsOptions) -> BucketStatistics {
         let separate = options.contains(.separateBySource)
         let found = aggregate(from: bucket.start, to: bucket.end, bySource: separate)
         let sources = found.sources

@@ -84,7 +84,8 @@ struct PackedInt64Column: Sendable {
 struct PackedDoubleColumn: Sendable {
     private var narrow: [Float] = []
     private var wide: [Double] = []
-    private var isWide = false
+    /// True once a value needed a Double (tests check the column stays narrow when it can).
+    private(set) var isWide = false
 
     var count: Int { isWide ? wide.count : narrow.count }
 
