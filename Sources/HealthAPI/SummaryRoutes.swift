@@ -63,7 +63,7 @@ enum SummaryRoutes {
                 writer.beginObject()
                 writer.field("date", day.description)
                 writer.field("period", period.rawValue)
-                writer.field("timeZone", calendar.timeZone.identifier)
+                writer.field("timeZone", zone ?? "UTC")  // as asked; Foundation on Linux names UTC "GMT"
                 writer.field("start", RFC3339.format(start, offsetSeconds: Int(calendar.offsetSeconds(at: start))))
                 writer.field("end", RFC3339.format(end, offsetSeconds: Int(calendar.offsetSeconds(at: end))))
                 writer.field("days", elapsedDays)
