@@ -326,17 +326,24 @@ public struct HTTPRequestParser: Sendable {
     /// endings disagree on where a message ends.
     private mutating func scanLine(limit: Int, tooLong: HTTPParseError) -> LineScan {
         let start = readIndex
+        // -1: a CR followed by something other than LF (a bare CR ends the line for some peers).
         let found: Int? = buffer.withUnsafeBufferPointer { bytes in
             var index = scanIndex
             let end = bytes.count
             while index < end {
-                if bytes[index] == ASCII.lf { return index }
+                let byte = bytes[index]
+                if byte == ASCII.lf { return index }
+                if byte == ASCII.cr && index + 1 < end && bytes[index + 1] != ASCII.lf { return -1 }
                 index += 1
             }
             return nil
         }
+        if found == -1 {
+            return .failure(HTTPParseError(status: .badRequest, detail: "Line contains a bare CR (CR not followed by LF)."))
+        }
         guard let lf = found else {
-            scanIndex = buffer.count
+            // A trailing CR is checked again once the byte after it arrives.
+            scanIndex = buffer.count > start && buffer.last == ASCII.cr ? buffer.count - 1 : buffer.count
             // A CRLF may still complete a line of exactly `limit` bytes.
             if buffer.count - start > limit + 1 { return .failure(tooLong) }
             return .needMore
