@@ -38,8 +38,13 @@ ERRORS_APP = {
     "400": problem("Invalid argument (errorInvalidArgument): a malformed parameter, body field or unknown field, named in `detail`/`errors`."),
     "401": problem("Missing, unknown or revoked token (errorAuthenticationRequired)."),
     "403": problem("The token may not do this (errorAuthorizationDenied)."),
-    "429": problem("Too many requests (errorRateLimited); see Retry-After."),
+    "429": {**problem("Too many requests from this address or with this token (errorRateLimited): token buckets, "
+                      "see README 'Abuse and privacy'. A failed authentication costs the address extra."),
+            "headers": {"Retry-After": {"description": "Whole seconds until a request fits the bucket again.",
+                                        "schema": {"type": "integer", "minimum": 1}}}},
 }
+# Open routes count against the per-address bucket too.
+ERRORS_OPEN = {"429": ERRORS_APP["429"]}
 
 instant = {"type": "string", "format": "date-time", "description": "RFC 3339 with an offset; responses are UTC with milliseconds."}
 
@@ -154,13 +159,13 @@ imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSt
 
 PATHS = {
     "/healthz": {"get": {"summary": "Liveness", "security": [], "tags": ["operations"],
-                         "responses": {"200": ok_json({"type": "object", "properties": {"status": {"const": "ok"}}})}}},
+                         "responses": {"200": ok_json({"type": "object", "properties": {"status": {"const": "ok"}}}), **ERRORS_OPEN}}},
     "/metrics": {"get": {"summary": "Prometheus metrics (text format 0.0.4)", "security": [], "tags": ["operations"],
                          "responses": {"200": {"description": "Requests by route and status, latency histogram, open connections, store size.",
                                                "content": {"text/plain": {"schema": {"type": "string"}}}},
-                                       "400": ERRORS_APP["400"]}}},
+                                       "400": ERRORS_APP["400"], **ERRORS_OPEN}}},
     "/openapi.json": {"get": {"summary": "This document", "security": [], "tags": ["operations"],
-                              "responses": {"200": ok_json({"type": "object"})}}},
+                              "responses": {"200": ok_json({"type": "object"}), **ERRORS_OPEN}}},
     "/v1/users": {"post": {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {

@@ -30,6 +30,9 @@ enum IMUIngestBenchmark {
             configuration.dataDirectory = directory
             configuration.accessLog = false
             configuration.port = 0
+            // The benchmark measures ingest, not the abuse limits.
+            configuration.rateLimitPerAddressPerSecond = 0
+            configuration.rateLimitPerTokenPerSecond = 0
             let store = try HealthStore(directory: directory)
             defer { store.close() }
             let adminToken = "bench-admin-token-0123456789"

@@ -341,7 +341,8 @@ def seed_and_demo_checks(binary, public):
 
 
 def main():
-    from malformed import malformed_http_checks  # a module of its own; it imports this one
+    from malformed import malformed_http_checks  # modules of their own; they import this one
+    from abuse import abuse_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
@@ -363,6 +364,7 @@ def main():
         check("no token and no health value in the access log", privacy_token not in log and ADMIN not in log
               and "4242.4242" not in log and "42.424242" not in log and "7070707" not in log, [l for l in log.splitlines() if privacy_token in l or "4242" in l][:3])
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
+        abuse_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
