@@ -185,7 +185,10 @@ public struct HTTPRequestParser: Sendable {
                     // instead of waiting for a line end that may never come.
                     if let error = partialMethodError() { return fail(error) }
                     return nil
-                case .failure(let error): return fail(error)
+                case .failure(let error):
+                    // A bad method byte wins over a long or bare-CR line, as it does when the
+                    // bytes arrive in pieces: the answer must not depend on packet boundaries.
+                    return fail(partialMethodError() ?? error)
                 case .line(let start, let end):
                     // RFC 9112 §2.2: empty lines before the request line are ignored.
                     if start == end { continue }
