@@ -10,6 +10,7 @@ let strict: [SwiftSetting] = [
 let package = Package(
     name: "healthd",
     products: [
+        .library(name: "HealthClient", targets: ["HealthClient"]),
         .executable(name: "healthd", targets: ["healthd"]),
         .executable(name: "healthd-bench", targets: ["healthd-bench"]),
     ],
@@ -25,6 +26,8 @@ let package = Package(
         .target(name: "Statistics", swiftSettings: strict),
         .target(name: "Pedometer", swiftSettings: strict),
         .target(name: "Crypto", swiftSettings: strict),
+        // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
+        .target(name: "HealthClient", swiftSettings: strict),
 
         // Shells: sockets, SQLite, files.
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
@@ -49,7 +52,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["JSON"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
     ],
     swiftLanguageModes: [.v6]
 )

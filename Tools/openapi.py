@@ -312,6 +312,266 @@ PATHS = {
                                           "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
                                           "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
                       **ERRORS_APP}}},
+    "/v1/export": {"get": {
+        "summary": "Every sample the token may read, as NDJSON (one Sample per line), streamed", "tags": ["export"],
+        "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
+                        "Lines are top-level samples oldest first (by start, ties in commit order); a correlation carries its "
+                        "objects inside it, so its objects are not repeated as lines. The body is chunked and produced page by page "
+                        "(constant server memory). Should the store fail mid-stream, a last line {\"error\": ...} says the "
+                        "export is incomplete."),
+        "parameters": [qparam("types", "Comma list of type ids (short or HealthKit identifiers); default every type.")],
+        "responses": {"200": {"description": "NDJSON, one sample per line.",
+                              "content": {"application/x-ndjson": {"schema": ref("Sample")}}}, **ERRORS_APP}}},
+}
+
+
+# Change feed (HKAnchoredObjectQuery, HKObserverQuery).
+SCHEMAS["ChangePage"] = {
+    "type": "object", "required": ["added", "deleted", "anchor", "more"],
+    "description": "Changes after the anchor in commit order. A uuid in both lists was deleted and saved again: apply `deleted` first.",
+    "properties": {
+        "added": {"type": "array", "items": ref("Sample"),
+                  "description": "Samples saved after the anchor and still present (without an anchor: every matching sample now present)."},
+        "deleted": {"type": "array", "description": "Samples deleted after the anchor (a sample added and deleted after it appears only here).",
+                    "items": {"type": "object", "required": ["uuid", "type"],
+                              "properties": {"uuid": {"type": "string", "format": "uuid"}, "type": {"type": "string"}}}},
+        "anchor": {"type": "string", "description": "Opaque, HMAC-signed; bound to the user and the types list. Pass it as `anchor` for the next page."},
+        "more": {"type": "boolean", "description": "True when more changes follow right now: call again with `anchor` at once."},
+    },
+}
+CHANGE_TYPES = qparam("types", "Comma-separated sample types; absent means every type. For types the token cannot read, only the app's own samples and deletions appear.")
+CHANGE_ERRORS = {
+    **ERRORS_APP,
+    "400": problem("Invalid argument (errorInvalidArgument): unknown or characteristic type, bad limit/wait, or an anchor that is forged, altered, another user's or another types list's."),
+    "410": problem("errorAnchorExpired: deletions after this anchor were purged (tombstone retention, `tombstoneRetentionDays`); start over without an anchor."),
+}
+PATHS["/v1/changes"] = {
+    "get": {"summary": "Anchored object query: changes after an anchor, with optional long-poll", "tags": ["changes"],
+            "parameters": [
+                CHANGE_TYPES,
+                qparam("anchor", "From a previous response; absent = every matching sample now present (paged: follow `anchor` while `more`)."),
+                qparam("limit", "Changes per page, 1 to 10,000.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}),
+                qparam("wait", "Long-poll: seconds (0 to 60) to hold the request when there is nothing new; it answers within milliseconds of a relevant commit, or with an empty page (and a current anchor) when the time is up.",
+                       {"type": "integer", "minimum": 0, "maximum": 60, "default": 0}),
+            ],
+            "responses": {"200": ok_json(ref("ChangePage")), **CHANGE_ERRORS}},
+}
+PATHS["/v1/changes/stream"] = {
+    "get": {"summary": "Observer query as Server-Sent Events", "tags": ["changes"],
+            "description": "`text/event-stream`, chunked. Each event: `id: <anchor>`, `event: change`, `data: <ChangePage JSON>` (at most 500 changes per event). "
+                           "Without an anchor or Last-Event-ID the stream starts at the present with one empty event carrying the current anchor. "
+                           "A `: keep-alive` comment at least every 15 s (every 10 s). A client that cannot keep up (unsent backlog over half of "
+                           "`maxStreamBacklogBytes`) gets `event: error` with `{\"code\":\"errorSlowConsumer\"}` and the stream ends: reconnect with Last-Event-ID. "
+                           "The stream ends cleanly on server shutdown. While a workout session with a zone runs, streams of apps that may read "
+                           "`heartRate` also carry `event: zone` without an `id` (see `POST /v1/workout-sessions`).",
+            "parameters": [
+                CHANGE_TYPES,
+                qparam("anchor", "Start after this anchor (from /v1/changes or an event id)."),
+                {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
+                 "description": "Resume after this event id (wins over `anchor`)."},
+            ],
+            "responses": {"200": {"description": "The event stream.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                          **CHANGE_ERRORS}},
+}
+
+# Statistics (HKStatisticsQuery, HKStatisticsCollectionQuery), source priority, summaries.
+figure = {"type": "number", "description": "In `unit`; absent when no sample lies in the interval (never 0 for no data)."}
+SCHEMAS.update({
+    "StatisticsFigures": {
+        "type": "object", "description": "Only the figures asked for in `options`; a figure with no data behind it is absent. "
+                                         "Written with 12 significant digits.",
+        "properties": {
+            "sum": dict(figure, description="cumulativeSum: pro-rated by time overlap, sources merged by priority."),
+            "average": dict(figure, description="discreteAverage: mean of the samples starting in the interval."),
+            "minimum": dict(figure, description="discreteMin."), "maximum": dict(figure, description="discreteMax."),
+            "mostRecent": {"type": "object", "required": ["value", "start", "end"], "description": "mostRecent: the sample with the latest start (then end).",
+                           "properties": {"value": {"type": "number"}, "start": instant, "end": instant}},
+        },
+    },
+    "SourceFigures": {"allOf": [{"type": "object", "required": ["app"], "properties": {"app": {"type": "string"}}},
+                                ref("StatisticsFigures")],
+                      "description": "One app's own figures, unmerged (separateBySource); in priority order, apps with data only."},
+    "SummaryFigures": {
+        "type": "object", "required": ["steps", "distance", "exerciseTime", "activeEnergy", "averagePace"],
+        "properties": {"steps": {"type": "number", "description": "stepCount sum (count); 0 without data."},
+                       "distance": {"type": "number", "description": "distanceWalkingRunning sum (m)."},
+                       "exerciseTime": {"type": "number", "description": "appleExerciseTime sum (min)."},
+                       "activeEnergy": {"type": "number", "description": "activeEnergyBurned sum (kcal)."},
+                       "averagePace": {"type": ["number", "null"], "description": "Seconds per metre: time covered by walking/running "
+                                       "distance samples (their union, so overlapping sources count once) / distance; null without distance."}},
+    },
+})
+
+statistics_options = qparam("options", "Comma list: cumulativeSum (cumulative types); discreteAverage, discreteMin, discreteMax, "
+                            "mostRecent (discrete types); separateBySource with either. A mismatch with the type's aggregation is a 400.",
+                            required=True)
+statistics_range = [
+    qparam("type", "A quantity type id (category, correlation and workout types are a 400).", required=True),
+    qparam("start", "Interval start (RFC 3339), required.", {"type": "string", "format": "date-time"}, required=True),
+    qparam("end", "Interval end, exclusive, required; must be after start.", {"type": "string", "format": "date-time"}, required=True),
+]
+statistics_unit = qparam("unit", "Unit of the figures (must fit the type); default the canonical unit.")
+
+PATHS.update({
+    "/v1/statistics": {"get": {
+        "summary": "Statistics over one interval (HKStatisticsQuery)", "tags": ["statistics"],
+        "description": "Without read permission for the type, the figures cover the calling app's own samples only.",
+        "parameters": statistics_range + [statistics_options, statistics_unit],
+        "responses": {"200": ok_json({"allOf": [{"type": "object", "required": ["type", "start", "end", "unit"], "properties": {
+            "type": {"type": "string"}, "start": instant, "end": instant, "unit": {"type": "string"},
+            "sources": {"type": "array", "items": ref("SourceFigures"), "description": "Only with separateBySource."}}},
+            ref("StatisticsFigures")]}), **ERRORS_APP}}},
+    "/v1/statistics/collection": {"get": {
+        "summary": "Statistics per calendar bucket (HKStatisticsCollectionQuery)", "tags": ["statistics"],
+        "description": "Every bucket intersecting [start, end), in order, aligned to `anchor` in `timeZone`; a day bucket spans 23 or 25 "
+                       "hours across a DST change. Bucket instants carry the zone's offset. At most 50,000 buckets (400 beyond).",
+        "parameters": statistics_range + [
+            qparam("interval", "ISO 8601 duration of one calendar component: PT1M, PT15M, PT1H, P1D, P1W, P1M, P1Y.", required=True),
+            qparam("anchor", "Bucket alignment (RFC 3339); default the start of start's day in timeZone.", {"type": "string", "format": "date-time"}),
+            qparam("timeZone", "IANA zone name; default UTC; unknown is a 400."),
+            statistics_options, statistics_unit],
+        "responses": {"200": ok_json({"type": "object", "required": ["type", "unit", "buckets"], "properties": {
+            "type": {"type": "string"}, "unit": {"type": "string"},
+            "buckets": {"type": "array", "items": {"allOf": [
+                {"type": "object", "required": ["start", "end"], "properties": {
+                    "start": {"type": "string", "format": "date-time", "description": "With the zone's offset at that instant."},
+                    "end": {"type": "string", "format": "date-time"},
+                    "sources": {"type": "array", "items": ref("SourceFigures"), "description": "Only with separateBySource."}}},
+                ref("StatisticsFigures")]}}}}), **ERRORS_APP}}},
+    "/v1/sources/priority": {
+        "get": {"summary": "The user's effective source order for a type", "tags": ["statistics"],
+                "description": "The user's chosen order, then every other app that saved the type, first saver first. Without read "
+                               "permission only the calling app itself can appear.",
+                "parameters": [qparam("type", "A quantity type id.", required=True)],
+                "responses": {"200": ok_json({"type": "object", "required": ["type", "order"], "properties": {
+                    "type": {"type": "string"}, "order": {"type": "array", "items": {"type": "string"}}}}), **ERRORS_APP}},
+        "put": {"summary": "Set a user's source order for a type (admin)", "tags": ["statistics"],
+                "description": "Apps not listed rank after the listed ones, first saver first. Takes effect on the next query.",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["user", "type", "order"], "additionalProperties": False,
+                    "properties": {"user": {"type": "string", "description": "User id (or name)."},
+                                   "type": {"type": "string", "description": "A quantity type id."},
+                                   "order": {"type": "array", "items": {"type": "string"},
+                                             "description": "App names, highest priority first; an app the user never authorized, "
+                                                            "or one listed twice, is a 400 naming it."}}}}}},
+                "responses": {"200": ok_json({"type": "object", "properties": {
+                    "user": {"type": "string"}, "type": {"type": "string"},
+                    "order": {"type": "array", "items": {"type": "string"}, "description": "The effective order now."}}}),
+                    "415": problem("Not application/json."), **ERRORS_APP}},
+    },
+    "/v1/summary": {"get": {
+        "summary": "Dashboard totals for the day, week (Monday first), month or year containing a date", "tags": ["statistics"],
+        "description": "Merged across sources exactly as /v1/statistics merges them (read privacy per type).",
+        "parameters": [qparam("date", "YYYY-MM-DD.", {"type": "string", "format": "date"}, required=True),
+                       qparam("timeZone", "IANA zone name; default UTC."),
+                       qparam("period", "Default day.", {"type": "string", "enum": ["day", "week", "month", "year"], "default": "day"})],
+        "responses": {"200": ok_json({"allOf": [{"type": "object", "required": ["date", "period", "timeZone", "start", "end", "days", "dailyAverage"],
+            "properties": {"date": {"type": "string", "format": "date"}, "period": {"type": "string"}, "timeZone": {"type": "string"},
+                           "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+                           "days": {"type": "integer", "description": "Days of the period begun by now (today included, at least 1): the divisor of dailyAverage."},
+                           "dailyAverage": dict(ref("SummaryFigures"), description="Totals / days; averagePace as in the totals.")}},
+            ref("SummaryFigures")]}), **ERRORS_APP}}},
+    "/v1/activity-summaries": {"get": {
+        "summary": "Move, Exercise and Stand per day (HKActivitySummary)", "tags": ["statistics"],
+        "parameters": [qparam("start", "First day, YYYY-MM-DD.", {"type": "string", "format": "date"}, required=True),
+                       qparam("end", "Last day, inclusive; at most 1,000 days.", {"type": "string", "format": "date"}, required=True),
+                       qparam("timeZone", "IANA zone name; default UTC.")],
+        "responses": {"200": ok_json({"type": "object", "required": ["summaries"], "properties": {"summaries": {"type": "array", "items": {
+            "type": "object", "properties": {
+                "date": {"type": "string", "format": "date"},
+                "activeEnergyBurned": {"type": "number", "description": "kcal, merged across sources."},
+                "activeEnergyBurnedGoal": {"type": "number", "description": "kcal: the day's goal if imported from Apple Health, else the user's (default 500)."},
+                "appleExerciseTime": {"type": "number", "description": "Minutes."},
+                "appleExerciseTimeGoal": {"type": "number", "description": "Minutes: imported day's goal, else the user's (default 30)."},
+                "appleStandHours": {"type": "integer", "description": "Local hours in which an appleStandHour sample marked stood starts."},
+                "appleStandHoursGoal": {"type": "number", "description": "Hours: imported day's goal, else the user's (default 12)."}}}}}}), **ERRORS_APP}}},
+    "/v1/activity-goals": {"put": {
+        "summary": "Set a user's activity goals (admin)", "tags": ["statistics"],
+        "description": "Goals not given keep their value (defaults 500 kcal, 30 min, 12 h).",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["user"], "additionalProperties": False, "minProperties": 2,
+            "properties": {"user": {"type": "string"},
+                           "activeEnergyBurnedGoal": {"type": "number", "minimum": 1, "maximum": 100000},
+                           "appleExerciseTimeGoal": {"type": "number", "minimum": 1, "maximum": 1440},
+                           "appleStandHoursGoal": {"type": "number", "minimum": 1, "maximum": 24}}}}}},
+        "responses": {"200": ok_json({"type": "object", "properties": {
+            "user": {"type": "string"}, "activeEnergyBurnedGoal": {"type": "number"},
+            "appleExerciseTimeGoal": {"type": "number"}, "appleStandHoursGoal": {"type": "number"}}}),
+            "415": problem("Not application/json."), **ERRORS_APP}}},
+})
+# Workout sessions (HKWorkoutSession) and their zone events.
+SCHEMAS["WorkoutSession"] = {
+    "type": "object", "required": ["id", "state", "activityType", "start", "end", "zone", "events", "workout"],
+    "description": "A live workout of one app for one user. Only that app (any of its tokens for that user) sees it: "
+                   "another app's or user's session is a 404.",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "state": {"type": "string", "enum": ["running", "paused", "ended"]},
+        "activityType": {"type": "string", "description": "HKWorkoutActivityType case name (the long form is accepted on input)."},
+        "start": instant,
+        "end": {**instant, "type": ["string", "null"], "description": "Set by `end`."},
+        "zone": {"type": ["object", "null"], "required": ["low", "high"], "description": "The target zone in count/min; null for a session without one.",
+                 "properties": {"low": {"type": "number"}, "high": {"type": "number"}}},
+        "events": {"type": "array", "description": "Pause and resume events in order; event dates never go backwards (the server clock, kept monotonic per session).",
+                   "items": {"type": "object", "required": ["type", "date"],
+                             "properties": {"type": {"type": "string", "enum": ["pause", "resume"]}, "date": instant}}},
+        "workout": {"type": ["string", "null"], "format": "uuid", "description": "The uuid of the `workout` sample saved by `end`."},
+    },
+}
+SESSION_ID = pparam("id", "The session id (a uuid).")
+SESSION_ERRORS = {
+    **ERRORS_APP,
+    "403": problem("The token may not share `workout` (errorAuthorizationDenied): starting and ending save a workout as this app."),
+    "404": problem("No such session of this app and user (errorNotFound): another app's or user's session is indistinguishable from none."),
+    "409": problem("errorConflict: the session's state does not allow this (`errors[0].field` is `state`, `detail` the current state: "
+                   "`running` cannot resume, `paused` cannot pause, `ended` cannot do anything), or, on start, this app already has a running or paused session."),
+}
+EMPTY_BODY = {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False,
+                                                                                 "description": "No fields: send no body or `{}`."}}}}
+ZONE_EVENT_TEXT = (
+    "While a session with a zone runs, every change stream (`GET /v1/changes/stream`) of the user's apps with read permission for "
+    "`heartRate` (whatever `types` it follows) carries `event: zone` with `data: {\"session\",\"heartRate\",\"state\":\"below\"|\"in\"|\"above\",\"date\",\"zone\":{\"low\",\"high\"}}` "
+    "(`heartRate` in count/min; `date` the reading's start; `zone` the session's target zone). Zone events have no `id` (they are not feed positions, so Last-Event-ID stays the last "
+    "change's anchor) and follow the change event that carried their reading. Judged: every source's `heartRate` samples committed after the "
+    "session started, in time order within a commit, whose start lies in a running stretch (not before the start, not while paused). "
+    "The first such reading reports its state, later ones only a change; a reading older than the latest judged is stale and ignored. "
+    "`in` is low <= bpm <= high. A resume forgets the state, so the first reading after it reports again. Judgement is persisted with the "
+    "session, so a restart neither repeats nor loses state."
+)
+PATHS["/v1/workout-sessions"] = {
+    "post": {"summary": "Start a workout session (HKWorkoutSession)", "tags": ["heart-rate"],
+             "description": "Needs share permission for `workout`. One running or paused session per app and user. " + ZONE_EVENT_TEXT,
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["activityType"], "additionalProperties": False,
+                 "properties": {
+                     "activityType": {"type": "string", "example": "running"},
+                     "zone": {"type": "object", "required": ["low", "high"], "additionalProperties": False,
+                              "description": "Target zone in count/min, 30 <= low < high <= 250. Omit it for a session without zone events.",
+                              "properties": {"low": {"type": "number", "minimum": 30, "maximum": 250},
+                                             "high": {"type": "number", "minimum": 30, "maximum": 250}}}}}}}},
+             "responses": {"201": ok_json(ref("WorkoutSession"), "Started: `state` is `running`, `start` the server's time."), **SESSION_ERRORS}},
+}
+PATHS["/v1/workout-sessions/{id}"] = {
+    "get": {"summary": "A workout session of this app (to recover after a lost answer or an app restart)", "tags": ["heart-rate"],
+            "parameters": [SESSION_ID],
+            "responses": {"200": ok_json(ref("WorkoutSession")), **SESSION_ERRORS}},
+}
+for action, summary in [("pause", "Pause a running session (adds a pause event)"),
+                        ("resume", "Resume a paused session (adds a resume event; the zone state starts over)")]:
+    PATHS[f"/v1/workout-sessions/{{id}}/{action}"] = {
+        "post": {"summary": summary, "tags": ["heart-rate"], "parameters": [SESSION_ID], "requestBody": EMPTY_BODY,
+                 "responses": {"200": ok_json(ref("WorkoutSession")), **SESSION_ERRORS}},
+    }
+PATHS["/v1/workout-sessions/{id}/end"] = {
+    "post": {"summary": "End a running or paused session and save its workout", "tags": ["heart-rate"],
+             "description": "Saves, atomically with the state change, a `workout` sample of the calling app: the session's activityType, start and end, "
+                            "its pause/resume events, and `totalEnergyBurned` (kcal) / `totalDistance` (m): the sums of `activeEnergyBurned` / "
+                            "`distanceWalkingRunning` over the session's running stretches (paused time excluded), pro-rated by time overlap "
+                            "(a sample straddling the start, a pause or the end counts for its share inside), merged across sources exactly as "
+                            "the statistics endpoints merge them. Read privacy applies: without read permission for a type only the app's own "
+                            "samples count. A type with no sample there gives no total (absent, not 0). Needs share permission for `workout`.",
+             "parameters": [SESSION_ID], "requestBody": EMPTY_BODY,
+             "responses": {"200": ok_json(ref("WorkoutSession"), "Ended: `end` and `workout` (the saved sample's uuid) are set."), **SESSION_ERRORS}},
 }
 
 

@@ -15,7 +15,7 @@ import {
 const TOKEN_KEY = "healthd.token";
 const SETTINGS_KEY = "healthd.dashboard.settings";
 const STREAM_TYPES = ["stepCount", "distanceWalkingRunning", "appleExerciseTime", "activeEnergyBurned",
-  "heartRate", "restingHeartRate", "sleepAnalysis"];
+  "heartRate", "restingHeartRate", "sleepAnalysis", "workout"];
 // A reading older than this is history, not "live": it never raises the zone alert.
 const LIVE_READING_AGE_MS = 10 * 60 * 1000;
 // The stream sends a comment at least every 15 s; three missed ones mean a dead connection.
@@ -31,6 +31,9 @@ const state = {
   generation: 0, // bumped when the token changes, so answers for an old token are dropped
   settings: { age: null, goal: "fatBurn", sound: false },
   zone: null,
+  // The target zone of a running workout session, from its `event: zone`; while set it wins over
+  // the age/goal band, so the page and the server judge readings alike. A saved workout clears it.
+  sessionZone: null,
   latestHeartRate: null,
   heartSamples: null,
   heartDay: null,
@@ -398,12 +401,13 @@ async function retryNow() {
 // ---------------------------------------------------------------- heart-rate zone alert
 
 function evaluateZone(sample) {
-  if (!state.zone || !sample || Date.now() - new Date(sample.end).getTime() > LIVE_READING_AGE_MS) {
+  const band = state.sessionZone || state.zone;
+  if (!band || !sample || Date.now() - new Date(sample.end).getTime() > LIVE_READING_AGE_MS) {
     setAlert("none");
     return;
   }
   const value = sample.value;
-  setAlert(value < state.zone.low ? "below" : value > state.zone.high ? "above" : "in", value);
+  setAlert(value < band.low ? "below" : value > band.high ? "above" : "in", value);
 }
 
 /** state: "below" | "above" raise the alert; "in" | "none" clear it. */
@@ -413,7 +417,8 @@ function setAlert(newState, bpm) {
   state.alertState = newState;
   alert.dataset.state = newState;
   if (newState === "below" || newState === "above") {
-    const zone = state.zone ? ` (${formatInteger(state.zone.low)}–${formatInteger(state.zone.high)} bpm)` : "";
+    const band = state.sessionZone || state.zone;
+    const zone = band ? ` (${formatInteger(band.low)}–${formatInteger(band.high)} bpm)` : "";
     alert.textContent = `Heart rate ${formatInteger(bpm)} bpm is ${newState} your target zone${zone}. ` +
       (newState === "above" ? "Ease off." : "Pick up the pace.");
     alert.hidden = false;
@@ -537,6 +542,10 @@ function onStreamEvent(stream, event) {
   if (event.type === "zone") {
     // The server's own judgement during a workout session.
     if (["below", "in", "above"].includes(payload.state) && typeof payload.heartRate === "number") {
+      const zone = payload.zone;
+      if (zone && typeof zone.low === "number" && typeof zone.high === "number") {
+        state.sessionZone = { low: zone.low, high: zone.high };
+      }
       setAlert(payload.state, payload.heartRate);
     }
     return;
@@ -544,6 +553,8 @@ function onStreamEvent(stream, event) {
   if (event.type !== "change") return;
   const added = Array.isArray(payload.added) ? payload.added : [];
   const deleted = Array.isArray(payload.deleted) ? payload.deleted : [];
+  // Ending a session saves its workout: back to the age/goal band.
+  if (added.some((s) => s.type === "workout")) state.sessionZone = null;
   const newestHeartRate = added.filter((s) => s.type === "heartRate")
     .sort((a, b) => new Date(b.end) - new Date(a.end))[0];
   if (newestHeartRate && (!state.latestHeartRate || new Date(newestHeartRate.end) >= new Date(state.latestHeartRate.end))) {

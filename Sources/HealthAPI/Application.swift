@@ -24,14 +24,32 @@ public enum RouteExecution: Sendable {
 
 public typealias RouteHandler = @Sendable (inout RequestContext) throws(APIError) -> HTTPResponse
 
+/// A handler that may answer later (long-poll): it either throws before answering or calls
+/// `respond` exactly once, from any thread, possibly after it returned.
+public typealias DeferredRouteHandler = @Sendable (inout RequestContext, _ respond: @escaping @Sendable (HTTPResponse) -> Void)
+    throws(APIError) -> Void
+
 public struct Route: Sendable {
+    enum Body: Sendable {
+        case immediate(RouteHandler)
+        case deferred(DeferredRouteHandler)
+    }
+
     public var access: RouteAccess
     public var execution: RouteExecution
-    public var handler: RouteHandler
+    let body: Body
+
     public init(access: RouteAccess, execution: RouteExecution = .worker, handler: @escaping RouteHandler) {
         self.access = access
         self.execution = execution
-        self.handler = handler
+        self.body = .immediate(handler)
+    }
+
+    /// A route whose handler answers through a callback; it starts on the worker pool.
+    public init(access: RouteAccess, deferred handler: @escaping DeferredRouteHandler) {
+        self.access = access
+        self.execution = .worker
+        self.body = .deferred(handler)
     }
 }
 
@@ -49,6 +67,8 @@ public final class HealthApplication: HTTPResponder {
     let rateLimits: RateLimits
     let cors: CORSPolicy
     let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
+    /// Long-polls and event streams of the change feed.
+    public let changeFeed: ChangeFeed
     private let requestCounter = RequestCounter()
 
     public init(configuration: HealthdConfiguration, store: HealthStore, adminToken: String,
@@ -61,11 +81,17 @@ public final class HealthApplication: HTTPResponder {
         self.rateLimits = RateLimits(configuration: configuration)
         self.cors = CORSPolicy(origins: configuration.corsOrigins)
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
+        changeFeed = ChangeFeed(store: store, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
+                                retentionDays: configuration.tombstoneRetentionDays)
         var router = Router<Route>()
         Self.registerRoutes(into: &router, configuration: configuration, store: store, metrics: metrics,
-                            connections: connections)
+                            connections: connections, changeFeed: changeFeed)
         self.router = router
     }
+
+    /// Call before stopping the server: parked long-polls answer now and event streams end, so
+    /// they do not hold the graceful stop until its deadline.
+    public func beginShutdown() { changeFeed.shutdown() }
 
     /// True when the dashboard folder exists.
     public var hasDashboard: Bool { staticFiles != nil }
@@ -106,14 +132,18 @@ public final class HealthApplication: HTTPResponder {
         switch router.match(method: method, path: path) {
         case .found(let route, let parameters, let pattern):
             let run: @Sendable () -> Void = { [self] in
-                let response: HTTPResponse
                 do throws(APIError) {
-                    response = try self.run(route, request: request, parameters: parameters,
-                                            requestID: requestID, connection: connection)
+                    var context = try self.context(for: route, request: request, parameters: parameters,
+                                                   requestID: requestID, connection: connection)
+                    switch route.body {
+                    case .immediate(let handler):
+                        finish(try handler(&context), pattern)
+                    case .deferred(let handler):
+                        try handler(&context) { response in finish(response, pattern) }
+                    }
                 } catch {
-                    response = error.response
+                    finish(error.response, pattern)
                 }
-                finish(response, pattern)
             }
             switch route.execution {
             case .inline: run()
@@ -133,8 +163,8 @@ public final class HealthApplication: HTTPResponder {
         }
     }
 
-    private func run(_ route: Route, request: HTTPRequest, parameters: [String: String],
-                     requestID: String, connection: ConnectionInfo) throws(APIError) -> HTTPResponse {
+    private func context(for route: Route, request: HTTPRequest, parameters: [String: String],
+                         requestID: String, connection: ConnectionInfo) throws(APIError) -> RequestContext {
         let principal: Principal?
         do throws(APIError) {
             principal = try authenticate(request, access: route.access)
@@ -157,9 +187,8 @@ public final class HealthApplication: HTTPResponder {
         } else {
             query = []
         }
-        var context = RequestContext(request: request, parameters: parameters, query: QueryParameters(query),
-                                     requestID: requestID, principal: principal, connection: connection)
-        return try route.handler(&context)
+        return RequestContext(request: request, parameters: parameters, query: QueryParameters(query),
+                              requestID: requestID, principal: principal, connection: connection)
     }
 
     private func authenticate(_ request: HTTPRequest, access: RouteAccess) throws(APIError) -> Principal? {

@@ -16,6 +16,8 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var headerTimeoutSeconds = 10.0
     public var bodyTimeoutSeconds = 30.0
     public var maxConnections = 4096
+    /// Serial queues connections are spread over; 0 means one per processor.
+    public var eventLoops = 0
     /// A streamed response (SSE, export) whose client falls this far behind is cut off.
     public var maxStreamBacklogBytes = 1024 * 1024
 
@@ -44,7 +46,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public static let fileKeys: [String] = [
         "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
         "maxBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
-        "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
+        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
         "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins",
     ]

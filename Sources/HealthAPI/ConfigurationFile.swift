@@ -31,6 +31,7 @@ public enum ConfigurationFile {
             try seconds("headerTimeoutSeconds") { configuration.headerTimeoutSeconds = $0 }
             try seconds("bodyTimeoutSeconds") { configuration.bodyTimeoutSeconds = $0 }
             try integer("maxConnections", 1...1_000_000) { configuration.maxConnections = $0 }
+            try integer("eventLoops", 0...256) { configuration.eventLoops = $0 }
             try integer("maxStreamBacklogBytes", 4_096...1_073_741_824) { configuration.maxStreamBacklogBytes = $0 }
             try integer("maxBatchSize", 1...100_000) { configuration.maxBatchSize = $0 }
             try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }

@@ -255,15 +255,7 @@ enum IMURoutes {
         case .string(let name): return SampleDevice(name: name)
         case .object(let object):
             var reader = JSONFieldReader(object, path: body.path(of: "device"))
-            var device = SampleDevice()
-            device.name = try reader.optionalString("name")
-            device.manufacturer = try reader.optionalString("manufacturer")
-            device.model = try reader.optionalString("model")
-            device.hardwareVersion = try reader.optionalString("hardwareVersion")
-            device.softwareVersion = try reader.optionalString("softwareVersion")
-            device.localIdentifier = try reader.optionalString("localIdentifier")
-            try reader.finish()
-            return device.isEmpty ? nil : device
+            return try SampleCodec.decodeDevice(&reader)
         case .null: return nil
         default: throw body.error("device", "must be an object of device fields (or a name)")
         }

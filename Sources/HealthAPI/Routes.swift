@@ -7,7 +7,7 @@ import Synchronization
 extension HealthApplication {
     /// The whole API surface in one place, in API.md's order.
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
-                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges) {
+                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
                                   connections: connections)
         AccountRoutes.register(into: &router, store: store)
@@ -15,6 +15,11 @@ extension HealthApplication {
         CatalogRoutes.register(into: &router, store: store)
         IMURoutes.register(into: &router, store: store)
         HeartRateZoneRoutes.register(into: &router, store: store)
+        ChangeRoutes.register(into: &router, feed: changeFeed)
+        ExportRoutes.register(into: &router, store: store)
+        StatisticsRoutes.register(into: &router, store: store)
+        SummaryRoutes.register(into: &router, store: store)
+        WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
     }
 }
 
@@ -27,8 +32,9 @@ enum JSONResponse {
         return HTTPResponse(status: status, headers: headers, bytes: body)
     }
 
-    static func write(status: HTTPStatus = .ok, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
-        var writer = JSONWriter()
+    /// `capacity`: the expected body size, so large bodies (a page of samples) do not regrow.
+    static func write(status: HTTPStatus = .ok, capacity: Int = 1024, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter(capacity: capacity)
         build(&writer)
         return ok(writer.bytes, status: status)
     }

@@ -63,7 +63,8 @@ enum SampleRoutes {
                 query.after = SampleCursor(start: fields[0], seq: fields[1])
             }
             let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
-            return JSONResponse.write { writer in
+            // A quantity sample with a device and a little metadata writes about 500 bytes.
+            return JSONResponse.write(capacity: 512 * page.samples.count + 256) { writer in
                 writer.beginObject()
                 writer.key("samples")
                 writer.beginArray()

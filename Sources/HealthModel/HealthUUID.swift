@@ -18,6 +18,17 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// From exactly 16 bytes in network order.
     public init?<C: Collection>(bytes: C) where C.Element == UInt8 {
         guard bytes.count == 16 else { return nil }
+        // Stored uuids arrive as arrays: read them without generic per-element iteration.
+        if let words = bytes.withContiguousStorageIfAvailable({ buffer -> (UInt64, UInt64) in
+            var high: UInt64 = 0
+            var low: UInt64 = 0
+            for index in 0..<8 { high = high << 8 | UInt64(buffer[index]) }
+            for index in 8..<16 { low = low << 8 | UInt64(buffer[index]) }
+            return (high, low)
+        }) {
+            self.init(high: words.0, low: words.1)
+            return
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
         for (index, byte) in bytes.enumerated() {
@@ -73,16 +84,21 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     public var description: String { uuidString }
 
     private func format(uppercase: Bool) -> String {
-        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(36)
-        for index in 0..<32 {
-            if index == 8 || index == 12 || index == 16 || index == 20 { output.append(UInt8(ascii: "-")) }
-            let word = index < 16 ? high : low
-            let shift = UInt64(60 - 4 * (index % 16))
-            output.append(digits[Int((word >> shift) & 0xF)])
+        let letterBase = uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")
+        return String(unsafeUninitializedCapacity: 36) { output in
+            var position = 0
+            for index in 0..<32 {
+                if index == 8 || index == 12 || index == 16 || index == 20 {
+                    output[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                let word = index < 16 ? high : low
+                let nibble = UInt8(truncatingIfNeeded: (word >> UInt64(60 - 4 * (index % 16))) & 0xF)
+                output[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : letterBase + nibble - 10
+                position += 1
+            }
+            return position
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -233,8 +233,10 @@ public enum RFC3339 {
 
     /// UTC with millisecond precision: `2026-03-08T14:30:00.000Z`.
     public static func format(_ instant: HealthInstant) -> String {
-        formatLocal(instant, suffix: [UInt8(ascii: "Z")])
+        formatLocal(instant, suffix: utcSuffix)
     }
+
+    private static let utcSuffix: [UInt8] = [UInt8(ascii: "Z")]
 
     /// Local time at a fixed offset: `2026-03-08T09:30:00.000-05:00`.
     /// RFC 3339 offsets have no seconds, so an offset with seconds (historic local
@@ -255,23 +257,61 @@ public enum RFC3339 {
         let days = GregorianCalendarMath.floorDivide(localInstant, GregorianCalendarMath.millisecondsPerDay)
         let millisecondOfDay = Int(localInstant - days * GregorianCalendarMath.millisecondsPerDay)
         let date = GregorianCalendarMath.civilDate(daysSinceEpoch: days)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(30)
-        appendYear(&bytes, date.year)
-        bytes.append(UInt8(ascii: "-"))
-        appendDigits(&bytes, date.month, width: 2)
-        bytes.append(UInt8(ascii: "-"))
-        appendDigits(&bytes, date.day, width: 2)
-        bytes.append(UInt8(ascii: "T"))
-        appendDigits(&bytes, millisecondOfDay / 3_600_000, width: 2)
-        bytes.append(UInt8(ascii: ":"))
-        appendDigits(&bytes, millisecondOfDay / 60_000 % 60, width: 2)
-        bytes.append(UInt8(ascii: ":"))
-        appendDigits(&bytes, millisecondOfDay / 1000 % 60, width: 2)
-        bytes.append(UInt8(ascii: "."))
-        appendDigits(&bytes, millisecondOfDay % 1000, width: 3)
-        bytes.append(contentsOf: suffix)
-        return String(decoding: bytes, as: UTF8.self)
+        // Written straight into the string's storage: one allocation per instant, as a page of
+        // samples formats three instants per row. 48 bytes hold any Int64 instant (a sign and at
+        // most 9 year digits, then 19 bytes) before the suffix.
+        return String(unsafeUninitializedCapacity: 48 + suffix.count) { buffer in
+            var output = DigitWriter(buffer: buffer)
+            if (0...9999).contains(date.year) {
+                output.digits(date.year, width: 4)
+            } else {
+                output.append(date.year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+                output.digits(abs(date.year), width: 5)
+            }
+            output.append(UInt8(ascii: "-"))
+            output.digits(date.month, width: 2)
+            output.append(UInt8(ascii: "-"))
+            output.digits(date.day, width: 2)
+            output.append(UInt8(ascii: "T"))
+            output.digits(millisecondOfDay / 3_600_000, width: 2)
+            output.append(UInt8(ascii: ":"))
+            output.digits(millisecondOfDay / 60_000 % 60, width: 2)
+            output.append(UInt8(ascii: ":"))
+            output.digits(millisecondOfDay / 1000 % 60, width: 2)
+            output.append(UInt8(ascii: "."))
+            output.digits(millisecondOfDay % 1000, width: 3)
+            for byte in suffix { output.append(byte) }
+            return output.position
+        }
+    }
+
+    /// Appends ASCII into a fixed buffer the caller sized.
+    private struct DigitWriter {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var position = 0
+
+        mutating func append(_ byte: UInt8) {
+            buffer[position] = byte
+            position += 1
+        }
+
+        mutating func digits(_ value: Int, width: Int) {
+            var divisor = 1
+            var digitCount = 1
+            while value / divisor >= 10 {
+                divisor *= 10
+                digitCount += 1
+            }
+            if digitCount < width {
+                for _ in digitCount..<width { append(UInt8(ascii: "0")) }
+            }
+            var remaining = value
+            while divisor > 0 {
+                append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: remaining / divisor))
+                remaining %= divisor
+                divisor /= 10
+            }
+        }
     }
 
     /// Four-digit years; outside 0000-9999 ISO 8601's expanded form (sign, more digits).
@@ -284,15 +324,24 @@ public enum RFC3339 {
         }
     }
 
+    /// Decimal digits of a non-negative `value`, zero-padded to `width`; no scratch buffer, as
+    /// this runs several times per formatted instant.
     static func appendDigits(_ bytes: inout [UInt8], _ value: Int, width: Int) {
-        var scratch: [UInt8] = []
+        var divisor = 1
+        var digitCount = 1
+        while value / divisor >= 10 {
+            divisor *= 10
+            digitCount += 1
+        }
+        if digitCount < width {
+            for _ in digitCount..<width { bytes.append(UInt8(ascii: "0")) }
+        }
         var remaining = value
-        repeat {
-            scratch.append(UInt8(ascii: "0") + UInt8(remaining % 10))
-            remaining /= 10
-        } while remaining > 0
-        if scratch.count < width { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - scratch.count)) }
-        bytes.append(contentsOf: scratch.reversed())
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: remaining / divisor))
+            remaining %= divisor
+            divisor /= 10
+        }
     }
 }
 

@@ -22,23 +22,26 @@ public enum SampleCodec {
             throw reader.error(serverField, "is set by the server; leave it out")
         }
         let typeName = try reader.requiredString("type")
-        let type = try HealthValidation.type(typeName, field: reader.path(of: "type"))
+        let type = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.type(typeName, field: "type") }
         guard type.isSampleType else {
             throw reader.error("type", "\(type.id) is a characteristic: use PUT /v1/characteristics")
         }
         let uuid: HealthUUID
         if let text = try reader.optionalString("uuid") {
-            uuid = try HealthValidation.uuid(text, field: reader.path(of: "uuid"))
+            uuid = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.uuid(text, field: "uuid") }
         } else {
             uuid = HealthUUID.random()
         }
-        let start = try HealthValidation.instant(try reader.requiredString("start"), field: reader.path(of: "start"))
+        let startText = try reader.requiredString("start")
+        let start = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.instant(startText, field: "start") }
         // An instantaneous sample (a heart-rate reading) may leave out end: it ends when it starts.
-        let end = try reader.optionalString("end").map { (text: String) throws -> Int64 in
-            try HealthValidation.instant(text, field: reader.path(of: "end"))
-        } ?? start
-        try HealthValidation.interval(start: start, end: end, for: type,
-                                      startField: reader.path(of: "start"), endField: reader.path(of: "end"))
+        var end = start
+        if let endText = try reader.optionalString("end") {
+            end = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.instant(endText, field: "end") }
+        }
+        try validating(reader) { () throws(HealthValidationError) in
+            try HealthValidation.interval(start: start, end: end, for: type, startField: "start", endField: "end")
+        }
 
         let content: SampleContent
         switch type.kind {
@@ -46,11 +49,15 @@ public enum SampleCodec {
             let value = try reader.requiredNumber("value")
             let unitText = try reader.optionalString("unit")
             guard let canonical = type.canonicalUnit else { throw reader.error("type", "\(type.id) has no unit") }
-            let unit = try unitText.map { (text: String) throws -> HealthUnit in
-                try HealthValidation.unit(text, for: type, field: reader.path(of: "unit"))
-            } ?? canonical
-            content = .quantity(try HealthValidation.quantity(value, unit: unit, for: type, field: reader.path(of: "value"),
-                                                              unitField: reader.path(of: "unit")))
+            var unit = canonical
+            if let unitText {
+                unit = try validating(reader) { () throws(HealthValidationError) in
+                    try HealthValidation.unit(unitText, for: type, field: "unit")
+                }
+            }
+            content = .quantity(try validating(reader) { () throws(HealthValidationError) in
+                try HealthValidation.quantity(value, unit: unit, for: type, field: "value", unitField: "unit")
+            })
         case .category:
             if reader.contains("unit") { throw reader.error("unit", "category samples carry no unit") }
             let raw = try reader.requiredValue("value")
@@ -121,27 +128,49 @@ public enum SampleCodec {
                                          detail: "metadata values are strings, numbers or booleans")
                 }
             }
-            var sizeProbe = JSONWriter()
-            writeMetadata(metadata, into: &sizeProbe)
-            try HealthValidation.metadata(keyCount: metadata.count, serializedByteCount: sizeProbe.bytes.count,
-                                          field: metadataReader.path)
+            // Serializing to measure is needed only when a worst-case estimate could exceed the limit.
+            if metadataSizeBound(metadata) > HealthValidation.maximumMetadataBytes {
+                var sizeProbe = JSONWriter()
+                writeMetadata(metadata, into: &sizeProbe)
+                try HealthValidation.metadata(keyCount: metadata.count, serializedByteCount: sizeProbe.bytes.count,
+                                              field: metadataReader.path)
+            }
             // Mark the whole object as read: its members were checked above.
             _ = reader.optionalValue("metadata")
         }
 
-        var device: SampleDevice?
-        if var deviceReader = try reader.optionalObject("device") {
-            var parsed = SampleDevice()
-            parsed.name = try deviceReader.optionalString("name")
-            parsed.manufacturer = try deviceReader.optionalString("manufacturer")
-            parsed.model = try deviceReader.optionalString("model")
-            parsed.hardwareVersion = try deviceReader.optionalString("hardwareVersion")
-            parsed.softwareVersion = try deviceReader.optionalString("softwareVersion")
-            parsed.localIdentifier = try deviceReader.optionalString("localIdentifier")
-            try deviceReader.finish()
-            device = parsed.isEmpty ? nil : parsed
+        let device = try reader.optionalObject("device").flatMap { (deviceReader: JSONFieldReader) throws -> SampleDevice? in
+            var deviceReader = deviceReader
+            return try decodeDevice(&deviceReader)
         }
         return HealthSample(uuid: uuid, type: type.id, start: start, end: end, content: content, metadata: metadata, device: device)
+    }
+
+    /// Runs a check whose errors name a member of `reader`'s object by its key; the full path
+    /// (`samples[3].start`) is built only when the check fails, not for every field of every sample.
+    @inline(__always)
+    private static func validating<Result>(_ reader: JSONFieldReader,
+                                           _ check: () throws(HealthValidationError) -> Result) throws(JSONFieldError) -> Result {
+        do {
+            return try check()
+        } catch {
+            throw JSONFieldError(field: reader.path(of: error.field), detail: error.detail)
+        }
+    }
+
+    /// At least as many bytes as `writeMetadata` writes: every key and string escaped at worst
+    /// (6 bytes per UTF-8 byte, `\u00XX`), numbers at their longest form, plus punctuation.
+    static func metadataSizeBound(_ metadata: [MetadataEntry]) -> Int {
+        var bound = 2
+        for entry in metadata {
+            bound += entry.key.utf8.count * 6 + 4
+            switch entry.value {
+            case .string(let text): bound += text.utf8.count * 6 + 2
+            case .number: bound += 32
+            case .bool: bound += 5
+            }
+        }
+        return bound
     }
 
     private static func workoutTotal(_ reader: inout JSONFieldReader, _ key: String, canonical: HealthUnit) throws -> Double? {
@@ -240,11 +269,29 @@ public enum SampleCodec {
         writer.endObject()
     }
 
+    /// Reads an HKDevice object (every field an optional string; unknown fields rejected).
+    /// Nil when it names nothing.
+    public static func decodeDevice(_ reader: inout JSONFieldReader) throws(JSONFieldError) -> SampleDevice? {
+        var device = SampleDevice()
+        device.name = try reader.optionalString("name")
+        device.manufacturer = try reader.optionalString("manufacturer")
+        device.model = try reader.optionalString("model")
+        device.hardwareVersion = try reader.optionalString("hardwareVersion")
+        device.softwareVersion = try reader.optionalString("softwareVersion")
+        device.localIdentifier = try reader.optionalString("localIdentifier")
+        try reader.finish()
+        return device.isEmpty ? nil : device
+    }
+
     public static func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {
+        // Field by field rather than through `device.fields`: this runs for every row of a page.
         writer.beginObject()
-        for (name, value) in device.fields {
-            if let value { writer.key(name); writer.string(value) }
-        }
+        if let name = device.name { writer.key("name"); writer.string(name) }
+        if let manufacturer = device.manufacturer { writer.key("manufacturer"); writer.string(manufacturer) }
+        if let model = device.model { writer.key("model"); writer.string(model) }
+        if let hardwareVersion = device.hardwareVersion { writer.key("hardwareVersion"); writer.string(hardwareVersion) }
+        if let softwareVersion = device.softwareVersion { writer.key("softwareVersion"); writer.string(softwareVersion) }
+        if let localIdentifier = device.localIdentifier { writer.key("localIdentifier"); writer.string(localIdentifier) }
         writer.endObject()
     }
 }

@@ -57,6 +57,8 @@ public final class HealthStore: Sendable {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
+    let statisticsIndexes = StatisticsIndexCache(memoryBudget: StatisticsIndexCache.defaultMemoryBudget)
 
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }

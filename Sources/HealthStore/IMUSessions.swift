@@ -92,7 +92,7 @@ extension HealthStore {
             let result = try process(IMUSessionState(detectorState: existing?.state, nextSeq: expected))
             var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
                                           created: created)
-            for (index, sample) in result.samples.enumerated() { try writer.insert(sample, index: index, parentSeq: nil) }
+            try writer.insert(PreparedBatch(result.samples, store: self))
             try writer.finish()
             let answer = result.response(result.samples.map(\.uuid))
 

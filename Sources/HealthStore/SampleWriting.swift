@@ -14,7 +14,94 @@ enum ChangeSequence {
     }
 }
 
-/// Inserts one batch inside the writer's transaction.
+/// A batch turned into row values before the writer lock is taken, so the serialized part of a
+/// save only binds and steps: type codes, row bodies, device slots and in-batch duplicates are
+/// all worked out here, in parallel with other requests.
+struct PreparedBatch {
+    /// How one sample of the request is handled once the writer has it.
+    enum Disposition {
+        case insert
+        /// Same uuid and content as an earlier sample of the batch: stored once.
+        case repeatOfEarlier
+        /// Same uuid as an earlier sample of the batch, different content: the batch is rejected
+        /// when the writer reaches it (so an earlier conflict with stored data is reported first, as before).
+        case conflictsWithEarlier
+    }
+
+    struct Row {
+        var index: Int
+        var sample: HealthSample
+        var disposition: Disposition
+        /// Nil for a type the store has no code for (reported as a conflict at this index).
+        var typeCode: Int64?
+        /// Index into `groups`: the (type, device) pair, for `type_extents` and `source_types`.
+        var group: Int
+        var body: [UInt8]?
+        /// A correlation's objects, inserted right after it with its seq as parent.
+        var children: [Row]
+    }
+
+    struct Group: Equatable {
+        var typeCode: Int64
+        /// Index into `devices` plus one; 0 for samples without a device.
+        var deviceSlot: Int
+    }
+
+    private(set) var rows: [Row] = []
+    private(set) var groups: [Group] = []
+    /// The distinct devices of the batch, in first-seen order.
+    private(set) var devices: [SampleDevice] = []
+    private var deviceSlots: [SampleDevice: Int] = [:]
+
+    init(_ samples: [HealthSample], store: HealthStore) {
+        rows.reserveCapacity(samples.count)
+        var seen: [HealthUUID: Int] = [:]
+        seen.reserveCapacity(samples.count)
+        for (index, sample) in samples.enumerated() {
+            var disposition = Disposition.insert
+            if let earlier = seen[sample.uuid] {
+                disposition = samples[earlier] == sample ? .repeatOfEarlier : .conflictsWithEarlier
+            } else {
+                seen[sample.uuid] = index
+            }
+            rows.append(disposition == .insert ? row(sample, index: index, store: store)
+                        : Row(index: index, sample: sample, disposition: disposition, typeCode: nil, group: 0, body: nil, children: []))
+        }
+    }
+
+    private mutating func row(_ sample: HealthSample, index: Int, store: HealthStore) -> Row {
+        let typeCode = store.typeCode(for: sample.type)
+        let group = self.group(typeCode: typeCode ?? 0, deviceSlot: sample.device.map { slot(for: $0) } ?? 0)
+        var children: [Row] = []
+        if case .correlation(let objects) = sample.content {
+            children = objects.map { row($0, index: index, store: store) }
+        }
+        return Row(index: index, sample: sample, disposition: .insert, typeCode: typeCode, group: group,
+                   body: SampleRowBody.encode(sample), children: children)
+    }
+
+    /// Batches hold few distinct devices, and consecutive samples usually share one: a short
+    /// linear scan of small strings beats hashing every device.
+    private mutating func slot(for device: SampleDevice) -> Int {
+        if devices.count <= 8 {
+            if let found = devices.firstIndex(of: device) { return found + 1 }
+        } else if let found = deviceSlots[device] {
+            return found
+        }
+        devices.append(device)
+        deviceSlots[device] = devices.count
+        return devices.count
+    }
+
+    private mutating func group(typeCode: Int64, deviceSlot: Int) -> Int {
+        let wanted = Group(typeCode: typeCode, deviceSlot: deviceSlot)
+        if let found = groups.firstIndex(of: wanted) { return found }
+        groups.append(wanted)
+        return groups.count - 1
+    }
+}
+
+/// Inserts one prepared batch inside the writer's transaction.
 struct SampleWriter {
     let db: Database
     let store: HealthStore
@@ -23,10 +110,12 @@ struct SampleWriter {
     let created: Int64
     private(set) var lastSeq: Int64
     private(set) var touchedTypes: Set<String> = []
-    private var deviceIDs: [SampleDevice: Int64] = [:]
-    /// Per type code: the longest duration and the (device, first seq) pairs this batch saw.
-    private var longest: [Int64: Int64] = [:]
-    private var sourceDevices: [Int64: [Int64: Int64]] = [:]
+    /// Per device slot (see `PreparedBatch.Group`): the `devices` row id; slot 0 is "no device".
+    private var deviceRowIDs: [Int64] = [0]
+    /// Per group: the longest inserted duration, and the first inserted seq (0 = none yet).
+    private var groups: [PreparedBatch.Group] = []
+    private var longest: [Int64] = []
+    private var firstSeq: [Int64] = []
     private let insert: Statement
 
     init(db: Database, store: HealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
@@ -42,38 +131,60 @@ struct SampleWriter {
             """)
     }
 
-    mutating func insert(_ sample: HealthSample, index: Int, parentSeq: Int64?) throws {
-        guard let typeCode = store.typeCode(for: sample.type) else {
-            throw SampleConflict(index: index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
+    /// Inserts every row of `batch` in request order.
+    mutating func insert(_ batch: PreparedBatch) throws {
+        for device in batch.devices { deviceRowIDs.append(try deviceRowID(device)) }
+        groups = batch.groups
+        longest = Array(repeating: 0, count: groups.count)
+        firstSeq = Array(repeating: 0, count: groups.count)
+        var groupTouched = Array(repeating: false, count: groups.count)
+        for row in batch.rows {
+            switch row.disposition {
+            case .insert: try insert(row, parentSeq: nil, touched: &groupTouched)
+            case .repeatOfEarlier: continue
+            case .conflictsWithEarlier:
+                throw SampleConflict(index: row.index, uuid: row.sample.uuid,
+                                     detail: "uuid \(row.sample.uuid.lowercasedString) appears twice in the batch with different content")
+            }
+        }
+        for (group, touched) in groupTouched.enumerated() where touched {
+            if let name = store.typeName(for: groups[group].typeCode) { touchedTypes.insert(name) }
+        }
+    }
+
+    private mutating func insert(_ row: PreparedBatch.Row, parentSeq: Int64?, touched: inout [Bool]) throws {
+        let sample = row.sample
+        guard let typeCode = row.typeCode else {
+            throw SampleConflict(index: row.index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
         }
         let seq = lastSeq + 1
-        let deviceID = try sample.device.map { try deviceRowID($0) }
+        let deviceID = deviceRowIDs[groups[row.group].deviceSlot]
         insert.reset()
         try insert.bind(seq, at: 1)
         try insert.bind(userRowID, at: 2)
-        try insert.bind(sample.uuid.bytes, at: 3)
+        // The uuid's 16 network-order bytes straight from its two words: no array per row.
+        try withUnsafeBytes(of: (sample.uuid.high.bigEndian, sample.uuid.low.bigEndian)) { bytes throws(SQLiteError) in
+            try insert.bind(bytes: bytes, at: 3)
+        }
         try insert.bind(typeCode, at: 4)
         try insert.bind(sourceRowID, at: 5)
-        if let deviceID { try insert.bind(deviceID, at: 6) } else { try insert.bindNull(at: 6) }
+        if deviceID != 0 { try insert.bind(deviceID, at: 6) } else { try insert.bindNull(at: 6) }
         try insert.bind(sample.start, at: 7)
         try insert.bind(sample.end, at: 8)
         if let quantity = sample.quantity { try insert.bind(quantity, at: 9) } else { try insert.bindNull(at: 9) }
         if let parentSeq { try insert.bind(parentSeq, at: 10) } else { try insert.bindNull(at: 10) }
         try insert.bind(created, at: 11)
-        if let body = SampleRowBody.encode(sample) { try insert.bind(body, at: 12) } else { try insert.bindNull(at: 12) }
+        if let body = row.body { try insert.bind(body, at: 12) } else { try insert.bindNull(at: 12) }
         _ = try insert.step()
         guard db.changes > 0 else {
-            try checkIdempotent(sample, index: index)
+            try checkIdempotent(sample, index: row.index)
             return
         }
         lastSeq = seq
-        touchedTypes.insert(sample.type)
-        longest[typeCode] = max(longest[typeCode] ?? 0, sample.end - sample.start)
-        let deviceKey = deviceID ?? 0
-        if sourceDevices[typeCode]?[deviceKey] == nil { sourceDevices[typeCode, default: [:]][deviceKey] = seq }
-        if case .correlation(let objects) = sample.content {
-            for object in objects { try insert(object, index: index, parentSeq: seq) }
-        }
+        touched[row.group] = true
+        longest[row.group] = max(longest[row.group], sample.end - sample.start)
+        if firstSeq[row.group] == 0 { firstSeq[row.group] = seq }
+        for child in row.children { try insert(child, parentSeq: seq, touched: &touched) }
     }
 
     /// The uuid exists: identical content (same app, same sample) is a harmless retry; anything
@@ -90,31 +201,38 @@ struct SampleWriter {
         }
     }
 
-    private mutating func deviceRowID(_ device: SampleDevice) throws -> Int64 {
-        if let id = deviceIDs[device] { return id }
+    private func deviceRowID(_ device: SampleDevice) throws -> Int64 {
         let body = DeviceBody.encode(device)
         try db.execute("INSERT INTO devices (body) VALUES (?) ON CONFLICT(body) DO NOTHING", [.blob(body)])
         guard let id = try db.first("SELECT id FROM devices WHERE body = ?", [.blob(body)], { $0.int64(at: 0) }) else {
             throw StoreError.invalid("device could not be stored")
         }
-        deviceIDs[device] = id
         return id
     }
 
     func finish() throws {
-        for (typeCode, duration) in longest {
+        // One type_extents row per type: the longest over the type's groups.
+        var typeLongest: [(typeCode: Int64, duration: Int64)] = []
+        for (group, first) in firstSeq.enumerated() where first != 0 {
+            let typeCode = groups[group].typeCode
+            if let existing = typeLongest.firstIndex(where: { $0.typeCode == typeCode }) {
+                typeLongest[existing].duration = max(typeLongest[existing].duration, longest[group])
+            } else {
+                typeLongest.append((typeCode, longest[group]))
+            }
+        }
+        for (typeCode, duration) in typeLongest {
             try db.execute("""
                 INSERT INTO type_extents (user_id, type_id, max_duration_ms) VALUES (?, ?, ?)
                 ON CONFLICT(user_id, type_id) DO UPDATE SET max_duration_ms = max(max_duration_ms, excluded.max_duration_ms)
                 """, [.integer(userRowID), .integer(typeCode), .integer(duration)])
         }
-        for (typeCode, devices) in sourceDevices {
-            for (device, firstSeq) in devices {
-                try db.execute("""
-                    INSERT INTO source_types (user_id, type_id, source_id, device_id, first_seq) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT DO NOTHING
-                    """, [.integer(userRowID), .integer(typeCode), .integer(sourceRowID), .integer(device), .integer(firstSeq)])
-            }
+        for (group, first) in firstSeq.enumerated() where first != 0 {
+            try db.execute("""
+                INSERT INTO source_types (user_id, type_id, source_id, device_id, first_seq) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """, [.integer(userRowID), .integer(groups[group].typeCode), .integer(sourceRowID),
+                      .integer(deviceRowIDs[groups[group].deviceSlot]), .integer(first)])
         }
         try ChangeSequence.store(lastSeq, db)
     }
@@ -144,9 +262,12 @@ struct SampleDeleter {
         try children.forEachRow { childRows.append(SampleRow($0)) }
         for child in childRows { try delete(child) }
         lastSeq += 1
-        try db.execute("INSERT INTO deleted_samples (seq, user_id, uuid, type_id, source_id, deleted_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                       [.integer(lastSeq), .integer(userRowID), .blob(row.uuid), .integer(row.typeCode),
-                        .integer(row.sourceRowID), .integer(deletedAt)])
+        try db.execute("""
+            INSERT INTO deleted_samples (seq, user_id, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.integer(lastSeq), .integer(userRowID), .blob(row.uuid), .integer(row.typeCode),
+                  .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
+                  .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }

@@ -53,21 +53,11 @@ extension HealthStore {
     /// Returns the uuids in request order.
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         let created = Self.nowMilliseconds()
+        let batch = PreparedBatch(samples, store: self)
         let (uuids, change) = try pool.write { db -> ([HealthUUID], CommittedChange) in
             var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
                                           created: created)
-            var seen: [HealthUUID: Int] = [:]
-            for (index, sample) in samples.enumerated() {
-                if let earlier = seen[sample.uuid] {
-                    guard samples[earlier] == sample else {
-                        throw SampleConflict(index: index, uuid: sample.uuid,
-                                             detail: "uuid \(sample.uuid.lowercasedString) appears twice in the batch with different content")
-                    }
-                    continue
-                }
-                seen[sample.uuid] = index
-                try writer.insert(sample, index: index, parentSeq: nil)
-            }
+            try writer.insert(batch)
             try writer.finish()
             return (samples.map(\.uuid), CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq))
         }
@@ -119,7 +109,8 @@ extension HealthStore {
                 rows.removeLast()
                 if let last = rows.last { next = SampleCursor(start: last.start, seq: last.seq) }
             }
-            let samples = try rows.map { try materialize($0, db: db, userExternalID: userExternalID) }
+            var lookups = RowLookups()
+            let samples = try rows.map { try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups) }
             return SamplePage(samples: samples, next: next)
         }
     }
@@ -254,8 +245,29 @@ extension HealthStore {
     static let sampleColumns = "seq, uuid, type_id, source_id, device_id, start_ms, end_ms, value, body, created_ms, parent_seq"
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String) throws -> StoredSample {
+        var lookups = RowLookups()
+        return try materialize(row, db: db, userExternalID: userExternalID, lookups: &lookups)
+    }
+
+    /// Devices and app names already read while materializing one result: a page of 1,000 rows
+    /// names only a few of each, so each is read (and its body parsed) once per page, not per row.
+    struct RowLookups {
+        var devices: [Int64: SampleDevice?] = [:]
+        var appNames: [Int64: String] = [:]
+        /// Row bodies repeat (the same few metadata values): parsed once each, up to a bound.
+        var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+
+        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
+            if let known = bodies[bytes] { return known }
+            let decoded = SampleRowBody.decode(bytes)
+            if bodies.count < 256 { bodies[bytes] = decoded }
+            return decoded
+        }
+    }
+
+    func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
         let typeName = typeName(for: row.typeCode) ?? "unknown"
-        let body = row.body.map(SampleRowBody.decode) ?? SampleRowBody.Decoded()
+        let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
         let content: SampleContent
         if let category = body.category {
             content = .category(category)
@@ -266,16 +278,31 @@ extension HealthStore {
             try statement.bind([.integer(row.seq)])
             var children: [SampleRow] = []
             try statement.forEachRow { children.append(SampleRow($0)) }
-            content = .correlation(try children.map { try materialize($0, db: db, userExternalID: userExternalID).sample })
+            content = .correlation(try children.map {
+                try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups).sample
+            })
         } else {
             content = .quantity(row.value ?? 0)
         }
-        let device = try row.deviceRowID.flatMap { id in
-            try db.first("SELECT body FROM devices WHERE id = ?", [.integer(id)], { DeviceBody.decode($0.blob(at: 0)) }) ?? nil
+        var device: SampleDevice?
+        if let id = row.deviceRowID {
+            if let known = lookups.devices[id] {
+                device = known
+            } else {
+                device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(id)], { DeviceBody.decode($0.blob(at: 0)) }) ?? nil
+                lookups.devices[id] = device
+            }
+        }
+        let appName: String
+        if let known = lookups.appNames[row.sourceRowID] {
+            appName = known
+        } else {
+            appName = try self.appName(for: row.sourceRowID, db: db)
+            lookups.appNames[row.sourceRowID] = appName
         }
         let sample = HealthSample(uuid: HealthUUID(bytes: row.uuid) ?? HealthUUID(high: 0, low: 0), type: typeName,
                                   start: row.start, end: row.end, content: content, metadata: body.metadata, device: device)
-        return StoredSample(sample: sample, source: SampleSource(app: try appName(for: row.sourceRowID, db: db), user: userExternalID),
+        return StoredSample(sample: sample, source: SampleSource(app: appName, user: userExternalID),
                             created: row.created)
     }
 }

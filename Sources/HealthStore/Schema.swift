@@ -132,6 +132,83 @@ enum Schema {
                 CREATE INDEX imu_batches_by_time ON imu_batches(session_id, end_ms);
                 """)
         }
+        migrator.register("005-change-feed") { db in
+            try db.execute("""
+                -- The change feed reads one user's rows in seq order (anchored queries).
+                CREATE INDEX samples_by_user_seq ON samples(user_id, seq);
+                -- Tombstone purges find old tombstones without a full scan.
+                CREATE INDEX deleted_by_time ON deleted_samples(deleted_ms);
+                -- Per user: the highest seq of a purged tombstone. An anchor at or past it still sees
+                -- every deletion after it; an older one is expired (410).
+                CREATE TABLE change_horizons (
+                    user_id INTEGER PRIMARY KEY,
+                    seq INTEGER NOT NULL
+                );
+                """)
+        }
+        migrator.register("006-activity-summaries") { db in
+            // HKActivitySummary per user and calendar day (the rings), from imports; energy in kcal,
+            // move and exercise time in minutes, stand in hours. NULL where the source had no value.
+            try db.execute("""
+                CREATE TABLE activity_summaries (
+                    user_id INTEGER NOT NULL,
+                    day TEXT NOT NULL,
+                    active_energy_burned REAL,
+                    active_energy_burned_goal REAL,
+                    apple_move_time REAL,
+                    apple_move_time_goal REAL,
+                    apple_exercise_time REAL,
+                    apple_exercise_time_goal REAL,
+                    apple_stand_hours REAL,
+                    apple_stand_hours_goal REAL,
+                    PRIMARY KEY (user_id, day)
+                ) WITHOUT ROWID;
+                """)
+        }
+        migrator.register("007-tombstone-sample-values") { db in
+            try db.execute("""
+                -- What a deleted sample was, so the statistics indexes can catch up by removing it exactly.
+                -- NULL on tombstones written before this migration (their samples predate every index).
+                ALTER TABLE deleted_samples ADD COLUMN sample_seq INTEGER;
+                ALTER TABLE deleted_samples ADD COLUMN start_ms INTEGER;
+                ALTER TABLE deleted_samples ADD COLUMN end_ms INTEGER;
+                ALTER TABLE deleted_samples ADD COLUMN value REAL;
+                -- The user's Move, Exercise and Stand goals for activity summaries (HKActivitySummary).
+                CREATE TABLE activity_goals (
+                    user_id INTEGER PRIMARY KEY,
+                    active_energy_kcal REAL NOT NULL,
+                    exercise_minutes REAL NOT NULL,
+                    stand_hours REAL NOT NULL
+                );
+                """)
+        }
+        migrator.register("008-workout-sessions") { db in
+            try db.execute("""
+                -- A live workout (HKWorkoutSession) of one app for one user. events holds the pause and
+                -- resume events as JSON [[type, ms], ...]; zone_* is the heart-rate zone judgement so far:
+                -- heart-rate rows with seq > zone_seq are not judged yet, zone_state is the last state
+                -- published (NULL: none since the start or the last resume), zone_latest_ms the start
+                -- of the latest reading judged.
+                CREATE TABLE workout_sessions (
+                    id INTEGER PRIMARY KEY,
+                    external_id TEXT NOT NULL UNIQUE,
+                    user_id INTEGER NOT NULL,
+                    source_id INTEGER NOT NULL,
+                    activity_type TEXT NOT NULL,
+                    zone_low REAL,
+                    zone_high REAL,
+                    state TEXT NOT NULL,
+                    start_ms INTEGER NOT NULL,
+                    end_ms INTEGER,
+                    events TEXT NOT NULL,
+                    workout_uuid BLOB,
+                    zone_seq INTEGER NOT NULL,
+                    zone_state TEXT,
+                    zone_latest_ms INTEGER
+                );
+                CREATE INDEX workout_sessions_active ON workout_sessions(user_id) WHERE state <> 'ended';
+                """)
+        }
         return migrator
     }
 }

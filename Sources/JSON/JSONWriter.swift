@@ -175,7 +175,12 @@ public struct JSONWriter: Sendable {
     private mutating func appendQuoted(_ text: String) {
         bytes.append(0x22)
         let handled: Void? = text.utf8.withContiguousStorageIfAvailable { utf8 in
-            appendEscaped(utf8)
+            // Most strings (uuids, dates, type names) need no escaping: copy them in one go.
+            if !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+                bytes.append(contentsOf: utf8)
+            } else {
+                appendEscaped(utf8)
+            }
         }
         if handled == nil {
             appendEscaped(Array(text.utf8))

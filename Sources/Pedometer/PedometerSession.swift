@@ -62,7 +62,7 @@ public struct PedometerSession: Sendable, Codable, Equatable {
 
     public var parameters: StepDetectionParameters { detector.parameters }
 
-    /// Validates and processes one batch.
+    /// Validates and processes one batch. On a validation error the session is unchanged.
     public mutating func process(_ batch: AccelerometerBatch,
                                  limits: PedometerInputLimits = PedometerInputLimits())
         throws(PedometerInputError) -> PedometerUpdate {
@@ -91,7 +91,10 @@ public struct PedometerSession: Sendable, Codable, Equatable {
         return makeUpdate(stepTimes: stepTimes, totalsBefore: totalsBefore)
     }
 
-    /// Ends the session: counts a step still being formed at the last sample.
+    /// Ends the session: settles the step held back for comparison with a possible
+    /// next peak. Candidates of an unconfirmed bout (fewer than
+    /// `stepsToConfirmBout` regular peaks) are not steps. The session can go on
+    /// afterwards, as if after a pause.
     public mutating func finish() -> PedometerUpdate {
         let totalsBefore = (steps: totalSteps, distance: totalDistanceMeters,
                             up: floors.floorsAscended, down: floors.floorsDescended)

@@ -3,9 +3,9 @@ import Foundation
 /// Streaming step detector over the acceleration magnitude.
 ///
 /// Chain: linear resampling onto a fixed grid → magnitude (orientation-free) →
-/// minus a running gravity estimate → low-pass → one candidate per positive lobe
-/// (hysteresis on the way down) above an adaptive threshold → minimum step
-/// interval → bout confirmation (several regular candidates before any counts).
+/// minus a running gravity estimate → low-pass → peaks whose prominence exceeds
+/// an adaptive threshold → minimum step spacing (adapted to the step period) →
+/// bout confirmation (several regular candidates before any of them counts).
 /// Everything is processed sample by sample, so batch boundaries do not matter.
 struct StepDetector: Sendable, Codable, Equatable {
     let parameters: StepDetectionParameters
@@ -25,10 +25,10 @@ struct StepDetector: Sendable, Codable, Equatable {
     var lowPass: Biquad
     var meanSquare: Double = 0
 
-    // Lobe tracking.
-    var inLobe = false
-    var lobeMaximum: Double = 0
-    var lobeMaximumTime: Double = 0
+    // Peak/trough search: the running extreme of the current half-cycle.
+    var searchingPeak = false
+    var extremeValue: Double = 0
+    var extremeTime: Double = 0
 
     // Candidate and bout tracking.
     var hasLastCandidate = false
@@ -37,10 +37,17 @@ struct StepDetector: Sendable, Codable, Equatable {
     /// Candidates of a bout not yet confirmed; at most `stepsToConfirmBout` entries.
     var pendingTimes: [Double] = []
     var boutActive = false
+    var hasAcceptedStep = false
+    var lastAcceptedTime: Double = 0
+    /// Running estimate of the step period (s) in the current bout; 0 when unknown.
+    var stepPeriod: Double = 0
+    /// Consecutive steps in an active bout whose interval broke the rhythm.
+    var irregularIntervals = 0
 
     private let gravityAlpha: Double
     private let amplitudeAlpha: Double
     private let gridStep: Double
+    private static let periodAlpha = 0.3
 
     init(parameters: StepDetectionParameters) {
         self.parameters = parameters
@@ -68,7 +75,7 @@ struct StepDetector: Sendable, Codable, Equatable {
     @inline(__always)
     mutating func ingest(time: Double, x: Double, y: Double, z: Double, steps: inout [Double]) {
         if !hasPrevious || time - previousTime > parameters.maximumSampleGapSeconds {
-            if hasPrevious { restartAfterGap() }
+            if hasPrevious { restartAfterGap(steps: &steps) }
             gridOrigin = time
             gridIndex = 0
         } else {
@@ -97,13 +104,14 @@ struct StepDetector: Sendable, Codable, Equatable {
         previousZ = z
     }
 
-    /// After a gap the interpolated signal would be fiction: drop unconfirmed steps and filter history.
-    private mutating func restartAfterGap() {
+    /// After a gap the interpolated signal would be fiction: settle the held step,
+    /// drop unconfirmed ones and the filter history.
+    private mutating func restartAfterGap(steps: inout [Double]) {
+        if hasLastCandidate { accept(time: lastCandidateTime, steps: &steps) }
         filtersStarted = false
-        inLobe = false
-        hasLastCandidate = false
-        pendingTimes.removeAll(keepingCapacity: true)
-        boutActive = false
+        searchingPeak = false
+        extremeValue = 0
+        endBout()
     }
 
     @inline(__always)
@@ -112,51 +120,100 @@ struct StepDetector: Sendable, Codable, Equatable {
             filtersStarted = true
             gravity = magnitude
             lowPass.settle(at: 0)
+            searchingPeak = false
+            extremeValue = 0
         }
         gravity += gravityAlpha * (magnitude - gravity)
         let filtered = lowPass.filter(magnitude - gravity)
         meanSquare += amplitudeAlpha * (filtered * filtered - meanSquare)
 
-        if filtered > 0 {
-            if !inLobe {
-                inLobe = true
-                lobeMaximum = filtered
-                lobeMaximumTime = time
-            } else if filtered > lobeMaximum {
-                lobeMaximum = filtered
-                lobeMaximumTime = time
+        // Peak/trough alternation with an adaptive prominence: a peak counts once the
+        // signal has dropped `delta` below it, so slow (stride-rate) swings of the
+        // baseline cannot merge two steps into one lobe or hide a step above zero.
+        let delta = max(parameters.minimumProminence, parameters.relativeProminence * meanSquare.squareRoot())
+        if searchingPeak {
+            if filtered > extremeValue {
+                extremeValue = filtered
+                extremeTime = time
+            } else if filtered < extremeValue - delta {
+                considerCandidate(time: extremeTime, value: extremeValue, steps: &steps)
+                searchingPeak = false
+                extremeValue = filtered
             }
-        } else if inLobe && filtered < -parameters.hysteresisFraction * meanSquare.squareRoot() {
-            inLobe = false
-            considerCandidate(time: lobeMaximumTime, value: lobeMaximum, steps: &steps)
+        } else if filtered < extremeValue {
+            extremeValue = filtered
+        } else if filtered > extremeValue + delta {
+            searchingPeak = true
+            extremeValue = filtered
+            extremeTime = time
         }
 
         if hasLastCandidate && time - lastCandidateTime > parameters.maximumStepIntervalSeconds {
-            // Pause: the bout ends; unconfirmed candidates were not walking.
-            hasLastCandidate = false
-            boutActive = false
-            pendingTimes.removeAll(keepingCapacity: true)
+            // Pause: the held candidate is settled, then the bout ends and unconfirmed
+            // candidates (too few to be walking) are dropped.
+            accept(time: lastCandidateTime, steps: &steps)
+            endBout()
         }
     }
 
+    private mutating func endBout() {
+        hasLastCandidate = false
+        boutActive = false
+        hasAcceptedStep = false
+        irregularIntervals = 0
+        stepPeriod = 0
+        pendingTimes.removeAll(keepingCapacity: true)
+    }
+
+    /// The newest candidate is held back until the next one is far enough away to
+    /// be a separate step; until then a stronger, closer peak replaces it. The
+    /// minimum spacing adapts to the walker's step period (a second bump of the
+    /// same step comes much sooner than the next step).
     private mutating func considerCandidate(time: Double, value: Double, steps: inout [Double]) {
-        let threshold = max(parameters.minimumPeakAmplitude, parameters.relativePeakThreshold * signalRMS)
-        guard value >= threshold else { return }
-        if hasLastCandidate && time - lastCandidateTime < parameters.minimumStepIntervalSeconds {
-            // Too close to be another step: keep the stronger one if it is still revocable.
-            if value > lastCandidateValue, !pendingTimes.isEmpty {
-                pendingTimes[pendingTimes.count - 1] = time
-                lastCandidateTime = time
-                lastCandidateValue = value
+        if hasLastCandidate {
+            let minimumGap = max(parameters.minimumStepIntervalSeconds,
+                                 parameters.minimumIntervalFractionOfPeriod * stepPeriod)
+            if time - lastCandidateTime < minimumGap {
+                if value > lastCandidateValue {
+                    lastCandidateTime = time
+                    lastCandidateValue = value
+                }
+                return
             }
-            return
+            accept(time: lastCandidateTime, steps: &steps)
         }
         hasLastCandidate = true
         lastCandidateTime = time
         lastCandidateValue = value
+    }
+
+    /// A settled candidate: counted at once inside a bout, otherwise pending confirmation.
+    private mutating func accept(time: Double, steps: inout [Double]) {
+        var regular = true
+        if hasAcceptedStep {
+            let interval = time - lastAcceptedTime
+            if stepPeriod > 0 {
+                let ratio = interval / stepPeriod
+                // A gait keeps its rhythm; one missed step doubles an interval.
+                regular = (0.6...1.6).contains(ratio) || (1.7...2.3).contains(ratio)
+            }
+            if interval <= parameters.maximumStepIntervalSeconds {
+                stepPeriod = stepPeriod == 0 ? interval : stepPeriod + Self.periodAlpha * (interval - stepPeriod)
+            }
+        }
+        hasAcceptedStep = true
+        lastAcceptedTime = time
         if boutActive {
-            steps.append(time)
-            return
+            irregularIntervals = regular ? 0 : irregularIntervals + 1
+            if irregularIntervals < parameters.irregularIntervalsToEndBout {
+                steps.append(time)
+                return
+            }
+            // The rhythm is gone (handling, shaking): walking must be confirmed afresh.
+            boutActive = false
+            irregularIntervals = 0
+            stepPeriod = 0
+            pendingTimes.removeAll(keepingCapacity: true)
         }
         pendingTimes.append(time)
         if pendingTimes.count >= parameters.stepsToConfirmBout {
@@ -170,26 +227,33 @@ struct StepDetector: Sendable, Codable, Equatable {
         }
     }
 
+    /// Walking is periodic: step intervals may alternate (the carrying side moves
+    /// differently), but stride intervals (every second step) stay nearly equal.
+    /// Random bumps and handling rarely pass both checks.
     private func pendingAreRegular() -> Bool {
         var shortest = Double.greatestFiniteMagnitude
         var longest = 0.0
+        var shortestStride = Double.greatestFiniteMagnitude
+        var longestStride = 0.0
         for index in 1..<pendingTimes.count {
             let interval = pendingTimes[index] - pendingTimes[index - 1]
             shortest = min(shortest, interval)
             longest = max(longest, interval)
+            if index >= 2 {
+                let stride = pendingTimes[index] - pendingTimes[index - 2]
+                shortestStride = min(shortestStride, stride)
+                longestStride = max(longestStride, stride)
+            }
         }
         return longest <= parameters.maximumStepIntervalSeconds
             && longest <= parameters.maximumIntervalRatio * shortest
+            && (pendingTimes.count < 3 || longestStride <= parameters.maximumStrideRatio * shortestStride)
     }
 
-    /// Session end: a lobe still open at the last sample is judged as if the signal had come down.
+    /// Session end: the held candidate is settled; a peak still rising at the last
+    /// sample is not a step (its fall was never seen).
     mutating func finish(steps: inout [Double]) {
-        if inLobe {
-            inLobe = false
-            considerCandidate(time: lobeMaximumTime, value: lobeMaximum, steps: &steps)
-        }
-        pendingTimes.removeAll(keepingCapacity: true)
-        boutActive = false
-        hasLastCandidate = false
+        if hasLastCandidate { accept(time: lastCandidateTime, steps: &steps) }
+        endBout()
     }
 }

@@ -26,12 +26,29 @@ final class BenchHTTPClient {
     /// Sends one request and returns (status, body).
     func request(_ method: String, _ target: String, token: String?, contentType: String = "application/json",
                  body: [UInt8] = []) throws -> (status: Int, body: [UInt8]) {
+        try sendRequest(method, target, token: token, contentType: contentType, body: body)
+        return try readResponse()
+    }
+
+    /// Sends a request without waiting for its answer (long-polls, event streams).
+    func sendRequest(_ method: String, _ target: String, token: String?, contentType: String = "application/json",
+                     body: [UInt8] = []) throws {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: bench\r\nContent-Length: \(body.count)\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         if !body.isEmpty { head += "Content-Type: \(contentType)\r\n" }
         head += "\r\n"
         try send(Array(head.utf8) + body)
-        return try readResponse()
+    }
+
+    /// Reads until `marker` has arrived (on a streamed body), dropping everything up to its end.
+    func readUntil(_ marker: [UInt8]) throws {
+        while true {
+            if let range = buffer.firstRange(of: marker) {
+                buffer.removeSubrange(buffer.startIndex..<range.upperBound)
+                return
+            }
+            try fill()
+        }
     }
 
     private func send(_ bytes: [UInt8]) throws {
@@ -50,7 +67,7 @@ final class BenchHTTPClient {
         buffer.append(contentsOf: chunk[0..<count])
     }
 
-    private func readResponse() throws -> (status: Int, body: [UInt8]) {
+    func readResponse() throws -> (status: Int, body: [UInt8]) {
         let separator: [UInt8] = [13, 10, 13, 10]
         var headEnd: Int?
         while headEnd == nil {

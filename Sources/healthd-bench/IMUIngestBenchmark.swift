@@ -24,21 +24,9 @@ enum IMUIngestBenchmark {
             }
         }
         do {
-            let directory = NSTemporaryDirectory() + "healthd-bench-imu-" + UUID().uuidString
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            var configuration = HealthdConfiguration()
-            configuration.dataDirectory = directory
-            configuration.accessLog = false
-            configuration.port = 0
-            // The benchmark measures ingest, not the abuse limits.
-            configuration.rateLimitPerAddressPerSecond = 0
-            configuration.rateLimitPerTokenPerSecond = 0
-            let store = try HealthStore(directory: directory)
-            defer { store.close() }
-            let adminToken = "bench-admin-token-0123456789"
-            let application = HealthApplication(configuration: configuration, store: store, adminToken: adminToken, accessLog: nil)
-            let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), responder: application)
-            try server.start()
+            let harness = try InProcessServer(name: "imu", connections: sessions)
+            defer { harness.stop() }
+            let (store, server) = (harness.store, harness.server)
             let user = try store.createUser(name: "bench")
             let (_, token) = try store.createAuthorization(user: user, app: "phone", read: [],
                                                            share: ["stepCount", "distanceWalkingRunning", "flightsClimbed"])
@@ -65,9 +53,6 @@ enum IMUIngestBenchmark {
             print(String(format: "  %.0f samples/s (%.1f MB/s of JSON), %.2f s, failures: %d, RSS %.0f MiB",
                          samples / seconds, Double(totalBytes) / seconds / 1e6, seconds, failures.withLock { $0 }, residentMegabytes()))
             print("  machine: \(machineDescription())")
-            let done = DispatchSemaphore(value: 0)
-            server.shutdown { done.signal() }
-            done.wait()
             return failures.withLock { $0 } == 0 ? 0 : 1
         } catch {
             print("healthd-bench imu-ingest: \(error)")

@@ -9,6 +9,16 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("pedometer-accuracy", "step-count error over a folder of traces with ground truth (default: ../shared/datasets/oxford-steps)",
      PedometerAccuracyReport.run),
     ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
+    ("samples", "sqlite-baseline, samples-write and samples-read in one run (issue 3's numbers)", { SamplesBenchmarkCommand.run("samples", $0) }),
+    ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
+    ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
+    ("samples-read", "GET /v1/samples pages of 1,000 from a large store", { SamplesBenchmarkCommand.run("samples-read", $0) }),
+    ("changes", "change feed: catch-up changes/s over HTTP, long-poll and SSE write-to-wake latency with idle subscribers",
+     ChangeFeedBenchmark.run),
+    ("statistics", "statistics through the route handlers over a year of steps (2 sources) and heart rate, cold and warm, "
+     + "vs SQLite GROUP BY and DuckDB; write throughput with and without cached indexes", StatisticsBenchmark.main),
+    ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
+     WorkoutSessionBenchmark.run),
 ]
 
 @MainActor func usage() -> String {

@@ -109,6 +109,7 @@ func runServe(_ options: ServeOptions) {
         source.setEventHandler {
             if stopping.begin() == false { exit(1) }
             log.event("stopping", fields: [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")])
+            application.beginShutdown()
             server.shutdown {
                 store.close()
                 log.event("stopped")

@@ -11,6 +11,6 @@ extension HealthdConfiguration {
                                maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes),
             timeouts: HTTPTimeouts(idle: idleTimeoutSeconds, header: headerTimeoutSeconds, body: bodyTimeoutSeconds),
             maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
-            maxStreamBacklogBytes: maxStreamBacklogBytes)
+            maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
     }
 }

@@ -29,6 +29,8 @@ case .serve(let options):
     runServe(options)
 case .seed(let options):
     runSeed(options)
-case .importFile, .export:
-    fail("this command is not in this build yet", status: 2)
+case .importFile(let options):
+    runImport(options)
+case .export(let options):
+    runExport(options)
 }

@@ -14,8 +14,8 @@ struct Fixture {
     let bob: String
     let bobApp: String
 
-    init() throws {
-        server = try TestServer()
+    init(configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+        server = try TestServer(configure: configure)
         alice = server.createUser("alice")
         bob = server.createUser("bob")
         let everything = ["stepCount", "heartRate", "distanceWalkingRunning", "bloodPressure", "bloodPressureSystolic",

@@ -106,21 +106,21 @@ class Browser:
     def __init__(self, binary):
         self.binary = binary
 
-    def run(self, url, *extra, timeout=120):
+    def run(self, url, *extra, timeout=120, budget_ms=15000):
         profile = tempfile.mkdtemp(prefix="healthd-chromium-")
         try:
             command = [self.binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--lang=en-US",
                        "--no-first-run", "--disable-extensions", "--disable-background-networking",
                        f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-                       "--virtual-time-budget=15000", *extra, url]
+                       f"--virtual-time-budget={budget_ms}", *extra, url]
             env = dict(os.environ, TZ=TIME_ZONE, LANG="en_US.UTF-8")
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
             return done.returncode, done.stdout, done.stderr
         finally:
             shutil.rmtree(profile, ignore_errors=True)
 
-    def dom(self, url):
-        code, out, err = self.run(url, "--dump-dom")
+    def dom(self, url, budget_ms=15000):
+        code, out, err = self.run(url, "--dump-dom", budget_ms=budget_ms)
         if code != 0 or "<html" not in out:
             raise RuntimeError(f"chromium --dump-dom failed ({code}): {err[-2000:]}")
         return DOM(out), err
@@ -592,7 +592,8 @@ def server_down_checks(browser, public):
     files = ThreadingHTTPServer(("127.0.0.1", 0), Down)
     threading.Thread(target=files.serve_forever, daemon=True).start()
     try:
-        dom, _ = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/#token=some-token")
+        # Under the page's 15 s retry interval, so the dump shows the banner, not a retry in flight.
+        dom, _ = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/#token=some-token", budget_ms=8000)
     finally:
         files.shutdown()
     check("an unreachable server shows the banner with a retry button",

@@ -249,7 +249,7 @@ def verify(port, token, ledger, round_name):
             return v.get("value") if isinstance(v, dict) else v
         if values:
             check(f"{round_name}: discrete min/max equal a recomputation",
-                  status == 200 and number("minimumQuantity") == min(values) and number("maximumQuantity") == max(values), (status, body[:300]))
+                  status == 200 and number("minimum") == min(values) and number("maximum") == max(values), (status, body[:300]))
 
 
 def run_round(args, round_index, rng):

@@ -268,6 +268,162 @@ def cli_checks(binary, public, busy_port):
         check("an unusable data directory is one clear line", code == 1 and "data directory" in err and err.count("\n") == 1, err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+def read_until(sock, data, predicate, timeout=10.0):
+    """Reads from sock into data until predicate(data) holds, the peer closes, or timeout."""
+    deadline = time.time() + timeout
+    while not predicate(data) and time.time() < deadline:
+        ready, _, _ = select.select([sock], [], [], max(0.0, deadline - time.time()))
+        if not ready:
+            break
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def open_event_stream(port, token, last_event_id=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    extra = f"Last-Event-ID: {last_event_id}\r\n" if last_event_id else ""
+    s.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+              f"Accept: text/event-stream\r\n{extra}\r\n".encode())
+    return s
+
+
+def event_ids(data):
+    return re.findall(rb"id: ([A-Za-z0-9_-]+)\nevent: change\n", data)
+
+
+def change_feed_checks(port):
+    """Returns an open event stream, to be checked for a clean end after the graceful stop."""
+    print("e2e: change feed")
+    st, _, b = http(port, "POST", "/v1/users", {"name": "feed"}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "e2e", "read": ["stepCount"], "share": ["stepCount"]}, token=ADMIN)
+    token = js(b)["token"]
+
+    def save(n):
+        uid = "00000000-0000-4000-8000-%012d" % n
+        sample = {"uuid": uid, "type": "stepCount", "value": n, "unit": "count",
+                  "start": "2026-03-01T10:%02d:00Z" % n, "end": "2026-03-01T10:%02d:30Z" % n}
+        st, _, _ = http(port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
+        return st, uid
+
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount", token=token)
+    anchor = js(b)["anchor"]
+    check("GET /v1/changes without an anchor is 200 with an anchor", st == 200 and anchor and js(b)["added"] == [])
+
+    # A long-poll on one connection, woken by a POST on another.
+    poll = socket.create_connection(("127.0.0.1", port), timeout=30)
+    poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+    time.sleep(0.3)
+    parked = read_until(poll, b"", lambda d: len(d) > 0, timeout=0.2)
+    check("a long-poll with nothing new stays open", parked == b"", parked[:80])
+    started = time.time()
+    st, uid = save(1)
+    answer = read_until(poll, b"", lambda d: b"\r\n\r\n" in d and uid.encode() in d, timeout=25)
+    elapsed = time.time() - started
+    poll.close()
+    check("the long-poll answers 200 with the sample a POST from another connection saved",
+          statuses(answer) == [200] and uid.encode() in answer, answer[:200])
+    check("the long-poll answered well before its 30 s wait", elapsed < 5, elapsed)
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount&wait=1&anchor=" + js(answer.split(b"\r\n\r\n", 1)[1])["anchor"], token=token)
+    check("a long-poll with nothing new times out with an empty page", st == 200 and js(b)["added"] == [] and js(b)["more"] is False, b[:120])
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount&anchor=forged", token=token)
+    check("a forged anchor is 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
+
+    # Server-Sent Events read off a raw socket, as curl -N would.
+    stream = open_event_stream(port, token)
+    data = read_until(stream, b"", lambda d: len(event_ids(d)) >= 1)
+    head = data.split(b"\r\n\r\n", 1)[0].lower()
+    check("the stream is 200 text/event-stream, chunked", statuses(data)[:1] == [200] and b"content-type: text/event-stream" in head
+          and b"transfer-encoding: chunked" in head, data[:300])
+    first_id = (event_ids(data) or [b""])[0].decode()
+    st, uid2 = save(2)
+    data = read_until(stream, data, lambda d: uid2.encode() in d)
+    check("a POST on another connection arrives as an event: change", uid2.encode() in data and len(event_ids(data)) == 2, data[-300:])
+    resumed = open_event_stream(port, token, last_event_id=first_id)
+    replay = read_until(resumed, b"", lambda d: uid2.encode() in d)
+    resumed.close()
+    check("Last-Event-ID resumes with what came after it", uid2.encode() in replay and uid.encode() not in replay, replay[-300:])
+    bad = raw(port, f"GET /v1/changes/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nLast-Event-ID: nope\r\nConnection: close\r\n\r\n".encode())
+    check("a forged Last-Event-ID is 400", statuses(bad) == [400], bad[:80])
+    return stream
+
+
+def zone_events(data):
+    return [js(m) for m in re.findall(rb"event: zone\ndata: (\{[^\n]*\})\n\n", data)]
+
+
+def workout_session_checks(port):
+    """A coaching app's session: zone events on a raw-socket stream, then the saved workout."""
+    print("e2e: workout sessions and zone events")
+    st, _, b = http(port, "POST", "/v1/users", {"name": "runner"}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "coach", "read": ["heartRate", "activeEnergyBurned"],
+                                                         "share": ["workout", "heartRate", "activeEnergyBurned"]}, token=ADMIN)
+    coach = js(b)["token"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "steps", "read": ["stepCount"], "share": []}, token=ADMIN)
+    steps = js(b)["token"]
+
+    st, _, b = http(port, "POST", "/v1/workout-sessions", {"activityType": "running", "zone": {"low": 120, "high": 150}}, token=coach)
+    session = js(b) or {}
+    check("POST /v1/workout-sessions is 201 running", st == 201 and session.get("state") == "running" and session.get("start"), b[:200])
+    st, _, b = http(port, "POST", "/v1/workout-sessions", {"activityType": "running", "zone": {"low": 150, "high": 120}}, token=coach)
+    check("a zone with low >= high is 400 naming zone.high", st == 400 and b"zone.high" in b, b[:200])
+    st, _, b = http(port, "POST", "/v1/workout-sessions", {"activityType": "running"}, token=steps)
+    check("starting without share permission for workout is 403", st == 403, b[:120])
+    sid = session.get("id", "")
+    start = session.get("start", "2026-01-01T00:00:00.000Z")
+    base = time.mktime(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone + int(start[20:23]) / 1000
+
+    def at(seconds):
+        t = base + seconds
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int(round((t % 1) * 1000) % 1000)
+
+    def open_stream(token):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(f"GET /v1/changes/stream?types=heartRate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+        return s, read_until(s, b"", lambda d: b"event: change" in d)
+
+    reader, data = open_stream(coach)
+    other, other_data = open_stream(steps)
+    for seconds, bpm in [(1, 100), (2, 110), (3, 135), (4, 170)]:
+        sample = {"type": "heartRate", "value": bpm, "unit": "count/min", "start": at(seconds), "end": at(seconds)}
+        http(port, "POST", "/v1/samples", {"samples": [sample]}, token=coach)
+    data = read_until(reader, data, lambda d: len(zone_events(d)) >= 3)
+    events = zone_events(data)
+    check("the reader's stream carries event: zone below, in, above (110 bpm is no change)",
+          [e.get("state") for e in events] == ["below", "in", "above"] and [e.get("heartRate") for e in events] == [100, 135, 170]
+          and all(e.get("session") == sid for e in events), data[-400:])
+    check("zone events carry no id (Last-Event-ID stays a change anchor)", b"id: " not in data.split(b"event: zone")[1].split(b"\n\n")[0], data[-200:])
+    other_data = read_until(other, other_data, lambda d: b"event: zone" in d, timeout=1.0)
+    check("an app that may not read heartRate gets no zone event", b"event: zone" not in other_data, other_data[-200:])
+    reader.close()
+    other.close()
+
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/resume", token=coach)
+    check("resume while running is 409 naming the state", st == 409 and b"running" in b, b[:200])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/pause", token=coach)
+    check("pause is 200 paused", st == 200 and js(b)["state"] == "paused", b[:200])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/resume", body=b"{}", token=coach)
+    check("resume is 200 running", st == 200 and js(b)["state"] == "running", b[:200])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/pause", token=steps)
+    check("another app's session is 404", st == 404, b[:120])
+    st, _, b = http(port, "POST", f"/v1/workout-sessions/{sid}/end", token=coach)
+    ended = js(b) or {}
+    check("end is 200 ended with the saved workout's uuid", st == 200 and ended.get("state") == "ended" and ended.get("workout"), b[:300])
+    st, _, b = http(port, "GET", f"/v1/samples/{ended.get('workout')}", token=coach)
+    workout = js(b) or {}
+    check("the workout sample carries the activity type and pause/resume events",
+          st == 200 and workout.get("activityType") == "running" and [e["type"] for e in workout.get("events", [])] == ["pause", "resume"], b[:300])
+
+
+def check_stream_ended(stream):
+    data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
+    stream.close()
+    check("an open event stream ends cleanly (last chunk) on graceful stop", data.endswith(b"0\r\n\r\n"), data[-80:])
 def seed_and_demo_checks(binary, public):
     """healthd seed twice stores nothing twice; serve --demo prints a dashboard URL whose token reads steps."""
     import sqlite3
@@ -339,6 +495,96 @@ def seed_and_demo_checks(binary, public):
     check("a rerun of serve --demo keeps one demo user", users == 1)
     shutil.rmtree(demo_dir, ignore_errors=True)
 
+def import_export_checks(binary, public):
+    """healthd import (zip and XML, twice), then GET /v1/export and healthd export agree."""
+    print("e2e: Apple Health import and export")
+    fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "apple-health")
+    data_dir = tempfile.mkdtemp(prefix="healthd-e2e-import-")
+    try:
+        def run(*args):
+            return subprocess.run([binary, *args, "--data-dir", data_dir], capture_output=True, text=True, timeout=120)
+        first = run("import", os.path.join(fixtures, "alxdrcirilo", "export.zip"), "--user", "me")
+        check("import export.zip exits 0", first.returncode == 0, first.stderr)
+        check("import export.zip stores 8 samples", "imported 8 new samples" in first.stdout, first.stdout)
+        again = run("import", os.path.join(fixtures, "alxdrcirilo", "export.xml"), "--user", "me")
+        check("importing the same export as XML stores nothing twice",
+              again.returncode == 0 and "imported 0 new samples" in again.stdout and "8 already stored" in again.stdout, again.stdout)
+        dtd = run("import", os.path.join(fixtures, "tdda", "export6s3sample.xml"), "--user", "me")
+        check("import with an internal DTD", dtd.returncode == 0 and "imported 16 new samples" in dtd.stdout, dtd.stdout + dtd.stderr)
+        bad_path = os.path.join(data_dir, "not-an-export.zip")
+        with open(bad_path, "wb") as f:
+            f.write(b"PK\x03\x04 this is no zip")
+        bad = run("import", bad_path, "--user", "me")
+        check("a broken zip is one clear error line, status 1", bad.returncode == 1 and bad.stderr.startswith("healthd:"), bad.stderr)
+        out_path = os.path.join(data_dir, "export.ndjson")
+        exported = run("export", "--user", "me", "--output", out_path)
+        lines = [json.loads(l) for l in open(out_path)] if exported.returncode == 0 else []
+        check("healthd export writes every sample as NDJSON", len(lines) == 24, exported.stdout + exported.stderr)
+
+        server = Server(binary, public, data_dir=data_dir)
+        try:
+            types = ["heartRate", "activeEnergyBurned", "appleExerciseTime", "appleStandTime", "sleepAnalysis",
+                     "stepCount", "distanceWalkingRunning", "workout"]
+            status, _, body = http(server.port, "POST", "/v1/authorizations",
+                                   {"user": "me", "app": "e2e-export", "read": types, "share": []}, token=ADMIN)
+            token = (js(body) or {}).get("token")
+            check("authorization for the imported user", status == 201 and token, body)
+            status, headers, body = http(server.port, "GET", "/v1/export", token=token)
+            streamed = [json.loads(l) for l in body.decode().splitlines() if l]
+            check("GET /v1/export streams NDJSON", status == 200 and headers.get("Content-Type") == "application/x-ndjson", headers)
+            check("GET /v1/export has the same samples as healthd export",
+                  [s["uuid"] for s in streamed] == [s["uuid"] for s in lines], (len(streamed), len(lines)))
+            check("GET /v1/export is chunked", headers.get("Transfer-Encoding") == "chunked", headers)
+            status, _, body = http(server.port, "GET", "/v1/export?types=sleepAnalysis", token=token)
+            check("GET /v1/export?types= filters", status == 200 and len(body.decode().splitlines()) == 2, body[:200])
+            status, _, body = http(server.port, "GET", "/v1/export?types=bogus", token=token)
+            check("GET /v1/export with an unknown type is 400", status == 400, body)
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def statistics_checks(port):
+    print("e2e: statistics")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "stats-e2e"}, token=ADMIN)
+    user = js(b)["id"]
+    types = ["stepCount", "heartRate"]
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "iphone", "read": types, "share": types}, token=ADMIN)
+    phone = js(b)["token"]
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "watch", "read": [], "share": types}, token=ADMIN)
+    watch = js(b)["token"]
+    walk = {"type": "stepCount", "unit": "count", "start": "2024-03-10T10:00:00-04:00", "end": "2024-03-10T10:10:00-04:00"}
+    http(port, "POST", "/v1/samples", {"samples": [dict(walk, value=1000)]}, token=phone)
+    http(port, "POST", "/v1/samples", {"samples": [dict(walk, value=900)]}, token=watch)
+    q = "/v1/statistics?type=stepCount&options=cumulativeSum,separateBySource&start=2024-03-10T00:00:00Z&end=2024-03-11T00:00:00Z"
+    st, h, b = http(port, "GET", q, token=phone)
+    body = js(b) or {}
+    check("iPhone + Watch overlap counted once", st == 200 and body.get("sum") == 1000 and len(body.get("sources", [])) == 2, b)
+    st, h, b = http(port, "GET", q, token=watch)
+    check("without read permission only the app's own steps count", st == 200 and (js(b) or {}).get("sum") == 900, b)
+    q = ("/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&timeZone=America/New_York"
+         "&start=2024-03-09T05:00:00Z&end=2024-03-11T04:00:00Z")
+    st, h, b = http(port, "GET", q, token=phone)
+    buckets = (js(b) or {}).get("buckets", [])
+    check("DST day bucket spans 23 hours with both offsets",
+          st == 200 and len(buckets) == 2 and buckets[1]["start"] == "2024-03-10T00:00:00.000-05:00"
+          and buckets[1]["end"] == "2024-03-11T00:00:00.000-04:00" and buckets[1].get("sum") == 1000 and "sum" not in buckets[0], b)
+    st, h, b = http(port, "GET", "/v1/statistics?type=stepCount&options=discreteAverage&start=2024-03-10T00:00:00Z&end=2024-03-11T00:00:00Z", token=phone)
+    check("option/aggregation mismatch is 400", st == 400 and js(b)["code"] == "errorInvalidArgument", b)
+    st, h, b = http(port, "PUT", "/v1/sources/priority", {"user": user, "type": "stepCount", "order": ["watch"]}, token=ADMIN)
+    check("PUT /v1/sources/priority (admin)", st == 200 and js(b)["order"] == ["watch", "iphone"], b)
+    st, h, b = http(port, "GET", "/v1/statistics?type=stepCount&options=cumulativeSum&start=2024-03-10T00:00:00Z&end=2024-03-11T00:00:00Z", token=phone)
+    check("priority change reaches the next query", st == 200 and js(b).get("sum") == 900, b)
+    st, h, b = http(port, "PUT", "/v1/sources/priority", {"user": user, "type": "stepCount", "order": ["nobody"]}, token=ADMIN)
+    check("unknown app in a priority order is 400 naming it", st == 400 and b"nobody" in b, b)
+    st, h, b = http(port, "GET", "/v1/summary?date=2024-03-10&timeZone=America/New_York&period=week", token=phone)
+    check("weekly summary merges sources", st == 200 and js(b).get("steps") == 900 and js(b)["start"].startswith("2024-03-04"), b)
+    st, h, b = http(port, "GET", "/v1/activity-summaries?start=2024-03-09&end=2024-03-10&timeZone=America/New_York", token=phone)
+    check("activity summaries list every day with default goals",
+          st == 200 and [d["date"] for d in js(b)["summaries"]] == ["2024-03-09", "2024-03-10"]
+          and js(b)["summaries"][0]["appleStandHoursGoal"] == 12, b)
+
 
 def main():
     from malformed import malformed_http_checks  # modules of their own; they import this one
@@ -355,7 +601,10 @@ def main():
         api_checks(server.port)
         privacy_token = privacy_traffic(server.port)
         dashboard_asset_checks(server.port)
+        statistics_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
+        feed_stream = change_feed_checks(server.port)
+        workout_session_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
@@ -363,7 +612,9 @@ def main():
         check("the access log has a line per request", log.count('"msg":"request"') > 20, log[-300:])
         check("no token and no health value in the access log", privacy_token not in log and ADMIN not in log
               and "4242.4242" not in log and "42.424242" not in log and "7070707" not in log, [l for l in log.splitlines() if privacy_token in l or "4242" in l][:3])
+        check_stream_ended(feed_stream)
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
+        import_export_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""DuckDB baseline for `healthd-bench statistics`: the same three GROUP BY queries over the same rows.
+
+Usage: statistics_duckdb.py SQLITE_PATH USER_ROW_ID ORIGIN_MS YEAR_END_MS JUNE_MS
+Rows are copied out of healthd's SQLite file (Python's sqlite3) through a CSV file into an in-memory
+DuckDB table (DuckDB's sqlite extension would need a download, which this machine cannot make). Needs `pip install duckdb`.
+"""
+import csv, os, sqlite3, sys, tempfile, time
+
+try:
+    import duckdb
+except ImportError:
+    print("  skipped: DuckDB is not installed (pip install duckdb)")
+    sys.exit(0)
+
+path, user, origin, year_end, june = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+codes = dict(source.execute("SELECT name, id FROM type_codes WHERE name IN ('stepCount', 'heartRate')"))
+con = duckdb.connect()
+started = time.perf_counter()
+# Through a CSV file: DuckDB's CSV reader is native and fast; row inserts from Python are not.
+with tempfile.NamedTemporaryFile("w", suffix=".csv", newline="", delete=False) as handle:
+    csv_path = handle.name
+    writer = csv.writer(handle)
+    writer.writerow(["type_id", "start_ms", "end_ms", "value", "source_id"])
+    cursor = source.execute("SELECT type_id, start_ms, end_ms, value, source_id FROM samples WHERE user_id = ? AND type_id IN (?, ?)",
+                            (user, codes["stepCount"], codes["heartRate"]))
+    rows = 0
+    while True:
+        chunk = cursor.fetchmany(100_000)
+        if not chunk:
+            break
+        writer.writerows(chunk)
+        rows += len(chunk)
+con.execute(f"CREATE TABLE samples AS SELECT * FROM read_csv('{csv_path}', header = true, "
+            "columns = {'type_id': 'INTEGER', 'start_ms': 'BIGINT', 'end_ms': 'BIGINT', 'value': 'DOUBLE', 'source_id': 'INTEGER'})")
+os.remove(csv_path)
+print(f"  loaded {rows} rows in {time.perf_counter() - started:.1f} s (DuckDB {duckdb.__version__})")
+seoul = 9 * 3_600_000
+queries = [
+    ("daily step sums", f"SELECT (start_ms + {seoul}) // 86400000 AS d, sum(value) FROM samples WHERE type_id = {codes['stepCount']} AND start_ms >= {origin} AND start_ms < {year_end} GROUP BY d"),
+    ("hourly step sums", f"SELECT (start_ms + {seoul}) // 3600000 AS h, sum(value) FROM samples WHERE type_id = {codes['stepCount']} AND start_ms >= {june} AND start_ms < {june + 30 * 86_400_000} GROUP BY h"),
+    ("daily heart rate avg/min/max", f"SELECT (start_ms + {seoul}) // 86400000 AS d, avg(value), min(value), max(value) FROM samples WHERE type_id = {codes['heartRate']} AND start_ms >= {origin} AND start_ms < {year_end} GROUP BY d"),
+]
+for name, sql in queries:
+    times = []
+    for _ in range(30):
+        t = time.perf_counter()
+        result = con.execute(sql).fetchall()
+        times.append((time.perf_counter() - t) * 1000)
+    times.sort()
+    print(f"  {name}: p50 {times[len(times) // 2]:.1f} ms, p99 {times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]:.1f} ms ({len(result)} groups, 30 runs)")

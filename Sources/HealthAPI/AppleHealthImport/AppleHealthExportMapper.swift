@@ -1,0 +1,495 @@
+import HealthModel
+import HealthStore
+
+/// Something the Health app's `export.xml` yields, in document order.
+public enum AppleHealthImportItem: Sendable, Hashable {
+    case sample(SourcedSample)
+    /// `Me`: characteristic id -> stored value (`biologicalSex` -> `male`).
+    case characteristics([String: String])
+    case activitySummary(ActivitySummary)
+    case skipped(AppleHealthSkip)
+}
+
+/// A record that was not imported, and why.
+public struct AppleHealthSkip: Sendable, Hashable {
+    /// The element (`Record`, `Workout`, ...).
+    public var element: String
+    /// The record's type as the export spells it (`HKQuantityTypeIdentifierStepCount`), or the element name.
+    public var type: String
+    public var reason: String
+    public init(element: String, type: String, reason: String) {
+        self.element = element
+        self.type = type
+        self.reason = reason
+    }
+}
+
+/// The pure core of `healthd import`: turns XML element events of an Apple Health export into
+/// samples, characteristics and activity summaries. It never fails: a record it cannot map is
+/// skipped with a reason. Feed `start`/`end` in document order and drain `items`.
+public struct AppleHealthExportMapper {
+    public private(set) var items: [AppleHealthImportItem] = []
+
+    private struct OpenRecord {
+        var attributes: [String: String]
+        var metadata: [MetadataEntry] = []
+    }
+
+    private struct OpenWorkout {
+        var attributes: [String: String]
+        var metadata: [MetadataEntry] = []
+        var events: [WorkoutEvent] = []
+        /// WorkoutStatistics sums by quantity type, in canonical units (kcal, m).
+        var energyFromStatistics: Double?
+        var distanceFromStatistics: Double?
+    }
+
+    private var record: OpenRecord?
+    private var correlation: OpenRecord?
+    private var correlationObjects: [HealthSample] = []
+    private var correlationSkips = 0
+    private var workout: OpenWorkout?
+    /// Depth inside `WorkoutActivity` (iOS 16+): its events and statistics count for the workout,
+    /// its metadata describes the activity and is not the workout's.
+    private var workoutActivityDepth = 0
+    private var deviceCache: [String: SampleDevice] = [:]
+
+    public init() {}
+
+    /// Hands over the items produced so far.
+    public mutating func drain() -> [AppleHealthImportItem] {
+        defer { items.removeAll(keepingCapacity: true) }
+        return items
+    }
+
+    public mutating func start(_ element: String, _ attributes: [String: String]) {
+        switch element {
+        case "Record":
+            record = OpenRecord(attributes: attributes)
+        case "MetadataEntry":
+            guard let key = attributes["key"], let value = attributes["value"] else { return }
+            let entry = MetadataEntry(key: key, value: .string(value))
+            if record != nil {
+                record?.metadata.append(entry)
+            } else if workoutActivityDepth > 0 {
+                return
+            } else if workout != nil {
+                workout?.metadata.append(entry)
+            } else if correlation != nil {
+                correlation?.metadata.append(entry)
+            }
+        case "Correlation":
+            correlation = OpenRecord(attributes: attributes)
+            correlationObjects = []
+            correlationSkips = 0
+        case "Workout":
+            workout = OpenWorkout(attributes: attributes)
+            workoutActivityDepth = 0
+        case "WorkoutActivity":
+            if workout != nil { workoutActivityDepth += 1 }
+        case "WorkoutEvent":
+            guard workout != nil else { return }
+            addWorkoutEvent(attributes)
+        case "WorkoutStatistics":
+            guard workout != nil else { return }
+            addWorkoutStatistics(attributes)
+        case "ActivitySummary":
+            mapActivitySummary(attributes)
+        case "Me":
+            mapCharacteristics(attributes)
+        default:
+            break
+        }
+    }
+
+    public mutating func end(_ element: String) {
+        switch element {
+        case "Record":
+            guard let open = record else { return }
+            record = nil
+            let inCorrelation = correlation != nil
+            switch mapRecord(open) {
+            case .success(let sample):
+                if inCorrelation { correlationObjects.append(sample) } else { emit(sample, open.attributes) }
+            case .failure(let skip):
+                if inCorrelation { correlationSkips += 1 }
+                items.append(.skipped(skip))
+            }
+        case "Correlation":
+            guard let open = correlation else { return }
+            correlation = nil
+            mapCorrelation(open)
+        case "WorkoutActivity":
+            if workoutActivityDepth > 0 { workoutActivityDepth -= 1 }
+        case "Workout":
+            guard let open = workout else { return }
+            workout = nil
+            workoutActivityDepth = 0
+            mapWorkout(open)
+        default:
+            break
+        }
+    }
+
+    private mutating func emit(_ sample: HealthSample, _ attributes: [String: String]) {
+        items.append(.sample(SourcedSample(app: Self.app(attributes), sample: sample)))
+    }
+
+    private static func app(_ attributes: [String: String]) -> String {
+        let name = attributes["sourceName"] ?? ""
+        return name.isEmpty ? "Health" : name
+    }
+
+    // MARK: Records
+
+    private enum Mapped {
+        case success(HealthSample)
+        case failure(AppleHealthSkip)
+    }
+
+    private mutating func mapRecord(_ open: OpenRecord) -> Mapped {
+        let attributes = open.attributes
+        let typeName = attributes["type"] ?? ""
+        func skip(_ reason: String) -> Mapped { .failure(AppleHealthSkip(element: "Record", type: typeName, reason: reason)) }
+        guard let type = HealthTypeCatalog.type(typeName), type.kind == .quantity || type.kind == .category else {
+            return skip("type not supported by healthd")
+        }
+        let interval: (start: Int64, end: Int64)
+        switch Self.interval(attributes, for: type) {
+        case .success(let value): interval = value
+        case .failure(let reason): return skip(reason)
+        }
+        guard let valueText = attributes["value"] else { return skip("no value") }
+        let content: SampleContent
+        let hashValue: String
+        do {
+            if type.kind == .quantity {
+                guard let number = Double(valueText) else { return skip("value '\(valueText)' is not a number") }
+                let canonical = try HealthValidation.quantity(number, unitString: attributes["unit"] ?? "", for: type)
+                content = .quantity(canonical)
+                hashValue = String(canonical.bitPattern, radix: 16)
+            } else {
+                let name: String
+                if let raw = Int(valueText) {
+                    name = try HealthValidation.categoryValue(rawValue: raw, for: type)
+                } else {
+                    name = try HealthValidation.categoryValue(valueText, for: type)
+                }
+                content = .category(name)
+                hashValue = name
+            }
+            try HealthValidation.metadata(keyCount: open.metadata.count)
+        } catch {
+            return skip(error.detail)
+        }
+        let app = Self.app(attributes)
+        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), hashValue])
+        return .success(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: content,
+                                     metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])))
+    }
+
+    private mutating func mapCorrelation(_ open: OpenRecord) {
+        let attributes = open.attributes
+        let typeName = attributes["type"] ?? ""
+        func skip(_ reason: String) {
+            items.append(.skipped(AppleHealthSkip(element: "Correlation", type: typeName, reason: reason)))
+        }
+        guard let type = HealthTypeCatalog.type(typeName), type.kind == .correlation else {
+            return skip("type not supported by healthd")
+        }
+        let interval: (start: Int64, end: Int64)
+        switch Self.interval(attributes, for: type) {
+        case .success(let value): interval = value
+        case .failure(let reason): return skip(reason)
+        }
+        var objects: [HealthSample] = []
+        for object in correlationObjects where !objects.contains(where: { $0.uuid == object.uuid }) {
+            guard type.allowsObject(ofType: object.type) else {
+                return skip("\(type.id) may not hold \(object.type)")
+            }
+            objects.append(object)
+        }
+        guard !objects.isEmpty else {
+            return skip(correlationSkips > 0 ? "none of its records could be imported" : "no records")
+        }
+        let app = Self.app(attributes)
+        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end)]
+                                    + objects.map(\.uuid.uuidString).sorted())
+        emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .correlation(objects),
+                          metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])), attributes)
+    }
+
+    // MARK: Workouts
+
+    private static let eventTypes: [String: WorkoutEventType] = [
+        "HKWorkoutEventTypePause": .pause, "HKWorkoutEventTypeResume": .resume, "HKWorkoutEventTypeLap": .lap,
+        "HKWorkoutEventTypeMarker": .marker, "HKWorkoutEventTypeSegment": .segment,
+        "HKWorkoutEventTypeMotionPaused": .pause, "HKWorkoutEventTypeMotionResumed": .resume,
+    ]
+
+    private mutating func addWorkoutEvent(_ attributes: [String: String]) {
+        // Types healthd does not model (pause-or-resume requests) are left out of the workout, not fatal.
+        guard let type = attributes["type"].flatMap({ Self.eventTypes[$0] }),
+              let date = (attributes["date"] ?? attributes["startDate"]).flatMap({ HealthDate.parseAppleExportDate($0) }),
+              workout?.events.contains(WorkoutEvent(type: type, date: date)) == false else { return }
+        workout?.events.append(WorkoutEvent(type: type, date: date))
+    }
+
+    private mutating func addWorkoutStatistics(_ attributes: [String: String]) {
+        guard let typeName = attributes["type"], let sumText = attributes["sum"], let sum = Double(sumText),
+              let unit = attributes["unit"] else { return }
+        if typeName == "HKQuantityTypeIdentifierActiveEnergyBurned" {
+            let canonical = try? HealthValidation.workoutTotal(sum, unit: unit, canonicalUnit: HealthTypeCatalog.workoutTotalEnergyBurnedUnit,
+                                                               field: "totalEnergyBurned")
+            if let canonical, var open = workout { open.energyFromStatistics = (open.energyFromStatistics ?? 0) + canonical; workout = open }
+        } else if typeName.hasPrefix("HKQuantityTypeIdentifierDistance") {
+            let canonical = try? HealthValidation.workoutTotal(sum, unit: unit, canonicalUnit: HealthTypeCatalog.workoutTotalDistanceUnit,
+                                                               field: "totalDistance")
+            if let canonical, var open = workout { open.distanceFromStatistics = (open.distanceFromStatistics ?? 0) + canonical; workout = open }
+        }
+    }
+
+    private mutating func mapWorkout(_ open: OpenWorkout) {
+        let attributes = open.attributes
+        let activityText = attributes["workoutActivityType"] ?? ""
+        func skip(_ reason: String) {
+            items.append(.skipped(AppleHealthSkip(element: "Workout", type: activityText.isEmpty ? "Workout" : activityText,
+                                                  reason: reason)))
+        }
+        let type = HealthTypeCatalog.workoutType
+        let interval: (start: Int64, end: Int64)
+        switch Self.interval(attributes, for: type) {
+        case .success(let value): interval = value
+        case .failure(let reason): return skip(reason)
+        }
+        let details: WorkoutDetails
+        do {
+            let activity = try HealthValidation.workoutActivityType(activityText, field: "workoutActivityType")
+            let energy = try Self.total(attributes, "totalEnergyBurned", HealthTypeCatalog.workoutTotalEnergyBurnedUnit)
+                ?? open.energyFromStatistics
+            let distance = try Self.total(attributes, "totalDistance", HealthTypeCatalog.workoutTotalDistanceUnit)
+                ?? open.distanceFromStatistics
+            try HealthValidation.metadata(keyCount: open.metadata.count)
+            details = WorkoutDetails(activityType: activity, totalEnergyBurned: energy, totalDistance: distance,
+                                     events: open.events.sorted { ($0.date, $0.type.rawValue) < ($1.date, $1.type.rawValue) })
+        } catch {
+            return skip(error.detail)
+        }
+        let app = Self.app(attributes)
+        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), details.activityType])
+        emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .workout(details),
+                          metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])), attributes)
+    }
+
+    private static func total(_ attributes: [String: String], _ name: String, _ canonical: HealthUnit)
+        throws(HealthValidationError) -> Double? {
+        guard let text = attributes[name], let unit = attributes[name + "Unit"] else { return nil }
+        guard let value = Double(text) else {
+            throw HealthValidationError(field: name, reason: .valueNotFinite, detail: "\(name) '\(text)' is not a number")
+        }
+        return try HealthValidation.workoutTotal(value, unit: unit, canonicalUnit: canonical, field: name)
+    }
+
+    // MARK: Activity summaries and characteristics
+
+    private mutating func mapActivitySummary(_ attributes: [String: String]) {
+        func skip(_ reason: String) {
+            items.append(.skipped(AppleHealthSkip(element: "ActivitySummary", type: "ActivitySummary", reason: reason)))
+        }
+        guard let dayText = attributes["dateComponents"], let day = HealthDate.parseDay(dayText) else {
+            return skip("dateComponents is missing or not YYYY-MM-DD")
+        }
+        func number(_ name: String) -> Double? {
+            guard let text = attributes[name], let value = Double(text), value.isFinite, value >= 0 else { return nil }
+            return value
+        }
+        // Energy may be in any energy unit; healthd keeps kilocalories.
+        var energyScale = 1.0
+        if let unitText = attributes["activeEnergyBurnedUnit"] {
+            guard let unit = try? HealthUnit.parse(unitText), let scale = try? unit.convert(1, to: .kilocalorie) else {
+                return skip("activeEnergyBurnedUnit '\(unitText)' is not an energy unit")
+            }
+            energyScale = scale
+        }
+        let summary = ActivitySummary(
+            day: day, activeEnergyBurned: number("activeEnergyBurned").map { $0 * energyScale },
+            activeEnergyBurnedGoal: number("activeEnergyBurnedGoal").map { $0 * energyScale },
+            appleMoveTime: number("appleMoveTime"), appleMoveTimeGoal: number("appleMoveTimeGoal"),
+            appleExerciseTime: number("appleExerciseTime"), appleExerciseTimeGoal: number("appleExerciseTimeGoal"),
+            appleStandHours: number("appleStandHours"), appleStandHoursGoal: number("appleStandHoursGoal"))
+        items.append(.activitySummary(summary))
+    }
+
+    private mutating func mapCharacteristics(_ attributes: [String: String]) {
+        let prefix = HealthTypeKind.characteristic.identifierPrefix
+        var values: [String: String] = [:]
+        for (name, text) in attributes.sorted(by: { $0.key < $1.key }) where !text.isEmpty {
+            func skip(_ reason: String) {
+                items.append(.skipped(AppleHealthSkip(element: "Me", type: name, reason: reason)))
+            }
+            guard let type = HealthTypeCatalog.type(name), type.kind == .characteristic else {
+                if name.hasPrefix(prefix) { skip("characteristic not supported by healthd") }
+                continue
+            }
+            if type.id == "dateOfBirth" {
+                guard HealthDate.parseDay(text) != nil else { skip("'\(text)' is not a date YYYY-MM-DD"); continue }
+                values[type.id] = text
+            } else if let caseName = type.values?.caseName(for: text) {
+                values[type.id] = caseName
+            } else {
+                skip("'\(text)' is not a value of \(type.id)")
+            }
+        }
+        if !values.isEmpty { items.append(.characteristics(values)) }
+    }
+
+    // MARK: Shared parts
+
+    private enum IntervalResult {
+        case success((start: Int64, end: Int64))
+        case failure(String)
+    }
+
+    private static func interval(_ attributes: [String: String], for type: HealthType) -> IntervalResult {
+        guard let startText = attributes["startDate"], let start = HealthDate.parseAppleExportDate(startText) else {
+            return .failure("startDate is missing or not 'YYYY-MM-DD HH:MM:SS ±HHMM'")
+        }
+        guard let endText = attributes["endDate"], let end = HealthDate.parseAppleExportDate(endText) else {
+            return .failure("endDate is missing or not 'YYYY-MM-DD HH:MM:SS ±HHMM'")
+        }
+        do {
+            try HealthValidation.interval(start: start, end: end, for: type, startField: "startDate", endField: "endDate")
+        } catch {
+            return .failure(error.detail)
+        }
+        return .success((start, end))
+    }
+
+    /// HealthKit refuses duplicate metadata keys; the first one wins.
+    private static func uniqueKeys(_ metadata: [MetadataEntry]) -> [MetadataEntry] {
+        guard metadata.count > 1 else { return metadata }
+        var seen: Set<String> = []
+        return metadata.filter { seen.insert($0.key).inserted }
+    }
+
+    /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
+    /// imported twice, or from an overlapping later export, gets the same uuid. Like version 7, the
+    /// first 48 bits are the sample's start (Unix ms): exports list each type's records in time
+    /// order, so inserts land at the end of the uuid index instead of at random pages (a third of
+    /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
+    /// content: far faster than SHA-256, and collisions would only matter between records of one
+    /// user's own export, which is not adversarial.
+    static func contentUUID(start: Int64, _ fields: [String]) -> HealthUUID {
+        var bytes: [UInt8] = Array("healthd-apple-health-import".utf8)
+        bytes.reserveCapacity(128)
+        for field in fields {
+            bytes.append(0x1F)
+            bytes.append(contentsOf: field.utf8)
+        }
+        let (hashHigh, hashLow) = bytes.withUnsafeBytes { ContentHash.murmur3x64_128($0) }
+        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
+        let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
+        let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
+        return HealthUUID(high: high, low: low)
+    }
+
+    /// `<<HKDevice: 0x283a>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,1, software:10.1>`.
+    private mutating func device(_ text: String?) -> SampleDevice? {
+        guard let text, !text.isEmpty else { return nil }
+        if let cached = deviceCache[text] { return cached }
+        let device = Self.parseDevice(text)
+        if deviceCache.count >= 4096 { deviceCache.removeAll(keepingCapacity: true) }
+        deviceCache[text] = device
+        return device
+    }
+
+    static func parseDevice(_ text: String) -> SampleDevice? {
+        var body = Substring(text)
+        if body.hasPrefix("<<"), let close = body.firstIndex(of: ">") {
+            body = body[body.index(after: close)...]
+        } else if body.hasPrefix("<") {
+            body = body.dropFirst()
+        }
+        if body.hasSuffix(">") { body = body.dropLast() }
+        // Fields are `key:value` joined by ", "; a value may itself hold ", " (a model name), so a piece
+        // that does not start with `key:` continues the previous value.
+        var fields: [(String, String)] = []
+        for piece in body.components(separatedBy: ", ") {
+            if let colon = piece.firstIndex(of: ":"), piece[..<colon].allSatisfy({ $0.isLetter }), colon != piece.startIndex {
+                fields.append((String(piece[..<colon]), String(piece[piece.index(after: colon)...])))
+            } else if let last = fields.indices.last {
+                fields[last].1 += ", " + piece
+            }
+        }
+        var device = SampleDevice()
+        for (key, rawValue) in fields {
+            let value = rawValue.trimmingCharacters(in: .whitespaces)
+            guard !value.isEmpty, value != "(null)" else { continue }
+            switch key {
+            case "name": device.name = value
+            case "manufacturer": device.manufacturer = value
+            case "model": device.model = value
+            case "hardware": device.hardwareVersion = value
+            case "software": device.softwareVersion = value
+            case "localIdentifier": device.localIdentifier = value
+            default: break
+            }
+        }
+        return device.isEmpty ? nil : device
+    }
+}
+
+/// MurmurHash3, x64 128-bit variant, seed 0.
+enum ContentHash {
+    private static let c1: UInt64 = 0x87C3_7B91_1142_53D5
+    private static let c2: UInt64 = 0x4CF5_AD43_2745_937F
+
+    @inline(__always) private static func rotl(_ value: UInt64, _ count: UInt64) -> UInt64 {
+        (value << count) | (value >> (64 - count))
+    }
+
+    @inline(__always) private static func finalMix(_ value: UInt64) -> UInt64 {
+        var k = value
+        k ^= k >> 33
+        k &*= 0xFF51_AFD7_ED55_8CCD
+        k ^= k >> 33
+        k &*= 0xC4CE_B9FE_1A85_EC53
+        k ^= k >> 33
+        return k
+    }
+
+    static func murmur3x64_128(_ data: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        var h1: UInt64 = 0
+        var h2: UInt64 = 0
+        let blockCount = data.count / 16
+        for block in 0..<blockCount {
+            var k1 = UInt64(littleEndian: data.loadUnaligned(fromByteOffset: block * 16, as: UInt64.self))
+            var k2 = UInt64(littleEndian: data.loadUnaligned(fromByteOffset: block * 16 + 8, as: UInt64.self))
+            k1 &*= c1; k1 = rotl(k1, 31); k1 &*= c2; h1 ^= k1
+            h1 = rotl(h1, 27); h1 &+= h2; h1 = h1 &* 5 &+ 0x52DC_E729
+            k2 &*= c2; k2 = rotl(k2, 33); k2 &*= c1; h2 ^= k2
+            h2 = rotl(h2, 31); h2 &+= h1; h2 = h2 &* 5 &+ 0x3849_5AB5
+        }
+        let tail = blockCount * 16
+        let remaining = data.count - tail
+        var k1: UInt64 = 0
+        var k2: UInt64 = 0
+        if remaining > 8 {
+            for index in stride(from: remaining - 1, through: 8, by: -1) { k2 ^= UInt64(data[tail + index]) << UInt64((index - 8) * 8) }
+            k2 &*= c2; k2 = rotl(k2, 33); k2 &*= c1; h2 ^= k2
+        }
+        if remaining > 0 {
+            for index in stride(from: min(remaining, 8) - 1, through: 0, by: -1) { k1 ^= UInt64(data[tail + index]) << UInt64(index * 8) }
+            k1 &*= c1; k1 = rotl(k1, 31); k1 &*= c2; h1 ^= k1
+        }
+        h1 ^= UInt64(data.count)
+        h2 ^= UInt64(data.count)
+        h1 &+= h2
+        h2 &+= h1
+        h1 = finalMix(h1)
+        h2 = finalMix(h2)
+        h1 &+= h2
+        h2 &+= h1
+        return (h1, h2)
+    }
+}

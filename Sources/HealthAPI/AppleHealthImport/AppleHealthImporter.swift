@@ -1,0 +1,366 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Dispatch
+import HealthModel
+import HealthStore
+import Synchronization
+
+/// Where an export's XML bytes come from: a file, or an entry of `export.zip` inflated on the fly.
+public protocol AppleHealthByteSource: AnyObject {
+    /// Reads up to `buffer.count` bytes; 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// The XML's size when known, for progress.
+    var totalBytes: Int64? { get }
+}
+
+/// `export.xml` read from a file with plain `read(2)` calls.
+public final class FileByteSource: AppleHealthByteSource {
+    private let descriptor: Int32
+    public let totalBytes: Int64?
+
+    public init(path: String) throws {
+        descriptor = Glibc.open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw AppleHealthImportError.unreadable("cannot open \(path): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        totalBytes = fstat(descriptor, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw AppleHealthImportError.unreadable("read failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+public enum AppleHealthImportError: Error, CustomStringConvertible, Sendable {
+    case unreadable(String)
+    case malformedXML(line: Int, column: Int, detail: String)
+    case notAnExport(String)
+    case storeFailed(String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let detail), .notAnExport(let detail): return detail
+        case .storeFailed(let detail): return "saving failed: \(detail)"
+        case .malformedXML(let line, let column, let detail):
+            return "the export's XML is broken at line \(line), column \(column): \(detail)"
+        }
+    }
+}
+
+public struct AppleHealthImportProgress: Sendable {
+    /// XML bytes read so far (after inflating).
+    public var bytesRead: Int64
+    public var totalBytes: Int64?
+    /// Records, correlations, workouts and summaries seen so far.
+    public var records: Int
+}
+
+/// What an import did.
+public struct AppleHealthImportReport: Sendable {
+    /// Catalog type id -> samples stored now.
+    public var inserted: [String: Int] = [:]
+    /// Catalog type id -> samples that were already stored (an earlier import, or a duplicate in the file).
+    public var alreadyStored: [String: Int] = [:]
+    /// "type: reason" -> records skipped.
+    public var skipped: [String: Int] = [:]
+    public var characteristics: [String: String] = [:]
+    public var activitySummaries = 0
+    public var records = 0
+    public var bytesRead: Int64 = 0
+    public var droppedControlCharacters = 0
+    public var removedDoctype = false
+
+    public var insertedCount: Int { inserted.values.reduce(0, +) }
+    public var alreadyStoredCount: Int { alreadyStored.values.reduce(0, +) }
+    public var skippedCount: Int { skipped.values.reduce(0, +) }
+}
+
+/// The shell around `AppleHealthExportMapper`: streams bytes through `XMLByteSanitizer` into
+/// Foundation's `XMLParser` (fed from a stream, so memory stays flat whatever the file's size) and
+/// saves what the mapper yields in batches, each one transaction. Saving runs on its own queue,
+/// overlapping parsing (one core parses while the other writes), with at most two batches in flight.
+public final class AppleHealthImporter {
+    private let writer: ImportWriter
+    private let batchSize: Int
+    private var batch: [SourcedSample] = []
+    private var summaries: [ActivitySummary] = []
+    private var report = AppleHealthImportReport()
+
+    public init(store: HealthStore, userRowID: Int64, batchSize: Int = 5_000) {
+        writer = ImportWriter(store: store, userRowID: userRowID)
+        self.batchSize = max(1, batchSize)
+    }
+
+    /// Imports everything; `progress` is called every few thousand records and at the end.
+    /// Throws on unreadable input or XML broken beyond repair; what was saved before stays saved,
+    /// and running the import again saves nothing twice.
+    public func run(_ source: some AppleHealthByteSource,
+                    progress: @escaping (AppleHealthImportProgress) -> Void = { _ in }) throws -> AppleHealthImportReport {
+        // Whatever way this returns, no save is still running afterwards (the caller may close the store).
+        defer { writer.waitForPending() }
+        let stream = SanitizedXMLStream(source: source)
+        let delegate = ParserDelegate { [unowned self] items in try self.accept(items) }
+        delegate.onRecords = { records in
+            progress(AppleHealthImportProgress(bytesRead: stream.bytesRead, totalBytes: source.totalBytes, records: records))
+        }
+        let parser = XMLParser(stream: stream)
+        parser.shouldProcessNamespaces = false
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = delegate
+        delegate.parser = parser
+        let parsed = parser.parse()
+        if let failure = stream.failure ?? delegate.failure { throw failure }
+        guard parsed else {
+            let detail = parser.parserError.map { "\($0.localizedDescription)" } ?? "unknown parser error"
+            // What was complete before the break is kept: flush it, then report the break.
+            try flush()
+            try writer.finish(into: &report)
+            throw AppleHealthImportError.malformedXML(line: parser.lineNumber, column: parser.columnNumber, detail: detail)
+        }
+        try accept(delegate.drainRemaining())
+        try flush()
+        try writer.finish(into: &report)
+        guard delegate.sawHealthData else {
+            throw AppleHealthImportError.notAnExport("this is not an Apple Health export (no <HealthData> element)")
+        }
+        // The stream parser does not always report a document that simply stops; a missing end tag does.
+        guard delegate.sawHealthDataEnd else {
+            throw AppleHealthImportError.malformedXML(line: parser.lineNumber, column: parser.columnNumber,
+                                                      detail: "the file ends before </HealthData> (truncated export?)")
+        }
+        report.records = delegate.records
+        report.bytesRead = stream.bytesRead
+        report.droppedControlCharacters = stream.sanitizer.droppedControlCharacters
+        report.removedDoctype = stream.sanitizer.removedDoctype
+        progress(AppleHealthImportProgress(bytesRead: stream.bytesRead, totalBytes: source.totalBytes, records: delegate.records))
+        return report
+    }
+
+    private func accept(_ items: [AppleHealthImportItem]) throws {
+        for item in items {
+            switch item {
+            case .sample(let sample):
+                batch.append(sample)
+                if batch.count >= batchSize { try flushSamples() }
+            case .activitySummary(let summary):
+                summaries.append(summary)
+                if summaries.count >= 1_000 { try flushSummaries() }
+            case .characteristics(let values):
+                report.characteristics = values
+                try writer.submit { store, userRowID, _ in
+                    // Imported values win; characteristics the export leaves empty keep what was stored.
+                    var merged = Dictionary(try store.characteristics(userRowID: userRowID), uniquingKeysWith: { $1 })
+                    merged.merge(values) { $1 }
+                    let ordered = HealthTypeCatalog.characteristicTypes.compactMap { type in merged[type.id].map { (type.id, $0) } }
+                    try store.replaceCharacteristics(userRowID: userRowID, ordered)
+                }
+            case .skipped(let skip):
+                report.skipped["\(skip.type): \(skip.reason)", default: 0] += 1
+            }
+        }
+    }
+
+    private func flush() throws {
+        try flushSamples()
+        try flushSummaries()
+    }
+
+    private func flushSamples() throws {
+        guard !batch.isEmpty else { return }
+        let samples = batch
+        batch.removeAll(keepingCapacity: true)
+        try writer.submit { store, userRowID, counts in
+            let outcomes = try store.importSamples(samples, userRowID: userRowID)
+            for (item, outcome) in zip(samples, outcomes) {
+                switch outcome {
+                case .inserted: counts.inserted[item.sample.type, default: 0] += 1
+                case .alreadyStored: counts.alreadyStored[item.sample.type, default: 0] += 1
+                case .conflict(let detail): counts.skipped["\(item.sample.type): \(detail)", default: 0] += 1
+                }
+            }
+        }
+    }
+
+    private func flushSummaries() throws {
+        guard !summaries.isEmpty else { return }
+        let days = summaries
+        summaries.removeAll(keepingCapacity: true)
+        try writer.submit { store, userRowID, counts in
+            try store.saveActivitySummaries(days, userRowID: userRowID)
+            counts.activitySummaries += days.count
+        }
+    }
+}
+
+/// Saves on a serial queue of its own. `submit` blocks while two batches are pending (so memory
+/// stays bounded) and rethrows the first failure, which stops the parse.
+private final class ImportWriter: Sendable {
+    struct Counts: Sendable {
+        var inserted: [String: Int] = [:]
+        var alreadyStored: [String: Int] = [:]
+        var skipped: [String: Int] = [:]
+        var activitySummaries = 0
+        var failure: String?
+    }
+
+    private let store: HealthStore
+    private let userRowID: Int64
+    private let queue = DispatchQueue(label: "healthd.import.writer")
+    private let slots = DispatchSemaphore(value: 2)
+    private let pending = DispatchGroup()
+    private let counts = Mutex(Counts())
+
+    init(store: HealthStore, userRowID: Int64) {
+        self.store = store
+        self.userRowID = userRowID
+    }
+
+    func submit(_ work: @escaping @Sendable (HealthStore, Int64, inout Counts) throws -> Void) throws {
+        try throwIfFailed()
+        slots.wait()
+        pending.enter()
+        queue.async { [self] in
+            defer {
+                slots.signal()
+                pending.leave()
+            }
+            guard counts.withLock({ $0.failure == nil }) else { return }
+            var local = Counts()
+            do {
+                try work(store, userRowID, &local)
+            } catch {
+                local.failure = "\(error)"
+            }
+            counts.withLock { total in
+                total.inserted.merge(local.inserted, uniquingKeysWith: +)
+                total.alreadyStored.merge(local.alreadyStored, uniquingKeysWith: +)
+                total.skipped.merge(local.skipped, uniquingKeysWith: +)
+                total.activitySummaries += local.activitySummaries
+                if total.failure == nil { total.failure = local.failure }
+            }
+        }
+    }
+
+    private func throwIfFailed() throws {
+        if let failure = counts.withLock({ $0.failure }) { throw AppleHealthImportError.storeFailed(failure) }
+    }
+
+    func waitForPending() { pending.wait() }
+
+    /// Waits for every pending save and adds the counts to `report`.
+    func finish(into report: inout AppleHealthImportReport) throws {
+        pending.wait()
+        try throwIfFailed()
+        let totals = counts.withLock { $0 }
+        report.inserted = totals.inserted
+        report.alreadyStored = totals.alreadyStored
+        report.skipped.merge(totals.skipped, uniquingKeysWith: +)
+        report.activitySummaries = totals.activitySummaries
+    }
+}
+
+/// Receives XMLParser's events and forwards them to the mapper, passing items on in small groups.
+private final class ParserDelegate: NSObject, XMLParserDelegate {
+    private var mapper = AppleHealthExportMapper()
+    private let deliver: ([AppleHealthImportItem]) throws -> Void
+    var onRecords: (Int) -> Void = { _ in }
+    weak var parser: XMLParser?
+    var failure: (any Error)?
+    private(set) var records = 0
+    private(set) var sawHealthData = false
+    private(set) var sawHealthDataEnd = false
+    private static let progressInterval = 50_000
+
+    init(deliver: @escaping ([AppleHealthImportItem]) throws -> Void) {
+        self.deliver = deliver
+    }
+
+    func drainRemaining() -> [AppleHealthImportItem] { mapper.drain() }
+
+    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
+                attributes attributeDict: [String: String] = [:]) {
+        if elementName == "HealthData" { sawHealthData = true }
+        mapper.start(elementName, attributeDict)
+    }
+
+    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+        mapper.end(elementName)
+        if elementName == "HealthData" { sawHealthDataEnd = true }
+        switch elementName {
+        case "Record", "Correlation", "Workout", "ActivitySummary", "Me":
+            records += 1
+            if records % Self.progressInterval == 0 { onRecords(records) }
+        default:
+            break
+        }
+        guard mapper.items.count >= 256 else { return }
+        do {
+            try deliver(mapper.drain())
+        } catch {
+            failure = error
+            parser.abortParsing()
+        }
+    }
+}
+
+/// An InputStream over a byte source, repaired by `XMLByteSanitizer`, for `XMLParser(stream:)`,
+/// which pulls it in chunks.
+final class SanitizedXMLStream: InputStream {
+    private let source: any AppleHealthByteSource
+    private(set) var sanitizer = XMLByteSanitizer()
+    private var raw = [UInt8](repeating: 0, count: 256 * 1024)
+    private var pending: [UInt8] = []
+    private var pendingOffset = 0
+    private var finished = false
+    private(set) var bytesRead: Int64 = 0
+    private(set) var failure: (any Error)?
+
+    init(source: any AppleHealthByteSource) {
+        self.source = source
+        super.init(data: Data())
+    }
+
+    override func open() {}
+    override func close() {}
+    override var hasBytesAvailable: Bool { !finished || pendingOffset < pending.count }
+    override var streamStatus: Stream.Status { failure != nil ? .error : (hasBytesAvailable ? .open : .atEnd) }
+    override var streamError: (any Error)? { failure }
+    override func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
+                            length len: UnsafeMutablePointer<Int>) -> Bool { false }
+
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        while pendingOffset >= pending.count {
+            if finished || failure != nil { return failure == nil ? 0 : -1 }
+            pending.removeAll(keepingCapacity: true)
+            pendingOffset = 0
+            do {
+                let count = try raw.withUnsafeMutableBytes { try source.read(into: $0) }
+                if count == 0 {
+                    sanitizer.finish(into: &pending)
+                    finished = true
+                } else {
+                    bytesRead += Int64(count)
+                    raw.withUnsafeBytes { sanitizer.sanitize(UnsafeRawBufferPointer(rebasing: $0[0..<count]), into: &pending) }
+                }
+            } catch {
+                failure = error
+                return -1
+            }
+        }
+        let count = min(len, pending.count - pendingOffset)
+        pending.withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress else { return }
+            buffer.update(from: base + pendingOffset, count: count)
+        }
+        pendingOffset += count
+        return count
+    }
+}

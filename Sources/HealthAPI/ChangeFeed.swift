@@ -1,0 +1,457 @@
+import Dispatch
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+import Synchronization
+
+/// Who reads the change feed and how: the app (its user and read permissions), the types (nil =
+/// all it can see), the page size, and the fingerprint its anchors are bound to.
+struct ChangeSubscriber: Sendable {
+    static let anchorKind: UInt8 = 2
+
+    let app: AppAuthorization
+    let types: Set<String>?
+    let limit: Int
+    let secret: [UInt8]
+
+    /// Anchors are bound to the user and to the (sorted) types list: an anchor only resumes the
+    /// feed that made it, since another list would have skipped different rows.
+    var fingerprint: Int64 {
+        SignedToken.fingerprint(["changes", app.userID, types.map { $0.sorted().joined(separator: ",") } ?? "*"])
+    }
+
+    func anchor(for position: ChangePosition) -> String {
+        SignedToken.encode(kind: Self.anchorKind, fields: [position.seq, position.tombstoneFloor, fingerprint], secret: secret)
+    }
+
+    /// The position an anchor names, or a 400 naming `field` when it is forged, altered, or
+    /// another user's (or another types list's).
+    func position(fromAnchor text: String, field: String) throws(APIError) -> ChangePosition {
+        guard let fields = SignedToken.decode(text, kind: Self.anchorKind, fieldCount: 3, secret: secret),
+              fields[2] == fingerprint, fields[0] >= 0, fields[1] >= 0 else {
+            throw APIError.invalidField(field, "is not an anchor of this user and types list (forged, altered, or from another feed)")
+        }
+        return ChangePosition(seq: fields[0], tombstoneFloor: fields[1])
+    }
+
+    /// Whether a commit touching `typeIDs` may concern this reader (privacy is applied on reading).
+    func isInterested(in typeIDs: Set<String>) -> Bool {
+        guard let types else { return true }
+        return !types.isDisjoint(with: typeIDs)
+    }
+
+    func read(after position: ChangePosition?, store: HealthStore) throws(APIError) -> ChangePage {
+        do {
+            return try store.changes(ChangeRequest(types: types, after: position, limit: limit), for: app, userExternalID: app.userID)
+        } catch ChangeFeedError.anchorExpired {
+            throw ChangeFeed.anchorExpired
+        } catch {
+            throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
+        }
+    }
+
+    /// `{"added","deleted","anchor","more"}`, the body of `/v1/changes` and of each stream event.
+    func body(_ page: ChangePage) -> [UInt8] {
+        var writer = JSONWriter(capacity: 256 + page.added.count * 320)
+        writer.beginObject()
+        writer.key("added")
+        writer.beginArray()
+        for sample in page.added { SampleCodec.write(sample, into: &writer) }
+        writer.endArray()
+        writer.key("deleted")
+        writer.beginArray()
+        for deleted in page.deleted {
+            writer.beginObject()
+            writer.field("uuid", deleted.uuid.lowercasedString)
+            writer.field("type", deleted.type)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.field("anchor", anchor(for: page.next))
+        writer.field("more", page.more)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    func response(_ page: ChangePage) -> HTTPResponse { JSONResponse.ok(body(page)) }
+}
+
+/// Wakes long-polls and feeds event streams when the store commits, without a thread per reader:
+/// parked long-polls are entries in a table, woken by the store's commit observer or by a
+/// Dispatch deadline; streams are written by the worker pool when something relevant commits.
+public final class ChangeFeed: Sendable {
+    static let anchorExpired = APIError(
+        status: .gone, code: "errorAnchorExpired",
+        detail: "the anchor is older than the retained deletion history; start over without an anchor")
+
+    let store: HealthStore
+    let workers: DispatchQueue
+    /// A stream whose unsent backlog exceeds this is cut off (after a final `event: error`).
+    let streamBacklogLimit: Int
+    let keepAliveSeconds: Int
+    let retentionDays: Int
+    private let state = Mutex(State())
+
+    private struct State {
+        /// The highest seq committed per user, as the observer saw it: a long-poll whose read
+        /// predates it reads again instead of sleeping through a change it did not see.
+        var latestSeq: [Int64: Int64] = [:]
+        var waiters: [Int64: [UInt64: LongPoll]] = [:]
+        var streams: [Int64: [UInt64: ChangeStream]] = [:]
+        var nextID: UInt64 = 0
+        var shuttingDown = false
+        var keepAliveTimer: (any DispatchSourceTimer)?
+        var retentionTimer: (any DispatchSourceTimer)?
+    }
+
+    struct LongPoll: Sendable {
+        var subscriber: ChangeSubscriber
+        var position: ChangePosition
+        var deadline: DispatchTime
+        var respond: @Sendable (HTTPResponse) -> Void
+    }
+
+    init(store: HealthStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int) {
+        self.store = store
+        self.workers = workers
+        self.streamBacklogLimit = streamBacklogLimit
+        self.keepAliveSeconds = keepAliveSeconds
+        self.retentionDays = retentionDays
+        store.addCommitObserver { [weak self] change in self?.committed(change) }
+        startRetention()
+    }
+
+    deinit {
+        state.withLock { state in
+            state.keepAliveTimer?.cancel()
+            state.retentionTimer?.cancel()
+        }
+    }
+
+    /// Counts for tests, benchmarks and metrics.
+    public var parkedCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    public var streamCount: Int { state.withLock { $0.streams.values.reduce(0) { $0 + $1.count } } }
+
+    // MARK: Long-poll
+
+    /// Answers at once when there is something to say (or `wait` is 0); otherwise parks the
+    /// request until a relevant commit or `wait` seconds, whichever comes first.
+    func longPoll(_ subscriber: ChangeSubscriber, after position: ChangePosition?, wait: Int,
+                  respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
+        let page = try subscriber.read(after: position, store: store)
+        if !page.isEmpty || page.more || wait == 0 {
+            respond(subscriber.response(page))
+            return
+        }
+        park(LongPoll(subscriber: subscriber, position: page.next, deadline: .now() + .seconds(wait), respond: respond),
+             seenSeq: page.next.seq)
+    }
+
+    private enum ParkOutcome { case parked(UInt64), readAgain, answerNow }
+
+    private func park(_ poll: LongPoll, seenSeq: Int64) {
+        let user = poll.subscriber.app.userRowID
+        let outcome = state.withLock { state -> ParkOutcome in
+            if state.shuttingDown { return .answerNow }
+            if let latest = state.latestSeq[user], latest > seenSeq { return .readAgain }
+            state.nextID &+= 1
+            state.waiters[user, default: [:]][state.nextID] = poll
+            return .parked(state.nextID)
+        }
+        switch outcome {
+        case .parked(let id):
+            workers.asyncAfter(deadline: poll.deadline) { [weak self] in self?.expire(user: user, id: id) }
+        case .readAgain:
+            workers.async { [self] in wake(poll) }
+        case .answerNow:
+            workers.async { [self] in answer(poll) }
+        }
+    }
+
+    /// A relevant commit: read again; answer if the app can see something, else keep waiting.
+    private func wake(_ poll: LongPoll) {
+        do throws(APIError) {
+            let page = try poll.subscriber.read(after: poll.position, store: store)
+            if !page.isEmpty || page.more || DispatchTime.now() >= poll.deadline {
+                poll.respond(poll.subscriber.response(page))
+            } else {
+                var next = poll
+                next.position = page.next
+                park(next, seenSeq: page.next.seq)
+            }
+        } catch {
+            poll.respond(error.response)
+        }
+    }
+
+    private func expire(user: Int64, id: UInt64) {
+        let poll = state.withLock { state -> LongPoll? in
+            guard let poll = state.waiters[user]?.removeValue(forKey: id) else { return nil }
+            if state.waiters[user]?.isEmpty == true { state.waiters[user] = nil }
+            return poll
+        }
+        if let poll { answer(poll) }
+    }
+
+    /// Answers with whatever is there now (usually nothing, with the anchor moved to the present).
+    private func answer(_ poll: LongPoll) {
+        do throws(APIError) {
+            poll.respond(poll.subscriber.response(try poll.subscriber.read(after: poll.position, store: store)))
+        } catch {
+            poll.respond(error.response)
+        }
+    }
+
+    // MARK: Commits
+
+    private func committed(_ change: CommittedChange) {
+        let user = change.userRowID
+        let (woken, streams) = state.withLock { state -> ([LongPoll], [ChangeStream]) in
+            state.latestSeq[user] = max(state.latestSeq[user] ?? 0, change.lastSeq)
+            var woken: [LongPoll] = []
+            if var waiting = state.waiters[user] {
+                for (id, poll) in waiting where poll.subscriber.isInterested(in: change.typeIDs) {
+                    woken.append(poll)
+                    waiting[id] = nil
+                }
+                state.waiters[user] = waiting.isEmpty ? nil : waiting
+            }
+            let streams = (state.streams[user] ?? [:]).values.filter { $0.subscriber.isInterested(in: change.typeIDs) }
+            return (woken, Array(streams))
+        }
+        // The observer runs on the committing request's thread: hand the reads to the pool.
+        for poll in woken { workers.async { [self] in wake(poll) } }
+        for stream in streams { stream.scheduleDelivery() }
+    }
+
+    // MARK: Streams
+
+    /// Starts feeding `output` from `position`; `announce` first sends an empty event carrying the
+    /// starting anchor, so a client that connected without one has an id to resume from.
+    func openStream(_ subscriber: ChangeSubscriber, from position: ChangePosition, announce: Bool, output: any HTTPBodyStream) {
+        let stream = ChangeStream(subscriber: subscriber, position: position, output: output, feed: self)
+        if announce {
+            _ = stream.send(ChangeStream.event(subscriber, ChangePage(added: [], deleted: [], next: position, more: false)))
+        }
+        let id = state.withLock { state -> UInt64? in
+            guard !state.shuttingDown else { return nil }
+            state.nextID &+= 1
+            state.streams[subscriber.app.userRowID, default: [:]][state.nextID] = stream
+            if state.keepAliveTimer == nil { state.keepAliveTimer = makeKeepAliveTimer() }
+            return state.nextID
+        }
+        guard let id else {
+            output.finish()
+            return
+        }
+        output.onClose { [weak self] in self?.removeStream(user: subscriber.app.userRowID, id: id) }
+        // Catches commits between the handler's read of the position and the registration.
+        stream.scheduleDelivery()
+    }
+
+    /// Sends an extra named event (`event: <name>`, `data: <data>`) to every open stream of the user
+    /// whose app may read `readableType`, whatever types the stream follows. It carries no `id`: it
+    /// is not a position in the feed, so a client's Last-Event-ID stays the anchor of the last
+    /// change it saw. Each stream sends it after every change committed before this call, so it
+    /// never overtakes the change that caused it. Returns how many streams it was queued on.
+    @discardableResult
+    public func publish(event name: String, data: [UInt8], userRowID: Int64, readableType: String) -> Int {
+        var bytes = Array("event: \(name)\ndata: ".utf8)
+        bytes.append(contentsOf: data)
+        bytes.append(contentsOf: [10, 10])
+        let streams = state.withLock { state in
+            (state.streams[userRowID] ?? [:]).values.filter { $0.subscriber.app.mayRead(readableType) }
+        }
+        for stream in streams { stream.enqueue(bytes) }
+        return streams.count
+    }
+
+    private func removeStream(user: Int64, id: UInt64) {
+        state.withLock { state in
+            state.streams[user]?[id] = nil
+            if state.streams[user]?.isEmpty == true { state.streams[user] = nil }
+        }
+    }
+
+    private func makeKeepAliveTimer() -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: workers)
+        let interval = DispatchTimeInterval.seconds(keepAliveSeconds)
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
+        timer.setEventHandler { [weak self] in self?.sendKeepAlives() }
+        timer.resume()
+        return timer
+    }
+
+    /// A comment line on every open stream, so proxies and clients see the connection is alive.
+    func sendKeepAlives() {
+        let streams = state.withLock { $0.streams.values.flatMap(\.values) }
+        for stream in streams { _ = stream.send(ChangeStream.keepAlive) }
+    }
+
+    // MARK: Retention
+
+    /// Purges expired tombstones at startup and hourly.
+    private func startRetention() {
+        state.withLock { state in
+            let timer = DispatchSource.makeTimerSource(queue: workers)
+            timer.schedule(deadline: .now(), repeating: .seconds(3600), leeway: .seconds(60))
+            timer.setEventHandler { [weak self] in
+                guard let self else { return }
+                // A failed purge only delays it to the next hour; nothing is lost.
+                _ = try? self.store.purgeTombstones(retentionDays: self.retentionDays)
+            }
+            timer.resume()
+            state.retentionTimer = timer
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Answers every parked long-poll now and ends every stream, so a graceful stop does not wait
+    /// for them; later requests are answered without waiting.
+    public func shutdown() {
+        let (polls, streams) = state.withLock { state -> ([LongPoll], [ChangeStream]) in
+            state.shuttingDown = true
+            state.keepAliveTimer?.cancel()
+            state.keepAliveTimer = nil
+            state.retentionTimer?.cancel()
+            state.retentionTimer = nil
+            let polls = state.waiters.values.flatMap(\.values)
+            let streams = state.streams.values.flatMap(\.values)
+            state.waiters = [:]
+            state.streams = [:]
+            return (polls, streams)
+        }
+        for poll in polls { workers.async { [self] in answer(poll) } }
+        for stream in streams { stream.end() }
+    }
+}
+
+/// One Server-Sent Events subscriber. Deliveries run one at a time on the worker pool; a commit
+/// during a delivery marks it pending so it runs once more rather than concurrently.
+final class ChangeStream: Sendable {
+    static let keepAlive = Array(": keep-alive\n\n".utf8)
+    static let slowConsumer = Array(
+        "event: error\ndata: {\"code\":\"errorSlowConsumer\",\"detail\":\"the client reads too slowly; reconnect with Last-Event-ID\"}\n\n".utf8)
+
+    let subscriber: ChangeSubscriber
+    let output: any HTTPBodyStream
+    private let feed: ChangeFeed
+    private let state: Mutex<Delivery>
+
+    private struct Delivery {
+        var position: ChangePosition
+        var running = false
+        var pending = false
+        var ended = false
+        /// Extra events (`publish(event:...)`) waiting for the next delivery.
+        var extraEvents: [[UInt8]] = []
+    }
+
+    init(subscriber: ChangeSubscriber, position: ChangePosition, output: any HTTPBodyStream, feed: ChangeFeed) {
+        self.subscriber = subscriber
+        self.output = output
+        self.feed = feed
+        self.state = Mutex(Delivery(position: position))
+    }
+
+    static func event(_ subscriber: ChangeSubscriber, _ page: ChangePage) -> [UInt8] {
+        var bytes = Array("id: \(subscriber.anchor(for: page.next))\nevent: change\ndata: ".utf8)
+        bytes.append(contentsOf: subscriber.body(page))
+        bytes.append(contentsOf: [10, 10])
+        return bytes
+    }
+
+    func scheduleDelivery() {
+        let start = state.withLock { state -> Bool in
+            if state.ended { return false }
+            if state.running { state.pending = true; return false }
+            state.running = true
+            return true
+        }
+        if start { feed.workers.async { [self] in deliver() } }
+    }
+
+    /// Queues an extra event; the delivery sends it once it has read the changes committed so far.
+    func enqueue(_ bytes: [UInt8]) {
+        let queued = state.withLock { state -> Bool in
+            guard !state.ended else { return false }
+            state.extraEvents.append(bytes)
+            return true
+        }
+        if queued { scheduleDelivery() }
+    }
+
+    private func deliver() {
+        while true {
+            // Taken before reading: every change committed before they were queued is read (and
+            // sent) first, so an extra event never overtakes its cause.
+            let (start, extras) = state.withLock { state -> (ChangePosition, [[UInt8]]) in
+                state.pending = false
+                defer { state.extraEvents = [] }
+                return (state.position, state.extraEvents)
+            }
+            var position = start
+            var more = true
+            while more {
+                let page: ChangePage
+                do throws(APIError) {
+                    page = try subscriber.read(after: position, store: feed.store)
+                } catch {
+                    _ = output.write(Array("event: error\ndata: ".utf8) + error.response.bodyBytes + [10, 10])
+                    end()
+                    return
+                }
+                if !page.isEmpty {
+                    guard send(Self.event(subscriber, page)) else { return }
+                }
+                position = page.next
+                more = page.more
+                state.withLock { $0.position = position }
+            }
+            for extra in extras {
+                guard send(extra) else { return }
+            }
+            let again = state.withLock { state -> Bool in
+                if (state.pending || !state.extraEvents.isEmpty) && !state.ended { return true }
+                state.running = false
+                return false
+            }
+            if !again { return }
+        }
+    }
+
+    /// Writes one event or comment. A backlog over the limit means the client cannot keep up:
+    /// it gets a final `event: error` and the stream ends, rather than the server buffering
+    /// without bound. Returns false once the stream is over.
+    func send(_ bytes: [UInt8]) -> Bool {
+        if output.isClosed {
+            end()
+            return false
+        }
+        if output.bufferedByteCount > feed.streamBacklogLimit {
+            _ = output.write(Self.slowConsumer)
+            end()
+            return false
+        }
+        guard output.write(bytes) else {
+            end()
+            return false
+        }
+        return true
+    }
+
+    func end() {
+        state.withLock { $0.ended = true }
+        output.finish()
+    }
+}
+
+extension HTTPResponse {
+    /// The bytes of a non-streamed body.
+    var bodyBytes: [UInt8] {
+        if case .bytes(let bytes) = body { return bytes }
+        return []
+    }
+}

@@ -1,0 +1,140 @@
+import Dispatch
+import Foundation
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+
+/// `GET /v1/export`: every sample the token may read, as NDJSON, streamed page by page.
+enum ExportRoutes {
+    static func register(into router: inout Router<Route>, store: HealthStore) {
+        router.register(.get, "/v1/export", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let types = try ExportScope.types(&context.query)
+            try context.query.rejectUnknown()
+            let scope = ExportScope(userRowID: app.userRowID, userExternalID: app.userID, types: types,
+                                    readable: app.read, ownSourceRowID: app.sourceRowID)
+            var headers = HTTPHeaders()
+            headers.add("Content-Type", "application/x-ndjson")
+            headers.add("Cache-Control", "no-store")
+            return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
+                DispatchQueue.global(qos: .utility).async { scope.stream(from: store, to: stream) }
+            }))
+        })
+    }
+}
+
+/// Which samples an export holds, and the paging loop that writes them.
+public struct ExportScope: Sendable {
+    public var userRowID: Int64
+    public var userExternalID: String
+    /// Nil: every type.
+    public var types: Set<String>?
+    /// Nil: every type is readable (the admin's CLI export); otherwise other types only from `ownSourceRowID`.
+    public var readable: Set<String>?
+    public var ownSourceRowID: Int64?
+    public var pageSize = 1_000
+
+    public init(userRowID: Int64, userExternalID: String, types: Set<String>? = nil, readable: Set<String>? = nil,
+                ownSourceRowID: Int64? = nil) {
+        self.userRowID = userRowID
+        self.userExternalID = userExternalID
+        self.types = types
+        self.readable = readable
+        self.ownSourceRowID = ownSourceRowID
+    }
+
+    /// Unsent bytes above which the producer waits for the socket rather than queueing more.
+    static let backlogLimit = 256 * 1024
+
+    static func types(_ query: inout QueryParameters) throws(APIError) -> Set<String>? {
+        guard let names = try query.list("types") else { return nil }
+        var types: Set<String> = []
+        for name in names {
+            guard let type = HealthTypeCatalog.type(name), type.kind != .characteristic else {
+                throw APIError.invalidField("types", "unknown sample type '\(name)'")
+            }
+            types.insert(type.id)
+        }
+        return types
+    }
+
+    /// Reads every type oldest first (keyset pages on each type's start index) and merges them by
+    /// (start, seq), handing `write` about `pageSize` lines at a time; `write` returns false to stop.
+    /// Memory holds one page per type whatever the export's size.
+    public func forEachPage(from store: HealthStore, _ write: ([UInt8]) throws -> Bool) throws {
+        let wanted = HealthTypeCatalog.all.filter { $0.kind != .characteristic && (types?.contains($0.id) ?? true) }
+        struct Lane {
+            var type: String
+            var onlySource: Int64?
+            var buffer: [(sample: StoredSample, cursor: SampleCursor)] = []
+            var next = 0
+            var after: SampleCursor?
+            var exhausted = false
+        }
+        var lanes = wanted.map { type in
+            Lane(type: type.id, onlySource: (readable.map { $0.contains(type.id) } ?? true) ? nil : (ownSourceRowID ?? -1))
+        }
+        let laneSize = max(1, min(pageSize, 1_000))
+        var out: [StoredSample] = []
+        out.reserveCapacity(pageSize)
+        while true {
+            var best: Int?
+            for index in lanes.indices where !lanes[index].exhausted {
+                if lanes[index].next >= lanes[index].buffer.count {
+                    let page = try store.exportPage(userRowID: userRowID, userExternalID: userExternalID, type: lanes[index].type,
+                                                    onlySource: lanes[index].onlySource, after: lanes[index].after, limit: laneSize)
+                    lanes[index].buffer = page
+                    lanes[index].next = 0
+                    if let last = page.last { lanes[index].after = last.cursor }
+                    if page.isEmpty { lanes[index].exhausted = true; continue }
+                }
+                let head = lanes[index].buffer[lanes[index].next].cursor
+                if let current = best {
+                    let other = lanes[current].buffer[lanes[current].next].cursor
+                    if (head.start, head.seq) < (other.start, other.seq) { best = index }
+                } else {
+                    best = index
+                }
+            }
+            guard let chosen = best else { break }
+            out.append(lanes[chosen].buffer[lanes[chosen].next].sample)
+            lanes[chosen].next += 1
+            if out.count >= pageSize {
+                guard try write(Self.ndjson(out)) else { return }
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        if !out.isEmpty { _ = try write(Self.ndjson(out)) }
+    }
+
+    public static func ndjson(_ samples: [StoredSample]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(samples.count * 400)
+        for sample in samples {
+            var writer = JSONWriter(capacity: 512)
+            SampleCodec.write(sample, into: &writer)
+            bytes += writer.bytes
+            bytes.append(0x0A)
+        }
+        return bytes
+    }
+
+    func stream(from store: HealthStore, to stream: any HTTPBodyStream) {
+        do {
+            try forEachPage(from: store) { bytes in
+                // Wait for the socket to drain instead of letting the backlog grow (or be cut off).
+                while stream.bufferedByteCount > Self.backlogLimit && !stream.isClosed { usleep(2_000) }
+                return !stream.isClosed && stream.write(bytes)
+            }
+        } catch {
+            // The status line is gone; a last line says the export is incomplete.
+            var writer = JSONWriter()
+            writer.beginObject()
+            writer.field("error", "the export stopped early: \(error)")
+            writer.endObject()
+            stream.write(writer.bytes + [0x0A])
+        }
+        stream.finish()
+    }
+}

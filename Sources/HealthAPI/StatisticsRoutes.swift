@@ -1,0 +1,279 @@
+import Foundation
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+import Statistics
+
+/// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
+enum StatisticsRoutes {
+    /// At most this many buckets per collection query: a year of hours fits, a year of minutes does not.
+    static let bucketLimit = 50_000
+
+    static func register(into router: inout Router<Route>, store: HealthStore) {
+        router.register(.get, "/v1/statistics", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let type = try quantityType(&context.query)
+            let style = try aggregationStyle(type)
+            let options = try parseOptions(&context.query, style: style)
+            let range = try requiredRange(&context.query)
+            let unit = try QueryParsing.unit(&context.query, for: type)
+            try context.query.rejectUnknown()
+            let interval = CalendarBucket(start: range.start, end: range.end, startOffsetSeconds: 0, endOffsetSeconds: 0)
+            guard let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: [interval],
+                                                            options: options).first else {
+                throw APIError.invalidArgument("no interval to compute")
+            }
+            let output = try UnitOutput(type: type, unit: unit)
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("type", type.id)
+                writer.field("start", RFC3339.format(range.start))
+                writer.field("end", RFC3339.format(range.end))
+                writer.field("unit", output.unitString)
+                write(answer, options: options, output: output, into: &writer)
+                writer.endObject()
+            }
+        })
+
+        router.register(.get, "/v1/statistics/collection", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let type = try quantityType(&context.query)
+            let style = try aggregationStyle(type)
+            let options = try parseOptions(&context.query, style: style)
+            let range = try requiredRange(&context.query)
+            let anchor = try QueryParsing.instant(&context.query, "anchor")
+            let intervalText = try context.query.requiredString("interval")
+            let zone = try context.query.string("timeZone")
+            let unit = try QueryParsing.unit(&context.query, for: type)
+            try context.query.rejectUnknown()
+            let interval: CalendarInterval
+            do throws(StatisticsError) { interval = try CalendarInterval.parse(intervalText) } catch {
+                throw APIError.invalidField("interval", error.description)
+            }
+            let calendar: BucketCalendar
+            do throws(StatisticsError) { calendar = try BucketCalendar(timeZoneIdentifier: zone) } catch {
+                throw APIError.invalidField("timeZone", "\(error.description) (an IANA name such as America/New_York)")
+            }
+            let buckets: [CalendarBucket]
+            do throws(StatisticsError) {
+                let alignment: Int64
+                if let anchor { alignment = anchor } else { alignment = try calendar.startOfDay(containing: range.start) }
+                buckets = try calendar.buckets(start: range.start, end: range.end, anchor: alignment, interval: interval,
+                                               limit: bucketLimit)
+            } catch {
+                throw APIError.invalidArgument(error.description)
+            }
+            let answers = try StatisticsReader.figures(store: store, app: app, type: type, buckets: buckets, options: options)
+            let output = try UnitOutput(type: type, unit: unit)
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("type", type.id)
+                writer.field("unit", output.unitString)
+                writer.key("buckets")
+                writer.beginArray()
+                for (bucket, answer) in zip(buckets, answers) {
+                    writer.beginObject()
+                    writer.field("start", RFC3339.format(bucket.start, offsetSeconds: Int(bucket.startOffsetSeconds)))
+                    writer.field("end", RFC3339.format(bucket.end, offsetSeconds: Int(bucket.endOffsetSeconds)))
+                    write(answer, options: options, output: output, into: &writer)
+                    writer.endObject()
+                }
+                writer.endArray()
+                writer.endObject()
+            }
+        })
+
+        router.register(.get, "/v1/sources/priority", Route(access: .token) { context throws(APIError) in
+            let app = try context.app()
+            let type = try quantityType(&context.query)
+            try context.query.rejectUnknown()
+            var order = try storeCall { try store.sourcePriority(userRowID: app.userRowID, type: type) }
+            // Read privacy: without read permission the app learns of no other app.
+            if !app.mayRead(type.id) { order = order.filter { $0 == app.app } }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("type", type.id)
+                writer.key("order")
+                AccountRoutes.writeStrings(order, into: &writer)
+                writer.endObject()
+            }
+        })
+
+        router.register(.put, "/v1/sources/priority", Route(access: .admin) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            var body = try RequestBody.json(context.request)
+            let (userKey, typeText, order) = try RequestBody.decode { () throws(JSONFieldError) -> (String, String, [String]) in
+                let user = try body.requiredString("user")
+                let type = try body.requiredString("type")
+                let order = try body.requiredArray("order").strings()
+                try body.finish()
+                return (user, type, order)
+            }
+            guard let type = HealthTypeCatalog.type(typeText) else { throw APIError.invalidField("type", "unknown type '\(typeText)'") }
+            guard type.kind == .quantity else {
+                throw APIError.invalidField("type", "source priority applies to quantity types; \(type.id) is a \(type.kind.rawValue) type")
+            }
+            guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+                throw APIError.invalidField("user", "no user '\(userKey)'")
+            }
+            try storeCall { try store.setSourcePriority(userRowID: user.rowID, type: type, apps: order) }
+            let effective = try storeCall { try store.sourcePriority(userRowID: user.rowID, type: type) }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("user", user.id)
+                writer.field("type", type.id)
+                writer.key("order")
+                AccountRoutes.writeStrings(effective, into: &writer)
+                writer.endObject()
+            }
+        })
+    }
+
+    // MARK: Parameters
+
+    static func quantityType(_ query: inout QueryParameters) throws(APIError) -> HealthType {
+        let type = try QueryParsing.type(&query)
+        guard type.kind == .quantity else {
+            throw APIError.invalidField("type", "statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
+        }
+        return type
+    }
+
+    static func aggregationStyle(_ type: HealthType) throws(APIError) -> AggregationStyle {
+        guard let aggregation = type.aggregation else {
+            throw APIError.invalidField("type", "\(type.id) has no aggregation style")
+        }
+        return aggregation.isCumulative ? .cumulative : .discrete
+    }
+
+    static func parseOptions(_ query: inout QueryParameters, style: AggregationStyle) throws(APIError) -> StatisticsOptions {
+        let text = try query.requiredString("options")
+        do {
+            return try StatisticsOptions.parse(text, for: style)
+        } catch {
+            throw APIError.invalidField("options", error.description)
+        }
+    }
+
+    /// `start` and `end` are required: HealthKit's queries always carry a range, and an unbounded
+    /// collection query would have unbounded buckets.
+    static func requiredRange(_ query: inout QueryParameters) throws(APIError) -> (start: Int64, end: Int64) {
+        guard let start = try QueryParsing.instant(&query, "start") else { throw APIError.invalidField("start", "is required") }
+        guard let end = try QueryParsing.instant(&query, "end") else { throw APIError.invalidField("end", "is required") }
+        guard end > start else { throw APIError.invalidField("end", "must be after start") }
+        return (start, end)
+    }
+
+    // MARK: Output
+
+    static func write(_ answer: IntervalFigures, options: StatisticsOptions, output: UnitOutput, into writer: inout JSONWriter) {
+        writeFigures(answer.figures, output: output, into: &writer)
+        if options.contains(.separateBySource) {
+            writer.key("sources")
+            writer.beginArray()
+            for source in answer.sources {
+                writer.beginObject()
+                writer.field("app", source.app)
+                writeFigures(source.figures, output: output, into: &writer)
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+    }
+
+    static func writeFigures(_ figures: StatisticsFigures, output: UnitOutput, into writer: inout JSONWriter) {
+        if let sum = figures.sum { writer.field("sum", output.convert(sum)) }
+        if let average = figures.average { writer.field("average", output.convert(average)) }
+        if let minimum = figures.minimum { writer.field("minimum", output.convert(minimum)) }
+        if let maximum = figures.maximum { writer.field("maximum", output.convert(maximum)) }
+        if let recent = figures.mostRecent {
+            writer.key("mostRecent")
+            writer.beginObject()
+            writer.field("value", output.convert(recent.value))
+            writer.field("start", RFC3339.format(recent.start))
+            writer.field("end", RFC3339.format(recent.end))
+            writer.endObject()
+        }
+    }
+}
+
+/// Converts figures from the type's canonical unit to the unit the client asked for.
+struct UnitOutput {
+    let canonical: HealthUnit
+    let target: HealthUnit
+
+    init(type: HealthType, unit: HealthUnit?) throws(APIError) {
+        guard let canonical = type.canonicalUnit else { throw APIError.invalidField("type", "\(type.id) has no unit") }
+        self.canonical = canonical
+        target = unit ?? canonical
+    }
+
+    var unitString: String { target.unitString }
+
+    func convert(_ value: Double) -> Double {
+        if target == canonical { return FigureRounding.significant(value) }
+        return FigureRounding.significant((try? canonical.convert(value, to: target)) ?? value)
+    }
+}
+
+/// Pro-rating multiplies by fractions of intervals, which leaves floating-point noise
+/// (1000.0000000000001 steps); figures are written with 12 significant digits, far beyond any
+/// sensor's precision, so whole inputs give whole answers.
+enum FigureRounding {
+    static let significantDigits = 12
+
+    static func significant(_ value: Double) -> Double {
+        guard value.isFinite, value != 0 else { return value }
+        let magnitude = Int((abs(value)).exponentOf10)
+        let scale = pow(10.0, Double(significantDigits - 1 - magnitude))
+        guard scale.isFinite, scale > 0 else { return value }
+        let rounded = (value * scale).rounded() / scale
+        return rounded.isFinite ? rounded : value
+    }
+}
+
+extension Double {
+    /// ⌊log10(self)⌋ for a positive finite value.
+    fileprivate var exponentOf10: Double { log10(self).rounded(.down) }
+}
+
+/// The figures of one interval as the API reports them: merged, and per app when asked.
+struct IntervalFigures: Sendable {
+    var figures: StatisticsFigures
+    var sources: [(app: String, figures: StatisticsFigures)]
+}
+
+/// Statistics through the store's cached index, with HealthKit's read privacy applied.
+enum StatisticsReader {
+    /// One answer per bucket. Without read permission for the type, the figures are those of the
+    /// app's own samples only (its own source's unmerged figures), as if no other data existed.
+    static func figures(store: HealthStore, app: AppAuthorization, type: HealthType, buckets: [CalendarBucket],
+                        options: StatisticsOptions) throws(APIError) -> [IntervalFigures] {
+        let mayRead = app.mayRead(type.id)
+        let internalOptions = mayRead ? options : options.union(.separateBySource)
+        let ownSource = Int32(exactly: app.sourceRowID)
+        return try statisticsCall {
+            try store.withStatisticsIndex(userRowID: app.userRowID, type: type) { snapshot -> [IntervalFigures] in
+                let results = try snapshot.index.statisticsCollection(buckets: buckets, options: internalOptions)
+                return results.map { result in
+                    if mayRead {
+                        return IntervalFigures(figures: result.figures, sources: result.sources.map { source in
+                            (app: snapshot.appNames[source.source] ?? "unknown", figures: source.figures)
+                        })
+                    }
+                    let own = result.sources.first(where: { $0.source == ownSource })?.figures ?? StatisticsFigures()
+                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.app, figures: own)]
+                    return IntervalFigures(figures: own, sources: sources)
+                }
+            }
+        }
+    }
+}
+
+/// `storeCall` for statistics: engine errors (bad range, bucket limits) are the client's, a 400.
+func statisticsCall<T>(_ body: () throws -> T) throws(APIError) -> T {
+    try storeCall {
+        do { return try body() } catch let error as StatisticsError { throw StoreError.invalid(error.description) }
+    }
+}

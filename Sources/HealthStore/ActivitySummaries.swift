@@ -1,0 +1,87 @@
+import HealthModel
+import SQLite
+
+/// HKActivitySummary: one day's Activity rings. Energy in kilocalories, move and exercise time in
+/// minutes, stand in hours; nil where the source had no value.
+public struct ActivitySummary: Sendable, Hashable {
+    public var day: HealthDay
+    public var activeEnergyBurned: Double?
+    public var activeEnergyBurnedGoal: Double?
+    public var appleMoveTime: Double?
+    public var appleMoveTimeGoal: Double?
+    public var appleExerciseTime: Double?
+    public var appleExerciseTimeGoal: Double?
+    public var appleStandHours: Double?
+    public var appleStandHoursGoal: Double?
+
+    public init(day: HealthDay, activeEnergyBurned: Double? = nil, activeEnergyBurnedGoal: Double? = nil,
+                appleMoveTime: Double? = nil, appleMoveTimeGoal: Double? = nil, appleExerciseTime: Double? = nil,
+                appleExerciseTimeGoal: Double? = nil, appleStandHours: Double? = nil, appleStandHoursGoal: Double? = nil) {
+        self.day = day
+        self.activeEnergyBurned = activeEnergyBurned
+        self.activeEnergyBurnedGoal = activeEnergyBurnedGoal
+        self.appleMoveTime = appleMoveTime
+        self.appleMoveTimeGoal = appleMoveTimeGoal
+        self.appleExerciseTime = appleExerciseTime
+        self.appleExerciseTimeGoal = appleExerciseTimeGoal
+        self.appleStandHours = appleStandHours
+        self.appleStandHoursGoal = appleStandHoursGoal
+    }
+
+    var values: [Double?] {
+        [activeEnergyBurned, activeEnergyBurnedGoal, appleMoveTime, appleMoveTimeGoal, appleExerciseTime,
+         appleExerciseTimeGoal, appleStandHours, appleStandHoursGoal]
+    }
+}
+
+extension HealthStore {
+    /// Saves summaries in one transaction; a day already stored is replaced (a later export knows the
+    /// finished day).
+    public func saveActivitySummaries(_ summaries: [ActivitySummary], userRowID: Int64) throws {
+        guard !summaries.isEmpty else { return }
+        try pool.write { db in
+            let statement = try db.cachedStatement("""
+                INSERT INTO activity_summaries (user_id, day, active_energy_burned, active_energy_burned_goal,
+                    apple_move_time, apple_move_time_goal, apple_exercise_time, apple_exercise_time_goal,
+                    apple_stand_hours, apple_stand_hours_goal)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(user_id, day) DO UPDATE SET
+                    active_energy_burned = excluded.active_energy_burned,
+                    active_energy_burned_goal = excluded.active_energy_burned_goal,
+                    apple_move_time = excluded.apple_move_time, apple_move_time_goal = excluded.apple_move_time_goal,
+                    apple_exercise_time = excluded.apple_exercise_time,
+                    apple_exercise_time_goal = excluded.apple_exercise_time_goal,
+                    apple_stand_hours = excluded.apple_stand_hours, apple_stand_hours_goal = excluded.apple_stand_hours_goal
+                """)
+            for summary in summaries {
+                statement.reset()
+                var values: [SQLValue] = [.integer(userRowID), .text(summary.day.description)]
+                values += summary.values.map { $0.map(SQLValue.real) ?? .null }
+                try statement.bind(values)
+                _ = try statement.step()
+            }
+        }
+    }
+
+    /// The user's summaries for days in `range` (inclusive), oldest first.
+    public func activitySummaries(userRowID: Int64, from first: HealthDay, through last: HealthDay) throws -> [ActivitySummary] {
+        try pool.read { db in
+            let statement = try db.cachedStatement("""
+                SELECT day, active_energy_burned, active_energy_burned_goal, apple_move_time, apple_move_time_goal,
+                    apple_exercise_time, apple_exercise_time_goal, apple_stand_hours, apple_stand_hours_goal
+                FROM activity_summaries WHERE user_id = ? AND day >= ? AND day <= ? ORDER BY day
+                """)
+            try statement.bind([.integer(userRowID), .text(first.description), .text(last.description)])
+            var summaries: [ActivitySummary] = []
+            try statement.forEachRow { row in
+                guard let day = HealthDate.parseDay(row.string(at: 0)) else { return }
+                func value(_ index: Int) -> Double? { row.doubleIfPresent(at: index) }
+                summaries.append(ActivitySummary(
+                    day: day, activeEnergyBurned: value(1), activeEnergyBurnedGoal: value(2), appleMoveTime: value(3),
+                    appleMoveTimeGoal: value(4), appleExerciseTime: value(5), appleExerciseTimeGoal: value(6),
+                    appleStandHours: value(7), appleStandHoursGoal: value(8)))
+            }
+            return summaries
+        }
+    }
+}

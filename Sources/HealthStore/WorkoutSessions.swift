@@ -1,0 +1,252 @@
+import HealthModel
+import JSON
+import SQLite
+import Statistics
+
+/// One workout session as stored (HKWorkoutSession), owned by one app acting for one user.
+public struct WorkoutSession: Sendable, Equatable {
+    /// The id clients use (a lowercase uuid).
+    public var id: String
+    public var userRowID: Int64
+    public var sourceRowID: Int64
+    public var activityType: String
+    /// Nil: a session without a target zone (no zone events).
+    public var zone: HeartRateZoneBounds?
+    public var state: WorkoutSessionState
+    public var timeline: WorkoutSessionTimeline
+    /// The `workout` sample saved by `end`.
+    public var workoutUUID: HealthUUID?
+}
+
+/// A change of zone state to publish: the reading that caused it and the state it is in.
+public struct WorkoutZoneChange: Sendable, Equatable {
+    public var session: String
+    public var heartRate: Double
+    public var state: HeartRateZoneState
+    /// The reading's start.
+    public var date: Int64
+    /// The session's zone the reading was judged against.
+    public var zone: HeartRateZoneBounds
+}
+
+extension HealthStore {
+    static let workoutSessionColumns = """
+        id, external_id, user_id, source_id, activity_type, zone_low, zone_high, state, start_ms, end_ms, events, workout_uuid
+        """
+
+    /// Starts a session as `app`. An app runs one session at a time per user (as HealthKit runs one
+    /// per app): while another is running or paused this is a `conflict` naming it.
+    public func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+                                    at start: Int64) throws -> WorkoutSession {
+        try pool.write { db in
+            if let active = try db.first("""
+                SELECT external_id, state FROM workout_sessions WHERE user_id = ? AND source_id = ? AND state <> 'ended'
+                """, [.integer(app.userRowID), .integer(app.sourceRowID)], { ($0.string(at: 0), $0.string(at: 1)) }) {
+                throw StoreError.conflict("this app's session \(active.0) is \(active.1); end it before starting another")
+            }
+            let session = WorkoutSession(id: HealthUUID.random().lowercasedString, userRowID: app.userRowID,
+                                         sourceRowID: app.sourceRowID, activityType: activityType, zone: zone,
+                                         state: .running, timeline: WorkoutSessionTimeline(start: start), workoutUUID: nil)
+            // Heart rates judged for the zone are those committed from now on.
+            let seq = try ChangeSequence.current(db)
+            try db.execute("""
+                INSERT INTO workout_sessions (external_id, user_id, source_id, activity_type, zone_low, zone_high, state,
+                                              start_ms, events, zone_seq)
+                VALUES (?, ?, ?, ?, ?, ?, 'running', ?, '[]', ?)
+                """, [.text(session.id), .integer(app.userRowID), .integer(app.sourceRowID), .text(activityType),
+                      zone.map { .real($0.low) } ?? .null, zone.map { .real($0.high) } ?? .null, .integer(start), .integer(seq)])
+            return session
+        }
+    }
+
+    /// The session `id` if it is this app's for this user; another app's or user's is nil, exactly
+    /// as if it did not exist.
+    public func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession? {
+        try pool.read { db in try Self.ownedWorkoutSession(db, id: id, app: app) }
+    }
+
+    /// Pauses or resumes at `now` (never before the last event). A resume forgets the zone state,
+    /// so the first reading after it reports again. `WorkoutSessionTransitionError` when the state
+    /// does not allow it, `notFound` for a session that is not this app's.
+    public func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction,
+                                     now: Int64) throws -> WorkoutSession {
+        guard action != .end else { throw StoreError.invalid("ending a session goes through endWorkoutSession, which saves the workout") }
+        return try pool.write { db in
+            guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
+                throw StoreError.notFound("no workout session \(id)")
+            }
+            session.state = try session.state.applying(action)
+            let type: WorkoutEventType = action == .pause ? .pause : .resume
+            session.timeline.events.append(WorkoutEvent(type: type, date: session.timeline.eventDate(now: now)))
+            try db.execute("""
+                UPDATE workout_sessions SET state = ?, events = ?,
+                    zone_state = CASE WHEN ? THEN NULL ELSE zone_state END
+                WHERE external_id = ?
+                """, [.text(session.state.rawValue), .text(Self.encodeEvents(session.timeline.events)),
+                      .integer(action == .resume ? 1 : 0), .text(id)])
+            return session
+        }
+    }
+
+    /// Ends the session at `now` and saves its `workout` sample as the session's app, in one
+    /// transaction: the session, its events and its totals, or nothing. Totals are the merged
+    /// (as statistics merge sources) `activeEnergyBurned` and `distanceWalkingRunning` over the
+    /// running stretches, pro-rated by overlap; the app sees other apps' samples of a type only
+    /// with read permission for it. A type with no sample there gives no total (absent, not 0).
+    public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64,
+                                  workoutUUID: HealthUUID = .random()) throws -> WorkoutSession {
+        let created = Self.nowMilliseconds()
+        let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in
+            guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
+                throw StoreError.notFound("no workout session \(id)")
+            }
+            session.state = try session.state.applying(.end)
+            let end = session.timeline.eventDate(now: now)
+            session.timeline.end = end
+            let intervals = session.timeline.runningIntervals
+            let energy = try runningTotal(db, type: "activeEnergyBurned", app: app, start: session.timeline.start, end: end,
+                                          intervals: intervals)
+            let distance = try runningTotal(db, type: "distanceWalkingRunning", app: app, start: session.timeline.start,
+                                            end: end, intervals: intervals)
+            let workout = HealthSample(
+                uuid: workoutUUID, type: "workout", start: session.timeline.start, end: end,
+                content: .workout(WorkoutDetails(activityType: session.activityType, totalEnergyBurned: energy,
+                                                 totalDistance: distance, events: session.timeline.events)))
+            var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
+                                          created: created)
+            try writer.insert(PreparedBatch([workout], store: self))
+            try writer.finish()
+            session.workoutUUID = workoutUUID
+            try db.execute("UPDATE workout_sessions SET state = 'ended', end_ms = ?, workout_uuid = ? WHERE external_id = ?",
+                           [.integer(end), .blob(workoutUUID.bytes), .text(id)])
+            return (session, CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq))
+        }
+        if !change.typeIDs.isEmpty { publish(change) }
+        return session
+    }
+
+    /// Users with a running or paused session, and how many each has (for the zone monitor).
+    public func activeWorkoutSessionCounts() throws -> [Int64: Int] {
+        try pool.read { db in
+            var counts: [Int64: Int] = [:]
+            for (user, count) in try db.map("SELECT user_id, count(*) FROM workout_sessions WHERE state <> 'ended' GROUP BY user_id",
+                                            [], { ($0.int64(at: 0), Int($0.int64(at: 1))) }) {
+                counts[user] = count
+            }
+            return counts
+        }
+    }
+
+    /// Judges the user's heart-rate readings committed since the last call against each running
+    /// session with a zone, and records how far it got, in one transaction; returns the state
+    /// changes to publish, per session in time order. Only readings that start while the session
+    /// runs count (not before its start, not while paused); every source's readings count.
+    public func advanceWorkoutZones(userRowID: Int64) throws -> [WorkoutZoneChange] {
+        guard let heartRateCode = typeCode(for: "heartRate") else { return [] }
+        return try pool.write { db in
+            let sessions = try db.map("""
+                SELECT id, external_id, zone_low, zone_high, start_ms, events, zone_seq, zone_state, zone_latest_ms
+                FROM workout_sessions WHERE user_id = ? AND state = 'running' AND zone_low IS NOT NULL
+                """, [.integer(userRowID)]) { row in
+                (rowID: row.int64(at: 0), id: row.string(at: 1),
+                 bounds: HeartRateZoneBounds(low: row.double(at: 2), high: row.double(at: 3)),
+                 timeline: WorkoutSessionTimeline(start: row.int64(at: 4), events: Self.decodeEvents(row.string(at: 5))),
+                 seq: row.int64(at: 6), state: row.isNull(at: 7) ? nil : HeartRateZoneState(rawValue: row.string(at: 7)),
+                 latest: row.isNull(at: 8) ? nil : row.int64(at: 8))
+            }
+            var changes: [WorkoutZoneChange] = []
+            for session in sessions {
+                let readings = try db.map("""
+                    SELECT seq, start_ms, value FROM samples WHERE user_id = ? AND seq > ? AND type_id = ? AND value IS NOT NULL
+                    """, [.integer(userRowID), .integer(session.seq), .integer(heartRateCode)]) {
+                    (seq: $0.int64(at: 0), start: $0.int64(at: 1), value: $0.double(at: 2))
+                }
+                guard let lastSeq = readings.map(\.seq).max() else { continue }
+                var tracker = HeartRateZoneTracker(bounds: session.bounds, current: session.state, latestReading: session.latest)
+                let intervals = session.timeline.runningIntervals
+                for reading in readings.sorted(by: { ($0.start, $0.seq) < ($1.start, $1.seq) })
+                where intervals.contains(where: { $0.contains(reading.start) }) {
+                    if let state = tracker.judge(heartRate: reading.value, at: reading.start) {
+                        changes.append(WorkoutZoneChange(session: session.id, heartRate: reading.value, state: state, date: reading.start,
+                                                          zone: session.bounds))
+                    }
+                }
+                try db.execute("UPDATE workout_sessions SET zone_seq = ?, zone_state = ?, zone_latest_ms = ? WHERE id = ?",
+                               [.integer(lastSeq), tracker.current.map { .text($0.rawValue) } ?? .null,
+                                tracker.latestReading.map { .integer($0) } ?? .null, .integer(session.rowID)])
+            }
+            return changes
+        }
+    }
+
+    // MARK: Helpers
+
+    static func ownedWorkoutSession(_ db: Database, id: String, app: AppAuthorization) throws -> WorkoutSession? {
+        try db.first("SELECT \(workoutSessionColumns) FROM workout_sessions WHERE external_id = ? AND user_id = ? AND source_id = ?",
+                     [.text(id), .integer(app.userRowID), .integer(app.sourceRowID)]) { row in
+            let zone = row.isNull(at: 5) ? nil : HeartRateZoneBounds(low: row.double(at: 5), high: row.double(at: 6))
+            return WorkoutSession(
+                id: row.string(at: 1), userRowID: row.int64(at: 2), sourceRowID: row.int64(at: 3), activityType: row.string(at: 4),
+                zone: zone, state: WorkoutSessionState(rawValue: row.string(at: 7)) ?? .ended,
+                timeline: WorkoutSessionTimeline(start: row.int64(at: 8), events: decodeEvents(row.string(at: 10)),
+                                                 end: row.isNull(at: 9) ? nil : row.int64(at: 9)),
+                workoutUUID: row.isNull(at: 11) ? nil : HealthUUID(bytes: row.blob(at: 11)))
+        }
+    }
+
+    /// The merged sum of one cumulative type over the running stretches, or nil without data.
+    private func runningTotal(_ db: Database, type: String, app: AppAuthorization, start: Int64, end: Int64,
+                              intervals: [Range<Int64>]) throws -> Double? {
+        guard let typeCode = typeCode(for: type), !intervals.isEmpty else { return nil }
+        var conditions = ["user_id = ?1", "type_id = ?2"]
+        var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
+        if !app.mayRead(type) {
+            values.append(.integer(app.sourceRowID))
+            conditions.append("source_id = ?\(values.count)")
+        }
+        values.append(.integer(end))
+        conditions.append("start_ms < ?\(values.count)")
+        values.append(.integer(start))
+        conditions.append("(end_ms > ?\(values.count) OR (end_ms = start_ms AND start_ms >= ?\(values.count)))")
+        let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                                   [.integer(app.userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+        values.append(.integer(start - longest))
+        conditions.append("start_ms >= ?\(values.count)")
+        let samples = try db.map("SELECT seq, start_ms, end_ms, value, source_id FROM samples WHERE \(conditions.joined(separator: " AND "))",
+                                 values) { row in
+            StatisticsSample(id: row.int64(at: 0), start: row.int64(at: 1), end: row.int64(at: 2), value: row.double(at: 3),
+                             source: Int32(truncatingIfNeeded: row.int64(at: 4)))
+        }
+        guard !samples.isEmpty else { return nil }
+        let buckets = intervals.map { CalendarBucket(start: $0.lowerBound, end: min($0.upperBound, end), startOffsetSeconds: 0, endOffsetSeconds: 0) }
+        let answers = try statisticsCollection(of: samples, buckets: buckets, style: .cumulative, options: .cumulativeSum,
+                                               priority: SourcePriority(try effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
+        let sums = answers.compactMap(\.figures.sum)
+        return sums.isEmpty ? nil : sums.reduce(0, +)
+    }
+
+    /// The user's source order for a type, as statistics use it: their chosen apps first, then the
+    /// other sources in the order they first saved the type.
+    static func encodeEvents(_ events: [WorkoutEvent]) -> String {
+        var writer = JSONWriter(capacity: 32 + events.count * 24)
+        writer.beginArray()
+        for event in events {
+            writer.beginArray()
+            writer.string(event.type.rawValue)
+            writer.integer(event.date)
+            writer.endArray()
+        }
+        writer.endArray()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// Written only by `encodeEvents`; anything unreadable is dropped rather than failing a request.
+    static func decodeEvents(_ text: String) -> [WorkoutEvent] {
+        guard let list = (try? JSONParser.parse(text))?.arrayValue else { return [] }
+        return list.compactMap { item in
+            guard let pair = item.arrayValue, pair.count == 2, let name = pair[0].stringValue,
+                  let type = WorkoutEventType(rawValue: name), let date = pair[1].numberValue else { return nil }
+            return WorkoutEvent(type: type, date: Int64(date))
+        }
+    }
+}

@@ -1,0 +1,284 @@
+import Dispatch
+import Foundation
+import HealthModel
+import HealthStore
+import JSON
+import SQLite
+import Synchronization
+
+/// Settings shared by the samples benchmarks (see `healthd-bench --help`).
+struct SamplesBenchmarkOptions {
+    var healthdPath = ""
+    var workDirectory = ""
+    var clients = 4
+    var batches = 40
+    var batchSize = 10_000
+    var storeSamples = 5_000_000
+    var randomPages = 400
+    var walks = 20
+    var walkPages = 10
+    var keep = false
+}
+
+func nanosecondsNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Latency figures in milliseconds.
+struct LatencySummary: CustomStringConvertible {
+    var count: Int
+    var p50: Double
+    var p99: Double
+    var max: Double
+
+    init(_ nanoseconds: [UInt64]) {
+        let sorted = nanoseconds.sorted()
+        count = sorted.count
+        func percentile(_ fraction: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
+            return Double(sorted[Swift.max(0, Swift.min(sorted.count - 1, rank))]) / 1e6
+        }
+        p50 = percentile(0.50)
+        p99 = percentile(0.99)
+        self.max = percentile(1.0)
+    }
+
+    var description: String {
+        "n=\(count) p50=\(format(p50)) ms p99=\(format(p99)) ms max=\(format(max)) ms"
+    }
+}
+
+func format(_ value: Double, decimals: Int = 2) -> String { String(format: "%.\(decimals)f", value) }
+
+func mebibytes(_ kibibytes: Int) -> String { format(Double(kibibytes) / 1024, decimals: 1) + " MiB" }
+
+enum SamplesBenchmark {
+    // MARK: Raw SQLite baseline
+
+    /// The floor under the API's insert rate: the same rows bound straight into a table shaped like
+    /// `samples` (same indexes, WAL, synchronous=FULL), one prepared INSERT, one transaction per batch.
+    static func sqliteBaseline(_ options: SamplesBenchmarkOptions) throws -> Double {
+        let directory = options.workDirectory + "/baseline"
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let db = try Database(path: directory + "/baseline.sqlite")
+        _ = try db.setPragma("journal_mode", "WAL")
+        try db.execute("PRAGMA synchronous = FULL")
+        try db.execute("PRAGMA cache_size = -32768")
+        try db.execute("""
+            CREATE TABLE samples (
+                seq INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, uuid BLOB NOT NULL, type_id INTEGER NOT NULL,
+                source_id INTEGER NOT NULL, device_id INTEGER, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
+                value REAL, parent_seq INTEGER, created_ms INTEGER NOT NULL, body BLOB);
+            CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+            CREATE INDEX samples_by_type_start ON samples(user_id, type_id, start_ms);
+            CREATE INDEX samples_by_parent ON samples(parent_seq) WHERE parent_seq IS NOT NULL;
+            """)
+        let insert = try db.prepare("""
+            INSERT INTO samples (seq, user_id, uuid, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT(user_id, uuid) DO NOTHING
+            """)
+        // Rows are generated before timing, as the API benchmark's bodies are.
+        var generator = SampleGenerator(seed: 7)
+        let total = options.batches * options.batchSize
+        let samples = (0..<total).map { generator.sample($0) }
+        let bodies: [[UInt8]?] = samples.map { sample in
+            sample.metadata.isEmpty ? nil : Array("{\"m\":{\"\(sample.metadata[0].key)\":1}}".utf8)
+        }
+        let cpuBefore = processCPUSeconds(getpid())
+        let began = nanosecondsNow()
+        var seq: Int64 = 0
+        for batch in stride(from: 0, to: total, by: options.batchSize) {
+            try db.transaction(.immediate) {
+                for index in batch..<min(total, batch + options.batchSize) {
+                    let sample = samples[index]
+                    seq += 1
+                    insert.reset()
+                    try insert.bind(seq, at: 1)
+                    try insert.bind(Int64(1), at: 2)
+                    try insert.bind(sample.uuid.bytes, at: 3)
+                    try insert.bind(Int64(sample.type == "stepCount" ? 1 : 2), at: 4)
+                    try insert.bind(Int64(1), at: 5)
+                    try insert.bind(Int64(sample.type == "stepCount" ? 1 : 2), at: 6)
+                    try insert.bind(sample.start, at: 7)
+                    try insert.bind(sample.end, at: 8)
+                    try insert.bind(sample.quantity ?? 0, at: 9)
+                    try insert.bind(Int64(1_767_225_600_000), at: 10)
+                    if let body = bodies[index] { try insert.bind(body, at: 11) } else { try insert.bindNull(at: 11) }
+                    _ = try insert.step()
+                }
+            }
+        }
+        let seconds = Double(nanosecondsNow() - began) / 1e9
+        let cpu = processCPUSeconds(getpid()) - cpuBefore
+        db.close()
+        if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+        let rate = Double(total) / seconds
+        print("sqlite-baseline: \(total) rows in \(options.batchSize)-row transactions: \(format(seconds, decimals: 3)) s, \(Int(rate)) rows/s")
+        print("  CPU: \(format(cpu, decimals: 2)) s = \(format(1e6 * cpu / Double(total), decimals: 2)) µs per row (\(Int(Double(total) / max(cpu, 1e-9))) rows per CPU-second)")
+        return rate
+    }
+
+    // MARK: POST /v1/samples
+
+    static func write(_ options: SamplesBenchmarkOptions) throws -> Double {
+        let directory = options.workDirectory + "/write"
+        try? FileManager.default.removeItem(atPath: directory)
+        let (store, _, token) = try prepareUser(dataDirectory: directory)
+        store.close()
+
+        var generator = SampleGenerator(seed: 11)
+        var bodies: [[UInt8]] = []
+        for batch in 0..<options.batches {
+            bodies.append(generator.batchJSON(firstIndex: batch * options.batchSize, count: options.batchSize))
+        }
+        let averageBytes = bodies.reduce(0) { $0 + $1.count } / max(1, bodies.count)
+        let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory)
+        defer { server.stop() }
+        let idle = server.memory()
+
+        // One small warm-up batch (not timed, not counted) pages in code and the connection path.
+        let warmUp = try BenchHTTPClient(port: server.port)
+        var warmUpGenerator = SampleGenerator(seed: 99)
+        let warmUpResponse = try warmUp.request("POST", "/v1/samples", token: token,
+                                                body: warmUpGenerator.batchJSON(firstIndex: 100_000_000, count: 100))
+        guard warmUpResponse.status == 201 else {
+            throw BenchError("warm-up POST returned \(warmUpResponse.status): \(String(decoding: warmUpResponse.body, as: UTF8.self))")
+        }
+
+        let latencies = Mutex<[UInt64]>([])
+        let failures = Mutex<[String]>([])
+        let peakResident = Mutex(0)
+        let running = Atomic(true)
+        let port = server.port
+        let sharedBodies = bodies
+        let clients = options.clients
+        let serverProcessIdentifier = server.process.processIdentifier
+        let monitor = Thread {
+            while running.load(ordering: .relaxed) {
+                let resident = processMemory(serverProcessIdentifier).residentKiB
+                peakResident.withLock { $0 = max($0, resident) }
+                usleep(50_000)
+            }
+        }
+        monitor.start()
+        let cpuBefore = processCPUSeconds(serverProcessIdentifier)
+        let began = nanosecondsNow()
+        DispatchQueue.concurrentPerform(iterations: clients) { client in
+            do {
+                let connection = try BenchHTTPClient(port: port)
+                for batch in stride(from: client, to: sharedBodies.count, by: clients) {
+                    let sent = nanosecondsNow()
+                    let response = try connection.request("POST", "/v1/samples", token: token, body: sharedBodies[batch])
+                    let elapsed = nanosecondsNow() - sent
+                    guard response.status == 201 else {
+                        throw BenchError("POST returned \(response.status): \(String(decoding: response.body.prefix(400), as: UTF8.self))")
+                    }
+                    latencies.withLock { $0.append(elapsed) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        let seconds = Double(nanosecondsNow() - began) / 1e9
+        let serverCPU = processCPUSeconds(serverProcessIdentifier) - cpuBefore
+        running.store(false, ordering: .relaxed)
+        if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
+        let memory = server.memory()
+        let total = options.batches * options.batchSize
+        let rate = Double(total) / seconds
+        print("samples-write: \(options.batches) batches x \(options.batchSize) samples (\(averageBytes / 1024) KiB JSON each), \(clients) clients, keep-alive")
+        print("  \(total) samples in \(format(seconds, decimals: 3)) s: \(Int(rate)) samples/s over HTTP")
+        print("  per batch: \(LatencySummary(latencies.withLock { $0 }))")
+        print("  server CPU: \(format(serverCPU, decimals: 2)) s = \(format(1e6 * serverCPU / Double(total), decimals: 2)) µs per sample (\(Int(Double(total) / max(serverCPU, 1e-9))) samples per CPU-second)")
+        print("  server RSS: idle \(mebibytes(idle.residentKiB)), sampled peak \(mebibytes(peakResident.withLock { $0 })), end \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+        if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+        return rate
+    }
+
+    // MARK: GET /v1/samples
+
+    /// Builds (or reuses) a store of `storeSamples` samples, serves it, and times pages of 1,000.
+    static func read(_ options: SamplesBenchmarkOptions) throws {
+        let directory = options.workDirectory + "/read-\(options.storeSamples)"
+        let (store, app, token) = try prepareUser(dataDirectory: directory)
+        let existing = try store.samples(SampleQuery(type: "heartRate"), for: app, userExternalID: app.userID).samples.isEmpty
+        if existing {
+            var generator = SampleGenerator(seed: 5)
+            let began = nanosecondsNow()
+            var batch: [HealthSample] = []
+            batch.reserveCapacity(options.batchSize)
+            for index in 0..<options.storeSamples {
+                batch.append(generator.sample(index))
+                if batch.count == options.batchSize || index == options.storeSamples - 1 {
+                    _ = try store.save(batch, by: app)
+                    batch.removeAll(keepingCapacity: true)
+                }
+            }
+            let seconds = Double(nanosecondsNow() - began) / 1e9
+            print("samples-read: built a store of \(options.storeSamples) samples with HealthStore.save in \(format(seconds, decimals: 1)) s (\(Int(Double(options.storeSamples) / seconds)) samples/s in-process)")
+        } else {
+            print("samples-read: reusing the store in \(directory)")
+        }
+        store.close()
+        if let size = try? FileManager.default.attributesOfItem(atPath: directory + "/healthd.sqlite")[.size] as? Int {
+            print("  database file: \(mebibytes(size / 1024))")
+        }
+
+        let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory)
+        defer { server.stop() }
+        let client = try BenchHTTPClient(port: server.port)
+        // Heart-rate samples are 10 s apart; random starts leave room for a full walk.
+        let span = Int64(options.storeSamples) * SampleGenerator.spacingMilliseconds
+        let walkRoom = Int64(options.walkPages + 1) * 1_000 * 2 * SampleGenerator.spacingMilliseconds
+        var random = SplitMix64(seed: 3)
+        func randomStart() -> String {
+            let offset = Int64(random.next() % UInt64(max(1, span - walkRoom)))
+            return RFC3339.format(SampleGenerator.epoch + offset)
+        }
+        func page(_ target: String) throws -> (nanoseconds: UInt64, next: String?, count: Int) {
+            let sent = nanosecondsNow()
+            let response = try client.request("GET", target, token: token)
+            let elapsed = nanosecondsNow() - sent
+            guard response.status == 200 else {
+                throw BenchError("GET \(target) returned \(response.status): \(String(decoding: response.body.prefix(400), as: UTF8.self))")
+            }
+            guard case .object(let object)? = try? JSONParser.parse(response.body),
+                  case .array(let samples)? = object["samples"] else { throw BenchError("GET \(target): unreadable body") }
+            return (elapsed, object["next"]?.stringValue, samples.count)
+        }
+        // Warm-up: a few pages, not counted.
+        for _ in 0..<5 { _ = try page("/v1/samples?type=heartRate&limit=1000&start=\(randomStart())") }
+
+        let serverProcessIdentifier = server.process.processIdentifier
+        let cpuBefore = processCPUSeconds(serverProcessIdentifier)
+        var randomLatencies: [UInt64] = []
+        var bytesChecked = 0
+        for _ in 0..<options.randomPages {
+            let result = try page("/v1/samples?type=heartRate&limit=1000&start=\(randomStart())")
+            guard result.count == 1_000 else { throw BenchError("a random page held \(result.count) samples, not 1000") }
+            randomLatencies.append(result.nanoseconds)
+            bytesChecked += result.count
+        }
+        var walkLatencies: [UInt64] = []
+        for walk in 0..<options.walks {
+            let type = walk % 2 == 0 ? "heartRate" : "stepCount"
+            // A cursor belongs to its query: every page repeats the first page's parameters.
+            let query = "/v1/samples?type=\(type)&limit=1000&start=\(randomStart())"
+            var target = query
+            for _ in 0..<options.walkPages {
+                let result = try page(target)
+                walkLatencies.append(result.nanoseconds)
+                guard let next = result.next else { break }
+                target = query + "&cursor=" + next
+            }
+        }
+        let serverCPU = processCPUSeconds(serverProcessIdentifier) - cpuBefore
+        let pages = randomLatencies.count + walkLatencies.count
+        let memory = server.memory()
+        print("samples-read: GET /v1/samples limit=1000 from a store of \(options.storeSamples) samples (one client, keep-alive)")
+        print("  random start pages: \(LatencySummary(randomLatencies))")
+        print("  cursor walks (\(options.walks) x \(options.walkPages) pages): \(LatencySummary(walkLatencies))")
+        print("  server CPU: \(format(1000 * serverCPU / Double(max(1, pages)), decimals: 2)) ms per page (\(pages) pages)")
+        print("  server RSS: end \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+    }
+}

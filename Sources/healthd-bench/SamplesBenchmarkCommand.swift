@@ -1,0 +1,91 @@
+import Foundation
+
+/// `samples`, `sqlite-baseline`, `samples-write`, `samples-read`: the samples API's numbers (issue 3).
+enum SamplesBenchmarkCommand {
+    static func run(_ command: String, _ arguments: [String]) -> Int32 {
+        var arguments = arguments
+        var options = SamplesBenchmarkOptions()
+        let executableDirectory = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                                      ?? CommandLine.arguments[0]).deletingLastPathComponent().path
+        options.healthdPath = executableDirectory + "/healthd"
+        while !arguments.isEmpty {
+            let flag = arguments.removeFirst()
+            func value() -> String {
+                guard !arguments.isEmpty else { benchFail("\(flag) needs a value") }
+                return arguments.removeFirst()
+            }
+            func number() -> Int {
+                let text = value()
+                guard let number = Int(text), number > 0 else { benchFail("\(flag) takes a positive number, not '\(text)'") }
+                return number
+            }
+            switch flag {
+            case "--healthd": options.healthdPath = value()
+            case "--work-dir": options.workDirectory = value()
+            case "--clients": options.clients = number()
+            case "--batches": options.batches = number()
+            case "--batch-size": options.batchSize = number()
+            case "--store-samples": options.storeSamples = number()
+            case "--random-pages": options.randomPages = number()
+            case "--walks": options.walks = number()
+            case "--walk-pages": options.walkPages = number()
+            case "--keep": options.keep = true
+            case "--help", "-h":
+                print(samplesUsage)
+                exit(0)
+            default: benchFail("unknown option '\(flag)'\n\(samplesUsage)")
+            }
+        }
+        if options.workDirectory.isEmpty {
+            options.workDirectory = NSTemporaryDirectory() + "healthd-bench-\(getpid())"
+        }
+        guard FileManager.default.isExecutableFile(atPath: options.healthdPath) || command == "sqlite-baseline" else {
+            benchFail("no healthd binary at \(options.healthdPath) (build it: swift build -c release, or pass --healthd)")
+        }
+        print("healthd-bench \(command): \(ProcessInfo.processInfo.activeProcessorCount) cores, work dir \(options.workDirectory)")
+
+        do {
+            switch command {
+            case "samples":
+                let baseline = try SamplesBenchmark.sqliteBaseline(options)
+                let api = try SamplesBenchmark.write(options)
+                print("  API / raw SQLite: \(format(100 * api / baseline, decimals: 0)) %")
+                try SamplesBenchmark.read(options)
+            case "sqlite-baseline": _ = try SamplesBenchmark.sqliteBaseline(options)
+            case "samples-write": _ = try SamplesBenchmark.write(options)
+            case "samples-read": try SamplesBenchmark.read(options)
+            default: benchFail("unknown command '\(command)'\n\(samplesUsage)")
+            }
+        } catch {
+            benchFail("\(error)")
+        }
+        return 0
+    }
+}
+
+let samplesUsage = """
+    usage: healthd-bench COMMAND [options]
+
+    commands:
+      samples           sqlite-baseline, samples-write and samples-read in one run
+      sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)
+      samples-write     POST /v1/samples batches from concurrent keep-alive clients
+      samples-read      GET /v1/samples pages of 1,000 from a large store
+
+    options:
+      --healthd PATH      the healthd binary (default: next to this one)
+      --work-dir DIR      where data directories go (default: a new temporary directory)
+      --clients N         concurrent client connections for writes (default 4)
+      --batches N         batches to POST (default 40)
+      --batch-size N      samples per batch (default 10000)
+      --store-samples N   samples in the read benchmark's store (default 5000000; kept and reused)
+      --random-pages N    random-start pages to time (default 400)
+      --walks N           cursor walks to time (default 20), each --walk-pages pages (default 10)
+      --keep              keep the write and baseline data directories
+    """
+
+
+func benchFail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("healthd-bench: \(message)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,142 @@
+import Foundation
+import HealthAPI
+import HealthStore
+
+/// `healthd import FILE --user NAME`: an Apple Health export (zip or XML) into the user's samples.
+func runImport(_ options: ImportOptions) {
+    let configuration = loadConfiguration(options.common)
+    let source: any AppleHealthByteSource
+    do {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: options.file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            fail("no such file: \(options.file)")
+        }
+        source = try isZip(options.file) ? ZipExportSource(path: options.file) : FileByteSource(path: options.file)
+    } catch {
+        fail("\(options.file): \(error)")
+    }
+    let store = openStore(configuration)
+    defer { store.close() }
+    let user: User
+    do { user = try store.userCreatingIfNeeded(name: options.user) } catch { fail("cannot create user \(options.user): \(error)") }
+    let meter = ProgressMeter(interactive: isatty(2) == 1)
+    let importer = AppleHealthImporter(store: store, userRowID: user.rowID)
+    let report: AppleHealthImportReport
+    do {
+        report = try importer.run(source) { meter.show($0) }
+    } catch {
+        meter.end()
+        fail("import stopped: \(error). Samples saved before this point are kept; running the import again saves nothing twice.")
+    }
+    meter.end()
+    say(summary(report, user: options.user, seconds: meter.elapsed))
+}
+
+/// Zip files start with a local header ("PK\u{3}\u{4}"); anything else is read as XML.
+private func isZip(_ path: String) throws -> Bool {
+    guard let handle = FileHandle(forReadingAtPath: path) else { throw AppleHealthImportError.unreadable("cannot open \(path)") }
+    defer { try? handle.close() }
+    let head = try handle.read(upToCount: 4) ?? Data()
+    return [UInt8](head) == [0x50, 0x4B, 0x03, 0x04]
+}
+
+private func summary(_ report: AppleHealthImportReport, user: String, seconds: Double) -> String {
+    var lines: [String] = []
+    let rate = seconds > 0 ? Int(Double(report.records) / seconds) : report.records
+    lines.append("imported \(report.insertedCount) new samples for \(user) from \(report.records) records "
+                 + "in \(String(format: "%.1f", seconds)) s (\(rate) records/s); \(report.alreadyStoredCount) already stored, "
+                 + "\(report.skippedCount) skipped, \(report.activitySummaries) activity summaries")
+    let types = Set(report.inserted.keys).union(report.alreadyStored.keys).sorted()
+    for type in types {
+        lines.append("  \(type): \(report.inserted[type] ?? 0) new, \(report.alreadyStored[type] ?? 0) already stored")
+    }
+    if !report.characteristics.isEmpty {
+        lines.append("  characteristics: " + report.characteristics.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            .joined(separator: ", "))
+    }
+    if !report.skipped.isEmpty {
+        lines.append("skipped:")
+        for (reason, count) in report.skipped.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
+            lines.append("  \(count) × \(reason)")
+        }
+    }
+    if report.removedDoctype { lines.append("note: the export's DOCTYPE was ignored") }
+    if report.droppedControlCharacters > 0 {
+        lines.append("note: \(report.droppedControlCharacters) control characters invalid in XML were removed")
+    }
+    return lines.joined(separator: "\n")
+}
+
+/// Progress on standard error: a redrawn bar on a terminal, a plain line every few seconds otherwise.
+final class ProgressMeter {
+    let interactive: Bool
+    private let started = Date()
+    private var lastShown = Date.distantPast
+    private var drewBar = false
+
+    init(interactive: Bool) { self.interactive = interactive }
+
+    var elapsed: Double { Date().timeIntervalSince(started) }
+
+    func show(_ progress: AppleHealthImportProgress) {
+        let now = Date()
+        guard now.timeIntervalSince(lastShown) >= (interactive ? 0.2 : 5) else { return }
+        lastShown = now
+        let seconds = max(elapsed, 0.001)
+        let rate = Double(progress.records) / seconds
+        let megabytes = Double(progress.bytesRead) / 1_048_576
+        var text = String(format: "%.0f MB, %d records, %.0f records/s", megabytes, progress.records, rate)
+        if let total = progress.totalBytes, total > 0 {
+            let fraction = min(1, Double(progress.bytesRead) / Double(total))
+            let remaining = fraction > 0 ? seconds * (1 - fraction) / fraction : 0
+            text = String(format: "%3.0f%% ", fraction * 100) + text + String(format: ", ETA %.0f s", remaining)
+            if interactive {
+                let width = 30
+                let filled = Int(fraction * Double(width))
+                text = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] " + text
+            }
+        }
+        if interactive {
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + text).utf8))
+            drewBar = true
+        } else {
+            FileHandle.standardError.write(Data(("import: " + text + "\n").utf8))
+        }
+    }
+
+    func end() {
+        if drewBar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}
+
+/// `healthd export --user NAME [--output FILE]`: every sample of the user as NDJSON, oldest first.
+func runExport(_ options: ExportOptions) {
+    let configuration = loadConfiguration(options.common)
+    let store = openStore(configuration)
+    defer { store.close() }
+    let found: User?
+    do { found = try store.user(idOrName: options.user) } catch { fail("cannot read users: \(error)") }
+    guard let user = found else { fail("no user '\(options.user)'") }
+    let output: FileHandle
+    if let path = options.output {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            fail("cannot write \(path)")
+        }
+        output = handle
+    } else {
+        output = FileHandle.standardOutput
+    }
+    let scope = ExportScope(userRowID: user.rowID, userExternalID: user.id)
+    var count = 0
+    do {
+        try scope.forEachPage(from: store) { bytes in
+            try output.write(contentsOf: bytes)
+            count += bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 }
+            return true
+        }
+        if options.output != nil { try output.synchronize(); try output.close() }
+    } catch {
+        fail("export stopped: \(error)")
+    }
+    if let path = options.output { say("exported \(count) samples of \(user.name) to \(path)") }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@Test func endtoendPackageBuilds() {
-    #expect(Bool(true))
-}

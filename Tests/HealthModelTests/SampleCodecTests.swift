@@ -1,0 +1,66 @@
+import Testing
+import JSON
+@testable import HealthModel
+
+/// Decoding errors name the field by its full path, built only when a check fails.
+@Suite struct SampleCodecTests {
+    func decodeError(_ json: String, path: String = "samples[7]") -> JSONFieldError? {
+        do {
+            var reader = try JSONFieldReader(parsing: Array(json.utf8))
+            reader = JSONFieldReader(reader.object, path: path)
+            _ = try SampleCodec.decode(&reader)
+            try reader.finish()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"type":"stepz","value":1,"start":"2026-03-08T09:00:00Z"}"#, "samples[7].type"),
+        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","uuid":"x"}"#, "samples[7].uuid"),
+        (#"{"type":"stepCount","value":1,"start":"2026-03-08"}"#, "samples[7].start"),
+        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","end":"soon"}"#, "samples[7].end"),
+        (#"{"type":"stepCount","value":1,"start":"2026-03-08T10:00:00Z","end":"2026-03-08T09:00:00Z"}"#, "samples[7].end"),
+        (#"{"type":"stepCount","value":1,"start":"1850-03-08T10:00:00Z","end":"2026-03-08T09:00:00Z"}"#, "samples[7].start"),
+        (#"{"type":"stepCount","value":1,"unit":"kg","start":"2026-03-08T09:00:00Z"}"#, "samples[7].unit"),
+        (#"{"type":"stepCount","value":1,"unit":"furlong^","start":"2026-03-08T09:00:00Z"}"#, "samples[7].unit"),
+        (#"{"type":"stepCount","value":-1,"start":"2026-03-08T09:00:00Z"}"#, "samples[7].value"),
+        (#"{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","objects":[{"type":"bloodPressureSystolic","value":120,"unit":"mmHg","start":"2026-03-08T09:00:00Z"},{"type":"bloodPressureDiastolic","value":9999,"unit":"mmHg","start":"2026-03-08T09:00:00Z"}]}"#,
+         "samples[7].objects[1].value"),
+    ])
+    func errorsNameTheFullPath(json: String, field: String) {
+        #expect(decodeError(json)?.field == field, "\(json)")
+    }
+
+    @Test func validSamplesDecode() {
+        #expect(decodeError(#"{"type":"heartRate","value":61,"unit":"count/min","start":"2026-03-08T09:00:00-05:00","metadata":{"HKHeartRateMotionContext":1}}"#) == nil)
+    }
+
+    @Test func metadataSizeLimitHoldsAtTheBoundary() {
+        // {"k":"xxx…"} is 8 bytes plus the string: exactly 16 KiB passes, one byte more fails.
+        func sample(_ length: Int) -> String {
+            #"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"k":"\#(String(repeating: "x", count: length))"}}"#
+        }
+        #expect(decodeError(sample(16_384 - 8)) == nil)
+        #expect(decodeError(sample(16_384 - 7))?.field == "samples[7].metadata")
+        // Escapes count as written: 3,000 control characters are 18,000 bytes of JSON.
+        let escaped = String(repeating: "\\u0001", count: 3_000)
+        #expect(decodeError(#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"k":"\#(escaped)"}}"#)?.field
+                == "samples[7].metadata")
+    }
+
+    @Test func metadataSizeBoundIsNeverBelowTheWrittenSize() {
+        let entries: [[MetadataEntry]] = [
+            [],
+            [MetadataEntry(key: "a", value: .bool(false))],
+            [MetadataEntry(key: "\u{1}\"\\é😀", value: .string("\u{0}\u{1f}\"\\\n\t😀é")), MetadataEntry(key: "n", value: .number(-1.2345678901234567e-300))],
+            [MetadataEntry(key: "x", value: .number(.nan)), MetadataEntry(key: "y", value: .number(123_456_789_012_345_680))],
+        ]
+        for metadata in entries {
+            var writer = JSONWriter()
+            SampleCodec.writeMetadata(metadata, into: &writer)
+            #expect(SampleCodec.metadataSizeBound(metadata) >= writer.bytes.count)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Testing
+import HealthModel
+import SQLite
+@testable import HealthStore
+
+/// The prepared insert path (work done before the writer lock): in-batch duplicates, devices,
+/// correlations, and the per-type bookkeeping rows.
+@Suite struct SampleWritingTests {
+    static let watch = SampleDevice(name: "Apple Watch", manufacturer: "Apple Inc.", model: "Watch")
+    static let phone = SampleDevice(name: "iPhone", manufacturer: "Apple Inc.", model: "iPhone")
+
+    func heartRate(_ bpm: Double, start: Int64, device: SampleDevice?, uuid: HealthUUID = .random()) -> HealthSample {
+        HealthSample(uuid: uuid, type: "heartRate", start: start, end: start, content: .quantity(bpm / 60), device: device)
+    }
+
+    @Test func repeatsInABatchAreStoredOnceAndDifferingRepeatsConflictAtTheirIndex() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let uuid = HealthUUID.random()
+        let first = steps(5, start: 1_700_000_000_000, uuid: uuid)
+        let saved = try t.store.save([first, steps(6, start: 1_700_000_060_000), first], by: app)
+        #expect(saved == [uuid, saved[1], uuid], "every request position answers its uuid")
+        var query = SampleQuery(type: "stepCount")
+        query.limit = 10
+        #expect(try t.store.samples(query, for: app, userExternalID: user.id).samples.count == 2)
+
+        let other = HealthUUID.random()
+        let differing = [steps(1, start: 1_700_000_200_000, uuid: other), steps(2, start: 1_700_000_200_000, uuid: other)]
+        #expect(throws: SampleConflict(index: 1, uuid: other, detail: "uuid \(other.lowercasedString) appears twice in the batch with different content")) {
+            try t.store.save(differing, by: app)
+        }
+        // A stored-data conflict before the in-batch one is the one reported, as before preparation moved out of the lock.
+        let stored = saved[1]
+        let both = [steps(7, start: 1_700_000_060_000, uuid: stored), steps(1, start: 1_700_000_300_000, uuid: other),
+                    steps(2, start: 1_700_000_300_000, uuid: other)]
+        let error = try #require(throws: SampleConflict.self) { try t.store.save(both, by: app) }
+        #expect(error.index == 0)
+        #expect(try t.store.samples(query, for: app, userExternalID: user.id).samples.count == 2, "nothing of a failed batch is kept")
+    }
+
+    @Test func devicesSourcesAndExtentsFollowTheInsertedRows() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let types: Set<String> = ["stepCount", "heartRate"]
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: types, share: types)
+        let start: Int64 = 1_700_000_000_000
+        var batch: [HealthSample] = []
+        for minute in 0..<20 {
+            let at = start + Int64(minute) * 60_000
+            batch.append(heartRate(60, start: at, device: minute % 2 == 0 ? Self.watch : Self.phone))
+            batch.append(steps(Double(minute), start: at, seconds: minute == 19 ? 600 : 60))
+        }
+        // More distinct devices than the linear scan covers.
+        for index in 0..<12 {
+            batch.append(heartRate(70, start: start + 3_600_000 + Int64(index) * 1000,
+                                   device: SampleDevice(name: "strap \(index)", localIdentifier: "\(index)")))
+        }
+        batch.append(heartRate(71, start: start + 7_200_000, device: SampleDevice(name: "strap 3", localIdentifier: "3")))
+        _ = try t.store.save(batch, by: app)
+
+        var query = SampleQuery(type: "heartRate")
+        query.limit = 100
+        let rates = try t.store.samples(query, for: app, userExternalID: user.id).samples
+        #expect(rates.count == 33)
+        #expect(rates.map(\.sample.device) == batch.filter { $0.type == "heartRate" }.map(\.device))
+        let sources = try t.store.sources(type: "heartRate", for: app)
+        #expect(sources.count == 1)
+        #expect(sources.first?.devices.count == 14, "watch, phone and twelve straps, each once")
+        #expect(try t.store.sources(type: "stepCount", for: app).first?.devices == [])
+
+        // The 10-minute step sample bounds overlap queries: one starting inside it finds it.
+        var overlap = SampleQuery(type: "stepCount")
+        overlap.start = start + 19 * 60_000 + 300_000
+        overlap.end = overlap.start.map { $0 + 1 }
+        let found = try t.store.samples(overlap, for: app, userExternalID: user.id).samples
+        #expect(found.map(\.sample.start) == [start + 19 * 60_000])
+    }
+
+    @Test func correlationObjectsAreInsertedWithTheirParent() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let types: Set<String> = ["bloodPressure", "bloodPressureSystolic", "bloodPressureDiastolic"]
+        let (app, _) = try t.store.createAuthorization(user: user, app: "cuff", read: types, share: types)
+        let at: Int64 = 1_700_000_000_000
+        let pressure = HealthSample(uuid: .random(), type: "bloodPressure", start: at, end: at, content: .correlation([
+            HealthSample(uuid: .random(), type: "bloodPressureSystolic", start: at, end: at, content: .quantity(120)),
+            HealthSample(uuid: .random(), type: "bloodPressureDiastolic", start: at, end: at, content: .quantity(80)),
+        ]), device: Self.phone)
+        _ = try t.store.save([pressure, pressure], by: app)
+        let stored = try t.store.samples(SampleQuery(type: "bloodPressure"), for: app, userExternalID: user.id).samples
+        #expect(stored.map(\.sample) == [pressure])
+        #expect(try t.store.samples(SampleQuery(type: "bloodPressureSystolic"), for: app, userExternalID: user.id).samples.count == 1)
+        _ = try t.store.save([pressure], by: app)
+        #expect(try t.store.samples(SampleQuery(type: "bloodPressure"), for: app, userExternalID: user.id).samples.count == 1,
+                "an identical retry stores nothing twice")
+    }
+
+    @Test func repeatedRowBodiesReadBackPerRow() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "watch", read: ["heartRate"], share: ["heartRate"])
+        let start: Int64 = 1_700_000_000_000
+        let batch = (0..<300).map { index in
+            var sample = heartRate(60, start: start + Int64(index) * 1000, device: nil)
+            sample.metadata = index % 4 == 3 ? [] : [MetadataEntry(key: "HKHeartRateMotionContext", value: .number(Double(index % 3))),
+                                                     MetadataEntry(key: "note", value: .string(index < 280 ? "same" : "row \(index)"))]
+            return sample
+        }
+        _ = try t.store.save(batch, by: app)
+        var query = SampleQuery(type: "heartRate")
+        query.limit = 1000
+        let stored = try t.store.samples(query, for: app, userExternalID: user.id).samples
+        #expect(stored.map(\.sample.metadata) == batch.map(\.metadata))
+    }
+}
