@@ -27,19 +27,29 @@ def ok_json(schema, description="OK"):
 
 def qparam(name, description, schema=None, required=False):
     return {"name": name, "in": "query", "required": required, "description": description,
-            "schema": schema or {"type": "string"}}
+            "schema": schema or {"type": "string", "minLength": 1}}
 
 
-def pparam(name, description):
-    return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string"}}
+def pparam(name, description, schema=None):
+    return {"name": name, "in": "path", "required": True, "description": description,
+            "schema": schema or {"type": "string", "minLength": 1}}
+
+
+uuid_schema = {"type": "string", "format": "uuid"}
+session_schema = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"}
 
 
 ERRORS_APP = {
     "400": problem("Invalid argument (errorInvalidArgument): a malformed parameter, body field or unknown field, named in `detail`/`errors`."),
     "401": problem("Missing, unknown or revoked token (errorAuthenticationRequired)."),
     "403": problem("The token may not do this (errorAuthorizationDenied)."),
-    "429": problem("Too many requests (errorRateLimited); see Retry-After."),
+    "429": {**problem("Too many requests from this address or with this token (errorRateLimited): token buckets, "
+                      "see README 'Abuse and privacy'. A failed authentication costs the address extra."),
+            "headers": {"Retry-After": {"description": "Whole seconds until a request fits the bucket again.",
+                                        "schema": {"type": "integer", "minimum": 1}}}},
 }
+# Open routes count against the per-address bucket too.
+ERRORS_OPEN = {"429": ERRORS_APP["429"]}
 
 instant = {"type": "string", "format": "date-time", "description": "RFC 3339 with an offset; responses are UTC with milliseconds."}
 
@@ -154,13 +164,13 @@ imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSt
 
 PATHS = {
     "/healthz": {"get": {"summary": "Liveness", "security": [], "tags": ["operations"],
-                         "responses": {"200": ok_json({"type": "object", "properties": {"status": {"const": "ok"}}})}}},
+                         "responses": {"200": ok_json({"type": "object", "properties": {"status": {"const": "ok"}}}), **ERRORS_OPEN}}},
     "/metrics": {"get": {"summary": "Prometheus metrics (text format 0.0.4)", "security": [], "tags": ["operations"],
                          "responses": {"200": {"description": "Requests by route and status, latency histogram, open connections, store size.",
                                                "content": {"text/plain": {"schema": {"type": "string"}}}},
-                                       "400": ERRORS_APP["400"]}}},
+                                       "400": ERRORS_APP["400"], **ERRORS_OPEN}}},
     "/openapi.json": {"get": {"summary": "This document", "security": [], "tags": ["operations"],
-                              "responses": {"200": ok_json({"type": "object"})}}},
+                              "responses": {"200": ok_json({"type": "object"}), **ERRORS_OPEN}}},
     "/v1/users": {"post": {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
@@ -190,7 +200,7 @@ PATHS = {
                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
                      "type": "object", "required": ["samples"], "additionalProperties": False,
                      "properties": {"samples": {"type": "array", "items": ref("SampleInput"), "minItems": 1,
-                                                "maxItems": 10000, "description": "At most maxBatchSize (default 10,000)."}}}}}},
+                                                "description": "At most maxBatchSize (configurable, default 10,000; over it: 413)."}}}}}},
                  "responses": {"201": ok_json({"type": "object", "properties": {"saved": {"type": "array", "items": {"type": "string", "format": "uuid"}}}}, "Saved; uuids in request order."),
                                "409": problem("A uuid exists with different content (errorConflict)."),
                                "413": problem("Too many samples in the batch, or body over the limit."),
@@ -211,10 +221,10 @@ PATHS = {
                    "responses": {"200": ok_json({"type": "object", "properties": {"deleted": {"type": "integer"}}}), **ERRORS_APP}},
     },
     "/v1/samples/{uuid}": {
-        "get": {"summary": "One sample", "tags": ["samples"], "parameters": [pparam("uuid", "Sample uuid."), qparam("unit", "Unit for the value.")],
+        "get": {"summary": "One sample", "tags": ["samples"], "parameters": [pparam("uuid", "Sample uuid.", uuid_schema), qparam("unit", "Unit for the value.")],
                 "responses": {"200": ok_json(ref("Sample")), "404": problem("No such sample for this user (or not visible)."), **ERRORS_APP}},
         "delete": {"summary": "Delete one of the calling app's samples (tombstoned for the change feed)", "tags": ["samples"],
-                   "parameters": [pparam("uuid", "Sample uuid.")],
+                   "parameters": [pparam("uuid", "Sample uuid.", uuid_schema)],
                    "responses": {"204": {"description": "Deleted."}, "404": problem("No such sample for this user."), **ERRORS_APP}},
     },
     "/v1/sources": {"get": {
@@ -251,12 +261,15 @@ PATHS = {
                       "413": problem("More than 100,000 samples."), "415": problem("Neither JSON nor CSV."), **ERRORS_APP}}},
     "/v1/ingest/imu/{session}/end": {"post": {
         "summary": "End an IMU session: flush pending steps; totalSteps is final", "tags": ["motion"],
-        "parameters": [pparam("session", "Session name.")],
+        "parameters": [pparam("session", "Session name.", session_schema)],
         "requestBody": {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False}}}},
-        "responses": {"200": ok_json(imu_answer), "404": problem("No such session for this app."), **ERRORS_APP}}},
+        "responses": {"200": ok_json(imu_answer), "404": problem("No such session for this app."),
+                      "409": problem("The session has ended already, or its stored state cannot be read."),
+                      "415": problem("A body that is not application/json."), **ERRORS_APP}}},
     "/v1/pedometer": {"get": {
         "summary": "CMPedometer.queryPedometerData over the calling app's IMU sessions", "tags": ["motion"],
-        "parameters": [qparam("start", "RFC 3339.", required=True), qparam("end", "RFC 3339, after start.", required=True)],
+        "parameters": [qparam("start", "RFC 3339.", {"type": "string", "format": "date-time"}, required=True),
+                       qparam("end", "RFC 3339, after start.", {"type": "string", "format": "date-time"}, required=True)],
         "responses": {"200": ok_json({"type": "object", "properties": {
             "numberOfSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres."},
             "averageActivePace": {"type": ["number", "null"], "description": "Seconds per metre while walking."},
@@ -271,9 +284,9 @@ PATHS = {
                 "responses": {"200": ok_json(ref("Characteristics")), **ERRORS_APP}},
         "put": {"summary": "Replace a user's characteristics (admin only; apps get 403)", "tags": ["types"],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
-                    "allOf": [ref("Characteristics")], "type": "object", "required": ["user"],
-                    "properties": {"user": {"type": "string"}}}}}},
-                "responses": {"200": ok_json(ref("Characteristics")), **ERRORS_APP}},
+                    **SCHEMAS["Characteristics"], "required": ["user"],
+                    "properties": {**SCHEMAS["Characteristics"]["properties"], "user": {"type": "string", "minLength": 1}}}}}},
+                "responses": {"200": ok_json(ref("Characteristics")), "415": problem("Not application/json."), **ERRORS_APP}},
     },
     "/v1/heart-rate/zones": {"get": {
         "summary": "Training heart-rate zone for a goal (Tanaka maximum; Karvonen with a resting rate)", "tags": ["heart-rate"],

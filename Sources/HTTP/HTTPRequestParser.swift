@@ -185,7 +185,10 @@ public struct HTTPRequestParser: Sendable {
                     // instead of waiting for a line end that may never come.
                     if let error = partialMethodError() { return fail(error) }
                     return nil
-                case .failure(let error): return fail(error)
+                case .failure(let error):
+                    // A bad method byte wins over a long or bare-CR line, as it does when the
+                    // bytes arrive in pieces: the answer must not depend on packet boundaries.
+                    return fail(partialMethodError() ?? error)
                 case .line(let start, let end):
                     // RFC 9112 §2.2: empty lines before the request line are ignored.
                     if start == end { continue }
@@ -326,17 +329,24 @@ public struct HTTPRequestParser: Sendable {
     /// endings disagree on where a message ends.
     private mutating func scanLine(limit: Int, tooLong: HTTPParseError) -> LineScan {
         let start = readIndex
+        // -1: a CR followed by something other than LF (a bare CR ends the line for some peers).
         let found: Int? = buffer.withUnsafeBufferPointer { bytes in
             var index = scanIndex
             let end = bytes.count
             while index < end {
-                if bytes[index] == ASCII.lf { return index }
+                let byte = bytes[index]
+                if byte == ASCII.lf { return index }
+                if byte == ASCII.cr && index + 1 < end && bytes[index + 1] != ASCII.lf { return -1 }
                 index += 1
             }
             return nil
         }
+        if found == -1 {
+            return .failure(HTTPParseError(status: .badRequest, detail: "Line contains a bare CR (CR not followed by LF)."))
+        }
         guard let lf = found else {
-            scanIndex = buffer.count
+            // A trailing CR is checked again once the byte after it arrives.
+            scanIndex = buffer.count > start && buffer.last == ASCII.cr ? buffer.count - 1 : buffer.count
             // A CRLF may still complete a line of exactly `limit` bytes.
             if buffer.count - start > limit + 1 { return .failure(tooLong) }
             return .needMore

@@ -322,7 +322,7 @@ final class Connection: @unchecked Sendable {
         resumeReading()
         resumeWriting()
         loop.unregister(self)
-        server.connectionClosed()
+        server.connectionClosed(remoteAddress: info.remoteAddress)
     }
 
     private func suspendReading() {

@@ -20,6 +20,9 @@ public final class HTTPServer: Sendable {
     private let lifecycle = Mutex(Lifecycle())
     private let counters = Mutex(Counters())
     let openConnections = Atomic<Int>(0)
+    /// Open connections per remote address, for `maxConnectionsPerAddress`; an address leaves the
+    /// table when its last connection closes.
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
     /// Lock-free copy of the shutdown state for the per-response check.
     let shutdownStarted = Atomic<Bool>(false)
     private let nextConnectionID = Atomic<UInt64>(1)
@@ -132,7 +135,11 @@ public final class HTTPServer: Sendable {
         errorObserver?(HTTPServerErrorEvent(status: status, detail: detail, connectionID: connectionID, remoteAddress: remoteAddress))
     }
 
-    func connectionClosed() {
+    func connectionClosed(remoteAddress: String) {
+        connectionsByAddress.withLock { table in
+            let remaining = (table[remoteAddress] ?? 1) - 1
+            table[remoteAddress] = remaining > 0 ? remaining : nil
+        }
         if openConnections.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
             checkShutdownComplete()
         }
@@ -163,7 +170,17 @@ public final class HTTPServer: Sendable {
             counters.withLock { $0.accepted += 1 }
             let id = nextConnectionID.add(1, ordering: .relaxed).oldValue
             if openConnections.load(ordering: .relaxed) >= configuration.maxConnections || isShuttingDown {
-                rejectOverCapacity(fd: fd, id: id, remote: remote)
+                rejectOverCapacity(fd: fd, id: id, remote: remote, detail: nil)
+                continue
+            }
+            let admitted = connectionsByAddress.withLock { table -> Bool in
+                let open = table[remote] ?? 0
+                guard open < configuration.maxConnectionsPerAddress else { return false }
+                table[remote] = open + 1
+                return true
+            }
+            guard admitted else {
+                rejectOverCapacity(fd: fd, id: id, remote: remote, detail: "Too many open connections from this address; close some and retry.")
                 continue
             }
             openConnections.add(1, ordering: .relaxed)
@@ -176,8 +193,8 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private func rejectOverCapacity(fd: Int32, id: UInt64, remote: String) {
-        let detail = isShuttingDown ? "The server is shutting down." : "Too many open connections; try again later."
+    private func rejectOverCapacity(fd: Int32, id: UInt64, remote: String, detail specificDetail: String?) {
+        let detail = specificDetail ?? (isShuttingDown ? "The server is shutting down." : "Too many open connections; try again later.")
         let problem = HTTPProblem.json(status: .serviceUnavailable, detail: detail)
         var bytes = HTTPResponseSerializer.head(status: .serviceUnavailable,
                                                 headers: ["Content-Type": "application/problem+json", "Retry-After": "1"],

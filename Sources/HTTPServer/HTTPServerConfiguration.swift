@@ -12,6 +12,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeTimeout: Double
     /// Open connections beyond this get a 503 and are closed at once.
     public var maxConnections: Int
+    /// Open connections one remote address may hold; more get a 503 and are closed at once.
+    public var maxConnectionsPerAddress: Int
     /// Unsent bytes a streamed response may queue before `write` fails and the connection closes.
     public var maxStreamBacklogBytes: Int
     /// Serial queues connections are spread over; defaults to the active processor count.
@@ -20,7 +22,7 @@ public struct HTTPServerConfiguration: Sendable {
 
     public init(host: String = "127.0.0.1", port: Int = 8080, limits: HTTPLimits = .default,
                 timeouts: HTTPTimeouts = HTTPTimeouts(), writeTimeout: Double = 30,
-                maxConnections: Int = 4096, maxStreamBacklogBytes: Int = 1024 * 1024,
+                maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 512, maxStreamBacklogBytes: Int = 1024 * 1024,
                 loopCount: Int = 0, listenBacklog: Int32 = 1024) {
         self.host = host
         self.port = port
@@ -28,6 +30,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.timeouts = timeouts
         self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.maxStreamBacklogBytes = maxStreamBacklogBytes
         self.loopCount = loopCount
         self.listenBacklog = listenBacklog

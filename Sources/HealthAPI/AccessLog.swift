@@ -36,9 +36,9 @@ public final class AccessLog: Sendable {
         writer.key("id"); writer.string(requestID)
         writer.key("method"); writer.string(method)
         writer.key("route"); writer.string(route)
-        // The route pattern says which endpoint; the raw path is kept only for static files and
-        // unmatched requests, where it carries no health data and helps find broken links.
-        if route == "static" || route == "unmatched" { writer.key("path"); writer.string(String(path.prefix(256))) }
+        // The route pattern says which endpoint; the raw path is kept only for files actually
+        // served. An unmatched path is client-chosen text (a misplaced token, a value): not logged.
+        if route == "static" { writer.key("path"); writer.string(String(path.prefix(256))) }
         writer.key("status"); writer.integer(Int64(status))
         writer.key("ms"); writer.number((seconds * 1e6).rounded() / 1e3)
         writer.key("remote"); writer.string(remote)

@@ -64,6 +64,8 @@ public final class HealthApplication: HTTPResponder {
     let staticFiles: StaticFileServer?
     let accessLog: AccessLog?
     let adminTokenHash: [UInt8]
+    let rateLimits: RateLimits
+    let cors: CORSPolicy
     let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
     /// Long-polls and event streams of the change feed.
     public let changeFeed: ChangeFeed
@@ -76,6 +78,8 @@ public final class HealthApplication: HTTPResponder {
         self.metrics = metrics
         self.accessLog = configuration.accessLog ? accessLog : nil
         self.adminTokenHash = TokenHashing.hash(adminToken)
+        self.rateLimits = RateLimits(configuration: configuration)
+        self.cors = CORSPolicy(origins: configuration.corsOrigins)
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
         changeFeed = ChangeFeed(store: store, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
                                 retentionDays: configuration.tombstoneRetentionDays)
@@ -102,14 +106,26 @@ public final class HealthApplication: HTTPResponder {
         let startedAt = DispatchTime.now().uptimeNanoseconds
         let requestID = requestCounter.next(connection: connection.id)
         let path = String(request.path)
-        let finish: @Sendable (HTTPResponse, String) -> Void = { [metrics, accessLog] response, pattern in
+        let finish: @Sendable (HTTPResponse, String) -> Void = { [metrics, accessLog, cors] response, pattern in
             var response = response
             response.headers.set("X-Request-Id", requestID)
+            cors.decorate(&response, for: request)
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedAt) / 1e9
             metrics.recordRequest(route: pattern, method: request.method.rawValue, status: response.status.code, seconds: elapsed)
             accessLog?.record(requestID: requestID, method: request.method.rawValue, route: pattern, path: path,
                               status: response.status.code, seconds: elapsed, remote: connection.remoteAddress)
             completion(response)
+        }
+
+        // Checked before any routing or token lookup, so a flood costs one bucket update each.
+        if let wait = rateLimits.perAddress.take(connection.remoteAddress) {
+            finish(APIError.rateLimited(retryAfterSeconds: wait, "too many requests from this address; retry in \(wait) s").response,
+                   "rate-limited")
+            return
+        }
+        if cors.isEnabled && CORSPolicy.isPreflight(request) {
+            finish(cors.preflightResponse(for: request), "preflight")
+            return
         }
 
         let method = request.method == .head ? HTTPMethod.get : request.method
@@ -149,7 +165,20 @@ public final class HealthApplication: HTTPResponder {
 
     private func context(for route: Route, request: HTTPRequest, parameters: [String: String],
                          requestID: String, connection: ConnectionInfo) throws(APIError) -> RequestContext {
-        let principal = try authenticate(request, access: route.access)
+        let principal: Principal?
+        do throws(APIError) {
+            principal = try authenticate(request, access: route.access)
+        } catch {
+            // A failed authentication drains the caller's address budget fast: guessing tokens
+            // is throttled by the same O(1) bucket, with no sleeping thread on the server.
+            if error.status == .unauthorized {
+                _ = rateLimits.perAddress.take(connection.remoteAddress, cost: rateLimits.authenticationFailureCost)
+            }
+            throw error
+        }
+        if let principal, let wait = rateLimits.perToken.take(principal.rateLimitKey) {
+            throw APIError.rateLimited(retryAfterSeconds: wait, "too many requests with this token; retry in \(wait) s")
+        }
         let query: [(name: String, value: String)]
         if let raw = request.rawQuery {
             do { query = try HTTPQuery.parse(raw) } catch {

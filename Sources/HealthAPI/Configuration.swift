@@ -27,6 +27,18 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var readerConnections = 4
     public var accessLog = true
 
+    // Abuse limits (README, Abuse and privacy): token buckets; a rate of 0 disables one.
+    public var rateLimitPerAddressPerSecond = 1_000.0
+    public var rateLimitPerAddressBurst = 5_000.0
+    public var rateLimitPerTokenPerSecond = 500.0
+    public var rateLimitPerTokenBurst = 2_500.0
+    /// Extra requests a 401 takes from the caller's address bucket.
+    public var authenticationFailureCost = 100.0
+    /// Open connections one remote address may hold; more get a 503 and are closed.
+    public var maxConnectionsPerAddress = 512
+    /// Origins (e.g. "https://dash.example.com") whose pages may call the API; empty: same origin only.
+    public var corsOrigins: [String] = []
+
     public init() {}
 
     /// Every key `config.example.json` may hold, with what it sets. Unknown keys are an error,
@@ -35,6 +47,8 @@ public struct HealthdConfiguration: Sendable, Equatable {
         "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
         "maxBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
         "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
+        "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
+        "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins",
     ]
 }
 

@@ -37,6 +37,28 @@ public enum ConfigurationFile {
             try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }
             try integer("readerConnections", 1...64) { configuration.readerConnections = $0 }
             if let flag = try reader.optionalBool("accessLog") { configuration.accessLog = flag }
+            func rate(_ key: String, _ apply: (Double) -> Void) throws(JSONFieldError) {
+                guard let value = try reader.optionalNumber(key) else { return }
+                guard value >= 0, value <= 1_000_000 else { throw reader.error(key, "must be from 0 (off) to 1000000") }
+                apply(value)
+            }
+            try rate("rateLimitPerAddressPerSecond") { configuration.rateLimitPerAddressPerSecond = $0 }
+            try rate("rateLimitPerAddressBurst") { configuration.rateLimitPerAddressBurst = $0 }
+            try rate("rateLimitPerTokenPerSecond") { configuration.rateLimitPerTokenPerSecond = $0 }
+            try rate("rateLimitPerTokenBurst") { configuration.rateLimitPerTokenBurst = $0 }
+            try rate("authenticationFailureCost") { configuration.authenticationFailureCost = $0 }
+            try integer("maxConnectionsPerAddress", 1...1_000_000) { configuration.maxConnectionsPerAddress = $0 }
+            if let list = try reader.optionalArray("corsOrigins") {
+                var origins: [String] = []
+                for index in 0 ..< list.count {
+                    let origin = try list.string(at: index)
+                    guard CORSPolicy.isValidOrigin(origin) else {
+                        throw list.error(at: index, "'\(origin)' is not an origin (scheme://host[:port], no path)")
+                    }
+                    origins.append(origin)
+                }
+                configuration.corsOrigins = origins
+            }
             try reader.finish()
         } catch {
             throw ConfigurationError(error.description)

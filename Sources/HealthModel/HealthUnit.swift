@@ -36,33 +36,36 @@ public struct HealthUnitDimension: Sendable, Hashable, CustomStringConvertible {
 
     public var isDimensionless: Bool { self == .dimensionless }
 
-    static func + (lhs: Self, rhs: Self) -> Self {
-        var sum = lhs
-        sum.mass += rhs.mass
-        sum.length += rhs.length
-        sum.time += rhs.time
-        sum.temperature += rhs.temperature
-        sum.electricCurrent += rhs.electricCurrent
-        sum.amountOfSubstance += rhs.amountOfSubstance
-        sum.internationalUnit += rhs.internationalUnit
-        sum.soundPressureLevel += rhs.soundPressureLevel
-        sum.hearingLevel += rhs.hearingLevel
-        return sum
+    /// Exponents a parsed unit may reach; far beyond any real unit, and far inside Int8, so the
+    /// arithmetic below can never overflow on hostile input like `m*m*m*...`.
+    static let exponentLimit = 24
+
+    /// `lhs + rhs * factor`, or nil when an exponent would leave ±`exponentLimit`.
+    static func combining(_ lhs: Self, _ rhs: Self, factor: Int) -> Self? {
+        func checked(_ a: Int8, _ b: Int8) -> Int8? {
+            let value = Int(a) + Int(b) * factor
+            return abs(value) <= exponentLimit ? Int8(value) : nil
+        }
+        guard let mass = checked(lhs.mass, rhs.mass), let length = checked(lhs.length, rhs.length),
+              let time = checked(lhs.time, rhs.time), let temperature = checked(lhs.temperature, rhs.temperature),
+              let electricCurrent = checked(lhs.electricCurrent, rhs.electricCurrent),
+              let amountOfSubstance = checked(lhs.amountOfSubstance, rhs.amountOfSubstance),
+              let internationalUnit = checked(lhs.internationalUnit, rhs.internationalUnit),
+              let soundPressureLevel = checked(lhs.soundPressureLevel, rhs.soundPressureLevel),
+              let hearingLevel = checked(lhs.hearingLevel, rhs.hearingLevel) else { return nil }
+        var result = Self()
+        result.mass = mass
+        result.length = length
+        result.time = time
+        result.temperature = temperature
+        result.electricCurrent = electricCurrent
+        result.amountOfSubstance = amountOfSubstance
+        result.internationalUnit = internationalUnit
+        result.soundPressureLevel = soundPressureLevel
+        result.hearingLevel = hearingLevel
+        return result
     }
 
-    static func * (lhs: Self, power: Int8) -> Self {
-        var product = lhs
-        product.mass *= power
-        product.length *= power
-        product.time *= power
-        product.temperature *= power
-        product.electricCurrent *= power
-        product.amountOfSubstance *= power
-        product.internationalUnit *= power
-        product.soundPressureLevel *= power
-        product.hearingLevel *= power
-        return product
-    }
 
     /// `kg·m^2·s^-2`-style rendering of the SI base units, for error messages.
     public var description: String {
@@ -333,16 +336,20 @@ struct UnitTerm {
     /// temperature offset is meaningful (`degC/min` is a rate, not a reading).
     var isLoneBaseUnit: Bool
 
-    func multiplied(by other: UnitTerm) -> UnitTerm {
-        UnitTerm(dimension: dimension + other.dimension, scale: scale * other.scale, offset: 0, isLoneBaseUnit: false)
+    /// nil when an exponent would leave the allowed range.
+    func multiplied(by other: UnitTerm) -> UnitTerm? {
+        guard let product = HealthUnitDimension.combining(dimension, other.dimension, factor: 1) else { return nil }
+        return UnitTerm(dimension: product, scale: scale * other.scale, offset: 0, isLoneBaseUnit: false)
     }
 
-    func divided(by other: UnitTerm) -> UnitTerm {
-        UnitTerm(dimension: dimension + other.dimension * -1, scale: scale / other.scale, offset: 0, isLoneBaseUnit: false)
+    func divided(by other: UnitTerm) -> UnitTerm? {
+        guard let quotient = HealthUnitDimension.combining(dimension, other.dimension, factor: -1) else { return nil }
+        return UnitTerm(dimension: quotient, scale: scale / other.scale, offset: 0, isLoneBaseUnit: false)
     }
 
-    func raised(to power: Int8) -> UnitTerm {
-        var result = UnitTerm(dimension: dimension * power, scale: 1, offset: 0, isLoneBaseUnit: power == 1 && isLoneBaseUnit)
+    func raised(to power: Int8) -> UnitTerm? {
+        guard let powered = HealthUnitDimension.combining(HealthUnitDimension(), dimension, factor: Int(power)) else { return nil }
+        var result = UnitTerm(dimension: powered, scale: 1, offset: 0, isLoneBaseUnit: power == 1 && isLoneBaseUnit)
         if power == 1 { result.offset = offset }
         for _ in 0..<abs(Int(power)) { result.scale *= scale }
         if power < 0 { result.scale = 1 / result.scale }
@@ -354,6 +361,9 @@ struct UnitCursor {
     let characters: [Unicode.Scalar]
     let source: String
     var position = 0
+    /// Open parentheses around the current position; bounded so hostile nesting cannot exhaust the stack.
+    var depth = 0
+    static let maximumDepth = 8
 
     var isAtEnd: Bool { position >= characters.count }
     var current: Unicode.Scalar? { position < characters.count ? characters[position] : nil }
@@ -366,7 +376,8 @@ struct UnitCursor {
         var result = try parseProduct()
         while current == "/" {
             position += 1
-            result = result.divided(by: try parseProduct())
+            guard let quotient = result.divided(by: try parseProduct()) else { throw fail("exponent out of range") }
+            result = quotient
         }
         return result
     }
@@ -375,7 +386,8 @@ struct UnitCursor {
         var result = try parsePower()
         while let symbol = current, symbol == "·" || symbol == "*" || symbol == "\u{22C5}" {
             position += 1
-            result = result.multiplied(by: try parsePower())
+            guard let product = result.multiplied(by: try parsePower()) else { throw fail("exponent out of range") }
+            result = product
         }
         return result
     }
@@ -398,14 +410,18 @@ struct UnitCursor {
             guard exponent <= 9 else { throw fail("exponent is too large") }
         }
         guard digitCount > 0 else { throw fail("'^' must be followed by an integer") }
-        return base.raised(to: Int8(negative ? -exponent : exponent))
+        guard let powered = base.raised(to: Int8(negative ? -exponent : exponent)) else { throw fail("exponent out of range") }
+        return powered
     }
 
     mutating func parsePrimary() throws(HealthUnitError) -> UnitTerm {
         guard let symbol = current else { throw fail("expected a unit") }
         if symbol == "(" {
+            guard depth < Self.maximumDepth else { throw fail("parentheses nested too deeply") }
             position += 1
+            depth += 1
             let inner = try parseQuotient()
+            depth -= 1
             guard current == ")" else { throw fail("expected ')'") }
             position += 1
             return inner

@@ -18,11 +18,15 @@ final class InProcessServer {
         var configuration = HealthdConfiguration()
         configuration.dataDirectory = directory
         configuration.accessLog = false
+        // Every benchmark client is one loopback address: the abuse limits would measure themselves.
+        configuration.rateLimitPerAddressPerSecond = 0
+        configuration.rateLimitPerTokenPerSecond = 0
         store = try HealthStore(directory: directory)
         application = HealthApplication(configuration: configuration, store: store,
                                         adminToken: "bench-admin-token-0123456789", accessLog: nil)
         var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
         serverConfiguration.maxConnections = max(serverConfiguration.maxConnections, connections * 2 + 16)
+        serverConfiguration.maxConnectionsPerAddress = max(serverConfiguration.maxConnectionsPerAddress, connections * 2 + 16)
         server = HTTPServer(configuration: serverConfiguration, responder: application)
         try server.start()
     }

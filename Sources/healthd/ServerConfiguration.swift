@@ -10,6 +10,7 @@ extension HealthdConfiguration {
             limits: HTTPLimits(maxRequestLineLength: maxRequestLineBytes, maxHeaderBlockLength: maxHeaderBytes,
                                maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes),
             timeouts: HTTPTimeouts(idle: idleTimeoutSeconds, header: headerTimeoutSeconds, body: bodyTimeoutSeconds),
-            maxConnections: maxConnections, maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
+            maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
+            maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
     }
 }

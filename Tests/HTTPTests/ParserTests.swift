@@ -116,6 +116,12 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "CTL in a value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{1}b\r\n\r\n", status: 400),
     ParserCase(name: "DEL in a value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\u{7f}b\r\n\r\n", status: 400),
     ParserCase(name: "bare CR in a value", raw: "GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", status: 400),
+    // Found by Fuzz/ (fuzz-http): a bad method byte in an over-long request line was 414 whole but 400 split.
+    ParserCase(name: "bad method byte in an over-long request line", raw: "P\u{13}T /" + String(repeating: "a", count: 300) + " HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
+    // No LF ever follows: refused at once rather than waiting for the header timeout.
+    ParserCase(name: "bare CR as the line ending", raw: "GET / HTTP/1.1\rHost: a\r\r", status: 400),
+    ParserCase(name: "bare CR ending a field line", raw: "GET / HTTP/1.1\r\nHost: a\rX: 1\r", status: 400),
+    ParserCase(name: "bare CR after a chunk size", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\rhello", status: 400),
     ParserCase(name: "invalid method token", raw: "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "invalid field name", raw: "GET / HTTP/1.1\r\nHost: a\r\nX@Y: 1\r\n\r\n", status: 400),
     ParserCase(name: "empty field name", raw: "GET / HTTP/1.1\r\nHost: a\r\n: 1\r\n\r\n", status: 400),

@@ -60,6 +60,13 @@ struct HealthUnitTests {
         #expect(isClose(converted, 5.5 * 180.1558800000541 / 10))
         #expect(try HealthUnit.parse("mol<18>").isEquivalent(to: HealthUnit.parse("kg").scaledCopyForTest(0.018)))
         #expect(throws: HealthUnitError.self) { try HealthUnit.parse("g<18>") }
+        // Found by Fuzz/ (fuzz-unit): exponents summed past Int8 trapped; now a 400-style error.
+        #expect(throws: HealthUnitError.self) { try HealthUnit.parse(Array(repeating: "m", count: 200).joined(separator: "*")) }
+        #expect(throws: HealthUnitError.self) { try HealthUnit.parse("g/" + Array(repeating: "d", count: 200).joined(separator: "*")) }
+        #expect(throws: HealthUnitError.self) { try HealthUnit.parse("(m^9)^9") }
+        #expect(throws: HealthUnitError.self) { try HealthUnit.parse(String(repeating: "(", count: 100_000) + "m" + String(repeating: ")", count: 100_000)) }
+        #expect((try? HealthUnit.parse("((m))/((s))"))?.dimension == HealthUnit.named("m/s")?.dimension)
+        #expect((try? HealthUnit.parse("m^9*m^9*m^6"))?.dimension.length == 24)
         #expect(throws: HealthUnitError.self) { try HealthUnit.parse("mol<abc>") }
         #expect(throws: HealthUnitError.self) { try HealthUnit.parse("mol<-1>") }
         #expect(throws: HealthUnitError.self) { try HealthUnit.parse("mol<18") }

@@ -6,6 +6,10 @@ any failure. Standard library only, so it runs on a fresh Debian with python3.
 """
 import argparse, json, os, re, select, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
+# Run as a script, this file is __main__; the suites in sibling files import it as "e2e" and must
+# share its results rather than load a second copy.
+sys.modules.setdefault("e2e", sys.modules[__name__])
+
 ADMIN = "e2e-admin-token-0123456789abcdef"
 results = {"passed": 0, "failed": 0}
 
@@ -20,7 +24,7 @@ def check(name, condition, detail=""):
 
 
 class Server:
-    def __init__(self, binary, public, data_dir=None, extra=()):
+    def __init__(self, binary, public, data_dir=None, extra=(), drain=False):
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="healthd-e2e-")
         env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
         self.proc = subprocess.Popen([binary, "serve", "--port", "0", "--data-dir", self.data_dir, *extra],
@@ -39,6 +43,14 @@ class Server:
                 raise RuntimeError("healthd exited: " + self.proc.stderr.read())
         if self.port is None:
             raise RuntimeError("healthd did not report its port")
+        # drain: keep reading the access log so a full pipe never stalls the server; `log()` has it.
+        self.log_lines = []
+        if drain:
+            import threading
+            threading.Thread(target=lambda: self.log_lines.extend(self.proc.stdout), daemon=True).start()
+
+    def log(self):
+        return "".join(self.log_lines)
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
         self.proc.send_signal(sig)
@@ -199,6 +211,23 @@ def api_checks(port):
     check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
     st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def privacy_traffic(port):
+    """Requests whose path, query and body carry a token and health values; the access log must
+    show none of them (checked after the server stops). Returns the token."""
+    st, h, b = http(port, "POST", "/v1/users", {"name": "privacy-user"}, token=ADMIN)
+    user = js(b)["id"]
+    st, h, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "privacy-app", "read": ["bodyMass"],
+                                                         "share": ["bodyMass"]}, token=ADMIN)
+    token = js(b)["token"]
+    st, h, b = http(port, "POST", "/v1/samples", {"samples": [{"type": "bodyMass", "value": 4242.4242 / 100, "unit": "kg",
+                                                              "start": "2026-03-08T09:00:00Z", "metadata": {"note": "7070707"}}]}, token=token)
+    check("privacy: a sample with a distinctive value is saved", st == 201, b)
+    http(port, "GET", "/v1/samples?type=bodyMass&start=2026-03-08T09:00:00Z&note=4242.4242", token=token)
+    http(port, "GET", f"/v1/no-such-route/{token}?value=4242.4242", token=token)
+    http(port, "GET", f"/nope/{token}.html?value=4242.4242")
+    return token
+
+
 def dashboard_asset_checks(port):
     print("e2e: dashboard files")
     st, h, b = http(port, "GET", "/")
@@ -558,14 +587,19 @@ def statistics_checks(port):
 
 
 def main():
+    from malformed import malformed_http_checks  # modules of their own; they import this one
+    from abuse import abuse_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     args = parser.parse_args()
-    server = Server(args.binary, os.path.abspath(args.public))
+    server = Server(args.binary, os.path.abspath(args.public), drain=True)
     try:
         foundation_checks(server.port)
+        malformed_http_checks(server.port)
+        check("the server process is alive after the hostile inputs", server.proc.poll() is None)
         api_checks(server.port)
+        privacy_token = privacy_traffic(server.port)
         dashboard_asset_checks(server.port)
         statistics_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
@@ -574,9 +608,14 @@ def main():
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)
+        log = server.log()
+        check("the access log has a line per request", log.count('"msg":"request"') > 20, log[-300:])
+        check("no token and no health value in the access log", privacy_token not in log and ADMIN not in log
+              and "4242.4242" not in log and "42.424242" not in log and "7070707" not in log, [l for l in log.splitlines() if privacy_token in l or "4242" in l][:3])
         check_stream_ended(feed_stream)
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
         import_export_checks(args.binary, os.path.abspath(args.public))
+        abuse_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()

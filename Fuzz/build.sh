@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (swiftc -sanitize=fuzzer,address) into .build-fuzz/ without touching
+# the main Package.swift: each target is one module made of the sources it fuzzes plus its entry
+# point; JSON is a separate module because HealthModel imports it. Usage: Fuzz/build.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.build-fuzz
+mkdir -p "$out/modules"
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6)
+
+swiftc "${flags[@]}" -emit-library -static -emit-module -module-name JSON \
+  -emit-module-path "$out/modules/JSON.swiftmodule" -o "$out/modules/libJSON.a" Sources/JSON/*.swift
+swiftc "${flags[@]}" -module-name FuzzHTTPParser -o "$out/fuzz-http" Sources/HTTP/*.swift Fuzz/Targets/FuzzHTTPParser.swift
+for target in JSONBody Unit Instant; do
+  swiftc "${flags[@]}" -module-name "Fuzz$target" -I "$out/modules" -L "$out/modules" -lJSON \
+    -o "$out/fuzz-$(echo "$target" | tr 'A-Z' 'a-z')" Sources/HealthModel/*.swift "Fuzz/Targets/Fuzz$target.swift"
+done
+echo "fuzz: built $(ls "$out"/fuzz-* | tr '\n' ' ')"

@@ -1,0 +1,108 @@
+import Dispatch
+import HTTP
+import Synchronization
+
+/// Token-bucket rate limits, one bucket per key (a remote address or a token's hash).
+/// A bucket holds up to `burst` requests and refills at `perSecond`; a request takes `cost`
+/// from it or is refused with the seconds until enough has refilled. Never sleeps: a refused
+/// request costs the server one dictionary lookup.
+public final class TokenBucketLimiter: Sendable {
+    public struct Limit: Sendable, Equatable {
+        /// Sustained requests per second; 0 disables the limit.
+        public var perSecond: Double
+        /// Requests allowed at once after a quiet spell.
+        public var burst: Double
+        public init(perSecond: Double, burst: Double) {
+            self.perSecond = perSecond
+            self.burst = burst
+        }
+        public var isEnabled: Bool { perSecond > 0 && burst > 0 }
+    }
+
+    private struct Bucket {
+        var level: Double
+        var updatedNanoseconds: UInt64
+    }
+
+    public let limit: Limit
+    /// Buckets kept at most; full (idle) buckets are dropped first, so an attacker rotating
+    /// addresses or tokens cannot grow memory without bound.
+    private let maximumBuckets: Int
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    public init(limit: Limit, maximumBuckets: Int = 100_000) {
+        self.limit = limit
+        self.maximumBuckets = maximumBuckets
+    }
+
+    /// Takes `cost` from `key`'s bucket: nil when allowed, else the seconds to wait (at least 1).
+    /// A refused request still drains the bucket down to zero, so hammering keeps it empty.
+    public func take(_ key: String, cost: Double = 1, nowNanoseconds: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int? {
+        guard limit.isEnabled else { return nil }
+        return buckets.withLock { buckets -> Int? in
+            var bucket = buckets[key] ?? Bucket(level: limit.burst, updatedNanoseconds: nowNanoseconds)
+            let elapsed = Double(nowNanoseconds &- min(bucket.updatedNanoseconds, nowNanoseconds)) / 1e9
+            bucket.level = min(limit.burst, bucket.level + elapsed * limit.perSecond)
+            bucket.updatedNanoseconds = nowNanoseconds
+            var wait: Int?
+            if bucket.level >= cost {
+                bucket.level -= cost
+            } else {
+                let missing = cost - bucket.level
+                bucket.level = 0
+                wait = max(1, Int((missing / limit.perSecond).rounded(.up)))
+            }
+            buckets[key] = bucket
+            if buckets.count > maximumBuckets { sweep(&buckets, nowNanoseconds: nowNanoseconds) }
+            return wait
+        }
+    }
+
+    /// Drops buckets that have refilled completely (they carry no information); if that is not
+    /// enough, drops everything: forgetting limits briefly is better than unbounded memory.
+    private func sweep(_ buckets: inout [String: Bucket], nowNanoseconds: UInt64) {
+        buckets = buckets.filter { _, bucket in
+            let elapsed = Double(nowNanoseconds &- min(bucket.updatedNanoseconds, nowNanoseconds)) / 1e9
+            return bucket.level + elapsed * limit.perSecond < limit.burst
+        }
+        if buckets.count > maximumBuckets * 3 / 4 { buckets.removeAll(keepingCapacity: true) }
+    }
+
+    var bucketCount: Int { buckets.withLock { $0.count } }
+}
+
+/// The application's two limiters and the price of a failed authentication.
+public struct RateLimits: Sendable {
+    public let perAddress: TokenBucketLimiter
+    public let perToken: TokenBucketLimiter
+    /// What a 401 takes from the caller's address bucket on top of the request itself: guessing
+    /// tokens runs out of budget fast while honest clients never notice.
+    public let authenticationFailureCost: Double
+
+    public init(configuration: HealthdConfiguration) {
+        perAddress = TokenBucketLimiter(limit: .init(perSecond: configuration.rateLimitPerAddressPerSecond,
+                                                     burst: configuration.rateLimitPerAddressBurst))
+        perToken = TokenBucketLimiter(limit: .init(perSecond: configuration.rateLimitPerTokenPerSecond,
+                                                   burst: configuration.rateLimitPerTokenBurst))
+        authenticationFailureCost = configuration.authenticationFailureCost
+    }
+}
+
+extension APIError {
+    /// 429 with `Retry-After` in whole seconds (RFC 9110).
+    public static func rateLimited(retryAfterSeconds: Int, _ detail: String) -> APIError {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(retryAfterSeconds))
+        return APIError(status: .tooManyRequests, code: "errorRateLimited", detail: detail, headers: headers)
+    }
+}
+
+extension Principal {
+    /// The per-token bucket's key: the authorization's id (one per token), never the token itself.
+    var rateLimitKey: String {
+        switch self {
+        case .admin: return "admin"
+        case .app(let authorization): return "app:" + authorization.id
+        }
+    }
+}

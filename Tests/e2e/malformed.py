@@ -1,0 +1,184 @@
+"""Malformed and hostile HTTP over raw sockets (issue 9): smuggling patterns, bad framing, oversize
+input, slow and half-closed clients. Each case states the answer a correct HTTP/1.1 server gives;
+after all of them the server must still answer /healthz. Called from e2e.py main()."""
+import re, socket, threading, time
+
+from e2e import check, raw, statuses, http
+
+H = b"Host: x\r\n"
+
+
+def first_status(resp):
+    found = statuses(resp)
+    return found[0] if found else None
+
+
+def head_and_body(resp):
+    head, _, body = resp.partition(b"\r\n\r\n")
+    return head, body
+
+
+def slow_send(port, data, interval, read_timeout=10.0):
+    """Sends one byte every `interval` seconds, then reads the answer until close."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=read_timeout)
+    try:
+        for i in range(len(data)):
+            s.sendall(data[i:i + 1])
+            time.sleep(interval)
+        chunks = []
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except socket.timeout:
+            pass
+        return b"".join(chunks)
+    finally:
+        s.close()
+
+
+# (name, request bytes, acceptable first statuses, statuses the whole exchange must equal or None)
+CASES = [
+    # Request smuggling: every ambiguity between Content-Length and Transfer-Encoding is refused.
+    ("CL.TE: Content-Length first, then chunked", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG", {400}, [400]),
+    ("TE.CL: chunked first, then Content-Length", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n8\r\nSMUGGLED\r\n0\r\n\r\n", {400}, [400]),
+    ("TE.TE: space before the colon", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding : chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n", {400}, [400]),
+    ("TE.TE: chunked then a second bogus Transfer-Encoding", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: x\r\n\r\n0\r\n\r\n", {400, 501}, None),
+    ("TE.TE: tab before the value", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding:\tchunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n", {400}, [400]),
+    ("TE.TE: tab-prefixed field line (folding)", b"POST /v1/users HTTP/1.1\r\n" + H + b"\tTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", {400}, [400]),
+    ("TE.TE: quoted \"chunked\"", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: \"chunked\"\r\n\r\n0\r\n\r\n", {400, 501}, None),
+    ("TE.TE: x-chunked is not chunked", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: x-chunked\r\n\r\n0\r\n\r\n", {400, 501}, None),
+    ("TE.TE: chunked, identity", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n", {400, 501}, None),
+    ("TE.TE: chunked with a trailing NUL", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\x00\r\n\r\n0\r\n\r\n", {400}, [400]),
+    ("TE.TE: vertical tab in the value", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: \x0bchunked\r\n\r\n0\r\n\r\n", {400, 501}, None),
+    ("TE on HTTP/1.0 with Content-Length", b"POST /v1/users HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", {400}, [400]),
+    # Content-Length edge cases.
+    ("two different Content-Lengths", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 1\r\nContent-Length: 2\r\n\r\nxx", {400}, [400]),
+    ("comma-joined different lengths", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 1,2\r\n\r\nxx", {400}, [400]),
+    ("negative Content-Length", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: -1\r\n\r\n", {400}, [400]),
+    ("Content-Length +5", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: +5\r\n\r\nhello", {400}, [400]),
+    ("hexadecimal Content-Length", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 0x5\r\n\r\nhello", {400}, [400]),
+    ("Content-Length with a space inside", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 1 0\r\n\r\n0123456789", {400}, [400]),
+    ("empty Content-Length", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length:\r\n\r\n", {400}, [400]),
+    ("Content-Length beyond 64 bits", b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 99999999999999999999999\r\n\r\n", {400, 413}, None),
+    # Chunked edge cases.
+    ("chunk size with a sign", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n", {400}, [400]),
+    ("chunk data longer than its size", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n", {400}, [400]),
+    ("chunk size line with a bare LF", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", {400}, [400]),
+    ("chunk size 0x-prefixed", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", {400}, [400]),
+    # Line endings and request lines.
+    ("bare CR as a line ending", b"GET /healthz HTTP/1.1\r" + H.replace(b"\r\n", b"\r") + b"\r\r", {400}, [400]),
+    ("bare LF inside the header block", b"GET /healthz HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n", {400}, [400]),
+    ("two spaces in the request line", b"GET  /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("lowercase method", b"get /healthz HTTP/1.1\r\n" + H + b"\r\n", {400, 405, 501}, None),
+    ("lowercase http version", b"GET /healthz http/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("HTTP/1.2 is not a version we speak", b"GET /healthz HTTP/1.2\r\n" + H + b"\r\n", {505}, [505]),
+    ("HTTP/0.9 style request line", b"GET /healthz\r\n\r\n", {400}, [400]),
+    ("NUL in the path", b"GET /heal\x00thz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("percent-encoded NUL in the path", b"GET /v1/samples/%00 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {400, 401, 404}, None),
+    ("raw space-free UTF-8 in the path", b"GET /\xc3\xa9 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {400, 404}, None),
+    ("absolute-form target", b"GET http://x/healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200, 400}, None),
+    ("OPTIONS * is answered", b"OPTIONS * HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200, 204, 404, 405}, None),
+    ("GET * is 400", b"GET * HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("CONNECT authority-form is refused", b"CONNECT x:443 HTTP/1.1\r\n" + H + b"\r\n", {400, 405, 501}, None),
+    ("two Host fields", b"GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", {400}, [400]),
+    ("empty field name", b"GET /healthz HTTP/1.1\r\n" + H + b": v\r\n\r\n", {400}, [400]),
+    ("field line without a colon", b"GET /healthz HTTP/1.1\r\n" + H + b"NoColon\r\n\r\n", {400}, [400]),
+    ("DEL in a field value", b"GET /healthz HTTP/1.1\r\n" + H + b"X-A: a\x7fb\r\n\r\n", {400}, [400]),
+    ("leading empty lines before a request are skipped", b"\r\n\r\nGET /healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200}, [200]),
+    ("binary junk", bytes(range(256)), {400}, [400]),
+    # Oversize everything.
+    ("a single 20 KiB header value", b"GET /healthz HTTP/1.1\r\n" + H + b"X-A: " + b"a" * 20000 + b"\r\n\r\n", {431}, [431]),
+    ("a 20 KiB field name", b"GET /healthz HTTP/1.1\r\n" + H + b"X" * 20000 + b": a\r\n\r\n", {431}, [431]),
+    ("a 20 KiB method", b"G" * 20000 + b" / HTTP/1.1\r\n" + H + b"\r\n", {400, 414, 501}, None),
+    ("a 64 KiB query string", b"GET /healthz?" + b"a=1&" * 16000 + b" HTTP/1.1\r\n" + H + b"\r\n", {414}, [414]),
+    ("a 20 MiB chunk size announced", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n1400000\r\n", {413}, [413]),
+]
+
+
+def malformed_http_checks(port):
+    print("e2e: malformed and hostile HTTP")
+    for name, data, acceptable, exact in CASES:
+        resp = raw(port, data, read_timeout=3.0)
+        status = first_status(resp)
+        ok = status in acceptable and (exact is None or statuses(resp) == exact)
+        # A refused request must never reach a handler: no 2xx/5xx on anything marked 4xx-only.
+        check(f"{name}: {sorted(acceptable)}", ok, (statuses(resp), resp[:120]))
+
+    # Pipelining: what follows a good request is parsed as a request of its own, never as its body.
+    resp = raw(port, b"GET /healthz HTTP/1.1\r\n" + H + b"\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -3\r\n\r\n")
+    check("pipelined bad Content-Length after a good request: 200 then 400", statuses(resp) == [200, 400], resp[:200])
+    resp = raw(port, b"GET /healthz HTTP/1.1\r\n" + H + b"Content-Length: 0\r\n\r\nGARBAGE / HTTP/1.1\r\n\r\n")
+    check("pipelined unknown method after a good request: 200 then 4xx/501", statuses(resp)[:1] == [200] and len(statuses(resp)) == 2
+          and statuses(resp)[1] in (400, 405, 501), resp[:300])
+    resp = raw(port, b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 2\r\n\r\n{}GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check("a body ends exactly at Content-Length: the next request is separate (401 then 200)", statuses(resp) == [401, 200], resp[:300])
+    resp = raw(port, b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    check("a chunked body ends at the last chunk: the next request is separate (401 then 200)", statuses(resp) == [401, 200], resp[:300])
+
+    # HEAD: the same head as GET, never a body, and the next pipelined response is intact.
+    resp = raw(port, b"HEAD /healthz HTTP/1.1\r\n" + H + b"\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    first_head, rest = head_and_body(resp)
+    check("HEAD has no body (the next response follows its head at once)", statuses(resp) == [200, 200] and rest.startswith(b"HTTP/1.1 200"), resp[:400])
+
+    # 100-continue: after the interim answer the body is read and the request is answered.
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 2\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+        interim = s.recv(4096)
+        s.sendall(b"{}")
+        rest = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        check("100-continue, then the body: 100 then the final answer", statuses(interim + rest) == [100, 401], (interim + rest)[:300])
+    finally:
+        s.close()
+
+    # Half-closed: the client shuts its write side after a complete request; the answer still comes.
+    resp = raw(port, b"GET /healthz HTTP/1.1\r\n" + H + b"\r\n", shutdown_write=True)
+    check("half-closed after a complete request: the response still arrives", statuses(resp) == [200], resp[:120])
+    resp = raw(port, b"GET /healthz HTTP/1.1\r\n" + H + b"\r\nGET /healthz HTTP/1.1\r\n" + H + b"\r\n", shutdown_write=True)
+    check("half-closed after two pipelined requests: both answered", statuses(resp) == [200, 200], resp[:200])
+    resp = raw(port, b"POST /v1/users HTTP/1.1\r\n" + H + b"Content-Length: 10\r\n\r\n{}", shutdown_write=True)
+    check("half-closed in the middle of a body: 400 or a plain close, never a handler answer", statuses(resp) in ([], [400]), resp[:120])
+
+    # Slow drip: a byte every 100 ms still completes within the header timeout, and another client
+    # is served meanwhile.
+    drip_result = {}
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    thread = threading.Thread(target=lambda: drip_result.setdefault("resp", slow_send(port, request, 0.1)))
+    thread.start()
+    time.sleep(0.5)
+    st, _, _ = http(port, "GET", "/healthz")
+    served_meanwhile = st == 200 and thread.is_alive()
+    thread.join(30)
+    check("slow-drip headers (a byte per 100 ms) complete", statuses(drip_result.get("resp", b"")) == [200], drip_result.get("resp", b"")[:120])
+    check("another client is served during a slow drip", served_meanwhile)
+    body = b'{"name":"x"}'
+    request = b"POST /v1/users HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(request)
+        for i in range(len(body)):
+            s.sendall(body[i:i + 1])
+            time.sleep(0.1)
+        resp = s.recv(65536)
+        check("slow-drip body (a byte per 100 ms) completes (401: no token)", statuses(resp) == [401], resp[:120])
+    finally:
+        s.close()
+
+    # A client that opens a connection and sends nothing does not block others.
+    idle = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        st, _, _ = http(port, "GET", "/healthz")
+        check("an idle silent connection does not block other clients", st == 200)
+    finally:
+        idle.close()
+
+    st, _, _ = http(port, "GET", "/healthz")
+    check("server still serving after the hostile inputs", st == 200)
