@@ -545,11 +545,12 @@ PATHS["/v1/workout-sessions"] = {
                  "type": "object", "required": ["activityType"], "additionalProperties": False,
                  "properties": {
                      "activityType": {"type": "string", "example": "running"},
-                     "zone": {"type": "object", "required": ["low", "high"], "additionalProperties": False,
-                              "description": "Target zone in count/min, 30 <= low < high <= 250. Omit it for a session without zone events.",
+                     "zone": {"type": ["object", "null"], "required": ["low", "high"], "additionalProperties": False,
+                              "description": "Target zone in count/min, 30 <= low < high <= 250. Omit it (or null) for a session without zone events.",
                               "properties": {"low": {"type": "number", "minimum": 30, "maximum": 250},
                                              "high": {"type": "number", "minimum": 30, "maximum": 250}}}}}}}},
-             "responses": {"201": ok_json(ref("WorkoutSession"), "Started: `state` is `running`, `start` the server's time."), **SESSION_ERRORS}},
+             "responses": {"201": ok_json(ref("WorkoutSession"), "Started: `state` is `running`, `start` the server's time."),
+                           "415": problem("Not application/json."), **SESSION_ERRORS}},
 }
 PATHS["/v1/workout-sessions/{id}"] = {
     "get": {"summary": "A workout session of this app (to recover after a lost answer or an app restart)", "tags": ["heart-rate"],

@@ -43,6 +43,10 @@ def main():
                    # schema-valid requests the server rightly refuses with 400 are expected.
                    "--checks", "all", "--exclude-checks", "positive_data_acceptance",
                    "--max-examples", str(args.max_examples),
+                   # The change feed's long-poll (wait up to 60 s) and SSE stream are held open by
+                   # design: they exceed schemathesis's time limits and its SSE data model; the
+                   # e2e and Swift tests cover them.
+                   "--exclude-path-regex", "^/v1/changes",
                    "--request-timeout", "30", "--workers", "2"]
         if args.seed is not None:
             command += ["--seed", str(args.seed)]
