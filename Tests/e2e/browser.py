@@ -605,6 +605,54 @@ def server_down_checks(browser, public):
     check("the token is kept (a network error is not a bad token)", "hidden" in dom.by_id["token-panel"]["attrs"])
 
 
+def demo_checks(binary, public, browser, artifacts):
+    """The README's first command: `healthd serve --demo` prints a URL; the page it opens shows the
+    demo user's figures exactly as the API answers them."""
+    print("browser: serve --demo (the README's first command)")
+    demo = Server(binary, public, extra=("--demo",))
+    try:
+        found = {}
+
+        def read_lines():
+            # Lines may already sit in the pipe's text buffer, where select() cannot see them.
+            for line in demo.proc.stdout:
+                match = re.search(r"dashboard: (http://\S+#token=(\S+))", line)
+                if match:
+                    found["url"], found["token"] = match.group(1), match.group(2)
+                    return
+        reader = threading.Thread(target=read_lines, daemon=True)
+        reader.start()
+        reader.join(90)
+        url, token = found.get("url"), found.get("token")
+        check("serve --demo prints a dashboard URL with a token in its fragment", url is not None)
+        if url is None:
+            return
+        dom, _ = browser.dom(url)
+        zone = ZoneInfo(TIME_ZONE)
+        today = datetime.now(zone).date()
+        days = [(today - timedelta(days=offset)).isoformat() for offset in range(27, -1, -1)]
+        start = datetime.combine(today - timedelta(days=27), datetime.min.time(), zone)
+        end = datetime.combine(today + timedelta(days=1), datetime.min.time(), zone)
+        status, collection = api(demo.port, token, "/v1/statistics/collection", type="stepCount", start=rfc3339(start),
+                                 end=rfc3339(end), interval="P1D", timeZone=TIME_ZONE, options="cumulativeSum")
+        sums = {b["start"][:10]: b["sum"] for b in (collection or {}).get("buckets", []) if "sum" in b}
+        check("demo: the statistics collection has four weeks of steps", status == 200 and len(sums) >= 27, (status, len(sums)))
+        bars = [e for e in dom.with_attribute("data-day") if e["tag"] == "rect"]
+        check("demo: 7 weekly bars equal the API's daily sums",
+              len(bars) == 7 and [number(b["attrs"]["data-value"]) for b in bars] == [sums.get(day) for day in days[-7:]],
+              [(b["attrs"]["data-day"], b["attrs"].get("data-value")) for b in bars])
+        trend = dom.with_attribute("data-trend-day")
+        check("demo: one 28-day trend point per day with data, carrying the API's sums",
+              [number(t["attrs"]["data-value"]) for t in trend] == [sums[day] for day in days if day in sums] and len(trend) >= 27,
+              (len(trend), len(sums)))
+        path = os.path.join(artifacts, "dashboard-demo.png")
+        browser.screenshot(url, path, 1280, 1800)
+        print(f"browser: demo screenshot written to {path}")
+    finally:
+        demo.stop()
+        shutil.rmtree(demo.data_dir, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -622,6 +670,7 @@ def main():
         live_checks(server.port, args.chromium, fixture, token)
         empty_and_bad_token_checks(server.port, browser, fixture)
         server_down_checks(browser, os.path.abspath(args.public))
+        demo_checks(args.binary, os.path.abspath(args.public), browser, args.artifacts)
     finally:
         server.stop()
         shutil.rmtree(server.data_dir, ignore_errors=True)
