@@ -70,37 +70,12 @@ final class StaticFileServer: Sendable {
         return HTTPResponse(status: .ok, headers: headers, bytes: [UInt8](data))
     }
 
-    /// Percent-decodes a request path into a relative file path, or nil when it could name
-    /// anything outside the root: `..`/`.` segments, encoded `/` or `\`, NUL, invalid escapes or UTF-8.
+    /// The request path as a relative file path, or nil when it could name anything outside the
+    /// root (the HTTP module's `PathNormalizer` refuses dot segments, encoded separators, NUL and
+    /// bad escapes) or a hidden file (`.git`, `.DS_Store`).
     static func relativePath(fromRawPath raw: String) -> String? {
-        guard raw.hasPrefix("/") else { return nil }
-        var segments: [String] = []
-        for rawSegment in raw.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            var bytes: [UInt8] = []
-            var iterator = rawSegment.utf8.makeIterator()
-            while let byte = iterator.next() {
-                if byte == UInt8(ascii: "%") {
-                    guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-                    bytes.append(high << 4 | low)
-                } else {
-                    bytes.append(byte)
-                }
-            }
-            guard let segment = String(validating: bytes, as: UTF8.self) else { return nil }
-            if segment.isEmpty { continue }
-            if segment == "." || segment == ".." || segment.hasPrefix(".") { return nil }
-            if segment.contains("/") || segment.contains("\\") || segment.contains("\0") { return nil }
-            segments.append(segment)
-        }
+        guard let segments = try? PathNormalizer.segments(raw),
+              !segments.contains(where: { $0.hasPrefix(".") }) else { return nil }
         return segments.joined(separator: "/")
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - 48
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - 87
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - 55
-        default: return nil
-        }
     }
 }

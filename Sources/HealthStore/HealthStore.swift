@@ -29,7 +29,7 @@ public final class HealthStore: Sendable {
         pool = try DatabasePool(path: databasePath, configuration: configuration, migrator: Schema.migrator())
         // Every catalog type gets a stable small code once; the map is fixed for the process's life.
         let codes = try pool.write { db -> [String: Int64] in
-            for type in HealthTypeCatalog.all + HealthTypeCatalog.characteristicTypes {
+            for type in HealthTypeCatalog.all {  // characteristics included
                 try db.execute("INSERT INTO type_codes (name) VALUES (?) ON CONFLICT(name) DO NOTHING", [.text(type.id)])
             }
             var codes: [String: Int64] = [:]
