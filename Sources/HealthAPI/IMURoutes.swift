@@ -152,15 +152,15 @@ enum IMURoutes {
         let metadata = [MetadataEntry(key: "HKPedometerSession", value: .string(name))]
         var samples: [HealthSample] = []
         if update.steps > 0 {
-            samples.append(HealthSample(uuid: .random(), type: "stepCount", start: start, end: end,
+            samples.append(HealthSample(uuid: .timeOrdered(), type: "stepCount", start: start, end: end,
                                         content: .quantity(Double(update.steps)), metadata: metadata, device: device))
         }
         if update.distanceMeters > 0 {
-            samples.append(HealthSample(uuid: .random(), type: "distanceWalkingRunning", start: start, end: end,
+            samples.append(HealthSample(uuid: .timeOrdered(), type: "distanceWalkingRunning", start: start, end: end,
                                         content: .quantity(update.distanceMeters), metadata: metadata, device: device))
         }
         if update.floorsAscended > 0 {
-            samples.append(HealthSample(uuid: .random(), type: "flightsClimbed", start: start, end: end,
+            samples.append(HealthSample(uuid: .timeOrdered(), type: "flightsClimbed", start: start, end: end,
                                         content: .quantity(Double(update.floorsAscended)), metadata: metadata, device: device))
         }
         let state = (try? JSONEncoder().encode(session)).map { [UInt8]($0) } ?? []

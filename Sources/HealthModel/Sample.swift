@@ -27,7 +27,10 @@ public struct SampleDevice: Sendable, Hashable {
          ("softwareVersion", softwareVersion), ("localIdentifier", localIdentifier)]
     }
 
-    public var isEmpty: Bool { fields.allSatisfy { $0.1 == nil } }
+    public var isEmpty: Bool {
+        name == nil && manufacturer == nil && model == nil && hardwareVersion == nil && softwareVersion == nil
+            && localIdentifier == nil
+    }
 }
 
 /// A metadata value: HealthKit allows strings, numbers and booleans (and dates, which JSON carries as strings).

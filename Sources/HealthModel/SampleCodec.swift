@@ -18,9 +18,8 @@ public enum SampleCodec {
     }
 
     private static func decodeValidated(_ reader: inout JSONFieldReader, allowNested: Bool) throws -> HealthSample {
-        for serverField in ["source", "created"] where reader.contains(serverField) {
-            throw reader.error(serverField, "is set by the server; leave it out")
-        }
+        if reader.contains("source") { throw reader.error("source", "is set by the server; leave it out") }
+        if reader.contains("created") { throw reader.error("created", "is set by the server; leave it out") }
         let typeName = try reader.requiredString("type")
         let type = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.type(typeName, field: "type") }
         guard type.isSampleType else {
@@ -30,7 +29,7 @@ public enum SampleCodec {
         if let text = try reader.optionalString("uuid") {
             uuid = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.uuid(text, field: "uuid") }
         } else {
-            uuid = HealthUUID.random()
+            uuid = HealthUUID.timeOrdered()
         }
         let startText = try reader.requiredString("start")
         let start = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.instant(startText, field: "start") }
@@ -117,7 +116,10 @@ public enum SampleCodec {
 
         var metadata: [MetadataEntry] = []
         if let metadataReader = try reader.optionalObject("metadata") {
-            try HealthValidation.metadata(keyCount: metadataReader.object.count, field: metadataReader.path)
+            // The path is built only when the check fails (`validating` uses the parent's key).
+            try validating(reader) { () throws(HealthValidationError) in
+                try HealthValidation.metadata(keyCount: metadataReader.object.count, field: "metadata")
+            }
             for member in metadataReader.object.members {
                 switch member.value {
                 case .string(let text): metadata.append(MetadataEntry(key: member.key, value: .string(text)))
@@ -132,8 +134,10 @@ public enum SampleCodec {
             if metadataSizeBound(metadata) > HealthValidation.maximumMetadataBytes {
                 var sizeProbe = JSONWriter()
                 writeMetadata(metadata, into: &sizeProbe)
-                try HealthValidation.metadata(keyCount: metadata.count, serializedByteCount: sizeProbe.bytes.count,
-                                              field: metadataReader.path)
+                try validating(reader) { () throws(HealthValidationError) in
+                    try HealthValidation.metadata(keyCount: metadata.count, serializedByteCount: sizeProbe.bytes.count,
+                                                  field: "metadata")
+                }
             }
             // Mark the whole object as read: its members were checked above.
             _ = reader.optionalValue("metadata")

@@ -54,7 +54,7 @@ extension HealthStore {
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
-        let (uuids, change) = try pool.write { db -> ([HealthUUID], CommittedChange) in
+        let (uuids, change) = try pool.groupedWrite { db -> ([HealthUUID], CommittedChange) in
             var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
                                           created: created)
             try writer.insert(batch)

@@ -42,25 +42,37 @@ public struct JSONFieldErrors: Error, Sendable, Equatable, CustomStringConvertib
 ///     try sample.finish()
 public struct JSONFieldReader: Sendable {
     public let object: JSONObject
-    /// Path of this object, like `samples[3]`; empty for the document root.
-    public let path: String
+    /// Path of this object, like `samples[3]`; empty for the document root. Built when asked for
+    /// (only errors ask), so reading ten thousand samples allocates no path strings.
+    public var path: String { JSONPath.join(parentPath, last) }
+    private let parentPath: String
+    private let last: JSONPath.Component
     /// Read flags for the first 64 members, plus overflow flags for larger objects:
     /// no allocation for typical request objects.
     private var readMask: UInt64 = 0
     private var readOverflow: [Bool]
 
     public init(_ object: JSONObject, path: String = "") {
+        self.init(object, parentPath: path, last: .none)
+    }
+
+    fileprivate init(_ object: JSONObject, parentPath: String, last: JSONPath.Component) {
         self.object = object
-        self.path = path
+        self.parentPath = parentPath
+        self.last = last
         readOverflow = object.count > 64 ? Array(repeating: false, count: object.count - 64) : []
     }
 
     /// Fails unless `value` is an object.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
+        try self.init(value, parentPath: path, last: .none)
+    }
+
+    fileprivate init(_ value: JSONValue, parentPath: String, last: JSONPath.Component) throws(JSONFieldError) {
         guard case .object(let object) = value else {
-            throw JSONFieldError(field: path, detail: "expected an object, got \(value.typeDescription)")
+            throw JSONFieldError(field: JSONPath.join(parentPath, last), detail: "expected an object, got \(value.typeDescription)")
         }
-        self.init(object, path: path)
+        self.init(object, parentPath: parentPath, last: last)
     }
 
     /// Parses a request body whose top level must be an object. Syntax errors
@@ -78,7 +90,7 @@ public struct JSONFieldReader: Sendable {
     // MARK: Paths and errors
 
     public func path(of key: String) -> String {
-        path.isEmpty ? key : "\(path).\(key)"
+        JSONPath.join(path, .key(key))
     }
 
     /// An error about one member, for domain checks the reader cannot know
@@ -210,21 +222,21 @@ public struct JSONFieldReader: Sendable {
 
     /// A reader for a nested object; call `finish()` on it to reject its unknown members.
     public mutating func requiredObject(_ key: String) throws(JSONFieldError) -> JSONFieldReader {
-        try JSONFieldReader(requiredPresentValue(key, expected: "an object"), path: path(of: key))
+        try JSONFieldReader(requiredPresentValue(key, expected: "an object"), parentPath: path, last: .key(key))
     }
 
     public mutating func optionalObject(_ key: String) throws(JSONFieldError) -> JSONFieldReader? {
         guard let value = presentValue(key) else { return nil }
-        return try JSONFieldReader(value, path: path(of: key))
+        return try JSONFieldReader(value, parentPath: path, last: .key(key))
     }
 
     public mutating func requiredArray(_ key: String) throws(JSONFieldError) -> JSONArrayReader {
-        try JSONArrayReader(requiredPresentValue(key, expected: "an array"), path: path(of: key))
+        try JSONArrayReader(requiredPresentValue(key, expected: "an array"), parentPath: path, last: .key(key))
     }
 
     public mutating func optionalArray(_ key: String) throws(JSONFieldError) -> JSONArrayReader? {
         guard let value = presentValue(key) else { return nil }
-        return try JSONArrayReader(value, path: path(of: key))
+        return try JSONArrayReader(value, parentPath: path, last: .key(key))
     }
 
     // MARK: Unknown members
@@ -257,27 +269,38 @@ public struct JSONFieldReader: Sendable {
 /// Path-aware access to the elements of one JSON array.
 public struct JSONArrayReader: Sendable {
     public let elements: [JSONValue]
-    /// Path of this array, like `samples`.
-    public let path: String
+    /// Path of this array, like `samples`; built when asked for, as `JSONFieldReader.path`.
+    public var path: String { JSONPath.join(parentPath, last) }
+    private let parentPath: String
+    private let last: JSONPath.Component
 
     public init(_ elements: [JSONValue], path: String = "") {
+        self.init(elements, parentPath: path, last: .none)
+    }
+
+    fileprivate init(_ elements: [JSONValue], parentPath: String, last: JSONPath.Component) {
         self.elements = elements
-        self.path = path
+        self.parentPath = parentPath
+        self.last = last
     }
 
     /// Fails unless `value` is an array.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
+        try self.init(value, parentPath: path, last: .none)
+    }
+
+    fileprivate init(_ value: JSONValue, parentPath: String, last: JSONPath.Component) throws(JSONFieldError) {
         guard case .array(let elements) = value else {
-            throw JSONFieldError(field: path, detail: "expected an array, got \(value.typeDescription)")
+            throw JSONFieldError(field: JSONPath.join(parentPath, last), detail: "expected an array, got \(value.typeDescription)")
         }
-        self.init(elements, path: path)
+        self.init(elements, parentPath: parentPath, last: last)
     }
 
     public var count: Int { elements.count }
     public var isEmpty: Bool { elements.isEmpty }
 
     public func path(at index: Int) -> String {
-        "\(path)[\(index)]"
+        JSONPath.join(path, .index(index))
     }
 
     public func error(at index: Int, _ detail: String) -> JSONFieldError {
@@ -292,11 +315,11 @@ public struct JSONArrayReader: Sendable {
     // MARK: Elements
 
     public func object(at index: Int) throws(JSONFieldError) -> JSONFieldReader {
-        try JSONFieldReader(elements[index], path: path(at: index))
+        try JSONFieldReader(elements[index], parentPath: path, last: .index(index))
     }
 
     public func array(at index: Int) throws(JSONFieldError) -> JSONArrayReader {
-        try JSONArrayReader(elements[index], path: path(at: index))
+        try JSONArrayReader(elements[index], parentPath: path, last: .index(index))
     }
 
     public func string(at index: Int) throws(JSONFieldError) -> String {
@@ -415,4 +438,22 @@ private func integerProblem(_ number: Double) -> String {
         return "integer \(text) is out of range (at most ±2^53)"
     }
     return "expected an integer, got \(text)"
+}
+
+/// Field paths (`samples[3].device.name`) kept as a parent path plus a last step, so a reader for
+/// a nested value costs no string building until an error needs the full path.
+enum JSONPath {
+    enum Component: Sendable {
+        case none
+        case key(String)
+        case index(Int)
+    }
+
+    static func join(_ parent: String, _ last: Component) -> String {
+        switch last {
+        case .none: return parent
+        case .key(let key): return parent.isEmpty ? key : "\(parent).\(key)"
+        case .index(let index): return "\(parent)[\(index)]"
+        }
+    }
 }

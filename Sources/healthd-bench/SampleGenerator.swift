@@ -49,13 +49,15 @@ struct SampleGenerator {
 
     /// The API's JSON for `{"samples":[...]}` of `count` samples starting at `firstIndex`, written
     /// the way a client would (offsets in the user's zone, units spelled out).
-    mutating func batchJSON(firstIndex: Int, count: Int) -> [UInt8] {
+    /// `withUUIDs: false` leaves the uuid out, as a script does, and the server assigns one.
+    mutating func batchJSON(firstIndex: Int, count: Int, withUUIDs: Bool = true) -> [UInt8] {
         var out = "{\"samples\":["
         out.reserveCapacity(count * 330)
         for index in firstIndex..<(firstIndex + count) {
             let sample = sample(index)
             if index > firstIndex { out += "," }
-            out += "{\"uuid\":\"\(sample.uuid.lowercasedString)\",\"type\":\"\(sample.type)\","
+            out += withUUIDs ? "{\"uuid\":\"\(sample.uuid.lowercasedString)\"," : "{"
+            out += "\"type\":\"\(sample.type)\","
             let value = Int(sample.quantity ?? 0)
             if sample.type == "stepCount" {
                 out += "\"value\":\(value),\"unit\":\"count\",\"start\":\"\(Self.offsetDate(sample.start))\",\"end\":\"\(Self.offsetDate(sample.end))\""

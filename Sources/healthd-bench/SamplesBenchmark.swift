@@ -11,6 +11,7 @@ struct SamplesBenchmarkOptions {
     var healthdPath = ""
     var workDirectory = ""
     var clients = 4
+    var uuidSources = SamplesBenchmark.UUIDSource.allCases
     var batches = 40
     var batchSize = 10_000
     var storeSamples = 5_000_000
@@ -120,8 +121,16 @@ enum SamplesBenchmark {
 
     // MARK: POST /v1/samples
 
-    static func write(_ options: SamplesBenchmarkOptions) throws -> Double {
-        let directory = options.workDirectory + "/write"
+    /// Who picks the uuids of the posted samples.
+    enum UUIDSource: String, CaseIterable {
+        /// Random (v4) uuids on every sample, as a syncing HealthKit app sends them.
+        case client
+        /// No uuid in the JSON: the server assigns time-ordered (v7) ones, as for a script.
+        case server
+    }
+
+    static func write(_ options: SamplesBenchmarkOptions, uuids: UUIDSource) throws -> Double {
+        let directory = options.workDirectory + "/write-\(uuids.rawValue)"
         try? FileManager.default.removeItem(atPath: directory)
         let (store, _, token) = try prepareUser(dataDirectory: directory)
         store.close()
@@ -129,7 +138,8 @@ enum SamplesBenchmark {
         var generator = SampleGenerator(seed: 11)
         var bodies: [[UInt8]] = []
         for batch in 0..<options.batches {
-            bodies.append(generator.batchJSON(firstIndex: batch * options.batchSize, count: options.batchSize))
+            bodies.append(generator.batchJSON(firstIndex: batch * options.batchSize, count: options.batchSize,
+                                              withUUIDs: uuids == .client))
         }
         let averageBytes = bodies.reduce(0) { $0 + $1.count } / max(1, bodies.count)
         let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory)
@@ -186,7 +196,7 @@ enum SamplesBenchmark {
         let memory = server.memory()
         let total = options.batches * options.batchSize
         let rate = Double(total) / seconds
-        print("samples-write: \(options.batches) batches x \(options.batchSize) samples (\(averageBytes / 1024) KiB JSON each), \(clients) clients, keep-alive")
+        print("samples-write (\(uuids.rawValue) uuids): \(options.batches) batches x \(options.batchSize) samples (\(averageBytes / 1024) KiB JSON each), \(clients) clients, keep-alive")
         print("  \(total) samples in \(format(seconds, decimals: 3)) s: \(Int(rate)) samples/s over HTTP")
         print("  per batch: \(LatencySummary(latencies.withLock { $0 }))")
         print("  server CPU: \(format(serverCPU, decimals: 2)) s = \(format(1e6 * serverCPU / Double(total), decimals: 2)) µs per sample (\(Int(Double(total) / max(serverCPU, 1e-9))) samples per CPU-second)")

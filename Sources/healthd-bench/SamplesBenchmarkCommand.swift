@@ -29,6 +29,15 @@ enum SamplesBenchmarkCommand {
             case "--random-pages": options.randomPages = number()
             case "--walks": options.walks = number()
             case "--walk-pages": options.walkPages = number()
+            case "--uuids":
+                let text = value()
+                if text == "both" {
+                    options.uuidSources = SamplesBenchmark.UUIDSource.allCases
+                } else if let source = SamplesBenchmark.UUIDSource(rawValue: text) {
+                    options.uuidSources = [source]
+                } else {
+                    benchFail("--uuids takes client, server or both, not '\(text)'")
+                }
             case "--keep": options.keep = true
             case "--help", "-h":
                 print(samplesUsage)
@@ -48,11 +57,14 @@ enum SamplesBenchmarkCommand {
             switch command {
             case "samples":
                 let baseline = try SamplesBenchmark.sqliteBaseline(options)
-                let api = try SamplesBenchmark.write(options)
-                print("  API / raw SQLite: \(format(100 * api / baseline, decimals: 0)) %")
+                for source in options.uuidSources {
+                    let api = try SamplesBenchmark.write(options, uuids: source)
+                    print("  API (\(source.rawValue) uuids) / raw SQLite: \(format(100 * api / baseline, decimals: 0)) %")
+                }
                 try SamplesBenchmark.read(options)
             case "sqlite-baseline": _ = try SamplesBenchmark.sqliteBaseline(options)
-            case "samples-write": _ = try SamplesBenchmark.write(options)
+            case "samples-write":
+                for source in options.uuidSources { _ = try SamplesBenchmark.write(options, uuids: source) }
             case "samples-read": try SamplesBenchmark.read(options)
             default: benchFail("unknown command '\(command)'\n\(samplesUsage)")
             }
@@ -81,6 +93,8 @@ let samplesUsage = """
       --store-samples N   samples in the read benchmark's store (default 5000000; kept and reused)
       --random-pages N    random-start pages to time (default 400)
       --walks N           cursor walks to time (default 20), each --walk-pages pages (default 10)
+      --uuids MODE        samples-write: client (random v4 uuid on every sample, as a syncing app),
+                          server (no uuid; the server assigns time-ordered v7 ones) or both (default)
       --keep              keep the write and baseline data directories
     """
 

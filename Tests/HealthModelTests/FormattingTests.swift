@@ -28,6 +28,29 @@ import Testing
         #expect(HealthUUID(bytes: [UInt8](repeating: 0, count: 15)) == nil)
     }
 
+    @Test func timeOrderedUUIDsCarryTheirMillisecondAndSortByIt() {
+        var generator = SystemRandomNumberGenerator()
+        let instant: Int64 = 1_763_800_000_123 // 2025-11-22T08:26:40.123Z
+        let uuid = HealthUUID.timeOrdered(unixMilliseconds: instant, using: &generator)
+        #expect(uuid.version == 7)
+        #expect(uuid.low >> 62 == 0b10, "RFC 4122 variant")
+        #expect(Int64(uuid.high >> 16) == instant)
+        #expect(uuid.lowercasedString.hasPrefix("019aaaac-267b-7"))
+        // Later milliseconds sort after earlier ones whatever the random bits.
+        var previous = HealthUUID.timeOrdered(unixMilliseconds: 0, using: &generator)
+        for step in 1...500 {
+            let next = HealthUUID.timeOrdered(unixMilliseconds: Int64(step) * 7, using: &generator)
+            #expect(previous < next)
+            previous = next
+        }
+        #expect(HealthUUID.random(using: &generator).version == 4)
+        #expect(HealthUUID.timeOrdered().version == 7)
+        // The buffered random source refills every 512 words: uuids across refills stay distinct.
+        let many = (0..<3_000).map { _ in HealthUUID.timeOrdered() }
+        #expect(Set(many).count == many.count)
+        #expect(Set(many.map(\.low)).count == many.count)
+    }
+
     @Test func instantsOutsideFourDigitYearsUseTheExpandedForm() {
         #expect(RFC3339.format(253_402_300_800_000) == "+10000-01-01T00:00:00.000Z")
         #expect(RFC3339.format(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")

@@ -37,6 +37,17 @@ import JSON
         #expect(decodeError(#"{"type":"heartRate","value":61,"unit":"count/min","start":"2026-03-08T09:00:00-05:00","metadata":{"HKHeartRateMotionContext":1}}"#) == nil)
     }
 
+    @Test func samplesWithoutAUUIDGetATimeOrderedOne() throws {
+        func decode(_ json: String) throws -> HealthSample {
+            var reader = try JSONFieldReader(parsing: Array(json.utf8))
+            return try SampleCodec.decode(&reader)
+        }
+        let assigned = try decode(#"{"type":"stepCount","value":5,"start":"2026-03-08T09:00:00Z"}"#)
+        #expect(assigned.uuid.version == 7)
+        let given = try decode(#"{"type":"stepCount","value":5,"start":"2026-03-08T09:00:00Z","uuid":"0b1f6f4e-9c1a-4c39-8d43-1f0c6f7f5c2a"}"#)
+        #expect(given.uuid == HealthUUID("0B1F6F4E-9C1A-4C39-8D43-1F0C6F7F5C2A"), "a client's uuid is kept as sent")
+    }
+
     @Test func metadataSizeLimitHoldsAtTheBoundary() {
         // {"k":"xxx…"} is 8 bytes plus the string: exactly 16 KiB passes, one byte more fails.
         func sample(_ length: Int) -> String {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
+import Synchronization
 @testable import SQLite
 
 @Suite struct DatabasePoolTests {
@@ -256,4 +257,121 @@ final class Flag: @unchecked Sendable {
     private var flag = false
     func set() { lock.withLock { flag = true } }
     var isSet: Bool { lock.withLock { flag } }
+}
+
+@Suite struct GroupCommitTests {
+    private func makePool(_ directory: TemporaryDirectory) throws -> DatabasePool {
+        var migrator = DatabaseMigrator()
+        migrator.register("create_rows") { db in
+            try db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, owner INTEGER NOT NULL, payload BLOB)")
+        }
+        return try DatabasePool(path: directory.path("group.sqlite"), migrator: migrator)
+    }
+
+    /// Holds the writer inside `write` until `members` grouped writes have queued behind it, so
+    /// they are certain to run as one group when it lets go.
+    private func runQueuedBehindWriter(_ pool: DatabasePool, members: Int,
+                                       _ body: @escaping @Sendable (Int, Database) throws -> Void) throws -> [Result<Void, any Error>] {
+        let results = Mutex<[Int: Result<Void, any Error>]>([:])
+        let writerHeld = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        // Plain threads, not Dispatch workers: every member must be blocked at once, and a
+        // 2-core machine's Dispatch pool adds blocked workers only slowly.
+        Thread.detachNewThread {
+            try? pool.write { _ in
+                writerHeld.signal()
+                release.wait()
+            }
+            finished.signal()
+        }
+        writerHeld.wait()
+        for owner in 0..<members {
+            Thread.detachNewThread {
+                let result = Result { try pool.groupedWrite { db in try body(owner, db) } }
+                results.withLock { $0[owner] = result }
+                finished.signal()
+            }
+        }
+        while pool.queuedGroupMemberCount < members { usleep(1_000) }
+        release.signal()
+        for _ in 0...members { finished.wait() }
+        return results.withLock { all in (0..<members).map { all[$0] ?? .failure(ExpectedFailure()) } }
+    }
+
+    private func owners(_ pool: DatabasePool) throws -> [Int64] {
+        try pool.read { db in try db.map("SELECT DISTINCT owner FROM rows ORDER BY owner") { $0.int64(at: 0) } }
+    }
+
+    @Test func queuedWritesShareOneCommit() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try makePool(directory)
+        let before = pool.committedTransactionCount
+        let results = try runQueuedBehindWriter(pool, members: 4) { owner, db in
+            for _ in 0..<10 { try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(Int64(owner))]) }
+        }
+        for result in results { try result.get() }
+        #expect(try owners(pool) == [0, 1, 2, 3])
+        // The holding write, then one transaction for all four members.
+        #expect(pool.committedTransactionCount - before == 2)
+        try pool.close()
+    }
+
+    @Test func aFailingMemberUndoesOnlyItsOwnWork() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try makePool(directory)
+        let results = try runQueuedBehindWriter(pool, members: 3) { owner, db in
+            try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(Int64(owner))])
+            if owner == 1 { throw ExpectedFailure() }
+            try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(Int64(owner))])
+        }
+        #expect(throws: ExpectedFailure.self) { try results[1].get() }
+        try results[0].get()
+        try results[2].get()
+        #expect(try owners(pool) == [0, 2])
+        let count = try pool.read { db in try db.scalarInt64("SELECT count(*) FROM rows") }
+        #expect(count == 4)
+        try pool.close()
+    }
+
+    /// SQLITE_FULL may roll back the statement or the whole transaction; either way a member is
+    /// acknowledged exactly when all of its rows are stored.
+    @Test func aTransactionAbortFailsExactlyTheMembersWhoseWorkWasLost() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try makePool(directory)
+        let pageCount = try pool.writeWithoutTransaction { db in try db.scalarInt64("PRAGMA page_count") ?? 0 }
+        _ = try pool.writeWithoutTransaction { db in try db.setPragma("max_page_count", String(pageCount + 8)) }
+        let results = try runQueuedBehindWriter(pool, members: 4) { owner, db in
+            // Member 2 writes far more than the file may grow: SQLITE_FULL.
+            let size = owner == 2 ? 200_000 : 100
+            try db.execute("INSERT INTO rows (owner, payload) VALUES (?, zeroblob(?))",
+                           [.integer(Int64(owner)), .integer(Int64(size))])
+        }
+        #expect(throws: (any Error).self) { try results[2].get() }
+        let stored = Set(try owners(pool))
+        for owner in 0..<4 {
+            let acknowledged = (try? results[owner].get()) != nil
+            #expect(acknowledged == stored.contains(Int64(owner)), "member \(owner)")
+        }
+        #expect(stored.contains(3), "members after an abort run in a new transaction")
+        try pool.close()
+    }
+
+    @Test func manyConcurrentGroupedWritesAllLand() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try makePool(directory)
+        let finished = DispatchSemaphore(value: 0)
+        for owner in 0..<64 {
+            Thread.detachNewThread {
+                _ = try? pool.groupedWrite { db in
+                    try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(Int64(owner))])
+                }
+                finished.signal()
+            }
+        }
+        for _ in 0..<64 { finished.wait() }
+        #expect(try owners(pool).count == 64)
+        #expect(pool.committedTransactionCount <= 64 + 1)
+        try pool.close()
+    }
 }
