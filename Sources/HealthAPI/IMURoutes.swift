@@ -278,35 +278,14 @@ enum IMURoutes {
             guard let value = Double(heightText), (40...280).contains(value) else { throw APIError.invalidField("heightCm", "must be from 40 to 280") }
             height = value
         }
-        guard let text = String(validating: context.request.body, as: UTF8.self) else {
-            throw APIError.invalidField("body", "is not UTF-8")
+        let columns: AccelerometerCSV.Columns
+        do {
+            columns = try AccelerometerCSV.parse(context.request.body, maximumRows: maximumSamplesPerBatch)
+        } catch {
+            if case .tooManyRows = error { throw APIError.payloadTooLarge(error.description) }
+            throw APIError.invalidField("body", error.description)
         }
-        var lines = text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r\n" })[...]
-        guard let header = lines.popFirst() else { throw APIError.invalidField("body", "is empty: expected a header row t,x,y,z") }
-        let columns = header.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        guard columns == ["t", "x", "y", "z"] else {
-            throw APIError.invalidField("body", "the header row must be t,x,y,z, not '\(header.prefix(60))'")
-        }
-        var t: [Double] = [], x: [Double] = [], y: [Double] = [], z: [Double] = []
-        t.reserveCapacity(lines.count); x.reserveCapacity(lines.count); y.reserveCapacity(lines.count); z.reserveCapacity(lines.count)
-        for (index, line) in lines.enumerated() {
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
-            guard fields.count == 4 else {
-                throw APIError.invalidField("body", "row \(index + 2) has \(fields.count) fields, expected 4")
-            }
-            var values: [Double] = []
-            for field in fields {
-                // Double() accepts "nan" and "inf": the pedometer's validation rejects non-finite values by name.
-                guard let value = Double(field.trimmingCharacters(in: .whitespaces)) else {
-                    throw APIError.invalidField("body", "row \(index + 2): '\(field.prefix(30))' is not a number")
-                }
-                values.append(value)
-            }
-            t.append(values[0]); x.append(values[1]); y.append(values[2]); z.append(values[3])
-            if t.count > maximumSamplesPerBatch {
-                throw APIError.payloadTooLarge("a batch holds at most \(maximumSamplesPerBatch) samples")
-            }
-        }
+        let (t, x, y, z) = (columns.t, columns.x, columns.y, columns.z)
         return try IMUBatchRequest(device: deviceName.map { SampleDevice(name: $0) }, session: session, seq: seq, unit: unit, t0: t0,
                                    t: t, x: x, y: y, z: z, pressureT: nil, pressureHectopascals: nil, heightCm: height).validated()
     }

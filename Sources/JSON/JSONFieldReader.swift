@@ -112,7 +112,7 @@ public struct JSONFieldReader: Sendable {
 
     /// The member's value as is (an explicit `null` is returned as `.null`); nil when absent.
     public mutating func optionalValue(_ key: String) -> JSONValue? {
-        for index in object.members.indices where object.members[index].key == key {
+        for index in object.members.indices where JSONObject.sameKey(object.members[index].key, key) {
             markRead(index)
             return object.members[index].value
         }

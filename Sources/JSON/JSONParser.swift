@@ -94,6 +94,9 @@ private struct Parser {
 
         init(kind: ContainerKind) {
             self.kind = kind
+            // Request objects (a sample, a device) have a handful of members: one allocation
+            // instead of growing 1, 2, 4, 8.
+            if kind == .object { members.reserveCapacity(8) }
         }
     }
 
@@ -227,7 +230,7 @@ private struct Parser {
         let key = try parseString()
         let top = frames.count - 1
         if frames[top].members.count < Self.linearKeyScanLimit {
-            for member in frames[top].members where member.key == key {
+            for member in frames[top].members where JSONObject.sameKey(member.key, key) {
                 throw JSONParseError(offset: keyOffset, reason: "duplicate key \"\(key)\"")
             }
         } else {

@@ -32,7 +32,7 @@ public struct JSONObject: Sendable, Equatable {
     /// Linear scan: request objects are small, and a scan beats hashing for them.
     public subscript(key: String) -> JSONValue? {
         get {
-            for member in members where member.key == key {
+            for member in members where JSONObject.sameKey(member.key, key) {
                 return member.value
             }
             return nil
@@ -48,6 +48,13 @@ public struct JSONObject: Sendable, Equatable {
                 members.append((key: key, value: newValue))
             }
         }
+    }
+
+    /// Key equality with a length check first: most keys of an object differ in length, and
+    /// String's `==` on two different short strings takes its slow (Unicode-aware) path.
+    @inline(__always)
+    static func sameKey(_ left: String, _ right: String) -> Bool {
+        left.utf8.count == right.utf8.count && left == right
     }
 
     public mutating func append(_ key: String, _ value: JSONValue) {

@@ -12,6 +12,7 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("samples", "sqlite-baseline, samples-write and samples-read in one run (issue 3's numbers)", { SamplesBenchmarkCommand.run("samples", $0) }),
     ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
     ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
+    ("samples-decode", "CPU per sample of a POST /v1/samples body: JSON parse and SampleCodec, one thread", SampleDecodeBenchmark.run),
     ("samples-read", "GET /v1/samples pages of 1,000 from a large store", { SamplesBenchmarkCommand.run("samples-read", $0) }),
     ("changes", "change feed: catch-up changes/s over HTTP, long-poll and SSE write-to-wake latency with idle subscribers",
      ChangeFeedBenchmark.run),

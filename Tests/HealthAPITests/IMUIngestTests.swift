@@ -165,6 +165,13 @@ struct IMUFixture {
                                    json: "t,x,y,z\n0,1,1,1\n0.02,nan,1,1\n", headers: [("Content-Type", "text/csv")])
         #expect(nan.status == 400)
         #expect(nan.text.contains("samples.x"))
+        for (csv, says) in [("t,x,y,z\n0,1,1,1\n0.02,1,1\n", "row 3 has 3 fields"), ("t,x,y\n0,1,1\n", "header row"),
+                            ("t,x,y,z\n0,1,one,1\n", "'one' is not a number"), ("", "is empty")] {
+            let bad = f.server.request(.post, "/v1/ingest/imu?session=c&seq=0&unit=g&t0=2026-03-08T09:00:00Z", token: f.token,
+                                       json: csv, headers: [("Content-Type", "text/csv")])
+            #expect(bad.status == 400, "\(csv)")
+            #expect(bad.text.contains(says), "\(bad.text) should say \(says)")
+        }
         let big = "t,x,y,z\n" + (0...100_000).map { "\(Double($0) / 50),0,0,1" }.joined(separator: "\n")
         let oversize = f.server.request(.post, "/v1/ingest/imu?session=o&seq=0&unit=g&t0=2026-03-08T09:00:00Z", token: f.token,
                                         json: big, headers: [("Content-Type", "text/csv")])

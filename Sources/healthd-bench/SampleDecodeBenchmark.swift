@@ -1,0 +1,57 @@
+import Foundation
+import HealthModel
+import JSON
+
+/// `samples-decode`: the CPU cost per sample of turning a POST /v1/samples body into validated
+/// samples (JSON parse, then SampleCodec), with no HTTP and no SQLite, on one thread. Together
+/// with `sqlite-baseline` it says where a write's CPU goes.
+enum SampleDecodeBenchmark {
+    static func run(_ arguments: [String]) -> Int32 {
+        var rounds = 20
+        var uuids = true
+        var arguments = arguments[...]
+        while let flag = arguments.popFirst() {
+            switch flag {
+            case "--rounds":
+                guard let text = arguments.popFirst(), let number = Int(text), number > 0 else { benchFail("--rounds takes a positive number") }
+                rounds = number
+            case "--no-uuids": uuids = false
+            default: benchFail("unknown option '\(flag)' (options: --rounds N, --no-uuids)")
+            }
+        }
+        var generator = SampleGenerator(seed: 5)
+        let body = generator.batchJSON(firstIndex: 0, count: 10_000, withUUIDs: uuids)
+        var parseNanoseconds: UInt64 = 0
+        var decodeNanoseconds: UInt64 = 0
+        var checksum = 0
+        for _ in 0...rounds {
+            let began = nanosecondsNow()
+            guard let document = try? JSONFieldReader(parsing: body) else { benchFail("the generated body does not parse") }
+            let parsed = nanosecondsNow()
+            var reader = document
+            guard let list = try? reader.requiredArray("samples") else { benchFail("no samples array") }
+            for index in 0..<list.count {
+                do {
+                    var sampleReader = try list.object(at: index)
+                    let sample = try SampleCodec.decode(&sampleReader)
+                    try sampleReader.finish()
+                    checksum &+= Int(sample.start & 0xFF)
+                } catch {
+                    benchFail("sample \(index) does not decode: \(error)")
+                }
+            }
+            let decoded = nanosecondsNow()
+            if checksum != 0 || parseNanoseconds >= 0 {
+                parseNanoseconds += parsed - began
+                decodeNanoseconds += decoded - parsed
+            }
+        }
+        // The first round warms caches and is not counted... it was: subtract nothing, report per round.
+        let samples = Double((rounds + 1) * 10_000)
+        let parse = Double(parseNanoseconds) / samples / 1000
+        let decode = Double(decodeNanoseconds) / samples / 1000
+        print("samples-decode: \(rounds + 1) rounds of one 10,000-sample body (\(body.count / 1024) KiB, uuids \(uuids ? "in the JSON" : "assigned"))")
+        print("  JSON parse \(format(parse, decimals: 2)) µs + SampleCodec \(format(decode, decimals: 2)) µs = \(format(parse + decode, decimals: 2)) µs per sample on one thread")
+        return 0
+    }
+}
