@@ -86,7 +86,9 @@ SCHEMAS = {
                        "value as the case name (or raw integer), no unit. Correlations: objects. Workouts: activityType, "
                        "totals, events. `end` defaults to `start`. `uuid` is assigned when missing.",
         "properties": {
-            "uuid": {"type": "string", "format": "uuid"},
+            "uuid": {"type": "string", "format": "uuid",
+                     "description": "Any RFC 4122/9562 uuid, unique per user; a retry with the same uuid and content stores "
+                                    "nothing twice. Left out, the server assigns a time-ordered version-7 uuid."},
             "type": {"type": "string", "description": "Type id (stepCount) or HealthKit's long form."},
             "value": {"type": ["number", "string", "integer"]},
             "unit": {"type": "string", "description": "HKUnit syntax; must fit the type."},
