@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 import Testing
 import HealthModel
 import SQLite
@@ -112,5 +114,50 @@ import SQLite
         query.limit = 1000
         let stored = try t.store.samples(query, for: app, userExternalID: user.id).samples
         #expect(stored.map(\.sample.metadata) == batch.map(\.metadata))
+    }
+}
+
+/// Group commit: concurrent saves share transactions, yet each stays all-or-nothing on its own.
+@Suite struct ConcurrentSaveTests {
+    @Test func concurrentBatchesLandWholeOrNotAtAll() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let taken = HealthUUID.random()
+        _ = try t.store.save([steps(1, start: 1_600_000_000_000, uuid: taken)], by: app)
+        // 24 batches of 50 from 8 threads; every third batch reuses a stored uuid with other content.
+        let batches: [[HealthSample]] = (0..<24).map { batch in
+            (0..<50).map { index in
+                let start = 1_700_000_000_000 + Int64(batch * 50 + index) * 60_000
+                return index == 25 && batch % 3 == 0 ? steps(9, start: start, uuid: taken) : steps(Double(index), start: start)
+            }
+        }
+        let outcomes = Mutex<[Int: Bool]>([:])
+        let finished = DispatchSemaphore(value: 0)
+        let store = t.store
+        for thread in 0..<8 {
+            Thread.detachNewThread {
+                for batch in stride(from: thread, to: batches.count, by: 8) {
+                    let saved = (try? store.save(batches[batch], by: app)) != nil
+                    outcomes.withLock { $0[batch] = saved }
+                }
+                finished.signal()
+            }
+        }
+        for _ in 0..<8 { finished.wait() }
+        var query = SampleQuery(type: "stepCount")
+        query.limit = 10_000
+        let stored = Set(try t.store.samples(query, for: app, userExternalID: user.id).samples.map(\.sample.uuid))
+        for (batch, samples) in batches.enumerated() {
+            let expected = batch % 3 != 0
+            #expect(outcomes.withLock { $0[batch] } == expected, "batch \(batch) answered")
+            let present = samples.filter { $0.uuid != taken && stored.contains($0.uuid) }.count
+            #expect(present == (expected ? 50 : 0), "batch \(batch) is whole or absent")
+        }
+        #expect(stored.count == 1 + 16 * 50)
+        // The change feed holds exactly the stored samples, in one gap-free sequence.
+        let page = try t.store.changes(ChangeRequest(types: ["stepCount"], after: nil, limit: 10_000), for: app, userExternalID: user.id)
+        #expect(Set(page.added.map(\.sample.uuid)) == stored)
+        #expect(page.added.count == stored.count && !page.more)
     }
 }
