@@ -16,6 +16,8 @@ public enum PedometerAccuracyReport {
         let x: [Double]
         let y: [Double]
         let z: [Double]
+        /// Contact times (s) of each foot sensor (0→1 transitions), when `stepcounter.csv` is present.
+        let footContacts: [[Double]]
     }
 
     static let batchSeconds = 5.0
@@ -83,6 +85,7 @@ public enum PedometerAccuracyReport {
         printPerTrace(traces: traces, parameters: parameters)
         if let stepsDirectory { writeStepTimes(traces: traces, parameters: parameters, directory: stepsDirectory) }
         if !quick {
+            printReferenceCheck(traces: traces, parameters: parameters)
             printLeaveOneUserOut(traces: traces, base: parameters)
             printThroughput(traces: traces, parameters: parameters)
         }
@@ -178,6 +181,42 @@ public enum PedometerAccuracyReport {
         if let worst = all.max(by: { $0.error < $1.error }) {
             print("Overall: mean absolute error \(percent(mean)), median \(percent(median)), worst \(percent(worst.error)) (\(worst.name))")
         }
+    }
+
+    // MARK: Reference check
+
+    /// Contacts of one foot that follow that foot's previous contact by less than half its
+    /// median contact interval (half a stride): a foot cannot land twice that fast while
+    /// walking, so these are the foot sensor re-triggering, and the file's count includes them.
+    static func footRetriggers(_ contacts: [Double]) -> Int {
+        guard contacts.count > 2 else { return 0 }
+        let intervals = zip(contacts.dropFirst(), contacts).map { $0 - $1 }
+        let median = intervals.sorted()[intervals.count / 2]
+        return intervals.filter { $0 < 0.5 * median }.count
+    }
+
+    /// Diagnostic only (the targets are measured against the file's counts): how far the
+    /// detector is from each reference once the foot sensors' re-triggers are taken out.
+    static func printReferenceCheck(traces: [Trace], parameters: StepDetectionParameters) {
+        let withFeet = traces.filter { !$0.footContacts.isEmpty }
+        guard !withFeet.isEmpty else { return }
+        print("Reference check (foot contacts < half a stride after the same foot's previous one are re-triggers):")
+        var correctedErrors: [Double] = []
+        var worstName = ""
+        for trace in withFeet {
+            let retriggers = trace.footContacts.map(footRetriggers).reduce(0, +)
+            let detected = countSteps(trace, parameters: parameters)
+            let corrected = trace.truth - retriggers
+            let correctedError = relativeError(detected: detected, truth: max(corrected, 1))
+            if abs(correctedError) > (correctedErrors.max() ?? -1) { worstName = trace.name }
+            correctedErrors.append(abs(correctedError))
+            guard retriggers >= 3 else { continue }
+            let feet = trace.footContacts.map { String($0.count) }.joined(separator: "/")
+            let name = trace.name.padding(toLength: 40, withPad: " ", startingAt: 0)
+            print("  \(name) file \(trace.truth), contacts per foot \(feet), re-triggers \(retriggers) → \(corrected); detected \(detected): \(percent(relativeError(detected: detected, truth: trace.truth))) vs file, \(percent(correctedError)) vs corrected")
+        }
+        let mean = correctedErrors.reduce(0, +) / Double(correctedErrors.count)
+        print("  against corrected counts (all \(withFeet.count) traces): mean \(percent(mean)), worst \(percent(correctedErrors.max() ?? 0)) (\(worstName))")
     }
 
     // MARK: Leave one user out
@@ -302,18 +341,22 @@ public enum PedometerAccuracyReport {
                 throw LoadError(description: "cannot read \(path)")
             }
             let columns = parseAccelerometerCSV(data)
+            let footContacts = FileManager.default.contents(atPath: directory + "/" + fields[0] + "/stepcounter.csv")
+                .map { parseFootContacts($0, originNanoseconds: columns.originNanoseconds) } ?? []
             // Position labels are spelled inconsistently in the data set (ArmBand, Backpocket).
             let position = ["InHand", "FrontPocket", "BackPocket", "NeckPouch", "Armband", "Purse", "SwingingArm"]
                 .first { $0.lowercased() == fields[3].lowercased() } ?? fields[3]
             traces.append(Trace(name: fields[0], user: fields[1], position: position, truth: truth,
-                                timestamps: columns.timestamps, x: columns.x, y: columns.y, z: columns.z))
+                                timestamps: columns.timestamps, x: columns.x, y: columns.y, z: columns.z,
+                                footContacts: footContacts))
         }
         return traces
     }
 
     /// `timestamp_ns,accuracy,x,y,z` → absolute seconds (shifted to 2026 as the API would send)
     /// and m/s². Rows with non-increasing timestamps or missing fields are skipped.
-    static func parseAccelerometerCSV(_ data: Data) -> (timestamps: [Double], x: [Double], y: [Double], z: [Double]) {
+    static func parseAccelerometerCSV(_ data: Data)
+        -> (timestamps: [Double], x: [Double], y: [Double], z: [Double], originNanoseconds: Int64) {
         var timestamps: [Double] = []
         var xs: [Double] = []
         var ys: [Double] = []
@@ -335,6 +378,26 @@ public enum PedometerAccuracyReport {
             ys.append(y)
             zs.append(z)
         }
-        return (timestamps, xs, ys, zs)
+        return (timestamps, xs, ys, zs, firstNanoseconds ?? 0)
+    }
+
+    /// `timestamp_ns,foot1,foot2` (contact states) → each foot's contact times: every 0→1
+    /// transition, in seconds from the accelerometer's first sample.
+    static func parseFootContacts(_ data: Data, originNanoseconds: Int64) -> [[Double]] {
+        var contacts: [[Double]] = [[], []]
+        var previous: [Int]?
+        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard fields.count >= 3, let nanoseconds = Int64(fields[0]),
+                  let foot1 = Int(fields[1]), let foot2 = Int(fields[2]) else { continue }
+            let states = [foot1, foot2]
+            if let previous {
+                for foot in 0..<2 where previous[foot] == 0 && states[foot] == 1 {
+                    contacts[foot].append(Double(nanoseconds - originNanoseconds) / 1e9)
+                }
+            }
+            previous = states
+        }
+        return contacts
     }
 }
