@@ -132,17 +132,20 @@ struct SampleWriter {
     }
 
     /// Inserts every row of `batch` in request order.
-    mutating func insert(_ batch: PreparedBatch) throws {
+    mutating func insert(_ batch: borrowing PreparedBatch) throws {
         for device in batch.devices { deviceRowIDs.append(try deviceRowID(device)) }
         groups = batch.groups
         longest = Array(repeating: 0, count: groups.count)
         firstSeq = Array(repeating: 0, count: groups.count)
         var groupTouched = Array(repeating: false, count: groups.count)
-        for row in batch.rows {
-            switch row.disposition {
-            case .insert: try insert(row, parentSeq: nil, touched: &groupTouched)
+        // By index, not `for row in`: the iterator would copy (retain and release) every row's
+        // sample, strings and body inside the writer lock.
+        for position in batch.rows.indices {
+            switch batch.rows[position].disposition {
+            case .insert: try insert(batch.rows[position], parentSeq: nil, touched: &groupTouched)
             case .repeatOfEarlier: continue
             case .conflictsWithEarlier:
+                let row = batch.rows[position]
                 throw SampleConflict(index: row.index, uuid: row.sample.uuid,
                                      detail: "uuid \(row.sample.uuid.lowercasedString) appears twice in the batch with different content")
             }
@@ -152,10 +155,9 @@ struct SampleWriter {
         }
     }
 
-    private mutating func insert(_ row: PreparedBatch.Row, parentSeq: Int64?, touched: inout [Bool]) throws {
-        let sample = row.sample
+    private mutating func insert(_ row: borrowing PreparedBatch.Row, parentSeq: Int64?, touched: inout [Bool]) throws {
         guard let typeCode = row.typeCode else {
-            throw SampleConflict(index: row.index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
+            throw SampleConflict(index: row.index, uuid: row.sample.uuid, detail: "unknown type \(row.sample.type)")
         }
         let seq = lastSeq + 1
         let deviceID = deviceRowIDs[groups[row.group].deviceSlot]
@@ -163,28 +165,28 @@ struct SampleWriter {
         try insert.bind(seq, at: 1)
         try insert.bind(userRowID, at: 2)
         // The uuid's 16 network-order bytes straight from its two words: no array per row.
-        try withUnsafeBytes(of: (sample.uuid.high.bigEndian, sample.uuid.low.bigEndian)) { bytes throws(SQLiteError) in
+        try withUnsafeBytes(of: (row.sample.uuid.high.bigEndian, row.sample.uuid.low.bigEndian)) { bytes throws(SQLiteError) in
             try insert.bind(bytes: bytes, at: 3)
         }
         try insert.bind(typeCode, at: 4)
         try insert.bind(sourceRowID, at: 5)
         if deviceID != 0 { try insert.bind(deviceID, at: 6) } else { try insert.bindNull(at: 6) }
-        try insert.bind(sample.start, at: 7)
-        try insert.bind(sample.end, at: 8)
-        if let quantity = sample.quantity { try insert.bind(quantity, at: 9) } else { try insert.bindNull(at: 9) }
+        try insert.bind(row.sample.start, at: 7)
+        try insert.bind(row.sample.end, at: 8)
+        if let quantity = row.sample.quantity { try insert.bind(quantity, at: 9) } else { try insert.bindNull(at: 9) }
         if let parentSeq { try insert.bind(parentSeq, at: 10) } else { try insert.bindNull(at: 10) }
         try insert.bind(created, at: 11)
         if let body = row.body { try insert.bind(body, at: 12) } else { try insert.bindNull(at: 12) }
         _ = try insert.step()
         guard db.changes > 0 else {
-            try checkIdempotent(sample, index: row.index)
+            try checkIdempotent(row.sample, index: row.index)
             return
         }
         lastSeq = seq
         touched[row.group] = true
-        longest[row.group] = max(longest[row.group], sample.end - sample.start)
+        longest[row.group] = max(longest[row.group], row.sample.end - row.sample.start)
         if firstSeq[row.group] == 0 { firstSeq[row.group] = seq }
-        for child in row.children { try insert(child, parentSeq: seq, touched: &touched) }
+        for child in row.children.indices { try insert(row.children[child], parentSeq: seq, touched: &touched) }
     }
 
     /// The uuid exists: identical content (same app, same sample) is a harmless retry; anything
