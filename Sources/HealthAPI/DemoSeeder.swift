@@ -38,10 +38,14 @@ public enum DemoSeeder {
         .union(["dateOfBirth"])
 
     /// Writes the `days` full UTC days before `today` (days since 1970) for the user named
-    /// `userName`, creating the user and the apps' authorizations if missing. Saves in batches of
-    /// at most `batchSize`; a rerun stores nothing twice (same uuids, same content). Also sets the
-    /// user's date of birth when no characteristic is set, so heart-rate zones work without `age`.
-    public static func seed(store: HealthStore, userName: String, days: Int, today: Int64,
+    /// `userName`, creating the user and the apps' authorizations if missing. With `now`
+    /// (Unix ms, within `today`), also today so far: the samples of today's generated day that
+    /// have ended by then, so a dashboard's "today" and last night's sleep are not empty; a later
+    /// rerun adds the rest, since each sample's uuid and content do not depend on `now`.
+    /// Saves in batches of at most `batchSize`; a rerun stores nothing twice (same uuids, same
+    /// content). Also sets the user's date of birth when no characteristic is set, so heart-rate
+    /// zones work without `age`.
+    public static func seed(store: HealthStore, userName: String, days: Int, today: Int64, now: Int64? = nil,
                             batchSize: Int = 10_000) throws -> Report {
         let user = try store.userCreatingIfNeeded(name: userName)
         let phone = try store.appAuthorizationCreatingIfNeeded(user: user, app: DemoSource.phoneApp, read: [],
@@ -72,8 +76,13 @@ public enum DemoSeeder {
             }
         }
         let firstDay = today - Int64(days)
-        for day in firstDay..<today {
-            let demo = generator.day(day)
+        let todaySoFar = now.map { Self.today(nowMilliseconds: $0) == today } ?? false
+        for day in firstDay...today where day < today || todaySoFar {
+            var demo = generator.day(day)
+            if day == today, let now {
+                demo.phone.removeAll { $0.end > now }
+                demo.watch.removeAll { $0.end > now }
+            }
             for sample in demo.phone { generatedPhone[sample.type, default: 0] += 1 }
             for sample in demo.watch { generatedWatch[sample.type, default: 0] += 1 }
             pendingPhone += demo.phone
@@ -92,8 +101,8 @@ public enum DemoSeeder {
             TypeSummary(type: type, phone: generatedPhone[type] ?? 0, watch: generatedWatch[type] ?? 0,
                         added: (after[type] ?? 0) - (before[type] ?? 0))
         }
-        return Report(user: user, firstDay: HealthDay(daysSinceEpoch: firstDay), lastDay: HealthDay(daysSinceEpoch: today - 1),
-                      types: types)
+        return Report(user: user, firstDay: HealthDay(daysSinceEpoch: firstDay),
+                      lastDay: HealthDay(daysSinceEpoch: todaySoFar ? today : today - 1), types: types)
     }
 
     /// A fresh read-only token (app `dashboard`) for everything the dashboard shows.

@@ -49,9 +49,10 @@ public enum HelpText {
     public static let seed = """
         Usage: healthd seed --user NAME [--days N] [--config FILE] [--data-dir DIR]
 
-        Writes realistic mock data for the last N full UTC days (default 28): steps in short samples
-        through the day from a phone and a watch, heart rate, sleep stages, workouts, body mass.
-        Creates the user if missing; a rerun adds nothing twice.
+        Writes realistic mock data for the last N full UTC days (default 28) and today so far: steps
+        in short samples through the day from a phone and a watch, heart rate, sleep stages,
+        workouts, body mass. Creates the user if missing; a rerun adds nothing twice (and adds what
+        has ended since the last run today).
         \(common)
         """
 

@@ -2,14 +2,14 @@ import Foundation
 import HealthAPI
 import HealthStore
 
-/// `healthd seed --user NAME --days N`: the last N full UTC days of demo data, idempotent.
+/// `healthd seed --user NAME --days N`: the last N full UTC days of demo data and today so far, idempotent.
 func runSeed(_ options: SeedOptions) {
     let configuration = loadConfiguration(options.common)
     let store = openStore(configuration)
     defer { store.close() }
     let report: DemoSeeder.Report
     do {
-        report = try DemoSeeder.seed(store: store, userName: options.user, days: options.days, today: currentDay())
+        report = try DemoSeeder.seed(store: store, userName: options.user, days: options.days, today: currentDay(), now: currentMilliseconds())
     } catch {
         fail("seeding \(options.user) failed: \(error)")
     }
@@ -19,6 +19,6 @@ func runSeed(_ options: SeedOptions) {
 }
 
 /// Today as days since 1970 (UTC).
-func currentDay() -> Int64 {
-    DemoSeeder.today(nowMilliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
-}
+func currentDay() -> Int64 { DemoSeeder.today(nowMilliseconds: currentMilliseconds()) }
+
+func currentMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }

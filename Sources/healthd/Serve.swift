@@ -134,12 +134,12 @@ final class StopFlag: Sendable {
     }
 }
 
-/// `serve --demo`: four weeks of data for user `demo` (idempotent), then a dashboard URL with a
+/// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
 /// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
 func prepareDemo(store: HealthStore, baseURL: String) {
     let started = Date()
     do {
-        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28, today: currentDay())
+        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28, today: currentDay(), now: currentMilliseconds())
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
         say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) UTC, "

@@ -209,6 +209,27 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
         #expect(dateOfBirth == DemoDataGenerator(userName: "carol").dateOfBirth.description)
     }
 
+    @Test func todaySoFarHoldsWhatHasEndedAndALaterRunAddsTheRest() throws {
+        let server = try TestServer()
+        let today = firstDay + 2
+        let whole = DemoDataGenerator(userName: "dora").day(today)
+        let noon = today * 86_400_000 + 12 * 3_600_000
+        func endedBy(_ instant: Int64) -> Int { (whole.phone + whole.watch).filter { $0.end <= instant }.count }
+        let morning = try DemoSeeder.seed(store: server.store, userName: "dora", days: 1, today: today, now: noon)
+        let yesterday = DemoDataGenerator(userName: "dora").day(today - 1)
+        #expect(morning.lastDay == HealthDay(daysSinceEpoch: today))
+        #expect(morning.added == yesterday.phone.count + yesterday.watch.count + endedBy(noon))
+        #expect(endedBy(noon) > 0 && endedBy(noon) < whole.phone.count + whole.watch.count, "noon is part way through the day")
+        // Last night's sleep ended this morning: it is there.
+        #expect(whole.phone.contains { $0.type == "sleepAnalysis" && $0.end <= noon }
+                    || whole.watch.contains { $0.type == "sleepAnalysis" && $0.end <= noon })
+        let evening = try DemoSeeder.seed(store: server.store, userName: "dora", days: 1, today: today, now: noon + 8 * 3_600_000)
+        #expect(evening.added == endedBy(noon + 8 * 3_600_000) - endedBy(noon))
+        // `now` on another day than `today` adds no partial day.
+        let stale = try DemoSeeder.seed(store: server.store, userName: "dora", days: 1, today: today + 1, now: noon)
+        #expect(stale.lastDay == HealthDay(daysSinceEpoch: today))
+    }
+
     @Test func theDashboardTokenReadsWhatWasSeeded() throws {
         let server = try TestServer()
         let report = try DemoSeeder.seed(store: server.store, userName: "demo", days: 2, today: firstDay + 2)
