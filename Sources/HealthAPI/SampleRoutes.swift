@@ -8,7 +8,9 @@ enum SampleRoutes {
     static let cursorKind: UInt8 = 1
 
     static func register(into router: inout Router<Route>, store: HealthStore, configuration: HealthdConfiguration) {
-        router.register(.post, "/v1/samples", Route(access: .token) { context throws(APIError) in
+        // Deferred: the batch is decoded and checked on a worker, then handed to the store's group
+        // commit; the worker goes on to the next request instead of waiting for the writer's fsync.
+        router.register(.post, "/v1/samples", Route(access: .token, deferred: { context, respond throws(APIError) in
             try context.query.rejectUnknown()
             let app = try context.app()
             let samples = try decodeBatch(context.request, maxBatchSize: configuration.maxBatchSize)
@@ -19,16 +21,22 @@ enum SampleRoutes {
                                    errors: [APIError.FieldIssue(index: index, field: "type", detail: "no share permission for \(type)")])
                 }
             }
-            let saved = try storeCall { try store.save(samples, by: app) }
-            return JSONResponse.write(status: .created) { writer in
-                writer.beginObject()
-                writer.key("saved")
-                writer.beginArray()
-                for uuid in saved { writer.string(uuid.lowercasedString) }
-                writer.endArray()
-                writer.endObject()
+            store.save(samples, by: app) { result in
+                switch result {
+                case .success(let saved):
+                    respond(JSONResponse.write(status: .created) { writer in
+                        writer.beginObject()
+                        writer.key("saved")
+                        writer.beginArray()
+                        for uuid in saved { writer.string(uuid.lowercasedString) }
+                        writer.endArray()
+                        writer.endObject()
+                    })
+                case .failure(let error):
+                    respond(APIError(storeError: error).response)
+                }
             }
-        })
+        }))
 
         router.register(.get, "/v1/samples", Route(access: .token) { context throws(APIError) in
             let app = try context.app()

@@ -17,9 +17,9 @@ enum ChangeSequence {
 /// A batch turned into row values before the writer lock is taken, so the serialized part of a
 /// save only binds and steps: type codes, row bodies, device slots and in-batch duplicates are
 /// all worked out here, in parallel with other requests.
-struct PreparedBatch {
+struct PreparedBatch: Sendable {
     /// How one sample of the request is handled once the writer has it.
-    enum Disposition {
+    enum Disposition: Sendable {
         case insert
         /// Same uuid and content as an earlier sample of the batch: stored once.
         case repeatOfEarlier
@@ -28,7 +28,7 @@ struct PreparedBatch {
         case conflictsWithEarlier
     }
 
-    struct Row {
+    struct Row: Sendable {
         var index: Int
         var sample: HealthSample
         var disposition: Disposition
@@ -41,7 +41,7 @@ struct PreparedBatch {
         var children: [Row]
     }
 
-    struct Group: Equatable {
+    struct Group: Equatable, Sendable {
         var typeCode: Int64
         /// Index into `devices` plus one; 0 for samples without a device.
         var deviceSlot: Int

@@ -54,15 +54,36 @@ extension HealthStore {
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
-        let (uuids, change) = try pool.groupedWrite { db -> ([HealthUUID], CommittedChange) in
-            var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
-                                          created: created)
-            try writer.insert(batch)
-            try writer.finish()
-            return (samples.map(\.uuid), CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq))
-        }
+        let change = try pool.groupedWrite { db in try insert(batch, by: app, created: created, db) }
         if !change.typeIDs.isEmpty { publish(change) }
-        return uuids
+        return samples.map(\.uuid)
+    }
+
+    /// `save` without waiting: the batch is prepared on the calling thread, written in the
+    /// writer's next group commit, and `completion` gets the uuids in request order once it is
+    /// durable (or the error: `SampleConflict`, `StoreError`, `SQLiteError`), on a global queue.
+    public func save(_ samples: [HealthSample], by app: AppAuthorization,
+                     completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
+        let created = Self.nowMilliseconds()
+        let batch = PreparedBatch(samples, store: self)
+        let uuids = samples.map(\.uuid)
+        pool.groupedWrite({ [self] db in try insert(batch, by: app, created: created, db) }, completion: { [self] result in
+            switch result {
+            case .success(let change):
+                if !change.typeIDs.isEmpty { publish(change) }
+                completion(.success(uuids))
+            case .failure(let error):
+                completion(.failure(error))
+            }
+        })
+    }
+
+    /// One prepared batch inside the writer's transaction (a savepoint of a group commit).
+    private func insert(_ batch: PreparedBatch, by app: AppAuthorization, created: Int64, _ db: Database) throws -> CommittedChange {
+        var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID, created: created)
+        try writer.insert(batch)
+        try writer.finish()
+        return CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq)
     }
 
     // MARK: Reading

@@ -44,12 +44,19 @@ public final class DatabasePool: @unchecked Sendable {
 
     private let writerLock = NSLock()
     private var writer: Database?
-    /// Bodies waiting for `groupedWrite`'s next group.
-    private let pendingGroup = Mutex<[any GroupCommitMember]>([])
+    /// Bodies waiting for `groupedWrite`'s next group, and whether a drain on `writerQueue` is
+    /// already scheduled for the asynchronous ones.
+    private let pendingGroup = Mutex(PendingGroup())
+    private struct PendingGroup {
+        var members: [any GroupCommitMember] = []
+        var drainScheduled = false
+    }
+    /// Runs asynchronous group commits, so no request thread waits for the writer or its fsync.
+    private let writerQueue = DispatchQueue(label: "healthd.sqlite.writer", qos: .userInitiated)
     private let commits = Atomic<Int>(0)
 
     /// Grouped writes waiting for the writer (for tests and metrics).
-    public var queuedGroupMemberCount: Int { pendingGroup.withLock { $0.count } }
+    public var queuedGroupMemberCount: Int { pendingGroup.withLock { $0.members.count } }
 
     /// Write transactions committed since the pool opened (a group commit counts once).
     public var committedTransactionCount: Int { commits.load(ordering: .relaxed) }
@@ -128,14 +135,14 @@ public final class DatabasePool: @unchecked Sendable {
     public func groupedWrite<T>(_ body: (Database) throws -> T) throws -> T {
         try withoutActuallyEscaping(body) { body in
             let member = GroupMember<T>(body)
-            pendingGroup.withLock { $0.append(member) }
+            pendingGroup.withLock { $0.members.append(member) }
             writerLock.lock()
             defer { writerLock.unlock() }
             // An earlier leader may have run (and committed) this member already.
             if member.result == nil {
-                var group = pendingGroup.withLock { queue in
-                    let taken = queue
-                    queue.removeAll()
+                var group = pendingGroup.withLock { pending in
+                    let taken = pending.members
+                    pending.members.removeAll()
                     return taken
                 }
                 runGroup(group)
@@ -145,6 +152,39 @@ public final class DatabasePool: @unchecked Sendable {
             }
             guard let result = member.result else { throw DatabasePoolError.closed }
             return try result.get()
+        }
+    }
+
+    /// Asynchronous `groupedWrite`: `body` runs on the pool's writer queue in the next group
+    /// commit, and `completion` gets its result after that group's COMMIT (or its error), on a
+    /// global queue. The calling thread never waits, so on a small machine the request threads
+    /// keep parsing while the writer commits and fsyncs. Same all-or-nothing and durability
+    /// rules as the synchronous form; both kinds can share a group.
+    public func groupedWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T,
+                                          completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let member = AsyncGroupMember(body, completion: completion)
+        let scheduleDrain = pendingGroup.withLock { pending -> Bool in
+            pending.members.append(member)
+            defer { pending.drainScheduled = true }
+            return !pending.drainScheduled
+        }
+        if scheduleDrain { writerQueue.async { [self] in drainPendingGroups() } }
+    }
+
+    /// Commits groups until nothing is pending; the last empty look clears `drainScheduled` under
+    /// the same lock that enqueues, so a member is never left without a drain.
+    private func drainPendingGroups() {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        while true {
+            let group = pendingGroup.withLock { pending -> [any GroupCommitMember] in
+                let taken = pending.members
+                pending.members.removeAll()
+                if taken.isEmpty { pending.drainScheduled = false }
+                return taken
+            }
+            if group.isEmpty { return }
+            runGroup(group)
         }
     }
 
@@ -335,5 +375,34 @@ private final class GroupMember<T>: GroupCommitMember, @unchecked Sendable {
     func fail(_ error: any Error) {
         pending = nil
         result = .failure(error)
+    }
+}
+
+/// An asynchronous caller's body: its completion is called once, on a global queue, so the
+/// writer never runs response code.
+private final class AsyncGroupMember<T: Sendable>: GroupCommitMember, @unchecked Sendable {
+    // @unchecked: `pending` is touched only by the thread holding the writer lock.
+    private let body: @Sendable (Database) throws -> T
+    private let completion: @Sendable (Result<T, any Error>) -> Void
+    private var pending: T?
+
+    init(_ body: @escaping @Sendable (Database) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        self.body = body
+        self.completion = completion
+    }
+
+    func run(_ db: Database) throws { pending = try body(db) }
+
+    func succeed() {
+        guard let value = pending else { return }
+        pending = nil
+        let completion = completion
+        DispatchQueue.global(qos: .userInitiated).async { completion(.success(value)) }
+    }
+
+    func fail(_ error: any Error) {
+        pending = nil
+        let completion = completion
+        DispatchQueue.global(qos: .userInitiated).async { completion(.failure(error)) }
     }
 }

@@ -375,3 +375,53 @@ final class Flag: @unchecked Sendable {
         try pool.close()
     }
 }
+
+@Suite struct AsyncGroupCommitTests {
+    @Test func asynchronousWritesCompleteOnceAfterTheirCommit() throws {
+        let directory = try TemporaryDirectory()
+        var migrator = DatabaseMigrator()
+        migrator.register("create_rows") { db in
+            try db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, owner INTEGER NOT NULL UNIQUE)")
+        }
+        let pool = try DatabasePool(path: directory.path("async.sqlite"), migrator: migrator)
+        let completions = Mutex<[Int: Result<Int64, any Error>]>([:])
+        let calls = Atomic(0)
+        let done = DispatchGroup()
+        for owner in 0..<200 {
+            done.enter()
+            // Owner 150 collides with owner 50's unique value: only it fails.
+            let value = Int64(owner == 150 ? 50 : owner)
+            pool.groupedWrite({ db -> Int64 in
+                try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(value)])
+                return db.lastInsertRowID
+            }, completion: { result in
+                calls.add(1, ordering: .relaxed)
+                completions.withLock { $0[owner] = result }
+                done.leave()
+            })
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(calls.load(ordering: .relaxed) == 200, "each completion exactly once")
+        let stored = try pool.read { db in try db.map("SELECT owner FROM rows ORDER BY owner") { $0.int64(at: 0) } }
+        #expect(stored == (0..<200).filter { $0 != 150 }.map(Int64.init))
+        completions.withLock { all in
+            for owner in 0..<200 {
+                let succeeded = (try? all[owner]?.get()) != nil
+                #expect(succeeded == (owner != 150), "owner \(owner)")
+            }
+        }
+        #expect(pool.committedTransactionCount < 200, "queued writes shared commits")
+        try pool.close()
+    }
+
+    @Test func writesQueuedAfterCloseFailInsteadOfHanging() throws {
+        let directory = try TemporaryDirectory()
+        let pool = try DatabasePool(path: directory.path("closed.sqlite"))
+        try pool.close()
+        let failed = DispatchSemaphore(value: 0)
+        pool.groupedWrite({ db in try db.execute("CREATE TABLE t (x)") }, completion: { result in
+            if case .failure = result { failed.signal() }
+        })
+        #expect(failed.wait(timeout: .now() + 10) == .success)
+    }
+}
