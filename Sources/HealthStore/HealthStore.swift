@@ -57,6 +57,9 @@ public final class HealthStore: Sendable {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
+    /// a new save waits, so a flood of batches queues as request bodies, not as prepared rows.
+    let writeBacklog = WriteBacklog(limit: 200_000)
     /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
     let statisticsIndexes = StatisticsIndexCache(memoryBudget: StatisticsIndexCache.defaultMemoryBudget)
 

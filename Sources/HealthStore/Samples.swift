@@ -1,3 +1,4 @@
+import Foundation
 import HealthModel
 import SQLite
 import Synchronization
@@ -67,7 +68,10 @@ extension HealthStore {
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let uuids = samples.map(\.uuid)
+        let count = samples.count
+        writeBacklog.acquire(count)
         pool.groupedWrite({ [self] db in try insert(batch, by: app, created: created, db) }, completion: { [self] result in
+            writeBacklog.release(count)
             switch result {
             case .success(let change):
                 if !change.typeIDs.isEmpty { publish(change) }
@@ -354,5 +358,29 @@ struct SampleRow: Sendable {
         body = row.isNull(at: 8) ? nil : row.blob(at: 8)
         created = row.int64(at: 9)
         parentSeq = row.isNull(at: 10) ? nil : row.int64(at: 10)
+    }
+}
+
+/// A budget of samples in flight to the writer. `acquire` waits while the budget is spent (a
+/// batch larger than the whole budget still goes through alone), `release` returns it.
+final class WriteBacklog: Sendable {
+    private let condition = NSCondition()
+    private nonisolated(unsafe) var inFlight = 0  // guarded by `condition`
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    func acquire(_ count: Int) {
+        condition.lock()
+        while inFlight > 0 && inFlight + count > limit { condition.wait() }
+        inFlight += count
+        condition.unlock()
+    }
+
+    func release(_ count: Int) {
+        condition.lock()
+        inFlight -= count
+        condition.unlock()
+        condition.broadcast()
     }
 }

@@ -161,3 +161,24 @@ import SQLite
         #expect(page.added.count == stored.count && !page.more)
     }
 }
+
+@Suite struct WriteBacklogTests {
+    @Test func aSaveWaitsWhileTheBudgetIsSpentAndAnOversizeBatchGoesAlone() {
+        let backlog = WriteBacklog(limit: 100)
+        backlog.acquire(60)
+        backlog.acquire(40)
+        let admitted = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            backlog.acquire(10)
+            admitted.signal()
+        }
+        #expect(admitted.wait(timeout: .now() + 0.2) == .timedOut, "over budget: waits")
+        backlog.release(60)
+        #expect(admitted.wait(timeout: .now() + 5) == .success, "admitted once budget is back")
+        backlog.release(40)
+        backlog.release(10)
+        // Nothing in flight: a batch above the whole budget is admitted rather than waiting forever.
+        backlog.acquire(500)
+        backlog.release(500)
+    }
+}
