@@ -33,6 +33,9 @@ public final class Metrics: Sendable {
         public var acceptedConnections: UInt64
         public var storeBytes: Int64
         public var samples: Int64?
+        /// Change-feed long-polls waiting for a commit, and open SSE change streams.
+        public var parkedLongPolls = 0
+        public var openChangeStreams = 0
         public init(openConnections: Int, acceptedConnections: UInt64, storeBytes: Int64, samples: Int64? = nil) {
             self.openConnections = openConnections
             self.acceptedConnections = acceptedConnections
@@ -68,6 +71,12 @@ public final class Metrics: Sendable {
         out += "# HELP healthd_store_bytes Size of the SQLite database and its write-ahead log.\n"
         out += "# TYPE healthd_store_bytes gauge\n"
         out += "healthd_store_bytes \(gauges.storeBytes)\n"
+        out += "# HELP healthd_change_long_polls Change-feed long-polls parked until a relevant commit or their wait ends.\n"
+        out += "# TYPE healthd_change_long_polls gauge\n"
+        out += "healthd_change_long_polls \(gauges.parkedLongPolls)\n"
+        out += "# HELP healthd_change_streams Open server-sent-event change streams.\n"
+        out += "# TYPE healthd_change_streams gauge\n"
+        out += "healthd_change_streams \(gauges.openChangeStreams)\n"
         if let samples = gauges.samples {
             out += "# HELP healthd_samples Samples stored, all users.\n"
             out += "# TYPE healthd_samples gauge\n"

@@ -9,7 +9,7 @@ extension HealthApplication {
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
                                store: HealthStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
-                                  connections: connections)
+                                  connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, store: store)
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
@@ -42,7 +42,7 @@ enum JSONResponse {
 
 enum OperationsRoutes {
     static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, store: HealthStore,
-                         metrics: Metrics, connections: ConnectionGauges) {
+                         metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         let healthy = Array(#"{"status":"ok"}"#.utf8)
         router.register(.get, "/healthz", Route(access: .open, execution: .inline) { _ throws(APIError) in
             JSONResponse.ok(healthy)
@@ -50,8 +50,11 @@ enum OperationsRoutes {
         router.register(.get, "/metrics", Route(access: .open) { context throws(APIError) in
             try context.query.rejectUnknown()
             let server = connections.read()
-            let text = metrics.render(gauges: Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
-                                                             storeBytes: store.sizeOnDisk()))
+            var gauges = Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
+                                        storeBytes: store.sizeOnDisk())
+            gauges.parkedLongPolls = changeFeed.parkedCount
+            gauges.openChangeStreams = changeFeed.streamCount
+            let text = metrics.render(gauges: gauges)
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             headers.add("Cache-Control", "no-store")

@@ -364,6 +364,7 @@ private func follow(_ f: Fixture, token: String, types: String = "stepCount", fr
         #expect(f.save(f.phone, #"{"type":"heartRate","value":60,"unit":"count/min","start":"2026-03-01T10:00:00Z","end":"2026-03-01T10:00:00Z"}"#).status == 201)
         #expect(f.save(f.bobApp, steps(9)).status == 201)
         #expect(feed.parkedCount == 1)
+        #expect(f.server.request(.get, "/metrics").text.contains("\nhealthd_change_long_polls 1\n"))
         #expect(f.save(f.phone, steps(0)).status == 201)
         let body = poll.json
         #expect(body?["added"]?.arrayValue?.count == 1)
