@@ -578,18 +578,39 @@ PATHS["/v1/workout-sessions/{id}/end"] = {
 }
 
 
+# Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
+# routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).
+ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
+              ("put", "/v1/characteristics"), ("put", "/v1/sources/priority"), ("put", "/v1/activity-goals")}
+# The type catalog is the same for everyone, so the admin token may read it too.
+EITHER_TOKEN = {("get", "/v1/types"), ("get", "/v1/types/{id}")}
+
+
+def with_security(paths):
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            if (method, path) in ADMIN_ONLY:
+                operation["security"] = [{"adminToken": []}]
+            elif (method, path) in EITHER_TOKEN:
+                operation["security"] = [{"appToken": []}, {"adminToken": []}]
+    return paths
+
+
 def document():
     return {
         "openapi": "3.1.0",
         "info": {"title": "healthd", "version": "1.0.0",
                  "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
-        "security": [{"bearer": []}],
+        "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
-        "paths": PATHS,
+        "paths": with_security(PATHS),
         "components": {"schemas": SCHEMAS,
-                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                                      "description": "An app token (one app acting for one user) or the admin token."}}},
+                       "securitySchemes": {
+                           "appToken": {"type": "http", "scheme": "bearer",
+                                        "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},
+                           "adminToken": {"type": "http", "scheme": "bearer",
+                                          "description": "The server's admin token (HEALTHD_ADMIN_TOKEN, or printed at first start): users, authorizations, characteristics, source priority and goals."}}},
     }
 
 

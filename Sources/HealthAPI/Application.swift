@@ -101,6 +101,18 @@ public final class HealthApplication: HTTPResponder {
         router.registeredRoutes.map { (method: $0.0, pattern: $0.1) }
     }
 
+    /// Which token each registered route takes (for the OpenAPI document's check).
+    public var routeAccess: [String: RouteAccess] {
+        var access: [String: RouteAccess] = [:]
+        for (method, pattern) in router.registeredRoutes {
+            // A pattern matches itself: each `{name}` segment is a value for its parameter.
+            if case .found(let route, _, _) = router.match(method: method, path: pattern) {
+                access["\(method.rawValue) \(pattern)"] = route.access
+            }
+        }
+        return access
+    }
+
     public func respond(to request: HTTPRequest, connection: ConnectionInfo,
                         completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let startedAt = DispatchTime.now().uptimeNanoseconds

@@ -25,4 +25,29 @@ import JSON
         #expect(registered.subtracting(documented).sorted() == [], "registered but not documented")
         #expect(documented.subtracting(registered).sorted() == [], "documented but not registered")
     }
+
+    /// The document says which token each operation takes: none for open routes, only the admin
+    /// token for admin routes, an app token (possibly also the admin token) for the rest.
+    @Test func everyOperationNamesTheTokenItsRouteTakes() throws {
+        let data = try #require(FileManager.default.contents(atPath: Self.documentPath))
+        let document = try JSONParser.parse([UInt8](data))
+        let defaultSecurity = try #require(document.objectValue?["security"]?.arrayValue)
+        let paths = try #require(document.objectValue?["paths"]?.objectValue)
+        let server = try TestServer()
+        let access = server.application.routeAccess
+        #expect(access.count == server.application.registeredRoutes.count)
+        for member in paths.members {
+            for operation in member.value.objectValue?.members ?? [] {
+                let name = "\(operation.key.uppercased()) \(member.key)"
+                let security = operation.value.objectValue?["security"]?.arrayValue ?? defaultSecurity
+                let schemes = Set(security.compactMap { $0.objectValue?.keys.first })
+                switch access[name] {
+                case .open?: #expect(schemes.isEmpty, "\(name) is open")
+                case .admin?: #expect(schemes == ["adminToken"], "\(name) takes the admin token only")
+                case .token?: #expect(schemes.contains("appToken"), "\(name) takes an app token")
+                case nil: Issue.record("\(name) is documented but not registered")
+                }
+            }
+        }
+    }
 }
