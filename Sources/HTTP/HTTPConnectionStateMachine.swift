@@ -47,6 +47,10 @@ public struct HTTPConnectionStateMachine: Sendable {
         case close(lingering: Bool)
         /// The server answered on its own (parse error, timeout): for statistics and access logs.
         case serverError(status: HTTPStatus, detail: String)
+        /// The client sent end of input while its request waits for an answer. The answer is still
+        /// written (a half-closed client reads it), but a responder holding the request open (a
+        /// long-poll) should answer now rather than at its deadline.
+        case peerGone
     }
 
     private enum Phase: Sendable {
@@ -182,7 +186,9 @@ public struct HTTPConnectionStateMachine: Sendable {
             // An unfinished request can never complete now.
             phase = .closed
             return [.close(lingering: false)]
-        case .awaitingResponse, .writingResponse, .closed:
+        case .awaitingResponse:
+            return [.peerGone]
+        case .writingResponse, .closed:
             return []
         }
     }

@@ -1,6 +1,8 @@
 // The value types shared by the parser, the router, the server shell and the API.
 // Plain Sendable values: no sockets, no Foundation.
 
+import Synchronization
+
 /// An HTTP method token, kept as received (methods are case-sensitive, RFC 9110 §9.1).
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
@@ -186,7 +188,59 @@ public struct ConnectionInfo: Sendable {
     public var id: UInt64
     /// The peer's address without port, e.g. "127.0.0.1" or "::1".
     public var remoteAddress: String
-    public init(id: UInt64, remoteAddress: String) { self.id = id; self.remoteAddress = remoteAddress }
+    /// Tells a responder that is holding a request open (a long-poll) that the client went away.
+    public let disconnect: DisconnectSignal
+    public init(id: UInt64, remoteAddress: String, disconnect: DisconnectSignal = DisconnectSignal()) {
+        self.id = id
+        self.remoteAddress = remoteAddress
+        self.disconnect = disconnect
+    }
+}
+
+/// Fires when the client stops sending (end of input) or the connection dies while a request
+/// waits for its answer, so a responder that parks requests can answer early instead of holding
+/// the waiter until its deadline. One per connection; handlers belong to the pending request and
+/// are dropped when its answer arrives. After end of input nothing more is read, so once fired it
+/// stays fired and a later registration runs at once.
+public final class DisconnectSignal: Sendable {
+    private struct State {
+        var fired = false
+        var handlers: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public var hasFired: Bool { state.withLock { $0.fired } }
+
+    /// Runs `handler` (on the server's thread: hand slow work to a queue) when the client goes away
+    /// before the pending request is answered; at once if it already has.
+    public func onDisconnect(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.fired { return true }
+            state.handlers.append(handler)
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Server side: the client went away.
+    public func fire() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            state.fired = true
+            defer { state.handlers.removeAll() }
+            return state.handlers
+        }
+        for handler in handlers { handler() }
+    }
+
+    /// Server side: the pending request has its answer; its handlers no longer apply.
+    public func requestAnswered() {
+        state.withLock { state in
+            if !state.handlers.isEmpty { state.handlers.removeAll() }
+        }
+    }
 }
 
 /// The application side of the server. `respond` is called on a server queue and must not block:

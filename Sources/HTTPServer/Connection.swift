@@ -181,6 +181,8 @@ final class Connection: @unchecked Sendable {
                 self.lingering = self.lingering || lingering
             case .serverError(let status, let detail):
                 server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
+            case .peerGone:
+                info.disconnect.fire()
             }
         }
     }
@@ -213,6 +215,7 @@ final class Connection: @unchecked Sendable {
     private func accept(_ response: HTTPResponse, generation: UInt64) {
         // A second completion, or one for a connection that died meanwhile, is ignored.
         guard !closed, awaitingGeneration == generation else { return }
+        info.disconnect.requestAnswered()
         awaitingGeneration = nil
         // Shutdown may have begun while this loop had not heard of it yet: this response then
         // already says `Connection: close`.
@@ -312,6 +315,8 @@ final class Connection: @unchecked Sendable {
         guard !closed else { return }
         closed = true
         work.removeAll()
+        // A request still waiting for its answer has nobody to answer any more.
+        info.disconnect.fire()
         if let stream {
             self.stream = nil
             stream.closeFromServer()

@@ -106,6 +106,8 @@ public final class ChangeFeed: Sendable {
     }
 
     struct LongPoll: Sendable {
+        /// Its key among the user's waiters, the same each time it parks again.
+        var id: UInt64
         var subscriber: ChangeSubscriber
         var position: ChangePosition
         var deadline: DispatchTime
@@ -137,30 +139,44 @@ public final class ChangeFeed: Sendable {
 
     /// Answers at once when there is something to say (or `wait` is 0); otherwise parks the
     /// request until a relevant commit or `wait` seconds, whichever comes first.
+    /// A client that goes away (`disconnect`) ends the wait: its poll is answered at once instead
+    /// of holding a waiter until the deadline (a half-closed client still reads that answer).
     func longPoll(_ subscriber: ChangeSubscriber, after position: ChangePosition?, wait: Int,
+                  disconnect: DisconnectSignal? = nil,
                   respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         let page = try subscriber.read(after: position, store: store)
         if !page.isEmpty || page.more || wait == 0 {
             respond(subscriber.response(page))
             return
         }
-        park(LongPoll(subscriber: subscriber, position: page.next, deadline: .now() + .seconds(wait), respond: respond),
+        let id = state.withLock { state -> UInt64 in
+            state.nextID &+= 1
+            return state.nextID
+        }
+        let user = subscriber.app.userRowID
+        park(LongPoll(id: id, subscriber: subscriber, position: page.next, deadline: .now() + .seconds(wait), respond: respond),
              seenSeq: page.next.seq)
+        // Registered after parking, so a client already gone finds the waiter to end. A poll being
+        // re-read at that moment is not parked and runs to its next wake or deadline.
+        disconnect?.onDisconnect { [weak self] in
+            guard let feed = self else { return }
+            feed.workers.async { feed.expire(user: user, id: id) }
+        }
     }
 
-    private enum ParkOutcome { case parked(UInt64), readAgain, answerNow }
+    private enum ParkOutcome { case parked, readAgain, answerNow }
 
     private func park(_ poll: LongPoll, seenSeq: Int64) {
         let user = poll.subscriber.app.userRowID
         let outcome = state.withLock { state -> ParkOutcome in
             if state.shuttingDown { return .answerNow }
             if let latest = state.latestSeq[user], latest > seenSeq { return .readAgain }
-            state.nextID &+= 1
-            state.waiters[user, default: [:]][state.nextID] = poll
-            return .parked(state.nextID)
+            state.waiters[user, default: [:]][poll.id] = poll
+            return .parked
         }
         switch outcome {
-        case .parked(let id):
+        case .parked:
+            let id = poll.id
             workers.asyncAfter(deadline: poll.deadline) { [weak self] in self?.expire(user: user, id: id) }
         case .readAgain:
             workers.async { [self] in wake(poll) }

@@ -22,7 +22,7 @@ enum ChangeRoutes {
             try context.query.rejectUnknown()
             let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: store.secret)
             let position = try anchorText.map { text throws(APIError) in try subscriber.position(fromAnchor: text, field: "anchor") }
-            try feed.longPoll(subscriber, after: position, wait: wait, respond: respond)
+            try feed.longPoll(subscriber, after: position, wait: wait, disconnect: context.connection.disconnect, respond: respond)
         }))
 
         router.register(.get, "/v1/changes/stream", Route(access: .token) { context throws(APIError) in

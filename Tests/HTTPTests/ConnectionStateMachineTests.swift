@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import HTTP
 
@@ -22,6 +23,7 @@ private func describe(_ actions: [Machine.Action]) -> [String] {
         case .resumeReading: return "resume"
         case .close(let lingering): return lingering ? "close lingering" : "close"
         case .serverError(let status, _): return "error \(status.code)"
+        case .peerGone: return "peer gone"
         }
     }
 }
@@ -166,12 +168,37 @@ struct ConnectionStateMachineTests {
     @Test func peerHalfCloseAfterARequestStillGetsTheResponse() {
         var machine = Machine(now: 0)
         _ = machine.bytesReceived(bytes("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
-        #expect(machine.peerHalfClosed(now: at(0)).isEmpty)
+        // The responder hears of it (a long-poll answers now), and the answer is still written.
+        #expect(describe(machine.peerHalfClosed(now: at(0))) == ["peer gone"])
         _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
         // The already-received second request is still answered.
         #expect(describe(machine.responseWritten(now: at(0))) == ["dispatch GET /2 body="])
         _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
         #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func peerHalfCloseWhileAStreamIsWrittenIsNotAnEventForTheResponder() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        _ = machine.responseReady(HTTPResponse(status: .ok, bytes: Array("hello".utf8)), now: at(0))
+        #expect(machine.peerHalfClosed(now: at(0)).isEmpty)
+    }
+
+    @Test func disconnectSignalRunsThePendingRequestsHandlersOnce() {
+        let signal = DisconnectSignal()
+        let calls = Counter()
+        signal.onDisconnect { calls.add("answered request") }
+        signal.requestAnswered()  // that request's handler no longer applies
+        signal.onDisconnect { calls.add("pending request") }
+        #expect(calls.values.isEmpty)
+        signal.fire()
+        #expect(calls.values == ["pending request"])
+        signal.fire()
+        #expect(calls.values == ["pending request"])
+        // After end of input, a late registration runs at once.
+        signal.onDisconnect { calls.add("late") }
+        #expect(calls.values == ["pending request", "late"])
+        #expect(signal.hasFired)
     }
 
     @Test func shutdownClosesIdleAndFinishesInFlight() {
@@ -248,4 +275,10 @@ struct ConnectionStateMachineTests {
         #expect(request.body == bytes("abc"))
         #expect(request.headers["X-Sum"] == "1")
     }
+}
+
+private final class Counter: Sendable {
+    private let state = Mutex<[String]>([])
+    func add(_ value: String) { state.withLock { $0.append(value) } }
+    var values: [String] { state.withLock { $0 } }
 }

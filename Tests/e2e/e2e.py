@@ -330,6 +330,36 @@ def change_feed_checks(port):
     check("the long-poll answered well before its 30 s wait", elapsed < 5, elapsed)
     st, _, b = http(port, "GET", "/v1/changes?types=stepCount&wait=1&anchor=" + js(answer.split(b"\r\n\r\n", 1)[1])["anchor"], token=token)
     check("a long-poll with nothing new times out with an empty page", st == 200 and js(b)["added"] == [] and js(b)["more"] is False, b[:120])
+    # A client that stops sending ends its long-poll: a half-closed one reads the (empty) answer
+    # at once; one that hangs up leaves no waiter behind (the /metrics gauge goes back to 0).
+    def parked_polls():
+        _, _, text = http(port, "GET", "/metrics")
+        line = [l for l in text.decode().splitlines() if l.startswith("healthd_change_long_polls ")]
+        return int(float(line[0].split()[1])) if line else -1
+
+    latest = js(answer.split(b"\r\n\r\n", 1)[1])["anchor"]
+    half = socket.create_connection(("127.0.0.1", port), timeout=30)
+    half.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={latest} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\n\r\n".encode())
+    time.sleep(0.3)
+    check("a parked long-poll shows in healthd_change_long_polls", parked_polls() == 1, parked_polls())
+    started = time.time()
+    half.shutdown(socket.SHUT_WR)
+    early = read_until(half, b"", lambda d: b"\r\n\r\n" in d and d.rstrip().endswith(b"}"), timeout=25)
+    half.close()
+    check("a half-closed long-poll is answered at once with an empty page",
+          statuses(early) == [200] and b'"added":[]' in early.replace(b" ", b"") and time.time() - started < 3,
+          (time.time() - started, early[:160]))
+    gone = socket.create_connection(("127.0.0.1", port), timeout=30)
+    gone.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={latest} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\n\r\n".encode())
+    time.sleep(0.3)
+    gone.close()
+    deadline = time.time() + 3
+    while parked_polls() != 0 and time.time() < deadline:
+        time.sleep(0.05)
+    check("a long-poll whose client hung up leaves no parked waiter", parked_polls() == 0, parked_polls())
+
     st, _, b = http(port, "GET", "/v1/changes?types=stepCount&anchor=forged", token=token)
     check("a forged anchor is 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
 
