@@ -1,13 +1,6 @@
 import HealthModel
 import SQLite
 
-/// A sample from an import, with the app (HKSource name) that recorded it.
-public struct SourcedSample: Sendable, Hashable {
-    public var app: String
-    public var sample: HealthSample
-    public init(app: String, sample: HealthSample) { self.app = app; self.sample = sample }
-}
-
 /// What happened to one sample of an import batch.
 public enum ImportOutcome: Sendable, Hashable {
     /// Stored now.
