@@ -58,55 +58,107 @@ public enum AppleHealthElement: Sendable, Hashable {
     }
 }
 
+/// One attribute value as the mapper reads it, valid only during the call that hands it over:
+/// its bytes (references decoded) for parsing in place, or a `String`.
+public struct AppleHealthAttributeValue {
+    private let raw: UnsafeRawBufferPointer
+    private let needsDecoding: Bool
+
+    init(raw: UnsafeRawBufferPointer, needsDecoding: Bool) {
+        self.raw = raw
+        self.needsDecoding = needsDecoding
+    }
+
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        guard needsDecoding else { return body(raw) }
+        return XMLTokenizer.decodeAttributeValue(raw).withUnsafeBytes(body)
+    }
+
+    public var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+}
+
 /// An element's attributes as the mapper reads them: a tokenizer's start tag (values decoded only
 /// when asked for) or, in tests, a dictionary.
 public protocol AppleHealthAttributes {
     func value(_ name: StaticString) -> String?
-    /// Every attribute in document order: its name's bytes and a way to get its value.
-    func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: () -> String) -> Void)
+    /// Every attribute in document order: its name's bytes and its value.
+    func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: AppleHealthAttributeValue) -> Void)
 }
 
 extension XMLStartTag: AppleHealthAttributes {
-    public func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: () -> String) -> Void) {
-        for index in 0..<attributeCount { body(attributeName(at: index), { value(at: index) }) }
+    public func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: AppleHealthAttributeValue) -> Void) {
+        for index in 0..<attributeCount {
+            body(attributeName(at: index), AppleHealthAttributeValue(raw: rawValue(at: index), needsDecoding: valueNeedsDecoding(at: index)))
+        }
     }
 }
 
 extension Dictionary: AppleHealthAttributes where Key == String, Value == String {
     public func value(_ name: StaticString) -> String? { self[name.description] }
 
-    public func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: () -> String) -> Void) {
+    public func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: AppleHealthAttributeValue) -> Void) {
         for (name, value) in self {
             var name = name
-            name.withUTF8 { body(UnsafeRawBufferPointer($0), { value }) }
+            var value = value
+            name.withUTF8 { nameBytes in
+                value.withUTF8 { valueBytes in
+                    body(UnsafeRawBufferPointer(nameBytes), AppleHealthAttributeValue(raw: UnsafeRawBufferPointer(valueBytes), needsDecoding: false))
+                }
+            }
         }
     }
 }
 
-/// The attributes of `Record` and `Correlation` that mapping reads, taken in one pass over the tag.
+/// The attributes of `Record` and `Correlation` that mapping reads, taken in one pass over the tag:
+/// names and units as cached strings, dates parsed in place, the device parsed once per distinct string.
 struct RecordAttributes {
     var type: String?
     var value: String?
     var unit: String?
     var sourceName: String?
-    var startDate: String?
-    var endDate: String?
-    var device: String?
+    /// Nil when missing or not an export date.
+    var start: HealthInstant?
+    var end: HealthInstant?
+    var device: SampleDevice?
+}
 
-    init(_ attributes: some AppleHealthAttributes) {
+/// What the mapper remembers across records, keyed by attribute bytes.
+struct AttributeCaches {
+    var strings = ByteKeyedCache<String>()
+    var devices = ByteKeyedCache<SampleDevice?>(slotCountPowerOfTwo: 8)
+
+    mutating func string(_ value: AppleHealthAttributeValue) -> String {
+        value.withBytes { bytes in
+            // Short values are stored inline in a String: nothing to save by caching them.
+            bytes.count <= 15 ? String(decoding: bytes, as: UTF8.self) : strings.value(for: bytes) { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    mutating func record(_ attributes: some AppleHealthAttributes) -> RecordAttributes {
+        var record = RecordAttributes()
         attributes.forEachAttribute { name, value in
             func `is`(_ candidate: StaticString) -> Bool { XMLTokenizer.equal(name, candidate) }
             switch name.count {
             case 4:
-                if `is`("type") { type = value() } else if `is`("unit") { unit = value() }
-            case 5: if `is`("value") { self.value = value() }
-            case 6: if `is`("device") { device = value() }
-            case 7: if `is`("endDate") { endDate = value() }
-            case 9: if `is`("startDate") { startDate = value() }
-            case 10: if `is`("sourceName") { sourceName = value() }
+                if `is`("type") { record.type = string(value) } else if `is`("unit") { record.unit = string(value) }
+            case 5: if `is`("value") { record.value = string(value) }
+            case 6:
+                if `is`("device") {
+                    record.device = value.withBytes { bytes in
+                        devices.value(for: bytes) { AppleHealthExportMapper.parseDevice(String(decoding: $0, as: UTF8.self)) }
+                    }
+                }
+            case 7: if `is`("endDate") { record.end = value.withBytes(Self.date) }
+            case 9: if `is`("startDate") { record.start = value.withBytes(Self.date) }
+            case 10: if `is`("sourceName") { record.sourceName = string(value) }
             default: break
             }
         }
+        return record
+    }
+
+    private static func date(_ bytes: UnsafeRawBufferPointer) -> HealthInstant? {
+        HealthDate.parseAppleExportDate(utf8: bytes.assumingMemoryBound(to: UInt8.self))
     }
 }
 
@@ -145,7 +197,11 @@ public struct AppleHealthExportMapper {
     /// Depth inside `WorkoutActivity` (iOS 16+): its events and statistics count for the workout,
     /// its metadata describes the activity and is not the workout's.
     private var workoutActivityDepth = 0
-    private var deviceCache: [String: SampleDevice] = [:]
+    private var caches = AttributeCaches()
+    /// Catalog types by export name: the catalog lowercases unknown spellings on each lookup.
+    private var types: [String: HealthType?] = [:]
+    /// The identifying content of a record, hashed into its uuid; kept to reuse its storage.
+    private var uuidScratch: [UInt8] = []
 
     public init() {}
 
@@ -166,7 +222,7 @@ public struct AppleHealthExportMapper {
     public mutating func start(_ element: AppleHealthElement, _ attributes: some AppleHealthAttributes) {
         switch element {
         case .record:
-            record = OpenRecord(attributes: RecordAttributes(attributes))
+            record = OpenRecord(attributes: caches.record(attributes))
         case .metadataEntry:
             guard record != nil || workout != nil || correlation != nil,
                   let key = attributes.value("key"), let value = attributes.value("value") else { return }
@@ -181,7 +237,7 @@ public struct AppleHealthExportMapper {
                 correlation?.metadata.append(entry)
             }
         case .correlation:
-            correlation = OpenRecord(attributes: RecordAttributes(attributes))
+            correlation = OpenRecord(attributes: caches.record(attributes))
             correlationObjects = []
             correlationSkips = 0
         case .workout:
@@ -260,23 +316,23 @@ public struct AppleHealthExportMapper {
         let attributes = open.attributes
         let typeName = attributes.type ?? ""
         func skip(_ reason: String) -> Mapped { .failure(AppleHealthSkip(element: "Record", type: typeName, reason: reason)) }
-        guard let type = HealthTypeCatalog.type(typeName), type.kind == .quantity || type.kind == .category else {
+        guard let type = catalogType(typeName), type.kind == .quantity || type.kind == .category else {
             return skip("type not supported by healthd")
         }
         let interval: (start: Int64, end: Int64)
-        switch Self.interval(attributes.startDate, attributes.endDate, for: type) {
+        switch Self.interval(attributes.start, attributes.end, for: type) {
         case .success(let value): interval = value
         case .failure(let reason): return skip(reason)
         }
         guard let valueText = attributes.value else { return skip("no value") }
         let content: SampleContent
-        let hashValue: String
+        let hashValue: ContentKeyValue
         do {
             if type.kind == .quantity {
                 guard let number = Double(valueText) else { return skip("value '\(valueText)' is not a number") }
                 let canonical = try HealthValidation.quantity(number, unitString: attributes.unit ?? "", for: type)
                 content = .quantity(canonical)
-                hashValue = String(canonical.bitPattern, radix: 16)
+                hashValue = .hex(canonical.bitPattern)
             } else {
                 let name: String
                 if let raw = Int(valueText) {
@@ -285,16 +341,16 @@ public struct AppleHealthExportMapper {
                     name = try HealthValidation.categoryValue(valueText, for: type)
                 }
                 content = .category(name)
-                hashValue = name
+                hashValue = .text(name)
             }
             try HealthValidation.metadata(keyCount: open.metadata.count)
         } catch {
             return skip(error.detail)
         }
         let app = Self.app(attributes.sourceName)
-        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), hashValue])
+        let uuid = contentUUID(type: type.id, app: app, interval: interval, hashValue)
         return .success(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: content,
-                                     metadata: Self.uniqueKeys(open.metadata), device: device(attributes.device)))
+                                     metadata: Self.uniqueKeys(open.metadata), device: attributes.device))
     }
 
     private mutating func mapCorrelation(_ open: OpenRecord) {
@@ -303,11 +359,11 @@ public struct AppleHealthExportMapper {
         func skip(_ reason: String) {
             items.append(.skipped(AppleHealthSkip(element: "Correlation", type: typeName, reason: reason)))
         }
-        guard let type = HealthTypeCatalog.type(typeName), type.kind == .correlation else {
+        guard let type = catalogType(typeName), type.kind == .correlation else {
             return skip("type not supported by healthd")
         }
         let interval: (start: Int64, end: Int64)
-        switch Self.interval(attributes.startDate, attributes.endDate, for: type) {
+        switch Self.interval(attributes.start, attributes.end, for: type) {
         case .success(let value): interval = value
         case .failure(let reason): return skip(reason)
         }
@@ -322,10 +378,9 @@ public struct AppleHealthExportMapper {
             return skip(correlationSkips > 0 ? "none of its records could be imported" : "no records")
         }
         let app = Self.app(attributes.sourceName)
-        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end)]
-                                    + objects.map(\.uuid.uuidString).sorted())
+        let uuid = contentUUID(type: type.id, app: app, interval: interval, nil, objects: objects.map(\.uuid.uuidString).sorted())
         emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .correlation(objects),
-                          metadata: Self.uniqueKeys(open.metadata), device: device(attributes.device)), attributes.sourceName)
+                          metadata: Self.uniqueKeys(open.metadata), device: attributes.device), attributes.sourceName)
     }
 
     // MARK: Workouts
@@ -366,7 +421,8 @@ public struct AppleHealthExportMapper {
         }
         let type = HealthTypeCatalog.workoutType
         let interval: (start: Int64, end: Int64)
-        switch Self.interval(open.startDate, open.endDate, for: type) {
+        switch Self.interval(open.startDate.flatMap { HealthDate.parseAppleExportDate($0) },
+                             open.endDate.flatMap { HealthDate.parseAppleExportDate($0) }, for: type) {
         case .success(let value): interval = value
         case .failure(let reason): return skip(reason)
         }
@@ -384,7 +440,7 @@ public struct AppleHealthExportMapper {
             return skip(error.detail)
         }
         let app = Self.app(open.sourceName)
-        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), details.activityType])
+        let uuid = contentUUID(type: type.id, app: app, interval: interval, .text(details.activityType))
         emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .workout(details),
                           metadata: Self.uniqueKeys(open.metadata), device: device(open.device)), open.sourceName)
     }
@@ -432,7 +488,7 @@ public struct AppleHealthExportMapper {
         let prefix = HealthTypeKind.characteristic.identifierPrefix
         var values: [String: String] = [:]
         var pairs: [(name: String, text: String)] = []
-        attributes.forEachAttribute { name, value in pairs.append((String(decoding: name, as: UTF8.self), value())) }
+        attributes.forEachAttribute { name, value in pairs.append((String(decoding: name, as: UTF8.self), value.string)) }
         for (name, text) in pairs.sorted(by: { $0.name < $1.name }) where !text.isEmpty {
             func skip(_ reason: String) {
                 items.append(.skipped(AppleHealthSkip(element: "Me", type: name, reason: reason)))
@@ -460,11 +516,11 @@ public struct AppleHealthExportMapper {
         case failure(String)
     }
 
-    private static func interval(_ startText: String?, _ endText: String?, for type: HealthType) -> IntervalResult {
-        guard let startText, let start = HealthDate.parseAppleExportDate(startText) else {
+    private static func interval(_ start: HealthInstant?, _ end: HealthInstant?, for type: HealthType) -> IntervalResult {
+        guard let start else {
             return .failure("startDate is missing or not 'YYYY-MM-DD HH:MM:SS ±HHMM'")
         }
-        guard let endText, let end = HealthDate.parseAppleExportDate(endText) else {
+        guard let end else {
             return .failure("endDate is missing or not 'YYYY-MM-DD HH:MM:SS ±HHMM'")
         }
         do {
@@ -489,31 +545,104 @@ public struct AppleHealthExportMapper {
     /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
     /// content: far faster than SHA-256, and collisions would only matter between records of one
     /// user's own export, which is not adversarial.
-    static func contentUUID(start: Int64, _ fields: [String]) -> HealthUUID {
-        var bytes: [UInt8] = Array("healthd-apple-health-import".utf8)
-        bytes.reserveCapacity(128)
-        for field in fields {
+    /// The record's value as hashed into its uuid: the canonical quantity's bits in hex, or a name.
+    private enum ContentKeyValue {
+        case hex(UInt64)
+        case text(String)
+    }
+
+    private mutating func contentUUID(type: String, app: String, interval: (start: Int64, end: Int64), _ value: ContentKeyValue?,
+                                      objects: [String] = []) -> HealthUUID {
+        // The bytes are those of the fields joined as text (`String(start)`, `String(bits, radix: 16)`),
+        // written in place: the uuids must stay the same as earlier imports made.
+        var bytes = uuidScratch
+        uuidScratch = []
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: Self.contentKeyPrefix)
+        func field(_ text: String) {
             bytes.append(0x1F)
-            bytes.append(contentsOf: field.utf8)
+            bytes.append(contentsOf: text.utf8)
         }
-        let (hashHigh, hashLow) = bytes.withUnsafeBytes { ContentHash.murmur3x64_128($0) }
+        field(type)
+        field(app)
+        bytes.append(0x1F)
+        Self.appendDecimal(interval.start, to: &bytes)
+        bytes.append(0x1F)
+        Self.appendDecimal(interval.end, to: &bytes)
+        switch value {
+        case .hex(let bits)?:
+            bytes.append(0x1F)
+            Self.appendHex(bits, to: &bytes)
+        case .text(let text)?:
+            field(text)
+        case nil:
+            break
+        }
+        for object in objects { field(object) }
+        let uuid = bytes.withUnsafeBytes { Self.contentUUID(start: interval.start, hashing: $0) }
+        uuidScratch = bytes
+        return uuid
+    }
+
+    private static let contentKeyPrefix: [UInt8] = Array("healthd-apple-health-import".utf8)
+
+    private static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // up to 20 digits, backwards
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
+    }
+
+    private static func appendHex(_ value: UInt64, to bytes: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 * 4 - 4)
+        while true {
+            bytes.append(digits.utf8Start[Int((value >> UInt64(shift)) & 0xF)])
+            if shift == 0 { break }
+            shift -= 4
+        }
+    }
+
+    /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
+    /// imported twice, or from an overlapping later export, gets the same uuid. Like version 7, the
+    /// first 48 bits are the sample's start (Unix ms): exports list each type's records in time
+    /// order, so inserts land at the end of the uuid index instead of at random pages (a third of
+    /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
+    /// content: far faster than SHA-256, and collisions would only matter between records of one
+    /// user's own export, which is not adversarial.
+    static func contentUUID(start: Int64, hashing bytes: UnsafeRawBufferPointer) -> HealthUUID {
+        let (hashHigh, hashLow) = ContentHash.murmur3x64_128(bytes)
         let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
         let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
         let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
         return HealthUUID(high: high, low: low)
     }
 
+    /// The catalog type an export name stands for, looked up once per distinct name.
+    private mutating func catalogType(_ name: String) -> HealthType? {
+        if let known = types[name] { return known }
+        let type = HealthTypeCatalog.type(name)
+        if types.count < 4096 { types[name] = type }
+        return type
+    }
+
     /// `<<HKDevice: 0x283a>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,1, software:10.1>`.
     private mutating func device(_ text: String?) -> SampleDevice? {
         guard let text, !text.isEmpty else { return nil }
-        if let cached = deviceCache[text] { return cached }
-        let device = Self.parseDevice(text)
-        if deviceCache.count >= 4096 { deviceCache.removeAll(keepingCapacity: true) }
-        deviceCache[text] = device
-        return device
+        var utf8 = text
+        return utf8.withUTF8 { bytes in caches.devices.value(for: UnsafeRawBufferPointer(bytes)) { _ in Self.parseDevice(text) } }
     }
 
     static func parseDevice(_ text: String) -> SampleDevice? {
+        guard !text.isEmpty else { return nil }
         var body = Substring(text)
         if body.hasPrefix("<<"), let close = body.firstIndex(of: ">") {
             body = body[body.index(after: close)...]

@@ -55,6 +55,9 @@ public struct XMLStartTag {
         return UnsafeRawBufferPointer(start: base + Int(span.valueStart), count: Int(span.valueEnd - span.valueStart))
     }
 
+    /// Whether the raw value holds references or tab/newline/return bytes that decoding changes.
+    public func valueNeedsDecoding(at index: Int) -> Bool { spans[index].needsDecoding }
+
     /// The attribute's value as XML defines it: references decoded, tab/newline/return as spaces.
     public func value(at index: Int) -> String {
         let raw = rawValue(at: index)
@@ -242,15 +245,12 @@ public struct XMLTokenizer {
     }
 
     /// Name characters: ASCII letters, digits, `_:.-`, and every byte of a multi-byte UTF-8 sequence.
+    /// (Comparisons, not a lookup table: a static table costs a lazy-initialization check per byte.)
     @inline(__always) private static func isNameByte(_ byte: UInt8) -> Bool {
-        nameBytes[Int(byte)]
-    }
-
-    private static let nameBytes: [Bool] = (0..<256).map { value in
-        let byte = UInt8(value)
-        return (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":")
-            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte >= 0x80
+        let folded = byte | 0x20
+        return (folded >= UInt8(ascii: "a") && folded <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+            || byte >= 0x80
     }
 
     @inline(__always) private static func isNameStart(_ byte: UInt8) -> Bool {
@@ -422,7 +422,7 @@ public struct XMLTokenizer {
                 guard position < count else { return .incomplete(needs: quote) }
                 let valueByte = bytes[position]
                 if valueByte == quote { break }
-                if Self.attributeSpecial[Int(valueByte)] {
+                if valueByte == UInt8(ascii: "<") || valueByte == UInt8(ascii: "&") || valueByte <= 0x0D {
                     if valueByte == UInt8(ascii: "<") { throw ScanError(at: position, "'<' inside an attribute value") }
                     if valueByte == UInt8(ascii: "&") {
                         guard let referenceEnd = try reference(bytes, at: position, count: count) else {
@@ -432,7 +432,7 @@ public struct XMLTokenizer {
                         needsDecoding = true
                         continue
                     }
-                    needsDecoding = true  // tab, newline, return become spaces
+                    if valueByte == 0x09 || valueByte == 0x0A || valueByte == 0x0D { needsDecoding = true }  // they become spaces
                 }
                 position += 1
             }
@@ -463,10 +463,6 @@ public struct XMLTokenizer {
             openEnds.append(openNames.count)
         }
         return .complete(position)
-    }
-
-    private static let attributeSpecial: [Bool] = (0..<256).map { value in
-        value == Int(UInt8(ascii: "<")) || value == Int(UInt8(ascii: "&")) || value == 0x09 || value == 0x0A || value == 0x0D
     }
 
     private mutating func scanEndTag<Handler: XMLTokenHandler>(_ base: UnsafeRawPointer, at start: Int, count: Int,

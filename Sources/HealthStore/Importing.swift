@@ -26,7 +26,7 @@ extension HealthStore {
         guard !batch.isEmpty else { return [] }
         let created = Self.nowMilliseconds()
         let (outcomes, change) = try pool.write { db -> ([ImportOutcome], CommittedChange) in
-            var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID))
+            var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
             var sourceRows: [String: Int64] = [:]
             var outcomes: [ImportOutcome] = []
             outcomes.reserveCapacity(batch.count)
@@ -38,7 +38,7 @@ extension HealthStore {
                     sourceRowID = try Self.sourceRowID(db, userRowID: userRowID, app: item.app)
                     sourceRows[item.app] = sourceRowID
                 }
-                outcomes.append(try decisions.decide(item.sample, index: index, sourceRowID: sourceRowID, store: self, db: db))
+                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID, store: self, db: db))
             }
             var touched: Set<String> = []
             for group in decisions.insertsBySource() {
@@ -110,10 +110,13 @@ extension HealthStore {
 /// Decides each sample of an import batch, in order, as a save one by one would: against what is
 /// stored and what the batch inserts before it.
 private struct ImportDecisions {
-    /// What a uuid is taken by: a stored row (read in full only when compared), or a sample of this batch.
+    /// What a uuid is taken by: a stored row (read in full only when first compared), or a sample of
+    /// this batch, by position (a correlation's object by its position in the correlation too), so
+    /// no sample is copied.
     private enum Taken {
         case stored(SampleRow)
-        case batch(sourceRowID: Int64, sample: HealthSample)
+        case materialized(sourceRowID: Int64, sample: HealthSample)
+        case batch(sourceRowID: Int64, index: Int, object: Int?)
     }
 
     private var taken: [HealthUUID: Taken] = [:]
@@ -123,15 +126,16 @@ private struct ImportDecisions {
     /// Correlation index -> objects stored before, to adopt once it is inserted.
     private(set) var adoptions: [Int: [HealthUUID]] = [:]
 
-    init(stored: [HealthUUID: SampleRow]) {
-        taken.reserveCapacity(stored.count)
+    init(stored: [HealthUUID: SampleRow], batchCount: Int) {
+        taken.reserveCapacity(stored.count + batchCount * 2)
         for (uuid, row) in stored { taken[uuid] = .stored(row) }
     }
 
-    mutating func decide(_ sample: HealthSample, index: Int, sourceRowID: Int64, store: HealthStore, db: Database) throws -> ImportOutcome {
+    mutating func decide(_ index: Int, of batch: [SourcedSample], sourceRowID: Int64, store: HealthStore, db: Database) throws -> ImportOutcome {
+        let sample = batch[index].sample
         guard store.typeCode(for: sample.type) != nil else { return .conflict("unknown type \(sample.type)") }
         if taken[sample.uuid] != nil {
-            return try isSame(sample, sourceRowID: sourceRowID, store: store, db: db)
+            return try isSame(sample, sourceRowID: sourceRowID, batch: batch, store: store, db: db)
                 ? .alreadyStored : .conflict("uuid \(sample.uuid.lowercasedString) exists with different content")
         }
         var adopted: [HealthUUID] = []
@@ -140,30 +144,36 @@ private struct ImportDecisions {
             for object in objects {
                 guard store.typeCode(for: object.type) != nil else { return .conflict("unknown type \(object.type)") }
                 guard taken[object.uuid] != nil else { continue }
-                guard try isSame(object, sourceRowID: sourceRowID, store: store, db: db) else {
+                guard try isSame(object, sourceRowID: sourceRowID, batch: batch, store: store, db: db) else {
                     return .conflict("object \(object.uuid.lowercasedString) exists with different content")
                 }
                 adopted.append(object.uuid)
             }
-            for object in objects where taken[object.uuid] == nil {
-                taken[object.uuid] = .batch(sourceRowID: sourceRowID, sample: object)
+            for (position, object) in objects.enumerated() where taken[object.uuid] == nil {
+                taken[object.uuid] = .batch(sourceRowID: sourceRowID, index: index, object: position)
             }
         }
-        taken[sample.uuid] = .batch(sourceRowID: sourceRowID, sample: sample)
+        taken[sample.uuid] = .batch(sourceRowID: sourceRowID, index: index, object: nil)
         inserts.append((index, sourceRowID))
         if !adopted.isEmpty { adoptions[index] = adopted }
         return .inserted
     }
 
     /// Whether `sample`'s uuid is taken by the same sample from the same source (a harmless repeat).
-    private mutating func isSame(_ sample: HealthSample, sourceRowID: Int64, store: HealthStore, db: Database) throws -> Bool {
+    private mutating func isSame(_ sample: HealthSample, sourceRowID: Int64, batch: [SourcedSample], store: HealthStore,
+                                 db: Database) throws -> Bool {
         switch taken[sample.uuid] {
-        case .batch(let takenSource, let earlier)?:
+        case .batch(let takenSource, let index, let object)?:
+            guard takenSource == sourceRowID else { return false }
+            guard let object else { return batch[index].sample == sample }
+            guard case .correlation(let objects) = batch[index].sample.content else { return false }
+            return objects[object] == sample
+        case .materialized(let takenSource, let earlier)?:
             return takenSource == sourceRowID && earlier == sample
         case .stored(let row)?:
             let existing = try store.materialize(row, db: db, userExternalID: "", lookups: &lookups).sample
             // Read once: later repeats of the uuid compare with the materialized sample.
-            taken[sample.uuid] = .batch(sourceRowID: row.sourceRowID, sample: existing)
+            taken[sample.uuid] = .materialized(sourceRowID: row.sourceRowID, sample: existing)
             return row.sourceRowID == sourceRowID && existing == sample
         case nil:
             return false
