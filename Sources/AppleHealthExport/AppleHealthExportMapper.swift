@@ -75,6 +75,11 @@ public struct AppleHealthAttributeValue {
     }
 
     public var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// The bytes as written, references not decoded: a cache key as good as the decoded value,
+    /// without decoding the (escaped) device strings of every record.
+    var undecodedBytes: UnsafeRawBufferPointer { raw }
+    var isDecodedAsWritten: Bool { !needsDecoding }
 }
 
 /// An element's attributes as the mapper reads them: a tokenizer's start tag (values decoded only
@@ -128,10 +133,9 @@ struct AttributeCaches {
     var devices = ByteKeyedCache<SampleDevice?>(slotCountPowerOfTwo: 8)
 
     mutating func string(_ value: AppleHealthAttributeValue) -> String {
-        value.withBytes { bytes in
-            // Short values are stored inline in a String: nothing to save by caching them.
-            bytes.count <= 15 ? String(decoding: bytes, as: UTF8.self) : strings.value(for: bytes) { String(decoding: $0, as: UTF8.self) }
-        }
+        // Short values are stored inline in a String: nothing to save by caching them.
+        if value.isDecodedAsWritten, value.undecodedBytes.count <= 15 { return String(decoding: value.undecodedBytes, as: UTF8.self) }
+        return strings.value(for: value.undecodedBytes) { _ in value.string }
     }
 
     mutating func record(_ attributes: some AppleHealthAttributes) -> RecordAttributes {
@@ -144,9 +148,7 @@ struct AttributeCaches {
             case 5: if `is`("value") { record.value = string(value) }
             case 6:
                 if `is`("device") {
-                    record.device = value.withBytes { bytes in
-                        devices.value(for: bytes) { AppleHealthExportMapper.parseDevice(String(decoding: $0, as: UTF8.self)) }
-                    }
+                    record.device = devices.value(for: value.undecodedBytes) { _ in AppleHealthExportMapper.parseDevice(value.string) }
                 }
             case 7: if `is`("endDate") { record.end = value.withBytes(Self.date) }
             case 9: if `is`("startDate") { record.start = value.withBytes(Self.date) }

@@ -189,10 +189,15 @@ public struct XMLTokenizer {
     private mutating func dropConsumed(_ consumed: Int) {
         guard consumed > 0 else { return }
         buffer.withUnsafeBytes { raw in
-            for index in 0..<consumed where raw[index] == 0x0A {
-                droppedLines += 1
-                droppedLineStart = droppedBytes + index + 1
-            }
+            guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+            // Branch-free count (vectorizes), then the last line start found from the end.
+            var newlines = 0
+            for index in 0..<consumed { newlines &+= base[index] == 0x0A ? 1 : 0 }
+            guard newlines > 0 else { return }
+            droppedLines += newlines
+            var last = consumed - 1
+            while base[last] != 0x0A { last -= 1 }
+            droppedLineStart = droppedBytes + last + 1
         }
         droppedBytes += consumed
         if consumed == buffer.count {

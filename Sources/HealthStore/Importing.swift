@@ -44,7 +44,7 @@ extension HealthStore {
             for group in decisions.insertsBySource() {
                 // Each writer continues the change sequence where the last one stored it.
                 var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
-                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self))
+                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, distinctUUIDs: true))
                 try writer.finish()
                 touched.formUnion(writer.touchedTypes)
                 for index in group.indices {
@@ -59,7 +59,12 @@ extension HealthStore {
         return outcomes
     }
 
-    /// The stored rows of the batch's uuids (samples and correlation objects), in one query per 500.
+    /// The stored rows of the batch's uuids (samples and correlation objects). Import uuids start
+    /// with the sample's start time, so the batch's uuids, sorted, fall into a few narrow ranges of
+    /// the uuid index: one index-only range scan per 64 of them finds which are stored (a first
+    /// import finds none, with one seek per 64 uuids instead of one per uuid). A range too dense
+    /// to scan (other samples in the same milliseconds) is looked up uuid by uuid instead. The
+    /// rows found are then read in full, 500 per query.
     private func storedRows(for batch: [SourcedSample], db: Database, userRowID: Int64) throws -> [HealthUUID: SampleRow] {
         var uuids: [HealthUUID] = []
         uuids.reserveCapacity(batch.count)
@@ -67,21 +72,19 @@ extension HealthStore {
             uuids.append(item.sample.uuid)
             if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
         }
+        uuids.sort()
+        let present = try presentUUIDs(sorted: uuids, db: db, userRowID: userRowID)
         var rows: [HealthUUID: SampleRow] = [:]
         let chunkSize = 500
         var start = 0
-        while start < uuids.count {
-            let chunk = uuids[start..<min(uuids.count, start + chunkSize)]
+        while start < present.count {
+            let chunk = present[start..<min(present.count, start + chunkSize)]
             let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             let statement = try db.cachedStatement(
                 "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid IN (\(placeholders))")
             statement.reset()
             try statement.bind(userRowID, at: 1)
-            for (offset, uuid) in chunk.enumerated() {
-                try withUnsafeBytes(of: (uuid.high.bigEndian, uuid.low.bigEndian)) { bytes throws(SQLiteError) in
-                    try statement.bind(bytes: bytes, at: offset + 2)
-                }
-            }
+            for (offset, uuid) in chunk.enumerated() { try Self.bind(uuid, statement, at: offset + 2) }
             try statement.forEachRow { row in
                 let stored = SampleRow(row)
                 if let uuid = HealthUUID(bytes: stored.uuid) { rows[uuid] = stored }
@@ -89,6 +92,51 @@ extension HealthStore {
             start += chunkSize
         }
         return rows
+    }
+
+    /// Which of `sorted` (ascending, as the index orders them) are stored for the user: all of a
+    /// group whose range scan hits its row limit (it is then looked up in full anyway).
+    private func presentUUIDs(sorted uuids: [HealthUUID], db: Database, userRowID: Int64) throws -> [HealthUUID] {
+        let groupSize = 64
+        let scanLimit = 1_024
+        let probe = try db.cachedStatement("SELECT uuid FROM samples WHERE user_id = ? AND uuid BETWEEN ? AND ? ORDER BY uuid LIMIT ?")
+        var present: [HealthUUID] = []
+        var start = 0
+        while start < uuids.count {
+            let group = uuids[start..<min(uuids.count, start + groupSize)]
+            start += groupSize
+            guard let first = group.first, let last = group.last else { continue }
+            probe.reset()
+            try probe.bind(userRowID, at: 1)
+            try Self.bind(first, probe, at: 2)
+            try Self.bind(last, probe, at: 3)
+            try probe.bind(scanLimit, at: 4)
+            var stored: [HealthUUID] = []
+            try probe.forEachRow { row in
+                if let uuid = row.withBlob(at: 0, { HealthUUID(bytes: $0) }) { stored.append(uuid) }
+            }
+            if stored.count >= scanLimit {
+                present.append(contentsOf: group)
+                continue
+            }
+            // Both sorted: walk them together.
+            var index = group.startIndex
+            for uuid in stored {
+                while index < group.endIndex, group[index] < uuid { index += 1 }
+                while index < group.endIndex, group[index] == uuid {
+                    present.append(uuid)
+                    index += 1
+                }
+            }
+        }
+        return present
+    }
+
+    private static func bind(_ uuid: HealthUUID, _ statement: Statement, at index: Int) throws {
+        // The uuid's 16 network-order bytes straight from its two words.
+        try withUnsafeBytes(of: (uuid.high.bigEndian, uuid.low.bigEndian)) { bytes throws(SQLiteError) in
+            try statement.bind(bytes: bytes, at: index)
+        }
     }
 
     /// Makes objects stored before (on their own) the objects of the just-inserted `correlation`.

@@ -84,4 +84,18 @@ import HealthModel
         #expect(try t.store.importSamples(batch, userRowID: user.rowID).allSatisfy { $0 == .inserted })
         #expect(try t.store.importSamples(batch, userRowID: user.rowID).allSatisfy { $0 == .alreadyStored })
     }
+
+    @Test func storedUUIDsAreFoundAlsoAmongManyOthersInTheSameRange() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        // 1,500 stored uuids packed together, so a range scan between two of them hits its row limit.
+        let packed = (0..<1_500).map { HealthUUID(high: 0x0190_0000_0000_8000, low: 0x8000_0000_0000_0000 | UInt64($0)) }
+        let stored = packed.enumerated().map { SourcedSample(app: "iPhone", sample: steps(1, start: start + Int64($0.offset) * 60_000, uuid: $0.element)) }
+        #expect(try t.store.importSamples(stored, userRowID: user.rowID).allSatisfy { $0 == .inserted })
+        let fresh = HealthUUID(high: 0x0190_0000_0000_8000, low: 0x8000_0000_0000_0000 | 700_000)
+        let probe = [stored[0], stored[1_499], SourcedSample(app: "iPhone", sample: steps(2, start: start, uuid: fresh)),
+                     SourcedSample(app: "Watch", sample: stored[750].sample)]
+        let taken = "uuid \(stored[750].sample.uuid.lowercasedString) exists with different content"
+        #expect(try t.store.importSamples(probe, userRowID: user.rowID) == [.alreadyStored, .alreadyStored, .inserted, .conflict(taken)])
+    }
 }
