@@ -21,7 +21,7 @@ public struct AppleHealthExportParser {
     public var removedDoctype: Bool { sanitizer.removedDoctype }
 
     /// Parses the next bytes of the export. After an error, items mapped before it can still be
-    /// drained; feeding more does nothing useful.
+    /// drained; bytes fed after it are ignored.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) throws(XMLSyntaxError) {
         sanitized.removeAll(keepingCapacity: true)
         sanitizer.sanitize(bytes, into: &sanitized)
@@ -39,14 +39,12 @@ public struct AppleHealthExportParser {
     /// Hands over the items mapped so far.
     public mutating func drain() -> [AppleHealthImportItem] { events.mapper.drain() }
 
-    public var pendingItemCount: Int { events.mapper.items.count }
-
     private mutating func tokenize() throws(XMLSyntaxError) {
         guard !sanitized.isEmpty else { return }
-        // Moved out for the call: `tokenizer` and `sanitized` are both parts of `self`.
-        let bytes = sanitized
-        sanitized = []
-        defer { sanitized = bytes }
+        // Swapped out for the call: `tokenizer` and `sanitized` are both parts of `self`.
+        var bytes: [UInt8] = []
+        swap(&bytes, &sanitized)
+        defer { swap(&bytes, &sanitized) }
         var failure: XMLSyntaxError?
         bytes.withUnsafeBytes { raw in
             do throws(XMLSyntaxError) { try tokenizer.feed(raw, to: &events) } catch { failure = error }

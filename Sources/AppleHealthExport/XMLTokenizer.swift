@@ -116,7 +116,8 @@ public struct XMLTokenizer {
     /// Scans `bytes` (the next part of the document), reporting every complete tag to `handler`.
     public mutating func feed<Handler: XMLTokenHandler>(_ bytes: UnsafeRawBufferPointer, to handler: inout Handler)
         throws(XMLSyntaxError) {
-        guard !bytes.isEmpty else { return }
+        // After an error or `finish` the document is over: nothing more is reported.
+        guard !bytes.isEmpty, !finished else { return }
         buffer.append(contentsOf: bytes)
         if let needed = pendingNeeds {
             // Still inside the same token unless the new bytes can end it.
@@ -163,9 +164,10 @@ public struct XMLTokenizer {
         pendingNeeds = nil
         let count = buffer.count
         // Swift's exclusivity rules forbid touching `self` while borrowing `buffer`'s storage, so
-        // the buffer is moved out for the scan and back afterwards.
-        let bytes = buffer
-        buffer = []
+        // the buffer is swapped out for the scan and back afterwards (a swap, so it stays uniquely
+        // referenced and dropping the consumed bytes does not copy it).
+        var bytes: [UInt8] = []
+        swap(&bytes, &buffer)
         var consumed = 0
         var failure: ScanError?
         bytes.withUnsafeBytes { raw in
@@ -177,7 +179,7 @@ public struct XMLTokenizer {
                 consumed = 0
             }
         }
-        buffer = bytes
+        swap(&bytes, &buffer)
         if let failure {
             // Nothing after an error is scanned again.
             finished = true
