@@ -26,6 +26,8 @@ let package = Package(
         .target(name: "Statistics", swiftSettings: strict),
         .target(name: "Pedometer", swiftSettings: strict),
         .target(name: "Crypto", swiftSettings: strict),
+        // Apple Health export.xml: byte-level XML tokenizer, repair filter and mapping to samples.
+        .target(name: "AppleHealthExport", dependencies: ["HealthModel"], swiftSettings: strict),
         // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
         .target(name: "HealthClient", swiftSettings: strict),
 
@@ -34,7 +36,8 @@ let package = Package(
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         .target(name: "HealthAPI",
-                dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto"],
+                dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto",
+                               "AppleHealthExport"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
                           swiftSettings: strict),
@@ -47,6 +50,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
+        .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),

@@ -2,7 +2,9 @@
 # Builds the libFuzzer targets (swiftc -sanitize=fuzzer,address) into .build-fuzz/ without touching
 # the main Package.swift: each target is one module made of the sources it fuzzes plus its entry
 # point; JSON is a separate module because HealthModel imports it. Targets: the HTTP parser, sample
-# JSON bodies, HKUnit, instants, ISO 8601 calendar intervals, IMU CSV bodies (with the pedometer behind). Usage: Fuzz/build.sh
+# JSON bodies, HKUnit, instants, ISO 8601 calendar intervals, IMU CSV bodies (with the pedometer behind),
+# Apple Health export.xml (repair filter, XML tokenizer, mapper; HealthModel is a separate module
+# there because AppleHealthExport imports it). Usage: Fuzz/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build-fuzz
@@ -16,6 +18,10 @@ for target in JSONBody Unit Instant; do
   swiftc "${flags[@]}" -module-name "Fuzz$target" -I "$out/modules" -L "$out/modules" -lJSON \
     -o "$out/fuzz-$(echo "$target" | tr 'A-Z' 'a-z')" Sources/HealthModel/*.swift "Fuzz/Targets/Fuzz$target.swift"
 done
+swiftc "${flags[@]}" -emit-library -static -emit-module -module-name HealthModel -I "$out/modules" \
+  -emit-module-path "$out/modules/HealthModel.swiftmodule" -o "$out/modules/libHealthModel.a" Sources/HealthModel/*.swift
+swiftc "${flags[@]}" -module-name FuzzAppleHealthXML -I "$out/modules" -L "$out/modules" -lHealthModel -lJSON \
+  -o "$out/fuzz-applehealthxml" Sources/AppleHealthExport/*.swift Fuzz/Targets/FuzzAppleHealthXML.swift
 swiftc "${flags[@]}" -module-name FuzzIMUCSV -o "$out/fuzz-imucsv" Sources/Pedometer/*.swift Fuzz/Targets/FuzzIMUCSV.swift
 swiftc "${flags[@]}" -module-name FuzzDuration -o "$out/fuzz-duration" Sources/Statistics/*.swift Fuzz/Targets/FuzzDuration.swift
 echo "fuzz: built $(ls "$out"/fuzz-* | tr '\n' ' ')"

@@ -404,26 +404,35 @@ public enum HealthDate {
     /// Apple Health `export.xml` dates: `2019-05-14 19:05:29 -0400` (offset ±HHMM, no fraction).
     public static func parseAppleExportDate<S: StringProtocol>(_ string: S) -> HealthInstant? {
         try? withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> HealthInstant in
-            var scanner = ASCIIScanner(bytes)
-            let days = try RFC3339.scanDate(&scanner)
-            try scanner.expect(UInt8(ascii: " "), "' ' between date and time")
-            let hour = try scanner.digits(2, field: "hour")
-            try scanner.expect(UInt8(ascii: ":"), "':' after the hour")
-            let minute = try scanner.digits(2, field: "minute")
-            try scanner.expect(UInt8(ascii: ":"), "':' after the minute")
-            let second = try scanner.digits(2, field: "second")
-            guard hour <= 23, minute <= 59, second <= 59 else { throw .outOfRange("time of day") }
-            try scanner.expect(UInt8(ascii: " "), "' ' before the offset")
-            guard let sign = scanner.current, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else {
-                throw .malformed("offset must be ±HHMM")
-            }
-            scanner.position += 1
-            let offsetHours = try scanner.digits(2, field: "offset hours")
-            let offsetMinutes = try scanner.digits(2, field: "offset minutes")
-            guard offsetHours <= 23, offsetMinutes <= 59, scanner.isAtEnd else { throw .malformed("offset") }
-            let offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
-            let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
-            return days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000
+            try scanAppleExportDate(bytes)
         }
+    }
+
+    /// `parseAppleExportDate` over UTF-8 bytes (an importer's attribute value, with no `String` made).
+    public static func parseAppleExportDate(utf8 bytes: UnsafeBufferPointer<UInt8>) -> HealthInstant? {
+        try? scanAppleExportDate(bytes)
+    }
+
+    private static func scanAppleExportDate(_ bytes: UnsafeBufferPointer<UInt8>) throws(InstantParseError) -> HealthInstant {
+        var scanner = ASCIIScanner(bytes)
+        let days = try RFC3339.scanDate(&scanner)
+        try scanner.expect(UInt8(ascii: " "), "' ' between date and time")
+        let hour = try scanner.digits(2, field: "hour")
+        try scanner.expect(UInt8(ascii: ":"), "':' after the hour")
+        let minute = try scanner.digits(2, field: "minute")
+        try scanner.expect(UInt8(ascii: ":"), "':' after the minute")
+        let second = try scanner.digits(2, field: "second")
+        guard hour <= 23, minute <= 59, second <= 59 else { throw .outOfRange("time of day") }
+        try scanner.expect(UInt8(ascii: " "), "' ' before the offset")
+        guard let sign = scanner.current, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else {
+            throw .malformed("offset must be ±HHMM")
+        }
+        scanner.position += 1
+        let offsetHours = try scanner.digits(2, field: "offset hours")
+        let offsetMinutes = try scanner.digits(2, field: "offset minutes")
+        guard offsetHours <= 23, offsetMinutes <= 59, scanner.isAtEnd else { throw .malformed("offset") }
+        let offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
+        let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
+        return days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000
     }
 }

@@ -1,13 +1,6 @@
 import HealthModel
 import SQLite
 
-/// A sample from an import, with the app (HKSource name) that recorded it.
-public struct SourcedSample: Sendable, Hashable {
-    public var app: String
-    public var sample: HealthSample
-    public init(app: String, sample: HealthSample) { self.app = app; self.sample = sample }
-}
-
 /// What happened to one sample of an import batch.
 public enum ImportOutcome: Sendable, Hashable {
     /// Stored now.
@@ -24,41 +17,40 @@ extension HealthStore {
     /// transaction; a uuid that exists is not saved twice, and a uuid taken by other content is
     /// reported rather than failing the batch. A correlation adopts objects already stored on their
     /// own (Apple exports repeat them at top level), so they are kept once.
+    ///
+    /// Batched: one query per few hundred uuids finds which of the batch are stored already; every
+    /// sample is then decided in order against those and the samples of the batch decided before it
+    /// (so the outcome is the one a sample-by-sample save would give), and what is new is inserted
+    /// with one prepared batch per app, reusing the prepared INSERT.
     public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
         guard !batch.isEmpty else { return [] }
         let created = Self.nowMilliseconds()
         let (outcomes, change) = try pool.write { db -> ([ImportOutcome], CommittedChange) in
+            var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
+            var sourceRows: [String: Int64] = [:]
             var outcomes: [ImportOutcome] = []
             outcomes.reserveCapacity(batch.count)
-            var touched: Set<String> = []
-            var sourceRows: [String: Int64] = [:]
-            var writer: SampleWriter?
-            var writerApp = ""
             for (index, item) in batch.enumerated() {
-                if writer == nil || writerApp != item.app {
-                    // One writer per run of the same app; each continues the change sequence of the last.
-                    if let finished = writer {
-                        try finished.finish()
-                        touched.formUnion(finished.touchedTypes)
-                    }
-                    let sourceRowID: Int64
-                    if let known = sourceRows[item.app] {
-                        sourceRowID = known
-                    } else {
-                        sourceRowID = try Self.sourceRowID(db, userRowID: userRowID, app: item.app)
-                        sourceRows[item.app] = sourceRowID
-                    }
-                    writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: sourceRowID, created: created)
-                    writerApp = item.app
+                let sourceRowID: Int64
+                if let known = sourceRows[item.app] {
+                    sourceRowID = known
+                } else {
+                    sourceRowID = try Self.sourceRowID(db, userRowID: userRowID, app: item.app)
+                    sourceRows[item.app] = sourceRowID
                 }
-                guard var current = writer else { continue }
-                writer = nil  // so mutating `current` does not copy the writer's tables
-                outcomes.append(try importOne(item.sample, index: index, writer: &current, db: db, userRowID: userRowID))
-                writer = current
+                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID, store: self, db: db))
             }
-            if let finished = writer {
-                try finished.finish()
-                touched.formUnion(finished.touchedTypes)
+            var touched: Set<String> = []
+            for group in decisions.insertsBySource() {
+                // Each writer continues the change sequence where the last one stored it.
+                var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
+                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, distinctUUIDs: true))
+                try writer.finish()
+                touched.formUnion(writer.touchedTypes)
+                for index in group.indices {
+                    guard let adopted = decisions.adoptions[index] else { continue }
+                    try adopt(adopted, into: batch[index].sample, db: db, userRowID: userRowID)
+                }
             }
             let lastSeq = try ChangeSequence.current(db)
             return (outcomes, CommittedChange(userRowID: userRowID, typeIDs: touched, lastSeq: lastSeq))
@@ -67,51 +59,192 @@ extension HealthStore {
         return outcomes
     }
 
-    private func importOne(_ sample: HealthSample, index: Int, writer: inout SampleWriter, db: Database,
-                           userRowID: Int64) throws -> ImportOutcome {
-        if case .correlation(let objects) = sample.content {
-            // Check the objects first, so a conflict leaves nothing half-saved.
-            for object in objects {
-                if let conflict = try existingConflict(object, writer: writer, db: db, userRowID: userRowID) {
-                    return .conflict(conflict)
+    /// The stored rows of the batch's uuids (samples and correlation objects). Import uuids start
+    /// with the sample's start time, so the batch's uuids, sorted, fall into a few narrow ranges of
+    /// the uuid index: one index-only range scan per 64 of them finds which are stored (a first
+    /// import finds none, with one seek per 64 uuids instead of one per uuid). A range too dense
+    /// to scan (other samples in the same milliseconds) is looked up uuid by uuid instead. The
+    /// rows found are then read in full, 500 per query.
+    private func storedRows(for batch: [SourcedSample], db: Database, userRowID: Int64) throws -> [HealthUUID: SampleRow] {
+        var uuids: [HealthUUID] = []
+        uuids.reserveCapacity(batch.count)
+        for item in batch {
+            uuids.append(item.sample.uuid)
+            if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
+        }
+        uuids.sort()
+        let present = try presentUUIDs(sorted: uuids, db: db, userRowID: userRowID)
+        var rows: [HealthUUID: SampleRow] = [:]
+        let chunkSize = 500
+        var start = 0
+        while start < present.count {
+            let chunk = present[start..<min(present.count, start + chunkSize)]
+            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let statement = try db.cachedStatement(
+                "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid IN (\(placeholders))")
+            statement.reset()
+            try statement.bind(userRowID, at: 1)
+            for (offset, uuid) in chunk.enumerated() { try Self.bind(uuid, statement, at: offset + 2) }
+            try statement.forEachRow { row in
+                let stored = SampleRow(row)
+                if let uuid = HealthUUID(bytes: stored.uuid) { rows[uuid] = stored }
+            }
+            start += chunkSize
+        }
+        return rows
+    }
+
+    /// Which of `sorted` (ascending, as the index orders them) are stored for the user: all of a
+    /// group whose range scan hits its row limit (it is then looked up in full anyway).
+    private func presentUUIDs(sorted uuids: [HealthUUID], db: Database, userRowID: Int64) throws -> [HealthUUID] {
+        let groupSize = 64
+        let scanLimit = 1_024
+        let probe = try db.cachedStatement("SELECT uuid FROM samples WHERE user_id = ? AND uuid BETWEEN ? AND ? ORDER BY uuid LIMIT ?")
+        var present: [HealthUUID] = []
+        var start = 0
+        while start < uuids.count {
+            let group = uuids[start..<min(uuids.count, start + groupSize)]
+            start += groupSize
+            guard let first = group.first, let last = group.last else { continue }
+            probe.reset()
+            try probe.bind(userRowID, at: 1)
+            try Self.bind(first, probe, at: 2)
+            try Self.bind(last, probe, at: 3)
+            try probe.bind(scanLimit, at: 4)
+            var stored: [HealthUUID] = []
+            try probe.forEachRow { row in
+                if let uuid = row.withBlob(at: 0, { HealthUUID(bytes: $0) }) { stored.append(uuid) }
+            }
+            if stored.count >= scanLimit {
+                present.append(contentsOf: group)
+                continue
+            }
+            // Both sorted: walk them together.
+            var index = group.startIndex
+            for uuid in stored {
+                while index < group.endIndex, group[index] < uuid { index += 1 }
+                while index < group.endIndex, group[index] == uuid {
+                    present.append(uuid)
+                    index += 1
                 }
             }
         }
-        let before = writer.lastSeq
-        do {
-            // One sample per prepared batch: an import skips a conflicting record instead of failing the batch.
-            try writer.insert(PreparedBatch([sample], store: self))
-        } catch let conflict as SampleConflict {
-            return .conflict(conflict.detail)
+        return present
+    }
+
+    private static func bind(_ uuid: HealthUUID, _ statement: Statement, at index: Int) throws {
+        // The uuid's 16 network-order bytes straight from its two words.
+        try withUnsafeBytes(of: (uuid.high.bigEndian, uuid.low.bigEndian)) { bytes throws(SQLiteError) in
+            try statement.bind(bytes: bytes, at: index)
         }
-        guard writer.lastSeq != before else { return .alreadyStored }
-        if case .correlation(let objects) = sample.content, !objects.isEmpty {
-            guard let parentSeq = try db.first("SELECT seq FROM samples WHERE user_id = ? AND uuid = ?",
-                                               [.integer(userRowID), .blob(sample.uuid.bytes)], { $0.int64(at: 0) }) else {
-                throw StoreError.invalid("correlation \(sample.uuid.lowercasedString) vanished while saving")
-            }
-            let adopt = try db.cachedStatement(
-                "UPDATE samples SET parent_seq = ? WHERE user_id = ? AND uuid = ? AND parent_seq IS NULL AND seq <> ?")
+    }
+
+    /// Makes objects stored before (on their own) the objects of the just-inserted `correlation`.
+    private func adopt(_ objects: [HealthUUID], into correlation: HealthSample, db: Database, userRowID: Int64) throws {
+        guard let parentSeq = try db.first("SELECT seq FROM samples WHERE user_id = ? AND uuid = ?",
+                                           [.integer(userRowID), .blob(correlation.uuid.bytes)], { $0.int64(at: 0) }) else {
+            throw StoreError.invalid("correlation \(correlation.uuid.lowercasedString) vanished while saving")
+        }
+        let update = try db.cachedStatement(
+            "UPDATE samples SET parent_seq = ? WHERE user_id = ? AND uuid = ? AND parent_seq IS NULL AND seq <> ?")
+        for object in objects {
+            update.reset()
+            try update.bind([.integer(parentSeq), .integer(userRowID), .blob(object.bytes), .integer(parentSeq)])
+            _ = try update.step()
+        }
+    }
+}
+
+/// Decides each sample of an import batch, in order, as a save one by one would: against what is
+/// stored and what the batch inserts before it.
+private struct ImportDecisions {
+    /// What a uuid is taken by: a stored row (read in full only when first compared), or a sample of
+    /// this batch, by position (a correlation's object by its position in the correlation too), so
+    /// no sample is copied.
+    private enum Taken {
+        case stored(SampleRow)
+        case materialized(sourceRowID: Int64, sample: HealthSample)
+        case batch(sourceRowID: Int64, index: Int, object: Int?)
+    }
+
+    private var taken: [HealthUUID: Taken] = [:]
+    private var lookups = HealthStore.RowLookups()
+    /// Indices of the samples to insert, with their source.
+    private var inserts: [(index: Int, sourceRowID: Int64)] = []
+    /// Correlation index -> objects stored before, to adopt once it is inserted.
+    private(set) var adoptions: [Int: [HealthUUID]] = [:]
+
+    init(stored: [HealthUUID: SampleRow], batchCount: Int) {
+        taken.reserveCapacity(stored.count + batchCount * 2)
+        for (uuid, row) in stored { taken[uuid] = .stored(row) }
+    }
+
+    mutating func decide(_ index: Int, of batch: [SourcedSample], sourceRowID: Int64, store: HealthStore, db: Database) throws -> ImportOutcome {
+        let sample = batch[index].sample
+        guard store.typeCode(for: sample.type) != nil else { return .conflict("unknown type \(sample.type)") }
+        if taken[sample.uuid] != nil {
+            return try isSame(sample, sourceRowID: sourceRowID, batch: batch, store: store, db: db)
+                ? .alreadyStored : .conflict("uuid \(sample.uuid.lowercasedString) exists with different content")
+        }
+        var adopted: [HealthUUID] = []
+        if case .correlation(let objects) = sample.content {
+            // Check the objects first, so a conflict leaves nothing half-saved.
             for object in objects {
-                adopt.reset()
-                try adopt.bind([.integer(parentSeq), .integer(userRowID), .blob(object.uuid.bytes), .integer(parentSeq)])
-                _ = try adopt.step()
+                guard store.typeCode(for: object.type) != nil else { return .conflict("unknown type \(object.type)") }
+                guard taken[object.uuid] != nil else { continue }
+                guard try isSame(object, sourceRowID: sourceRowID, batch: batch, store: store, db: db) else {
+                    return .conflict("object \(object.uuid.lowercasedString) exists with different content")
+                }
+                adopted.append(object.uuid)
+            }
+            for (position, object) in objects.enumerated() where taken[object.uuid] == nil {
+                taken[object.uuid] = .batch(sourceRowID: sourceRowID, index: index, object: position)
             }
         }
+        taken[sample.uuid] = .batch(sourceRowID: sourceRowID, index: index, object: nil)
+        inserts.append((index, sourceRowID))
+        if !adopted.isEmpty { adoptions[index] = adopted }
         return .inserted
     }
 
-    /// Nil when `sample` is new or stored with identical content by the same source; otherwise why not.
-    private func existingConflict(_ sample: HealthSample, writer: SampleWriter, db: Database, userRowID: Int64) throws -> String? {
-        guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                     [.integer(userRowID), .blob(sample.uuid.bytes)], { SampleRow($0) }) else { return nil }
-        let existing = try materialize(row, db: db, userExternalID: "")
-        guard row.sourceRowID == writer.sourceRowID, existing.sample == sample else {
-            return "object \(sample.uuid.lowercasedString) exists with different content"
+    /// Whether `sample`'s uuid is taken by the same sample from the same source (a harmless repeat).
+    private mutating func isSame(_ sample: HealthSample, sourceRowID: Int64, batch: [SourcedSample], store: HealthStore,
+                                 db: Database) throws -> Bool {
+        switch taken[sample.uuid] {
+        case .batch(let takenSource, let index, let object)?:
+            guard takenSource == sourceRowID else { return false }
+            guard let object else { return batch[index].sample == sample }
+            guard case .correlation(let objects) = batch[index].sample.content else { return false }
+            return objects[object] == sample
+        case .materialized(let takenSource, let earlier)?:
+            return takenSource == sourceRowID && earlier == sample
+        case .stored(let row)?:
+            let existing = try store.materialize(row, db: db, userExternalID: "", lookups: &lookups).sample
+            // Read once: later repeats of the uuid compare with the materialized sample.
+            taken[sample.uuid] = .materialized(sourceRowID: row.sourceRowID, sample: existing)
+            return row.sourceRowID == sourceRowID && existing == sample
+        case nil:
+            return false
         }
-        return nil
     }
 
+    /// The samples to insert grouped by source (first-seen order), each group in batch order.
+    func insertsBySource() -> [(sourceRowID: Int64, indices: [Int])] {
+        var groups: [(sourceRowID: Int64, indices: [Int])] = []
+        var position: [Int64: Int] = [:]
+        for insert in inserts {
+            if let existing = position[insert.sourceRowID] {
+                groups[existing].indices.append(insert.index)
+            } else {
+                position[insert.sourceRowID] = groups.count
+                groups.append((insert.sourceRowID, [insert.index]))
+            }
+        }
+        return groups
+    }
+}
+
+extension HealthStore {
     // MARK: Export
 
     /// One page of a user's top-level samples of one type (a correlation carries its objects), oldest

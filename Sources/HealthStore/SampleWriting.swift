@@ -53,12 +53,18 @@ struct PreparedBatch: Sendable {
     private(set) var devices: [SampleDevice] = []
     private var deviceSlots: [SampleDevice: Int] = [:]
 
-    init(_ samples: [HealthSample], store: HealthStore) {
+    /// `distinctUUIDs`: the caller has already collapsed repeated uuids (the importer decides every
+    /// sample against the batch before it), so the duplicate check is skipped.
+    init(_ samples: [HealthSample], store: HealthStore, distinctUUIDs: Bool = false) {
         rows.reserveCapacity(samples.count)
         var seen: [HealthUUID: Int] = [:]
-        seen.reserveCapacity(samples.count)
+        if !distinctUUIDs { seen.reserveCapacity(samples.count) }
         for (index, sample) in samples.enumerated() {
             var disposition = Disposition.insert
+            if distinctUUIDs {
+                rows.append(row(sample, index: index, store: store))
+                continue
+            }
             if let earlier = seen[sample.uuid] {
                 disposition = samples[earlier] == sample ? .repeatOfEarlier : .conflictsWithEarlier
             } else {

@@ -1,8 +1,6 @@
-import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
+import AppleHealthExport
 import Dispatch
+import Glibc
 import HealthModel
 import HealthStore
 import Synchronization
@@ -83,16 +81,19 @@ public struct AppleHealthImportReport: Sendable {
     public var skippedCount: Int { skipped.values.reduce(0, +) }
 }
 
-/// The shell around `AppleHealthExportMapper`: streams bytes through `XMLByteSanitizer` into
-/// Foundation's `XMLParser` (fed from a stream, so memory stays flat whatever the file's size) and
-/// saves what the mapper yields in batches, each one transaction. Saving runs on its own queue,
-/// overlapping parsing (one core parses while the other writes), with at most two batches in flight.
+/// The shell around `AppleHealthExportParser` (sanitizer → byte-level XML tokenizer → mapper, all
+/// pure): reads the byte source in chunks on the calling thread, parses each, and saves what the
+/// mapper yields in batches, each one transaction. Saving runs on its own queue, overlapping
+/// parsing (one core parses while the other writes), with at most two batches in flight, so
+/// memory stays flat whatever the file's size.
 public final class AppleHealthImporter {
     private let writer: ImportWriter
     private let batchSize: Int
     private var batch: [SourcedSample] = []
     private var summaries: [ActivitySummary] = []
     private var report = AppleHealthImportReport()
+    private static let chunkSize = 256 * 1024
+    private static let progressInterval = 50_000
 
     public init(store: HealthStore, userRowID: Int64, batchSize: Int = 5_000) {
         writer = ImportWriter(store: store, userRowID: userRowID)
@@ -106,41 +107,49 @@ public final class AppleHealthImporter {
                     progress: @escaping (AppleHealthImportProgress) -> Void = { _ in }) throws -> AppleHealthImportReport {
         // Whatever way this returns, no save is still running afterwards (the caller may close the store).
         defer { writer.waitForPending() }
-        let stream = SanitizedXMLStream(source: source)
-        let delegate = ParserDelegate { [unowned self] items in try self.accept(items) }
-        delegate.onRecords = { records in
-            progress(AppleHealthImportProgress(bytesRead: stream.bytesRead, totalBytes: source.totalBytes, records: records))
-        }
-        let parser = XMLParser(stream: stream)
-        parser.shouldProcessNamespaces = false
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = delegate
-        delegate.parser = parser
-        let parsed = parser.parse()
-        if let failure = stream.failure ?? delegate.failure { throw failure }
-        guard parsed else {
-            let detail = parser.parserError.map { "\($0.localizedDescription)" } ?? "unknown parser error"
-            // What was complete before the break is kept: flush it, then report the break.
+        var parser = AppleHealthExportParser()
+        var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
+        var bytesRead: Int64 = 0
+        var nextProgress = Self.progressInterval
+        do {
+            while true {
+                let count = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
+                if count == 0 { break }
+                bytesRead += Int64(count)
+                var broken: XMLSyntaxError?
+                chunk.withUnsafeBytes { raw in
+                    do throws(XMLSyntaxError) { try parser.feed(UnsafeRawBufferPointer(rebasing: raw[0..<count])) } catch { broken = error }
+                }
+                if let broken { throw broken }
+                try accept(parser.drain())
+                if parser.records >= nextProgress {
+                    nextProgress = (parser.records / Self.progressInterval + 1) * Self.progressInterval
+                    progress(AppleHealthImportProgress(bytesRead: bytesRead, totalBytes: source.totalBytes, records: parser.records))
+                }
+            }
+            try parser.finish()
+        } catch let broken as XMLSyntaxError {
+            // What was complete before the break is kept: save it, then report the break.
+            try accept(parser.drain())
             try flush()
             try writer.finish(into: &report)
-            throw AppleHealthImportError.malformedXML(line: parser.lineNumber, column: parser.columnNumber, detail: detail)
+            guard parser.sawHealthData else {
+                throw AppleHealthImportError.notAnExport(
+                    "this is not an Apple Health export (no <HealthData> element before XML that breaks at line \(broken.line): \(broken.detail))")
+            }
+            throw AppleHealthImportError.malformedXML(line: broken.line, column: broken.column, detail: broken.detail)
         }
-        try accept(delegate.drainRemaining())
+        try accept(parser.drain())
         try flush()
         try writer.finish(into: &report)
-        guard delegate.sawHealthData else {
+        guard parser.sawHealthData else {
             throw AppleHealthImportError.notAnExport("this is not an Apple Health export (no <HealthData> element)")
         }
-        // The stream parser does not always report a document that simply stops; a missing end tag does.
-        guard delegate.sawHealthDataEnd else {
-            throw AppleHealthImportError.malformedXML(line: parser.lineNumber, column: parser.columnNumber,
-                                                      detail: "the file ends before </HealthData> (truncated export?)")
-        }
-        report.records = delegate.records
-        report.bytesRead = stream.bytesRead
-        report.droppedControlCharacters = stream.sanitizer.droppedControlCharacters
-        report.removedDoctype = stream.sanitizer.removedDoctype
-        progress(AppleHealthImportProgress(bytesRead: stream.bytesRead, totalBytes: source.totalBytes, records: delegate.records))
+        report.records = parser.records
+        report.bytesRead = bytesRead
+        report.droppedControlCharacters = parser.droppedControlCharacters
+        report.removedDoctype = parser.removedDoctype
+        progress(AppleHealthImportProgress(bytesRead: bytesRead, totalBytes: source.totalBytes, records: parser.records))
         return report
     }
 
@@ -264,103 +273,5 @@ private final class ImportWriter: Sendable {
         report.alreadyStored = totals.alreadyStored
         report.skipped.merge(totals.skipped, uniquingKeysWith: +)
         report.activitySummaries = totals.activitySummaries
-    }
-}
-
-/// Receives XMLParser's events and forwards them to the mapper, passing items on in small groups.
-private final class ParserDelegate: NSObject, XMLParserDelegate {
-    private var mapper = AppleHealthExportMapper()
-    private let deliver: ([AppleHealthImportItem]) throws -> Void
-    var onRecords: (Int) -> Void = { _ in }
-    weak var parser: XMLParser?
-    var failure: (any Error)?
-    private(set) var records = 0
-    private(set) var sawHealthData = false
-    private(set) var sawHealthDataEnd = false
-    private static let progressInterval = 50_000
-
-    init(deliver: @escaping ([AppleHealthImportItem]) throws -> Void) {
-        self.deliver = deliver
-    }
-
-    func drainRemaining() -> [AppleHealthImportItem] { mapper.drain() }
-
-    func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
-                attributes attributeDict: [String: String] = [:]) {
-        if elementName == "HealthData" { sawHealthData = true }
-        mapper.start(elementName, attributeDict)
-    }
-
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
-        mapper.end(elementName)
-        if elementName == "HealthData" { sawHealthDataEnd = true }
-        switch elementName {
-        case "Record", "Correlation", "Workout", "ActivitySummary", "Me":
-            records += 1
-            if records % Self.progressInterval == 0 { onRecords(records) }
-        default:
-            break
-        }
-        guard mapper.items.count >= 256 else { return }
-        do {
-            try deliver(mapper.drain())
-        } catch {
-            failure = error
-            parser.abortParsing()
-        }
-    }
-}
-
-/// An InputStream over a byte source, repaired by `XMLByteSanitizer`, for `XMLParser(stream:)`,
-/// which pulls it in chunks.
-final class SanitizedXMLStream: InputStream {
-    private let source: any AppleHealthByteSource
-    private(set) var sanitizer = XMLByteSanitizer()
-    private var raw = [UInt8](repeating: 0, count: 256 * 1024)
-    private var pending: [UInt8] = []
-    private var pendingOffset = 0
-    private var finished = false
-    private(set) var bytesRead: Int64 = 0
-    private(set) var failure: (any Error)?
-
-    init(source: any AppleHealthByteSource) {
-        self.source = source
-        super.init(data: Data())
-    }
-
-    override func open() {}
-    override func close() {}
-    override var hasBytesAvailable: Bool { !finished || pendingOffset < pending.count }
-    override var streamStatus: Stream.Status { failure != nil ? .error : (hasBytesAvailable ? .open : .atEnd) }
-    override var streamError: (any Error)? { failure }
-    override func getBuffer(_ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
-                            length len: UnsafeMutablePointer<Int>) -> Bool { false }
-
-    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        while pendingOffset >= pending.count {
-            if finished || failure != nil { return failure == nil ? 0 : -1 }
-            pending.removeAll(keepingCapacity: true)
-            pendingOffset = 0
-            do {
-                let count = try raw.withUnsafeMutableBytes { try source.read(into: $0) }
-                if count == 0 {
-                    sanitizer.finish(into: &pending)
-                    finished = true
-                } else {
-                    bytesRead += Int64(count)
-                    raw.withUnsafeBytes { sanitizer.sanitize(UnsafeRawBufferPointer(rebasing: $0[0..<count]), into: &pending) }
-                }
-            } catch {
-                failure = error
-                return -1
-            }
-        }
-        let count = min(len, pending.count - pendingOffset)
-        pending.withUnsafeBufferPointer { bytes in
-            guard let base = bytes.baseAddress else { return }
-            buffer.update(from: base + pendingOffset, count: count)
-        }
-        pendingOffset += count
-        return count
     }
 }

@@ -1,5 +1,4 @@
 import HealthModel
-import HealthStore
 
 /// Something the Health app's `export.xml` yields, in document order.
 public enum AppleHealthImportItem: Sendable, Hashable {
@@ -24,6 +23,147 @@ public struct AppleHealthSkip: Sendable, Hashable {
     }
 }
 
+/// The elements of an export the mapper acts on; names are matched as bytes.
+public enum AppleHealthElement: Sendable, Hashable {
+    case healthData, record, metadataEntry, correlation, workout, workoutActivity, workoutEvent, workoutStatistics
+    case activitySummary, me, other
+
+    public init(_ name: UnsafeRawBufferPointer) {
+        func `is`(_ candidate: StaticString) -> Bool { XMLTokenizer.equal(name, candidate) }
+        switch name.count {
+        case 2: self = `is`("Me") ? .me : .other
+        case 6: self = `is`("Record") ? .record : .other
+        case 7: self = `is`("Workout") ? .workout : .other
+        case 10: self = `is`("HealthData") ? .healthData : .other
+        case 11: self = `is`("Correlation") ? .correlation : .other
+        case 12: self = `is`("WorkoutEvent") ? .workoutEvent : .other
+        case 13: self = `is`("MetadataEntry") ? .metadataEntry : .other
+        case 15: self = `is`("WorkoutActivity") ? .workoutActivity : (`is`("ActivitySummary") ? .activitySummary : .other)
+        case 17: self = `is`("WorkoutStatistics") ? .workoutStatistics : .other
+        default: self = .other
+        }
+    }
+
+    public init(_ name: String) {
+        var name = name
+        self = name.withUTF8 { AppleHealthElement(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Elements counted as records for progress: each is one thing of the export.
+    public var isRecordLike: Bool {
+        switch self {
+        case .record, .correlation, .workout, .activitySummary, .me: return true
+        default: return false
+        }
+    }
+}
+
+/// One attribute value as the mapper reads it, valid only during the call that hands it over:
+/// its bytes (references decoded) for parsing in place, or a `String`.
+public struct AppleHealthAttributeValue {
+    private let raw: UnsafeRawBufferPointer
+    private let needsDecoding: Bool
+
+    init(raw: UnsafeRawBufferPointer, needsDecoding: Bool) {
+        self.raw = raw
+        self.needsDecoding = needsDecoding
+    }
+
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        guard needsDecoding else { return body(raw) }
+        return XMLTokenizer.decodeAttributeValue(raw).withUnsafeBytes(body)
+    }
+
+    public var string: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// The bytes as written, references not decoded: a cache key as good as the decoded value,
+    /// without decoding the (escaped) device strings of every record.
+    var undecodedBytes: UnsafeRawBufferPointer { raw }
+    var isDecodedAsWritten: Bool { !needsDecoding }
+}
+
+/// An element's attributes as the mapper reads them: a tokenizer's start tag (values decoded only
+/// when asked for) or, in tests, a dictionary.
+public protocol AppleHealthAttributes {
+    func value(_ name: StaticString) -> String?
+    /// Every attribute in document order: its name's bytes and its value.
+    func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: AppleHealthAttributeValue) -> Void)
+}
+
+extension XMLStartTag: AppleHealthAttributes {
+    public func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: AppleHealthAttributeValue) -> Void) {
+        for index in 0..<attributeCount {
+            body(attributeName(at: index), AppleHealthAttributeValue(raw: rawValue(at: index), needsDecoding: valueNeedsDecoding(at: index)))
+        }
+    }
+}
+
+extension Dictionary: AppleHealthAttributes where Key == String, Value == String {
+    public func value(_ name: StaticString) -> String? { self[name.description] }
+
+    public func forEachAttribute(_ body: (_ name: UnsafeRawBufferPointer, _ value: AppleHealthAttributeValue) -> Void) {
+        for (name, value) in self {
+            var name = name
+            var value = value
+            name.withUTF8 { nameBytes in
+                value.withUTF8 { valueBytes in
+                    body(UnsafeRawBufferPointer(nameBytes), AppleHealthAttributeValue(raw: UnsafeRawBufferPointer(valueBytes), needsDecoding: false))
+                }
+            }
+        }
+    }
+}
+
+/// The attributes of `Record` and `Correlation` that mapping reads, taken in one pass over the tag:
+/// names and units as cached strings, dates parsed in place, the device parsed once per distinct string.
+struct RecordAttributes {
+    var type: String?
+    var value: String?
+    var unit: String?
+    var sourceName: String?
+    /// Nil when missing or not an export date.
+    var start: HealthInstant?
+    var end: HealthInstant?
+    var device: SampleDevice?
+}
+
+/// What the mapper remembers across records, keyed by attribute bytes.
+struct AttributeCaches {
+    var strings = ByteKeyedCache<String>()
+    var devices = ByteKeyedCache<SampleDevice?>(slotCountPowerOfTwo: 8)
+
+    mutating func string(_ value: AppleHealthAttributeValue) -> String {
+        // Short values are stored inline in a String: nothing to save by caching them.
+        if value.isDecodedAsWritten, value.undecodedBytes.count <= 15 { return String(decoding: value.undecodedBytes, as: UTF8.self) }
+        return strings.value(for: value.undecodedBytes) { _ in value.string }
+    }
+
+    mutating func record(_ attributes: some AppleHealthAttributes) -> RecordAttributes {
+        var record = RecordAttributes()
+        attributes.forEachAttribute { name, value in
+            func `is`(_ candidate: StaticString) -> Bool { XMLTokenizer.equal(name, candidate) }
+            switch name.count {
+            case 4:
+                if `is`("type") { record.type = string(value) } else if `is`("unit") { record.unit = string(value) }
+            case 5: if `is`("value") { record.value = string(value) }
+            case 6:
+                if `is`("device") {
+                    record.device = devices.value(for: value.undecodedBytes) { _ in AppleHealthExportMapper.parseDevice(value.string) }
+                }
+            case 7: if `is`("endDate") { record.end = value.withBytes(Self.date) }
+            case 9: if `is`("startDate") { record.start = value.withBytes(Self.date) }
+            case 10: if `is`("sourceName") { record.sourceName = string(value) }
+            default: break
+            }
+        }
+        return record
+    }
+
+    private static func date(_ bytes: UnsafeRawBufferPointer) -> HealthInstant? {
+        HealthDate.parseAppleExportDate(utf8: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+}
+
 /// The pure core of `healthd import`: turns XML element events of an Apple Health export into
 /// samples, characteristics and activity summaries. It never fails: a record it cannot map is
 /// skipped with a reason. Feed `start`/`end` in document order and drain `items`.
@@ -31,12 +171,19 @@ public struct AppleHealthExportMapper {
     public private(set) var items: [AppleHealthImportItem] = []
 
     private struct OpenRecord {
-        var attributes: [String: String]
+        var attributes: RecordAttributes
         var metadata: [MetadataEntry] = []
     }
 
     private struct OpenWorkout {
-        var attributes: [String: String]
+        var activityType: String
+        var sourceName: String?
+        var startDate: String?
+        var endDate: String?
+        var device: String?
+        /// Totals from the attributes: (value, unit) text.
+        var energy: (String, String)?
+        var distance: (String, String)?
         var metadata: [MetadataEntry] = []
         var events: [WorkoutEvent] = []
         /// WorkoutStatistics sums by quantity type, in canonical units (kcal, m).
@@ -52,7 +199,11 @@ public struct AppleHealthExportMapper {
     /// Depth inside `WorkoutActivity` (iOS 16+): its events and statistics count for the workout,
     /// its metadata describes the activity and is not the workout's.
     private var workoutActivityDepth = 0
-    private var deviceCache: [String: SampleDevice] = [:]
+    private var caches = AttributeCaches()
+    /// Catalog types by export name: the catalog lowercases unknown spellings on each lookup.
+    private var types: [String: HealthType?] = [:]
+    /// The identifying content of a record, hashed into its uuid; kept to reuse its storage.
+    private var uuidScratch: [UInt8] = []
 
     public init() {}
 
@@ -63,11 +214,20 @@ public struct AppleHealthExportMapper {
     }
 
     public mutating func start(_ element: String, _ attributes: [String: String]) {
+        start(AppleHealthElement(element), attributes)
+    }
+
+    public mutating func end(_ element: String) {
+        end(AppleHealthElement(element))
+    }
+
+    public mutating func start(_ element: AppleHealthElement, _ attributes: some AppleHealthAttributes) {
         switch element {
-        case "Record":
-            record = OpenRecord(attributes: attributes)
-        case "MetadataEntry":
-            guard let key = attributes["key"], let value = attributes["value"] else { return }
+        case .record:
+            record = OpenRecord(attributes: caches.record(attributes))
+        case .metadataEntry:
+            guard record != nil || workout != nil || correlation != nil,
+                  let key = attributes.value("key"), let value = attributes.value("value") else { return }
             let entry = MetadataEntry(key: key, value: .string(value))
             if record != nil {
                 record?.metadata.append(entry)
@@ -78,50 +238,57 @@ public struct AppleHealthExportMapper {
             } else if correlation != nil {
                 correlation?.metadata.append(entry)
             }
-        case "Correlation":
-            correlation = OpenRecord(attributes: attributes)
+        case .correlation:
+            correlation = OpenRecord(attributes: caches.record(attributes))
             correlationObjects = []
             correlationSkips = 0
-        case "Workout":
-            workout = OpenWorkout(attributes: attributes)
+        case .workout:
+            func pair(_ value: StaticString, _ unit: StaticString) -> (String, String)? {
+                guard let text = attributes.value(value), let unitText = attributes.value(unit) else { return nil }
+                return (text, unitText)
+            }
+            workout = OpenWorkout(activityType: attributes.value("workoutActivityType") ?? "", sourceName: attributes.value("sourceName"),
+                                  startDate: attributes.value("startDate"), endDate: attributes.value("endDate"),
+                                  device: attributes.value("device"), energy: pair("totalEnergyBurned", "totalEnergyBurnedUnit"),
+                                  distance: pair("totalDistance", "totalDistanceUnit"))
             workoutActivityDepth = 0
-        case "WorkoutActivity":
+        case .workoutActivity:
             if workout != nil { workoutActivityDepth += 1 }
-        case "WorkoutEvent":
+        case .workoutEvent:
             guard workout != nil else { return }
             addWorkoutEvent(attributes)
-        case "WorkoutStatistics":
+        case .workoutStatistics:
             guard workout != nil else { return }
             addWorkoutStatistics(attributes)
-        case "ActivitySummary":
+        case .activitySummary:
             mapActivitySummary(attributes)
-        case "Me":
+        case .me:
             mapCharacteristics(attributes)
-        default:
+        case .healthData, .other:
             break
         }
     }
 
-    public mutating func end(_ element: String) {
+    public mutating func end(_ element: AppleHealthElement) {
         switch element {
-        case "Record":
+        case .record:
             guard let open = record else { return }
             record = nil
             let inCorrelation = correlation != nil
             switch mapRecord(open) {
             case .success(let sample):
-                if inCorrelation { correlationObjects.append(sample) } else { emit(sample, open.attributes) }
+                if inCorrelation { correlationObjects.append(sample) } else { emit(sample, open.attributes.sourceName) }
             case .failure(let skip):
                 if inCorrelation { correlationSkips += 1 }
                 items.append(.skipped(skip))
             }
-        case "Correlation":
+        case .correlation:
             guard let open = correlation else { return }
             correlation = nil
             mapCorrelation(open)
-        case "WorkoutActivity":
+        case .workoutActivity:
             if workoutActivityDepth > 0 { workoutActivityDepth -= 1 }
-        case "Workout":
+        case .workout:
             guard let open = workout else { return }
             workout = nil
             workoutActivityDepth = 0
@@ -131,12 +298,12 @@ public struct AppleHealthExportMapper {
         }
     }
 
-    private mutating func emit(_ sample: HealthSample, _ attributes: [String: String]) {
-        items.append(.sample(SourcedSample(app: Self.app(attributes), sample: sample)))
+    private mutating func emit(_ sample: HealthSample, _ sourceName: String?) {
+        items.append(.sample(SourcedSample(app: Self.app(sourceName), sample: sample)))
     }
 
-    private static func app(_ attributes: [String: String]) -> String {
-        let name = attributes["sourceName"] ?? ""
+    private static func app(_ sourceName: String?) -> String {
+        let name = sourceName ?? ""
         return name.isEmpty ? "Health" : name
     }
 
@@ -149,25 +316,25 @@ public struct AppleHealthExportMapper {
 
     private mutating func mapRecord(_ open: OpenRecord) -> Mapped {
         let attributes = open.attributes
-        let typeName = attributes["type"] ?? ""
+        let typeName = attributes.type ?? ""
         func skip(_ reason: String) -> Mapped { .failure(AppleHealthSkip(element: "Record", type: typeName, reason: reason)) }
-        guard let type = HealthTypeCatalog.type(typeName), type.kind == .quantity || type.kind == .category else {
+        guard let type = catalogType(typeName), type.kind == .quantity || type.kind == .category else {
             return skip("type not supported by healthd")
         }
         let interval: (start: Int64, end: Int64)
-        switch Self.interval(attributes, for: type) {
+        switch Self.interval(attributes.start, attributes.end, for: type) {
         case .success(let value): interval = value
         case .failure(let reason): return skip(reason)
         }
-        guard let valueText = attributes["value"] else { return skip("no value") }
+        guard let valueText = attributes.value else { return skip("no value") }
         let content: SampleContent
-        let hashValue: String
+        let hashValue: ContentKeyValue
         do {
             if type.kind == .quantity {
                 guard let number = Double(valueText) else { return skip("value '\(valueText)' is not a number") }
-                let canonical = try HealthValidation.quantity(number, unitString: attributes["unit"] ?? "", for: type)
+                let canonical = try HealthValidation.quantity(number, unitString: attributes.unit ?? "", for: type)
                 content = .quantity(canonical)
-                hashValue = String(canonical.bitPattern, radix: 16)
+                hashValue = .hex(canonical.bitPattern)
             } else {
                 let name: String
                 if let raw = Int(valueText) {
@@ -176,29 +343,29 @@ public struct AppleHealthExportMapper {
                     name = try HealthValidation.categoryValue(valueText, for: type)
                 }
                 content = .category(name)
-                hashValue = name
+                hashValue = .text(name)
             }
             try HealthValidation.metadata(keyCount: open.metadata.count)
         } catch {
             return skip(error.detail)
         }
-        let app = Self.app(attributes)
-        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), hashValue])
+        let app = Self.app(attributes.sourceName)
+        let uuid = contentUUID(type: type.id, app: app, interval: interval, hashValue)
         return .success(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: content,
-                                     metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])))
+                                     metadata: Self.uniqueKeys(open.metadata), device: attributes.device))
     }
 
     private mutating func mapCorrelation(_ open: OpenRecord) {
         let attributes = open.attributes
-        let typeName = attributes["type"] ?? ""
+        let typeName = attributes.type ?? ""
         func skip(_ reason: String) {
             items.append(.skipped(AppleHealthSkip(element: "Correlation", type: typeName, reason: reason)))
         }
-        guard let type = HealthTypeCatalog.type(typeName), type.kind == .correlation else {
+        guard let type = catalogType(typeName), type.kind == .correlation else {
             return skip("type not supported by healthd")
         }
         let interval: (start: Int64, end: Int64)
-        switch Self.interval(attributes, for: type) {
+        switch Self.interval(attributes.start, attributes.end, for: type) {
         case .success(let value): interval = value
         case .failure(let reason): return skip(reason)
         }
@@ -212,11 +379,10 @@ public struct AppleHealthExportMapper {
         guard !objects.isEmpty else {
             return skip(correlationSkips > 0 ? "none of its records could be imported" : "no records")
         }
-        let app = Self.app(attributes)
-        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end)]
-                                    + objects.map(\.uuid.uuidString).sorted())
+        let app = Self.app(attributes.sourceName)
+        let uuid = contentUUID(type: type.id, app: app, interval: interval, nil, objects: objects.map(\.uuid.uuidString).sorted())
         emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .correlation(objects),
-                          metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])), attributes)
+                          metadata: Self.uniqueKeys(open.metadata), device: attributes.device), attributes.sourceName)
     }
 
     // MARK: Workouts
@@ -227,17 +393,17 @@ public struct AppleHealthExportMapper {
         "HKWorkoutEventTypeMotionPaused": .pause, "HKWorkoutEventTypeMotionResumed": .resume,
     ]
 
-    private mutating func addWorkoutEvent(_ attributes: [String: String]) {
+    private mutating func addWorkoutEvent(_ attributes: some AppleHealthAttributes) {
         // Types healthd does not model (pause-or-resume requests) are left out of the workout, not fatal.
-        guard let type = attributes["type"].flatMap({ Self.eventTypes[$0] }),
-              let date = (attributes["date"] ?? attributes["startDate"]).flatMap({ HealthDate.parseAppleExportDate($0) }),
+        guard let type = attributes.value("type").flatMap({ Self.eventTypes[$0] }),
+              let date = (attributes.value("date") ?? attributes.value("startDate")).flatMap({ HealthDate.parseAppleExportDate($0) }),
               workout?.events.contains(WorkoutEvent(type: type, date: date)) == false else { return }
         workout?.events.append(WorkoutEvent(type: type, date: date))
     }
 
-    private mutating func addWorkoutStatistics(_ attributes: [String: String]) {
-        guard let typeName = attributes["type"], let sumText = attributes["sum"], let sum = Double(sumText),
-              let unit = attributes["unit"] else { return }
+    private mutating func addWorkoutStatistics(_ attributes: some AppleHealthAttributes) {
+        guard let typeName = attributes.value("type"), let sumText = attributes.value("sum"), let sum = Double(sumText),
+              let unit = attributes.value("unit") else { return }
         if typeName == "HKQuantityTypeIdentifierActiveEnergyBurned" {
             let canonical = try? HealthValidation.workoutTotal(sum, unit: unit, canonicalUnit: HealthTypeCatalog.workoutTotalEnergyBurnedUnit,
                                                                field: "totalEnergyBurned")
@@ -250,24 +416,24 @@ public struct AppleHealthExportMapper {
     }
 
     private mutating func mapWorkout(_ open: OpenWorkout) {
-        let attributes = open.attributes
-        let activityText = attributes["workoutActivityType"] ?? ""
+        let activityText = open.activityType
         func skip(_ reason: String) {
             items.append(.skipped(AppleHealthSkip(element: "Workout", type: activityText.isEmpty ? "Workout" : activityText,
                                                   reason: reason)))
         }
         let type = HealthTypeCatalog.workoutType
         let interval: (start: Int64, end: Int64)
-        switch Self.interval(attributes, for: type) {
+        switch Self.interval(open.startDate.flatMap { HealthDate.parseAppleExportDate($0) },
+                             open.endDate.flatMap { HealthDate.parseAppleExportDate($0) }, for: type) {
         case .success(let value): interval = value
         case .failure(let reason): return skip(reason)
         }
         let details: WorkoutDetails
         do {
             let activity = try HealthValidation.workoutActivityType(activityText, field: "workoutActivityType")
-            let energy = try Self.total(attributes, "totalEnergyBurned", HealthTypeCatalog.workoutTotalEnergyBurnedUnit)
+            let energy = try Self.total(open.energy, "totalEnergyBurned", HealthTypeCatalog.workoutTotalEnergyBurnedUnit)
                 ?? open.energyFromStatistics
-            let distance = try Self.total(attributes, "totalDistance", HealthTypeCatalog.workoutTotalDistanceUnit)
+            let distance = try Self.total(open.distance, "totalDistance", HealthTypeCatalog.workoutTotalDistanceUnit)
                 ?? open.distanceFromStatistics
             try HealthValidation.metadata(keyCount: open.metadata.count)
             details = WorkoutDetails(activityType: activity, totalEnergyBurned: energy, totalDistance: distance,
@@ -275,15 +441,15 @@ public struct AppleHealthExportMapper {
         } catch {
             return skip(error.detail)
         }
-        let app = Self.app(attributes)
-        let uuid = Self.contentUUID(start: interval.start, [type.id, app, String(interval.start), String(interval.end), details.activityType])
+        let app = Self.app(open.sourceName)
+        let uuid = contentUUID(type: type.id, app: app, interval: interval, .text(details.activityType))
         emit(HealthSample(uuid: uuid, type: type.id, start: interval.start, end: interval.end, content: .workout(details),
-                          metadata: Self.uniqueKeys(open.metadata), device: device(attributes["device"])), attributes)
+                          metadata: Self.uniqueKeys(open.metadata), device: device(open.device)), open.sourceName)
     }
 
-    private static func total(_ attributes: [String: String], _ name: String, _ canonical: HealthUnit)
+    private static func total(_ attribute: (value: String, unit: String)?, _ name: String, _ canonical: HealthUnit)
         throws(HealthValidationError) -> Double? {
-        guard let text = attributes[name], let unit = attributes[name + "Unit"] else { return nil }
+        guard let (text, unit) = attribute else { return nil }
         guard let value = Double(text) else {
             throw HealthValidationError(field: name, reason: .valueNotFinite, detail: "\(name) '\(text)' is not a number")
         }
@@ -292,20 +458,20 @@ public struct AppleHealthExportMapper {
 
     // MARK: Activity summaries and characteristics
 
-    private mutating func mapActivitySummary(_ attributes: [String: String]) {
+    private mutating func mapActivitySummary(_ attributes: some AppleHealthAttributes) {
         func skip(_ reason: String) {
             items.append(.skipped(AppleHealthSkip(element: "ActivitySummary", type: "ActivitySummary", reason: reason)))
         }
-        guard let dayText = attributes["dateComponents"], let day = HealthDate.parseDay(dayText) else {
+        guard let dayText = attributes.value("dateComponents"), let day = HealthDate.parseDay(dayText) else {
             return skip("dateComponents is missing or not YYYY-MM-DD")
         }
-        func number(_ name: String) -> Double? {
-            guard let text = attributes[name], let value = Double(text), value.isFinite, value >= 0 else { return nil }
+        func number(_ name: StaticString) -> Double? {
+            guard let text = attributes.value(name), let value = Double(text), value.isFinite, value >= 0 else { return nil }
             return value
         }
         // Energy may be in any energy unit; healthd keeps kilocalories.
         var energyScale = 1.0
-        if let unitText = attributes["activeEnergyBurnedUnit"] {
+        if let unitText = attributes.value("activeEnergyBurnedUnit") {
             guard let unit = try? HealthUnit.parse(unitText), let scale = try? unit.convert(1, to: .kilocalorie) else {
                 return skip("activeEnergyBurnedUnit '\(unitText)' is not an energy unit")
             }
@@ -320,10 +486,12 @@ public struct AppleHealthExportMapper {
         items.append(.activitySummary(summary))
     }
 
-    private mutating func mapCharacteristics(_ attributes: [String: String]) {
+    private mutating func mapCharacteristics(_ attributes: some AppleHealthAttributes) {
         let prefix = HealthTypeKind.characteristic.identifierPrefix
         var values: [String: String] = [:]
-        for (name, text) in attributes.sorted(by: { $0.key < $1.key }) where !text.isEmpty {
+        var pairs: [(name: String, text: String)] = []
+        attributes.forEachAttribute { name, value in pairs.append((String(decoding: name, as: UTF8.self), value.string)) }
+        for (name, text) in pairs.sorted(by: { $0.name < $1.name }) where !text.isEmpty {
             func skip(_ reason: String) {
                 items.append(.skipped(AppleHealthSkip(element: "Me", type: name, reason: reason)))
             }
@@ -350,11 +518,11 @@ public struct AppleHealthExportMapper {
         case failure(String)
     }
 
-    private static func interval(_ attributes: [String: String], for type: HealthType) -> IntervalResult {
-        guard let startText = attributes["startDate"], let start = HealthDate.parseAppleExportDate(startText) else {
+    private static func interval(_ start: HealthInstant?, _ end: HealthInstant?, for type: HealthType) -> IntervalResult {
+        guard let start else {
             return .failure("startDate is missing or not 'YYYY-MM-DD HH:MM:SS ±HHMM'")
         }
-        guard let endText = attributes["endDate"], let end = HealthDate.parseAppleExportDate(endText) else {
+        guard let end else {
             return .failure("endDate is missing or not 'YYYY-MM-DD HH:MM:SS ±HHMM'")
         }
         do {
@@ -379,31 +547,104 @@ public struct AppleHealthExportMapper {
     /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
     /// content: far faster than SHA-256, and collisions would only matter between records of one
     /// user's own export, which is not adversarial.
-    static func contentUUID(start: Int64, _ fields: [String]) -> HealthUUID {
-        var bytes: [UInt8] = Array("healthd-apple-health-import".utf8)
-        bytes.reserveCapacity(128)
-        for field in fields {
+    /// The record's value as hashed into its uuid: the canonical quantity's bits in hex, or a name.
+    private enum ContentKeyValue {
+        case hex(UInt64)
+        case text(String)
+    }
+
+    private mutating func contentUUID(type: String, app: String, interval: (start: Int64, end: Int64), _ value: ContentKeyValue?,
+                                      objects: [String] = []) -> HealthUUID {
+        // The bytes are those of the fields joined as text (`String(start)`, `String(bits, radix: 16)`),
+        // written in place: the uuids must stay the same as earlier imports made.
+        var bytes = uuidScratch
+        uuidScratch = []
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: Self.contentKeyPrefix)
+        func field(_ text: String) {
             bytes.append(0x1F)
-            bytes.append(contentsOf: field.utf8)
+            bytes.append(contentsOf: text.utf8)
         }
-        let (hashHigh, hashLow) = bytes.withUnsafeBytes { ContentHash.murmur3x64_128($0) }
+        field(type)
+        field(app)
+        bytes.append(0x1F)
+        Self.appendDecimal(interval.start, to: &bytes)
+        bytes.append(0x1F)
+        Self.appendDecimal(interval.end, to: &bytes)
+        switch value {
+        case .hex(let bits)?:
+            bytes.append(0x1F)
+            Self.appendHex(bits, to: &bytes)
+        case .text(let text)?:
+            field(text)
+        case nil:
+            break
+        }
+        for object in objects { field(object) }
+        let uuid = bytes.withUnsafeBytes { Self.contentUUID(start: interval.start, hashing: $0) }
+        uuidScratch = bytes
+        return uuid
+    }
+
+    private static let contentKeyPrefix: [UInt8] = Array("healthd-apple-health-import".utf8)
+
+    private static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // up to 20 digits, backwards
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
+    }
+
+    private static func appendHex(_ value: UInt64, to bytes: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 * 4 - 4)
+        while true {
+            bytes.append(digits.utf8Start[Int((value >> UInt64(shift)) & 0xF)])
+            if shift == 0 { break }
+            shift -= 4
+        }
+    }
+
+    /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
+    /// imported twice, or from an overlapping later export, gets the same uuid. Like version 7, the
+    /// first 48 bits are the sample's start (Unix ms): exports list each type's records in time
+    /// order, so inserts land at the end of the uuid index instead of at random pages (a third of
+    /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
+    /// content: far faster than SHA-256, and collisions would only matter between records of one
+    /// user's own export, which is not adversarial.
+    static func contentUUID(start: Int64, hashing bytes: UnsafeRawBufferPointer) -> HealthUUID {
+        let (hashHigh, hashLow) = ContentHash.murmur3x64_128(bytes)
         let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
         let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
         let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
         return HealthUUID(high: high, low: low)
     }
 
+    /// The catalog type an export name stands for, looked up once per distinct name.
+    private mutating func catalogType(_ name: String) -> HealthType? {
+        if let known = types[name] { return known }
+        let type = HealthTypeCatalog.type(name)
+        if types.count < 4096 { types[name] = type }
+        return type
+    }
+
     /// `<<HKDevice: 0x283a>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,1, software:10.1>`.
     private mutating func device(_ text: String?) -> SampleDevice? {
         guard let text, !text.isEmpty else { return nil }
-        if let cached = deviceCache[text] { return cached }
-        let device = Self.parseDevice(text)
-        if deviceCache.count >= 4096 { deviceCache.removeAll(keepingCapacity: true) }
-        deviceCache[text] = device
-        return device
+        var utf8 = text
+        return utf8.withUTF8 { bytes in caches.devices.value(for: UnsafeRawBufferPointer(bytes)) { _ in Self.parseDevice(text) } }
     }
 
     static func parseDevice(_ text: String) -> SampleDevice? {
+        guard !text.isEmpty else { return nil }
         var body = Substring(text)
         if body.hasPrefix("<<"), let close = body.firstIndex(of: ">") {
             body = body[body.index(after: close)...]
@@ -414,7 +655,7 @@ public struct AppleHealthExportMapper {
         // Fields are `key:value` joined by ", "; a value may itself hold ", " (a model name), so a piece
         // that does not start with `key:` continues the previous value.
         var fields: [(String, String)] = []
-        for piece in body.components(separatedBy: ", ") {
+        for piece in Self.split(body, separator: ", ") {
             if let colon = piece.firstIndex(of: ":"), piece[..<colon].allSatisfy({ $0.isLetter }), colon != piece.startIndex {
                 fields.append((String(piece[..<colon]), String(piece[piece.index(after: colon)...])))
             } else if let last = fields.indices.last {
@@ -423,7 +664,7 @@ public struct AppleHealthExportMapper {
         }
         var device = SampleDevice()
         for (key, rawValue) in fields {
-            let value = rawValue.trimmingCharacters(in: .whitespaces)
+            let value = Self.trimmingSpaces(rawValue)
             guard !value.isEmpty, value != "(null)" else { continue }
             switch key {
             case "name": device.name = value
@@ -436,6 +677,23 @@ public struct AppleHealthExportMapper {
             }
         }
         return device.isEmpty ? nil : device
+    }
+
+    private static func split(_ text: Substring, separator: String) -> [Substring] {
+        var pieces: [Substring] = []
+        var rest = text
+        while let range = rest.firstRange(of: separator) {
+            pieces.append(rest[..<range.lowerBound])
+            rest = rest[range.upperBound...]
+        }
+        pieces.append(rest)
+        return pieces
+    }
+
+    private static func trimmingSpaces(_ text: String) -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(text[first...last])
     }
 }
 
