@@ -44,8 +44,8 @@ public struct JSONFieldReader: Sendable {
     public let object: JSONObject
     /// Path of this object, like `samples[3]`; empty for the document root. Built when asked for
     /// (only errors ask), so reading ten thousand samples allocates no path strings.
-    public var path: String { JSONPath.join(parentPath, last) }
-    private let parentPath: String
+    public var path: String { JSONPath.join(parent.rendered, last) }
+    private let parent: JSONPathPrefix
     private let last: JSONPath.Component
     /// Read flags for the first 64 members, plus overflow flags for larger objects:
     /// no allocation for typical request objects.
@@ -53,26 +53,26 @@ public struct JSONFieldReader: Sendable {
     private var readOverflow: [Bool]
 
     public init(_ object: JSONObject, path: String = "") {
-        self.init(object, parentPath: path, last: .none)
+        self.init(object, parent: .text(path), last: .none)
     }
 
-    fileprivate init(_ object: JSONObject, parentPath: String, last: JSONPath.Component) {
+    fileprivate init(_ object: JSONObject, parent: JSONPathPrefix, last: JSONPath.Component) {
         self.object = object
-        self.parentPath = parentPath
+        self.parent = parent
         self.last = last
         readOverflow = object.count > 64 ? Array(repeating: false, count: object.count - 64) : []
     }
 
     /// Fails unless `value` is an object.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
-        try self.init(value, parentPath: path, last: .none)
+        try self.init(value, parent: .text(path), last: .none)
     }
 
-    fileprivate init(_ value: JSONValue, parentPath: String, last: JSONPath.Component) throws(JSONFieldError) {
+    fileprivate init(_ value: JSONValue, parent: JSONPathPrefix, last: JSONPath.Component) throws(JSONFieldError) {
         guard case .object(let object) = value else {
-            throw JSONFieldError(field: JSONPath.join(parentPath, last), detail: "expected an object, got \(value.typeDescription)")
+            throw JSONFieldError(field: JSONPath.join(parent.rendered, last), detail: "expected an object, got \(value.typeDescription)")
         }
-        self.init(object, parentPath: parentPath, last: last)
+        self.init(object, parent: parent, last: last)
     }
 
     /// Parses a request body whose top level must be an object. Syntax errors
@@ -222,21 +222,21 @@ public struct JSONFieldReader: Sendable {
 
     /// A reader for a nested object; call `finish()` on it to reject its unknown members.
     public mutating func requiredObject(_ key: String) throws(JSONFieldError) -> JSONFieldReader {
-        try JSONFieldReader(requiredPresentValue(key, expected: "an object"), parentPath: path, last: .key(key))
+        try JSONFieldReader(requiredPresentValue(key, expected: "an object"), parent: .child(parent, last), last: .key(key))
     }
 
     public mutating func optionalObject(_ key: String) throws(JSONFieldError) -> JSONFieldReader? {
         guard let value = presentValue(key) else { return nil }
-        return try JSONFieldReader(value, parentPath: path, last: .key(key))
+        return try JSONFieldReader(value, parent: .child(parent, last), last: .key(key))
     }
 
     public mutating func requiredArray(_ key: String) throws(JSONFieldError) -> JSONArrayReader {
-        try JSONArrayReader(requiredPresentValue(key, expected: "an array"), parentPath: path, last: .key(key))
+        try JSONArrayReader(requiredPresentValue(key, expected: "an array"), parent: .child(parent, last), last: .key(key))
     }
 
     public mutating func optionalArray(_ key: String) throws(JSONFieldError) -> JSONArrayReader? {
         guard let value = presentValue(key) else { return nil }
-        return try JSONArrayReader(value, parentPath: path, last: .key(key))
+        return try JSONArrayReader(value, parent: .child(parent, last), last: .key(key))
     }
 
     // MARK: Unknown members
@@ -270,30 +270,30 @@ public struct JSONFieldReader: Sendable {
 public struct JSONArrayReader: Sendable {
     public let elements: [JSONValue]
     /// Path of this array, like `samples`; built when asked for, as `JSONFieldReader.path`.
-    public var path: String { JSONPath.join(parentPath, last) }
-    private let parentPath: String
+    public var path: String { JSONPath.join(parent.rendered, last) }
+    private let parent: JSONPathPrefix
     private let last: JSONPath.Component
 
     public init(_ elements: [JSONValue], path: String = "") {
-        self.init(elements, parentPath: path, last: .none)
+        self.init(elements, parent: .text(path), last: .none)
     }
 
-    fileprivate init(_ elements: [JSONValue], parentPath: String, last: JSONPath.Component) {
+    fileprivate init(_ elements: [JSONValue], parent: JSONPathPrefix, last: JSONPath.Component) {
         self.elements = elements
-        self.parentPath = parentPath
+        self.parent = parent
         self.last = last
     }
 
     /// Fails unless `value` is an array.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
-        try self.init(value, parentPath: path, last: .none)
+        try self.init(value, parent: .text(path), last: .none)
     }
 
-    fileprivate init(_ value: JSONValue, parentPath: String, last: JSONPath.Component) throws(JSONFieldError) {
+    fileprivate init(_ value: JSONValue, parent: JSONPathPrefix, last: JSONPath.Component) throws(JSONFieldError) {
         guard case .array(let elements) = value else {
-            throw JSONFieldError(field: JSONPath.join(parentPath, last), detail: "expected an array, got \(value.typeDescription)")
+            throw JSONFieldError(field: JSONPath.join(parent.rendered, last), detail: "expected an array, got \(value.typeDescription)")
         }
-        self.init(elements, parentPath: parentPath, last: last)
+        self.init(elements, parent: parent, last: last)
     }
 
     public var count: Int { elements.count }
@@ -315,11 +315,11 @@ public struct JSONArrayReader: Sendable {
     // MARK: Elements
 
     public func object(at index: Int) throws(JSONFieldError) -> JSONFieldReader {
-        try JSONFieldReader(elements[index], parentPath: path, last: .index(index))
+        try JSONFieldReader(elements[index], parent: .child(parent, last), last: .index(index))
     }
 
     public func array(at index: Int) throws(JSONFieldError) -> JSONArrayReader {
-        try JSONArrayReader(elements[index], parentPath: path, last: .index(index))
+        try JSONArrayReader(elements[index], parent: .child(parent, last), last: .index(index))
     }
 
     public func string(at index: Int) throws(JSONFieldError) -> String {
@@ -442,6 +442,20 @@ private func integerProblem(_ number: Double) -> String {
 
 /// Field paths (`samples[3].device.name`) kept as a parent path plus a last step, so a reader for
 /// a nested value costs no string building until an error needs the full path.
+/// The path above a reader, kept as a chain of components and spelled out only when an error
+/// needs it: a nested reader (a sample's `device`) costs one small box instead of a string.
+indirect enum JSONPathPrefix: Sendable {
+    case text(String)
+    case child(JSONPathPrefix, JSONPath.Component)
+
+    var rendered: String {
+        switch self {
+        case .text(let text): return text
+        case .child(let parent, let component): return JSONPath.join(parent.rendered, component)
+        }
+    }
+}
+
 enum JSONPath {
     enum Component: Sendable {
         case none

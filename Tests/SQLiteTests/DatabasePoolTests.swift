@@ -292,8 +292,9 @@ final class Flag: @unchecked Sendable {
                 results.withLock { $0[owner] = result }
                 finished.signal()
             }
+            // One at a time, so the members queue (and run) in owner order.
+            while pool.queuedGroupMemberCount < owner + 1 { usleep(1_000) }
         }
-        while pool.queuedGroupMemberCount < members { usleep(1_000) }
         release.signal()
         for _ in 0...members { finished.wait() }
         return results.withLock { all in (0..<members).map { all[$0] ?? .failure(ExpectedFailure()) } }
