@@ -31,6 +31,7 @@ public final class Database {
 
     /// Opens (or creates) the database at `path`. Use ":memory:" for a private in-memory database.
     public init(path: String, mode: OpenMode = .readWriteCreate) throws(SQLiteError) {
+        _ = sqliteProcessConfiguration
         var flags = SQLITE_OPEN_NOMUTEX
         switch mode {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
@@ -265,3 +266,9 @@ public final class Database {
         return (Int(walFrames), Int(checkpointed))
     }
 }
+
+/// Process-wide SQLite settings, applied once before the first connection opens: no memory
+/// statistics (each allocation would otherwise take a global mutex; nothing here reads them).
+private let sqliteProcessConfiguration: Void = {
+    _ = healthd_sqlite3_disable_memory_statistics()
+}()

@@ -143,3 +143,15 @@ import Testing
         #expect(try statement.first { $0.int64(at: 0) } == 1)
     }
 }
+
+import CSQLite
+
+@Suite struct ProcessConfigurationTests {
+    /// Memory statistics are off (each SQLite allocation would take a global mutex for them), so
+    /// SQLite reports no memory in use even with a connection open and a table filled.
+    @Test func sqliteKeepsNoMemoryStatistics() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (x BLOB); INSERT INTO t VALUES (zeroblob(100000))")
+        #expect(sqlite3_memory_used() == 0)
+    }
+}
