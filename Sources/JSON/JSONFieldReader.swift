@@ -44,35 +44,33 @@ public struct JSONFieldReader: Sendable {
     public let object: JSONObject
     /// Path of this object, like `samples[3]`; empty for the document root. Built when asked for
     /// (only errors ask), so reading ten thousand samples allocates no path strings.
-    public var path: String { JSONPath.join(parent.rendered, last) }
-    private let parent: JSONPathPrefix
-    private let last: JSONPath.Component
+    public var path: String { location.rendered }
+    private let location: JSONPathChain
     /// Read flags for the first 64 members, plus overflow flags for larger objects:
     /// no allocation for typical request objects.
     private var readMask: UInt64 = 0
     private var readOverflow: [Bool]
 
     public init(_ object: JSONObject, path: String = "") {
-        self.init(object, parent: .text(path), last: .none)
+        self.init(object, location: .root(path))
     }
 
-    fileprivate init(_ object: JSONObject, parent: JSONPathPrefix, last: JSONPath.Component) {
+    fileprivate init(_ object: JSONObject, location: JSONPathChain) {
         self.object = object
-        self.parent = parent
-        self.last = last
+        self.location = location
         readOverflow = object.count > 64 ? Array(repeating: false, count: object.count - 64) : []
     }
 
     /// Fails unless `value` is an object.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
-        try self.init(value, parent: .text(path), last: .none)
+        try self.init(value, location: .root(path))
     }
 
-    fileprivate init(_ value: JSONValue, parent: JSONPathPrefix, last: JSONPath.Component) throws(JSONFieldError) {
+    fileprivate init(_ value: JSONValue, location: JSONPathChain) throws(JSONFieldError) {
         guard case .object(let object) = value else {
-            throw JSONFieldError(field: JSONPath.join(parent.rendered, last), detail: "expected an object, got \(value.typeDescription)")
+            throw JSONFieldError(field: location.rendered, detail: "expected an object, got \(value.typeDescription)")
         }
-        self.init(object, parent: parent, last: last)
+        self.init(object, location: location)
     }
 
     /// Parses a request body whose top level must be an object. Syntax errors
@@ -222,21 +220,21 @@ public struct JSONFieldReader: Sendable {
 
     /// A reader for a nested object; call `finish()` on it to reject its unknown members.
     public mutating func requiredObject(_ key: String) throws(JSONFieldError) -> JSONFieldReader {
-        try JSONFieldReader(requiredPresentValue(key, expected: "an object"), parent: .child(parent, last), last: .key(key))
+        try JSONFieldReader(requiredPresentValue(key, expected: "an object"), location: .child(location, .key(key)))
     }
 
     public mutating func optionalObject(_ key: String) throws(JSONFieldError) -> JSONFieldReader? {
         guard let value = presentValue(key) else { return nil }
-        return try JSONFieldReader(value, parent: .child(parent, last), last: .key(key))
+        return try JSONFieldReader(value, location: .child(location, .key(key)))
     }
 
     public mutating func requiredArray(_ key: String) throws(JSONFieldError) -> JSONArrayReader {
-        try JSONArrayReader(requiredPresentValue(key, expected: "an array"), parent: .child(parent, last), last: .key(key))
+        try JSONArrayReader(requiredPresentValue(key, expected: "an array"), location: .child(location, .key(key)))
     }
 
     public mutating func optionalArray(_ key: String) throws(JSONFieldError) -> JSONArrayReader? {
         guard let value = presentValue(key) else { return nil }
-        return try JSONArrayReader(value, parent: .child(parent, last), last: .key(key))
+        return try JSONArrayReader(value, location: .child(location, .key(key)))
     }
 
     // MARK: Unknown members
@@ -270,30 +268,28 @@ public struct JSONFieldReader: Sendable {
 public struct JSONArrayReader: Sendable {
     public let elements: [JSONValue]
     /// Path of this array, like `samples`; built when asked for, as `JSONFieldReader.path`.
-    public var path: String { JSONPath.join(parent.rendered, last) }
-    private let parent: JSONPathPrefix
-    private let last: JSONPath.Component
+    public var path: String { location.rendered }
+    private let location: JSONPathChain
 
     public init(_ elements: [JSONValue], path: String = "") {
-        self.init(elements, parent: .text(path), last: .none)
+        self.init(elements, location: .root(path))
     }
 
-    fileprivate init(_ elements: [JSONValue], parent: JSONPathPrefix, last: JSONPath.Component) {
+    fileprivate init(_ elements: [JSONValue], location: JSONPathChain) {
         self.elements = elements
-        self.parent = parent
-        self.last = last
+        self.location = location
     }
 
     /// Fails unless `value` is an array.
     public init(_ value: JSONValue, path: String = "") throws(JSONFieldError) {
-        try self.init(value, parent: .text(path), last: .none)
+        try self.init(value, location: .root(path))
     }
 
-    fileprivate init(_ value: JSONValue, parent: JSONPathPrefix, last: JSONPath.Component) throws(JSONFieldError) {
+    fileprivate init(_ value: JSONValue, location: JSONPathChain) throws(JSONFieldError) {
         guard case .array(let elements) = value else {
-            throw JSONFieldError(field: JSONPath.join(parent.rendered, last), detail: "expected an array, got \(value.typeDescription)")
+            throw JSONFieldError(field: location.rendered, detail: "expected an array, got \(value.typeDescription)")
         }
-        self.init(elements, parent: parent, last: last)
+        self.init(elements, location: location)
     }
 
     public var count: Int { elements.count }
@@ -315,11 +311,11 @@ public struct JSONArrayReader: Sendable {
     // MARK: Elements
 
     public func object(at index: Int) throws(JSONFieldError) -> JSONFieldReader {
-        try JSONFieldReader(elements[index], parent: .child(parent, last), last: .index(index))
+        try JSONFieldReader(elements[index], location: .child(location, .index(index)))
     }
 
     public func array(at index: Int) throws(JSONFieldError) -> JSONArrayReader {
-        try JSONArrayReader(elements[index], parent: .child(parent, last), last: .index(index))
+        try JSONArrayReader(elements[index], location: .child(location, .index(index)))
     }
 
     public func string(at index: Int) throws(JSONFieldError) -> String {
@@ -440,32 +436,30 @@ private func integerProblem(_ number: Double) -> String {
     return "expected an integer, got \(text)"
 }
 
-/// Field paths (`samples[3].device.name`) kept as a parent path plus a last step, so a reader for
-/// a nested value costs no string building until an error needs the full path.
-/// The path above a reader, kept as a chain of components and spelled out only when an error
-/// needs it: a nested reader (a sample's `device`) costs one small box instead of a string.
-indirect enum JSONPathPrefix: Sendable {
-    case text(String)
-    case child(JSONPathPrefix, JSONPath.Component)
+/// Where a reader is (`samples[3].device`), kept as a chain of steps and spelled out only when an
+/// error needs it: a nested reader costs one small box instead of a string.
+indirect enum JSONPathChain: Sendable {
+    case root(String)
+    case child(JSONPathChain, JSONPath.Component)
 
     var rendered: String {
         switch self {
-        case .text(let text): return text
+        case .root(let path): return path
         case .child(let parent, let component): return JSONPath.join(parent.rendered, component)
         }
     }
 }
 
+/// Field paths (`samples[3].device.name`): a parent path plus one step.
+
 enum JSONPath {
     enum Component: Sendable {
-        case none
         case key(String)
         case index(Int)
     }
 
     static func join(_ parent: String, _ last: Component) -> String {
         switch last {
-        case .none: return parent
         case .key(let key): return parent.isEmpty ? key : "\(parent).\(key)"
         case .index(let index): return "\(parent)[\(index)]"
         }
