@@ -84,7 +84,7 @@ extension HealthStore {
                 "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid IN (\(placeholders))")
             statement.reset()
             try statement.bind(userRowID, at: 1)
-            for (offset, uuid) in chunk.enumerated() { try Self.bind(uuid, statement, at: offset + 2) }
+            for (offset, uuid) in chunk.enumerated() { try statement.bind(uuid, at: offset + 2) }
             try statement.forEachRow { row in
                 let stored = SampleRow(row)
                 if let uuid = HealthUUID(bytes: stored.uuid) { rows[uuid] = stored }
@@ -108,8 +108,8 @@ extension HealthStore {
             guard let first = group.first, let last = group.last else { continue }
             probe.reset()
             try probe.bind(userRowID, at: 1)
-            try Self.bind(first, probe, at: 2)
-            try Self.bind(last, probe, at: 3)
+            try probe.bind(first, at: 2)
+            try probe.bind(last, at: 3)
             try probe.bind(scanLimit, at: 4)
             var stored: [HealthUUID] = []
             try probe.forEachRow { row in
@@ -130,13 +130,6 @@ extension HealthStore {
             }
         }
         return present
-    }
-
-    private static func bind(_ uuid: HealthUUID, _ statement: Statement, at index: Int) throws {
-        // The uuid's 16 network-order bytes straight from its two words.
-        try withUnsafeBytes(of: (uuid.high.bigEndian, uuid.low.bigEndian)) { bytes throws(SQLiteError) in
-            try statement.bind(bytes: bytes, at: index)
-        }
     }
 
     /// Makes objects stored before (on their own) the objects of the just-inserted `correlation`.

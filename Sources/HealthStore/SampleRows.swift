@@ -2,6 +2,16 @@ import HealthModel
 import JSON
 import SQLite
 
+extension Statement {
+    /// Binds a uuid as the `uuid` column stores it: its 16 network-order bytes, straight from its
+    /// two words (no array per row).
+    func bind(_ uuid: HealthUUID, at index: Int) throws(SQLiteError) {
+        try withUnsafeBytes(of: (uuid.high.bigEndian, uuid.low.bigEndian)) { bytes throws(SQLiteError) in
+            try bind(bytes: bytes, at: index)
+        }
+    }
+}
+
 /// How a sample maps to a row: quantities in `value`; everything that is not a column (category
 /// name, metadata, workout fields) in `body` as compact JSON, NULL when there is nothing (most
 /// step and heart-rate samples), which keeps rows small and inserts fast.

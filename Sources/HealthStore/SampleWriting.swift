@@ -170,10 +170,7 @@ struct SampleWriter {
         insert.reset()
         try insert.bind(seq, at: 1)
         try insert.bind(userRowID, at: 2)
-        // The uuid's 16 network-order bytes straight from its two words: no array per row.
-        try withUnsafeBytes(of: (row.sample.uuid.high.bigEndian, row.sample.uuid.low.bigEndian)) { bytes throws(SQLiteError) in
-            try insert.bind(bytes: bytes, at: 3)
-        }
+        try insert.bind(row.sample.uuid, at: 3)
         try insert.bind(typeCode, at: 4)
         try insert.bind(sourceRowID, at: 5)
         if deviceID != 0 { try insert.bind(deviceID, at: 6) } else { try insert.bindNull(at: 6) }
