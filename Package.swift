@@ -39,7 +39,10 @@ let package = Package(
                 dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto",
                                "AppleHealthExport"],
                 swiftSettings: strict),
-        .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
+        // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
+        .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore"], swiftSettings: strict),
+        .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib",
+                                                          "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
@@ -55,7 +58,7 @@ let package = Package(
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore"]),
+        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "DemoData"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
     ],
     swiftLanguageModes: [.v6]
