@@ -1,6 +1,7 @@
 import DemoData
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 import HealthStore
 
 /// `healthd seed --user NAME --days N`: the last N full local days of demo data and today so far, idempotent.

@@ -2,6 +2,7 @@ import DemoData
 import Dispatch
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 import HealthStore
 import HTTPServer
 import Synchronization
