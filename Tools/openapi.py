@@ -153,7 +153,7 @@ sample_predicate = [
 ]
 
 imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSteps", "distance", "cadence", "pace",
-                                              "floorsAscended", "floorsDescended", "activity", "saved"],
+                                              "floorsAscended", "floorsDescended", "activity", "repaired", "saved"],
               "properties": {"session": {"type": "string"}, "seq": {"type": "integer", "description": "The batch's seq (for /end: the last batch's)."},
                              "steps": {"type": "integer", "description": "Steps counted by this call."},
                              "totalSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres, session total."},
@@ -161,6 +161,12 @@ imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSt
                              "pace": {"type": ["number", "null"], "description": "Seconds per metre; null when not walking."},
                              "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"},
                              "activity": {"type": "string", "enum": ["stationary", "walking", "running", "unknown"]},
+                             "repaired": {"type": "object", "required": ["duplicates", "reordered", "late"],
+                                          "description": "What this call's input needed (accelerometer and pressure): samples "
+                                                         "dropped for repeating an earlier sample's timestamp, samples sorted back "
+                                                         "into place (jitter up to 0.1 s), samples dropped for lying at or before "
+                                                         "the previous batch's end (by up to 0.1 s).",
+                                          "properties": {k: {"type": "integer", "minimum": 0} for k in ["duplicates", "reordered", "late"]}},
                              "saved": {"type": "array", "items": {"type": "string", "format": "uuid"},
                                        "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call."}}}
 
@@ -239,7 +245,8 @@ PATHS = {
         "summary": "Ingest a phone's raw accelerometer batch; the server's pedometer counts steps", "tags": ["motion"],
         "description": "JSON columnar body, or text/csv with a header row t,x,y,z and session, seq, unit, t0, device, heightCm "
                        "as query parameters. seq starts at 0 and rises by one per batch; a repeated seq returns the first "
-                       "answer and changes nothing; a gap is a 409 naming the expected seq. The pedometer's state, the saved "
+                       "answer and changes nothing; a gap is a 409 naming the expected seq. Time running backwards by more than "
+                       "0.1 s (in a batch, or before the previous batch's end) is a 400 naming the sample's index. The pedometer's state, the saved "
                        "samples and the answer commit together, so a restart mid-session loses nothing acknowledged.",
         "parameters": [qparam("session", "CSV only."), qparam("seq", "CSV only.", {"type": "integer", "minimum": 0}),
                        qparam("unit", "CSV only: g or m/s2."), qparam("t0", "CSV only: RFC 3339 instant."),
@@ -252,7 +259,8 @@ PATHS = {
                 "seq": {"type": "integer", "minimum": 0}, "unit": {"type": "string", "enum": ["g", "m/s2"]},
                 "t0": instant,
                 "samples": {"type": "object", "required": ["t", "x", "y", "z"], "additionalProperties": False,
-                            "description": "t: seconds after t0, strictly increasing; x, y, z including gravity. At most 100,000.",
+                            "description": "t: seconds after t0, increasing; equal times keep the first sample, jitter back by up to 0.1 s "
+                                           "is reordered, gaps restart the detector; x, y, z including gravity. At most 100,000.",
                             "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ["t", "x", "y", "z"]}},
                 "pressure": {"type": "object", "required": ["t", "hPa"], "additionalProperties": False,
                              "properties": {"t": {"type": "array", "items": {"type": "number"}},

@@ -1,5 +1,6 @@
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 import HealthStore
 
 /// `healthd seed --user NAME --days N`: the last N full UTC days of demo data and today so far, idempotent.

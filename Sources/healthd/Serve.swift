@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 import HealthStore
 import HTTPServer
 import Synchronization

@@ -415,6 +415,40 @@ final class Flag: @unchecked Sendable {
         try pool.close()
     }
 
+    /// BEGIN IMMEDIATE fails while another connection (another process, in real life) holds the
+    /// write lock past the busy timeout: the group's members fail, the writer is released, and
+    /// the next write succeeds once the lock is free.
+    @Test func aFailingBeginFailsTheGroupInsteadOfRetryingForever() throws {
+        let directory = try TemporaryDirectory()
+        var configuration = DatabasePool.Configuration()
+        configuration.busyTimeoutMilliseconds = 20
+        var migrator = DatabaseMigrator()
+        migrator.register("create_rows") { db in try db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, owner INTEGER)") }
+        let path = directory.path("begin.sqlite")
+        let pool = try DatabasePool(path: path, configuration: configuration, migrator: migrator)
+        let holder = try Database(path: path, mode: .readWrite)
+        try holder.execute("BEGIN IMMEDIATE")
+        let failures = Mutex<[String]>([])
+        let done = DispatchGroup()
+        for owner in 0..<3 {
+            done.enter()
+            pool.groupedWrite({ db in try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(Int64(owner))]) },
+                              completion: { result in
+                                  if case .failure(let error as SQLiteError) = result, error.isBusy {
+                                      failures.withLock { $0.append("\(error)") }
+                                  }
+                                  done.leave()
+                              })
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success, "the members are answered, not retried forever")
+        #expect(failures.withLock { $0.count } == 3)
+        try holder.execute("ROLLBACK")
+        holder.close()
+        try pool.groupedWrite { db in try db.execute("INSERT INTO rows (owner) VALUES (10)") }
+        #expect(try pool.read { db in try db.scalarInt64("SELECT count(*) FROM rows") } == 1)
+        try pool.close()
+    }
+
     @Test func writesQueuedAfterCloseFailInsteadOfHanging() throws {
         let directory = try TemporaryDirectory()
         let pool = try DatabasePool(path: directory.path("closed.sqlite"))
