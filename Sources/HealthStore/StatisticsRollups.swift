@@ -81,13 +81,13 @@ enum StatisticsRollups {
         var styles: [Int64: AggregationStyle] = [:]
         let types = try db.cachedStatement("SELECT id, name FROM type_codes")
         try types.forEachRow { row in
-            if let type = HealthTypeCatalog.type(row.string(at: 1)), let style = AggregationStyle(type) {
-                styles[row.int64(at: 0)] = style
+            if let type = HealthTypeCatalog.type(try row.string(at: 1)), let style = AggregationStyle(type) {
+                styles[try row.int64(at: 0)] = style
             }
         }
         var series: [(user: Int64, type: Int64)] = []
         let pairs = try db.cachedStatement("SELECT DISTINCT user_id, type_id FROM samples")
-        try pairs.forEachRow { series.append(($0.int64(at: 0), $0.int64(at: 1))) }
+        try pairs.forEachRow { series.append((try $0.int64(at: 0), try $0.int64(at: 1))) }
         for (user, type) in series {
             guard let style = styles[type] else { continue }
             try rebuild(db, userRowID: user, typeCode: type, style: style)
@@ -98,7 +98,7 @@ enum StatisticsRollups {
     /// rows is current exactly while its version is.
     static func version(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> Int64 {
         try db.first("SELECT version FROM statistics_series WHERE user_id = ? AND type_id = ?",
-                     [.integer(userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+                     [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
     }
 
     /// The rows of `days`, ascending.
@@ -108,7 +108,7 @@ enum StatisticsRollups {
             """)
         try statement.bind([.integer(userRowID), .integer(typeCode), .integer(days.lowerBound), .integer(days.upperBound)])
         var rows: [(day: Int64, body: [UInt8])] = []
-        try statement.forEachRow { rows.append(($0.int64(at: 0), $0.blob(at: 1))) }
+        try statement.forEachRow { rows.append((try $0.int64(at: 0), try $0.blob(at: 1))) }
         return rows
     }
 
@@ -120,7 +120,7 @@ enum StatisticsRollups {
 
     private static func longestDuration(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> Int64 {
         try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                     [.integer(userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+                     [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
     }
 
     private static func samples(_ db: Database, userRowID: Int64, typeCode: Int64, from: Int64, to: Int64) throws -> [StatisticsSample] {
@@ -131,7 +131,7 @@ enum StatisticsRollups {
         try statement.bind([.integer(userRowID), .integer(typeCode), .integer(from), .integer(to)])
         var samples: [StatisticsSample] = []
         try statement.forEachRow { row in
-            if let sample = HealthStore.indexable(row) { samples.append(sample) }
+            if let sample = try HealthStore.indexable(row) { samples.append(sample) }
         }
         return samples
     }

@@ -43,6 +43,9 @@ public enum HelpText {
                             a dashboard URL with a read token
           --time-zone ZONE  the IANA zone the demo person lives in (default: the server's
                             local zone, from TZ or /etc/localtime)
+          --statistics-memory MIB
+                            decoded statistics rollups kept in memory (default 64; also
+                            HEALTHD_STATISTICS_MEMORY_MIB or statisticsMemoryMiB in the config file)
         \(common)
 
         SIGTERM and SIGINT stop it gracefully: in-flight requests finish, nothing acknowledged is lost.

@@ -25,6 +25,11 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
     if let publicDirectory = ProcessInfo.processInfo.environment["HEALTHD_PUBLIC_DIR"] {
         configuration.publicDirectory = publicDirectory
     }
+    if let memory = ProcessInfo.processInfo.environment["HEALTHD_STATISTICS_MEMORY_MIB"] {
+        do { configuration.statisticsMemoryMiB = try CommandLineParser.statisticsMemory(memory) } catch {
+            fail("HEALTHD_STATISTICS_MEMORY_MIB: \(error.description)")
+        }
+    }
     if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
     return configuration
 }
@@ -41,7 +46,8 @@ func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
         fail("the data directory \(directory) is not writable")
     }
     do {
-        return try HealthStore(directory: directory, readers: configuration.readerConnections)
+        return try HealthStore(directory: directory, readers: configuration.readerConnections,
+                               statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
     } catch {
         fail("cannot open the database in \(directory): \(error)")
     }
@@ -51,6 +57,7 @@ func runServe(_ options: ServeOptions) {
     var configuration = loadConfiguration(options.common)
     if let host = options.host { configuration.host = host }
     if let port = options.port { configuration.port = port }
+    if let memory = options.statisticsMemoryMiB { configuration.statisticsMemoryMiB = memory }
 
     let store = openStore(configuration)
     let admin: (token: String, origin: AdminToken.Origin)
