@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "Crypto", swiftSettings: strict),
         // Apple Health export.xml: byte-level XML tokenizer, repair filter and mapping to samples.
         .target(name: "AppleHealthExport", dependencies: ["HealthModel"], swiftSettings: strict),
+        // Health Auto Export (iOS app) REST payloads: streaming JSON pass and mapping to samples.
+        .target(name: "HealthAutoExport", dependencies: ["HealthModel", "JSON", "Crypto"], swiftSettings: strict),
         // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
         .target(name: "HealthClient", swiftSettings: strict),
 
@@ -37,7 +39,7 @@ let package = Package(
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto",
-                               "AppleHealthExport"],
+                               "AppleHealthExport", "HealthAutoExport"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
                           swiftSettings: strict),
@@ -51,6 +53,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
         .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
+        .testTarget(name: "HealthAutoExportTests", dependencies: ["HealthAutoExport", "HealthModel", "JSON"]),
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
