@@ -63,7 +63,10 @@ SCHEMAS = {
             "code": {"type": "string", "enum": ["errorInvalidArgument", "errorAuthenticationRequired", "errorAuthorizationDenied",
                                                 "errorNotFound", "errorConflict", "errorPayloadTooLarge",
                                                 "errorUnsupportedMediaType", "errorRateLimited", "errorMethodNotAllowed",
-                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal"]},
+                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal",
+                                                "errorInsufficientStorage"]},
+            "requestId": {"type": "string", "description": "On 5xx answers: the request's id (as in `X-Request-Id`); the server's "
+                          "log line with this id holds what failed. The detail itself never shows internals."},
             "errors": {"type": "array", "items": {"type": "object", "required": ["field", "detail"], "properties": {
                 "index": {"type": "integer", "description": "Position in the request's batch."},
                 "field": {"type": "string", "description": "Field path within the sample (or body)."},
@@ -153,7 +156,7 @@ sample_predicate = [
 ]
 
 imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSteps", "distance", "cadence", "pace",
-                                              "floorsAscended", "floorsDescended", "activity", "saved"],
+                                              "floorsAscended", "floorsDescended", "activity", "repaired", "saved"],
               "properties": {"session": {"type": "string"}, "seq": {"type": "integer", "description": "The batch's seq (for /end: the last batch's)."},
                              "steps": {"type": "integer", "description": "Steps counted by this call."},
                              "totalSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres, session total."},
@@ -161,6 +164,12 @@ imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSt
                              "pace": {"type": ["number", "null"], "description": "Seconds per metre; null when not walking."},
                              "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"},
                              "activity": {"type": "string", "enum": ["stationary", "walking", "running", "unknown"]},
+                             "repaired": {"type": "object", "required": ["duplicates", "reordered", "late"],
+                                          "description": "What this call's input needed (accelerometer and pressure): samples "
+                                                         "dropped for repeating an earlier sample's timestamp, samples sorted back "
+                                                         "into place (jitter up to 0.1 s), samples dropped for lying at or before "
+                                                         "the previous batch's end (by up to 0.1 s).",
+                                          "properties": {k: {"type": "integer", "minimum": 0} for k in ["duplicates", "reordered", "late"]}},
                              "saved": {"type": "array", "items": {"type": "string", "format": "uuid"},
                                        "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call."}}}
 
@@ -239,7 +248,8 @@ PATHS = {
         "summary": "Ingest a phone's raw accelerometer batch; the server's pedometer counts steps", "tags": ["motion"],
         "description": "JSON columnar body, or text/csv with a header row t,x,y,z and session, seq, unit, t0, device, heightCm "
                        "as query parameters. seq starts at 0 and rises by one per batch; a repeated seq returns the first "
-                       "answer and changes nothing; a gap is a 409 naming the expected seq. The pedometer's state, the saved "
+                       "answer and changes nothing; a gap is a 409 naming the expected seq. Time running backwards by more than "
+                       "0.1 s (in a batch, or before the previous batch's end) is a 400 naming the sample's index. The pedometer's state, the saved "
                        "samples and the answer commit together, so a restart mid-session loses nothing acknowledged.",
         "parameters": [qparam("session", "CSV only."), qparam("seq", "CSV only.", {"type": "integer", "minimum": 0}),
                        qparam("unit", "CSV only: g or m/s2."), qparam("t0", "CSV only: RFC 3339 instant."),
@@ -252,7 +262,8 @@ PATHS = {
                 "seq": {"type": "integer", "minimum": 0}, "unit": {"type": "string", "enum": ["g", "m/s2"]},
                 "t0": instant,
                 "samples": {"type": "object", "required": ["t", "x", "y", "z"], "additionalProperties": False,
-                            "description": "t: seconds after t0, strictly increasing; x, y, z including gravity. At most 100,000.",
+                            "description": "t: seconds after t0, increasing; equal times keep the first sample, jitter back by up to 0.1 s "
+                                           "is reordered, gaps restart the detector; x, y, z including gravity. At most 100,000.",
                             "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ["t", "x", "y", "z"]}},
                 "pressure": {"type": "object", "required": ["t", "hPa"], "additionalProperties": False,
                              "properties": {"t": {"type": "array", "items": {"type": "number"}},
@@ -623,6 +634,36 @@ ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", 
 EITHER_TOKEN = {("get", "/v1/types"), ("get", "/v1/types/{id}")}
 
 
+REQUEST_ID_HEADER = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
+HEADERS = {"RequestId": {"description": "The request's id, on every response; the access log line and any error "
+                                        "log line about the request carry the same id.",
+                         "schema": {"type": "string"}}}
+INTERNAL_ERROR = problem("The server failed (errorInternal): a generic `detail` and the `requestId`; the details are in the "
+                         "server's log line with that id, never in the response.")
+INSUFFICIENT_STORAGE = {**problem("The data directory's disk is full (errorInsufficientStorage): nothing of this request was "
+                                  "stored; reads go on working, and the same request succeeds once space returns."),
+                        "headers": {"Retry-After": {"description": "Seconds to wait before retrying (30).",
+                                                    "schema": {"type": "integer", "minimum": 1}}}}
+RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
+             "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
+
+
+def with_common_responses(paths):
+    """Every operation may fail on the server's side (500); every write may find the disk full
+    (507); every response carries X-Request-Id."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            for code, response in list(responses.items()):
+                response = dict(response)
+                response["headers"] = {**response.get("headers", {}), **REQUEST_ID_HEADER}
+                responses[code] = response
+            responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
+            if method in ("post", "put", "delete"):
+                responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
+    return paths
+
+
 def with_security(paths):
     for path, operations in paths.items():
         for method, operation in operations.items():
@@ -641,8 +682,8 @@ def document():
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],
-        "paths": with_security(PATHS),
-        "components": {"schemas": SCHEMAS,
+        "paths": with_common_responses(with_security(PATHS)),
+        "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {
                            "appToken": {"type": "http", "scheme": "bearer",
                                         "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},

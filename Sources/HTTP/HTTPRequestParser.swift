@@ -158,6 +158,8 @@ public struct HTTPRequestParser: Sendable {
     private var bodyLimitHint = ""
     private var trailers: [HTTPHeaders.Field] = []
     private var trailerBlockLength = 0
+    /// The authority of an absolute-form target, which replaces the Host field (RFC 9112 §3.2.2).
+    private var absoluteAuthority: String?
 
     public init(limits: HTTPLimits = .default) {
         self.limits = limits
@@ -356,6 +358,7 @@ public struct HTTPRequestParser: Sendable {
         bodyLength = 0
         trailers = []
         trailerBlockLength = 0
+        absoluteAuthority = nil
     }
 
     /// Finds the next CRLF-terminated line. Bare LF is refused: peers that disagree on line
@@ -461,7 +464,12 @@ public struct HTTPRequestParser: Sendable {
                     return HTTPParseError(status: .badRequest, detail: "The asterisk request-target is only allowed with OPTIONS.")
                 }
             } else if !isOriginForm {
-                return HTTPParseError(status: .badRequest, detail: "The request-target must be in origin-form (start with '/').")
+                // RFC 9112 §3.2.2: a server must accept absolute-form; the router reads origin-form.
+                guard let absolute = AbsoluteFormTarget(UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd])) else {
+                    return HTTPParseError(status: .badRequest, detail: "The request-target must be in origin-form (start with '/') or absolute-form (http://host[:port][/path][?query]).")
+                }
+                target = absolute.originForm
+                absoluteAuthority = absolute.authority
             }
             return nil
         }
@@ -604,6 +612,14 @@ public struct HTTPRequestParser: Sendable {
             }
             expectsContinue = version == .http1_1
         }
+        if let authority = absoluteAuthority {
+            // The target's authority wins over the Host field, so nothing downstream sees two hosts.
+            if let index = fields.firstIndex(where: { $0.name.asciiCaseInsensitiveEquals("host") }) {
+                fields[index].value = authority
+            } else {
+                fields.append((name: "Host", value: authority))
+            }
+        }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         let head = HTTPRequestHead(method: method, target: target, version: version,
                                    headers: HTTPHeaders(fields: fields),
@@ -631,24 +647,136 @@ public struct HTTPRequestParser: Sendable {
             guard index > start else {
                 return .failure(HTTPParseError(status: .badRequest, detail: "Invalid chunk size."))
             }
-            while index < end && (bytes[index] == ASCII.space || bytes[index] == ASCII.tab) { index += 1 }
-            if index < end {
-                guard bytes[index] == UInt8(ascii: ";") else {
-                    return .failure(HTTPParseError(status: .badRequest, detail: "Invalid chunk size."))
-                }
-                // Extensions are tolerated (and ignored) but must not smuggle control characters.
-                for position in index ..< end {
-                    let byte = bytes[position]
-                    if (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F {
-                        return .failure(HTTPParseError(status: .badRequest, detail: "A chunk extension contains a control character."))
-                    }
-                }
+            if index < end, let error = Self.chunkExtensionsError(UnsafeBufferPointer(rebasing: bytes[index ..< end])) {
+                return .failure(error)
             }
             if size > bodyLimit - bodyLength {
                 return .failure(HTTPParseError(status: .contentTooLarge, detail: bodyTooLargeDetail))
             }
             return .success(size)
         }
+    }
+}
+
+extension HTTPRequestParser {
+    /// What follows a chunk size must be chunk extensions, exactly as RFC 9112 §7.1.1 spells them:
+    /// `*( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )`. They are ignored, but
+    /// anything else (a bare space after the size, an empty name, a stray byte) is a framing error:
+    /// peers that parse the line differently would disagree on where the chunk ends.
+    static func chunkExtensionsError(_ bytes: UnsafeBufferPointer<UInt8>) -> HTTPParseError? {
+        var index = 0
+        let end = bytes.count
+        func skipWhitespace() { while index < end && (bytes[index] == ASCII.space || bytes[index] == ASCII.tab) { index += 1 } }
+        func token() -> Bool {
+            let start = index
+            while index < end && ASCII.isTokenByte(bytes[index]) { index += 1 }
+            return index > start
+        }
+        while index < end {
+            skipWhitespace()
+            guard index < end, bytes[index] == UInt8(ascii: ";") else {
+                return HTTPParseError(status: .badRequest, detail: "Invalid chunk size line: only ';' extensions may follow the size.")
+            }
+            index += 1
+            skipWhitespace()
+            guard token() else {
+                return HTTPParseError(status: .badRequest, detail: "A chunk extension has no valid name.")
+            }
+            let afterName = index
+            skipWhitespace()
+            guard index < end, bytes[index] == UInt8(ascii: "=") else {
+                index = afterName
+                continue
+            }
+            index += 1
+            skipWhitespace()
+            if index < end && bytes[index] == UInt8(ascii: "\"") {
+                guard let after = quotedStringEnd(bytes, from: index) else {
+                    return HTTPParseError(status: .badRequest, detail: "A chunk extension has a malformed quoted value.")
+                }
+                index = after
+            } else if !token() {
+                return HTTPParseError(status: .badRequest, detail: "A chunk extension has no valid value after '='.")
+            }
+        }
+        return nil
+    }
+
+    /// The index after the quoted-string (RFC 9110 §5.6.4) starting at `start`, or nil.
+    private static func quotedStringEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var index = start + 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                return index + 1
+            case UInt8(ascii: "\\"):
+                guard index + 1 < bytes.count, isQuotedText(bytes[index + 1]) || bytes[index + 1] == UInt8(ascii: "\"") || bytes[index + 1] == UInt8(ascii: "\\") else { return nil }
+                index += 2
+            default:
+                guard isQuotedText(byte) else { return nil }
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    /// qdtext: HTAB, SP, visible ASCII except '"' and '\\', and obs-text.
+    private static func isQuotedText(_ byte: UInt8) -> Bool {
+        byte == ASCII.tab || byte == ASCII.space || (byte >= 0x21 && byte <= 0x7E && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")) || byte >= 0x80
+    }
+}
+
+/// An absolute-form request-target (`http://host[:port][/path][?query]`, RFC 9112 §3.2.2) split
+/// into its authority and the origin-form the router reads: an empty path is "/" (RFC 9110 §4.2.3).
+struct AbsoluteFormTarget: Equatable {
+    var authority: String
+    var originForm: String
+
+    init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var index = 0
+        let end = bytes.count
+        while index < end && ASCII.isLetter(bytes[index]) { index += 1 }
+        let scheme = String(decoding: UnsafeBufferPointer(rebasing: bytes[0 ..< index]), as: UTF8.self).lowercased()
+        guard scheme == "http" || scheme == "https", end - index >= 3,
+              bytes[index] == ASCII.colon, bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") else { return nil }
+        index += 3
+        let authorityStart = index
+        while index < end && bytes[index] != UInt8(ascii: "/") && bytes[index] != UInt8(ascii: "?") { index += 1 }
+        let authority = UnsafeBufferPointer(rebasing: bytes[authorityStart ..< index])
+        guard Self.isValidAuthority(authority) else { return nil }
+        self.authority = String(decoding: authority, as: UTF8.self)
+        let rest = String(decoding: UnsafeBufferPointer(rebasing: bytes[index ..< end]), as: UTF8.self)
+        originForm = rest.hasPrefix("/") ? rest : "/" + rest
+    }
+
+    /// host [ ":" port ]: a bracketed IPv6 literal or a reg-name, no userinfo (RFC 9110 §4.2.4
+    /// makes it an error in http URIs), port digits only.
+    private static func isValidAuthority(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        var index = 0
+        if bytes[0] == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1 else { return false }
+            for byte in bytes[1 ..< close] where !(ASCII.hexValue(byte) != nil || byte == ASCII.colon || byte == UInt8(ascii: ".")) {
+                return false
+            }
+            index = close + 1
+        } else {
+            let hostStart = index
+            while index < bytes.count && bytes[index] != ASCII.colon {
+                guard isRegNameByte(bytes[index]) else { return false }
+                index += 1
+            }
+            guard index > hostStart else { return false }
+        }
+        guard index < bytes.count else { return true }
+        guard bytes[index] == ASCII.colon else { return false }
+        return bytes[(index + 1)...].allSatisfy(ASCII.isDigit)
+    }
+
+    /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2).
+    private static func isRegNameByte(_ byte: UInt8) -> Bool {
+        ASCII.isLetter(byte) || ASCII.isDigit(byte) || "-._~%!$&'()*+,;=".utf8.contains(byte)
     }
 }
 
@@ -662,6 +790,7 @@ enum ASCII {
     static let zero: UInt8 = 48
 
     static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+    static func isLetter(_ byte: UInt8) -> Bool { (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) }
 
     static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {

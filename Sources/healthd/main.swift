@@ -1,5 +1,6 @@
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 
 // The healthd executable: parses the command line and hands over to the command.
 // Errors a person can fix are one clear line on standard error and exit status 1 (2 for usage).

@@ -1,3 +1,4 @@
+import HealthAPI
 import JSON
 
 /// Reads `config.example.json`-style files: a JSON object whose keys are `HealthdConfiguration.fileKeys`.

@@ -24,6 +24,8 @@ public struct ServeOptions: Equatable, Sendable {
     public var host: String?
     public var port: Int?
     public var demo = false
+    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    public var timeZone: String?
     public init() {}
 }
 
@@ -31,6 +33,8 @@ public struct SeedOptions: Equatable, Sendable {
     public var common = CommonOptions()
     public var user = ""
     public var days = 28
+    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    public var timeZone: String?
     public init() {}
 }
 
@@ -70,6 +74,7 @@ public enum CommandLineParser {
                 case "--host": options.host = try value(for: flag, &rest)
                 case "--port": options.port = try port(try value(for: flag, &rest))
                 case "--demo": options.demo = true
+                case "--time-zone": options.timeZone = try value(for: flag, &rest)
                 default: throw unknown(flag, command)
                 }
             }
@@ -87,6 +92,7 @@ public enum CommandLineParser {
                         throw UsageError("--days takes a whole number of days from 1 to 3660, not '\(text)'")
                     }
                     options.days = days
+                case "--time-zone": options.timeZone = try value(for: flag, &rest)
                 default: throw unknown(flag, command)
                 }
             }
