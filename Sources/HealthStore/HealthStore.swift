@@ -178,11 +178,13 @@ public final class HealthStore: Sendable {
         return revoked
     }
 
-    /// The live authorization for a token hash, or nil for unknown and revoked tokens.
-    public func authorization(tokenHash: [UInt8]) -> AppAuthorization? {
+    /// The live authorization for a token hash, or nil for unknown and revoked tokens. A failing
+    /// read throws: a database error must not look like a wrong token (a 401 would send the app
+    /// to sign in again for a server fault).
+    public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? {
         let (cached, generation) = authorizationCache.withLock { ($0.entries[tokenHash], $0.generation) }
         if let cached { return cached }
-        let found = try? pool.read { db -> AppAuthorization? in
+        let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
                 SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id
                 FROM authorizations a JOIN users u ON u.id = a.user_id
@@ -195,7 +197,7 @@ public final class HealthStore: Sendable {
                                         read: types(try row.string(at: 4)), share: types(try row.string(at: 5)))
             }
         }
-        guard let authorization = found ?? nil else { return nil }
+        guard let authorization = found else { return nil }
         authorizationCache.withLock { cache in
             if cache.generation == generation { cache.entries[tokenHash] = authorization }
         }
