@@ -86,6 +86,7 @@ func runServe(_ options: ServeOptions) {
     } catch {
         fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
     }
+    let stopSources = handleStopSignals(server: server, application: application, store: store, log: log)
     application.connections.connect {
         let statistics = server.statistics
         return (open: statistics.openConnections, accepted: UInt64(statistics.acceptedConnections))
@@ -113,9 +114,15 @@ func runServe(_ options: ServeOptions) {
             ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
         prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", hasDashboard: hasDashboard)
     }
-    // Graceful stop: stop accepting, let in-flight requests finish, then close the store so
-    // the WAL is checkpointed. A second signal stops at once (nothing acknowledged is lost
-    // either way: every 2xx was durable before it was sent).
+    withExtendedLifetime(stopSources) { dispatchMain() }
+}
+
+/// Graceful stop: stop accepting, let in-flight requests finish, then close the store so the WAL
+/// is checkpointed. A second signal stops at once (nothing acknowledged is lost either way: every
+/// 2xx was durable before it was sent). Installed before the first line is printed, so a signal
+/// sent as soon as the server says it listens is never lost.
+func handleStopSignals(server: HTTPServer, application: HealthApplication, store: HealthStore,
+                       log: AccessLog) -> [any DispatchSourceSignal] {
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
     let signalQueue = DispatchQueue(label: "healthd.signals")
@@ -136,7 +143,7 @@ func runServe(_ options: ServeOptions) {
         source.resume()
         sources.append(source)
     }
-    withExtendedLifetime(sources) { dispatchMain() }
+    return sources
 }
 
 /// Remembers that a stop began, so a second signal can force the exit.

@@ -483,6 +483,7 @@ def first_start_checks(binary, public):
     """What a new user meets: --version, no command, the admin token's path, and the dashboard found
     from any working directory (a checkout's binary, an installed one), or a warning instead of its URL."""
     print("e2e: first start from elsewhere")
+    binary = os.path.abspath(binary)
     env = {k: v for k, v in os.environ.items() if k not in ("HEALTHD_PUBLIC_DIR", "HEALTHD_ADMIN_TOKEN", "HEALTHD_PORT")}
     p = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
     check("healthd --version prints the version", p.returncode == 0 and re.fullmatch(r"healthd \d+\.\d+\.\d+\n", p.stdout), p.stdout)
@@ -497,7 +498,7 @@ def first_start_checks(binary, public):
     shutil.copy2(binary, os.path.join(prefix, "bin", "healthd"))
     shutil.copytree(public, os.path.join(prefix, "share", "healthd", "Public"))
     try:
-        for label, exe in (("the build's binary", os.path.abspath(binary)), ("an installed binary", os.path.join(prefix, "bin", "healthd"))):
+        for label, exe in (("the build's binary", binary), ("an installed binary", os.path.join(prefix, "bin", "healthd"))):
             for run in ("first", "second"):
                 data = os.path.join(tmp, "data-" + label.split()[1])
                 proc, port, out, errors = start_and_read([exe, "serve", "--port", "0", "--data-dir", data, "--demo"],
