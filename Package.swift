@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto"],
                 swiftSettings: strict),
+        // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
+        .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore"], swiftSettings: strict),
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
         // wiring to the store; a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
@@ -46,7 +48,7 @@ let package = Package(
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "HealthModel",
-                                         "JSON", "CZlib"],
+                                         "JSON", "CZlib", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
@@ -62,7 +64,7 @@ let package = Package(
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine"]),
+        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
     ],

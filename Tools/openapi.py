@@ -63,7 +63,10 @@ SCHEMAS = {
             "code": {"type": "string", "enum": ["errorInvalidArgument", "errorAuthenticationRequired", "errorAuthorizationDenied",
                                                 "errorNotFound", "errorConflict", "errorPayloadTooLarge",
                                                 "errorUnsupportedMediaType", "errorRateLimited", "errorMethodNotAllowed",
-                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal"]},
+                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal",
+                                                "errorInsufficientStorage"]},
+            "requestId": {"type": "string", "description": "On 5xx answers: the request's id (as in `X-Request-Id`); the server's "
+                          "log line with this id holds what failed. The detail itself never shows internals."},
             "errors": {"type": "array", "items": {"type": "object", "required": ["field", "detail"], "properties": {
                 "index": {"type": "integer", "description": "Position in the request's batch."},
                 "field": {"type": "string", "description": "Field path within the sample (or body)."},
@@ -594,6 +597,36 @@ ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", 
 EITHER_TOKEN = {("get", "/v1/types"), ("get", "/v1/types/{id}")}
 
 
+REQUEST_ID_HEADER = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
+HEADERS = {"RequestId": {"description": "The request's id, on every response; the access log line and any error "
+                                        "log line about the request carry the same id.",
+                         "schema": {"type": "string"}}}
+INTERNAL_ERROR = problem("The server failed (errorInternal): a generic `detail` and the `requestId`; the details are in the "
+                         "server's log line with that id, never in the response.")
+INSUFFICIENT_STORAGE = {**problem("The data directory's disk is full (errorInsufficientStorage): nothing of this request was "
+                                  "stored; reads go on working, and the same request succeeds once space returns."),
+                        "headers": {"Retry-After": {"description": "Seconds to wait before retrying (30).",
+                                                    "schema": {"type": "integer", "minimum": 1}}}}
+RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
+             "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
+
+
+def with_common_responses(paths):
+    """Every operation may fail on the server's side (500); every write may find the disk full
+    (507); every response carries X-Request-Id."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            for code, response in list(responses.items()):
+                response = dict(response)
+                response["headers"] = {**response.get("headers", {}), **REQUEST_ID_HEADER}
+                responses[code] = response
+            responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
+            if method in ("post", "put", "delete"):
+                responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
+    return paths
+
+
 def with_security(paths):
     for path, operations in paths.items():
         for method, operation in operations.items():
@@ -623,8 +656,8 @@ def document():
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
-        "paths": with_security(PATHS),
-        "components": {"schemas": SCHEMAS,
+        "paths": with_common_responses(with_security(PATHS)),
+        "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {
                            "appToken": {"type": "http", "scheme": "bearer",
                                         "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},

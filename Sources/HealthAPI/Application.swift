@@ -63,6 +63,9 @@ public final class HealthApplication: HTTPResponder {
     let router: Router<Route>
     let staticFiles: StaticFileServer?
     let accessLog: AccessLog?
+    /// Error and warning lines (internal errors with their request id); written even when the
+    /// per-request access log is off.
+    let eventLog: AccessLog?
     let adminTokenHash: [UInt8]
     let rateLimits: RateLimits
     let cors: CORSPolicy
@@ -77,6 +80,7 @@ public final class HealthApplication: HTTPResponder {
         self.store = store
         self.metrics = metrics
         self.accessLog = configuration.accessLog ? accessLog : nil
+        self.eventLog = accessLog
         self.adminTokenHash = TokenHashing.hash(adminToken)
         self.rateLimits = RateLimits(configuration: configuration)
         self.cors = CORSPolicy(origins: configuration.corsOrigins)
@@ -118,6 +122,7 @@ public final class HealthApplication: HTTPResponder {
         let startedAt = DispatchTime.now().uptimeNanoseconds
         let requestID = requestCounter.next(connection: connection.id)
         let path = String(request.path)
+        let problems = ProblemResponder(requestID: requestID, log: eventLog)
         let finish: @Sendable (HTTPResponse, String) -> Void = { [metrics, accessLog, cors] response, pattern in
             var response = response
             response.headers.set("X-Request-Id", requestID)
@@ -146,7 +151,7 @@ public final class HealthApplication: HTTPResponder {
             let run: @Sendable () -> Void = { [self] in
                 do throws(APIError) {
                     var context = try self.context(for: route, request: request, parameters: parameters,
-                                                   requestID: requestID, connection: connection)
+                                                   problems: problems, connection: connection)
                     switch route.body {
                     case .immediate(let handler):
                         finish(try handler(&context), pattern)
@@ -154,7 +159,7 @@ public final class HealthApplication: HTTPResponder {
                         try handler(&context) { response in finish(response, pattern) }
                     }
                 } catch {
-                    finish(error.response, pattern)
+                    finish(problems.response(error), pattern)
                 }
             }
             switch route.execution {
@@ -176,7 +181,7 @@ public final class HealthApplication: HTTPResponder {
     }
 
     private func context(for route: Route, request: HTTPRequest, parameters: [String: String],
-                         requestID: String, connection: ConnectionInfo) throws(APIError) -> RequestContext {
+                         problems: ProblemResponder, connection: ConnectionInfo) throws(APIError) -> RequestContext {
         let principal: Principal?
         do throws(APIError) {
             principal = try authenticate(request, access: route.access)
@@ -200,7 +205,7 @@ public final class HealthApplication: HTTPResponder {
             query = []
         }
         return RequestContext(request: request, parameters: parameters, query: QueryParameters(query),
-                              requestID: requestID, principal: principal, connection: connection)
+                              problems: problems, principal: principal, connection: connection)
     }
 
     private func authenticate(_ request: HTTPRequest, access: RouteAccess) throws(APIError) -> Principal? {
@@ -216,7 +221,7 @@ public final class HealthApplication: HTTPResponder {
         let hash = TokenHashing.hash(token)
         if TokenHashing.equals(hash, adminTokenHash) { return .admin }
         // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
-        guard let authorization = store.authorization(tokenHash: hash) else {
+        guard let authorization = try storeCall({ try store.authorization(tokenHash: hash) }) else {
             throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
         }
         guard access != .admin else {

@@ -100,7 +100,7 @@ enum HeartRateZoneRoutes {
             let app = try context.app()
 
             let age: Int
-            if let givenAge { age = givenAge } else { age = try storedAge(store: store, app: app, today: DemoSeeder.today(nowMilliseconds: now())) }
+            if let givenAge { age = givenAge } else { age = try storedAge(store: store, app: app, today: utcDay(of: now())) }
             let rest: Double?
             if let givenRest {
                 rest = givenRest
@@ -130,6 +130,11 @@ enum HeartRateZoneRoutes {
                 writer.endObject()
             }
         })
+    }
+
+    /// The UTC calendar day (days since 1970) holding an instant: a birthday begins at UTC midnight.
+    static func utcDay(of instant: Int64) -> Int64 {
+        GregorianCalendarMath.floorDivide(instant, GregorianCalendarMath.millisecondsPerDay)
     }
 
     /// Age from the user's `dateOfBirth` characteristic, when the token may read it.

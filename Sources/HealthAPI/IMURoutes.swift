@@ -142,7 +142,7 @@ enum IMURoutes {
         } catch IMUIngestError.unknownSession {
             throw APIError.notFound("no session '\(session)' for this app")
         } catch {
-            throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
+            throw APIError(storeError: error)
         }
     }
 

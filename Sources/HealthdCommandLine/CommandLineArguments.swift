@@ -28,6 +28,8 @@ public struct ServeOptions: Equatable, Sendable {
     public var port: Int?
     public var demo = false
     public var publicDirectory: String?
+    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    public var timeZone: String?
     public init() {}
 }
 
@@ -35,6 +37,8 @@ public struct SeedOptions: Equatable, Sendable {
     public var common = CommonOptions()
     public var user = ""
     public var days = 28
+    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    public var timeZone: String?
     public init() {}
 }
 
@@ -79,6 +83,7 @@ public enum CommandLineParser {
                 case "--port": options.port = try port(try value(for: flag, &rest))
                 case "--demo": options.demo = true
                 case "--public-dir": options.publicDirectory = try value(for: flag, &rest)
+                case "--time-zone": options.timeZone = try value(for: flag, &rest)
                 default: throw unknown(flag, command)
                 }
             }
@@ -96,6 +101,7 @@ public enum CommandLineParser {
                         throw UsageError("--days takes a whole number of days from 1 to 3660, not '\(text)'")
                     }
                     options.days = days
+                case "--time-zone": options.timeZone = try value(for: flag, &rest)
                 default: throw unknown(flag, command)
                 }
             }

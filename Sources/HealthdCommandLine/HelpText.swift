@@ -35,7 +35,8 @@ public enum HelpText {
         """
 
     public static let serve = """
-        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--public-dir DIR] [--demo]
+        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--public-dir DIR]
+                             [--demo [--time-zone ZONE]]
 
         Runs the HTTP server. Flags override the config file, which overrides the defaults.
           --host H          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
@@ -44,6 +45,8 @@ public enum HelpText {
                             a dashboard URL with a read token
           --public-dir DIR  the dashboard's files (index.html, openapi.json); found on its own in a
                             checkout (next to .build/) or an install (PREFIX/share/healthd/Public)
+          --time-zone ZONE  the IANA zone the demo person lives in (default: the server's
+                            local zone, from TZ or /etc/localtime)
         \(common)
         Environment (flags override it; it overrides the config file):
           HEALTHD_PUBLIC_DIR   as --public-dir
@@ -55,12 +58,14 @@ public enum HelpText {
         """
 
     public static let seed = """
-        Usage: healthd seed --user NAME [--days N] [--config FILE] [--data-dir DIR]
+        Usage: healthd seed --user NAME [--days N] [--time-zone ZONE] [--config FILE] [--data-dir DIR]
 
-        Writes realistic mock data for the last N full UTC days (default 28) and today so far: steps
+        Writes realistic mock data for the last N full local days (default 28) and today so far: steps
         in short samples through the day from a phone and a watch, heart rate, sleep stages,
         workouts, body mass. Creates the user if missing; a rerun adds nothing twice (and adds what
         has ended since the last run today).
+          --time-zone ZONE  the IANA zone the person lives in (default: the server's local zone,
+                            from TZ or /etc/localtime), e.g. America/New_York
         \(common)
         """
 

@@ -1,3 +1,4 @@
+import DemoData
 import Dispatch
 import Foundation
 import HealthAPI
@@ -112,7 +113,8 @@ func runServe(_ options: ServeOptions) {
         // A browser cannot open the wildcard address: point the dashboard link at loopback.
         let dashboardHost = ["0.0.0.0", "::", "[::]"].contains(configuration.host)
             ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
-        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", hasDashboard: hasDashboard)
+        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", timeZone: demoTimeZone(options.timeZone),
+                    hasDashboard: hasDashboard)
     }
     withExtendedLifetime(stopSources) { dispatchMain() }
 }
@@ -160,13 +162,15 @@ final class StopFlag: Sendable {
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
 /// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: HealthStore, baseURL: String, hasDashboard: Bool) {
+func prepareDemo(store: HealthStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
-        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28, today: currentDay(), now: currentMilliseconds())
+        let now = currentMilliseconds()
+        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
+                                         today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
-        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) UTC, "
+        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) \(report.timeZone.identifier), "
             + "\(report.added) new, in \(seconds) s")
         if hasDashboard {
             say("dashboard: \(baseURL)/#token=\(token)")

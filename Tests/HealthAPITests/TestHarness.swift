@@ -15,7 +15,8 @@ final class TestServer: Sendable {
     private let ownsDirectory: Bool
 
     /// A server on a fresh directory, or on `directory` (a restart: the caller owns that directory).
-    init(directory existing: String? = nil, configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+    init(directory existing: String? = nil, log: AccessLog? = nil,
+         configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
         directory = existing ?? NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
         ownsDirectory = existing == nil
         var configuration = HealthdConfiguration()
@@ -24,7 +25,7 @@ final class TestServer: Sendable {
         configuration.publicDirectory = directory + "/Public"
         configure(&configuration)
         store = try HealthStore(directory: directory, readers: 2)
-        application = HealthApplication(configuration: configuration, store: store, adminToken: Self.adminToken, accessLog: nil)
+        application = HealthApplication(configuration: configuration, store: store, adminToken: Self.adminToken, accessLog: log)
     }
 
     deinit {

@@ -11,6 +11,18 @@ import Testing
         #expect(options.common == CommonOptions(configFile: "c.json", dataDirectory: "/tmp/d"))
     }
 
+    @Test func serveDemoAndSeedTakeTheDemoPersonsTimeZone() throws {
+        guard case .serve(let serve) = try CommandLineParser.parse(["serve", "--demo", "--time-zone", "America/New_York"]),
+              case .seed(let seed) = try CommandLineParser.parse(["seed", "--user", "a", "--time-zone", "Asia/Tokyo"]),
+              case .seed(let local) = try CommandLineParser.parse(["seed", "--user", "a"]) else {
+            Issue.record("not serve and seed"); return
+        }
+        #expect(serve.timeZone == "America/New_York" && serve.demo)
+        #expect(seed.timeZone == "Asia/Tokyo")
+        #expect(local.timeZone == nil, "nil: the server's local zone")
+        #expect(HelpText.text(for: "seed").contains("--time-zone"))
+    }
+
     @Test func helpForACommand() throws {
         #expect(try CommandLineParser.parse(["--help"]) == .help(topic: nil))
         #expect(try CommandLineParser.parse(["import", "-h"]) == .help(topic: "import"))
