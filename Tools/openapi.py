@@ -719,11 +719,22 @@ def with_security(paths):
     return paths
 
 
+def healthd_version():
+    """The one version string, from Sources/HealthdCommandLine/Version.swift (`healthd --version` prints it too)."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "HealthdCommandLine", "Version.swift")
+    match = re.search(r'static let string = "([^"]+)"', open(path, encoding="utf-8").read())
+    if match is None:
+        sys.exit("openapi.py: no version string in " + path)
+    return match.group(1)
+
+
 def document():
     return {
         "openapi": "3.1.0",
-        "info": {"title": "healthd", "version": "1.0.0",
-                 "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
+        "info": {"title": "healthd", "version": healthd_version(),
+                 "description": "HealthKit-style health data over HTTP. This document is the API reference; "
+                                "the project's README explains the design decisions and walks through every feature."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],
