@@ -10,7 +10,7 @@ extension HealthdConfiguration {
             limits: HTTPLimits(maxRequestLineLength: maxRequestLineBytes, maxHeaderBlockLength: maxHeaderBytes,
                                maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes),
             timeouts: HTTPTimeouts(idle: idleTimeoutSeconds, header: headerTimeoutSeconds, body: bodyTimeoutSeconds),
-            maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
+            maxConnections: maxConnections, maxConnectionsPerAddress: effectiveMaxConnectionsPerAddress,
             maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
     }
 }
