@@ -206,6 +206,16 @@ PATHS = {
         "tags": ["authorization"], "parameters": [qparam("types", "Comma list of type ids.", required=True)],
         "responses": {"200": ok_json({"type": "object", "additionalProperties": {
             "type": "string", "enum": ["sharingAuthorized", "sharingDenied"]}}), **ERRORS_APP}}},
+    "/v1/authorizations/current": {"get": {
+        "summary": "What the calling token was granted: its app, user, read and share types", "tags": ["authorization"],
+        "description": "The same lists `POST /v1/authorizations` returned with the token: the admin's grant, not anything about the "
+                       "user's data, so a dashboard can say \"not shared with this app\" instead of showing an empty figure as zero. "
+                       "Read privacy of samples is unchanged.",
+        "responses": {"200": ok_json({"type": "object", "required": ["id", "user", "app", "read", "share"], "properties": {
+            "id": {"type": "string"}, "user": {"type": "string"}, "app": {"type": "string"},
+            "read": {"type": "array", "items": {"type": "string"}, "description": "Types (and characteristics) it may read, sorted."},
+            "share": {"type": "array", "items": {"type": "string"}, "description": "Types it may write and delete, sorted."}}}),
+            **ERRORS_APP}}},
     "/v1/samples": {
         "post": {"summary": "Save samples (all or nothing, idempotent by uuid)", "tags": ["samples"],
                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
@@ -325,6 +335,41 @@ PATHS = {
                                           "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
                                           "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
                       **ERRORS_APP}}},
+    "/v1/workouts": {"get": {
+        "summary": "Workouts in a range, newest first, with active duration, heart rate and time in zone", "tags": ["heart-rate"],
+        "description": "Workouts (read privacy as for queries) overlapping [start, end). `duration` is seconds from start to end "
+                       "without paused spells (pause to the next resume). `heartRate` is the average, minimum and maximum of the "
+                       "heartRate readings the token can see from the workout's start to its end (HealthKit's discrete statistics "
+                       "over the workout); null without readings. `timeInZone` is seconds of the active time during which the "
+                       "heart rate lay in the goal's zone (as `GET /v1/heart-rate/zones` gives it, from `age` or the stored "
+                       "dateOfBirth, and the stored resting rate); each reading holds until the next one, for at most 5 minutes, "
+                       "so a gap in readings counts in no zone. Without a known age, `zone` and every `timeInZone` are null.",
+        "parameters": [
+            qparam("start", "RFC 3339 instant.", {"type": "string", "format": "date-time"}, required=True),
+            qparam("end", "RFC 3339 instant, after start.", {"type": "string", "format": "date-time"}, required=True),
+            qparam("goal", "Zone for timeInZone; default fatBurn.", {"type": "string", "enum": ["fatBurn", "cardio", "peak"]}),
+            qparam("age", "Years, 1-120; default from dateOfBirth when the token may read it.", {"type": "integer", "minimum": 1, "maximum": 120}),
+            qparam("limit", "At most this many workouts, 1-500; default 50.", {"type": "integer", "minimum": 1, "maximum": 500}),
+        ],
+        "responses": {"200": ok_json({"type": "object", "required": ["zone", "workouts"], "properties": {
+            "zone": {"type": ["object", "null"], "properties": {
+                "goal": {"type": "string"}, "low": {"type": "integer"}, "high": {"type": "integer"},
+                "method": {"type": "string", "enum": ["karvonen", "percentOfMaximum"]}}},
+            "workouts": {"type": "array", "items": {"type": "object", "required": [
+                "uuid", "activityType", "start", "end", "duration", "totalDistance", "totalEnergyBurned", "heartRate", "timeInZone", "source"],
+                "properties": {
+                    "uuid": {"type": "string", "format": "uuid"},
+                    "activityType": {"type": "string", "description": "HKWorkoutActivityType case name."},
+                    "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+                    "duration": {"type": "number", "description": "Active seconds (pauses excluded)."},
+                    "totalDistance": {"type": ["number", "null"], "description": "Metres."},
+                    "totalEnergyBurned": {"type": ["number", "null"], "description": "kcal."},
+                    "heartRate": {"type": ["object", "null"], "properties": {
+                        "average": {"type": "number"}, "minimum": {"type": "number"}, "maximum": {"type": "number"},
+                        "readings": {"type": "integer"}}},
+                    "timeInZone": {"type": ["number", "null"], "description": "Seconds."},
+                    "source": {"type": "string", "description": "The app that saved the workout."}}}}}}),
+            **ERRORS_APP}}},
     "/v1/export": {"get": {
         "summary": "Every sample the token may read, as NDJSON (one Sample per line), streamed", "tags": ["export"],
         "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
@@ -637,11 +682,22 @@ def with_security(paths):
     return paths
 
 
+def healthd_version():
+    """The one version string, from Sources/HealthdCommandLine/Version.swift (`healthd --version` prints it too)."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "HealthdCommandLine", "Version.swift")
+    match = re.search(r'static let string = "([^"]+)"', open(path, encoding="utf-8").read())
+    if match is None:
+        sys.exit("openapi.py: no version string in " + path)
+    return match.group(1)
+
+
 def document():
     return {
         "openapi": "3.1.0",
-        "info": {"title": "healthd", "version": "1.0.0",
-                 "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
+        "info": {"title": "healthd", "version": healthd_version(),
+                 "description": "HealthKit-style health data over HTTP. This document is the API reference; "
+                                "the project's README explains the design decisions and walks through every feature."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],

@@ -1,3 +1,4 @@
+import Foundation
 import HealthAPI
 import Testing
 @testable import HealthdCommandLine
@@ -14,5 +15,13 @@ import Testing
                     #"{"rateLimitPerTokenBurst": -1}"#, #"{"corsOrigins": "https://a.example"}"#] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try ConfigurationFile.apply(Array(bad.utf8), to: HealthdConfiguration()) }
         }
+    }
+
+    /// The example file in the repository is what people copy: it must load as it stands.
+    @Test func theExampleConfigurationLoads() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("config.example.json"))
+        let configuration = try ConfigurationFile.apply([UInt8](data), to: HealthdConfiguration())
+        #expect(configuration.port == 8080)
     }
 }
