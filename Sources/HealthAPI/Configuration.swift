@@ -12,6 +12,9 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var maxHeaderCount = 100
     public var maxRequestLineBytes = 8 * 1024
     public var maxBodyBytes = 16 * 1024 * 1024
+    /// Body limit of `POST /v1/ingest/health-auto-export` only: a month of the app's per-minute
+    /// export is tens of MB (README, Health Auto Export).
+    public var maxHealthAutoExportBodyBytes = 128 * 1024 * 1024
     public var idleTimeoutSeconds = 60.0
     public var headerTimeoutSeconds = 10.0
     public var bodyTimeoutSeconds = 30.0
@@ -45,7 +48,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
     /// so a typo never silently falls back to a default.
     public static let fileKeys: [String] = [
         "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
-        "maxBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
+        "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
         "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
         "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins",

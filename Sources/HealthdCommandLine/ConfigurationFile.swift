@@ -28,6 +28,7 @@ public enum ConfigurationFile {
             try integer("maxHeaderCount", 8...1_000) { configuration.maxHeaderCount = $0 }
             try integer("maxRequestLineBytes", 256...1_048_576) { configuration.maxRequestLineBytes = $0 }
             try integer("maxBodyBytes", 1_024...1_073_741_824) { configuration.maxBodyBytes = $0 }
+            try integer("maxHealthAutoExportBodyBytes", 1_024...1_073_741_824) { configuration.maxHealthAutoExportBodyBytes = $0 }
             try seconds("idleTimeoutSeconds") { configuration.idleTimeoutSeconds = $0 }
             try seconds("headerTimeoutSeconds") { configuration.headerTimeoutSeconds = $0 }
             try seconds("bodyTimeoutSeconds") { configuration.bodyTimeoutSeconds = $0 }

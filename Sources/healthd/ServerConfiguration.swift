@@ -8,7 +8,8 @@ extension HealthdConfiguration {
         HTTPServerConfiguration(
             host: host, port: port,
             limits: HTTPLimits(maxRequestLineLength: maxRequestLineBytes, maxHeaderBlockLength: maxHeaderBytes,
-                               maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes),
+                               maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes,
+                               bodyLimitOverrides: [HealthAutoExportRoutes.bodyLimit(maxHealthAutoExportBodyBytes)]),
             timeouts: HTTPTimeouts(idle: idleTimeoutSeconds, header: headerTimeoutSeconds, body: bodyTimeoutSeconds),
             maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
             maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
