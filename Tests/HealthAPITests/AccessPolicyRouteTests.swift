@@ -113,6 +113,11 @@ import JSON
         case (.get, "/v1/authorizations/status"): return Call(method: .get, target: "\(pattern)?types=\(type)")
         case (.get, "/v1/authorizations/current"): return Call(method: .get, target: pattern)
         case (.get, "/v1/workouts"): return Call(method: .get, target: "\(pattern)?\(range)")
+        case (.post, "/v1/ingest/health-auto-export"):
+            // Types the token may not share are counted as refused in a 200 (the app cannot split
+            // its export); the owner's data staying intact is what the walk checks.
+            return Call(method: .post, target: pattern,
+                        json: #"{"data":{"metrics":[{"name":"step_count","units":"count","data":[{"date":"\#(day) 09:00:00 +0000","qty":3}]}]}}"#)
         case (.post, "/v1/samples"):
             return Call(method: .post, target: pattern, json: #"{"samples":[\#(sample(type, owner: false))]}"#,
                         writes: type != "dateOfBirth")
