@@ -50,6 +50,23 @@ public enum ConfigurationFile {
             try rate("rateLimitPerTokenBurst") { configuration.rateLimitPerTokenBurst = $0 }
             try rate("authenticationFailureCost") { configuration.authenticationFailureCost = $0 }
             try integer("maxConnectionsPerAddress", 1...1_000_000) { configuration.maxConnectionsPerAddress = $0 }
+            if let list = try reader.optionalArray("trustedProxies") {
+                var blocks: [CIDRBlock] = []
+                for index in 0 ..< list.count {
+                    let text = try list.string(at: index)
+                    guard let block = CIDRBlock(text) else {
+                        throw list.error(at: index, "'\(text)' is not an address block (CIDR: 10.0.0.0/8, fd00::/8, or one address)")
+                    }
+                    blocks.append(block)
+                }
+                configuration.trustedProxies = blocks
+            }
+            if let name = try reader.optionalString("trustedProxyHeader") {
+                guard let header = ForwardedHeader(rawValue: name) else {
+                    throw reader.error("trustedProxyHeader", "must be \(ForwardedHeader.allCases.map { "'\($0.rawValue)'" }.joined(separator: " or "))")
+                }
+                configuration.trustedProxyHeader = header
+            }
             if let list = try reader.optionalArray("corsOrigins") {
                 var origins: [String] = []
                 for index in 0 ..< list.count {
