@@ -23,13 +23,19 @@ function drawingWidth(svg) {
 }
 
 /**
- * Date labels under a daily axis: every 7th day, and the last day unless it would touch the
- * weekly label before it ("Nov 18" and "Nov 24" are about 50 px wide at 13 px).
+ * Date labels under a daily axis: every 7th day (14th on a narrow chart), and the last day (drawn ending at the axis end)
+ * unless it would touch the weekly label before it ("Nov 18" is about 50 px wide at 13 px).
  */
 function dateLabelAt(index, count, spacing) {
-  if (index % 7 === 0) return true;
-  if (index !== count - 1) return false;
-  return (index % 7) * spacing >= 56;
+  // Every week where a week is wide enough for a date and some air, else every second week...
+  const every = 7 * Math.max(1, Math.ceil(66 / (7 * spacing)));
+  if (index % every === 0) return true;
+  return index === count - 1 && (index % every) * spacing >= 80;
+}
+
+/** The first date starts at the axis and the last ends at it, so neither reaches the value labels or the edge. */
+function dateAnchor(index, count) {
+  return index === 0 ? "start" : index === count - 1 ? "end" : "middle";
 }
 
 /** A "nice" axis top: 1, 2 or 5 times a power of ten, at least `value`. */
@@ -72,14 +78,16 @@ export function drawBars(svg, bars, description) {
   clear(svg);
   const width = drawingWidth(svg), height = 260;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  const box = { left: 52, right: width - 10, top: 24, bottom: height - 34 };
+  const box = { left: 44, right: width - 8, top: 24, bottom: height - 34 };
   const top = niceCeiling(Math.max(0, ...bars.map((d) => d.sum ?? 0)));
   horizontalGrid(svg, box, top, niceTicks(top), formatCompact);
   const slot = (box.right - box.left) / Math.max(bars.length, 1);
-  // About 7.5 px a character at 13 px; a label needs its text plus a little air.
-  const fits = (text) => text.length * 7.5 + 6 <= slot;
+  // Digits are about 8 px wide at 13 px and 6.6 px at the compact labels' 11 px; a label needs
+  // its text plus a little air.
+  const fits = (text) => text.length * 8 + 6 <= slot;
+  const fitsCompact = (text) => text.length * 6.6 + 4 <= slot;
   const fullFits = bars.every((d) => d.sum === undefined || fits(formatInteger(d.sum)));
-  const compactFits = bars.every((d) => d.sum === undefined || fits(formatCompact(d.sum)));
+  const compactFits = bars.every((d) => d.sum === undefined || fitsCompact(formatCompact(d.sum)));
   const labelEvery = Math.max(1, Math.ceil((Math.max(...bars.map((d) => d.label.length)) * 8 + 8) / slot));
   const words = [];
   bars.forEach((d, index) => {
@@ -99,8 +107,9 @@ export function drawBars(svg, bars, description) {
     if (d.sum !== undefined) valueText = fullFits ? formatInteger(d.sum) : compactFits ? formatCompact(d.sum) : null;
     else if (!d.future && fits("no data")) valueText = "no data";
     if (valueText !== null) {
-      svg.append(element("text", { x: x + slot * 0.35, y: box.bottom - barHeight - 6,
-        class: d.sum === undefined ? "bar-label bar-label-empty" : "bar-label", "text-anchor": "middle" }, valueText));
+      const kind = d.sum === undefined ? "bar-label bar-label-empty" : fullFits ? "bar-label" : "bar-label bar-label-compact";
+      svg.append(element("text", { x: x + slot * 0.35, y: box.bottom - barHeight - 6, class: kind, "text-anchor": "middle",
+        "data-label-for": d.key }, valueText));
     }
     if (!d.future) words.push(`${d.title} ${said}`);
   });
@@ -131,7 +140,7 @@ export function drawDailyLine(svg, days, { format, unit, step }) {
   }
   days.forEach((d, index) => {
     if (dateLabelAt(index, days.length, (box.right - box.left) / Math.max(days.length - 1, 1))) {
-      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" },
+      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": dateAnchor(index, days.length) },
         formatShortDate(d.day)));
     }
   });
@@ -207,7 +216,7 @@ export function drawTrend(svg, days) {
       averagePoints.push(`${xOf(index)},${yOf(average)}`);
     }
     if (dateLabelAt(index, days.length, step)) {
-      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" },
+      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": dateAnchor(index, days.length) },
         formatShortDate(d.day)));
     }
   });

@@ -353,7 +353,7 @@ async function loadSleepWeek(client, current) {
     const stages = night.stages.map((s) => ({ ...s, label: `${STAGE_NAMES[s.stage]} ${formatHoursMinutes(s.seconds)}` }));
     drawSleepStages(svg, stages, (300 * night.totalSeconds) / longest);
     const total = document.createElement("span");
-    total.className = "night-total";
+    total.className = night.totalSeconds > 0 ? "night-total" : "night-total night-total-empty";
     total.textContent = night.totalSeconds > 0 ? formatHoursMinutes(night.totalSeconds) : "no data";
     item.append(label, svg, total);
     item.setAttribute("aria-label", `Night to ${formatDay(night.day)}: ${night.totalSeconds > 0
