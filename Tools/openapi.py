@@ -289,6 +289,43 @@ PATHS = {
         "responses": {"200": ok_json(imu_answer), "404": problem("No such session for this app."),
                       "409": problem("The session has ended already, or its stored state cannot be read."),
                       "415": problem("A body that is not application/json."), **ERRORS_APP}}},
+    "/v1/ingest/health-auto-export": {"post": {
+        "summary": "Ingest what the Health Auto Export iOS app's REST API automation posts (JSON, export format v2)", "tags": ["ingest"],
+        "description": "The app's payload, unchanged: {\"data\":{\"metrics\":[{\"name\",\"units\",\"data\":[...]}],\"workouts\":[...]}}. "
+                       "Each metric with a HealthKit counterpart is saved as that type in its unit (the README's table): "
+                       "quantity samples, sleep stages as sleepAnalysis category samples, blood_pressure as a bloodPressure "
+                       "correlation, workouts with their totals and heart-rate samples. Dates keep their UTC offset (also "
+                       "stored as HKTimeZone metadata). Sample uuids derive from content (user, type, start, end, source, "
+                       "value), so overlapping re-sends store nothing twice. Unknown metrics and sections, and route points, "
+                       "are counted in `unmapped`; types the token may not share in `refused`; values HealthKit refuses in "
+                       "`invalid` (with the first 20 in `errors`). None of these fails the request; a malformed payload "
+                       "(JSON syntax, the format's shape, a date or number that does not parse) is a 400 naming each field "
+                       "and saves nothing. The body limit of this route is maxHealthAutoExportBodyBytes (default 128 MiB).",
+        "parameters": [qparam("interval", "The app's time grouping: how long one aggregated cumulative point lasts "
+                                          "(default minutes, the app's JSON default).",
+                              {"type": "string", "enum": ["seconds", "minutes", "hours", "days"]})],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"], "properties": {"data": {
+                "type": "object",
+                "properties": {
+                    "metrics": {"type": ["array", "null"], "items": {
+                        "type": "object", "required": ["name", "data"], "properties": {
+                            "name": {"type": "string", "description": "snake_case metric name, e.g. step_count."},
+                            "units": {"type": "string", "description": "The app's unit spelling, e.g. count, kcal, km, count/min, %."},
+                            "data": {"type": "array", "description": "Points: {date, qty, source}, heart_rate {date, Min, Avg, Max}, "
+                                                                     "blood_pressure {date, systolic, diastolic}, sleep_analysis "
+                                                                     "aggregated or {startDate, endDate, value}."}}}},
+                    "workouts": {"type": ["array", "null"], "items": {"type": "object"}}},
+                "additionalProperties": {"type": ["array", "null"]}}}}}}},
+        "responses": {"200": ok_json({"type": "object", "properties": {
+            "saved": {"type": "integer"}, "duplicates": {"type": "integer"},
+            "unmapped": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "refused": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "invalid": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "errors": {"type": "array", "items": {"type": "object", "properties": {
+                "field": {"type": "string"}, "detail": {"type": "string"}}}}}}),
+            "413": problem("The body is over maxHealthAutoExportBodyBytes; choose a shorter export period."),
+            "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/pedometer": {"get": {
         "summary": "CMPedometer.queryPedometerData over the calling app's IMU sessions", "tags": ["motion"],
         "parameters": [qparam("start", "RFC 3339.", {"type": "string", "format": "date-time"}, required=True),
@@ -682,14 +719,25 @@ def with_security(paths):
     return paths
 
 
+def healthd_version():
+    """The one version string, from Sources/HealthdCommandLine/Version.swift (`healthd --version` prints it too)."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "HealthdCommandLine", "Version.swift")
+    match = re.search(r'static let string = "([^"]+)"', open(path, encoding="utf-8").read())
+    if match is None:
+        sys.exit("openapi.py: no version string in " + path)
+    return match.group(1)
+
+
 def document():
     return {
         "openapi": "3.1.0",
-        "info": {"title": "healthd", "version": "1.0.0",
-                 "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
+        "info": {"title": "healthd", "version": healthd_version(),
+                 "description": "HealthKit-style health data over HTTP. This document is the API reference; "
+                                "the project's README explains the design decisions and walks through every feature."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],
         "paths": with_common_responses(with_security(PATHS)),
         "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {

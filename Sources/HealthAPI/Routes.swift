@@ -15,6 +15,7 @@ extension HealthApplication {
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
         IMURoutes.register(into: &router, store: store)
+        HealthAutoExportRoutes.register(into: &router, store: store)
         HeartRateZoneRoutes.register(into: &router, store: store)
         ChangeRoutes.register(into: &router, feed: changeFeed)
         ExportRoutes.register(into: &router, store: store)

@@ -178,6 +178,12 @@ public final class HealthStore: Sendable {
         return revoked
     }
 
+    /// The authorization for a token hash if it was looked up recently and not revoked since;
+    /// nil says nothing (ask `authorization(tokenHash:)`). Costs a dictionary lookup, no I/O.
+    public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
+        authorizationCache.withLock { $0.entries[tokenHash] }
+    }
+
     /// The live authorization for a token hash, or nil for unknown and revoked tokens. A failing
     /// read throws: a database error must not look like a wrong token (a 401 would send the app
     /// to sign in again for a server fault).

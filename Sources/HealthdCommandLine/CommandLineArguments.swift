@@ -3,6 +3,9 @@
 
 public enum HealthdCommand: Equatable, Sendable {
     case help(topic: String?)
+    /// No command at all: the overview goes to standard error and the exit status is 2.
+    case usage
+    case version
     case serve(ServeOptions)
     case seed(SeedOptions)
     case importFile(ImportOptions)
@@ -24,6 +27,7 @@ public struct ServeOptions: Equatable, Sendable {
     public var host: String?
     public var port: Int?
     public var demo = false
+    public var publicDirectory: String?
     /// The IANA zone the demo person lives in; nil: the server's local zone.
     public var timeZone: String?
     public init() {}
@@ -59,10 +63,14 @@ public struct UsageError: Error, CustomStringConvertible, Equatable {
 
 public enum CommandLineParser {
     public static func parse(_ arguments: [String]) throws(UsageError) -> HealthdCommand {
-        guard let command = arguments.first else { return .help(topic: nil) }
+        guard let command = arguments.first else { return .usage }
         var rest = ArraySlice(arguments.dropFirst())
         if command == "--help" || command == "-h" || command == "help" {
             return .help(topic: rest.first)
+        }
+        if command == "--version" || command == "version" {
+            guard rest.isEmpty else { throw UsageError("--version takes no arguments") }
+            return .version
         }
         if rest.contains("--help") || rest.contains("-h") { return .help(topic: command) }
         switch command {
@@ -74,6 +82,7 @@ public enum CommandLineParser {
                 case "--host": options.host = try value(for: flag, &rest)
                 case "--port": options.port = try port(try value(for: flag, &rest))
                 case "--demo": options.demo = true
+                case "--public-dir": options.publicDirectory = try value(for: flag, &rest)
                 case "--time-zone": options.timeZone = try value(for: flag, &rest)
                 default: throw unknown(flag, command)
                 }

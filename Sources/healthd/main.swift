@@ -26,6 +26,11 @@ do {
 switch command {
 case .help(let topic):
     say(HelpText.text(for: topic))
+case .usage:
+    FileHandle.standardError.write(Data((HelpText.overview + "\n").utf8))
+    exit(2)
+case .version:
+    say("healthd \(HealthdVersion.string)")
 case .serve(let options):
     runServe(options)
 case .seed(let options):

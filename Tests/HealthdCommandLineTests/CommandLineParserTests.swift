@@ -38,3 +38,22 @@ import Testing
         }
     }
 }
+
+@Suite struct CommandLineFirstContactTests {
+    @Test func noCommandIsUsageAndVersionIsACommand() throws {
+        #expect(try CommandLineParser.parse([]) == .usage)
+        #expect(try CommandLineParser.parse(["--version"]) == .version)
+        #expect(try CommandLineParser.parse(["version"]) == .version)
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["--version", "serve"]) }
+        #expect(HelpText.overview.contains("--version"))
+    }
+
+    @Test func servePublicDirectoryFlagAndItsHelp() throws {
+        guard case .serve(let options) = try CommandLineParser.parse(["serve", "--public-dir", "/srv/Public"]) else {
+            Issue.record("not serve"); return
+        }
+        #expect(options.publicDirectory == "/srv/Public")
+        let help = HelpText.text(for: "serve")
+        #expect(help.contains("--public-dir") && help.contains("HEALTHD_PUBLIC_DIR") && help.contains("HEALTHD_PORT"))
+    }
+}

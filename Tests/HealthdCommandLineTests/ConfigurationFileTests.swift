@@ -1,3 +1,4 @@
+import Foundation
 import HealthAPI
 import Testing
 @testable import HealthdCommandLine
@@ -10,9 +11,24 @@ import Testing
         #expect(configuration.rateLimitPerAddressPerSecond == 5 && configuration.rateLimitPerAddressBurst == 10)
         #expect(configuration.rateLimitPerTokenPerSecond == 0 && configuration.authenticationFailureCost == 7)
         #expect(configuration.maxConnectionsPerAddress == 3 && configuration.corsOrigins == ["https://a.example:8443"])
-        for bad in [#"{"corsOrigins": ["https://a.example/path"]}"#, #"{"corsOrigins": ["*"]}"#,
+        #expect(HealthdConfiguration().effectiveMaxConnectionsPerAddress == HealthdConfiguration().maxConnections)
+        let proxies = #"{"trustedProxies": ["10.0.0.0/8", "fd00::/8", "192.0.2.7"], "trustedProxyHeader": "Forwarded"}"#
+        let behindProxy = try ConfigurationFile.apply(Array(proxies.utf8), to: HealthdConfiguration())
+        #expect(behindProxy.trustedProxies.map(\.description) == ["10.0.0.0/8", "fd00::/8", "192.0.2.7/32"])
+        #expect(behindProxy.trustedProxyHeader == .forwarded)
+        for bad in [#"{"trustedProxies": ["10.0.0.0/33"]}"#, #"{"trustedProxies": ["example.com"]}"#,
+                    #"{"trustedProxies": "10.0.0.0/8"}"#, #"{"trustedProxyHeader": "X-Real-IP"}"#,
+                    #"{"corsOrigins": ["https://a.example/path"]}"#, #"{"corsOrigins": ["*"]}"#,
                     #"{"rateLimitPerTokenBurst": -1}"#, #"{"corsOrigins": "https://a.example"}"#] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try ConfigurationFile.apply(Array(bad.utf8), to: HealthdConfiguration()) }
         }
+    }
+
+    /// The example file in the repository is what people copy: it must load as it stands.
+    @Test func theExampleConfigurationLoads() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("config.example.json"))
+        let configuration = try ConfigurationFile.apply([UInt8](data), to: HealthdConfiguration())
+        #expect(configuration.port == 8080)
     }
 }
