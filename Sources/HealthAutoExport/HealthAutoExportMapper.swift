@@ -588,10 +588,7 @@ public struct HealthAutoExportMapper {
         var hashLow: UInt64 = 0
         for index in 0..<8 { hashHigh = hashHigh << 8 | UInt64(digest[index]) }
         for index in 8..<16 { hashLow = hashLow << 8 | UInt64(digest[index]) }
-        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
-        let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
-        let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
-        return HealthUUID(high: high, low: low)
+        return HealthUUID(contentStart: start, hashHigh: hashHigh, hashLow: hashLow)
     }
 
     // MARK: Field readers
