@@ -47,6 +47,9 @@ public enum HelpText {
                             checkout (next to .build/) or an install (PREFIX/share/healthd/Public)
           --time-zone ZONE  the IANA zone the demo person lives in (default: the server's
                             local zone, from TZ or /etc/localtime)
+          --statistics-memory MIB
+                            decoded statistics rollups kept in memory (default 64; also
+                            HEALTHD_STATISTICS_MEMORY_MIB or statisticsMemoryMiB in the config file)
         \(common)
         Environment (flags override it; it overrides the config file):
           HEALTHD_PUBLIC_DIR   as --public-dir

@@ -11,7 +11,7 @@ extension HealthdConfiguration {
                                maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes,
                                bodyLimitOverrides: [HealthAutoExportRoutes.bodyLimit(maxHealthAutoExportBodyBytes)]),
             timeouts: HTTPTimeouts(idle: idleTimeoutSeconds, header: headerTimeoutSeconds, body: bodyTimeoutSeconds),
-            maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
+            maxConnections: maxConnections, maxConnectionsPerAddress: effectiveMaxConnectionsPerAddress,
             maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
     }
 }

@@ -45,7 +45,7 @@ final class TestServer: Sendable {
     }
 
     func request(_ method: HTTPMethod, _ target: String, token: String? = nil, json: String? = nil,
-                 headers extra: [(String, String)] = []) -> Reply {
+                 headers extra: [(String, String)] = [], remote: String = "127.0.0.1") -> Reply {
         var headers = HTTPHeaders()
         headers.add("Host", "test")
         if let token { headers.add("Authorization", "Bearer \(token)") }
@@ -54,7 +54,7 @@ final class TestServer: Sendable {
         let request = HTTPRequest(method: method, target: target, headers: headers, body: Array((json ?? "").utf8))
         let result = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
-        application.respond(to: request, connection: ConnectionInfo(id: 1, remoteAddress: "127.0.0.1")) { response in
+        application.respond(to: request, connection: ConnectionInfo(id: 1, remoteAddress: remote)) { response in
             result.withLock { $0 = response }
             done.signal()
         }
