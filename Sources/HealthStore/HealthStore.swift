@@ -74,6 +74,11 @@ public final class HealthStore: Sendable {
     public static let defaultStatisticsMemoryBudget = 64 << 20
     /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
     let rollupStyles: [Int64: AggregationStyle]
+    let rollupNanoseconds = Atomic<UInt64>(0)
+
+    /// Time spent rewriting statistics rollup rows inside write transactions since the store
+    /// opened: the cost of keeping them, for benchmarks.
+    public var rollupMaintenanceNanoseconds: UInt64 { rollupNanoseconds.load(ordering: .relaxed) }
 
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }

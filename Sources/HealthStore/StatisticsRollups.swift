@@ -1,3 +1,4 @@
+import Dispatch
 import HealthModel
 import SQLite
 import Statistics
@@ -25,6 +26,9 @@ struct RollupChanges {
 
     /// Rewrites the rollup rows of every noted day.
     func apply(_ db: Database, userRowID: Int64, store: HealthStore) throws {
+        guard !days.isEmpty else { return }
+        let began = DispatchTime.now().uptimeNanoseconds
+        defer { store.rollupNanoseconds.add(DispatchTime.now().uptimeNanoseconds - began, ordering: .relaxed) }
         for (typeCode, touched) in days.sorted(by: { $0.key < $1.key }) {
             guard let style = store.rollupStyles[typeCode] else { continue }
             try StatisticsRollups.refresh(db, userRowID: userRowID, typeCode: typeCode, style: style, days: touched)

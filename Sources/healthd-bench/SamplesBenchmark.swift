@@ -57,7 +57,9 @@ enum SamplesBenchmark {
 
     /// The floor under the API's insert rate: the same rows bound straight into a table shaped like
     /// `samples` (same indexes, WAL, synchronous=FULL), one prepared INSERT, one transaction per batch.
-    static func sqliteBaseline(_ options: SamplesBenchmarkOptions) throws -> Double {
+    /// `uuidIndex: false` drops the unique (user, uuid) index: the floor a store would have if
+    /// idempotency by client uuid cost nothing.
+    static func sqliteBaseline(_ options: SamplesBenchmarkOptions, uuidIndex: Bool = true) throws -> Double {
         let directory = options.workDirectory + "/baseline"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -70,13 +72,13 @@ enum SamplesBenchmark {
                 seq INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, uuid BLOB NOT NULL, type_id INTEGER NOT NULL,
                 source_id INTEGER NOT NULL, device_id INTEGER, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
                 value REAL, parent_seq INTEGER, created_ms INTEGER NOT NULL, body BLOB);
-            CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
             CREATE INDEX samples_by_type_start ON samples(user_id, type_id, start_ms);
             CREATE INDEX samples_by_parent ON samples(parent_seq) WHERE parent_seq IS NOT NULL;
             """)
+        if uuidIndex { try db.execute("CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid)") }
         let insert = try db.prepare("""
             INSERT INTO samples (seq, user_id, uuid, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?) ON CONFLICT(user_id, uuid) DO NOTHING
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)\(uuidIndex ? " ON CONFLICT(user_id, uuid) DO NOTHING" : "")
             """)
         // Rows are generated before timing, as the API benchmark's bodies are.
         var generator = SampleGenerator(seed: 7)
@@ -114,7 +116,7 @@ enum SamplesBenchmark {
         db.close()
         if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
         let rate = Double(total) / seconds
-        print("sqlite-baseline: \(total) rows in \(options.batchSize)-row transactions: \(format(seconds, decimals: 3)) s, \(Int(rate)) rows/s")
+        print("sqlite-baseline\(uuidIndex ? "" : " without the uuid index"): \(total) rows in \(options.batchSize)-row transactions: \(format(seconds, decimals: 3)) s, \(Int(rate)) rows/s")
         print("  CPU: \(format(cpu, decimals: 2)) s = \(format(1e6 * cpu / Double(total), decimals: 2)) µs per row (\(Int(Double(total) / max(cpu, 1e-9))) rows per CPU-second)")
         return rate
     }

@@ -12,7 +12,9 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("health-auto-export", "a month of Health Auto Export's per-minute export through its route, against POST /v1/samples: samples/s",
      HealthAutoExportBenchmark.run),
     ("samples", "sqlite-baseline, samples-write and samples-read in one run", { SamplesBenchmarkCommand.run("samples", $0) }),
-    ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
+    ("ingest", "random-uuid ingest: samples-write beside both raw SQLite floors (with and without the uuid index)",
+     { SamplesBenchmarkCommand.run("ingest", $0) }),
+    ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL), with and without the uuid index", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
     ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
     ("samples-decode", "CPU per sample of a POST /v1/samples body: JSON parse and SampleCodec, one thread", SampleDecodeBenchmark.run),
     ("samples-read", "GET /v1/samples pages of 1,000 from a large store", { SamplesBenchmarkCommand.run("samples-read", $0) }),
@@ -20,6 +22,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      ChangeFeedBenchmark.run),
     ("statistics", "statistics through the route handlers over a year of steps (2 sources) and heart rate, cold and warm, "
      + "vs SQLite GROUP BY and DuckDB; write throughput with and without cached indexes", StatisticsBenchmark.main),
+    ("statistics-users", "many users' dashboards after a restart: daily steps (2 overlapping sources) and heart rate, cold and warm "
+     + "over HTTP, server RSS; rollup maintenance share of the load", MultiUserStatisticsBenchmark.run),
     ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
      WorkoutSessionBenchmark.run),
 ]
