@@ -232,7 +232,16 @@ enum Schema {
                     PRIMARY KEY (user_id, type_id)
                 ) WITHOUT ROWID;
                 """)
-            // An existing database gets the rows of every series it holds.
+        }
+        migrator.register("010-statistics-rollup-slots") { db in
+            try db.execute("""
+                -- A cumulative day's body now holds its running integral at the 15-minute slot
+                -- boundaries only; the whole function moves to detail, read only by queries with a
+                -- bucket edge inside a slot. Every row is (re)built: an existing database gets the
+                -- rows of every series it holds.
+                ALTER TABLE statistics_days ADD COLUMN detail BLOB;
+                DELETE FROM statistics_days;
+                """)
             try StatisticsRollups.rebuildAll(db)
         }
         return migrator

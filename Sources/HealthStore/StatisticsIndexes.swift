@@ -117,6 +117,7 @@ extension HealthStore {
         let start = buckets.map(\.start).min() ?? 0
         let wanted = DayRollup.days(from: start, to: max(buckets.map(\.end).max() ?? start, start + 1))
         let wantedSlots = DayRollup.edgeSlots(of: buckets, style: style)
+        let wantedDetail = DayRollup.detailDays(of: buckets, style: style)
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
         let entry = statisticsIndexes.entry(key)
         let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
@@ -127,12 +128,14 @@ extension HealthStore {
                 let version = try StatisticsRollups.version(db, userRowID: userRowID, typeCode: typeCode)
                 var days = wanted
                 var slots = wantedSlots
+                var detailDays = wantedDetail
                 if let cached, version == cachedVersion {
                     if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound),
-                       wantedSlots.isSubset(of: cached.edgeSlots) { return nil }
+                       wantedSlots.isSubset(of: cached.edgeSlots), wantedDetail.isSubset(of: cached.detailDays) { return nil }
                     // Same rows, more days: read the span of both so one series keeps answering both.
                     days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
                     slots.formUnion(cached.edgeSlots)
+                    detailDays.formUnion(cached.detailDays)
                 }
                 var edgeSamples: [StatisticsSample] = []
                 for range in DayRollup.instants(ofSlots: slots) {
@@ -142,13 +145,15 @@ extension HealthStore {
                 let order = try Self.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode)
                 return RollupLoad(version: version, priority: SourcePriority(order.map(\.source)),
                                   appNames: try Self.appNames(db, userRowID: userRowID), days: days,
-                                  rows: try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days),
-                                  edgeSlots: slots, edgeSamples: edgeSamples)
+                                  rows: try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days,
+                                                                   detailDays: detailDays),
+                                  detailDays: detailDays, edgeSlots: slots, edgeSamples: edgeSamples)
             }
             if let load {
                 state.series = nil  // the old decoding is freed before the new one is made
                 state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows,
-                                                edgeSlots: load.edgeSlots, edgeSamples: load.edgeSamples)
+                                                detailDays: load.detailDays, edgeSlots: load.edgeSlots,
+                                                edgeSamples: load.edgeSamples)
                 state.version = load.version
                 state.appNames = load.appNames
             }
@@ -166,7 +171,8 @@ extension HealthStore {
         var priority: SourcePriority
         var appNames: [Int32: String]
         var days: ClosedRange<Int64>
-        var rows: [(day: Int64, body: [UInt8])]
+        var rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)]
+        var detailDays: Set<Int64>
         var edgeSlots: Set<Int64>
         var edgeSamples: [StatisticsSample]
     }

@@ -75,7 +75,7 @@ enum StatisticsRollups {
         }
         for (day, shaping) in byDay {
             try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day,
-                       body: DayRollup.encode(day: day, samples: shaping, style: style, priority: priority))
+                       row: DayRollup.encode(day: day, samples: shaping, style: style, priority: priority))
         }
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
@@ -105,14 +105,25 @@ enum StatisticsRollups {
                      [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
     }
 
-    /// The rows of `days`, ascending.
-    static func rows(_ db: Database, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>) throws -> [(day: Int64, body: [UInt8])] {
+    /// The rows of `days`, ascending, with their detail for `detailDays` only (a large column
+    /// SQLite does not read unless asked).
+    static func rows(_ db: Database, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>,
+                     detailDays: Set<Int64>) throws -> [(day: Int64, body: [UInt8], detail: [UInt8]?)] {
         let statement = try db.cachedStatement("""
             SELECT day, body FROM statistics_days WHERE user_id = ? AND type_id = ? AND day BETWEEN ? AND ? ORDER BY day
             """)
         try statement.bind([.integer(userRowID), .integer(typeCode), .integer(days.lowerBound), .integer(days.upperBound)])
-        var rows: [(day: Int64, body: [UInt8])] = []
-        try statement.forEachRow { rows.append((try $0.int64(at: 0), try $0.blob(at: 1))) }
+        var rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)] = []
+        try statement.forEachRow { rows.append((try $0.int64(at: 0), try $0.blob(at: 1), nil)) }
+        guard !detailDays.isEmpty else { return rows }
+        let detail = try db.cachedStatement("SELECT detail FROM statistics_days WHERE user_id = ? AND type_id = ? AND day = ?")
+        for index in rows.indices where detailDays.contains(rows[index].day) {
+            try detail.bind([.integer(userRowID), .integer(typeCode), .integer(rows[index].day)])
+            guard let bytes = try detail.first({ $0.blobIfPresent(at: 0) }), let bytes else {
+                throw StoreError.invalid("statistics rollup of day \(rows[index].day) has no detail")
+            }
+            rows[index].detail = bytes
+        }
         return rows
     }
 
@@ -150,22 +161,23 @@ enum StatisticsRollups {
             for day in shaped.clamped(to: days) { byDay[day, default: []].append(sample) }
         }
         for day in days {
-            let body = byDay[day].flatMap { DayRollup.encode(day: day, samples: $0, style: style, priority: priority) }
-            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, body: body)
+            let row = byDay[day].flatMap { DayRollup.encode(day: day, samples: $0, style: style, priority: priority) }
+            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
         }
     }
 
     /// Writes a day's row, or removes it when no sample shapes the day any more.
-    private static func upsert(_ db: Database, userRowID: Int64, typeCode: Int64, day: Int64, body: [UInt8]?) throws {
-        guard let body else {
+    private static func upsert(_ db: Database, userRowID: Int64, typeCode: Int64, day: Int64,
+                               row: (body: [UInt8], detail: [UInt8]?)?) throws {
+        guard let row else {
             try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ? AND day = ?",
                            [.integer(userRowID), .integer(typeCode), .integer(day)])
             return
         }
         try db.execute("""
-            INSERT INTO statistics_days (user_id, type_id, day, body) VALUES (?, ?, ?, ?)
-            ON CONFLICT(user_id, type_id, day) DO UPDATE SET body = excluded.body
-            """, [.integer(userRowID), .integer(typeCode), .integer(day), .blob(body)])
+            INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT(user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
+            """, [.integer(userRowID), .integer(typeCode), .integer(day), .blob(row.body), row.detail.map { .blob($0) } ?? .null])
     }
 
     private static func bumpVersion(_ db: Database, userRowID: Int64, typeCode: Int64) throws {

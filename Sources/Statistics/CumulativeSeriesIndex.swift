@@ -74,17 +74,6 @@ public struct CumulativeSeriesIndex: Sendable, BucketFiguresAnswering {
         try insert(contentsOf: samples)
     }
 
-    /// An index of day summaries only (from persisted rollups, days ascending): it answers queries
-    /// over those days but holds no samples, so it must not be updated.
-    init(days: [Int64], summaries: [CumulativeChunk], priority: SourcePriority, count: Int) {
-        self.priority = priority
-        self.count = count
-        chunkDays = days
-        chunks = summaries
-        totals = FenwickTree(summaries.map(\.merged.total))
-        nonEmpty = FenwickTree(summaries.map { $0.merged.isEmpty ? 0 : 1 })
-    }
-
     // MARK: Updates
 
     public mutating func insert(_ sample: StatisticsSample) throws(StatisticsError) {

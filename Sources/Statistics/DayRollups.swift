@@ -6,7 +6,9 @@
 // Exactness does not depend on buckets lining up with UTC days: a cumulative day holds the whole
 // running integral of the merged rate (and of each source's own), so a sum over any sub-range of
 // the day — a local midnight, a DST edge, a 15-minute anchor — is F(b) − F(a), exactly what the
-// in-memory index computes. A discrete day holds count, sum, min, max and most recent per
+// in-memory index computes. The row's body holds F at the day's 15-minute slot boundaries (where
+// local midnights and hours fall in every zone) and its detail the whole function, read only for
+// days a bucket edge cuts inside a slot. A discrete day holds count, sum, min, max and most recent per
 // 15-minute slot and source (`DiscreteRollupDay`); a bucket edge inside a slot is answered from
 // that slot's samples, which the store reads for the cut slots only.
 
@@ -22,7 +24,7 @@ public enum DayRollup {
     /// Rollups are per UTC day, like the in-memory index chunks.
     public static let dayLength: Int64 = 86_400_000
     /// The first byte of every body: bumped when the layout changes (a migration then rebuilds).
-    static let formatVersion: UInt8 = 1
+    static let formatVersion: UInt8 = 2
 
     /// The UTC day number of an instant.
     public static func day(of instant: Int64) -> Int64 { floorDivide(instant, dayLength) }
@@ -65,32 +67,34 @@ public enum DayRollup {
         return ranges
     }
 
-    /// The rollup body of `day` from every sample that shapes it (others are ignored), or nil when
-    /// none does (the store then keeps no row). `priority` matters for cumulative days only.
+    /// The days whose detail (full integrals) a cumulative query over these buckets needs besides
+    /// the rows' slot tables: those a bucket edge cuts inside a 15-minute slot. None for discrete types.
+    public static func detailDays(of buckets: [CalendarBucket], style: AggregationStyle) -> Set<Int64> {
+        guard style == .cumulative else { return [] }
+        return CumulativeRollupDays.detailDays(for: buckets.flatMap { [$0.start, $0.end] })
+    }
+
+    /// The rollup row of `day` from every sample that shapes it (others are ignored), or nil when
+    /// none does (the store then keeps no row). `priority` matters for cumulative days only. The
+    /// body is what every query of the day reads; the detail (cumulative only) is read only by a
+    /// query with a bucket edge inside one of the day's 15-minute slots.
     public static func encode(day: Int64, samples: [StatisticsSample], style: AggregationStyle,
-                              priority: SourcePriority) -> [UInt8]? {
+                              priority: SourcePriority) -> (body: [UInt8], detail: [UInt8]?)? {
         let shaping = samples.filter { days(of: $0, style: style).contains(day) }
         guard !shaping.isEmpty else { return nil }
-        let origin = day * dayLength
-        var writer = RollupWriter()
-        writer.byte(formatVersion)
         switch style {
         case .cumulative:
             var chunk = CumulativeChunk()
-            chunk.summarize(shaping, priority: priority, origin: origin, mergedOnly: false)
-            writer.int64(Int64(shaping.count))
-            chunk.merged.encode(into: &writer)
-            writer.int64(chunk.soleSource.map(Int64.init) ?? -1)
-            writer.int64(Int64(chunk.sourceIDs.count))
-            for (source, integral) in zip(chunk.sourceIDs, chunk.sourceIntegrals) {
-                writer.int32(source)
-                integral.encode(into: &writer)
-            }
+            chunk.summarize(shaping, priority: priority, origin: day * dayLength, mergedOnly: false)
+            let row = CumulativeRollupDay.encode(chunk, sampleCount: shaping.count)
+            return (row.body, row.detail)
         case .discrete:
+            var writer = RollupWriter()
+            writer.byte(formatVersion)
             writer.int64(Int64(shaping.count))
             DiscreteRollupDay.encode(day: day, samples: shaping, into: &writer)
+            return (writer.bytes, nil)
         }
-        return writer.bytes
     }
 }
 
@@ -103,14 +107,15 @@ public struct RollupSeries: Sendable {
     public let days: ClosedRange<Int64>
     /// How many samples shaped the rows (a cumulative sample spanning days counts once per day).
     public let sampleCount: Int
-    private let cumulative: CumulativeSeriesIndex?
+    private let cumulative: CumulativeRollupDays?
     private let discrete: DiscreteRollupDays?
 
-    /// `rows`: (day, body) for days inside `days`, ascending, each day at most once. Discrete series
-    /// also take the samples starting in `edgeSlots` (see `DayRollup.edgeSlots`); others are ignored.
+    /// `rows`: (day, body, detail) for days inside `days`, ascending, each day at most once; a
+    /// cumulative row's detail is given for the days in `detailDays` (see `DayRollup.detailDays`).
+    /// Discrete series also take the samples starting in `edgeSlots` (see `DayRollup.edgeSlots`).
     public init(style: AggregationStyle, priority: SourcePriority, days: ClosedRange<Int64>,
-                rows: [(day: Int64, body: [UInt8])], edgeSlots: Set<Int64> = [],
-                edgeSamples: [StatisticsSample] = []) throws(RollupError) {
+                rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)], detailDays: Set<Int64> = [],
+                edgeSlots: Set<Int64> = [], edgeSamples: [StatisticsSample] = []) throws(RollupError) {
         self.style = style
         self.priority = priority
         self.days = days
@@ -119,26 +124,19 @@ public struct RollupSeries: Sendable {
         var count = 0
         switch style {
         case .cumulative:
-            var chunks: [CumulativeChunk] = []
-            chunks.reserveCapacity(rows.count)
+            var rollups: [CumulativeRollupDay] = []
+            rollups.reserveCapacity(rows.count)
             for row in rows {
                 try Self.check(row.day, after: dayNumbers.last, in: days)
-                var reader = try RollupReader(row.body)
-                count += Int(try reader.count())
-                var chunk = CumulativeChunk()
-                chunk.merged = try PrefixIntegral(from: &reader)
-                let sole = try reader.int64()
-                chunk.soleSource = sole < 0 ? nil : Int32(truncatingIfNeeded: sole)
-                let sources = try reader.count()
-                for _ in 0..<sources {
-                    chunk.sourceIDs.append(try reader.int32())
-                    chunk.sourceIntegrals.append(try PrefixIntegral(from: &reader))
+                guard (row.detail != nil) == detailDays.contains(row.day) else {
+                    throw RollupError("day \(row.day): detail \(row.detail == nil ? "missing" : "not asked for")")
                 }
-                try reader.finish()
+                let decoded = try CumulativeRollupDay.decode(body: row.body, detail: row.detail)
+                count += decoded.samples
+                rollups.append(decoded.day)
                 dayNumbers.append(row.day)
-                chunks.append(chunk)
             }
-            cumulative = CumulativeSeriesIndex(days: dayNumbers, summaries: chunks, priority: priority, count: count)
+            cumulative = CumulativeRollupDays(priority: priority, days: dayNumbers, rollups: rollups, detailDays: detailDays)
             discrete = nil
         case .discrete:
             var rollups: [DiscreteRollupDay] = []
@@ -170,12 +168,15 @@ public struct RollupSeries: Sendable {
     /// The cut slots whose samples this (discrete) series holds.
     public var edgeSlots: Set<Int64> { discrete?.edgeSlots ?? [] }
 
+    /// The days whose detail this (cumulative) series holds.
+    public var detailDays: Set<Int64> { cumulative?.detailDays ?? [] }
+
     /// Whether a query over [start, end) reads only days this series holds (and, for a discrete
     /// series, only cut slots whose samples it holds).
     public func covers(from start: Int64, to end: Int64) -> Bool {
         guard start < end else { return true }
         guard days.contains(DayRollup.day(of: start)), days.contains(DayRollup.day(of: end - 1)) else { return false }
-        return discrete?.hasEdges(from: start, to: end) ?? true
+        return discrete?.hasEdges(from: start, to: end) ?? cumulative?.hasDetail(from: start, to: end) ?? true
     }
 
     /// `HKStatisticsQuery` over [start, end).

@@ -35,12 +35,14 @@ import Statistics
         let before = try Self.dailySums(t.store, user: user, type: type, days: 3)
         t.store.close()
         let database = try Database(path: t.directory + "/healthd.sqlite")
-        let version = try database.first("SELECT max(id) FROM schema_migrations", [], { try $0.int64(at: 0) }) ?? 0
         let rollupMigration = try database.first("SELECT id FROM schema_migrations WHERE name = '009-statistics-rollups'", [],
-                                                 { try $0.int64(at: 0) })
-        #expect(rollupMigration == version, "the rollup migration is the latest; this test removes it to go back")
+                                                 { try $0.int64(at: 0) }) ?? 0
+        let names = try database.map("SELECT name FROM schema_migrations WHERE id >= ? ORDER BY id", [.integer(rollupMigration)]) {
+            try $0.string(at: 0)
+        }
+        #expect(names == ["009-statistics-rollups", "010-statistics-rollup-slots"], "this test removes the rollup migrations to go back")
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
-        try database.execute("DELETE FROM schema_migrations WHERE id = \(version); PRAGMA user_version = \(version - 1)")
+        try database.execute("DELETE FROM schema_migrations WHERE id >= \(rollupMigration); PRAGMA user_version = \(rollupMigration - 1)")
         database.close()
         try t.reopen()
         let rows = try t.store.pool.read { db in try db.first("SELECT count(*) FROM statistics_days", [], { try $0.int64(at: 0) }) }

@@ -7,11 +7,11 @@ import Testing
 /// the samples of the slots a bucket edge cuts.
 private struct RollupRows {
     let style: AggregationStyle
-    var rows: [Int64: [UInt8]] = [:]
+    var rows: [Int64: (body: [UInt8], detail: [UInt8]?)] = [:]
 
     mutating func refresh(days: some Sequence<Int64>, present: [StatisticsSample], priority: SourcePriority) {
         for day in Set(days) {
-            rows[day] = DayRollup.encode(day: day, samples: present, style: style, priority: priority)
+            rows[day] = DayRollup.encode(day: day, samples: present, style: style, priority: priority).map { ($0.body, $0.detail) }
         }
     }
 
@@ -23,11 +23,15 @@ private struct RollupRows {
         let start = buckets.map(\.start).min() ?? 0
         let end = buckets.map(\.end).max() ?? 1
         let days = DayRollup.days(from: start, to: end)
-        let read = rows.filter { days.contains($0.key) }.sorted { $0.key < $1.key }.map { (day: $0.key, body: $0.value) }
+        let detailDays = DayRollup.detailDays(of: buckets, style: style)
+        let read = rows.filter { days.contains($0.key) }.sorted { $0.key < $1.key }.map {
+            (day: $0.key, body: $0.value.body, detail: detailDays.contains($0.key) ? $0.value.detail : nil)
+        }
         let slots = DayRollup.edgeSlots(of: buckets, style: style)
         let ranges = DayRollup.instants(ofSlots: slots)
         let edgeSamples = present.filter { sample in ranges.contains { $0.contains(sample.start) } }
-        return try RollupSeries(style: style, priority: priority, days: days, rows: read, edgeSlots: slots, edgeSamples: edgeSamples)
+        return try RollupSeries(style: style, priority: priority, days: days, rows: read, detailDays: detailDays,
+                                edgeSlots: slots, edgeSamples: edgeSamples)
     }
 
     func series(from start: Int64, to end: Int64, priority: SourcePriority, present: [StatisticsSample]) throws -> RollupSeries {
@@ -66,7 +70,7 @@ private struct RollupRows {
                 priority = scenario.priority()
                 cumulative.refresh(days: Array(cumulative.rows.keys), present: present, priority: priority)
             }
-            #expect(cumulative.rows.values.allSatisfy { $0.count > 1 }, "no empty rows are kept")
+            #expect(cumulative.rows.values.allSatisfy { $0.body.count > 1 }, "no empty rows are kept")
             let buckets = try scenario.buckets()
             let context = "seed \(seed) step \(step)"
             let cumulativeSeries = try cumulative.series(for: buckets, priority: priority, present: present)
@@ -95,28 +99,34 @@ private struct RollupRows {
 
     @Test func queriesOutsideTheDaysReadAndDamagedRowsAreErrors() throws {
         let sample = StatisticsSample(id: 1, start: 5 * day + hour, end: 5 * day + 2 * hour, value: 10, source: 1)
-        let body = try #require(DayRollup.encode(day: 5, samples: [sample], style: .cumulative, priority: SourcePriority([1])))
-        let series = try RollupSeries(style: .cumulative, priority: SourcePriority([1]), days: 5...5, rows: [(5, body)])
+        let row = try #require(DayRollup.encode(day: 5, samples: [sample], style: .cumulative, priority: SourcePriority([1])))
+        let body = row.body
+        let series = try RollupSeries(style: .cumulative, priority: SourcePriority([1]), days: 5...5, rows: [(5, body, nil)])
         #expect(try series.statistics(start: 5 * day, end: 6 * day, options: .cumulativeSum).figures.sum == 10)
         #expect(throws: RollupError.self) { try series.statistics(start: 5 * day, end: 6 * day + 1, options: .cumulativeSum) }
+        // An edge inside a slot needs the day's detail.
+        #expect(throws: RollupError.self) { try series.statistics(start: 5 * day + 1, end: 6 * day, options: .cumulativeSum) }
+        let detailed = try RollupSeries(style: .cumulative, priority: SourcePriority([1]), days: 5...5, rows: [(5, body, row.detail)],
+                                        detailDays: [5])
+        #expect(try detailed.statistics(start: 5 * day + hour + 30 * minute, end: 6 * day, options: .cumulativeSum).figures.sum == 5)
         #expect(throws: RollupError.self) {
-            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(5, Array(body.dropLast()))])
+            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(5, Array(body.dropLast()), nil)])
         }
         #expect(throws: RollupError.self) {
-            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(5, body + [0])])
+            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(5, body + [0], nil)])
         }
         #expect(throws: RollupError.self) {
-            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(6, body)])
+            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(6, body, nil)])
         }
         #expect(DayRollup.encode(day: 4, samples: [sample], style: .cumulative, priority: SourcePriority([])) == nil)
         // A discrete query cutting a slot needs that slot's samples.
         let reading = StatisticsSample(id: 2, start: 5 * day + 60_000, end: 5 * day + 60_000, value: 70, source: 1)
-        let discreteBody = try #require(DayRollup.encode(day: 5, samples: [reading], style: .discrete, priority: SourcePriority([])))
-        let withoutEdges = try RollupSeries(style: .discrete, priority: SourcePriority([]), days: 5...5, rows: [(5, discreteBody)])
+        let discreteBody = try #require(DayRollup.encode(day: 5, samples: [reading], style: .discrete, priority: SourcePriority([]))).body
+        let withoutEdges = try RollupSeries(style: .discrete, priority: SourcePriority([]), days: 5...5, rows: [(5, discreteBody, nil)])
         #expect(try withoutEdges.statistics(start: 5 * day, end: 6 * day, options: .discreteMax).figures.maximum == 70)
         #expect(throws: RollupError.self) { try withoutEdges.statistics(start: 5 * day + 1, end: 6 * day, options: .discreteMax) }
         let slot = DiscreteRollupDays.slot(of: 5 * day)
-        let withEdges = try RollupSeries(style: .discrete, priority: SourcePriority([]), days: 5...5, rows: [(5, discreteBody)],
+        let withEdges = try RollupSeries(style: .discrete, priority: SourcePriority([]), days: 5...5, rows: [(5, discreteBody, nil)],
                                          edgeSlots: [slot], edgeSamples: [reading])
         #expect(try withEdges.statistics(start: 5 * day + 1, end: 6 * day, options: .discreteMax).figures.maximum == 70)
         #expect(try withEdges.statistics(start: 5 * day + 60_001, end: 6 * day, options: .discreteMax).figures.maximum == nil)
