@@ -219,7 +219,7 @@ public final class HealthApplication: HTTPResponder {
         let query: [(name: String, value: String)]
         if let raw = request.rawQuery {
             do { query = try HTTPQuery.parse(raw) } catch {
-                throw APIError.invalidArgument("the query string is malformed: \(error)")
+                throw Self.queryProblem(error)
             }
         } else {
             query = []
@@ -271,5 +271,16 @@ final class RequestCounter: Sendable {
     func next(connection: UInt64) -> String {
         let n = value.withLock { v -> UInt64 in v &+= 1; return v }
         return "\(String(connection, radix: 36))-\(String(n, radix: 36))"
+    }
+}
+
+extension HealthApplication {
+    /// A query string that cannot be decoded, said so a person can fix it (never a Swift value).
+    static func queryProblem(_ error: any Error) -> APIError {
+        let piece: String
+        if case HTTPQueryError.invalidPercentEncoding(let text) = error { piece = "'\(text)'" } else { piece = "a parameter" }
+        let detail = "\(piece) has a % escape that is not two hex digits or does not decode to UTF-8 text; "
+            + "percent-encode the UTF-8 bytes (write a literal % as %25)"
+        return APIError.invalidArgument("the query string is malformed: \(detail)", errors: [APIError.FieldIssue(field: "query", detail: detail)])
     }
 }
