@@ -92,7 +92,7 @@ public enum HealthAutoExportRoutes {
                     report.refused[metric, default: 0] += 1
                     continue
                 }
-                batch.append(SourcedSample(app: app.app, sample: sample))
+                batch.append(SourcedSample(app: app.appName, sample: sample))
             case .unmapped(let name):
                 report.unmapped[name, default: 0] += 1
             case .invalid(let metric, let field, let detail):

@@ -9,7 +9,7 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("pedometer-accuracy", "step-count error over a folder of traces with ground truth (default: ../shared/datasets/oxford-steps)",
      PedometerAccuracyReport.run),
     ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
-    ("samples", "sqlite-baseline, samples-write and samples-read in one run (issue 3's numbers)", { SamplesBenchmarkCommand.run("samples", $0) }),
+    ("samples", "sqlite-baseline, samples-write and samples-read in one run", { SamplesBenchmarkCommand.run("samples", $0) }),
     ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
     ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
     ("samples-decode", "CPU per sample of a POST /v1/samples body: JSON parse and SampleCodec, one thread", SampleDecodeBenchmark.run),
