@@ -90,7 +90,7 @@ enum StatisticsRoutes {
             try context.query.rejectUnknown()
             var order = try storeCall { try store.sourcePriority(userRowID: app.userRowID, type: type) }
             // Read privacy: without read permission the app learns of no other app.
-            if !app.mayRead(type.id) { order = order.filter { $0 == app.app } }
+            if !app.mayRead(type.id) { order = order.filter { $0 == app.appName } }
             return JSONResponse.write { writer in
                 writer.beginObject()
                 writer.field("type", type.id)
@@ -254,10 +254,7 @@ enum StatisticsReader {
         let internalOptions = mayRead ? options : options.union(.separateBySource)
         let ownSource = Int32(exactly: app.sourceRowID)
         return try statisticsCall {
-            // The rollup rows of the days the buckets span are read.
-            let start = buckets.map(\.start).min() ?? 0
-            let end = buckets.map(\.end).max() ?? start + 1
-            return try store.withStatisticsIndex(userRowID: app.userRowID, type: type, from: start, to: end) { snapshot -> [IntervalFigures] in
+            try store.withStatisticsIndex(userRowID: app.userRowID, type: type, buckets: buckets) { snapshot -> [IntervalFigures] in
                 let results = try snapshot.index.statisticsCollection(buckets: buckets, options: internalOptions)
                 return results.map { result in
                     if mayRead {
@@ -266,7 +263,7 @@ enum StatisticsReader {
                         })
                     }
                     let own = result.sources.first(where: { $0.source == ownSource })?.figures ?? StatisticsFigures()
-                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.app, figures: own)]
+                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.appName, figures: own)]
                     return IntervalFigures(figures: own, sources: sources)
                 }
             }
