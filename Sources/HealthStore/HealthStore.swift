@@ -20,7 +20,10 @@ public final class HealthStore: Sendable {
         var generation: UInt64 = 0
     }
 
-    public init(directory: String, readers: Int = 4) throws {
+    /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
+    /// saves queue (their work, not their threads) until earlier ones commit.
+    public init(directory: String, readers: Int = 4, writeBacklogLimit: Int = 200_000) throws {
+        writeBacklog = WriteBacklog(limit: writeBacklogLimit)
         let url = URL(fileURLWithPath: directory)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         databasePath = url.appendingPathComponent("healthd.sqlite").path
@@ -59,7 +62,7 @@ public final class HealthStore: Sendable {
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save waits, so a flood of batches queues as request bodies, not as prepared rows.
-    let writeBacklog = WriteBacklog(limit: 200_000)
+    let writeBacklog: WriteBacklog
     /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
     let statisticsIndexes = StatisticsIndexCache(memoryBudget: StatisticsIndexCache.defaultMemoryBudget)
 
