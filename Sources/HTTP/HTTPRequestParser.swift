@@ -16,18 +16,43 @@ public struct HTTPLimits: Sendable, Equatable {
     public var maxBodyLength: Int
     /// Longest chunk-size line, chunk extensions included, before 400.
     public var maxChunkLineLength: Int
+    /// Larger (or smaller) body limits for particular paths (origin-form target, query ignored):
+    /// an upload route may take far more than an ordinary JSON request.
+    public var bodyLimitOverrides: [HTTPBodyLimitOverride] = []
 
     public init(maxRequestLineLength: Int = 8 * 1024, maxHeaderBlockLength: Int = 16 * 1024,
                 maxHeaderCount: Int = 100, maxBodyLength: Int = 16 * 1024 * 1024,
-                maxChunkLineLength: Int = 1024) {
+                maxChunkLineLength: Int = 1024, bodyLimitOverrides: [HTTPBodyLimitOverride] = []) {
         self.maxRequestLineLength = maxRequestLineLength
         self.maxHeaderBlockLength = maxHeaderBlockLength
         self.maxHeaderCount = maxHeaderCount
         self.maxBodyLength = maxBodyLength
         self.maxChunkLineLength = maxChunkLineLength
+        self.bodyLimitOverrides = bodyLimitOverrides
     }
 
     public static let `default` = HTTPLimits()
+
+    /// The body limit for a request target, and the override that set it.
+    func bodyLimit(forTarget target: String) -> (limit: Int, override: HTTPBodyLimitOverride?) {
+        guard !bodyLimitOverrides.isEmpty else { return (maxBodyLength, nil) }
+        let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
+        for override in bodyLimitOverrides where path == override.path { return (override.maxBodyLength, override) }
+        return (maxBodyLength, nil)
+    }
+}
+
+/// A body limit for one path, with a hint for the 413's detail (what the client can do about it).
+public struct HTTPBodyLimitOverride: Sendable, Equatable {
+    public var path: String
+    public var maxBodyLength: Int
+    public var hint: String
+
+    public init(path: String, maxBodyLength: Int, hint: String = "") {
+        self.path = path
+        self.maxBodyLength = maxBodyLength
+        self.hint = hint
+    }
 }
 
 /// A request the parser refuses. After an error the connection can no longer be framed.
@@ -128,6 +153,9 @@ public struct HTTPRequestParser: Sendable {
     private var connectionKeepAlive = false
     private var expectValue: String?
     private var bodyLength = 0
+    /// This request's body limit (the target's override, or the default) and the 413 detail.
+    private var bodyLimit = 0
+    private var bodyLimitHint = ""
     private var trailers: [HTTPHeaders.Field] = []
     private var trailerBlockLength = 0
     /// The authority of an absolute-form target, which replaces the Host field (RFC 9112 §3.2.2).
@@ -298,6 +326,11 @@ public struct HTTPRequestParser: Sendable {
                 }
             }
         }
+    }
+
+    /// The 413's detail, built only when it is sent.
+    private var bodyTooLargeDetail: String {
+        "The request body is larger than \(bodyLimit) bytes." + (bodyLimitHint.isEmpty ? "" : " " + bodyLimitHint)
     }
 
     private mutating func fail(_ error: HTTPParseError) -> HTTPParserEvent {
@@ -539,6 +572,9 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func finishHead() -> Result<HTTPRequestHead, HTTPParseError> {
+        let (limit, override) = limits.bodyLimit(forTarget: target)
+        bodyLimit = limit
+        bodyLimitHint = override?.hint ?? ""
         if version == .http1_1 && hostCount != 1 {
             return .failure(HTTPParseError(status: .badRequest, detail: "HTTP/1.1 requests need exactly one Host header field."))
         }
@@ -564,8 +600,8 @@ public struct HTTPRequestParser: Sendable {
             }
             framing = .chunked
         } else if let length = contentLengthValue {
-            if length > limits.maxBodyLength {
-                return .failure(HTTPParseError(status: .contentTooLarge, detail: "The request body is larger than \(limits.maxBodyLength) bytes."))
+            if length > bodyLimit {
+                return .failure(HTTPParseError(status: .contentTooLarge, detail: bodyTooLargeDetail))
             }
             framing = .contentLength(length)
         }
@@ -614,8 +650,8 @@ public struct HTTPRequestParser: Sendable {
             if index < end, let error = Self.chunkExtensionsError(UnsafeBufferPointer(rebasing: bytes[index ..< end])) {
                 return .failure(error)
             }
-            if size > limits.maxBodyLength - bodyLength {
-                return .failure(HTTPParseError(status: .contentTooLarge, detail: "The request body is larger than \(limits.maxBodyLength) bytes."))
+            if size > bodyLimit - bodyLength {
+                return .failure(HTTPParseError(status: .contentTooLarge, detail: bodyTooLargeDetail))
             }
             return .success(size)
         }

@@ -5,7 +5,7 @@ import SQLite
 /// number, so the change feed reads in commit order. Only the single writer connection touches it.
 enum ChangeSequence {
     static func current(_ db: Database) throws -> Int64 {
-        try db.first("SELECT value FROM meta WHERE key = 'seq'", [], { $0.int64(at: 0) }) ?? 0
+        try db.first("SELECT value FROM meta WHERE key = 'seq'", [], { try $0.int64(at: 0) }) ?? 0
     }
 
     static func store(_ value: Int64, _ db: Database) throws {
@@ -196,7 +196,7 @@ struct SampleWriter {
     /// else is a conflict that rejects the whole batch.
     private func checkIdempotent(_ sample: HealthSample, index: Int) throws {
         guard let row = try db.first("SELECT \(HealthStore.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                     [.integer(userRowID), .blob(sample.uuid.bytes)], { SampleRow($0) }) else {
+                                     [.integer(userRowID), .blob(sample.uuid.bytes)], { try SampleRow($0) }) else {
             throw SampleConflict(index: index, uuid: sample.uuid, detail: "uuid \(sample.uuid.lowercasedString) could not be saved")
         }
         let existing = try store.materialize(row, db: db, userExternalID: "")
@@ -209,7 +209,7 @@ struct SampleWriter {
     private func deviceRowID(_ device: SampleDevice) throws -> Int64 {
         let body = DeviceBody.encode(device)
         try db.execute("INSERT INTO devices (body) VALUES (?) ON CONFLICT(body) DO NOTHING", [.blob(body)])
-        guard let id = try db.first("SELECT id FROM devices WHERE body = ?", [.blob(body)], { $0.int64(at: 0) }) else {
+        guard let id = try db.first("SELECT id FROM devices WHERE body = ?", [.blob(body)], { try $0.int64(at: 0) }) else {
             throw StoreError.invalid("device could not be stored")
         }
         return id
@@ -264,13 +264,13 @@ struct SampleDeleter {
         let children = try db.cachedStatement("SELECT \(HealthStore.sampleColumns) FROM samples WHERE parent_seq = ?")
         try children.bind([.integer(row.seq)])
         var childRows: [SampleRow] = []
-        try children.forEachRow { childRows.append(SampleRow($0)) }
+        try children.forEachRow { childRows.append(try SampleRow($0)) }
         for child in childRows { try delete(child) }
         lastSeq += 1
         try db.execute("""
             INSERT INTO deleted_samples (seq, user_id, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.integer(lastSeq), .integer(userRowID), .blob(row.uuid), .integer(row.typeCode),
+            """, [.integer(lastSeq), .integer(userRowID), .blob(row.uuid.bytes), .integer(row.typeCode),
                   .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
                   .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])

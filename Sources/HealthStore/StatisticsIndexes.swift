@@ -169,7 +169,7 @@ extension HealthStore {
         // Rebuild when tombstones after `since` may be gone (purged up to the user's change horizon),
         // or when the sequence went backwards (only a database restored from a copy does that).
         let horizon = try db.first("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(userRowID)]) {
-            $0.int64(at: 0)
+            try $0.int64(at: 0)
         } ?? 0
         guard let since, sequence >= since, horizon <= since else {
             changes.all = try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
@@ -182,7 +182,7 @@ extension HealthStore {
             """)
         try tombstones.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
         try tombstones.forEachRow { row in
-            if let sample = Self.indexable(row) { changes.removed.append(sample) }
+            if let sample = try Self.indexable(row) { changes.removed.append(sample) }
         }
         // Through (user_id, seq): only this user's commits since `since` are read, then filtered by type.
         let rows = try db.cachedStatement("""
@@ -191,7 +191,7 @@ extension HealthStore {
             """)
         try rows.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
         try rows.forEachRow { row in
-            if let sample = Self.indexable(row) { changes.added.append(sample) }
+            if let sample = try Self.indexable(row) { changes.added.append(sample) }
         }
         return changes
     }
@@ -222,7 +222,7 @@ extension HealthStore {
         try statement.bind([.integer(userRowID), .integer(typeCode)])
         var samples: [StatisticsSample] = []
         try statement.forEachRow { row in
-            if let sample = indexable(row) { samples.append(sample) }
+            if let sample = try indexable(row) { samples.append(sample) }
         }
         return samples
     }
@@ -230,10 +230,10 @@ extension HealthStore {
     /// A row (seq, start, end, value, source) as the indexes take it. Samples the indexes cannot hold
     /// (longer than `StatisticsSample.maximumDuration`, possible only for discrete types without a
     /// maximum) are left out, the same way on insert and on delete.
-    static func indexable(_ row: Row) -> StatisticsSample? {
-        guard let source = Int32(exactly: row.int64(at: 4)) else { return nil }
-        let sample = StatisticsSample(id: row.int64(at: 0), start: row.int64(at: 1), end: row.int64(at: 2),
-                                      value: row.double(at: 3), source: source)
+    static func indexable(_ row: Row) throws(RowDecodingError) -> StatisticsSample? {
+        guard let source = Int32(exactly: try row.int64(at: 4)) else { return nil }
+        let sample = StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2),
+                                      value: try row.double(at: 3), source: source)
         do { try sample.validate() } catch { return nil }
         return sample
     }
@@ -243,7 +243,7 @@ extension HealthStore {
         let statement = try db.cachedStatement("SELECT id, app FROM sources WHERE user_id = ?")
         try statement.bind([.integer(userRowID)])
         try statement.forEachRow { row in
-            if let id = Int32(exactly: row.int64(at: 0)) { names[id] = row.string(at: 1) }
+            if let id = Int32(exactly: try row.int64(at: 0)) { names[id] = try row.string(at: 1) }
         }
         return names
     }
@@ -256,12 +256,12 @@ extension HealthStore {
         var order: [(source: Int32, app: String)] = []
         var listed = Set<Int32>()
         if let text = try db.first("SELECT apps FROM source_priorities WHERE user_id = ? AND type_id = ?",
-                                   [.integer(userRowID), .integer(typeCode)], { $0.string(at: 0) }) {
+                                   [.integer(userRowID), .integer(typeCode)], { try $0.string(at: 0) }) {
             let names = Self.decodeAppList(text)
             let statement = try db.cachedStatement("SELECT id FROM sources WHERE user_id = ? AND app = ?")
             for name in names {
                 try statement.bind([.integer(userRowID), .text(name)])
-                guard let id = try statement.first({ $0.int64(at: 0) }).flatMap({ Int32(exactly: $0) }),
+                guard let id = try statement.first({ try $0.int64(at: 0) }).flatMap({ Int32(exactly: $0) }),
                       !listed.contains(id) else { continue }
                 listed.insert(id)
                 order.append((id, name))
@@ -273,8 +273,8 @@ extension HealthStore {
             """)
         try statement.bind([.integer(userRowID), .integer(typeCode)])
         try statement.forEachRow { row in
-            guard let id = Int32(exactly: row.int64(at: 0)), !listed.contains(id) else { return }
-            order.append((id, row.string(at: 1)))
+            guard let id = Int32(exactly: try row.int64(at: 0)), !listed.contains(id) else { return }
+            order.append((id, try row.string(at: 1)))
         }
         return order
     }

@@ -205,7 +205,7 @@ public final class DatabasePool: @unchecked Sendable {
                     while let member = remaining.first {
                         remaining = remaining.dropFirst()
                         do {
-                            try writer.transaction { try member.run(writer) }
+                            try writer.savepoint { try member.run(writer) }
                             ran.append(member)
                         } catch {
                             member.fail(error)

@@ -123,7 +123,7 @@ struct SeededGenerator: RandomNumberGenerator {
         try t.store.deleteSample(sample.uuid, by: phone)
         let row = try t.store.pool.read { db in
             try db.first("SELECT sample_seq, start_ms, end_ms, value FROM deleted_samples", []) { row in
-                [row.int64(at: 0), row.int64(at: 1), row.int64(at: 2), Int64(row.double(at: 3))]
+                [try row.int64(at: 0), try row.int64(at: 1), try row.int64(at: 2), Int64(try row.double(at: 3))]
             }
         }
         #expect(row == [1, Self.day0, Self.day0 + 90_000, 42])

@@ -98,7 +98,7 @@ import Synchronization
         }
         // Neither failed request left rows behind, and both connections still work.
         try pool.write { db in try db.execute("INSERT INTO parents VALUES (2)") }
-        #expect(try pool.read { db in try db.map("SELECT id FROM parents") { $0.int64(at: 0) } } == [2])
+        #expect(try pool.read { db in try db.map("SELECT id FROM parents") { try $0.int64(at: 0) } } == [2])
         try pool.close()
     }
 
@@ -228,7 +228,7 @@ import Synchronization
         }
         #expect(inserted == batchSize)
         let (count, sum) = try pool.read { db in
-            try db.first("SELECT count(*), sum(n) FROM left_side") { ($0.int(at: 0), $0.int(at: 1)) }
+            try db.first("SELECT count(*), sum(n) FROM left_side") { (try $0.int(at: 0), try $0.int(at: 1)) }
         } ?? (0, 0)
         #expect(count == batchSize)
         #expect(sum == batchSize * (batchSize - 1) / 2)
@@ -301,7 +301,7 @@ final class Flag: @unchecked Sendable {
     }
 
     private func owners(_ pool: DatabasePool) throws -> [Int64] {
-        try pool.read { db in try db.map("SELECT DISTINCT owner FROM rows ORDER BY owner") { $0.int64(at: 0) } }
+        try pool.read { db in try db.map("SELECT DISTINCT owner FROM rows ORDER BY owner") { try $0.int64(at: 0) } }
     }
 
     @Test func queuedWritesShareOneCommit() throws {
@@ -403,7 +403,7 @@ final class Flag: @unchecked Sendable {
         }
         #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(calls.load(ordering: .relaxed) == 200, "each completion exactly once")
-        let stored = try pool.read { db in try db.map("SELECT owner FROM rows ORDER BY owner") { $0.int64(at: 0) } }
+        let stored = try pool.read { db in try db.map("SELECT owner FROM rows ORDER BY owner") { try $0.int64(at: 0) } }
         #expect(stored == (0..<200).filter { $0 != 150 }.map(Int64.init))
         completions.withLock { all in
             for owner in 0..<200 {
