@@ -28,6 +28,10 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var maxBatchSize = 10_000
     public var tombstoneRetentionDays = 90
     public var readerConnections = 4
+    /// MiB of decoded statistics rollups kept in memory; past it the least recently asked series are
+    /// dropped (their next query reads their rollup rows again). 64 MiB holds years of data of
+    /// dozens of users (BENCHMARKS.md).
+    public var statisticsMemoryMiB = 64
     public var accessLog = true
 
     // Abuse limits (README, Abuse and privacy): token buckets; a rate of 0 disables one.
@@ -59,7 +63,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public static let fileKeys: [String] = [
         "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
         "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
-        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
+        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
         "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins", "trustedProxies", "trustedProxyHeader",
     ]

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HealthModel
 import SQLite
+import Statistics
 import Synchronization
 
 /// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
@@ -20,9 +21,13 @@ public final class HealthStore: Sendable {
         var generation: UInt64 = 0
     }
 
+    /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
+    /// `defaultStatisticsMemoryBudget`); past it the least recently used series are dropped.
     /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
     /// saves queue (their work, not their threads) until earlier ones commit.
-    public init(directory: String, readers: Int = 4, writeBacklogLimit: Int = 200_000) throws {
+    public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
+                writeBacklogLimit: Int = 200_000) throws {
+        statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
         writeBacklog = WriteBacklog(limit: writeBacklogLimit)
         let url = URL(fileURLWithPath: directory)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -42,6 +47,9 @@ public final class HealthStore: Sendable {
         }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        rollupStyles = codes.reduce(into: [:]) { styles, entry in
+            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
+        }
         secret = try pool.write { db -> [UInt8] in
             if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
                 return existing
@@ -61,10 +69,16 @@ public final class HealthStore: Sendable {
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
-    /// a new save waits, so a flood of batches queues as request bodies, not as prepared rows.
+    /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
+    /// as prepared rows in the writer's group.
     let writeBacklog: WriteBacklog
     /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
-    let statisticsIndexes = StatisticsIndexCache(memoryBudget: StatisticsIndexCache.defaultMemoryBudget)
+    let statisticsIndexes: StatisticsIndexCache
+    /// 64 MiB: a year of per-minute steps from two sources decodes to a few MiB (BENCHMARKS.md), and
+    /// a series dropped from memory costs only a cold read of its rollup rows (one per day asked about).
+    public static let defaultStatisticsMemoryBudget = 64 << 20
+    /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
+    let rollupStyles: [Int64: AggregationStyle]
 
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }

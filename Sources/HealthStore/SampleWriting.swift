@@ -1,5 +1,6 @@
 import HealthModel
 import SQLite
+import Statistics
 
 /// The change sequence shared by inserts and tombstones: every committed change gets the next
 /// number, so the change feed reads in commit order. Only the single writer connection touches it.
@@ -122,6 +123,8 @@ struct SampleWriter {
     private var groups: [PreparedBatch.Group] = []
     private var longest: [Int64] = []
     private var firstSeq: [Int64] = []
+    /// The statistics rollup days the inserted samples shape, rewritten by `finish()`.
+    private var rollups = RollupChanges()
     private let insert: Statement
 
     init(db: Database, store: HealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
@@ -187,6 +190,8 @@ struct SampleWriter {
         }
         lastSeq = seq
         touched[row.group] = true
+        rollups.note(typeCode: typeCode, style: store.rollupStyles[typeCode], start: row.sample.start, end: row.sample.end,
+                     value: row.sample.quantity)
         longest[row.group] = max(longest[row.group], row.sample.end - row.sample.start)
         if firstSeq[row.group] == 0 { firstSeq[row.group] = seq }
         for child in row.children.indices { try insert(row.children[child], parentSeq: seq, touched: &touched) }
@@ -239,6 +244,9 @@ struct SampleWriter {
                 """, [.integer(userRowID), .integer(groups[group].typeCode), .integer(sourceRowID),
                       .integer(deviceRowIDs[groups[group].deviceSlot]), .integer(first)])
         }
+        // After source_types: a source saving a type for the first time takes its place in the
+        // default order before the days it shaped are merged.
+        try rollups.apply(db, userRowID: userRowID, store: store)
         try ChangeSequence.store(lastSeq, db)
     }
 }
@@ -251,6 +259,7 @@ struct SampleDeleter {
     let deletedAt = HealthStore.nowMilliseconds()
     private(set) var lastSeq: Int64
     private(set) var touchedTypes: Set<String> = []
+    private var rollups = RollupChanges()
 
     init(db: Database, userRowID: Int64, store: HealthStore) throws {
         self.db = db
@@ -274,8 +283,12 @@ struct SampleDeleter {
                   .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
                   .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])
+        rollups.note(typeCode: row.typeCode, style: store.rollupStyles[row.typeCode], start: row.start, end: row.end, value: row.value)
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }
 
-    func finish() throws { try ChangeSequence.store(lastSeq, db) }
+    func finish() throws {
+        try rollups.apply(db, userRowID: userRowID, store: store)
+        try ChangeSequence.store(lastSeq, db)
+    }
 }

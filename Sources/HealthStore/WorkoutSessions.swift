@@ -254,7 +254,7 @@ extension HealthStore {
         guard !samples.isEmpty else { return nil }
         let buckets = intervals.map { CalendarBucket(start: $0.lowerBound, end: min($0.upperBound, end), startOffsetSeconds: 0, endOffsetSeconds: 0) }
         let answers = try statisticsCollection(of: samples, buckets: buckets, style: .cumulative, options: .cumulativeSum,
-                                               priority: SourcePriority(try effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
+                                               priority: SourcePriority(try Self.effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
         let sums = answers.compactMap(\.figures.sum)
         return sums.isEmpty ? nil : sums.reduce(0, +)
     }

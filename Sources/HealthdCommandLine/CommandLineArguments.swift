@@ -30,6 +30,8 @@ public struct ServeOptions: Equatable, Sendable {
     public var publicDirectory: String?
     /// The IANA zone the demo person lives in; nil: the server's local zone.
     public var timeZone: String?
+    /// MiB of decoded statistics rollups kept in memory (`statisticsMemoryMiB`).
+    public var statisticsMemoryMiB: Int?
     public init() {}
 }
 
@@ -84,6 +86,7 @@ public enum CommandLineParser {
                 case "--demo": options.demo = true
                 case "--public-dir": options.publicDirectory = try value(for: flag, &rest)
                 case "--time-zone": options.timeZone = try value(for: flag, &rest)
+                case "--statistics-memory": options.statisticsMemoryMiB = try statisticsMemory(try value(for: flag, &rest))
                 default: throw unknown(flag, command)
                 }
             }
@@ -118,7 +121,7 @@ public enum CommandLineParser {
                     options.file = flag
                 }
             }
-            guard !options.file.isEmpty else { throw UsageError("import needs a FILE (export.zip or export.xml)") }
+            guard !options.file.isEmpty else { throw UsageError("import needs a FILE (export.zip, export.xml, or an NDJSON file from healthd export)") }
             guard !options.user.isEmpty else { throw UsageError("import needs --user NAME") }
             return .importFile(options)
         case "export":
@@ -159,6 +162,14 @@ public enum CommandLineParser {
             throw UsageError("--port takes a number from 0 to 65535 (0 picks a free port), not '\(text)'")
         }
         return port
+    }
+
+    /// MiB of statistics rollups kept in memory, as `--statistics-memory` or `HEALTHD_STATISTICS_MEMORY_MIB` give it.
+    public static func statisticsMemory(_ text: String) throws(UsageError) -> Int {
+        guard let mebibytes = Int(text), (1...1_048_576).contains(mebibytes) else {
+            throw UsageError("statistics memory takes a whole number of MiB from 1 to 1048576, not '\(text)'")
+        }
+        return mebibytes
     }
 
     private static func unknown(_ flag: String, _ command: String) -> UsageError {

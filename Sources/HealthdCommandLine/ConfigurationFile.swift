@@ -38,6 +38,7 @@ public enum ConfigurationFile {
             try integer("maxBatchSize", 1...100_000) { configuration.maxBatchSize = $0 }
             try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }
             try integer("readerConnections", 1...64) { configuration.readerConnections = $0 }
+            try integer("statisticsMemoryMiB", 1...1_048_576) { configuration.statisticsMemoryMiB = $0 }
             if let flag = try reader.optionalBool("accessLog") { configuration.accessLog = flag }
             func rate(_ key: String, _ apply: (Double) -> Void) throws(JSONFieldError) {
                 guard let value = try reader.optionalNumber(key) else { return }

@@ -7,7 +7,8 @@ import HealthStore
 import HTTPServer
 import Synchronization
 
-/// Defaults, then the config file, then the environment (`HEALTHD_PUBLIC_DIR`, `HEALTHD_PORT`), then flags.
+/// Defaults, then the config file, then the environment (`HEALTHD_PUBLIC_DIR`, `HEALTHD_PORT`,
+/// `HEALTHD_STATISTICS_MEMORY_MIB`), then flags.
 /// The dashboard folder stays empty unless one of them names it: `serve` then looks for it (`PublicDirectory`).
 func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
     var configuration = HealthdConfiguration()
@@ -34,6 +35,11 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
         }
         configuration.port = port
     }
+    if let memory = environment["HEALTHD_STATISTICS_MEMORY_MIB"], !memory.isEmpty {
+        do { configuration.statisticsMemoryMiB = try CommandLineParser.statisticsMemory(memory) } catch {
+            fail("HEALTHD_STATISTICS_MEMORY_MIB: \(error.description)", status: 2)
+        }
+    }
     if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
     return configuration
 }
@@ -50,7 +56,8 @@ func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
         fail("the data directory \(directory) is not writable")
     }
     do {
-        return try HealthStore(directory: directory, readers: configuration.readerConnections)
+        return try HealthStore(directory: directory, readers: configuration.readerConnections,
+                               statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
     } catch {
         fail("cannot open the database in \(directory): \(error)")
     }
@@ -60,6 +67,7 @@ func runServe(_ options: ServeOptions) {
     var configuration = loadConfiguration(options.common)
     if let host = options.host { configuration.host = host }
     if let port = options.port { configuration.port = port }
+    if let memory = options.statisticsMemoryMiB { configuration.statisticsMemoryMiB = memory }
     if let directory = options.publicDirectory { configuration.publicDirectory = directory }
     let dashboardSearch = locateDashboard(&configuration)
 

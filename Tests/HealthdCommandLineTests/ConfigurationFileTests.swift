@@ -32,3 +32,21 @@ import Testing
         #expect(configuration.port == 8080)
     }
 }
+
+@Suite struct StatisticsMemorySettingTests {
+    /// The statistics memory budget: 64 MiB unless the config file, or serve's flag, says otherwise.
+    @Test func statisticsMemoryComesFromTheFileOrTheFlag() throws {
+        #expect(HealthdConfiguration().statisticsMemoryMiB == 64)
+        let configuration = try ConfigurationFile.apply(Array(#"{"statisticsMemoryMiB": 512}"#.utf8), to: HealthdConfiguration())
+        #expect(configuration.statisticsMemoryMiB == 512)
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationFile.apply(Array(#"{"statisticsMemoryMiB": 0}"#.utf8), to: HealthdConfiguration())
+        }
+        guard case .serve(let serve) = try CommandLineParser.parse(["serve", "--statistics-memory", "16"]) else {
+            Issue.record("not serve")
+            return
+        }
+        #expect(serve.statisticsMemoryMiB == 16)
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--statistics-memory", "lots"]) }
+    }
+}

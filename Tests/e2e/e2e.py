@@ -663,6 +663,69 @@ def import_export_checks(binary, public):
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def round_trip_checks(binary, public):
+    """Backup and restore: healthd export, healthd import into a fresh data dir (twice), and every
+    statistics answer is identical."""
+    print("e2e: NDJSON round trip (export, import into a fresh server, same statistics)")
+    tmp = tempfile.mkdtemp(prefix="healthd-e2e-roundtrip-")
+    try:
+        def run(data, *args):
+            return subprocess.run([binary, *args, "--data-dir", os.path.join(tmp, data)], capture_output=True, text=True, timeout=300)
+        seeded = run("old", "seed", "--user", "robin", "--days", "14")
+        backup = os.path.join(tmp, "robin.ndjson")
+        exported = run("old", "export", "--user", "robin", "--output", backup)
+        check("seed and export for the round trip", seeded.returncode == 0 and exported.returncode == 0, seeded.stderr + exported.stderr)
+        lines = sum(1 for _ in open(backup))
+        first = run("new", "import", backup, "--user", "robin")
+        check("healthd import reads healthd's own NDJSON export", first.returncode == 0 and
+              f"imported {lines} new samples" in first.stdout and "0 skipped" in first.stdout, first.stdout[-400:] + first.stderr)
+        again = run("new", "import", backup, "--user", "robin")
+        check("importing the same export again stores nothing twice", again.returncode == 0 and
+              "imported 0 new samples" in again.stdout and f"{lines} already stored" in again.stdout, again.stdout[-300:])
+        home = run("old", "import", backup, "--user", "robin")
+        check("importing an export into its own server stores nothing twice", home.returncode == 0 and
+              "imported 0 new samples" in home.stdout, home.stdout[-300:])
+
+        types = ["stepCount", "distanceWalkingRunning", "activeEnergyBurned", "heartRate", "restingHeartRate", "bodyMass",
+                 "appleExerciseTime", "appleStandTime", "appleStandHour", "sleepAnalysis", "workout", "flightsClimbed"]
+        answers = {}
+        for name in ("old", "new"):
+            server = Server(binary, public, data_dir=os.path.join(tmp, name))
+            try:
+                st, _, b = http(server.port, "POST", "/v1/authorizations", {"user": "robin", "app": "round-trip", "read": types,
+                                                                             "share": []}, token=ADMIN)
+                token = (js(b) or {}).get("token")
+                got = []
+                end = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() + 86400))
+                start = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 16 * 86400))
+                for kind, options in (("stepCount", "cumulativeSum,separateBySource"), ("distanceWalkingRunning", "cumulativeSum"),
+                                      ("activeEnergyBurned", "cumulativeSum"), ("appleExerciseTime", "cumulativeSum"),
+                                      ("heartRate", "discreteAverage,discreteMin,discreteMax,mostRecent"),
+                                      ("restingHeartRate", "discreteAverage,mostRecent"), ("bodyMass", "discreteAverage,mostRecent")):
+                    for path in (f"/v1/statistics?type={kind}&options={options}&start={start}&end={end}",
+                                 f"/v1/statistics/collection?type={kind}&options={options}&interval=P1D&timeZone=Europe/Berlin"
+                                 f"&start={start}&end={end}"):
+                        got.append((path, *http(server.port, "GET", path, token=token)[::2]))
+                today = time.strftime("%Y-%m-%d", time.gmtime())
+                for path in (f"/v1/summary?date={today}&period=week&timeZone=Europe/Berlin",
+                             f"/v1/activity-summaries?start={start[:10]}&end={today}&timeZone=Europe/Berlin"):
+                    got.append((path, *http(server.port, "GET", path, token=token)[::2]))
+                st, _, b = http(server.port, "GET", "/v1/export", token=token)
+                got.append(("export uuids", st, sorted(json.loads(l)["uuid"] for l in b.decode().splitlines() if l)))
+                answers[name] = got
+            finally:
+                server.stop()
+        old, new = answers["old"], answers["new"]
+        check("the compared answers hold figures", b'"sum"' in old[0][2] and b'"average"' in old[8][2], old[0][2][:200])
+        check("every statistics answer is 200 on both servers", all(a[1] == 200 for a in old + new),
+              [a[:2] for a in old + new if a[1] != 200][:3])
+        differing = [o[0] for o, n in zip(old, new) if o[2] != n[2]]
+        check(f"{len(old)} statistics, summary and export answers are identical after the round trip", not differing
+              and len(old) == len(new), differing[:3])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def statistics_checks(port):
     print("e2e: statistics")
     st, h, b = http(port, "POST", "/v1/users", {"name": "stats-e2e"}, token=ADMIN)
@@ -734,6 +797,7 @@ def main():
         check_stream_ended(feed_stream)
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
         import_export_checks(args.binary, os.path.abspath(args.public))
+        round_trip_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
