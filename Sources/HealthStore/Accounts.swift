@@ -16,17 +16,18 @@ public struct AppAuthorization: Sendable, Equatable {
     public var id: String
     public var userRowID: Int64
     public var userID: String
-    public var app: String
+    /// The app's name: what samples it saves show as their source.
+    public var appName: String
     /// The source row this app writes as, for this user.
     public var sourceRowID: Int64
     public var access: AccessPolicy
 
-    public init(id: String, userRowID: Int64, userID: String, app: String, sourceRowID: Int64,
+    public init(id: String, userRowID: Int64, userID: String, appName: String, sourceRowID: Int64,
                 read: Set<String>, share: Set<String>) {
         self.id = id
         self.userRowID = userRowID
         self.userID = userID
-        self.app = app
+        self.appName = appName
         self.sourceRowID = sourceRowID
         self.access = AccessPolicy(read: read, share: share, ownSourceRowID: sourceRowID)
     }

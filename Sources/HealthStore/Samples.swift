@@ -39,7 +39,7 @@ public struct SampleConflict: Error, Sendable, Equatable {
     public var detail: String
 }
 
-/// What a commit changed, for the change feed and the statistics indexes.
+/// What a commit changed, for commit observers (the change feed, the workout zone monitor).
 public struct CommittedChange: Sendable {
     public var userRowID: Int64
     public var typeIDs: Set<String>

@@ -48,7 +48,7 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         let (_, token) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: [])
         let raw = try #require(FileManager.default.contents(atPath: t.store.databasePath))
         #expect(raw.range(of: Data(token.utf8)) == nil, "the token itself is never written")
-        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token))?.app == "phone")
+        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token))?.appName == "phone")
         #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token + "x")) == nil)
     }
 
