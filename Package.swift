@@ -54,7 +54,7 @@ let package = Package(
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
-                                         "HealthStore", "HealthAPI"],
+                                         "HealthStore", "HealthAPI", "HealthAutoExport"],
                           swiftSettings: strict),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -617,10 +617,7 @@ public struct AppleHealthExportMapper {
     /// user's own export, which is not adversarial.
     static func contentUUID(start: Int64, hashing bytes: UnsafeRawBufferPointer) -> HealthUUID {
         let (hashHigh, hashLow) = ContentHash.murmur3x64_128(bytes)
-        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
-        let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
-        let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
-        return HealthUUID(high: high, low: low)
+        return HealthUUID(contentStart: start, hashHigh: hashHigh, hashLow: hashLow)
     }
 
     /// The catalog type an export name stands for, looked up once per distinct name.

@@ -57,6 +57,7 @@ public enum HealthAutoExportRoutes {
                        store: HealthStore) throws(APIError) -> Report {
         do {
             var check = HealthAutoExportReader(user: app.userID, interval: interval, batchSize: batchSize)
+            check.mapper.computesUUIDs = false
             try body.withUnsafeBytes { bytes in try check.read(bytes) { _ in } }
         } catch let error as HealthAutoExportError {
             throw APIError.invalidArgument(

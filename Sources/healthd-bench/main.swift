@@ -9,6 +9,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("pedometer-accuracy", "step-count error over a folder of traces with ground truth (default: ../shared/datasets/oxford-steps)",
      PedometerAccuracyReport.run),
     ("imu-ingest", "POST /v1/ingest/imu end to end (JSON parse, pedometer, durable save): samples/s", IMUIngestBenchmark.run),
+    ("health-auto-export", "a month of Health Auto Export's per-minute export through its route, against POST /v1/samples: samples/s",
+     HealthAutoExportBenchmark.run),
     ("samples", "sqlite-baseline, samples-write and samples-read in one run", { SamplesBenchmarkCommand.run("samples", $0) }),
     ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
     ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),

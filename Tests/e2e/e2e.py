@@ -767,6 +767,48 @@ def statistics_checks(port):
           and js(b)["summaries"][0]["appleStandHoursGoal"] == 12, b)
 
 
+def health_auto_export_checks(port):
+    """POST /v1/ingest/health-auto-export: a fixture written from the app's format, twice."""
+    print("e2e: Health Auto Export")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "hae-e2e"}, token=ADMIN)
+    user = js(b)["id"]
+    types = ["stepCount", "distanceWalkingRunning", "activeEnergyBurned", "heartRate", "restingHeartRate", "bodyMass",
+             "oxygenSaturation", "bloodGlucose", "bloodPressure", "bloodPressureSystolic", "bloodPressureDiastolic", "sleepAnalysis"]
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "health-auto-export", "read": types, "share": types}, token=ADMIN)
+    token = js(b)["token"]
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "health-auto-export", "metrics-aggregated.json")
+    with open(fixture, "rb") as f:
+        payload = f.read()
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export", payload, token=token)
+    body = js(b) or {}
+    check("the app's payload is saved, unknown metrics and sections counted",
+          st == 200 and body.get("saved") == 18 and body.get("duplicates") == 0
+          and body.get("unmapped") == {"physical_effort": 2, "stateOfMind": 1, "symptoms": 1}, b)
+    day = ("/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&timeZone=America/Los_Angeles"
+           "&start=2024-02-06T00:00:00-08:00&end=2024-02-07T00:00:00-08:00")
+    _, _, before = http(port, "GET", day, token=token)
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export", payload, token=token)
+    body = js(b) or {}
+    check("posting it again stores nothing twice", st == 200 and body.get("saved") == 0 and body.get("duplicates") == 18, b)
+    st, h, after = http(port, "GET", day, token=token)
+    buckets = (js(after) or {}).get("buckets", [])
+    check("the same statistics after the re-send, in the user's local day",
+          st == 200 and after == before and len(buckets) == 1 and buckets[0].get("sum") == 200, after)
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export",
+                    b'{"data":{"metrics":[{"name":"step_count","units":"count","data":[{"date":"06/02/2024","qty":1}]}]}}', token=token)
+    errors = (js(b) or {}).get("errors", [])
+    check("a malformed payload is a 400 naming the field", st == 400 and errors and errors[0]["field"] == "data.metrics[0].data[0].date", b)
+    head = ("POST /v1/ingest/health-auto-export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+            + "\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n").encode()
+    answer = raw(port, head)
+    check("over the route's 128 MiB limit: 413 with advice", statuses(answer)[:1] == [413] and b"134217728" in answer
+          and b"Health Auto Export" in answer, answer[:300])
+    head = ("POST /v1/ingest/health-auto-export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+            + "\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n").encode()
+    answer = raw(port, head, read_timeout=1.0)
+    check("a 20 MB body is within the route's limit (the server waits for it)", 413 not in statuses(answer), answer[:300])
+
+
 def main():
     from malformed import malformed_http_checks  # modules of their own; they import this one
     from abuse import abuse_checks
@@ -783,6 +825,7 @@ def main():
         privacy_token = privacy_traffic(server.port)
         dashboard_asset_checks(server.port)
         statistics_checks(server.port)
+        health_auto_export_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         first_start_checks(args.binary, os.path.abspath(args.public))
         feed_stream = change_feed_checks(server.port)
