@@ -3,7 +3,8 @@ import Glibc
 import HTTP
 import Synchronization
 
-/// One client socket. It drives an `HTTPConnectionStateMachine` and carries out its actions.
+/// One client socket. It drives an `HTTPConnectionStateMachine`, keeps its socket bookkeeping in
+/// an `HTTPConnectionBookkeeping` value, and makes the system calls both ask for.
 // @unchecked: all mutable state is only touched on `loop.queue`; other threads reach a
 // connection only through `loop.queue.async`.
 final class Connection: @unchecked Sendable {
@@ -13,33 +14,21 @@ final class Connection: @unchecked Sendable {
         case responseQueued
     }
 
-    /// Above this much unsent output, pipelined requests wait for the socket to drain.
-    private static let outputHighWater = 64 * 1024
-    private static let lingerSeconds: UInt64 = 2
-
     let fd: Int32
     let info: ConnectionInfo
     let loop: EventLoop
     // Strong: a late responder completion may still reach a closed connection; the cycle ends when the loop drops it.
     private let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
+    private var books = HTTPConnectionBookkeeping()
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
-    private var readSuspended = true
-    private var writeSuspended = true
     private var pendingCancels = 2
 
-    private var output: [UInt8] = []
-    private var outputOffset = 0
-    private var lastWriteProgress: UInt64 = 0
-
     private var work: [Work] = []
+    /// Reused for every call into the state machine, so dispatching a request allocates no action list.
+    private var actions: [HTTPConnectionStateMachine.Action] = []
     private var running = false
-    private var waitingForDrain = false
-    private var closeAfterFlush = false
-    private var lingering = false
-    private var lingerDeadline: UInt64?
-    private var closed = false
     private var shutdownNoted = false
 
     private var responseGeneration: UInt64 = 0
@@ -48,8 +37,6 @@ final class Connection: @unchecked Sendable {
     private var responseReturnedDuringRespond: HTTPResponse?
 
     private var stream: ServerBodyStream?
-    /// Output bytes ahead of the stream's own bytes (its head), not counted against its backlog.
-    private var bytesAheadOfStream = 0
 
     init(fd: Int32, info: ConnectionInfo, loop: EventLoop, server: HTTPServer) {
         self.fd = fd
@@ -61,6 +48,8 @@ final class Connection: @unchecked Sendable {
                                                   now: DispatchTime.now().uptimeNanoseconds)
         self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
         self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+        work.reserveCapacity(4)
+        actions.reserveCapacity(4)
     }
 
     func start() {
@@ -74,22 +63,23 @@ final class Connection: @unchecked Sendable {
         readSource.setCancelHandler(handler: cancelHandler)
         writeSource.setEventHandler { [unowned self] in writable() }
         writeSource.setCancelHandler(handler: cancelHandler)
-        readSuspended = false
+        _ = books.resumeReading()
         readSource.activate()
     }
 
     // MARK: Events
 
     private func readable() {
-        guard !closed else { return }
+        guard !books.isClosed else { return }
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 {
-            if lingering { return }
-            enqueue(machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now()))
+            if books.lingering { return }
+            machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now(), into: &actions)
+            enqueueActions()
             run()
         } else if count == 0 {
-            if lingering { closeNow(); return }
+            if books.lingering { closeNow(); return }
             enqueue(machine.peerHalfClosed(now: loop.now()))
             // Nothing more will arrive; keeping the source armed would spin on EOF.
             suspendReading()
@@ -100,31 +90,28 @@ final class Connection: @unchecked Sendable {
     }
 
     private func writable() {
-        guard !closed else { return }
+        guard !books.isClosed else { return }
         run()
     }
 
     func tick(_ instant: HTTPInstant) {
-        guard !closed else { return }
-        let time = instant.uptimeNanoseconds
-        if let deadline = lingerDeadline {
-            if time >= deadline { closeNow() }
+        guard !books.isClosed else { return }
+        switch books.timerStep(at: instant.uptimeNanoseconds, writeTimeout: loop.configuration.writeTimeout) {
+        case .close:
+            closeNow()
+        case .wait:
             return
+        case .checkStateMachine:
+            let actions = machine.tick(now: instant)
+            // Most ticks find nothing due; skip the work loop for those.
+            guard !actions.isEmpty else { return }
+            enqueue(actions)
+            run()
         }
-        if outputOffset < output.count {
-            let stalled = Double(time &- lastWriteProgress) / 1_000_000_000
-            if stalled >= loop.configuration.writeTimeout { closeNow() }
-            return
-        }
-        let actions = machine.tick(now: instant)
-        // Most ticks find nothing due; skip the work loop for those.
-        guard !actions.isEmpty else { return }
-        enqueue(actions)
-        run()
     }
 
     func shutdownRequested() {
-        guard !closed, !shutdownNoted else { return }
+        guard !books.isClosed, !shutdownNoted else { return }
         shutdownNoted = true
         enqueue(machine.shutdownRequested(now: loop.now()))
         run()
@@ -136,6 +123,12 @@ final class Connection: @unchecked Sendable {
         for action in actions { work.append(.action(action)) }
     }
 
+    /// Moves the reused action list into the work queue.
+    private func enqueueActions() {
+        for action in actions { work.append(.action(action)) }
+        actions.removeAll(keepingCapacity: true)
+    }
+
     /// Carries out queued work, then flushes. Iterative, so synchronous responders answering a
     /// long run of pipelined requests never deepen the stack; responses queued in one pass go out
     /// in one `send`.
@@ -145,31 +138,27 @@ final class Connection: @unchecked Sendable {
         defer { running = false }
         repeat {
             var index = 0
-            while index < work.count && !closed {
+            while index < work.count && !books.isClosed {
                 let item = work[index]
                 index += 1
                 perform(item)
             }
             work.removeAll(keepingCapacity: true)
-            if closed { return }
+            if books.isClosed { return }
             flush()
-        } while !work.isEmpty && !closed
+        } while !work.isEmpty && !books.isClosed
     }
 
     private func perform(_ item: Work) {
         switch item {
         case .responseQueued:
-            if output.count - outputOffset < Self.outputHighWater {
-                enqueue(machine.responseWritten(now: loop.now()))
-            } else {
-                waitingForDrain = true
-            }
+            if books.responseQueued() { responseWritten() }
         case .action(let action):
             switch action {
             case .dispatch(let request):
                 dispatch(request)
             case .write(let bytes):
-                output.append(contentsOf: bytes)
+                books.queue(bytes)
             case .startStream(let producer, let chunked):
                 startStream(producer: producer, chunked: chunked)
             case .pauseReading:
@@ -177,14 +166,18 @@ final class Connection: @unchecked Sendable {
             case .resumeReading:
                 resumeReading()
             case .close(let lingering):
-                closeAfterFlush = true
-                self.lingering = self.lingering || lingering
+                books.closeRequested(lingering: lingering)
             case .serverError(let status, let detail):
                 server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
             case .peerGone:
                 info.disconnect.fire()
             }
         }
+    }
+
+    private func responseWritten() {
+        machine.responseWritten(now: loop.now(), into: &actions)
+        enqueueActions()
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -214,15 +207,15 @@ final class Connection: @unchecked Sendable {
 
     private func accept(_ response: HTTPResponse, generation: UInt64) {
         // A second completion, or one for a connection that died meanwhile, is ignored.
-        guard !closed, awaitingGeneration == generation else { return }
+        guard !books.isClosed, awaitingGeneration == generation else { return }
         info.disconnect.requestAnswered()
         awaitingGeneration = nil
         // Shutdown may have begun while this loop had not heard of it yet: this response then
         // already says `Connection: close`.
         if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
-        let actions = machine.responseReady(response, now: loop.now())
-        enqueue(actions)
+        machine.responseReady(response, now: loop.now(), into: &actions)
         let streams = actions.contains { if case .startStream = $0 { return true } else { return false } }
+        enqueueActions()
         if !streams { work.append(.responseQueued) }
     }
 
@@ -234,14 +227,14 @@ final class Connection: @unchecked Sendable {
             self.loop.queue.async { self.streamHasData() }
         }
         self.stream = stream
-        bytesAheadOfStream = output.count - outputOffset
+        books.streamStarted()
         producer(stream)
     }
 
     private func streamHasData() {
-        guard !closed, let stream else { return }
+        guard !books.isClosed, let stream else { return }
         let taken = stream.take()
-        output.append(contentsOf: taken.bytes)
+        books.queue(taken.bytes)
         if taken.overflowed {
             // The consumer cannot keep up; dropping it bounds memory.
             closeNow()
@@ -249,6 +242,7 @@ final class Connection: @unchecked Sendable {
         }
         if taken.finished {
             self.stream = nil
+            books.streamEnded()
             work.append(.responseQueued)
         }
         run()
@@ -257,18 +251,11 @@ final class Connection: @unchecked Sendable {
     // MARK: Output
 
     private func flush() {
-        while outputOffset < output.count {
-            let sent = output.withUnsafeBytes { bytes in
-                send(fd, bytes.baseAddress.map { $0 + outputOffset }, bytes.count - outputOffset, Int32(MSG_NOSIGNAL))
-            }
+        while books.unsentByteCount > 0 {
+            let sent = books.withUnsentBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent > 0 {
-                outputOffset += sent
-                lastWriteProgress = DispatchTime.now().uptimeNanoseconds
-                if let stream {
-                    let ahead = min(sent, bytesAheadOfStream)
-                    bytesAheadOfStream -= ahead
-                    stream.acknowledge(sent - ahead)
-                }
+                let streamBytes = books.sent(sent, at: DispatchTime.now().uptimeNanoseconds)
+                if streamBytes > 0 { stream?.acknowledge(streamBytes) }
             } else if sent < 0 && errno == EINTR {
                 continue
             } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -278,42 +265,30 @@ final class Connection: @unchecked Sendable {
                 return
             }
         }
-        if outputOffset == output.count {
-            output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
-            outputOffset = 0
+        let step = books.flushStopped(at: DispatchTime.now().uptimeNanoseconds)
+        switch step {
+        case .idle:
             suspendWriting()
-            if closeAfterFlush {
-                finishClosing()
-                return
-            }
-        } else {
-            // Compact only when most of the buffer is sent, so a large response is not copied over and over.
-            if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
-                output.removeFirst(outputOffset)
-                outputOffset = 0
-            }
-            // The write-stall clock starts when output first has to wait.
-            if writeSuspended { lastWriteProgress = DispatchTime.now().uptimeNanoseconds }
+        case .waitForWritable:
             resumeWriting()
+        case .close:
+            suspendWriting()
+            closeNow()
+            return
+        case .linger:
+            suspendWriting()
+            // Half-close and read until the peer is done, so it sees the error response rather than a reset.
+            if books.beginLingering(at: DispatchTime.now().uptimeNanoseconds) {
+                Glibc.shutdown(fd, Int32(SHUT_WR))
+                resumeReading()
+            }
+            return
         }
-        if waitingForDrain && output.count - outputOffset < Self.outputHighWater {
-            waitingForDrain = false
-            enqueue(machine.responseWritten(now: loop.now()))
-        }
-    }
-
-    private func finishClosing() {
-        guard lingering else { closeNow(); return }
-        // Half-close and read until the peer is done, so it sees the error response rather than a reset.
-        guard lingerDeadline == nil else { return }
-        Glibc.shutdown(fd, Int32(SHUT_WR))
-        lingerDeadline = DispatchTime.now().uptimeNanoseconds + Self.lingerSeconds * 1_000_000_000
-        resumeReading()
+        if books.takeDrainedResponse() { responseWritten() }
     }
 
     func closeNow() {
-        guard !closed else { return }
-        closed = true
+        guard books.markClosed() else { return }
         work.removeAll()
         // A request still waiting for its answer has nobody to answer any more.
         info.disconnect.fire()
@@ -331,27 +306,19 @@ final class Connection: @unchecked Sendable {
     }
 
     private func suspendReading() {
-        guard !readSuspended else { return }
-        readSuspended = true
-        readSource.suspend()
+        if books.suspendReading() { readSource.suspend() }
     }
 
     private func resumeReading() {
-        guard readSuspended else { return }
-        readSuspended = false
-        readSource.resume()
+        if books.resumeReading() { readSource.resume() }
     }
 
     private func suspendWriting() {
-        guard !writeSuspended else { return }
-        writeSuspended = true
-        writeSource.suspend()
+        if books.suspendWriting() { writeSource.suspend() }
     }
 
     private func resumeWriting() {
-        guard writeSuspended else { return }
-        writeSuspended = false
-        writeSource.resume()
+        if books.resumeWriting() { writeSource.resume() }
     }
 }
 
