@@ -75,9 +75,10 @@ package struct HTTPConnectionBookkeeping: Sendable {
         bytesAheadOfStream = 0
     }
 
-    /// The unsent bytes, for `send`.
-    package func withUnsentBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
-        try output.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+    /// Hands the unsent bytes to `send` and returns its result (not generic, so the server's
+    /// calls from another module need no runtime generics).
+    package func sendUnsent(_ send: (UnsafeRawBufferPointer) -> Int) -> Int {
+        output.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
     }
 
     /// The socket took `count` bytes at `time`. Returns how many of them were the stream's own

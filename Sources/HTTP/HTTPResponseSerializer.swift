@@ -88,7 +88,14 @@ public enum HTTPResponseSerializer {
     }
 
     static func appendASCII(_ text: String, to out: inout [UInt8]) {
-        out.append(contentsOf: text.utf8)
+        if text.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
+            out.append(contentsOf: text.utf8)
+        }
+    }
+
+    /// Literals are copied from their static storage in one go.
+    static func appendASCII(_ text: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Application-supplied text never gets to inject CR, LF or other controls (response splitting).

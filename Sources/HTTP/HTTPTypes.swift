@@ -58,7 +58,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// Replaces every field named `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
-        remove(name)
+        // Usually the field is new: then nothing is removed and the array is not rewritten.
+        if fields.contains(where: { $0.name.asciiCaseInsensitiveEquals(name) }) { remove(name) }
         fields.append((name: name, value: value))
     }
 

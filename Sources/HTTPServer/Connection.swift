@@ -8,12 +8,6 @@ import Synchronization
 // @unchecked: all mutable state is only touched on `loop.queue`; other threads reach a
 // connection only through `loop.queue.async`.
 final class Connection: @unchecked Sendable {
-    private enum Work {
-        case action(HTTPConnectionStateMachine.Action)
-        /// A complete byte response is queued: report it written (now, or once output drains).
-        case responseQueued
-    }
-
     let fd: Int32
     let info: ConnectionInfo
     let loop: EventLoop
@@ -25,9 +19,12 @@ final class Connection: @unchecked Sendable {
     private let writeSource: any DispatchSourceWrite
     private var pendingCancels = 2
 
-    private var work: [Work] = []
-    /// Reused for every call into the state machine, so dispatching a request allocates no action list.
-    private var actions: [HTTPConnectionStateMachine.Action] = []
+    /// The state machine's actions not yet carried out. The machine appends to it directly, and
+    /// its capacity is kept, so a request costs no action-list allocation.
+    private var work: [HTTPConnectionStateMachine.Action] = []
+    /// A complete response is queued once the work loop reaches this index: the state machine
+    /// then hears it is written (now, or once output drains). At most one response is pending.
+    private var responseCompleteAt: Int?
     private var running = false
     private var shutdownNoted = false
 
@@ -49,7 +46,6 @@ final class Connection: @unchecked Sendable {
         self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
         self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
         work.reserveCapacity(4)
-        actions.reserveCapacity(4)
     }
 
     func start() {
@@ -75,8 +71,7 @@ final class Connection: @unchecked Sendable {
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 {
             if books.lingering { return }
-            machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now(), into: &actions)
-            enqueueActions()
+            machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now(), into: &work)
             run()
         } else if count == 0 {
             if books.lingering { closeNow(); return }
@@ -120,13 +115,7 @@ final class Connection: @unchecked Sendable {
     // MARK: Work loop
 
     private func enqueue(_ actions: [HTTPConnectionStateMachine.Action]) {
-        for action in actions { work.append(.action(action)) }
-    }
-
-    /// Moves the reused action list into the work queue.
-    private func enqueueActions() {
-        for action in actions { work.append(.action(action)) }
-        actions.removeAll(keepingCapacity: true)
+        work.append(contentsOf: actions)
     }
 
     /// Carries out queued work, then flushes. Iterative, so synchronous responders answering a
@@ -138,10 +127,15 @@ final class Connection: @unchecked Sendable {
         defer { running = false }
         repeat {
             var index = 0
-            while index < work.count && !books.isClosed {
-                let item = work[index]
+            while !books.isClosed {
+                if responseCompleteAt == index {
+                    responseCompleteAt = nil
+                    if books.responseQueued() { responseWritten() }
+                }
+                guard index < work.count else { break }
+                let action = work[index]
                 index += 1
-                perform(item)
+                perform(action)
             }
             work.removeAll(keepingCapacity: true)
             if books.isClosed { return }
@@ -149,35 +143,29 @@ final class Connection: @unchecked Sendable {
         } while !work.isEmpty && !books.isClosed
     }
 
-    private func perform(_ item: Work) {
-        switch item {
-        case .responseQueued:
-            if books.responseQueued() { responseWritten() }
-        case .action(let action):
-            switch action {
-            case .dispatch(let request):
-                dispatch(request)
-            case .write(let bytes):
-                books.queue(bytes)
-            case .startStream(let producer, let chunked):
-                startStream(producer: producer, chunked: chunked)
-            case .pauseReading:
-                suspendReading()
-            case .resumeReading:
-                resumeReading()
-            case .close(let lingering):
-                books.closeRequested(lingering: lingering)
-            case .serverError(let status, let detail):
-                server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
-            case .peerGone:
-                info.disconnect.fire()
-            }
+    private func perform(_ action: HTTPConnectionStateMachine.Action) {
+        switch action {
+        case .dispatch(let request):
+            dispatch(request)
+        case .write(let bytes):
+            books.queue(bytes)
+        case .startStream(let producer, let chunked):
+            startStream(producer: producer, chunked: chunked)
+        case .pauseReading:
+            suspendReading()
+        case .resumeReading:
+            resumeReading()
+        case .close(let lingering):
+            books.closeRequested(lingering: lingering)
+        case .serverError(let status, let detail):
+            server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
+        case .peerGone:
+            info.disconnect.fire()
         }
     }
 
     private func responseWritten() {
-        machine.responseWritten(now: loop.now(), into: &actions)
-        enqueueActions()
+        machine.responseWritten(now: loop.now(), into: &work)
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -213,10 +201,10 @@ final class Connection: @unchecked Sendable {
         // Shutdown may have begun while this loop had not heard of it yet: this response then
         // already says `Connection: close`.
         if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
-        machine.responseReady(response, now: loop.now(), into: &actions)
-        let streams = actions.contains { if case .startStream = $0 { return true } else { return false } }
-        enqueueActions()
-        if !streams { work.append(.responseQueued) }
+        let first = work.count
+        machine.responseReady(response, now: loop.now(), into: &work)
+        let streams = work[first...].contains { if case .startStream = $0 { return true } else { return false } }
+        if !streams { responseCompleteAt = work.count }
     }
 
     // MARK: Streaming
@@ -243,7 +231,7 @@ final class Connection: @unchecked Sendable {
         if taken.finished {
             self.stream = nil
             books.streamEnded()
-            work.append(.responseQueued)
+            responseCompleteAt = work.count
         }
         run()
     }
@@ -252,7 +240,7 @@ final class Connection: @unchecked Sendable {
 
     private func flush() {
         while books.unsentByteCount > 0 {
-            let sent = books.withUnsentBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = books.sendUnsent { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent > 0 {
                 let streamBytes = books.sent(sent, at: DispatchTime.now().uptimeNanoseconds)
                 if streamBytes > 0 { stream?.acknowledge(streamBytes) }
@@ -290,6 +278,7 @@ final class Connection: @unchecked Sendable {
     func closeNow() {
         guard books.markClosed() else { return }
         work.removeAll()
+        responseCompleteAt = nil
         // A request still waiting for its answer has nobody to answer any more.
         info.disconnect.fire()
         if let stream {

@@ -16,7 +16,7 @@ struct ConnectionBookkeepingTests {
         #expect(step(&books) { $0.sent(4, at: 5) } == 0)
         #expect(books.unsentByteCount == 6)
         #expect(books.lastWriteProgress == 5)
-        #expect(books.withUnsentBytes { $0.count } == 6)
+        #expect(books.sendUnsent { $0.count } == 6)
         #expect(step(&books) { $0.flushStopped(at: 6) } == .waitForWritable)
         #expect(step(&books) { $0.sent(6, at: 7) } == 0)
         #expect(step(&books) { $0.flushStopped(at: 8) } == .idle)
