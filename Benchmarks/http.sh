@@ -8,7 +8,8 @@
 # healthd/nginx; p99 at 1,000 connections; healthd's RSS holding 1,000 idle keep-alive
 # connections; and GET /v1/samples?type=stepCount&limit=10 with an app token on a store of
 # 1M samples (built once by `healthd-bench seed-store` and kept in .build/http-bench-store).
-# Installs wrk and nginx from Debian if missing.
+# BASELINE=path/to/an/older/healthd adds that binary (on a copy of the store) to the same run,
+# for before/after figures measured side by side. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
@@ -59,7 +60,15 @@ echo '{"accessLog": false, "maxConnections": 20000, "maxConnectionsPerAddress": 
 HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port 18080 --data-dir "$store" \
   --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
-for port in 18080 18081 18082; do
+ports="18080 18081 18082"
+if [ -n "${BASELINE:-}" ]; then
+  cp -r "$store" "$work/baseline-store"
+  HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$BASELINE" serve --port 18083 --data-dir "$work/baseline-store" \
+    --config "$work/config.json" > "$work/baseline.log" 2>&1 &
+  baseline_pid=$!
+  ports="$ports 18083"
+fi
+for port in $ports; do
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 done
 samples_url="http://127.0.0.1:18080/v1/samples?type=stepCount&limit=10"
@@ -88,8 +97,12 @@ for c in 64 1000; do
   results+=("$(run nginx "$nginx_pid" http://127.0.0.1:18081/healthz $c)")
   results+=("$(run floor "$floor_pid" http://127.0.0.1:18082/healthz $c)")
   results+=("$(run healthd "$healthd_pid" http://127.0.0.1:18080/healthz $c)")
+  if [ -n "${BASELINE:-}" ]; then results+=("$(run baseline "$baseline_pid" http://127.0.0.1:18083/healthz $c)"); fi
 done
 samples_result=$(run samples "$healthd_pid" "$samples_url" 64 -H "Authorization: Bearer $token")
+if [ -n "${BASELINE:-}" ]; then
+  baseline_samples=$(run samples "$baseline_pid" "${samples_url/18080/18083}" 64 -H "Authorization: Bearer $token")
+fi
 
 # RSS holding 1,000 idle keep-alive connections (each made one request, then stays open).
 idle_rss=$(python3 - "$healthd_pid" <<'PY'
@@ -122,13 +135,14 @@ echo
 echo "| GET /healthz | connections | requests/s | p99 | server CPU per request | requests/s ratio |"
 echo "|---|---:|---:|---:|---:|---:|"
 for c in 64 1000; do
-  for n in nginx floor healthd; do
+  for n in nginx floor healthd ${BASELINE:+baseline}; do
     label=$n; [ "$n" = nginx ] && label="nginx, 1 worker"; [ "$n" = floor ] && label="Dispatch floor"
+    [ "$n" = baseline ] && label="baseline healthd ($BASELINE)"
     r=""
     case $n in
       nginx) r="1.00 of nginx" ;;
       floor) r="$(ratio "$(field floor $c rps)" "$(field nginx $c rps)") of nginx" ;;
-      healthd) r="$(ratio "$(field healthd $c rps)" "$(field floor $c rps)") of floor, $(ratio "$(field healthd $c rps)" "$(field nginx $c rps)") of nginx" ;;
+      healthd|baseline) r="$(ratio "$(field $n $c rps)" "$(field floor $c rps)") of floor, $(ratio "$(field $n $c rps)" "$(field nginx $c rps)") of nginx" ;;
     esac
     echo "| $label | $c | $(field $n $c rps) | $(field $n $c p99) | $(field $n $c cpu) µs | $r |"
   done
@@ -136,5 +150,9 @@ done
 IFS='|' read -r _ c rps p99 cpu <<<"$samples_result"
 echo
 echo "| healthd GET /v1/samples?type=stepCount&limit=10 ($store_samples samples, app token) | $c | $rps | $p99 | $cpu µs | $(ratio "$rps" "$(field healthd 64 rps)") of /healthz |"
+if [ -n "${BASELINE:-}" ]; then
+  IFS='|' read -r _ c brps bp99 bcpu <<<"$baseline_samples"
+  echo "| baseline healthd, same route | $c | $brps | $bp99 | $bcpu µs | $(ratio "$rps" "$brps") after/before |"
+fi
 echo
 echo "healthd RSS holding 1,000 idle keep-alive connections: ${idle_rss} MiB"

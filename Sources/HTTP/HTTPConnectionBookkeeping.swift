@@ -165,27 +165,14 @@ package struct HTTPConnectionBookkeeping: Sendable {
     // Dispatch counts suspensions, and a source must be resumed as often as it was suspended, so
     // each of these says whether the source call is actually due (true) or would unbalance it.
 
-    package mutating func suspendReading() -> Bool {
-        guard !readSuspended else { return false }
-        readSuspended = true
-        return true
-    }
+    package mutating func suspendReading() -> Bool { Self.change(&readSuspended, to: true) }
+    package mutating func resumeReading() -> Bool { Self.change(&readSuspended, to: false) }
+    package mutating func suspendWriting() -> Bool { Self.change(&writeSuspended, to: true) }
+    package mutating func resumeWriting() -> Bool { Self.change(&writeSuspended, to: false) }
 
-    package mutating func resumeReading() -> Bool {
-        guard readSuspended else { return false }
-        readSuspended = false
-        return true
-    }
-
-    package mutating func suspendWriting() -> Bool {
-        guard !writeSuspended else { return false }
-        writeSuspended = true
-        return true
-    }
-
-    package mutating func resumeWriting() -> Bool {
-        guard writeSuspended else { return false }
-        writeSuspended = false
+    private static func change(_ suspended: inout Bool, to value: Bool) -> Bool {
+        guard suspended != value else { return false }
+        suspended = value
         return true
     }
 }
