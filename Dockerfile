@@ -7,8 +7,6 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# Resolve first so source edits do not invalidate the dependency layer (there are no
-# package dependencies today; this keeps the layer cheap if that ever changes).
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
@@ -29,10 +27,13 @@ COPY config.example.json /etc/healthd/config.example.json
 USER healthd
 WORKDIR /var/lib/healthd
 VOLUME ["/var/lib/healthd"]
+# The port is HEALTHD_PORT (`docker run -e HEALTHD_PORT=9000 -p 9000:9000 …`): the server and the
+# health check both read it, so they cannot disagree.
+ENV HEALTHD_PORT=8080
 EXPOSE 8080
 ENV HEALTHD_PUBLIC_DIR=/usr/share/healthd/Public
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
-  CMD curl -fsS http://127.0.0.1:8080/healthz || exit 1
+  CMD curl -fsS "http://127.0.0.1:${HEALTHD_PORT}/healthz" || exit 1
 # Listen on all interfaces inside the container; publish the port to choose who can reach it.
 ENTRYPOINT ["healthd"]
-CMD ["serve", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/var/lib/healthd"]
+CMD ["serve", "--host", "0.0.0.0", "--data-dir", "/var/lib/healthd"]

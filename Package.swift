@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "Crypto", swiftSettings: strict),
         // Apple Health export.xml: byte-level XML tokenizer, repair filter and mapping to samples.
         .target(name: "AppleHealthExport", dependencies: ["HealthModel"], swiftSettings: strict),
+        // Health Auto Export (iOS app) REST payloads: streaming JSON pass and mapping to samples.
+        .target(name: "HealthAutoExport", dependencies: ["HealthModel", "JSON", "Crypto"], swiftSettings: strict),
         // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
         .target(name: "HealthClient", swiftSettings: strict),
 
@@ -35,11 +37,20 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
-                dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto",
-                               "AppleHealthExport"],
+                dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto", "HealthAutoExport"],
                 swiftSettings: strict),
-        .executableTarget(name: "healthd", dependencies: ["HealthAPI", "HTTPServer", "HealthStore", "HealthModel", "JSON", "CZlib"],
+        // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
+        .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore"], swiftSettings: strict),
+        // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
+        // wiring to the store; a module of its own so tests reach them.
+        .target(name: "HealthdCommandLine",
+                dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport"],
+                swiftSettings: strict),
+        .executableTarget(name: "healthd",
+                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "HealthModel",
+                                         "JSON", "CZlib", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
@@ -53,11 +64,13 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
         .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
+        .testTarget(name: "HealthAutoExportTests", dependencies: ["HealthAutoExport", "HealthModel", "JSON"]),
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore"]),
+        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData"]),
+        .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
     ],
     swiftLanguageModes: [.v6]

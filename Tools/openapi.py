@@ -63,7 +63,10 @@ SCHEMAS = {
             "code": {"type": "string", "enum": ["errorInvalidArgument", "errorAuthenticationRequired", "errorAuthorizationDenied",
                                                 "errorNotFound", "errorConflict", "errorPayloadTooLarge",
                                                 "errorUnsupportedMediaType", "errorRateLimited", "errorMethodNotAllowed",
-                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal"]},
+                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal",
+                                                "errorInsufficientStorage"]},
+            "requestId": {"type": "string", "description": "On 5xx answers: the request's id (as in `X-Request-Id`); the server's "
+                          "log line with this id holds what failed. The detail itself never shows internals."},
             "errors": {"type": "array", "items": {"type": "object", "required": ["field", "detail"], "properties": {
                 "index": {"type": "integer", "description": "Position in the request's batch."},
                 "field": {"type": "string", "description": "Field path within the sample (or body)."},
@@ -153,7 +156,7 @@ sample_predicate = [
 ]
 
 imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSteps", "distance", "cadence", "pace",
-                                              "floorsAscended", "floorsDescended", "activity", "saved"],
+                                              "floorsAscended", "floorsDescended", "activity", "repaired", "saved"],
               "properties": {"session": {"type": "string"}, "seq": {"type": "integer", "description": "The batch's seq (for /end: the last batch's)."},
                              "steps": {"type": "integer", "description": "Steps counted by this call."},
                              "totalSteps": {"type": "integer"}, "distance": {"type": "number", "description": "Metres, session total."},
@@ -161,6 +164,12 @@ imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSt
                              "pace": {"type": ["number", "null"], "description": "Seconds per metre; null when not walking."},
                              "floorsAscended": {"type": "integer"}, "floorsDescended": {"type": "integer"},
                              "activity": {"type": "string", "enum": ["stationary", "walking", "running", "unknown"]},
+                             "repaired": {"type": "object", "required": ["duplicates", "reordered", "late"],
+                                          "description": "What this call's input needed (accelerometer and pressure): samples "
+                                                         "dropped for repeating an earlier sample's timestamp, samples sorted back "
+                                                         "into place (jitter up to 0.1 s), samples dropped for lying at or before "
+                                                         "the previous batch's end (by up to 0.1 s).",
+                                          "properties": {k: {"type": "integer", "minimum": 0} for k in ["duplicates", "reordered", "late"]}},
                              "saved": {"type": "array", "items": {"type": "string", "format": "uuid"},
                                        "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call."}}}
 
@@ -197,6 +206,16 @@ PATHS = {
         "tags": ["authorization"], "parameters": [qparam("types", "Comma list of type ids.", required=True)],
         "responses": {"200": ok_json({"type": "object", "additionalProperties": {
             "type": "string", "enum": ["sharingAuthorized", "sharingDenied"]}}), **ERRORS_APP}}},
+    "/v1/authorizations/current": {"get": {
+        "summary": "What the calling token was granted: its app, user, read and share types", "tags": ["authorization"],
+        "description": "The same lists `POST /v1/authorizations` returned with the token: the admin's grant, not anything about the "
+                       "user's data, so a dashboard can say \"not shared with this app\" instead of showing an empty figure as zero. "
+                       "Read privacy of samples is unchanged.",
+        "responses": {"200": ok_json({"type": "object", "required": ["id", "user", "app", "read", "share"], "properties": {
+            "id": {"type": "string"}, "user": {"type": "string"}, "app": {"type": "string"},
+            "read": {"type": "array", "items": {"type": "string"}, "description": "Types (and characteristics) it may read, sorted."},
+            "share": {"type": "array", "items": {"type": "string"}, "description": "Types it may write and delete, sorted."}}}),
+            **ERRORS_APP}}},
     "/v1/samples": {
         "post": {"summary": "Save samples (all or nothing, idempotent by uuid)", "tags": ["samples"],
                  "requestBody": {"required": True, "content": {"application/json": {"schema": {
@@ -239,7 +258,8 @@ PATHS = {
         "summary": "Ingest a phone's raw accelerometer batch; the server's pedometer counts steps", "tags": ["motion"],
         "description": "JSON columnar body, or text/csv with a header row t,x,y,z and session, seq, unit, t0, device, heightCm "
                        "as query parameters. seq starts at 0 and rises by one per batch; a repeated seq returns the first "
-                       "answer and changes nothing; a gap is a 409 naming the expected seq. The pedometer's state, the saved "
+                       "answer and changes nothing; a gap is a 409 naming the expected seq. Time running backwards by more than "
+                       "0.1 s (in a batch, or before the previous batch's end) is a 400 naming the sample's index. The pedometer's state, the saved "
                        "samples and the answer commit together, so a restart mid-session loses nothing acknowledged.",
         "parameters": [qparam("session", "CSV only."), qparam("seq", "CSV only.", {"type": "integer", "minimum": 0}),
                        qparam("unit", "CSV only: g or m/s2."), qparam("t0", "CSV only: RFC 3339 instant."),
@@ -252,7 +272,8 @@ PATHS = {
                 "seq": {"type": "integer", "minimum": 0}, "unit": {"type": "string", "enum": ["g", "m/s2"]},
                 "t0": instant,
                 "samples": {"type": "object", "required": ["t", "x", "y", "z"], "additionalProperties": False,
-                            "description": "t: seconds after t0, strictly increasing; x, y, z including gravity. At most 100,000.",
+                            "description": "t: seconds after t0, increasing; equal times keep the first sample, jitter back by up to 0.1 s "
+                                           "is reordered, gaps restart the detector; x, y, z including gravity. At most 100,000.",
                             "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ["t", "x", "y", "z"]}},
                 "pressure": {"type": "object", "required": ["t", "hPa"], "additionalProperties": False,
                              "properties": {"t": {"type": "array", "items": {"type": "number"}},
@@ -268,6 +289,43 @@ PATHS = {
         "responses": {"200": ok_json(imu_answer), "404": problem("No such session for this app."),
                       "409": problem("The session has ended already, or its stored state cannot be read."),
                       "415": problem("A body that is not application/json."), **ERRORS_APP}}},
+    "/v1/ingest/health-auto-export": {"post": {
+        "summary": "Ingest what the Health Auto Export iOS app's REST API automation posts (JSON, export format v2)", "tags": ["ingest"],
+        "description": "The app's payload, unchanged: {\"data\":{\"metrics\":[{\"name\",\"units\",\"data\":[...]}],\"workouts\":[...]}}. "
+                       "Each metric with a HealthKit counterpart is saved as that type in its unit (the README's table): "
+                       "quantity samples, sleep stages as sleepAnalysis category samples, blood_pressure as a bloodPressure "
+                       "correlation, workouts with their totals and heart-rate samples. Dates keep their UTC offset (also "
+                       "stored as HKTimeZone metadata). Sample uuids derive from content (user, type, start, end, source, "
+                       "value), so overlapping re-sends store nothing twice. Unknown metrics and sections, and route points, "
+                       "are counted in `unmapped`; types the token may not share in `refused`; values HealthKit refuses in "
+                       "`invalid` (with the first 20 in `errors`). None of these fails the request; a malformed payload "
+                       "(JSON syntax, the format's shape, a date or number that does not parse) is a 400 naming each field "
+                       "and saves nothing. The body limit of this route is maxHealthAutoExportBodyBytes (default 128 MiB).",
+        "parameters": [qparam("interval", "The app's time grouping: how long one aggregated cumulative point lasts "
+                                          "(default minutes, the app's JSON default).",
+                              {"type": "string", "enum": ["seconds", "minutes", "hours", "days"]})],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["data"], "properties": {"data": {
+                "type": "object",
+                "properties": {
+                    "metrics": {"type": ["array", "null"], "items": {
+                        "type": "object", "required": ["name", "data"], "properties": {
+                            "name": {"type": "string", "description": "snake_case metric name, e.g. step_count."},
+                            "units": {"type": "string", "description": "The app's unit spelling, e.g. count, kcal, km, count/min, %."},
+                            "data": {"type": "array", "description": "Points: {date, qty, source}, heart_rate {date, Min, Avg, Max}, "
+                                                                     "blood_pressure {date, systolic, diastolic}, sleep_analysis "
+                                                                     "aggregated or {startDate, endDate, value}."}}}},
+                    "workouts": {"type": ["array", "null"], "items": {"type": "object"}}},
+                "additionalProperties": {"type": ["array", "null"]}}}}}}},
+        "responses": {"200": ok_json({"type": "object", "properties": {
+            "saved": {"type": "integer"}, "duplicates": {"type": "integer"},
+            "unmapped": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "refused": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "invalid": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "errors": {"type": "array", "items": {"type": "object", "properties": {
+                "field": {"type": "string"}, "detail": {"type": "string"}}}}}}),
+            "413": problem("The body is over maxHealthAutoExportBodyBytes; choose a shorter export period."),
+            "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/pedometer": {"get": {
         "summary": "CMPedometer.queryPedometerData over the calling app's IMU sessions", "tags": ["motion"],
         "parameters": [qparam("start", "RFC 3339.", {"type": "string", "format": "date-time"}, required=True),
@@ -314,6 +372,41 @@ PATHS = {
                                           "age": {"type": "integer", "description": "The age used (given or from dateOfBirth)."},
                                           "restingHeartRate": {"type": ["number", "null"], "description": "The resting rate used; null for percentOfMaximum."}}}),
                       **ERRORS_APP}}},
+    "/v1/workouts": {"get": {
+        "summary": "Workouts in a range, newest first, with active duration, heart rate and time in zone", "tags": ["heart-rate"],
+        "description": "Workouts (read privacy as for queries) overlapping [start, end). `duration` is seconds from start to end "
+                       "without paused spells (pause to the next resume). `heartRate` is the average, minimum and maximum of the "
+                       "heartRate readings the token can see from the workout's start to its end (HealthKit's discrete statistics "
+                       "over the workout); null without readings. `timeInZone` is seconds of the active time during which the "
+                       "heart rate lay in the goal's zone (as `GET /v1/heart-rate/zones` gives it, from `age` or the stored "
+                       "dateOfBirth, and the stored resting rate); each reading holds until the next one, for at most 5 minutes, "
+                       "so a gap in readings counts in no zone. Without a known age, `zone` and every `timeInZone` are null.",
+        "parameters": [
+            qparam("start", "RFC 3339 instant.", {"type": "string", "format": "date-time"}, required=True),
+            qparam("end", "RFC 3339 instant, after start.", {"type": "string", "format": "date-time"}, required=True),
+            qparam("goal", "Zone for timeInZone; default fatBurn.", {"type": "string", "enum": ["fatBurn", "cardio", "peak"]}),
+            qparam("age", "Years, 1-120; default from dateOfBirth when the token may read it.", {"type": "integer", "minimum": 1, "maximum": 120}),
+            qparam("limit", "At most this many workouts, 1-500; default 50.", {"type": "integer", "minimum": 1, "maximum": 500}),
+        ],
+        "responses": {"200": ok_json({"type": "object", "required": ["zone", "workouts"], "properties": {
+            "zone": {"type": ["object", "null"], "properties": {
+                "goal": {"type": "string"}, "low": {"type": "integer"}, "high": {"type": "integer"},
+                "method": {"type": "string", "enum": ["karvonen", "percentOfMaximum"]}}},
+            "workouts": {"type": "array", "items": {"type": "object", "required": [
+                "uuid", "activityType", "start", "end", "duration", "totalDistance", "totalEnergyBurned", "heartRate", "timeInZone", "source"],
+                "properties": {
+                    "uuid": {"type": "string", "format": "uuid"},
+                    "activityType": {"type": "string", "description": "HKWorkoutActivityType case name."},
+                    "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+                    "duration": {"type": "number", "description": "Active seconds (pauses excluded)."},
+                    "totalDistance": {"type": ["number", "null"], "description": "Metres."},
+                    "totalEnergyBurned": {"type": ["number", "null"], "description": "kcal."},
+                    "heartRate": {"type": ["object", "null"], "properties": {
+                        "average": {"type": "number"}, "minimum": {"type": "number"}, "maximum": {"type": "number"},
+                        "readings": {"type": "integer"}}},
+                    "timeInZone": {"type": ["number", "null"], "description": "Seconds."},
+                    "source": {"type": "string", "description": "The app that saved the workout."}}}}}}),
+            **ERRORS_APP}}},
     "/v1/export": {"get": {
         "summary": "Every sample the token may read, as NDJSON (one Sample per line), streamed", "tags": ["export"],
         "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
@@ -586,6 +679,36 @@ ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", 
 EITHER_TOKEN = {("get", "/v1/types"), ("get", "/v1/types/{id}")}
 
 
+REQUEST_ID_HEADER = {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}}
+HEADERS = {"RequestId": {"description": "The request's id, on every response; the access log line and any error "
+                                        "log line about the request carry the same id.",
+                         "schema": {"type": "string"}}}
+INTERNAL_ERROR = problem("The server failed (errorInternal): a generic `detail` and the `requestId`; the details are in the "
+                         "server's log line with that id, never in the response.")
+INSUFFICIENT_STORAGE = {**problem("The data directory's disk is full (errorInsufficientStorage): nothing of this request was "
+                                  "stored; reads go on working, and the same request succeeds once space returns."),
+                        "headers": {"Retry-After": {"description": "Seconds to wait before retrying (30).",
+                                                    "schema": {"type": "integer", "minimum": 1}}}}
+RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
+             "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
+
+
+def with_common_responses(paths):
+    """Every operation may fail on the server's side (500); every write may find the disk full
+    (507); every response carries X-Request-Id."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            for code, response in list(responses.items()):
+                response = dict(response)
+                response["headers"] = {**response.get("headers", {}), **REQUEST_ID_HEADER}
+                responses[code] = response
+            responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
+            if method in ("post", "put", "delete"):
+                responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
+    return paths
+
+
 def with_security(paths):
     for path, operations in paths.items():
         for method, operation in operations.items():
@@ -596,16 +719,27 @@ def with_security(paths):
     return paths
 
 
+def healthd_version():
+    """The one version string, from Sources/HealthdCommandLine/Version.swift (`healthd --version` prints it too)."""
+    import re
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "HealthdCommandLine", "Version.swift")
+    match = re.search(r'static let string = "([^"]+)"', open(path, encoding="utf-8").read())
+    if match is None:
+        sys.exit("openapi.py: no version string in " + path)
+    return match.group(1)
+
+
 def document():
     return {
         "openapi": "3.1.0",
-        "info": {"title": "healthd", "version": "1.0.0",
-                 "description": "HealthKit-style health data over HTTP. See README.md for the decisions where API.md is silent."},
+        "info": {"title": "healthd", "version": healthd_version(),
+                 "description": "HealthKit-style health data over HTTP. This document is the API reference; "
+                                "the project's README explains the design decisions and walks through every feature."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "heart-rate", "export"]],
-        "paths": with_security(PATHS),
-        "components": {"schemas": SCHEMAS,
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],
+        "paths": with_common_responses(with_security(PATHS)),
+        "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {
                            "appToken": {"type": "http", "scheme": "bearer",
                                         "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},

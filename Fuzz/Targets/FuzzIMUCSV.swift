@@ -12,6 +12,12 @@ public func fuzzIMUCSV(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let unit: AccelerationUnit = size % 2 == 0 ? .standardGravity : .metersPerSecondSquared
     var session = PedometerSession()
     let batch = AccelerometerBatch(timestamps: columns.t, x: columns.x, y: columns.y, z: columns.z, unit: unit)
+    // Messy streams are repaired, never passed on: what the detector sees is strictly increasing.
+    if let (repaired, _) = try? batch.normalized() {
+        precondition(zip(repaired.timestamps, repaired.timestamps.dropFirst()).allSatisfy { $0 < $1 },
+                     "a repaired stream that is not strictly increasing")
+        precondition(repaired.x.count == repaired.timestamps.count && repaired.z.count == repaired.timestamps.count, "ragged repaired batch")
+    }
     if let update = try? session.process(batch) {
         precondition(update.totalSteps >= 0 && update.distanceMeters >= 0, "negative steps or distance")
         precondition(update.stepTimestamps.allSatisfy(\.isFinite), "a step at a non-finite time")

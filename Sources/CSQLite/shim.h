@@ -1,7 +1,7 @@
 #if __has_include(<sqlite3.h>)
 #include <sqlite3.h>
 #else
-#include "sqlite3-fallback.h"
+#include "sqlite3-used.h"
 #endif
 
 // sqlite3_config is variadic, which Swift cannot call. SQLite's memory statistics take a global

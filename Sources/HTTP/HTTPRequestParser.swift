@@ -16,18 +16,43 @@ public struct HTTPLimits: Sendable, Equatable {
     public var maxBodyLength: Int
     /// Longest chunk-size line, chunk extensions included, before 400.
     public var maxChunkLineLength: Int
+    /// Larger (or smaller) body limits for particular paths (origin-form target, query ignored):
+    /// an upload route may take far more than an ordinary JSON request.
+    public var bodyLimitOverrides: [HTTPBodyLimitOverride] = []
 
     public init(maxRequestLineLength: Int = 8 * 1024, maxHeaderBlockLength: Int = 16 * 1024,
                 maxHeaderCount: Int = 100, maxBodyLength: Int = 16 * 1024 * 1024,
-                maxChunkLineLength: Int = 1024) {
+                maxChunkLineLength: Int = 1024, bodyLimitOverrides: [HTTPBodyLimitOverride] = []) {
         self.maxRequestLineLength = maxRequestLineLength
         self.maxHeaderBlockLength = maxHeaderBlockLength
         self.maxHeaderCount = maxHeaderCount
         self.maxBodyLength = maxBodyLength
         self.maxChunkLineLength = maxChunkLineLength
+        self.bodyLimitOverrides = bodyLimitOverrides
     }
 
     public static let `default` = HTTPLimits()
+
+    /// The body limit for a request target, and the override that set it.
+    func bodyLimit(forTarget target: String) -> (limit: Int, override: HTTPBodyLimitOverride?) {
+        guard !bodyLimitOverrides.isEmpty else { return (maxBodyLength, nil) }
+        let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
+        for override in bodyLimitOverrides where path == override.path { return (override.maxBodyLength, override) }
+        return (maxBodyLength, nil)
+    }
+}
+
+/// A body limit for one path, with a hint for the 413's detail (what the client can do about it).
+public struct HTTPBodyLimitOverride: Sendable, Equatable {
+    public var path: String
+    public var maxBodyLength: Int
+    public var hint: String
+
+    public init(path: String, maxBodyLength: Int, hint: String = "") {
+        self.path = path
+        self.maxBodyLength = maxBodyLength
+        self.hint = hint
+    }
 }
 
 /// A request the parser refuses. After an error the connection can no longer be framed.
@@ -128,8 +153,13 @@ public struct HTTPRequestParser: Sendable {
     private var connectionKeepAlive = false
     private var expectValue: String?
     private var bodyLength = 0
+    /// This request's body limit (the target's override, or the default) and the 413 detail.
+    private var bodyLimit = 0
+    private var bodyLimitHint = ""
     private var trailers: [HTTPHeaders.Field] = []
     private var trailerBlockLength = 0
+    /// The authority of an absolute-form target, which replaces the Host field (RFC 9112 §3.2.2).
+    private var absoluteAuthority: String?
 
     public init(limits: HTTPLimits = .default) {
         self.limits = limits
@@ -298,6 +328,11 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// The 413's detail, built only when it is sent.
+    private var bodyTooLargeDetail: String {
+        "The request body is larger than \(bodyLimit) bytes." + (bodyLimitHint.isEmpty ? "" : " " + bodyLimitHint)
+    }
+
     private mutating func fail(_ error: HTTPParseError) -> HTTPParserEvent {
         state = .failed
         return .error(error)
@@ -323,6 +358,7 @@ public struct HTTPRequestParser: Sendable {
         bodyLength = 0
         trailers = []
         trailerBlockLength = 0
+        absoluteAuthority = nil
     }
 
     /// Finds the next CRLF-terminated line. Bare LF is refused: peers that disagree on line
@@ -446,7 +482,12 @@ public struct HTTPRequestParser: Sendable {
                     return HTTPParseError(status: .badRequest, detail: "The asterisk request-target is only allowed with OPTIONS.")
                 }
             } else if !isOriginForm {
-                return HTTPParseError(status: .badRequest, detail: "The request-target must be in origin-form (start with '/').")
+                // RFC 9112 §3.2.2: a server must accept absolute-form; the router reads origin-form.
+                guard let absolute = AbsoluteFormTarget(UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd])) else {
+                    return HTTPParseError(status: .badRequest, detail: "The request-target must be in origin-form (start with '/') or absolute-form (http://host[:port][/path][?query]).")
+                }
+                target = absolute.originForm
+                absoluteAuthority = absolute.authority
             }
             return nil
         }
@@ -549,6 +590,9 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func finishHead() -> Result<HTTPRequestHead, HTTPParseError> {
+        let (limit, override) = limits.bodyLimit(forTarget: target)
+        bodyLimit = limit
+        bodyLimitHint = override?.hint ?? ""
         if version == .http1_1 && hostCount != 1 {
             return .failure(HTTPParseError(status: .badRequest, detail: "HTTP/1.1 requests need exactly one Host header field."))
         }
@@ -574,8 +618,8 @@ public struct HTTPRequestParser: Sendable {
             }
             framing = .chunked
         } else if let length = contentLengthValue {
-            if length > limits.maxBodyLength {
-                return .failure(HTTPParseError(status: .contentTooLarge, detail: "The request body is larger than \(limits.maxBodyLength) bytes."))
+            if length > bodyLimit {
+                return .failure(HTTPParseError(status: .contentTooLarge, detail: bodyTooLargeDetail))
             }
             framing = .contentLength(length)
         }
@@ -585,6 +629,14 @@ public struct HTTPRequestParser: Sendable {
                 return .failure(HTTPParseError(status: .expectationFailed, detail: "Only 'Expect: 100-continue' is supported."))
             }
             expectsContinue = version == .http1_1
+        }
+        if let authority = absoluteAuthority {
+            // The target's authority wins over the Host field, so nothing downstream sees two hosts.
+            if let index = fields.firstIndex(where: { $0.name.asciiCaseInsensitiveEquals("host") }) {
+                fields[index].value = authority
+            } else {
+                fields.append((name: "Host", value: authority))
+            }
         }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
         let head = HTTPRequestHead(method: method, target: target, version: version,
@@ -613,24 +665,136 @@ public struct HTTPRequestParser: Sendable {
             guard index > start else {
                 return .failure(HTTPParseError(status: .badRequest, detail: "Invalid chunk size."))
             }
-            while index < end && (bytes[index] == ASCII.space || bytes[index] == ASCII.tab) { index += 1 }
-            if index < end {
-                guard bytes[index] == UInt8(ascii: ";") else {
-                    return .failure(HTTPParseError(status: .badRequest, detail: "Invalid chunk size."))
-                }
-                // Extensions are tolerated (and ignored) but must not smuggle control characters.
-                for position in index ..< end {
-                    let byte = bytes[position]
-                    if (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F {
-                        return .failure(HTTPParseError(status: .badRequest, detail: "A chunk extension contains a control character."))
-                    }
-                }
+            if index < end, let error = Self.chunkExtensionsError(UnsafeBufferPointer(rebasing: bytes[index ..< end])) {
+                return .failure(error)
             }
-            if size > limits.maxBodyLength - bodyLength {
-                return .failure(HTTPParseError(status: .contentTooLarge, detail: "The request body is larger than \(limits.maxBodyLength) bytes."))
+            if size > bodyLimit - bodyLength {
+                return .failure(HTTPParseError(status: .contentTooLarge, detail: bodyTooLargeDetail))
             }
             return .success(size)
         }
+    }
+}
+
+extension HTTPRequestParser {
+    /// What follows a chunk size must be chunk extensions, exactly as RFC 9112 §7.1.1 spells them:
+    /// `*( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )`. They are ignored, but
+    /// anything else (a bare space after the size, an empty name, a stray byte) is a framing error:
+    /// peers that parse the line differently would disagree on where the chunk ends.
+    static func chunkExtensionsError(_ bytes: UnsafeBufferPointer<UInt8>) -> HTTPParseError? {
+        var index = 0
+        let end = bytes.count
+        func skipWhitespace() { while index < end && (bytes[index] == ASCII.space || bytes[index] == ASCII.tab) { index += 1 } }
+        func token() -> Bool {
+            let start = index
+            while index < end && ASCII.isTokenByte(bytes[index]) { index += 1 }
+            return index > start
+        }
+        while index < end {
+            skipWhitespace()
+            guard index < end, bytes[index] == UInt8(ascii: ";") else {
+                return HTTPParseError(status: .badRequest, detail: "Invalid chunk size line: only ';' extensions may follow the size.")
+            }
+            index += 1
+            skipWhitespace()
+            guard token() else {
+                return HTTPParseError(status: .badRequest, detail: "A chunk extension has no valid name.")
+            }
+            let afterName = index
+            skipWhitespace()
+            guard index < end, bytes[index] == UInt8(ascii: "=") else {
+                index = afterName
+                continue
+            }
+            index += 1
+            skipWhitespace()
+            if index < end && bytes[index] == UInt8(ascii: "\"") {
+                guard let after = quotedStringEnd(bytes, from: index) else {
+                    return HTTPParseError(status: .badRequest, detail: "A chunk extension has a malformed quoted value.")
+                }
+                index = after
+            } else if !token() {
+                return HTTPParseError(status: .badRequest, detail: "A chunk extension has no valid value after '='.")
+            }
+        }
+        return nil
+    }
+
+    /// The index after the quoted-string (RFC 9110 §5.6.4) starting at `start`, or nil.
+    private static func quotedStringEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var index = start + 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                return index + 1
+            case UInt8(ascii: "\\"):
+                guard index + 1 < bytes.count, isQuotedText(bytes[index + 1]) || bytes[index + 1] == UInt8(ascii: "\"") || bytes[index + 1] == UInt8(ascii: "\\") else { return nil }
+                index += 2
+            default:
+                guard isQuotedText(byte) else { return nil }
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    /// qdtext: HTAB, SP, visible ASCII except '"' and '\\', and obs-text.
+    private static func isQuotedText(_ byte: UInt8) -> Bool {
+        byte == ASCII.tab || byte == ASCII.space || (byte >= 0x21 && byte <= 0x7E && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")) || byte >= 0x80
+    }
+}
+
+/// An absolute-form request-target (`http://host[:port][/path][?query]`, RFC 9112 §3.2.2) split
+/// into its authority and the origin-form the router reads: an empty path is "/" (RFC 9110 §4.2.3).
+struct AbsoluteFormTarget: Equatable {
+    var authority: String
+    var originForm: String
+
+    init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var index = 0
+        let end = bytes.count
+        while index < end && ASCII.isLetter(bytes[index]) { index += 1 }
+        let scheme = String(decoding: UnsafeBufferPointer(rebasing: bytes[0 ..< index]), as: UTF8.self).lowercased()
+        guard scheme == "http" || scheme == "https", end - index >= 3,
+              bytes[index] == ASCII.colon, bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") else { return nil }
+        index += 3
+        let authorityStart = index
+        while index < end && bytes[index] != UInt8(ascii: "/") && bytes[index] != UInt8(ascii: "?") { index += 1 }
+        let authority = UnsafeBufferPointer(rebasing: bytes[authorityStart ..< index])
+        guard Self.isValidAuthority(authority) else { return nil }
+        self.authority = String(decoding: authority, as: UTF8.self)
+        let rest = String(decoding: UnsafeBufferPointer(rebasing: bytes[index ..< end]), as: UTF8.self)
+        originForm = rest.hasPrefix("/") ? rest : "/" + rest
+    }
+
+    /// host [ ":" port ]: a bracketed IPv6 literal or a reg-name, no userinfo (RFC 9110 §4.2.4
+    /// makes it an error in http URIs), port digits only.
+    private static func isValidAuthority(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        var index = 0
+        if bytes[0] == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1 else { return false }
+            for byte in bytes[1 ..< close] where !(ASCII.hexValue(byte) != nil || byte == ASCII.colon || byte == UInt8(ascii: ".")) {
+                return false
+            }
+            index = close + 1
+        } else {
+            let hostStart = index
+            while index < bytes.count && bytes[index] != ASCII.colon {
+                guard isRegNameByte(bytes[index]) else { return false }
+                index += 1
+            }
+            guard index > hostStart else { return false }
+        }
+        guard index < bytes.count else { return true }
+        guard bytes[index] == ASCII.colon else { return false }
+        return bytes[(index + 1)...].allSatisfy(ASCII.isDigit)
+    }
+
+    /// unreserved / pct-encoded / sub-delims (RFC 3986 §3.2.2).
+    private static func isRegNameByte(_ byte: UInt8) -> Bool {
+        ASCII.isLetter(byte) || ASCII.isDigit(byte) || "-._~%!$&'()*+,;=".utf8.contains(byte)
     }
 }
 
@@ -644,6 +808,7 @@ enum ASCII {
     static let zero: UInt8 = 48
 
     static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
+    static func isLetter(_ byte: UInt8) -> Bool { (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) }
 
     static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {

@@ -19,6 +19,9 @@ public struct APIError: Error, Sendable {
     public var detail: String
     public var errors: [FieldIssue]
     public var headers: HTTPHeaders
+    /// What really went wrong (a driver message, SQL text), for the server's log line only:
+    /// never part of the response. Set by `internalError` and `insufficientStorage`.
+    public var cause: String?
 
     public init(status: HTTPStatus, code: String, detail: String, errors: [FieldIssue] = [], headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status
@@ -26,6 +29,33 @@ public struct APIError: Error, Sendable {
         self.detail = detail
         self.errors = errors
         self.headers = headers
+    }
+
+    /// The one way to build a 500: a generic detail for the client, the details for the log line
+    /// that carries the request id (`ProblemResponder`).
+    public static func internalError(_ cause: any Error) -> APIError {
+        internalError(describing: String(describing: cause))
+    }
+
+    public static func internalError(describing cause: String) -> APIError {
+        var error = APIError(status: .internalServerError, code: "errorInternal",
+                             detail: "the server could not complete this request; the request id identifies it in the server's log")
+        error.cause = cause
+        return error
+    }
+
+    /// Seconds a client is asked to wait before retrying a write refused for lack of disk space.
+    public static let insufficientStorageRetrySeconds = 30
+
+    /// 507 (RFC 4918) when the data directory's disk is full: the write was not stored, reads go
+    /// on, and the same request succeeds once space returns (no restart needed).
+    public static func insufficientStorage(_ cause: any Error) -> APIError {
+        var headers = HTTPHeaders()
+        headers.set("Retry-After", String(insufficientStorageRetrySeconds))
+        var error = APIError(status: .insufficientStorage, code: "errorInsufficientStorage",
+                             detail: "the server's disk is full; nothing of this request was stored, retry later", headers: headers)
+        error.cause = String(describing: cause)
+        return error
     }
 
     public static func invalidArgument(_ detail: String, errors: [FieldIssue] = []) -> APIError {
@@ -71,8 +101,11 @@ public struct APIError: Error, Sendable {
                         detail: "allowed methods: \(allowed.map(\.rawValue).joined(separator: ", "))", headers: headers)
     }
 
-    /// The problem+json response for this error.
-    public var response: HTTPResponse {
+    /// The problem+json response for this error. `cause` is never rendered.
+    public var response: HTTPResponse { response(requestID: nil) }
+
+    /// The response with a `requestId` member, so a client can quote the id of a server failure.
+    public func response(requestID: String?) -> HTTPResponse {
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("type"); writer.string("about:blank")
@@ -80,6 +113,7 @@ public struct APIError: Error, Sendable {
         writer.key("status"); writer.integer(Int64(status.code))
         writer.key("detail"); writer.string(detail)
         writer.key("code"); writer.string(code)
+        if let requestID { writer.key("requestId"); writer.string(requestID) }
         if !errors.isEmpty {
             writer.key("errors")
             writer.beginArray()

@@ -112,32 +112,3 @@ enum AccountRoutes {
         writer.endArray()
     }
 }
-
-/// Runs a store call, mapping store errors to API errors. Anything else is a bug (500).
-func storeCall<T>(_ body: () throws -> T) throws(APIError) -> T {
-    do {
-        return try body()
-    } catch {
-        throw APIError(storeError: error)
-    }
-}
-
-extension APIError {
-    /// What a store error means to a client.
-    init(storeError error: any Error) {
-        switch error {
-        case let error as APIError: self = error
-        case let error as StoreError:
-            switch error {
-            case .notFound(let detail): self = .notFound(detail)
-            case .conflict(let detail): self = .conflict(detail)
-            case .forbidden(let detail): self = .authorizationDenied(detail)
-            case .invalid(let detail): self = .invalidArgument(detail)
-            }
-        case let conflict as SampleConflict:
-            self = .conflict(conflict.detail, errors: [APIError.FieldIssue(index: conflict.index, field: "uuid", detail: conflict.detail)])
-        default:
-            self = APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
-        }
-    }
-}

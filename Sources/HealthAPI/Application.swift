@@ -63,8 +63,12 @@ public final class HealthApplication: HTTPResponder {
     let router: Router<Route>
     let staticFiles: StaticFileServer?
     let accessLog: AccessLog?
+    /// Error and warning lines (internal errors with their request id); written even when the
+    /// per-request access log is off.
+    let eventLog: AccessLog?
     let adminTokenHash: [UInt8]
     let rateLimits: RateLimits
+    let clientAddresses: ClientAddressResolver
     let cors: CORSPolicy
     let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
     /// Long-polls and event streams of the change feed.
@@ -77,8 +81,11 @@ public final class HealthApplication: HTTPResponder {
         self.store = store
         self.metrics = metrics
         self.accessLog = configuration.accessLog ? accessLog : nil
+        self.eventLog = accessLog
         self.adminTokenHash = TokenHashing.hash(adminToken)
         self.rateLimits = RateLimits(configuration: configuration)
+        self.clientAddresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies,
+                                                     header: configuration.trustedProxyHeader)
         self.cors = CORSPolicy(origins: configuration.corsOrigins)
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
         changeFeed = ChangeFeed(store: store, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
@@ -118,6 +125,9 @@ public final class HealthApplication: HTTPResponder {
         let startedAt = DispatchTime.now().uptimeNanoseconds
         let requestID = requestCounter.next(connection: connection.id)
         let path = String(request.path)
+        let problems = ProblemResponder(requestID: requestID, log: eventLog)
+        // Behind a trusted reverse proxy, the client it names; otherwise the TCP peer.
+        let client = clientAddresses.clientAddress(peer: connection.remoteAddress, headers: request.headers)
         let finish: @Sendable (HTTPResponse, String) -> Void = { [metrics, accessLog, cors] response, pattern in
             var response = response
             response.headers.set("X-Request-Id", requestID)
@@ -125,17 +135,23 @@ public final class HealthApplication: HTTPResponder {
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedAt) / 1e9
             metrics.recordRequest(route: pattern, method: request.method.rawValue, status: response.status.code, seconds: elapsed)
             accessLog?.record(requestID: requestID, method: request.method.rawValue, route: pattern, path: path,
-                              status: response.status.code, seconds: elapsed, remote: connection.remoteAddress)
+                              status: response.status.code, seconds: elapsed, remote: client)
             completion(response)
         }
 
-        // Checked before any routing or token lookup, so a flood costs one bucket update each.
-        if let wait = rateLimits.perAddress.take(connection.remoteAddress) {
-            finish(APIError.rateLimited(retryAfterSeconds: wait, "too many requests from this address; retry in \(wait) s").response,
-                   "rate-limited")
-            return
+        // The address budget is for traffic without a valid token. A request without any token
+        // is counted before routing, so a flood costs one bucket update each; one with a token is
+        // counted against its token once authenticated, or against the address if that fails or
+        // the route takes no token.
+        let hasCredentials = request.headers.contains("Authorization")
+        let chargeAddress: @Sendable () -> Bool = { [rateLimits] in
+            guard let wait = rateLimits.perAddress.take(client) else { return true }
+            finish(APIError.rateLimitedAddress(retryAfterSeconds: wait).response, "rate-limited")
+            return false
         }
+        if !hasCredentials && !chargeAddress() { return }
         if cors.isEnabled && CORSPolicy.isPreflight(request) {
+            if hasCredentials && !chargeAddress() { return }
             finish(cors.preflightResponse(for: request), "preflight")
             return
         }
@@ -145,8 +161,8 @@ public final class HealthApplication: HTTPResponder {
         case .found(let route, let parameters, let pattern):
             let run: @Sendable () -> Void = { [self] in
                 do throws(APIError) {
-                    var context = try self.context(for: route, request: request, parameters: parameters,
-                                                   requestID: requestID, connection: connection)
+                    var context = try self.context(for: route, request: request, parameters: parameters, problems: problems,
+                                                   connection: connection, client: client, hasCredentials: hasCredentials)
                     switch route.body {
                     case .immediate(let handler):
                         finish(try handler(&context), pattern)
@@ -154,7 +170,7 @@ public final class HealthApplication: HTTPResponder {
                         try handler(&context) { response in finish(response, pattern) }
                     }
                 } catch {
-                    finish(error.response, pattern)
+                    finish(problems.response(error), pattern)
                 }
             }
             switch route.execution {
@@ -162,8 +178,10 @@ public final class HealthApplication: HTTPResponder {
             case .worker: workers.async(execute: run)
             }
         case .methodNotAllowed(let allowed):
+            if hasCredentials && !chargeAddress() { return }
             finish(APIError.methodNotAllowed(allowed).response, "unmatched")
         case .notFound:
+            if hasCredentials && !chargeAddress() { return }
             if !path.hasPrefix("/v1/") && path != "/v1", let staticFiles, method == .get {
                 workers.async {
                     let response = staticFiles.response(for: request)
@@ -176,35 +194,42 @@ public final class HealthApplication: HTTPResponder {
     }
 
     private func context(for route: Route, request: HTTPRequest, parameters: [String: String],
-                         requestID: String, connection: ConnectionInfo) throws(APIError) -> RequestContext {
+                         problems: ProblemResponder, connection: ConnectionInfo,
+                         client: String, hasCredentials: Bool) throws(APIError) -> RequestContext {
         let principal: Principal?
-        do throws(APIError) {
-            principal = try authenticate(request, access: route.access)
-        } catch {
-            // A failed authentication drains the caller's address budget fast: guessing tokens
-            // is throttled by the same O(1) bucket, with no sleeping thread on the server.
-            if error.status == .unauthorized {
-                _ = rateLimits.perAddress.take(connection.remoteAddress, cost: rateLimits.authenticationFailureCost)
+        if route.access == .open {
+            // An open route ignores any token: the request is the address's traffic.
+            if hasCredentials, let wait = rateLimits.perAddress.take(client) {
+                throw APIError.rateLimitedAddress(retryAfterSeconds: wait)
             }
-            throw error
-        }
-        if let principal, let wait = rateLimits.perToken.take(principal.rateLimitKey) {
-            throw APIError.rateLimited(retryAfterSeconds: wait, "too many requests with this token; retry in \(wait) s")
+            principal = nil
+        } else {
+            do throws(APIError) {
+                principal = try authenticate(request, access: route.access, client: client)
+            } catch {
+                // A failed authentication drains the caller's address budget fast: guessing tokens
+                // is throttled by the same O(1) bucket, with no sleeping thread on the server.
+                if error.status == .unauthorized {
+                    // A request with a token was not counted before routing: it pays for itself too.
+                    _ = rateLimits.perAddress.take(client, cost: rateLimits.authenticationFailureCost + (hasCredentials ? 1 : 0))
+                }
+                throw error
+            }
         }
         let query: [(name: String, value: String)]
         if let raw = request.rawQuery {
             do { query = try HTTPQuery.parse(raw) } catch {
-                throw APIError.invalidArgument("the query string is malformed: \(error)")
+                throw Self.queryProblem(error)
             }
         } else {
             query = []
         }
         return RequestContext(request: request, parameters: parameters, query: QueryParameters(query),
-                              requestID: requestID, principal: principal, connection: connection)
+                              problems: problems, principal: principal, connection: connection)
     }
 
-    private func authenticate(_ request: HTTPRequest, access: RouteAccess) throws(APIError) -> Principal? {
-        if access == .open { return nil }
+    /// The caller of a token route, counted against its token's bucket.
+    private func authenticate(_ request: HTTPRequest, access: RouteAccess, client: String) throws(APIError) -> Principal {
         guard let header = request.headers["Authorization"] else {
             throw APIError.authenticationRequired("send Authorization: Bearer <token>")
         }
@@ -216,15 +241,28 @@ public final class HealthApplication: HTTPResponder {
         }
         let token = Self.trimmedToken(header.dropFirst(prefix.count))
         let hash = TokenHashing.hash(token)
-        if TokenHashing.equals(hash, adminTokenHash) { return .admin }
-        // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
-        guard let authorization = store.authorization(tokenHash: hash) else {
-            throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
+        let principal: Principal
+        if TokenHashing.equals(hash, adminTokenHash) {
+            principal = .admin
+        } else if let cached = store.cachedAuthorization(tokenHash: hash) {
+            principal = .app(cached)
+        } else {
+            // Only a token not seen lately costs a read: an address out of budget (guessing
+            // tokens) is refused before it can make the server read SQLite.
+            if let wait = rateLimits.perAddress.peek(client) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
+            // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
+            guard let authorization = try storeCall({ try store.authorization(tokenHash: hash) }) else {
+                throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
+            }
+            principal = .app(authorization)
         }
-        guard access != .admin else {
+        if let wait = rateLimits.perToken.take(principal.rateLimitKey) {
+            throw APIError.rateLimited(retryAfterSeconds: wait, "too many requests with this token; retry in \(wait) s")
+        }
+        if access == .admin, case .app = principal {
             throw APIError.authorizationDenied("this endpoint needs the admin token")
         }
-        return .app(authorization)
+        return principal
     }
 }
 
@@ -266,5 +304,16 @@ final class RequestCounter: Sendable {
             prepend(connection)
             return String(decoding: UnsafeBufferPointer(rebasing: buffer[end...]), as: UTF8.self)
         }
+    }
+}
+
+extension HealthApplication {
+    /// A query string that cannot be decoded, said so a person can fix it (never a Swift value).
+    static func queryProblem(_ error: any Error) -> APIError {
+        let piece: String
+        if case HTTPQueryError.invalidPercentEncoding(let text) = error { piece = "'\(text)'" } else { piece = "a parameter" }
+        let detail = "\(piece) has a % escape that is not two hex digits or does not decode to UTF-8 text; "
+            + "percent-encode the UTF-8 bytes (write a literal % as %25)"
+        return APIError.invalidArgument("the query string is malformed: \(detail)", errors: [APIError.FieldIssue(field: "query", detail: detail)])
     }
 }

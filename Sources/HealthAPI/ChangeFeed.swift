@@ -14,6 +14,9 @@ struct ChangeSubscriber: Sendable {
     let types: Set<String>?
     let limit: Int
     let secret: [UInt8]
+    /// The request's error renderer: a store failure while parked or streaming is logged under
+    /// the request's id like any other.
+    let problems: ProblemResponder
 
     /// Anchors are bound to the user and to the (sorted) types list: an anchor only resumes the
     /// feed that made it, since another list would have skipped different rows.
@@ -47,7 +50,7 @@ struct ChangeSubscriber: Sendable {
         } catch ChangeFeedError.anchorExpired {
             throw ChangeFeed.anchorExpired
         } catch {
-            throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
+            throw APIError(storeError: error)
         }
     }
 
@@ -197,7 +200,7 @@ public final class ChangeFeed: Sendable {
                 park(next, seenSeq: page.next.seq)
             }
         } catch {
-            poll.respond(error.response)
+            poll.respond(poll.subscriber.problems.response(error))
         }
     }
 
@@ -215,7 +218,7 @@ public final class ChangeFeed: Sendable {
         do throws(APIError) {
             poll.respond(poll.subscriber.response(try poll.subscriber.read(after: poll.position, store: store)))
         } catch {
-            poll.respond(error.response)
+            poll.respond(poll.subscriber.problems.response(error))
         }
     }
 
@@ -415,7 +418,7 @@ final class ChangeStream: Sendable {
                 do throws(APIError) {
                     page = try subscriber.read(after: position, store: feed.store)
                 } catch {
-                    _ = output.write(Array("event: error\ndata: ".utf8) + error.response.bodyBytes + [10, 10])
+                    _ = output.write(Array("event: error\ndata: ".utf8) + subscriber.problems.response(error).bodyBytes + [10, 10])
                     end()
                     return
                 }

@@ -20,7 +20,7 @@ enum ChangeRoutes {
             let anchorText = try context.query.string("anchor")
             let wait = try context.query.integer("wait", in: 0...maxWaitSeconds) ?? 0
             try context.query.rejectUnknown()
-            let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: store.secret)
+            let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: store.secret, problems: context.problems)
             let position = try anchorText.map { text throws(APIError) in try subscriber.position(fromAnchor: text, field: "anchor") }
             try feed.longPoll(subscriber, after: position, wait: wait, disconnect: context.connection.disconnect, respond: respond)
         }))
@@ -30,7 +30,7 @@ enum ChangeRoutes {
             let types = try requestedTypes(&context.query)
             let anchorText = try context.query.string("anchor")
             try context.query.rejectUnknown()
-            let subscriber = ChangeSubscriber(app: app, types: types, limit: streamPageSize, secret: store.secret)
+            let subscriber = ChangeSubscriber(app: app, types: types, limit: streamPageSize, secret: store.secret, problems: context.problems)
             // A reconnecting EventSource keeps the URL it first used and adds Last-Event-ID, the newer position.
             var position: ChangePosition?
             if let lastEventID = context.request.headers["Last-Event-ID"], !lastEventID.isEmpty {
@@ -41,13 +41,11 @@ enum ChangeRoutes {
             // Expired or not is decided now, while a 410 can still be the status line.
             let start: ChangePosition
             if let position {
-                let probe = ChangeSubscriber(app: app, types: types, limit: 1, secret: store.secret)
+                let probe = ChangeSubscriber(app: app, types: types, limit: 1, secret: store.secret, problems: context.problems)
                 _ = try probe.read(after: position, store: store)
                 start = position
             } else {
-                do { start = try store.currentChangePosition() } catch {
-                    throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
-                }
+                start = try storeCall { try store.currentChangePosition() }
             }
             var headers = HTTPHeaders()
             headers.add("Content-Type", "text/event-stream; charset=utf-8")

@@ -12,6 +12,9 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var maxHeaderCount = 100
     public var maxRequestLineBytes = 8 * 1024
     public var maxBodyBytes = 16 * 1024 * 1024
+    /// Body limit of `POST /v1/ingest/health-auto-export` only: a month of the app's per-minute
+    /// export is tens of MB (README, Health Auto Export).
+    public var maxHealthAutoExportBodyBytes = 128 * 1024 * 1024
     public var idleTimeoutSeconds = 60.0
     public var headerTimeoutSeconds = 10.0
     public var bodyTimeoutSeconds = 30.0
@@ -25,30 +28,44 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var maxBatchSize = 10_000
     public var tombstoneRetentionDays = 90
     public var readerConnections = 4
+    /// MiB of decoded statistics rollups kept in memory; past it the least recently asked series are
+    /// dropped (their next query reads their rollup rows again). 64 MiB holds years of data of
+    /// dozens of users (BENCHMARKS.md).
+    public var statisticsMemoryMiB = 64
     public var accessLog = true
 
     // Abuse limits (README, Abuse and privacy): token buckets; a rate of 0 disables one.
+    /// Requests without a valid token (no token, open routes, failed authentication), per client address.
     public var rateLimitPerAddressPerSecond = 1_000.0
     public var rateLimitPerAddressBurst = 5_000.0
-    public var rateLimitPerTokenPerSecond = 500.0
-    public var rateLimitPerTokenBurst = 2_500.0
+    /// Requests with a valid token, per token: the limit a legitimate client meets first.
+    public var rateLimitPerTokenPerSecond = 1_000.0
+    public var rateLimitPerTokenBurst = 5_000.0
     /// Extra requests a 401 takes from the caller's address bucket.
     public var authenticationFailureCost = 100.0
-    /// Open connections one remote address may hold; more get a 503 and are closed.
-    public var maxConnectionsPerAddress = 512
+    /// Open connections one remote (TCP peer) address may hold; more get a 503 and are closed.
+    /// nil: `maxConnections`, so one busy client or a reverse proxy may use them all.
+    public var maxConnectionsPerAddress: Int?
+    /// Reverse proxies whose forwarded-client header is believed (README, Behind a reverse proxy).
+    public var trustedProxies: [CIDRBlock] = []
+    /// The header those proxies write the client's address into.
+    public var trustedProxyHeader: ForwardedHeader = .xForwardedFor
     /// Origins (e.g. "https://dash.example.com") whose pages may call the API; empty: same origin only.
     public var corsOrigins: [String] = []
 
     public init() {}
 
+    /// The per-address connection cap in effect.
+    public var effectiveMaxConnectionsPerAddress: Int { maxConnectionsPerAddress ?? maxConnections }
+
     /// Every key `config.example.json` may hold, with what it sets. Unknown keys are an error,
     /// so a typo never silently falls back to a default.
     public static let fileKeys: [String] = [
         "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
-        "maxBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
-        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "accessLog",
+        "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
+        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
-        "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins",
+        "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins", "trustedProxies", "trustedProxyHeader",
     ]
 }
 

@@ -100,18 +100,9 @@ enum HeartRateZoneRoutes {
             let app = try context.app()
 
             let age: Int
-            if let givenAge { age = givenAge } else { age = try storedAge(store: store, app: app, today: DemoSeeder.today(nowMilliseconds: now())) }
+            if let givenAge { age = givenAge } else { age = try storedAge(store: store, app: app, today: utcDay(of: now())) }
             let rest: Double?
-            if let givenRest {
-                rest = givenRest
-            } else {
-                // The latest resting rate this token can see: all of the user's when it may read
-                // the type, otherwise only its own samples (read privacy).
-                var query = SampleQuery(type: "restingHeartRate")
-                query.descending = true
-                query.limit = 1
-                rest = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }.samples.first?.sample.quantity
-            }
+            if let givenRest { rest = givenRest } else { rest = try latestRestingHeartRate(store: store, app: app) }
             guard let zone = HeartRateZones.zone(age: age, goal: goal, restingHeartRate: rest) else {
                 let maximum = Double(HeartRateZones.maximumTenths(age: age)) / 10
                 let detail = "a resting heart rate of \(PlainNumber.text(rest ?? 0)) is not below the maximum of \(PlainNumber.text(maximum)) for age \(age)"
@@ -132,16 +123,44 @@ enum HeartRateZoneRoutes {
         })
     }
 
-    /// Age from the user's `dateOfBirth` characteristic, when the token may read it.
-    static func storedAge(store: HealthStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int {
-        let noAge = APIError.invalidField("age", "is required (no dateOfBirth this token may read)")
-        guard app.mayRead("dateOfBirth") else { throw noAge }
+    /// The UTC calendar day (days since 1970) holding an instant: a birthday begins at UTC midnight.
+    static func utcDay(of instant: Int64) -> Int64 {
+        GregorianCalendarMath.floorDivide(instant, GregorianCalendarMath.millisecondsPerDay)
+    }
+
+    /// The latest resting rate this token can see: all of the user's when it may read the type,
+    /// otherwise only its own samples (read privacy).
+    static func latestRestingHeartRate(store: HealthStore, app: AppAuthorization) throws(APIError) -> Double? {
+        var query = SampleQuery(type: "restingHeartRate")
+        query.descending = true
+        query.limit = 1
+        return try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }.samples.first?.sample.quantity
+    }
+
+    /// The zone from `age`, or else from the stored date of birth, with the stored resting rate;
+    /// nil when no age is known (or the resting rate leaves no reserve). For listings that show
+    /// time in zone where they can, rather than failing where they cannot.
+    static func zoneIfKnown(store: HealthStore, app: AppAuthorization, age givenAge: Int?, goal: HeartRateZones.Goal,
+                            now: Int64) throws(APIError) -> HeartRateZones.Zone? {
+        var age = givenAge
+        if age == nil { age = try birthdayAge(store: store, app: app, today: utcDay(of: now)) }
+        guard let age, HeartRateZones.ages.contains(age) else { return nil }
+        return HeartRateZones.zone(age: age, goal: goal, restingHeartRate: try latestRestingHeartRate(store: store, app: app))
+    }
+
+    /// Completed years since the user's `dateOfBirth`, when the token may read it and it is set.
+    static func birthdayAge(store: HealthStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int? {
+        guard app.mayRead("dateOfBirth") else { return nil }
         let birth = try storeCall { try store.characteristics(userRowID: app.userRowID) }
             .first { $0.0 == "dateOfBirth" }.flatMap { HealthDate.parseDay($0.1) }
-        guard let birth else {
-            throw noAge
+        return birth.map { HeartRateZones.age(born: $0, on: HealthDay(daysSinceEpoch: today)) }
+    }
+
+    /// Age from the user's `dateOfBirth` characteristic, when the token may read it.
+    static func storedAge(store: HealthStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int {
+        guard let age = try birthdayAge(store: store, app: app, today: today) else {
+            throw APIError.invalidField("age", "is required (no dateOfBirth this token may read)")
         }
-        let age = HeartRateZones.age(born: birth, on: HealthDay(daysSinceEpoch: today))
         guard HeartRateZones.ages.contains(age) else {
             throw APIError.invalidField("age", "is required: the stored dateOfBirth gives an age of \(age), outside 1 to 120")
         }

@@ -60,9 +60,12 @@ enum IMURoutes {
                 }
                 let update: PedometerUpdate
                 do throws(PedometerInputError) { update = try session.process(accelerometer, limits: limits) } catch { throw invalid(error) }
+                let span = update.processedSpan ?? {
+                    let last = session.lastAccelerometerTimestamp ?? 0
+                    return last...last
+                }()
                 return result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device,
-                              spanStart: accelerometer.timestamps.first ?? 0, spanEnd: accelerometer.timestamps.last ?? 0,
-                              ended: false)
+                              spanStart: span.lowerBound, spanEnd: span.upperBound, ended: false)
             }
             return JSONResponse.ok(answer)
         })
@@ -139,7 +142,7 @@ enum IMURoutes {
         } catch IMUIngestError.unknownSession {
             throw APIError.notFound("no session '\(session)' for this app")
         } catch {
-            throw APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
+            throw APIError(storeError: error)
         }
     }
 
@@ -182,6 +185,12 @@ enum IMURoutes {
             writer.field("floorsAscended", update.totalFloorsAscended)
             writer.field("floorsDescended", update.totalFloorsDescended)
             writer.field("activity", update.activity.rawValue)
+            writer.key("repaired")
+            writer.beginObject()
+            writer.field("duplicates", update.repairs.duplicates)
+            writer.field("reordered", update.repairs.reordered)
+            writer.field("late", update.repairs.late)
+            writer.endObject()
             writer.key("saved")
             writer.beginArray()
             for uuid in uuids { writer.string(uuid.lowercasedString) }
@@ -201,7 +210,9 @@ enum IMURoutes {
         case "pressure.hectopascals": field = "pressure.hPa"
         default: field = error.field
         }
-        return APIError.invalidField(field, error.reason + "; nothing was saved")
+        let detail = error.reason + "; nothing was saved"
+        return APIError(status: .badRequest, code: "errorInvalidArgument", detail: "\(field): \(detail)",
+                        errors: [APIError.FieldIssue(index: error.index, field: field, detail: detail)])
     }
 
     static func validateSessionName(_ name: String) throws(APIError) {

@@ -58,6 +58,19 @@ public final class TokenBucketLimiter: Sendable {
         }
     }
 
+    /// Like `take`, but takes nothing: nil when `cost` fits in `key`'s bucket now, else the
+    /// seconds to wait. Lets a caller refuse before costly work (a token lookup in SQLite) for an
+    /// address already out of budget, without charging it for asking.
+    public func peek(_ key: String, cost: Double = 1, nowNanoseconds: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int? {
+        guard limit.isEnabled else { return nil }
+        return buckets.withLock { buckets -> Int? in
+            guard let bucket = buckets[key] else { return nil }
+            let elapsed = Double(nowNanoseconds &- min(bucket.updatedNanoseconds, nowNanoseconds)) / 1e9
+            let level = min(limit.burst, bucket.level + elapsed * limit.perSecond)
+            return level >= cost ? nil : max(1, Int(((cost - level) / limit.perSecond).rounded(.up)))
+        }
+    }
+
     /// Drops buckets that have refilled completely (they carry no information); if that is not
     /// enough, drops everything: forgetting limits briefly is better than unbounded memory.
     private func sweep(_ buckets: inout [String: Bucket], nowNanoseconds: UInt64) {
@@ -71,7 +84,9 @@ public final class TokenBucketLimiter: Sendable {
     var bucketCount: Int { buckets.withLock { $0.count } }
 }
 
-/// The application's two limiters and the price of a failed authentication.
+/// The application's two limiters and the price of a failed authentication. A request with a
+/// valid token counts against its token only; the address bucket takes everything else: requests
+/// without a token, requests to open routes, and failed authentications (at a higher price).
 public struct RateLimits: Sendable {
     public let perAddress: TokenBucketLimiter
     public let perToken: TokenBucketLimiter
@@ -94,6 +109,13 @@ extension APIError {
         var headers = HTTPHeaders()
         headers.set("Retry-After", String(retryAfterSeconds))
         return APIError(status: .tooManyRequests, code: "errorRateLimited", detail: detail, headers: headers)
+    }
+}
+
+extension APIError {
+    /// 429 for the address bucket: traffic without a valid token from one client address.
+    static func rateLimitedAddress(retryAfterSeconds wait: Int) -> APIError {
+        rateLimited(retryAfterSeconds: wait, "too many requests without a valid token from this address; retry in \(wait) s")
     }
 }
 

@@ -74,9 +74,13 @@ public struct RequestContext: Sendable {
     public let request: HTTPRequest
     public let parameters: [String: String]
     public var query: QueryParameters
-    public let requestID: String
+    /// Renders this request's errors (and logs server failures under its id).
+    public let problems: ProblemResponder
     public let principal: Principal?
     public let connection: ConnectionInfo
+
+    /// The id in `X-Request-Id` and in the log lines about this request.
+    public var requestID: String { problems.requestID }
 
     public func parameter(_ name: String) -> String { parameters[name] ?? "" }
 

@@ -11,15 +11,18 @@ extension HealthApplication {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, store: store)
+        CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, store: store, configuration: configuration)
         CatalogRoutes.register(into: &router, store: store)
         IMURoutes.register(into: &router, store: store)
+        HealthAutoExportRoutes.register(into: &router, store: store)
         HeartRateZoneRoutes.register(into: &router, store: store)
         ChangeRoutes.register(into: &router, feed: changeFeed)
         ExportRoutes.register(into: &router, store: store)
         StatisticsRoutes.register(into: &router, store: store)
         SummaryRoutes.register(into: &router, store: store)
         WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
+        WorkoutRoutes.register(into: &router, store: store, now: { SummaryClock.now() })
     }
 }
 

@@ -14,6 +14,7 @@ enum SampleRoutes {
             try context.query.rejectUnknown()
             let app = try context.app()
             let samples = try decodeBatch(context.request, maxBatchSize: configuration.maxBatchSize)
+            let problems = context.problems
             for (index, sample) in samples.enumerated() {
                 for type in [sample.type] + sample.objectTypes where !app.mayShare(type) {
                     throw APIError(status: .forbidden, code: "errorAuthorizationDenied",
@@ -33,7 +34,7 @@ enum SampleRoutes {
                         writer.endObject()
                     })
                 case .failure(let error):
-                    respond(APIError(storeError: error).response)
+                    respond(problems.response(APIError(storeError: error)))
                 }
             }
         }))

@@ -254,7 +254,10 @@ enum StatisticsReader {
         let internalOptions = mayRead ? options : options.union(.separateBySource)
         let ownSource = Int32(exactly: app.sourceRowID)
         return try statisticsCall {
-            try store.withStatisticsIndex(userRowID: app.userRowID, type: type) { snapshot -> [IntervalFigures] in
+            // The rollup rows of the days the buckets span are read.
+            let start = buckets.map(\.start).min() ?? 0
+            let end = buckets.map(\.end).max() ?? start + 1
+            return try store.withStatisticsIndex(userRowID: app.userRowID, type: type, from: start, to: end) { snapshot -> [IntervalFigures] in
                 let results = try snapshot.index.statisticsCollection(buckets: buckets, options: internalOptions)
                 return results.map { result in
                     if mayRead {

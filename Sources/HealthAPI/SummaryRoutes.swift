@@ -234,7 +234,7 @@ enum SummaryRoutes {
     static func convert(_ value: Double, type: HealthType, to unit: HealthUnit) throws(APIError) -> Double {
         guard let canonical = type.canonicalUnit else { return value }
         do throws(HealthUnitError) { return FigureRounding.significant(try canonical.convert(value, to: unit)) } catch {
-            throw APIError(status: .internalServerError, code: "errorInternal", detail: "\(type.id) does not convert to \(unit)")
+            throw APIError.internalError(describing: "\(type.id) does not convert to \(unit): \(error)")
         }
     }
 

@@ -148,7 +148,7 @@ enum WorkoutSessionRoutes {
                 } catch let error as APIError {
                     throw error
                 } catch {
-                    throw mapped(error)
+                    throw APIError(storeError: error)
                 }
                 return response(session)
             })
@@ -194,11 +194,6 @@ enum WorkoutSessionRoutes {
         let text = context.parameter("id")
         guard let uuid = HealthUUID(text) else { throw APIError.notFound("no workout session \(text)") }
         return uuid.lowercasedString
-    }
-
-    static func mapped(_ error: any Error) -> APIError {
-        do { _ = try storeCall { () throws -> Int in throw error } } catch { return error }
-        return APIError(status: .internalServerError, code: "errorInternal", detail: "the store failed: \(error)")
     }
 
     /// `{"id","state","activityType","start","end","zone","events","workout"}`; `end` and

@@ -167,6 +167,9 @@ public enum RFC3339 {
     /// `YYYY-MM-DD` -> days since epoch.
     static func scanDate(_ scanner: inout ASCIIScanner) throws(InstantParseError) -> Int64 {
         let year = try scanner.digits(4, field: "year")
+        if let next = scanner.current, next >= UInt8(ascii: "0"), next <= UInt8(ascii: "9") {
+            throw .malformed("the year has more than four digits; RFC 3339 dates run from year 0000 to 9999")
+        }
         try scanner.expect(UInt8(ascii: "-"), "'-' after the year")
         let month = try scanner.digits(2, field: "month")
         try scanner.expect(UInt8(ascii: "-"), "'-' after the month")

@@ -22,8 +22,8 @@ extension HealthStore {
         try pool.read { db in
             try db.first("SELECT active_energy_kcal, exercise_minutes, stand_hours FROM activity_goals WHERE user_id = ?",
                          [.integer(userRowID)]) { row in
-                ActivityGoals(activeEnergyBurned: row.double(at: 0), appleExerciseTime: row.double(at: 1),
-                              appleStandHours: row.double(at: 2))
+                ActivityGoals(activeEnergyBurned: try row.double(at: 0), appleExerciseTime: try row.double(at: 1),
+                              appleStandHours: try row.double(at: 2))
             } ?? .defaults
         }
     }
@@ -47,7 +47,7 @@ extension HealthStore {
         guard let typeCode = typeCode(for: type.id), start < end else { return 0 }
         return try pool.read { db in
             let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                       [.integer(userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+                                       [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
             var sql = """
                 SELECT start_ms, end_ms FROM samples
                 WHERE user_id = ?1 AND type_id = ?2 AND start_ms < ?3 AND start_ms >= ?4 AND end_ms > ?5 AND value > 0
@@ -65,8 +65,8 @@ extension HealthStore {
             var runStart: Int64 = 0
             var runEnd: Int64 = Int64.min
             try statement.forEachRow { row in
-                let sampleStart = max(row.int64(at: 0), start)
-                let sampleEnd = min(row.int64(at: 1), end)
+                let sampleStart = max(try row.int64(at: 0), start)
+                let sampleEnd = min(try row.int64(at: 1), end)
                 guard sampleEnd > sampleStart else { return }
                 if sampleStart > runEnd {
                     if runEnd > runStart { covered += runEnd - runStart }

@@ -49,7 +49,10 @@ extension HealthStore {
             try statement.bind([.integer(userRowID), .text(first.description), .text(last.description)])
             var summaries: [ActivitySummary] = []
             try statement.forEachRow { row in
-                guard let day = HealthDate.parseDay(row.string(at: 0)) else { return }
+                let dayText = try row.string(at: 0)
+                guard let day = HealthDate.parseDay(dayText) else {
+                    throw RowDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
+                }
                 func value(_ index: Int) -> Double? { row.doubleIfPresent(at: index) }
                 summaries.append(ActivitySummary(
                     day: day, activeEnergyBurned: value(1), activeEnergyBurnedGoal: value(2), appleMoveTime: value(3),

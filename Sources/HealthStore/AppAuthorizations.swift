@@ -19,9 +19,9 @@ extension HealthStore {
             var found: [AppAuthorization] = []
             try statement.forEachRow { row in
                 func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
-                found.append(AppAuthorization(id: row.string(at: 0), userRowID: user.rowID, userID: user.id, app: app,
-                                              sourceRowID: row.int64(at: 3), read: types(row.string(at: 1)),
-                                              share: types(row.string(at: 2))))
+                found.append(AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, app: app,
+                                              sourceRowID: try row.int64(at: 3), read: types(try row.string(at: 1)),
+                                              share: types(try row.string(at: 2))))
             }
             return found
         }
@@ -38,7 +38,7 @@ extension HealthStore {
             try db.first("""
                 SELECT count(*) FROM samples WHERE user_id = ? AND type_id = ?
                 AND source_id = (SELECT id FROM sources WHERE user_id = ? AND app = ?)
-                """, [.integer(userRowID), .integer(typeCode), .integer(userRowID), .text(app)], { Int($0.int64(at: 0)) }) ?? 0
+                """, [.integer(userRowID), .integer(typeCode), .integer(userRowID), .text(app)], { Int(try $0.int64(at: 0)) }) ?? 0
         }
     }
 }

@@ -78,7 +78,7 @@ extension HealthStore {
             let current = try ChangeSequence.current(db)
             let position = request.after ?? ChangePosition(seq: 0, tombstoneFloor: current)
             let horizon = try db.first("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(app.userRowID)],
-                                       { $0.int64(at: 0) }) ?? 0
+                                       { try $0.int64(at: 0) }) ?? 0
             if horizon > position.tombstonesAfter { throw ChangeFeedError.anchorExpired }
             let visibility = visibilityCondition(types: request.types, app: app)
             let limit = request.limit
@@ -93,7 +93,7 @@ extension HealthStore {
                     """)
                 try sampleStatement.bind([.integer(app.userRowID), .integer(position.seq), .integer(app.sourceRowID),
                                           .integer(Int64(limit + 1))])
-                try sampleStatement.forEachRow { rows.append(SampleRow($0)) }
+                try sampleStatement.forEachRow { rows.append(try SampleRow($0)) }
                 let tombstoneStatement = try db.prepare("""
                     SELECT seq, uuid, type_id FROM deleted_samples INDEXED BY deleted_by_user
                     WHERE user_id = ?1 AND seq > ?2 AND \(visibility)
@@ -101,7 +101,7 @@ extension HealthStore {
                     """)
                 try tombstoneStatement.bind([.integer(app.userRowID), .integer(position.tombstonesAfter),
                                              .integer(app.sourceRowID), .integer(Int64(limit + 1))])
-                try tombstoneStatement.forEachRow { tombstones.append((seq: $0.int64(at: 0), uuid: $0.blob(at: 1), typeCode: $0.int64(at: 2))) }
+                try tombstoneStatement.forEachRow { tombstones.append((seq: try $0.int64(at: 0), uuid: try $0.blob(at: 1), typeCode: try $0.int64(at: 2))) }
             }
 
             // Merge both lists in seq order and keep the first `limit` changes.

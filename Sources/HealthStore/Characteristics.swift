@@ -6,7 +6,7 @@ extension HealthStore {
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.read { db in
             guard let body = try db.first("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)],
-                                          { $0.blob(at: 0) }),
+                                          { try $0.blob(at: 0) }),
                   case .object(let object) = try JSONParser.parse(body) else { return [] }
             return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
         }

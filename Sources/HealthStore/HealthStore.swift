@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HealthModel
 import SQLite
+import Statistics
 import Synchronization
 
 /// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
@@ -20,7 +21,10 @@ public final class HealthStore: Sendable {
         var generation: UInt64 = 0
     }
 
-    public init(directory: String, readers: Int = 4) throws {
+    /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
+    /// `defaultStatisticsMemoryBudget`); past it the least recently used series are dropped.
+    public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
+        statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
         let url = URL(fileURLWithPath: directory)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         databasePath = url.appendingPathComponent("healthd.sqlite").path
@@ -34,13 +38,16 @@ public final class HealthStore: Sendable {
             }
             var codes: [String: Int64] = [:]
             let statement = try db.cachedStatement("SELECT id, name FROM type_codes")
-            try statement.forEachRow { codes[$0.string(at: 1)] = $0.int64(at: 0) }
+            try statement.forEachRow { codes[try $0.string(at: 1)] = try $0.int64(at: 0) }
             return codes
         }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        rollupStyles = codes.reduce(into: [:]) { styles, entry in
+            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
+        }
         secret = try pool.write { db -> [UInt8] in
-            if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { $0.blob(at: 0) }) {
+            if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
                 return existing
             }
             let fresh = SecureRandom.bytes(32)
@@ -61,7 +68,12 @@ public final class HealthStore: Sendable {
     /// a new save waits, so a flood of batches queues as request bodies, not as prepared rows.
     let writeBacklog = WriteBacklog(limit: 200_000)
     /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
-    let statisticsIndexes = StatisticsIndexCache(memoryBudget: StatisticsIndexCache.defaultMemoryBudget)
+    let statisticsIndexes: StatisticsIndexCache
+    /// 64 MiB: a year of per-minute steps from two sources decodes to a few MiB (BENCHMARKS.md), and
+    /// a series dropped from memory costs only a cold read of its rollup rows (one per day asked about).
+    public static let defaultStatisticsMemoryBudget = 64 << 20
+    /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
+    let rollupStyles: [Int64: AggregationStyle]
 
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }
@@ -69,7 +81,7 @@ public final class HealthStore: Sendable {
     /// Source rows never change their app, so their names are cached after the first read.
     func appName(for sourceRowID: Int64, db: Database) throws -> String {
         if let name = appNames.withLock({ $0[sourceRowID] }) { return name }
-        let name = try db.first("SELECT app FROM sources WHERE id = ?", [.integer(sourceRowID)], { $0.string(at: 0) }) ?? "unknown"
+        let name = try db.first("SELECT app FROM sources WHERE id = ?", [.integer(sourceRowID)], { try $0.string(at: 0) }) ?? "unknown"
         appNames.withLock { $0[sourceRowID] = name }
         return name
     }
@@ -122,7 +134,7 @@ public final class HealthStore: Sendable {
     public func user(named name: String) throws -> User? {
         try pool.read { db in
             try db.first("SELECT id, external_id, name FROM users WHERE name = ?", [.text(name)]) { row in
-                User(rowID: row.int64(at: 0), id: row.string(at: 1), name: row.string(at: 2))
+                User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
             }
         }
     }
@@ -134,7 +146,7 @@ public final class HealthStore: Sendable {
                 SELECT id, external_id, name FROM users WHERE external_id = ?1 OR name = ?1
                 ORDER BY external_id = ?1 DESC LIMIT 1
                 """, [.text(idOrName)]) { row in
-                User(rowID: row.int64(at: 0), id: row.string(at: 1), name: row.string(at: 2))
+                User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
             }
         }
     }
@@ -178,11 +190,19 @@ public final class HealthStore: Sendable {
         return revoked
     }
 
-    /// The live authorization for a token hash, or nil for unknown and revoked tokens.
-    public func authorization(tokenHash: [UInt8]) -> AppAuthorization? {
+    /// The authorization for a token hash if it was looked up recently and not revoked since;
+    /// nil says nothing (ask `authorization(tokenHash:)`). Costs a dictionary lookup, no I/O.
+    public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
+        authorizationCache.withLock { $0.entries[tokenHash] }
+    }
+
+    /// The live authorization for a token hash, or nil for unknown and revoked tokens. A failing
+    /// read throws: a database error must not look like a wrong token (a 401 would send the app
+    /// to sign in again for a server fault).
+    public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? {
         let (cached, generation) = authorizationCache.withLock { ($0.entries[tokenHash], $0.generation) }
         if let cached { return cached }
-        let found = try? pool.read { db -> AppAuthorization? in
+        let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
                 SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id
                 FROM authorizations a JOIN users u ON u.id = a.user_id
@@ -190,12 +210,12 @@ public final class HealthStore: Sendable {
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
                 """, [.blob(tokenHash)]) { row in
                 func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
-                return AppAuthorization(id: row.string(at: 0), userRowID: row.int64(at: 1), userID: row.string(at: 2),
-                                        app: row.string(at: 3), sourceRowID: row.int64(at: 6),
-                                        read: types(row.string(at: 4)), share: types(row.string(at: 5)))
+                return AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
+                                        app: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
+                                        read: types(try row.string(at: 4)), share: types(try row.string(at: 5)))
             }
         }
-        guard let authorization = found ?? nil else { return nil }
+        guard let authorization = found else { return nil }
         authorizationCache.withLock { cache in
             if cache.generation == generation { cache.entries[tokenHash] = authorization }
         }
@@ -206,7 +226,7 @@ public final class HealthStore: Sendable {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",
                        [.integer(userRowID), .text(app)])
         guard let id = try db.first("SELECT id FROM sources WHERE user_id = ? AND app = ?",
-                                    [.integer(userRowID), .text(app)], { $0.int64(at: 0) }) else {
+                                    [.integer(userRowID), .text(app)], { try $0.int64(at: 0) }) else {
             throw StoreError.notFound("source for app '\(app)'")
         }
         return id

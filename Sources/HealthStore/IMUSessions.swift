@@ -77,11 +77,11 @@ extension HealthStore {
             let existing = try db.first("""
                 SELECT id, next_seq, state, ended FROM imu_sessions WHERE user_id = ? AND source_id = ? AND session = ?
                 """, [.integer(app.userRowID), .integer(app.sourceRowID), .text(session)]) {
-                (id: $0.int64(at: 0), nextSeq: $0.int(at: 1), state: $0.blob(at: 2), ended: $0.bool(at: 3))
+                (id: try $0.int64(at: 0), nextSeq: try $0.int(at: 1), state: try $0.blob(at: 2), ended: try $0.bool(at: 3))
             }
             let batchKey = seq ?? -1
             if let existing, let replay = try db.first("SELECT response FROM imu_batches WHERE session_id = ? AND seq = ?",
-                                                        [.integer(existing.id), .integer(Int64(batchKey))], { $0.blob(at: 0) }) {
+                                                        [.integer(existing.id), .integer(Int64(batchKey))], { try $0.blob(at: 0) }) {
                 return (replay, nil)
             }
             if seq == nil && existing == nil { throw IMUIngestError.unknownSession }
@@ -141,17 +141,17 @@ extension HealthStore {
                 """)
             try statement.bind([.integer(app.userRowID), .integer(app.sourceRowID), .integer(end), .integer(start), .integer(start)])
             try statement.forEachRow { row in
-                let batchStart = row.int64(at: 0), batchEnd = row.int64(at: 1)
+                let batchStart = try row.int64(at: 0), batchEnd = try row.int64(at: 1)
                 let overlap = max(0, min(batchEnd, end) - max(batchStart, start))
                 let fraction = batchEnd > batchStart ? Double(overlap) / Double(batchEnd - batchStart) : 1
-                let steps = Double(row.int64(at: 2))
+                let steps = Double(try row.int64(at: 2))
                 totals.steps += steps * fraction
-                totals.distance += row.double(at: 3) * fraction
-                totals.floorsAscended += Double(row.int64(at: 4)) * fraction
-                totals.floorsDescended += Double(row.int64(at: 5)) * fraction
+                totals.distance += try row.double(at: 3) * fraction
+                totals.floorsAscended += Double(try row.int64(at: 4)) * fraction
+                totals.floorsDescended += Double(try row.int64(at: 5)) * fraction
                 if steps > 0 { totals.activeSeconds += Double(overlap) / 1000 }
-                if !row.isNull(at: 6) { totals.currentCadence = row.double(at: 6) }
-                if !row.isNull(at: 7) { totals.currentPace = row.double(at: 7) }
+                if !row.isNull(at: 6) { totals.currentCadence = try row.double(at: 6) }
+                if !row.isNull(at: 7) { totals.currentPace = try row.double(at: 7) }
             }
             return totals
         }

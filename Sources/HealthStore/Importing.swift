@@ -86,8 +86,8 @@ extension HealthStore {
             try statement.bind(userRowID, at: 1)
             for (offset, uuid) in chunk.enumerated() { try statement.bind(uuid, at: offset + 2) }
             try statement.forEachRow { row in
-                let stored = SampleRow(row)
-                if let uuid = HealthUUID(bytes: stored.uuid) { rows[uuid] = stored }
+                let stored = try SampleRow(row)
+                rows[stored.uuid] = stored
             }
             start += chunkSize
         }
@@ -135,7 +135,7 @@ extension HealthStore {
     /// Makes objects stored before (on their own) the objects of the just-inserted `correlation`.
     private func adopt(_ objects: [HealthUUID], into correlation: HealthSample, db: Database, userRowID: Int64) throws {
         guard let parentSeq = try db.first("SELECT seq FROM samples WHERE user_id = ? AND uuid = ?",
-                                           [.integer(userRowID), .blob(correlation.uuid.bytes)], { $0.int64(at: 0) }) else {
+                                           [.integer(userRowID), .blob(correlation.uuid.bytes)], { try $0.int64(at: 0) }) else {
             throw StoreError.invalid("correlation \(correlation.uuid.lowercasedString) vanished while saving")
         }
         let update = try db.cachedStatement(
@@ -266,7 +266,7 @@ extension HealthStore {
                 """)
             try statement.bind(values)
             var rows: [SampleRow] = []
-            try statement.forEachRow { rows.append(SampleRow($0)) }
+            try statement.forEachRow { rows.append(try SampleRow($0)) }
             return try rows.map { row in
                 (try materialize(row, db: db, userExternalID: userExternalID), SampleCursor(start: row.start, seq: row.seq))
             }

@@ -12,6 +12,59 @@ extension Statement {
     }
 }
 
+/// The columns of `samples` that `SampleRow` reads, in SELECT order.
+enum SampleColumn: Int, TableColumns {
+    case seq, uuid, typeID, sourceID, deviceID, start, end, value, body, created, parentSeq
+
+    static let table = "samples"
+
+    var name: String {
+        switch self {
+        case .seq: "seq"
+        case .uuid: "uuid"
+        case .typeID: "type_id"
+        case .sourceID: "source_id"
+        case .deviceID: "device_id"
+        case .start: "start_ms"
+        case .end: "end_ms"
+        case .value: "value"
+        case .body: "body"
+        case .created: "created_ms"
+        case .parentSeq: "parent_seq"
+        }
+    }
+}
+
+/// One row of `samples`, copied out of the statement (selected with `SampleColumn.selectList`).
+/// A NULL in a NOT NULL column or a uuid that is not 16 bytes throws instead of reading as zero.
+struct SampleRow: Sendable {
+    var seq: Int64
+    var uuid: HealthUUID
+    var typeCode: Int64
+    var sourceRowID: Int64
+    var deviceRowID: Int64?
+    var start: Int64
+    var end: Int64
+    var value: Double?
+    var body: [UInt8]?
+    var created: Int64
+    var parentSeq: Int64?
+
+    init(_ row: Row) throws(RowDecodingError) {
+        seq = try row.int64(SampleColumn.seq)
+        uuid = try row.decode(SampleColumn.uuid, as: "a 16-byte uuid") { HealthUUID(bytes: $0) }
+        typeCode = try row.int64(SampleColumn.typeID)
+        sourceRowID = try row.int64(SampleColumn.sourceID)
+        deviceRowID = row.int64IfPresent(SampleColumn.deviceID)
+        start = try row.int64(SampleColumn.start)
+        end = try row.int64(SampleColumn.end)
+        value = row.doubleIfPresent(SampleColumn.value)
+        body = row.blobIfPresent(SampleColumn.body)
+        created = try row.int64(SampleColumn.created)
+        parentSeq = row.int64IfPresent(SampleColumn.parentSeq)
+    }
+}
+
 /// How a sample maps to a row: quantities in `value`; everything that is not a column (category
 /// name, metadata, workout fields) in `body` as compact JSON, NULL when there is nothing (most
 /// step and heart-rate samples), which keeps rows small and inserts fast.

@@ -1,11 +1,12 @@
 import HealthModel
 import SQLite
+import Statistics
 
 /// The change sequence shared by inserts and tombstones: every committed change gets the next
 /// number, so the change feed reads in commit order. Only the single writer connection touches it.
 enum ChangeSequence {
     static func current(_ db: Database) throws -> Int64 {
-        try db.first("SELECT value FROM meta WHERE key = 'seq'", [], { $0.int64(at: 0) }) ?? 0
+        try db.first("SELECT value FROM meta WHERE key = 'seq'", [], { try $0.int64(at: 0) }) ?? 0
     }
 
     static func store(_ value: Int64, _ db: Database) throws {
@@ -122,6 +123,8 @@ struct SampleWriter {
     private var groups: [PreparedBatch.Group] = []
     private var longest: [Int64] = []
     private var firstSeq: [Int64] = []
+    /// The statistics rollup days the inserted samples shape, rewritten by `finish()`.
+    private var rollups = RollupChanges()
     private let insert: Statement
 
     init(db: Database, store: HealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
@@ -187,6 +190,8 @@ struct SampleWriter {
         }
         lastSeq = seq
         touched[row.group] = true
+        rollups.note(typeCode: typeCode, style: store.rollupStyles[typeCode], start: row.sample.start, end: row.sample.end,
+                     value: row.sample.quantity)
         longest[row.group] = max(longest[row.group], row.sample.end - row.sample.start)
         if firstSeq[row.group] == 0 { firstSeq[row.group] = seq }
         for child in row.children.indices { try insert(row.children[child], parentSeq: seq, touched: &touched) }
@@ -196,7 +201,7 @@ struct SampleWriter {
     /// else is a conflict that rejects the whole batch.
     private func checkIdempotent(_ sample: HealthSample, index: Int) throws {
         guard let row = try db.first("SELECT \(HealthStore.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                     [.integer(userRowID), .blob(sample.uuid.bytes)], { SampleRow($0) }) else {
+                                     [.integer(userRowID), .blob(sample.uuid.bytes)], { try SampleRow($0) }) else {
             throw SampleConflict(index: index, uuid: sample.uuid, detail: "uuid \(sample.uuid.lowercasedString) could not be saved")
         }
         let existing = try store.materialize(row, db: db, userExternalID: "")
@@ -209,7 +214,7 @@ struct SampleWriter {
     private func deviceRowID(_ device: SampleDevice) throws -> Int64 {
         let body = DeviceBody.encode(device)
         try db.execute("INSERT INTO devices (body) VALUES (?) ON CONFLICT(body) DO NOTHING", [.blob(body)])
-        guard let id = try db.first("SELECT id FROM devices WHERE body = ?", [.blob(body)], { $0.int64(at: 0) }) else {
+        guard let id = try db.first("SELECT id FROM devices WHERE body = ?", [.blob(body)], { try $0.int64(at: 0) }) else {
             throw StoreError.invalid("device could not be stored")
         }
         return id
@@ -239,6 +244,9 @@ struct SampleWriter {
                 """, [.integer(userRowID), .integer(groups[group].typeCode), .integer(sourceRowID),
                       .integer(deviceRowIDs[groups[group].deviceSlot]), .integer(first)])
         }
+        // After source_types: a source saving a type for the first time takes its place in the
+        // default order before the days it shaped are merged.
+        try rollups.apply(db, userRowID: userRowID, store: store)
         try ChangeSequence.store(lastSeq, db)
     }
 }
@@ -251,6 +259,7 @@ struct SampleDeleter {
     let deletedAt = HealthStore.nowMilliseconds()
     private(set) var lastSeq: Int64
     private(set) var touchedTypes: Set<String> = []
+    private var rollups = RollupChanges()
 
     init(db: Database, userRowID: Int64, store: HealthStore) throws {
         self.db = db
@@ -264,18 +273,22 @@ struct SampleDeleter {
         let children = try db.cachedStatement("SELECT \(HealthStore.sampleColumns) FROM samples WHERE parent_seq = ?")
         try children.bind([.integer(row.seq)])
         var childRows: [SampleRow] = []
-        try children.forEachRow { childRows.append(SampleRow($0)) }
+        try children.forEachRow { childRows.append(try SampleRow($0)) }
         for child in childRows { try delete(child) }
         lastSeq += 1
         try db.execute("""
             INSERT INTO deleted_samples (seq, user_id, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.integer(lastSeq), .integer(userRowID), .blob(row.uuid), .integer(row.typeCode),
+            """, [.integer(lastSeq), .integer(userRowID), .blob(row.uuid.bytes), .integer(row.typeCode),
                   .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
                   .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])
+        rollups.note(typeCode: row.typeCode, style: store.rollupStyles[row.typeCode], start: row.start, end: row.end, value: row.value)
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }
 
-    func finish() throws { try ChangeSequence.store(lastSeq, db) }
+    func finish() throws {
+        try rollups.apply(db, userRowID: userRowID, store: store)
+        try ChangeSequence.store(lastSeq, db)
+    }
 }

@@ -128,7 +128,7 @@ extension HealthStore {
             let statement = try db.cachedStatement(sql)
             try statement.bind(values)
             var rows: [SampleRow] = []
-            try statement.forEachRow { rows.append(SampleRow($0)) }
+            try statement.forEachRow { rows.append(try SampleRow($0)) }
             var next: SampleCursor?
             if rows.count > query.limit {
                 rows.removeLast()
@@ -144,7 +144,7 @@ extension HealthStore {
     public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
         try pool.read { db in
             guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                         [.integer(app.userRowID), .blob(uuid.bytes)], { SampleRow($0) }) else { return nil }
+                                         [.integer(app.userRowID), .blob(uuid.bytes)], { try SampleRow($0) }) else { return nil }
             let typeName = self.typeName(for: row.typeCode) ?? ""
             guard app.mayRead(typeName) || row.sourceRowID == app.sourceRowID else { return nil }
             return try materialize(row, db: db, userExternalID: userExternalID)
@@ -170,7 +170,7 @@ extension HealthStore {
             } else {
                 conditions.append("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
                 let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                           [.integer(userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+                                           [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
                 values.append(.integer(start - longest))
                 conditions.append("start_ms >= ?\(values.count)")
             }
@@ -184,7 +184,7 @@ extension HealthStore {
     public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
         let change = try pool.write { db -> CommittedChange in
             guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                         [.integer(app.userRowID), .blob(uuid.bytes)], { SampleRow($0) }) else {
+                                         [.integer(app.userRowID), .blob(uuid.bytes)], { try SampleRow($0) }) else {
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
             let typeName = self.typeName(for: row.typeCode) ?? ""
@@ -221,7 +221,7 @@ extension HealthStore {
                 "SELECT \(Self.sampleColumns) FROM samples WHERE \(conditions.joined(separator: " AND ")) AND parent_seq IS NULL")
             try statement.bind(values)
             var rows: [SampleRow] = []
-            try statement.forEachRow { rows.append(SampleRow($0)) }
+            try statement.forEachRow { rows.append(try SampleRow($0)) }
             guard !rows.isEmpty else { return (0, nil) }
             var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
             for row in rows { try deleter.delete(row) }
@@ -255,9 +255,9 @@ extension HealthStore {
             let statement = try db.cachedStatement(sql)
             try statement.bind(values)
             try statement.forEachRow { row in
-                let name = row.string(at: 0)
+                let name = try row.string(at: 0)
                 if devices[name] == nil { order.append(name); devices[name] = [] }
-                if !row.isNull(at: 1), let device = DeviceBody.decode(row.blob(at: 1)), !(devices[name] ?? []).contains(device) {
+                if !row.isNull(at: 1), let device = DeviceBody.decode(try row.blob(at: 1)), !(devices[name] ?? []).contains(device) {
                     devices[name, default: []].append(device)
                 }
             }
@@ -267,7 +267,8 @@ extension HealthStore {
 
     // MARK: Row mapping
 
-    static let sampleColumns = "seq, uuid, type_id, source_id, device_id, start_ms, end_ms, value, body, created_ms, parent_seq"
+    /// The SELECT list that `SampleRow` reads.
+    static let sampleColumns = SampleColumn.selectList
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String) throws -> StoredSample {
         var lookups = RowLookups()
@@ -302,19 +303,24 @@ extension HealthStore {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])
             var children: [SampleRow] = []
-            try statement.forEachRow { children.append(SampleRow($0)) }
+            try statement.forEachRow { children.append(try SampleRow($0)) }
             content = .correlation(try children.map {
                 try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups).sample
             })
         } else {
-            content = .quantity(row.value ?? 0)
+            guard let value = row.value else {
+                // A quantity without its value is a damaged row: say so instead of reporting 0.
+                throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.value.name,
+                                       problem: "is NULL for \(typeName) sample seq \(row.seq)")
+            }
+            content = .quantity(value)
         }
         var device: SampleDevice?
         if let id = row.deviceRowID {
             if let known = lookups.devices[id] {
                 device = known
             } else {
-                device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(id)], { DeviceBody.decode($0.blob(at: 0)) }) ?? nil
+                device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(id)], { DeviceBody.decode(try $0.blob(at: 0)) }) ?? nil
                 lookups.devices[id] = device
             }
         }
@@ -325,39 +331,10 @@ extension HealthStore {
             appName = try self.appName(for: row.sourceRowID, db: db)
             lookups.appNames[row.sourceRowID] = appName
         }
-        let sample = HealthSample(uuid: HealthUUID(bytes: row.uuid) ?? HealthUUID(high: 0, low: 0), type: typeName,
+        let sample = HealthSample(uuid: row.uuid, type: typeName,
                                   start: row.start, end: row.end, content: content, metadata: body.metadata, device: device)
         return StoredSample(sample: sample, source: SampleSource(app: appName, user: userExternalID),
                             created: row.created)
-    }
-}
-
-/// One row of `samples`, copied out of the statement.
-struct SampleRow: Sendable {
-    var seq: Int64
-    var uuid: [UInt8]
-    var typeCode: Int64
-    var sourceRowID: Int64
-    var deviceRowID: Int64?
-    var start: Int64
-    var end: Int64
-    var value: Double?
-    var body: [UInt8]?
-    var created: Int64
-    var parentSeq: Int64?
-
-    init(_ row: Row) {
-        seq = row.int64(at: 0)
-        uuid = row.blob(at: 1)
-        typeCode = row.int64(at: 2)
-        sourceRowID = row.int64(at: 3)
-        deviceRowID = row.isNull(at: 4) ? nil : row.int64(at: 4)
-        start = row.int64(at: 5)
-        end = row.int64(at: 6)
-        value = row.isNull(at: 7) ? nil : row.double(at: 7)
-        body = row.isNull(at: 8) ? nil : row.blob(at: 8)
-        created = row.int64(at: 9)
-        parentSeq = row.isNull(at: 10) ? nil : row.int64(at: 10)
     }
 }
 

@@ -209,6 +209,32 @@ enum Schema {
                 CREATE INDEX workout_sessions_active ON workout_sessions(user_id) WHERE state <> 'ended';
                 """)
         }
+        migrator.register("009-statistics-rollups") { db in
+            try db.execute("""
+                -- Statistics rollups: one row per (user, quantity type, UTC day) that any sample shapes,
+                -- rewritten in the transaction that saves or deletes such a sample (and for every day of
+                -- the series when its source order changes). body is the day in the Statistics module's
+                -- DayRollup format: a cumulative day's merged and per-source running integrals, a
+                -- discrete day's samples in start order. A query reads one row per day it touches.
+                CREATE TABLE statistics_days (
+                    user_id INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    day INTEGER NOT NULL,
+                    body BLOB NOT NULL,
+                    PRIMARY KEY (user_id, type_id, day)
+                ) WITHOUT ROWID;
+                -- Bumped with every change to a series' rows: decoded rows cached in memory are current
+                -- while their version is.
+                CREATE TABLE statistics_series (
+                    user_id INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, type_id)
+                ) WITHOUT ROWID;
+                """)
+            // An existing database gets the rows of every series it holds.
+            try StatisticsRollups.rebuildAll(db)
+        }
         return migrator
     }
 }

@@ -4,13 +4,14 @@ import SQLite
 import Statistics
 import Synchronization
 
-/// What a statistics query sees of one (user, type): the index, current as of one SQLite snapshot,
-/// and the names of the user's sources so answers can say which app each figure came from.
+/// What a statistics query sees of one (user, type): the series decoded from its rollup rows for
+/// the days asked about, current as of one SQLite snapshot, and the names of the user's sources so
+/// answers can say which app each figure came from.
 public struct StatisticsSnapshot: Sendable {
-    public let index: SeriesIndex
-    /// Source row id (as the index's `source`) -> app name.
+    public let index: RollupSeries
+    /// Source row id (as the series' `source`) -> app name.
     public let appNames: [Int32: String]
-    /// The change sequence the index reflects: every commit up to it, none after.
+    /// The series' rollup version the answer reflects (bumped by every commit that changed its rows).
     public let sequence: Int64
 
     /// The source id of `app` for this user, if it ever wrote or was authorized.
@@ -19,25 +20,23 @@ public struct StatisticsSnapshot: Sendable {
     }
 }
 
-/// One cached index per (user, type), kept exact by catching up from SQLite in change-sequence
-/// order on every query instead of being told about writes: the write path stays untouched, and
-/// after a crash the state is simply rebuilt from what SQLite holds.
+/// Decoded rollup rows per (user, type), kept while their series' version is unchanged. The rows
+/// are the truth (kept current in the writers' transactions); this cache only saves decoding them
+/// again, so dropping an entry costs one cold read of the days a query asks for.
 final class StatisticsIndexCache: Sendable {
     struct Key: Hashable, Sendable {
         var userRowID: Int64
         var typeCode: Int64
     }
 
-    /// The per-(user, type) state; its lock serializes catch-up and queries of one series only.
+    /// The per-(user, type) state; its lock serializes loads and queries of one series only.
     final class Entry: Sendable {
         struct State: Sendable {
-            var index: SeriesIndex
-            var appliedSeq: Int64 = 0
-            var built = false
+            var series: RollupSeries?
+            var version: Int64 = -1
             var appNames: [Int32: String] = [:]
         }
-        let state: Mutex<State>
-        init(style: AggregationStyle) { state = Mutex(State(index: SeriesIndex(style: style))) }
+        let state = Mutex(State())
     }
 
     private struct Slot {
@@ -49,31 +48,28 @@ final class StatisticsIndexCache: Sendable {
     private struct Slots {
         var byKey: [Key: Slot] = [:]
         var clock: UInt64 = 0
+        var evictions = 0
     }
 
     private let slots = Mutex(Slots())
-    /// Indexes beyond this many bytes in all are dropped, least recently used first; a dropped one
-    /// is rebuilt from SQLite by its next query.
+    /// Decoded series beyond this many bytes in all are dropped, least recently used first.
     let memoryBudget: Int
-    /// 2 GiB: about 40 million step samples or 70 million heart-rate samples (BENCHMARKS.md).
-    static let defaultMemoryBudget = 2 << 30
-
     init(memoryBudget: Int) { self.memoryBudget = memoryBudget }
 
-    func entry(_ key: Key, style: AggregationStyle) -> Entry {
+    func entry(_ key: Key) -> Entry {
         slots.withLock { slots in
             slots.clock += 1
             if let existing = slots.byKey[key] {
                 slots.byKey[key]?.lastUse = slots.clock
                 return existing.entry
             }
-            let created = Entry(style: style)
+            let created = Entry()
             slots.byKey[key] = Slot(entry: created, bytes: 0, lastUse: slots.clock)
             return created
         }
     }
 
-    /// Records an index's size after a query and evicts others while the total is over budget.
+    /// Records a series' size after a query and evicts others while the total is over budget.
     func record(_ key: Key, bytes: Int) {
         slots.withLock { slots in
             slots.byKey[key]?.bytes = bytes
@@ -82,14 +78,18 @@ final class StatisticsIndexCache: Sendable {
                 guard let victim = slots.byKey.filter({ $0.key != key }).min(by: { $0.value.lastUse < $1.value.lastUse }) else { break }
                 total -= victim.value.bytes
                 slots.byKey[victim.key] = nil
+                slots.evictions += 1
             }
         }
     }
 
-    /// Bytes held by every cached index, as last recorded.
+    /// Bytes held by every cached series, as last recorded.
     var memoryBytes: Int { slots.withLock { $0.byKey.values.reduce(0) { $0 + $1.bytes } } }
 
     var count: Int { slots.withLock { $0.byKey.count } }
+
+    /// Series dropped to stay within the budget since the start.
+    var evictions: Int { slots.withLock { $0.evictions } }
 
     func removeAll() { slots.withLock { $0.byKey.removeAll() } }
 }
@@ -104,114 +104,72 @@ extension AggregationStyle {
 extension HealthStore {
     // MARK: Statistics indexes
 
-    /// Runs `body` on the user's index for a quantity type, current as of a fresh snapshot: rows and
-    /// tombstones committed since the index was last used are applied first (built from every stored
-    /// sample on first use). Another (user, type) never waits for this one.
-    public func withStatisticsIndex<Result: Sendable>(userRowID: Int64, type: HealthType,
+    /// Runs `body` on the user's series for a quantity type, decoded from the rollup rows of the
+    /// UTC days [start, end) touches, as of one snapshot: a query reads one row per day, never the
+    /// samples. The decoding is cached while the series' version stays the same. Another (user,
+    /// type) never waits for this one. `body` must ask only about [start, end).
+    public func withStatisticsIndex<Result: Sendable>(userRowID: Int64, type: HealthType, from start: Int64, to end: Int64,
                                                       _ body: (StatisticsSnapshot) throws -> Result) throws -> Result {
         guard let style = AggregationStyle(type), let typeCode = typeCode(for: type.id) else {
             throw StoreError.invalid("statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
         }
+        let wanted = DayRollup.days(from: start, to: max(end, start + 1))
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
-        let entry = statisticsIndexes.entry(key, style: style)
+        let entry = statisticsIndexes.entry(key)
         let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
-            // Read everything in one snapshot, then apply with the reader returned: a failed read
-            // changes nothing, and a cold build does not hold a connection while it indexes.
-            let rebuild = !state.built
-            let changes = try pool.read { db in
-                try pendingChanges(db, userRowID: userRowID, typeCode: typeCode, since: rebuild ? nil : state.appliedSeq)
+            // Read in one snapshot, decode with the reader returned.
+            let cached = state.series
+            let cachedVersion = state.version
+            let load = try pool.read { db -> RollupLoad? in
+                let version = try StatisticsRollups.version(db, userRowID: userRowID, typeCode: typeCode)
+                var days = wanted
+                if let cached, version == cachedVersion {
+                    if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound) { return nil }
+                    // Same rows, more days: read the span of both so one series keeps answering both.
+                    days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
+                }
+                let order = try Self.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode)
+                return RollupLoad(version: version, priority: SourcePriority(order.map(\.source)),
+                                  appNames: try Self.appNames(db, userRowID: userRowID), days: days,
+                                  rows: try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days))
             }
-            do {
-                try apply(changes, to: &state, style: style)
-            } catch {
-                state.built = false  // rebuilt from SQLite by the next query
-                throw error
+            if let load {
+                state.series = nil  // the old decoding is freed before the new one is made
+                state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows)
+                state.version = load.version
+                state.appNames = load.appNames
             }
-            let result = try body(StatisticsSnapshot(index: state.index, appNames: state.appNames, sequence: state.appliedSeq))
-            return (result, state.index.memoryBytes)
+            guard let series = state.series else { throw StoreError.invalid("statistics series could not be read") }
+            let result = try body(StatisticsSnapshot(index: series, appNames: state.appNames, sequence: state.version))
+            return (result, series.memoryBytes)
         }
         statisticsIndexes.record(key, bytes: bytes)
         return result
     }
 
-    /// Bytes held by all cached statistics indexes.
+    /// What one snapshot read for a series.
+    private struct RollupLoad {
+        var version: Int64
+        var priority: SourcePriority
+        var appNames: [Int32: String]
+        var days: ClosedRange<Int64>
+        var rows: [(day: Int64, body: [UInt8])]
+    }
+
+    /// Bytes held by all cached statistics series.
     public var statisticsIndexMemoryBytes: Int { statisticsIndexes.memoryBytes }
 
-    /// Drops every cached index (the next query rebuilds from SQLite): for benchmarks of the cold path.
+    /// Cached series dropped to stay within the memory budget since the store opened.
+    public var statisticsIndexEvictions: Int { statisticsIndexes.evictions }
+
+    /// Drops every cached series (the next query reads its rollup rows): for benchmarks of the cold path.
     public func dropStatisticsIndexes() { statisticsIndexes.removeAll() }
 
     /// Every sample of a quantity type as statistics see them, read straight from SQLite: the direct
-    /// path the indexes are checked against.
+    /// path the rollups are checked against.
     public func statisticsSamples(userRowID: Int64, type: HealthType) throws -> [StatisticsSample] {
         guard AggregationStyle(type) != nil, let typeCode = typeCode(for: type.id) else { return [] }
         return try pool.read { db in try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode) }
-    }
-
-    /// What one snapshot holds for a series beyond what the index has applied.
-    struct PendingChanges {
-        var sequence: Int64
-        var priority: SourcePriority
-        var appNames: [Int32: String]
-        /// Every sample, when the index is built afresh.
-        var all: [StatisticsSample]?
-        var removed: [StatisticsSample] = []
-        var added: [StatisticsSample] = []
-    }
-
-    /// The change sequence, the effective source order, app names, and either every sample (`since`
-    /// nil) or the rows and tombstones committed after `since`. Tombstones whose sample was saved
-    /// after `since` are left out: that sample never reached the index and its row is gone.
-    func pendingChanges(_ db: Database, userRowID: Int64, typeCode: Int64, since: Int64?) throws -> PendingChanges {
-        let sequence = try ChangeSequence.current(db)
-        let priority = SourcePriority(try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
-        // Apps can be authorized without any commit, so names are read every time (a few rows).
-        var changes = PendingChanges(sequence: sequence, priority: priority, appNames: try Self.appNames(db, userRowID: userRowID))
-        // Rebuild when tombstones after `since` may be gone (purged up to the user's change horizon),
-        // or when the sequence went backwards (only a database restored from a copy does that).
-        let horizon = try db.first("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(userRowID)]) {
-            $0.int64(at: 0)
-        } ?? 0
-        guard let since, sequence >= since, horizon <= since else {
-            changes.all = try Self.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
-            return changes
-        }
-        guard sequence > since else { return changes }
-        let tombstones = try db.cachedStatement("""
-            SELECT sample_seq, start_ms, end_ms, value, source_id FROM deleted_samples
-            WHERE user_id = ?1 AND +type_id = ?2 AND seq > ?3 AND sample_seq <= ?3 AND value IS NOT NULL
-            """)
-        try tombstones.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
-        try tombstones.forEachRow { row in
-            if let sample = Self.indexable(row) { changes.removed.append(sample) }
-        }
-        // Through (user_id, seq): only this user's commits since `since` are read, then filtered by type.
-        let rows = try db.cachedStatement("""
-            SELECT seq, start_ms, end_ms, value, source_id FROM samples
-            WHERE user_id = ?1 AND +type_id = ?2 AND seq > ?3 AND value IS NOT NULL
-            """)
-        try rows.bind([.integer(userRowID), .integer(typeCode), .integer(since)])
-        try rows.forEachRow { row in
-            if let sample = Self.indexable(row) { changes.added.append(sample) }
-        }
-        return changes
-    }
-
-    /// Removed samples are ones the index holds and added ones are new rows, so removing first and
-    /// adding second gives the same state as replaying in sequence order.
-    private func apply(_ changes: PendingChanges, to state: inout StatisticsIndexCache.Entry.State,
-                       style: AggregationStyle) throws {
-        if let all = changes.all {
-            var index = SeriesIndex(style: style, priority: changes.priority)
-            try index.insert(contentsOf: all)
-            state.index = index
-            state.built = true
-        } else {
-            if state.index.priority != changes.priority { state.index.setPriority(changes.priority) }
-            if !changes.removed.isEmpty { state.index.delete(contentsOf: changes.removed) }
-            if !changes.added.isEmpty { try state.index.insert(contentsOf: changes.added) }
-        }
-        state.appNames = changes.appNames
-        state.appliedSeq = changes.sequence
     }
 
     static func indexableSamples(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [StatisticsSample] {
@@ -222,7 +180,7 @@ extension HealthStore {
         try statement.bind([.integer(userRowID), .integer(typeCode)])
         var samples: [StatisticsSample] = []
         try statement.forEachRow { row in
-            if let sample = indexable(row) { samples.append(sample) }
+            if let sample = try indexable(row) { samples.append(sample) }
         }
         return samples
     }
@@ -230,10 +188,10 @@ extension HealthStore {
     /// A row (seq, start, end, value, source) as the indexes take it. Samples the indexes cannot hold
     /// (longer than `StatisticsSample.maximumDuration`, possible only for discrete types without a
     /// maximum) are left out, the same way on insert and on delete.
-    static func indexable(_ row: Row) -> StatisticsSample? {
-        guard let source = Int32(exactly: row.int64(at: 4)) else { return nil }
-        let sample = StatisticsSample(id: row.int64(at: 0), start: row.int64(at: 1), end: row.int64(at: 2),
-                                      value: row.double(at: 3), source: source)
+    static func indexable(_ row: Row) throws(RowDecodingError) -> StatisticsSample? {
+        guard let source = Int32(exactly: try row.int64(at: 4)) else { return nil }
+        let sample = StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2),
+                                      value: try row.double(at: 3), source: source)
         do { try sample.validate() } catch { return nil }
         return sample
     }
@@ -243,7 +201,7 @@ extension HealthStore {
         let statement = try db.cachedStatement("SELECT id, app FROM sources WHERE user_id = ?")
         try statement.bind([.integer(userRowID)])
         try statement.forEachRow { row in
-            if let id = Int32(exactly: row.int64(at: 0)) { names[id] = row.string(at: 1) }
+            if let id = Int32(exactly: try row.int64(at: 0)) { names[id] = try row.string(at: 1) }
         }
         return names
     }
@@ -252,16 +210,16 @@ extension HealthStore {
 
     /// The user's effective source order for a type: the apps of their chosen order first (as listed),
     /// then every other source that saved the type, the one that saved it first ranking first.
-    func effectiveSourcePriority(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [(source: Int32, app: String)] {
+    static func effectiveSourcePriority(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [(source: Int32, app: String)] {
         var order: [(source: Int32, app: String)] = []
         var listed = Set<Int32>()
         if let text = try db.first("SELECT apps FROM source_priorities WHERE user_id = ? AND type_id = ?",
-                                   [.integer(userRowID), .integer(typeCode)], { $0.string(at: 0) }) {
+                                   [.integer(userRowID), .integer(typeCode)], { try $0.string(at: 0) }) {
             let names = Self.decodeAppList(text)
             let statement = try db.cachedStatement("SELECT id FROM sources WHERE user_id = ? AND app = ?")
             for name in names {
                 try statement.bind([.integer(userRowID), .text(name)])
-                guard let id = try statement.first({ $0.int64(at: 0) }).flatMap({ Int32(exactly: $0) }),
+                guard let id = try statement.first({ try $0.int64(at: 0) }).flatMap({ Int32(exactly: $0) }),
                       !listed.contains(id) else { continue }
                 listed.insert(id)
                 order.append((id, name))
@@ -273,8 +231,8 @@ extension HealthStore {
             """)
         try statement.bind([.integer(userRowID), .integer(typeCode)])
         try statement.forEachRow { row in
-            guard let id = Int32(exactly: row.int64(at: 0)), !listed.contains(id) else { return }
-            order.append((id, row.string(at: 1)))
+            guard let id = Int32(exactly: try row.int64(at: 0)), !listed.contains(id) else { return }
+            order.append((id, try row.string(at: 1)))
         }
         return order
     }
@@ -282,7 +240,7 @@ extension HealthStore {
     /// The effective source order for a type as app names (see `effectiveSourcePriority`).
     public func sourcePriority(userRowID: Int64, type: HealthType) throws -> [String] {
         guard let typeCode = typeCode(for: type.id) else { return [] }
-        return try pool.read { db in try effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.app) }
+        return try pool.read { db in try Self.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.app) }
     }
 
     /// Stores the user's order for a type. Every app must be one the user has authorized (a source);
@@ -306,6 +264,10 @@ extension HealthStore {
                 INSERT INTO source_priorities (user_id, type_id, apps) VALUES (?, ?, ?)
                 ON CONFLICT(user_id, type_id) DO UPDATE SET apps = excluded.apps
                 """, [.integer(userRowID), .integer(typeCode), .text(Self.encodeAppList(apps))])
+            // A new order changes which source wins every overlap: every day of the series is rebuilt.
+            if let style = rollupStyles[typeCode] {
+                try StatisticsRollups.rebuild(db, userRowID: userRowID, typeCode: typeCode, style: style)
+            }
         }
     }
 

@@ -29,10 +29,32 @@ public struct WorkoutZoneChange: Sendable, Equatable {
     public var zone: HeartRateZoneBounds
 }
 
+/// The columns of `workout_sessions` that `ownedWorkoutSession` reads, in SELECT order.
+enum WorkoutSessionColumn: Int, TableColumns {
+    case rowID, id, userID, sourceID, activityType, zoneLow, zoneHigh, state, start, end, events, workoutUUID
+
+    static let table = "workout_sessions"
+
+    var name: String {
+        switch self {
+        case .rowID: "id"
+        case .id: "external_id"
+        case .userID: "user_id"
+        case .sourceID: "source_id"
+        case .activityType: "activity_type"
+        case .zoneLow: "zone_low"
+        case .zoneHigh: "zone_high"
+        case .state: "state"
+        case .start: "start_ms"
+        case .end: "end_ms"
+        case .events: "events"
+        case .workoutUUID: "workout_uuid"
+        }
+    }
+}
+
 extension HealthStore {
-    static let workoutSessionColumns = """
-        id, external_id, user_id, source_id, activity_type, zone_low, zone_high, state, start_ms, end_ms, events, workout_uuid
-        """
+    static let workoutSessionColumns = WorkoutSessionColumn.selectList
 
     /// Starts a session as `app`. An app runs one session at a time per user (as HealthKit runs one
     /// per app): while another is running or paused this is a `conflict` naming it.
@@ -41,7 +63,7 @@ extension HealthStore {
         try pool.write { db in
             if let active = try db.first("""
                 SELECT external_id, state FROM workout_sessions WHERE user_id = ? AND source_id = ? AND state <> 'ended'
-                """, [.integer(app.userRowID), .integer(app.sourceRowID)], { ($0.string(at: 0), $0.string(at: 1)) }) {
+                """, [.integer(app.userRowID), .integer(app.sourceRowID)], { (try $0.string(at: 0), try $0.string(at: 1)) }) {
                 throw StoreError.conflict("this app's session \(active.0) is \(active.1); end it before starting another")
             }
             let session = WorkoutSession(id: HealthUUID.random().lowercasedString, userRowID: app.userRowID,
@@ -130,7 +152,7 @@ extension HealthStore {
         try pool.read { db in
             var counts: [Int64: Int] = [:]
             for (user, count) in try db.map("SELECT user_id, count(*) FROM workout_sessions WHERE state <> 'ended' GROUP BY user_id",
-                                            [], { ($0.int64(at: 0), Int($0.int64(at: 1))) }) {
+                                            [], { (try $0.int64(at: 0), Int(try $0.int64(at: 1))) }) {
                 counts[user] = count
             }
             return counts
@@ -148,18 +170,18 @@ extension HealthStore {
                 SELECT id, external_id, zone_low, zone_high, start_ms, events, zone_seq, zone_state, zone_latest_ms
                 FROM workout_sessions WHERE user_id = ? AND state = 'running' AND zone_low IS NOT NULL
                 """, [.integer(userRowID)]) { row in
-                (rowID: row.int64(at: 0), id: row.string(at: 1),
-                 bounds: HeartRateZoneBounds(low: row.double(at: 2), high: row.double(at: 3)),
-                 timeline: WorkoutSessionTimeline(start: row.int64(at: 4), events: Self.decodeEvents(row.string(at: 5))),
-                 seq: row.int64(at: 6), state: row.isNull(at: 7) ? nil : HeartRateZoneState(rawValue: row.string(at: 7)),
-                 latest: row.isNull(at: 8) ? nil : row.int64(at: 8))
+                (rowID: try row.int64(at: 0), id: try row.string(at: 1),
+                 bounds: HeartRateZoneBounds(low: try row.double(at: 2), high: try row.double(at: 3)),
+                 timeline: WorkoutSessionTimeline(start: try row.int64(at: 4), events: Self.decodeEvents(try row.string(at: 5))),
+                 seq: try row.int64(at: 6), state: row.isNull(at: 7) ? nil : HeartRateZoneState(rawValue: try row.string(at: 7)),
+                 latest: row.isNull(at: 8) ? nil : try row.int64(at: 8))
             }
             var changes: [WorkoutZoneChange] = []
             for session in sessions {
                 let readings = try db.map("""
                     SELECT seq, start_ms, value FROM samples WHERE user_id = ? AND seq > ? AND type_id = ? AND value IS NOT NULL
                     """, [.integer(userRowID), .integer(session.seq), .integer(heartRateCode)]) {
-                    (seq: $0.int64(at: 0), start: $0.int64(at: 1), value: $0.double(at: 2))
+                    (seq: try $0.int64(at: 0), start: try $0.int64(at: 1), value: try $0.double(at: 2))
                 }
                 guard let lastSeq = readings.map(\.seq).max() else { continue }
                 var tracker = HeartRateZoneTracker(bounds: session.bounds, current: session.state, latestReading: session.latest)
@@ -184,13 +206,25 @@ extension HealthStore {
     static func ownedWorkoutSession(_ db: Database, id: String, app: AppAuthorization) throws -> WorkoutSession? {
         try db.first("SELECT \(workoutSessionColumns) FROM workout_sessions WHERE external_id = ? AND user_id = ? AND source_id = ?",
                      [.text(id), .integer(app.userRowID), .integer(app.sourceRowID)]) { row in
-            let zone = row.isNull(at: 5) ? nil : HeartRateZoneBounds(low: row.double(at: 5), high: row.double(at: 6))
+            typealias Column = WorkoutSessionColumn
+            var zone: HeartRateZoneBounds?
+            if let low = row.doubleIfPresent(Column.zoneLow) {
+                zone = HeartRateZoneBounds(low: low, high: try row.double(Column.zoneHigh))
+            }
+            let stateText = try row.string(Column.state)
+            guard let state = WorkoutSessionState(rawValue: stateText) else {
+                throw RowDecodingError(table: Column.table, column: Column.state.name, problem: "holds unknown state '\(stateText)'")
+            }
+            var workoutUUID: HealthUUID?
+            if row.blobIfPresent(Column.workoutUUID) != nil {
+                workoutUUID = try row.decode(Column.workoutUUID, as: "a 16-byte uuid") { HealthUUID(bytes: $0) }
+            }
             return WorkoutSession(
-                id: row.string(at: 1), userRowID: row.int64(at: 2), sourceRowID: row.int64(at: 3), activityType: row.string(at: 4),
-                zone: zone, state: WorkoutSessionState(rawValue: row.string(at: 7)) ?? .ended,
-                timeline: WorkoutSessionTimeline(start: row.int64(at: 8), events: decodeEvents(row.string(at: 10)),
-                                                 end: row.isNull(at: 9) ? nil : row.int64(at: 9)),
-                workoutUUID: row.isNull(at: 11) ? nil : HealthUUID(bytes: row.blob(at: 11)))
+                id: try row.string(Column.id), userRowID: try row.int64(Column.userID), sourceRowID: try row.int64(Column.sourceID),
+                activityType: try row.string(Column.activityType), zone: zone, state: state,
+                timeline: WorkoutSessionTimeline(start: try row.int64(Column.start), events: decodeEvents(try row.string(Column.events)),
+                                                 end: row.int64IfPresent(Column.end)),
+                workoutUUID: workoutUUID)
         }
     }
 
@@ -209,18 +243,18 @@ extension HealthStore {
         values.append(.integer(start))
         conditions.append("(end_ms > ?\(values.count) OR (end_ms = start_ms AND start_ms >= ?\(values.count)))")
         let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                   [.integer(app.userRowID), .integer(typeCode)], { $0.int64(at: 0) }) ?? 0
+                                   [.integer(app.userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
         values.append(.integer(start - longest))
         conditions.append("start_ms >= ?\(values.count)")
         let samples = try db.map("SELECT seq, start_ms, end_ms, value, source_id FROM samples WHERE \(conditions.joined(separator: " AND "))",
                                  values) { row in
-            StatisticsSample(id: row.int64(at: 0), start: row.int64(at: 1), end: row.int64(at: 2), value: row.double(at: 3),
-                             source: Int32(truncatingIfNeeded: row.int64(at: 4)))
+            StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2), value: try row.double(at: 3),
+                             source: Int32(truncatingIfNeeded: try row.int64(at: 4)))
         }
         guard !samples.isEmpty else { return nil }
         let buckets = intervals.map { CalendarBucket(start: $0.lowerBound, end: min($0.upperBound, end), startOffsetSeconds: 0, endOffsetSeconds: 0) }
         let answers = try statisticsCollection(of: samples, buckets: buckets, style: .cumulative, options: .cumulativeSum,
-                                               priority: SourcePriority(try effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
+                                               priority: SourcePriority(try Self.effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
         let sums = answers.compactMap(\.figures.sum)
         return sums.isEmpty ? nil : sums.reduce(0, +)
     }

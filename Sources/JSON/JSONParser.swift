@@ -118,7 +118,16 @@ private struct Parser {
     // MARK: Document structure
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        // Two mistakes people make with files and editors, named so they know what to fix.
+        if input.count >= 3, input[0] == 0xEF, input[1] == 0xBB, input[2] == 0xBF {
+            throw JSONParseError(offset: 0, reason: "the text starts with a UTF-8 byte-order mark (EF BB BF), which JSON "
+                                 + "does not allow (RFC 8259, 8.1); save or send it without the mark")
+        }
         skipWhitespace()
+        if position == input.count {
+            throw JSONParseError(offset: position, reason: "the text is empty" + (position > 0 ? " (only whitespace)" : "")
+                                 + "; expected a JSON value")
+        }
         nextValue: while true {
             // Here a value must start at `position` (whitespace already skipped).
             guard position < input.count else { throw endOfInput() }

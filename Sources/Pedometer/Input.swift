@@ -26,7 +26,7 @@ public enum AccelerationUnit: String, Sendable, Codable, CaseIterable {
 
 /// Barometric pressure samples that accompany an accelerometer batch.
 public struct PressureSamples: Sendable, Equatable, Codable {
-    /// Seconds, absolute (e.g. since 1970), strictly increasing.
+    /// Seconds, absolute (e.g. since 1970); the same ordering rules as the accelerometer's apply.
     public var timestamps: [Double]
     public var hectopascals: [Double]
 
@@ -38,10 +38,17 @@ public struct PressureSamples: Sendable, Equatable, Codable {
 
 /// One upload of raw accelerometer data (with gravity), optionally with pressure.
 ///
-/// Timestamps are absolute seconds and must be strictly increasing, within the
-/// batch and after the last sample of the previous batch: duplicates are refused
-/// rather than silently merged, because a client that resends or reorders data
-/// would otherwise double-count or corrupt the filters' history.
+/// Timestamps are absolute seconds. Phones' sensor logs are messy, so the order rules are
+/// lenient where a sensor stream can be repaired and strict where it cannot (see
+/// `PedometerInputLimits.reorderToleranceSeconds` and `normalized`):
+/// - a sample stamped at most the tolerance before the latest one so far is sorted into place;
+/// - of samples sharing a timestamp the first received is kept and the others are dropped
+///   (keeping the first, unlike averaging, gives the same result however the stream is split
+///   into batches);
+/// - a sample at or before the previous batch's last timestamp (by at most the tolerance) is
+///   dropped: its neighbours have been processed already;
+/// - gaps and rate changes are not errors: the detector restarts after a gap and resamples any rate;
+/// - time running backwards by more than the tolerance, within a batch or across batches, is an error.
 public struct AccelerometerBatch: Sendable, Equatable, Codable {
     public var timestamps: [Double]
     public var x: [Double]
@@ -69,11 +76,21 @@ public struct PedometerInputLimits: Sendable, Equatable, Codable {
     public var maximumPressureSamplesPerBatch: Int
     /// Physically plausible station pressure range (Dead Sea to well above Everest's summit).
     public var pressureRangeHectopascals: ClosedRange<Double>
+    /// How far a timestamp may lag the latest one before it is an error rather than jitter to
+    /// reorder: 0.1 s is many sensor periods (phones jitter by a few ms) but a fraction of the
+    /// shortest step (0.28 s), so reordering within it cannot move a step.
+    public var reorderToleranceSeconds: Double
+    /// Intervals longer than this are gaps (the detector restarts), not samples of a rate, so
+    /// the sampling-rate check leaves them out.
+    public var gapSeconds: Double
 
     public init(maximumSamplesPerBatch: Int = 100_000, minimumSamplingRateHz: Double = 10,
                 maximumPressureSamplesPerBatch: Int = 10_000,
-                pressureRangeHectopascals: ClosedRange<Double> = 250...1_100) {
+                pressureRangeHectopascals: ClosedRange<Double> = 250...1_100,
+                reorderToleranceSeconds: Double = 0.1, gapSeconds: Double = 1.0) {
         self.maximumSamplesPerBatch = maximumSamplesPerBatch
+        self.reorderToleranceSeconds = reorderToleranceSeconds
+        self.gapSeconds = gapSeconds
         self.minimumSamplingRateHz = minimumSamplingRateHz
         self.maximumPressureSamplesPerBatch = maximumPressureSamplesPerBatch
         self.pressureRangeHectopascals = pressureRangeHectopascals
@@ -86,8 +103,11 @@ public enum PedometerInputError: Error, Sendable, Equatable, CustomStringConvert
     case raggedArrays(timestamps: Int, x: Int, y: Int, z: Int)
     case batchTooLarge(count: Int, limit: Int)
     case nonFiniteValue(field: String, index: Int)
-    /// `previous` is the timestamp before `index` (possibly the previous batch's last one).
-    case timestampNotIncreasing(field: String, index: Int, previous: Double, current: Double)
+    /// The timestamp at `index` lags the latest one before it (`latest`) by more than `tolerance`.
+    case timeRunsBackwards(field: String, index: Int, latest: Double, current: Double, tolerance: Double)
+    /// The batch's sample at `index` lies more than `tolerance` before the end of the session's
+    /// previous batch (`previousEnd`): a resent or misordered batch, not jitter.
+    case startsBeforePreviousBatchEnd(field: String, index: Int, previousEnd: Double, current: Double, tolerance: Double)
     case samplingRateTooLow(medianHz: Double, minimumHz: Double)
     case unknownUnit(String)
     case raggedPressureArrays(timestamps: Int, hectopascals: Int)
@@ -99,12 +119,22 @@ public enum PedometerInputError: Error, Sendable, Equatable, CustomStringConvert
         switch self {
         case .emptyBatch, .batchTooLarge: "timestamps"
         case .raggedArrays: "x/y/z/timestamps"
-        case .nonFiniteValue(let field, _), .timestampNotIncreasing(let field, _, _, _): field
+        case .nonFiniteValue(let field, _), .timeRunsBackwards(let field, _, _, _, _),
+             .startsBeforePreviousBatchEnd(let field, _, _, _, _): field
         case .samplingRateTooLow: "timestamps"
         case .unknownUnit: "unit"
         case .raggedPressureArrays: "pressure"
         case .pressureBatchTooLarge: "pressure.timestamps"
         case .pressureOutOfRange: "pressure.hectopascals"
+        }
+    }
+
+    /// The index of the offending sample, where one is to blame.
+    public var index: Int? {
+        switch self {
+        case .nonFiniteValue(_, let index), .timeRunsBackwards(_, let index, _, _, _),
+             .startsBeforePreviousBatchEnd(_, let index, _, _, _), .pressureOutOfRange(let index, _, _): index
+        default: nil
         }
     }
 
@@ -118,8 +148,10 @@ public enum PedometerInputError: Error, Sendable, Equatable, CustomStringConvert
             "\(count) samples exceed the limit of \(limit) per batch"
         case let .nonFiniteValue(_, index):
             "value at index \(index) is NaN or infinite"
-        case let .timestampNotIncreasing(_, index, previous, current):
-            "timestamp at index \(index) (\(current)) is not after the previous one (\(previous)); timestamps must be strictly increasing"
+        case let .timeRunsBackwards(_, index, latest, current, tolerance):
+            "timestamp at index \(index) (\(current)) is \(Self.seconds(latest - current)) s before an earlier sample's (\(latest)); time may run backwards by at most \(tolerance) s (jitter, which is reordered)"
+        case let .startsBeforePreviousBatchEnd(_, index, previousEnd, current, tolerance):
+            "timestamp at index \(index) (\(current)) is \(Self.seconds(previousEnd - current)) s before the end of the session's previous batch (\(previousEnd)); a batch may overlap the previous one by at most \(tolerance) s"
         case let .samplingRateTooLow(median, minimum):
             "median sampling rate \(median) Hz is below the \(minimum) Hz needed to count steps"
         case let .unknownUnit(text):
@@ -134,15 +166,54 @@ public enum PedometerInputError: Error, Sendable, Equatable, CustomStringConvert
     }
 
     public var description: String { "\(field): \(reason)" }
+
+    /// Seconds to the millisecond, as a reader wants them in a message.
+    private static func seconds(_ value: Double) -> String {
+        String(Double((value * 1000).rounded()) / 1000)
+    }
 }
 
 extension AccelerometerBatch {
-    /// Checks the batch; pure. `previousTimestamp` is the last accelerometer
-    /// timestamp already processed in this session (nil for the first batch),
-    /// `previousPressureTimestamp` likewise for pressure.
+    /// Checks the batch; pure. `previousTimestamp` is the last accelerometer timestamp already
+    /// processed in this session (nil for the first batch), `previousPressureTimestamp` likewise
+    /// for pressure. Only what cannot be a sensor stream is an error (see the type's rules).
     public func validate(limits: PedometerInputLimits = PedometerInputLimits(),
                          previousTimestamp: Double? = nil,
                          previousPressureTimestamp: Double? = nil) throws(PedometerInputError) {
+        _ = try checkedOrder(limits: limits, previousTimestamp: previousTimestamp,
+                             previousPressureTimestamp: previousPressureTimestamp)
+    }
+
+    /// The batch as a strictly increasing stream after `previousTimestamp`: jitter sorted into
+    /// place, repeated timestamps reduced to the first sample received, samples at or before the
+    /// previous batch's end dropped. Validates first (the same errors as `validate`); a batch that
+    /// is already clean is returned as it is.
+    public func normalized(limits: PedometerInputLimits = PedometerInputLimits(),
+                           previousTimestamp: Double? = nil,
+                           previousPressureTimestamp: Double? = nil) throws(PedometerInputError)
+        -> (batch: AccelerometerBatch, repairs: StreamRepairs) {
+        let (order, pressureOrder) = try checkedOrder(limits: limits, previousTimestamp: previousTimestamp,
+                                                      previousPressureTimestamp: previousPressureTimestamp)
+        var batch = self
+        var repairs = StreamRepairs()
+        if let kept = order.kept {
+            batch.timestamps = kept.map { timestamps[$0] }
+            batch.x = kept.map { x[$0] }
+            batch.y = kept.map { y[$0] }
+            batch.z = kept.map { z[$0] }
+            repairs.add(order.repairs)
+        }
+        if let pressure, let pressureOrder, let kept = pressureOrder.kept {
+            batch.pressure = PressureSamples(timestamps: kept.map { pressure.timestamps[$0] },
+                                             hectopascals: kept.map { pressure.hectopascals[$0] })
+            repairs.add(pressureOrder.repairs)
+        }
+        return (batch, repairs)
+    }
+
+    private func checkedOrder(limits: PedometerInputLimits, previousTimestamp: Double?,
+                              previousPressureTimestamp: Double?) throws(PedometerInputError)
+        -> (StreamOrder, StreamOrder?) {
         let count = timestamps.count
         guard x.count == count, y.count == count, z.count == count else {
             throw .raggedArrays(timestamps: count, x: x.count, y: y.count, z: z.count)
@@ -155,34 +226,52 @@ extension AccelerometerBatch {
         try Self.checkFinite(x, field: "x")
         try Self.checkFinite(y, field: "y")
         try Self.checkFinite(z, field: "z")
-        try Self.checkIncreasing(timestamps, field: "timestamps", after: previousTimestamp)
-        // Median rate below the minimum ⟺ more than half the intervals are longer than
-        // 1/minimum; counting keeps validation O(n) without sorting. The gap from the
-        // previous batch is included so that one-sample batches are judged too.
-        let longestAcceptedInterval = 1 / limits.minimumSamplingRateHz
-        let intervalCount = count - 1 + (previousTimestamp == nil ? 0 : 1)
-        if intervalCount > 0 {
-            var tooLong = 0
-            if let previousTimestamp, timestamps[0] - previousTimestamp > longestAcceptedInterval { tooLong += 1 }
-            for index in 1..<count where timestamps[index] - timestamps[index - 1] > longestAcceptedInterval {
-                tooLong += 1
-            }
-            if 2 * tooLong > intervalCount {
-                throw .samplingRateTooLow(medianHz: 1 / medianInterval(previousTimestamp: previousTimestamp),
-                                          minimumHz: limits.minimumSamplingRateHz)
-            }
+        let order = try StreamOrder(timestamps, field: "timestamps", after: previousTimestamp,
+                                    tolerance: limits.reorderToleranceSeconds)
+        if let kept = order.kept {
+            try checkSamplingRate(kept.map { timestamps[$0] }, previousTimestamp: previousTimestamp, limits: limits)
+        } else {
+            try checkSamplingRate(timestamps, previousTimestamp: previousTimestamp, limits: limits)
         }
-        if let pressure {
-            try pressure.validate(limits: limits, previousTimestamp: previousPressureTimestamp)
+        let pressureOrder = try pressure?.checkedOrder(limits: limits, previousTimestamp: previousPressureTimestamp)
+        return (order, pressureOrder)
+    }
+
+    /// Median rate below the minimum ⟺ more than half the intervals are longer than
+    /// 1/minimum; counting keeps this O(n) without sorting. Intervals longer than a gap are
+    /// pauses in the stream, not its rate, and are left out; the interval from the previous
+    /// batch counts, so that one-sample batches are judged too.
+    private func checkSamplingRate(_ times: [Double], previousTimestamp: Double?,
+                                   limits: PedometerInputLimits) throws(PedometerInputError) {
+        let longestAcceptedInterval = 1 / limits.minimumSamplingRateHz
+        var intervals = 0
+        var tooLong = 0
+        var last = previousTimestamp
+        for time in times {
+            defer { last = time }
+            guard let last else { continue }
+            let interval = time - last
+            if interval > limits.gapSeconds || interval <= 0 { continue }
+            intervals += 1
+            if interval > longestAcceptedInterval { tooLong += 1 }
+        }
+        if intervals > 0 && 2 * tooLong > intervals {
+            throw .samplingRateTooLow(medianHz: 1 / Self.medianInterval(times, previousTimestamp: previousTimestamp,
+                                                                          gapSeconds: limits.gapSeconds),
+                                      minimumHz: limits.minimumSamplingRateHz)
         }
     }
 
-    /// Median sampling interval, only computed for the error message.
-    private func medianInterval(previousTimestamp: Double?) -> Double {
+    /// Median sampling interval (gaps left out), only computed for the error message.
+    private static func medianInterval(_ times: [Double], previousTimestamp: Double?, gapSeconds: Double) -> Double {
         var intervals: [Double] = []
-        if let previousTimestamp { intervals.append(timestamps[0] - previousTimestamp) }
-        for index in timestamps.indices.dropFirst() { intervals.append(timestamps[index] - timestamps[index - 1]) }
+        var last = previousTimestamp
+        for time in times {
+            if let last, time - last > 0, time - last <= gapSeconds { intervals.append(time - last) }
+            last = time
+        }
         intervals.sort()
+        guard !intervals.isEmpty else { return 0 }
         let middle = intervals.count / 2
         return intervals.count % 2 == 1 ? intervals[middle] : (intervals[middle - 1] + intervals[middle]) / 2
     }
@@ -192,16 +281,86 @@ extension AccelerometerBatch {
             throw .nonFiniteValue(field: field, index: index)
         }
     }
+}
 
-    static func checkIncreasing(_ values: [Double], field: String,
-                                after previous: Double?) throws(PedometerInputError) {
-        var last = previous
-        for (index, value) in values.enumerated() {
-            if let last, value <= last {
-                throw .timestampNotIncreasing(field: field, index: index, previous: last, current: value)
+/// What `AccelerometerBatch.normalized` repaired (accelerometer and pressure together).
+public struct StreamRepairs: Sendable, Equatable, Codable {
+    /// Samples dropped because an earlier-received sample had the same timestamp.
+    public var duplicates = 0
+    /// Samples stamped before the latest one so far (within the tolerance), sorted into place.
+    public var reordered = 0
+    /// Samples at or before the previous batch's last timestamp (within the tolerance), dropped.
+    public var late = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { duplicates == 0 && reordered == 0 && late == 0 }
+
+    mutating func add(_ other: StreamRepairs) {
+        duplicates += other.duplicates
+        reordered += other.reordered
+        late += other.late
+    }
+}
+
+/// The order of a stream's timestamps: the errors (time running backwards by more than the
+/// tolerance), and, when the stream is not already strictly increasing after `previous`, which
+/// samples to keep in which order. Finite timestamps assumed.
+struct StreamOrder {
+    private(set) var repairs = StreamRepairs()
+    /// Indices of the samples to keep, in time order; nil when the stream is clean (keep all as is).
+    private(set) var kept: [Int]?
+
+    init(_ times: [Double], field: String, after previous: Double?, tolerance: Double) throws(PedometerInputError) {
+        var latest = previous ?? -.infinity
+        var latestIsPrevious = previous != nil
+        var clean = true
+        for (index, time) in times.enumerated() {
+            if time > latest {
+                latest = time
+                latestIsPrevious = false
+                continue
             }
-            last = value
+            clean = false
+            if time < latest - tolerance {
+                if latestIsPrevious, let previous {
+                    throw .startsBeforePreviousBatchEnd(field: field, index: index, previousEnd: previous,
+                                                        current: time, tolerance: tolerance)
+                }
+                throw .timeRunsBackwards(field: field, index: index, latest: latest, current: time, tolerance: tolerance)
+            }
+            if let previous, time <= previous {
+                repairs.late += 1
+            } else if time < latest {
+                repairs.reordered += 1
+            }
         }
+        if !clean { kept = Self.repairedOrder(times, after: previous ?? -.infinity, repairs: &repairs) }
+    }
+
+    /// After `floor`, sorted (ties in the order received), the first sample of each timestamp.
+    private static func repairedOrder(_ times: [Double], after floor: Double, repairs: inout StreamRepairs) -> [Int] {
+        var order = times.indices.filter { times[$0] > floor }
+        // Nearly sorted: an insertion sort moves each jittered sample a few places, and is stable.
+        for position in order.indices.dropFirst() {
+            let index = order[position]
+            var target = position
+            while target > 0 && times[order[target - 1]] > times[index] {
+                order[target] = order[target - 1]
+                target -= 1
+            }
+            order[target] = index
+        }
+        var kept: [Int] = []
+        kept.reserveCapacity(order.count)
+        for index in order {
+            if let last = kept.last, times[last] == times[index] {
+                repairs.duplicates += 1
+            } else {
+                kept.append(index)
+            }
+        }
+        return kept
     }
 }
 
@@ -209,6 +368,11 @@ extension PressureSamples {
     /// Checks the pressure samples; pure. An empty pressure list is allowed.
     public func validate(limits: PedometerInputLimits = PedometerInputLimits(),
                          previousTimestamp: Double? = nil) throws(PedometerInputError) {
+        _ = try checkedOrder(limits: limits, previousTimestamp: previousTimestamp)
+    }
+
+    fileprivate func checkedOrder(limits: PedometerInputLimits, previousTimestamp: Double?) throws(PedometerInputError)
+        -> StreamOrder {
         guard timestamps.count == hectopascals.count else {
             throw .raggedPressureArrays(timestamps: timestamps.count, hectopascals: hectopascals.count)
         }
@@ -217,9 +381,10 @@ extension PressureSamples {
         }
         try AccelerometerBatch.checkFinite(timestamps, field: "pressure.timestamps")
         try AccelerometerBatch.checkFinite(hectopascals, field: "pressure.hectopascals")
-        try AccelerometerBatch.checkIncreasing(timestamps, field: "pressure.timestamps", after: previousTimestamp)
         for (index, value) in hectopascals.enumerated() where !limits.pressureRangeHectopascals.contains(value) {
             throw .pressureOutOfRange(index: index, value: value, range: limits.pressureRangeHectopascals)
         }
+        return try StreamOrder(timestamps, field: "pressure.timestamps", after: previousTimestamp,
+                               tolerance: limits.reorderToleranceSeconds)
     }
 }

@@ -22,6 +22,11 @@ public struct PedometerUpdate: Sendable, Equatable, Codable {
     /// Current pace (s/m); nil when not walking.
     public var paceSecondsPerMeter: Double?
     public var activity: MotionActivity
+    /// First and last timestamp of the accelerometer samples this call processed (after the
+    /// stream's repairs); nil for `finish()` or a batch whose samples were all dropped as late.
+    public var processedSpan: ClosedRange<Double>?
+    /// What was repaired in this call's input (duplicates, jitter, late samples).
+    public var repairs = StreamRepairs()
 
     public var steps: Int { stepTimestamps.count }
 }
@@ -62,12 +67,13 @@ public struct PedometerSession: Sendable, Codable, Equatable {
 
     public var parameters: StepDetectionParameters { detector.parameters }
 
-    /// Validates and processes one batch. On a validation error the session is unchanged.
-    public mutating func process(_ batch: AccelerometerBatch,
+    /// Validates, repairs (`AccelerometerBatch.normalized`) and processes one batch. On a
+    /// validation error the session is unchanged.
+    public mutating func process(_ input: AccelerometerBatch,
                                  limits: PedometerInputLimits = PedometerInputLimits())
         throws(PedometerInputError) -> PedometerUpdate {
-        try batch.validate(limits: limits, previousTimestamp: lastAccelerometerTimestamp,
-                           previousPressureTimestamp: lastPressureTimestamp)
+        let (batch, repairs) = try input.normalized(limits: limits, previousTimestamp: lastAccelerometerTimestamp,
+                                                    previousPressureTimestamp: lastPressureTimestamp)
         let totalsBefore = (steps: totalSteps, distance: totalDistanceMeters,
                             up: floors.floorsAscended, down: floors.floorsDescended)
         var stepTimes: [Double] = []
@@ -81,14 +87,17 @@ public struct PedometerSession: Sendable, Codable, Equatable {
                 }
             }
         }
-        lastAccelerometerTimestamp = batch.timestamps.last
+        if let last = batch.timestamps.last { lastAccelerometerTimestamp = last }
         if let pressure = batch.pressure {
             for index in pressure.timestamps.indices {
                 floors.add(time: pressure.timestamps[index], hectopascals: pressure.hectopascals[index])
             }
             if let last = pressure.timestamps.last { lastPressureTimestamp = last }
         }
-        return makeUpdate(stepTimes: stepTimes, totalsBefore: totalsBefore)
+        var update = makeUpdate(stepTimes: stepTimes, totalsBefore: totalsBefore)
+        if let first = batch.timestamps.first, let last = batch.timestamps.last { update.processedSpan = first...last }
+        update.repairs = repairs
+        return update
     }
 
     /// Ends the session: settles the step held back for comparison with a possible

@@ -26,7 +26,7 @@ public final class Database {
     private var connection: OpaquePointer?
     public let path: String
     private var statementCache: [String: Statement] = [:]
-    /// Depth of nested `transaction` calls, used to name savepoints.
+    /// Depth of nested `savepoint` calls, used to name savepoints.
     private var savepointDepth = 0
 
     /// Opens (or creates) the database at `path`. Use ":memory:" for a private in-memory database.
@@ -182,15 +182,16 @@ public final class Database {
 
     // MARK: Transactions
 
-    /// Runs `body` in a transaction: COMMIT if it returns, ROLLBACK if it throws.
+    /// Runs `body` in a transaction of `kind`: COMMIT if it returns, ROLLBACK if it throws.
     ///
-    /// Nesting: if a transaction is already open on this connection, `body` runs in a SAVEPOINT
-    /// instead (and `kind` is ignored), so an inner failure undoes only the inner work and the
-    /// outer transaction decides about the rest.
+    /// Not nestable: if a transaction is already open on this connection this throws (misuse)
+    /// rather than quietly running `body` with other locking than `kind` asked for. Use
+    /// `savepoint` for all-or-nothing work inside a transaction.
     public func transaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
         let handle = try openHandle()
         if sqlite3_get_autocommit(handle) == 0 {
-            return try savepoint(body)
+            throw SQLiteError(extendedCode: SQLITE_MISUSE,
+                              message: "a transaction is already open on this connection; use savepoint for nested work")
         }
         // Cached so a request-sized transaction does not re-parse BEGIN/COMMIT every time.
         switch kind {
@@ -210,7 +211,15 @@ public final class Database {
         return result
     }
 
-    private func savepoint<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` in a SAVEPOINT inside the open transaction: if it throws, only its own work is
+    /// undone and the transaction stays open for the caller to commit or roll back. Savepoints
+    /// nest. Outside a transaction SQLite would open a deferred one for it, so that throws
+    /// (misuse): say which transaction you want with `transaction(_:_:)`.
+    public func savepoint<T>(_ body: () throws -> T) throws -> T {
+        let handle = try openHandle()
+        guard sqlite3_get_autocommit(handle) == 0 else {
+            throw SQLiteError(extendedCode: SQLITE_MISUSE, message: "savepoint needs an open transaction")
+        }
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = "healthd_savepoint_\(savepointDepth)"

@@ -3,6 +3,11 @@
 /// Migration N (1-based registration order) is recorded as row `id = N` in `schema_migrations`
 /// and `PRAGMA user_version` is set to N in the same transaction, so the version and the schema
 /// can never disagree. Never reorder, rename or edit a shipped migration; append new ones.
+///
+/// Migrations run with foreign key enforcement off, as SQLite's ALTER TABLE guide asks, so one can
+/// rebuild a table (create the new shape, copy, drop the old, rename) without the drop cascading
+/// or failing on the rows that point at it. `PRAGMA foreign_key_check` then runs inside the
+/// migration's transaction: a migration that leaves a dangling reference rolls back.
 public struct DatabaseMigrator: Sendable {
     public typealias Migration = @Sendable (Database) throws -> Void
 
@@ -17,11 +22,19 @@ public struct DatabaseMigrator: Sendable {
 
     public var registeredNames: [String] { migrations.map(\.name) }
 
-    /// Applies pending migrations in order, each in its own IMMEDIATE transaction.
-    /// Throws `MigrationError` if the database was migrated by a build that knows more
-    /// migrations than this one, or if recorded names differ from registered ones.
+    /// Applies pending migrations in order, each in its own IMMEDIATE transaction, with foreign
+    /// keys off (restored afterwards). Throws `MigrationError` if the database was migrated by a
+    /// build that knows more migrations than this one, or if recorded names differ from
+    /// registered ones. Must not be called inside a transaction (the pragma would not apply).
     public func migrate(_ db: Database) throws {
         try validateRegistrations()
+        guard !db.isInTransaction else {
+            throw SQLiteError(extendedCode: ResultCode.misuse.rawValue,
+                              message: "migrations must start outside a transaction (foreign keys cannot be switched off inside one)")
+        }
+        let foreignKeysWereOn = try db.pragma("foreign_keys") == "1"
+        try db.execute("PRAGMA foreign_keys = OFF")
+        defer { if foreignKeysWereOn { try? db.execute("PRAGMA foreign_keys = ON") } }
         try db.execute("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 id INTEGER PRIMARY KEY,
@@ -63,7 +76,7 @@ public struct DatabaseMigrator: Sendable {
         let tableExists = try db.scalarInt64(
             "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") ?? 0
         guard tableExists > 0 else { return [] }
-        return try db.map("SELECT name FROM schema_migrations ORDER BY id") { $0.string(at: 0) }
+        return try db.map("SELECT name FROM schema_migrations ORDER BY id") { try $0.string(at: 0) }
     }
 
     /// True if `db` lacks some registered migration.
@@ -80,7 +93,7 @@ public struct DatabaseMigrator: Sendable {
 
     private func validatedAppliedMigrations(_ db: Database) throws -> [String] {
         let rows = try db.map("SELECT id, name FROM schema_migrations ORDER BY id") { row in
-            (id: row.int64(at: 0), name: row.string(at: 1))
+            (id: try row.int64(at: 0), name: try row.string(at: 1))
         }
         let version = try db.userVersion()
         if rows.count > migrations.count || version > migrations.count {

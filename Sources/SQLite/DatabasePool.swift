@@ -191,6 +191,7 @@ public final class DatabasePool: @unchecked Sendable {
     /// Runs `group` on the writer; the caller holds `writerLock`. Members whose body failed get
     /// their own error; if SQLite aborted the whole transaction (SQLITE_FULL, IOERR…) the members
     /// already run lose their work with it, so they fail too, and the rest start a new transaction.
+    /// If BEGIN or COMMIT itself fails, every member not yet answered fails with that error.
     private func runGroup(_ group: [any GroupCommitMember]) {
         guard let writer else {
             for member in group { member.fail(DatabasePoolError.closed) }
@@ -204,7 +205,7 @@ public final class DatabasePool: @unchecked Sendable {
                     while let member = remaining.first {
                         remaining = remaining.dropFirst()
                         do {
-                            try writer.transaction { try member.run(writer) }
+                            try writer.savepoint { try member.run(writer) }
                             ran.append(member)
                         } catch {
                             member.fail(error)
@@ -219,8 +220,13 @@ public final class DatabasePool: @unchecked Sendable {
             } catch let aborted as GroupAborted {
                 for member in ran { member.fail(aborted.error) }
             } catch {
-                // BEGIN or COMMIT failed: nothing of this transaction is durable.
+                // BEGIN or COMMIT failed: nothing of this transaction is durable. A failed BEGIN
+                // (SQLITE_BUSY from another process, SQLITE_FULL, an I/O error) ran no member, and
+                // trying again at once would hold the writer in a loop: the members not yet run
+                // fail with it too, and their callers decide whether to retry.
                 for member in ran { member.fail(error) }
+                for member in remaining { member.fail(error) }
+                remaining = []
             }
         }
     }

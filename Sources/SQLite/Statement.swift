@@ -206,20 +206,63 @@ public final class Statement {
     public var columnCount: Int { Int(sqlite3_column_count(handle)) }
     public func columnName(at index: Int) -> String { row.columnName(at: index) }
     public func isNull(at index: Int) -> Bool { row.isNull(at: index) }
-    public func int64(at index: Int) -> Int64 { row.int64(at: index) }
-    public func int(at index: Int) -> Int { row.int(at: index) }
-    public func bool(at index: Int) -> Bool { row.bool(at: index) }
-    public func double(at index: Int) -> Double { row.double(at: index) }
-    public func string(at index: Int) -> String { row.string(at: index) }
-    public func blob(at index: Int) -> [UInt8] { row.blob(at: index) }
+    public func int64(at index: Int) throws(RowDecodingError) -> Int64 { try row.int64(at: index) }
+    public func int(at index: Int) throws(RowDecodingError) -> Int { try row.int(at: index) }
+    public func bool(at index: Int) throws(RowDecodingError) -> Bool { try row.bool(at: index) }
+    public func double(at index: Int) throws(RowDecodingError) -> Double { try row.double(at: index) }
+    public func string(at index: Int) throws(RowDecodingError) -> String { try row.string(at: index) }
+    public func blob(at index: Int) throws(RowDecodingError) -> [UInt8] { try row.blob(at: index) }
     public func value(at index: Int) -> SQLValue { row.value(at: index) }
+}
+
+/// The columns of one table as a query reads them: the SELECT list is built from the cases in
+/// declaration order, and a column is read at its case's position, so the SQL text and the
+/// reading code cannot drift apart. Declare it as `enum X: Int, TableColumns` (raw values 0, 1,
+/// 2, ... are the positions) and give each case its SQL name.
+public protocol TableColumns: CaseIterable, Sendable, RawRepresentable where RawValue == Int {
+    /// The table, named in decoding errors.
+    static var table: String { get }
+    /// The column's name in SQL.
+    var name: String { get }
+}
+
+extension TableColumns {
+    /// "a, b, c": the SELECT list in position order.
+    public static var selectList: String { allCases.map(\.name).joined(separator: ", ") }
+}
+
+/// A column held a value its reader does not allow: NULL where the schema promises a value, or
+/// bytes that do not decode (a uuid that is not 16 bytes, say). Names where, so a corrupt row is
+/// diagnosable from one log line instead of reading back as 0 or "".
+public struct RowDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The table, when the reader knows it (named columns); nil for positional reads of an
+    /// arbitrary query, whose SQL is given instead.
+    public let table: String?
+    public let column: String
+    public let problem: String
+    public let sql: String?
+
+    public init(table: String?, column: String, problem: String, sql: String? = nil) {
+        self.table = table
+        self.column = column
+        self.problem = problem
+        self.sql = sql
+    }
+
+    public var description: String {
+        var text = "column \(table.map { "\($0)." } ?? "")\(column) \(problem)"
+        if let sql { text += " — while reading: \(sql)" }
+        return text
+    }
 }
 
 /// A non-copying view of a statement's current row. It must not outlive the callback or the
 /// step that produced it: every getter reads SQLite's current row directly.
 ///
-/// Getters follow SQLite's type conversions: NULL reads as 0, 0.0, "" or []; use `isNull(at:)`
-/// or the `...IfPresent` getters to tell NULL apart.
+/// Getters do not follow SQLite's silent conversion of NULL to 0, 0.0, "" or []: a NULL throws
+/// `RowDecodingError` naming the column. Where NULL is allowed, use the `...IfPresent` getters.
+/// Read a table's columns through its `TableColumns` type; positions (`at:`) are for a query's
+/// own result list (aggregates, one-column lookups) written next to the read.
 public struct Row {
     let handle: OpaquePointer
 
@@ -233,24 +276,39 @@ public struct Row {
         sqlite3_column_type(handle, Int32(truncatingIfNeeded: index)) == SQLITE_NULL
     }
 
-    public func int64(at index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(truncatingIfNeeded: index)) }
-    public func int(at index: Int) -> Int { Int(truncatingIfNeeded: int64(at: index)) }
-    public func bool(at index: Int) -> Bool { int64(at: index) != 0 }
-    public func double(at index: Int) -> Double { sqlite3_column_double(handle, Int32(truncatingIfNeeded: index)) }
-
-    public func string(at index: Int) -> String {
-        let column = Int32(truncatingIfNeeded: index)
-        // Text first, then bytes: that order returns the byte count of the UTF-8 form.
-        guard let text = sqlite3_column_text(handle, column) else { return "" }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    @inline(__always)
+    private func requirePresent(_ index: Int) throws(RowDecodingError) {
+        if isNull(at: index) {
+            throw RowDecodingError(table: nil, column: columnName(at: index), problem: "is NULL",
+                                   sql: sqlite3_sql(handle).map { String(cString: $0) })
+        }
     }
 
-    public func blob(at index: Int) -> [UInt8] {
-        withBlob(at: index) { Array($0) }
+    public func int64(at index: Int) throws(RowDecodingError) -> Int64 {
+        try requirePresent(index)
+        return rawInt64(index)
+    }
+
+    public func int(at index: Int) throws(RowDecodingError) -> Int { Int(truncatingIfNeeded: try int64(at: index)) }
+    public func bool(at index: Int) throws(RowDecodingError) -> Bool { try int64(at: index) != 0 }
+
+    public func double(at index: Int) throws(RowDecodingError) -> Double {
+        try requirePresent(index)
+        return rawDouble(index)
+    }
+
+    public func string(at index: Int) throws(RowDecodingError) -> String {
+        try requirePresent(index)
+        return rawString(index)
+    }
+
+    public func blob(at index: Int) throws(RowDecodingError) -> [UInt8] {
+        try requirePresent(index)
+        return rawBlob(index)
     }
 
     /// Lends the column's bytes without copying; the buffer is valid only inside `body`.
+    /// NULL lends an empty buffer: check `isNull(at:)` first where that matters.
     public func withBlob<R, E: Error>(at index: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let column = Int32(truncatingIfNeeded: index)
         let base = sqlite3_column_blob(handle, column)
@@ -258,19 +316,86 @@ public struct Row {
         return try body(UnsafeRawBufferPointer(start: count > 0 ? base : nil, count: count))
     }
 
-    public func int64IfPresent(at index: Int) -> Int64? { isNull(at: index) ? nil : int64(at: index) }
-    public func doubleIfPresent(at index: Int) -> Double? { isNull(at: index) ? nil : double(at: index) }
-    public func stringIfPresent(at index: Int) -> String? { isNull(at: index) ? nil : string(at: index) }
-    public func blobIfPresent(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : blob(at: index) }
+    public func int64IfPresent(at index: Int) -> Int64? { isNull(at: index) ? nil : rawInt64(index) }
+    public func doubleIfPresent(at index: Int) -> Double? { isNull(at: index) ? nil : rawDouble(index) }
+    public func stringIfPresent(at index: Int) -> String? { isNull(at: index) ? nil : rawString(index) }
+    public func blobIfPresent(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : rawBlob(index) }
 
     /// The column as stored, following its dynamic type.
     public func value(at index: Int) -> SQLValue {
         switch sqlite3_column_type(handle, Int32(truncatingIfNeeded: index)) {
-        case SQLITE_INTEGER: .integer(int64(at: index))
-        case SQLITE_FLOAT: .real(double(at: index))
-        case SQLITE_TEXT: .text(string(at: index))
-        case SQLITE_BLOB: .blob(blob(at: index))
+        case SQLITE_INTEGER: .integer(rawInt64(index))
+        case SQLITE_FLOAT: .real(rawDouble(index))
+        case SQLITE_TEXT: .text(rawString(index))
+        case SQLITE_BLOB: .blob(rawBlob(index))
         default: .null
         }
     }
+
+    // MARK: Named columns
+
+    @inline(__always)
+    private func requirePresent<C: TableColumns>(_ column: C) throws(RowDecodingError) {
+        if isNull(at: column.rawValue) { throw RowDecodingError(table: C.table, column: column.name, problem: "is NULL") }
+    }
+
+    public func int64<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int64 {
+        try requirePresent(column)
+        return rawInt64(column.rawValue)
+    }
+
+    public func int<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int {
+        Int(truncatingIfNeeded: try int64(column))
+    }
+
+    public func bool<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Bool { try int64(column) != 0 }
+
+    public func double<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Double {
+        try requirePresent(column)
+        return rawDouble(column.rawValue)
+    }
+
+    public func string<C: TableColumns>(_ column: C) throws(RowDecodingError) -> String {
+        try requirePresent(column)
+        return rawString(column.rawValue)
+    }
+
+    public func blob<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] {
+        try requirePresent(column)
+        return rawBlob(column.rawValue)
+    }
+
+    public func int64IfPresent<C: TableColumns>(_ column: C) -> Int64? { int64IfPresent(at: column.rawValue) }
+    public func doubleIfPresent<C: TableColumns>(_ column: C) -> Double? { doubleIfPresent(at: column.rawValue) }
+    public func stringIfPresent<C: TableColumns>(_ column: C) -> String? { stringIfPresent(at: column.rawValue) }
+    public func blobIfPresent<C: TableColumns>(_ column: C) -> [UInt8]? { blobIfPresent(at: column.rawValue) }
+
+    /// Decodes a present column with `decode`; NULL, or nil from `decode`, is an error naming the
+    /// column (`problem` says what the bytes should have been).
+    public func decode<C: TableColumns, T>(_ column: C, as problem: String,
+                                           _ decode: (UnsafeRawBufferPointer) -> T?) throws(RowDecodingError) -> T {
+        try requirePresent(column)
+        guard let value = withBlob(at: column.rawValue, decode) else {
+            throw RowDecodingError(table: C.table, column: column.name, problem: "is not \(problem)")
+        }
+        return value
+    }
+
+    // MARK: Raw reads (SQLite's conversions; callers have checked for NULL)
+
+    @inline(__always)
+    private func rawInt64(_ index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(truncatingIfNeeded: index)) }
+
+    @inline(__always)
+    private func rawDouble(_ index: Int) -> Double { sqlite3_column_double(handle, Int32(truncatingIfNeeded: index)) }
+
+    private func rawString(_ index: Int) -> String {
+        let column = Int32(truncatingIfNeeded: index)
+        // Text first, then bytes: that order returns the byte count of the UTF-8 form.
+        guard let text = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    private func rawBlob(_ index: Int) -> [UInt8] { withBlob(at: index) { Array($0) } }
 }

@@ -13,6 +13,31 @@ struct CumulativeChunk: Sendable {
     var sourceIDs: [Int32] = []
     var sourceIntegrals: [PrefixIntegral] = []
 
+    /// Computes the day's merged integral (and, unless `mergedOnly`, each source's own) from every
+    /// sample touching the day starting at `origin`: the one place a day's figures are made, for
+    /// the in-memory index and for the persisted rollups alike.
+    mutating func summarize(_ touching: [StatisticsSample], priority: SourcePriority, origin: Int64, mergedOnly: Bool) {
+        let window = origin..<(origin + CumulativeSeriesIndex.chunkLength)
+        let ranked = RankedSamples(touching, priority: priority, clip: window)
+        merged = PrefixIntegral(MergedRate.merge(spans: ranked.spans, points: ranked.points, rankCount: ranked.rankCount),
+                                origin: origin)
+        if mergedOnly { return }
+        sourceIDs = []
+        sourceIntegrals = []
+        soleSource = nil
+        if ranked.sourcesByRank.count == 1 {
+            soleSource = ranked.sourcesByRank[0]
+        } else if ranked.sourcesByRank.count > 1 {
+            let bySource = Dictionary(grouping: touching, by: \.source)
+            for source in ranked.sourcesByRank {
+                let own = RankedSamples(bySource[source] ?? [], priority: nil, clip: window)
+                sourceIDs.append(source)
+                sourceIntegrals.append(PrefixIntegral(
+                    MergedRate.merge(spans: own.spans, points: own.points, rankCount: 1), origin: origin))
+            }
+        }
+    }
+
     var bytes: Int {
         starts.capacity * 4 + durations.bytes + values.bytes + sources.bytes + merged.bytes
             + sourceIDs.capacity * 4 + sourceIntegrals.reduce(0) { $0 + $1.bytes } + 256
@@ -47,6 +72,17 @@ public struct CumulativeSeriesIndex: Sendable, BucketFiguresAnswering {
                                                      priority: SourcePriority) throws(StatisticsError) {
         self.priority = priority
         try insert(contentsOf: samples)
+    }
+
+    /// An index of day summaries only (from persisted rollups, days ascending): it answers queries
+    /// over those days but holds no samples, so it must not be updated.
+    init(days: [Int64], summaries: [CumulativeChunk], priority: SourcePriority, count: Int) {
+        self.priority = priority
+        self.count = count
+        chunkDays = days
+        chunks = summaries
+        totals = FenwickTree(summaries.map(\.merged.total))
+        nonEmpty = FenwickTree(summaries.map { $0.merged.isEmpty ? 0 : 1 })
     }
 
     // MARK: Updates
@@ -199,24 +235,7 @@ public struct CumulativeSeriesIndex: Sendable, BucketFiguresAnswering {
         for sample in longSamples where sample.start < window.upperBound && sample.end > window.lowerBound {
             touching.append(sample)
         }
-        let ranked = RankedSamples(touching, priority: priority, clip: window)
-        chunks[index].merged = PrefixIntegral(
-            MergedRate.merge(spans: ranked.spans, points: ranked.points, rankCount: ranked.rankCount), origin: origin)
-        if mergedOnly { return }
-        chunks[index].sourceIDs = []
-        chunks[index].sourceIntegrals = []
-        chunks[index].soleSource = nil
-        if ranked.sourcesByRank.count == 1 {
-            chunks[index].soleSource = ranked.sourcesByRank[0]
-        } else if ranked.sourcesByRank.count > 1 {
-            let bySource = Dictionary(grouping: touching, by: \.source)
-            for source in ranked.sourcesByRank {
-                let own = RankedSamples(bySource[source] ?? [], priority: nil, clip: window)
-                chunks[index].sourceIDs.append(source)
-                chunks[index].sourceIntegrals.append(PrefixIntegral(
-                    MergedRate.merge(spans: own.spans, points: own.points, rankCount: 1), origin: origin))
-            }
-        }
+        chunks[index].summarize(touching, priority: priority, origin: origin, mergedOnly: mergedOnly)
     }
 
     private func appendSamples(of index: Int, into samples: inout [StatisticsSample], window: Range<Int64>) {

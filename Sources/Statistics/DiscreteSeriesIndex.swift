@@ -16,6 +16,26 @@ struct DiscreteChunk: Sendable {
 
     var count: Int { starts.count }
 
+    init() {}
+
+    /// The day starting at `origin` from its samples, already sorted by (start, end, id).
+    init(sorted: [StatisticsSample], origin: Int64) {
+        starts.reserveCapacity(sorted.count)
+        values.reserveCapacity(sorted.count)
+        durations.reserveCapacity(sorted.count)
+        ids.reserveCapacity(sorted.count)
+        sources.reserveCapacity(sorted.count)
+        for sample in sorted {
+            starts.append(Int32(truncatingIfNeeded: sample.start - origin))
+            durations.append(sample.end - sample.start)
+            values.append(sample.value)
+            ids.append(sample.id)
+            sources.append(Int64(sample.source))
+        }
+        refreshBlocks(from: 0, origin: origin)
+        refreshSourceTotals(origin: origin)
+    }
+
     func key(_ position: Int) -> (start: Int32, end: Int64, id: Int64) {
         (starts[position], Int64(starts[position]) + durations[position], ids[position])
     }
@@ -155,6 +175,15 @@ public struct DiscreteSeriesIndex: Sendable, BucketFiguresAnswering {
         priority = newPriority
     }
 
+    /// An index of the given days (ascending), as decoded from persisted rollups.
+    init(days: [Int64], chunks: [DiscreteChunk], priority: SourcePriority) {
+        self.priority = priority
+        chunkDays = days
+        self.chunks = chunks
+        count = chunks.reduce(0) { $0 + $1.count }
+        dayTotals = AccumulatorTree(chunks.map(\.total))
+    }
+
     // MARK: Updates
 
     public mutating func insert(_ sample: StatisticsSample) throws(StatisticsError) {
@@ -272,23 +301,7 @@ public struct DiscreteSeriesIndex: Sendable, BucketFiguresAnswering {
 
     /// Re-encodes a day from samples already sorted by (start, end, id).
     private mutating func replaceChunk(at index: Int, with sorted: [StatisticsSample]) {
-        let origin = chunkDays[index] * Self.chunkLength
-        var chunk = DiscreteChunk()
-        chunk.starts.reserveCapacity(sorted.count)
-        chunk.values.reserveCapacity(sorted.count)
-        chunk.durations.reserveCapacity(sorted.count)
-        chunk.ids.reserveCapacity(sorted.count)
-        chunk.sources.reserveCapacity(sorted.count)
-        for sample in sorted {
-            chunk.starts.append(Int32(truncatingIfNeeded: sample.start - origin))
-            chunk.durations.append(sample.end - sample.start)
-            chunk.values.append(sample.value)
-            chunk.ids.append(sample.id)
-            chunk.sources.append(Int64(sample.source))
-        }
-        chunk.refreshBlocks(from: 0, origin: origin)
-        chunk.refreshSourceTotals(origin: origin)
-        chunks[index] = chunk
+        chunks[index] = DiscreteChunk(sorted: sorted, origin: chunkDays[index] * Self.chunkLength)
     }
 
     private mutating func ensureChunk(_ day: Int64) -> (index: Int, created: Bool) {

@@ -16,6 +16,17 @@ struct PrefixIntegral: Sendable {
 
     init() {}
 
+    init(times: [Int32], cumulative: [Double], pointTimes: [Int32], pointTotals: [Double],
+         coveredStarts: [Int32], coveredEnds: [Int32], total: Double) {
+        self.times = times
+        self.cumulative = cumulative
+        self.pointTimes = pointTimes
+        self.pointTotals = pointTotals
+        self.coveredStarts = coveredStarts
+        self.coveredEnds = coveredEnds
+        self.total = total
+    }
+
     init(_ rate: MergedRate, origin: Int64) {
         var running = 0.0
         times.reserveCapacity(rate.pieces.count + 1)

@@ -101,7 +101,7 @@ enum WorkoutSessionBenchmark {
             // 2. The end of a long session: its totals over per-second samples of two sources.
             let sessionStart = base + 86_400_000
             let session = try store.startWorkoutSession(app: coach, activityType: "running", zone: nil, at: sessionStart)
-            guard let watch = store.authorization(tokenHash: TokenHashing.hash(watchToken)) else { throw BenchError("no watch") }
+            guard let watch = try store.authorization(tokenHash: TokenHashing.hash(watchToken)) else { throw BenchError("no watch") }
             let seconds = minutes * 60
             // The watch saves first, so it ranks first by default; the coach's lower figures are shadowed.
             for (app, share) in [(watch, 1.0), (coach, 0.95)] {

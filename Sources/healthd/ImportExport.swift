@@ -1,5 +1,6 @@
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 import HealthStore
 
 /// `healthd import FILE --user NAME`: an Apple Health export (zip or XML) into the user's samples.

@@ -1,13 +1,18 @@
+import DemoData
 import Dispatch
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 import HealthStore
 import HTTPServer
 import Synchronization
 
-/// Defaults, then the config file, then `HEALTHD_PUBLIC_DIR`, then flags.
+/// Defaults, then the config file, then the environment (`HEALTHD_PUBLIC_DIR`, `HEALTHD_PORT`,
+/// `HEALTHD_STATISTICS_MEMORY_MIB`), then flags.
+/// The dashboard folder stays empty unless one of them names it: `serve` then looks for it (`PublicDirectory`).
 func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
     var configuration = HealthdConfiguration()
+    configuration.publicDirectory = ""
     if let file = common.configFile {
         // A file handle reads pipes and process substitutions too, which FileManager does not.
         guard let handle = FileHandle(forReadingAtPath: file) else {
@@ -20,8 +25,20 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
             fail("config file \(file): \(error.description)")
         }
     }
-    if let publicDirectory = ProcessInfo.processInfo.environment["HEALTHD_PUBLIC_DIR"] {
+    let environment = ProcessInfo.processInfo.environment
+    if let publicDirectory = environment["HEALTHD_PUBLIC_DIR"], !publicDirectory.isEmpty {
         configuration.publicDirectory = publicDirectory
+    }
+    if let text = environment["HEALTHD_PORT"], !text.isEmpty {
+        guard let port = Int(text), (0...65_535).contains(port) else {
+            fail("HEALTHD_PORT takes a number from 0 to 65535, not '\(text)'", status: 2)
+        }
+        configuration.port = port
+    }
+    if let memory = environment["HEALTHD_STATISTICS_MEMORY_MIB"], !memory.isEmpty {
+        do { configuration.statisticsMemoryMiB = try CommandLineParser.statisticsMemory(memory) } catch {
+            fail("HEALTHD_STATISTICS_MEMORY_MIB: \(error.description)", status: 2)
+        }
     }
     if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
     return configuration
@@ -39,7 +56,8 @@ func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
         fail("the data directory \(directory) is not writable")
     }
     do {
-        return try HealthStore(directory: directory, readers: configuration.readerConnections)
+        return try HealthStore(directory: directory, readers: configuration.readerConnections,
+                               statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
     } catch {
         fail("cannot open the database in \(directory): \(error)")
     }
@@ -49,6 +67,9 @@ func runServe(_ options: ServeOptions) {
     var configuration = loadConfiguration(options.common)
     if let host = options.host { configuration.host = host }
     if let port = options.port { configuration.port = port }
+    if let memory = options.statisticsMemoryMiB { configuration.statisticsMemoryMiB = memory }
+    if let directory = options.publicDirectory { configuration.publicDirectory = directory }
+    let dashboardSearch = locateDashboard(&configuration)
 
     let store = openStore(configuration)
     let admin: (token: String, origin: AdminToken.Origin)
@@ -74,6 +95,7 @@ func runServe(_ options: ServeOptions) {
     } catch {
         fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
     }
+    let stopSources = handleStopSignals(server: server, application: application, store: store, log: log)
     application.connections.connect {
         let statistics = server.statistics
         return (open: statistics.openConnections, accepted: UInt64(statistics.acceptedConnections))
@@ -81,24 +103,36 @@ func runServe(_ options: ServeOptions) {
 
     let hostForURL = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     let baseURL = "http://\(hostForURL):\(server.boundPort)"
-    say("healthd listening on \(baseURL)")
-    if !application.hasDashboard {
+    say("healthd \(HealthdVersion.string) listening on \(baseURL)")
+    switch admin.origin {
+    case .environment: say("admin token: from HEALTHD_ADMIN_TOKEN")
+    case .file: say("admin token: in \(adminTokenPath(configuration))")
+    case .generated: say("admin token (shown once; also saved in \(adminTokenPath(configuration))): \(admin.token)")
+    }
+    let hasDashboard = application.hasDashboard && PublicDirectory.isDashboard(configuration.publicDirectory)
+    if hasDashboard {
+        say("dashboard files: \(configuration.publicDirectory)")
+    } else {
+        warnNoDashboard(configuration, dashboardSearch)
         log.event("dashboard folder not found; static files are off", level: "warning",
                   fields: [("publicDir", configuration.publicDirectory)])
-    }
-    if admin.origin == .generated {
-        say("admin token (shown once; also saved in \(configuration.dataDirectory)/admin-token): \(admin.token)")
     }
     if options.demo {
         // A browser cannot open the wildcard address: point the dashboard link at loopback.
         let dashboardHost = ["0.0.0.0", "::", "[::]"].contains(configuration.host)
             ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
-        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)")
+        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", timeZone: demoTimeZone(options.timeZone),
+                    hasDashboard: hasDashboard)
     }
+    withExtendedLifetime(stopSources) { dispatchMain() }
+}
 
-    // Graceful stop: stop accepting, let in-flight requests finish, then close the store so
-    // the WAL is checkpointed. A second signal stops at once (nothing acknowledged is lost
-    // either way: every 2xx was durable before it was sent).
+/// Graceful stop: stop accepting, let in-flight requests finish, then close the store so the WAL
+/// is checkpointed. A second signal stops at once (nothing acknowledged is lost either way: every
+/// 2xx was durable before it was sent). Installed before the first line is printed, so a signal
+/// sent as soon as the server says it listens is never lost.
+func handleStopSignals(server: HTTPServer, application: HealthApplication, store: HealthStore,
+                       log: AccessLog) -> [any DispatchSourceSignal] {
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
     let signalQueue = DispatchQueue(label: "healthd.signals")
@@ -119,7 +153,7 @@ func runServe(_ options: ServeOptions) {
         source.resume()
         sources.append(source)
     }
-    withExtendedLifetime(sources) { dispatchMain() }
+    return sources
 }
 
 /// Remembers that a stop began, so a second signal can force the exit.
@@ -136,16 +170,46 @@ final class StopFlag: Sendable {
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
 /// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: HealthStore, baseURL: String) {
+func prepareDemo(store: HealthStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
-        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28, today: currentDay(), now: currentMilliseconds())
+        let now = currentMilliseconds()
+        let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
+                                         today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
-        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) UTC, "
+        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) \(report.timeZone.identifier), "
             + "\(report.added) new, in \(seconds) s")
-        say("dashboard: \(baseURL)/#token=\(token)")
+        if hasDashboard {
+            say("dashboard: \(baseURL)/#token=\(token)")
+        } else {
+            // No page to open: the token still reads the demo user's data through the API.
+            say("demo read token (no dashboard to open, see the warning above): \(token)")
+        }
     } catch {
         fail("preparing the demo user failed: \(error)")
     }
+}
+
+/// The admin token file's absolute path (printed at every start; the token itself only when generated).
+func adminTokenPath(_ configuration: HealthdConfiguration) -> String {
+    URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("admin-token").standardizedFileURL.path
+}
+
+/// Fills in the dashboard folder when no setting named one, and says what was searched.
+func locateDashboard(_ configuration: inout HealthdConfiguration) -> PublicDirectory.Search? {
+    guard configuration.publicDirectory.isEmpty else { return nil }
+    let search = PublicDirectory.search(executablePath: PublicDirectory.currentExecutable(),
+                                        workingDirectory: FileManager.default.currentDirectoryPath)
+    // Nothing found: keep a path that does not exist, so the static files stay off.
+    configuration.publicDirectory = search.found ?? FileManager.default.currentDirectoryPath + "/Public"
+    return search
+}
+
+/// A person reads this on the terminal: the API works, but / and /openapi.json will answer 404.
+func warnNoDashboard(_ configuration: HealthdConfiguration, _ search: PublicDirectory.Search?) {
+    let looked = search.map { "looked in " + $0.tried.joined(separator: ", ") }
+        ?? "\(configuration.publicDirectory) holds no index.html"
+    FileHandle.standardError.write(Data(("healthd: warning: no dashboard files (\(looked)); the API works, but / and "
+        + "/openapi.json answer 404. Point --public-dir or HEALTHD_PUBLIC_DIR at the repository's Public folder.\n").utf8))
 }

@@ -8,9 +8,10 @@ extension HealthdConfiguration {
         HTTPServerConfiguration(
             host: host, port: port,
             limits: HTTPLimits(maxRequestLineLength: maxRequestLineBytes, maxHeaderBlockLength: maxHeaderBytes,
-                               maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes),
+                               maxHeaderCount: maxHeaderCount, maxBodyLength: maxBodyBytes,
+                               bodyLimitOverrides: [HealthAutoExportRoutes.bodyLimit(maxHealthAutoExportBodyBytes)]),
             timeouts: HTTPTimeouts(idle: idleTimeoutSeconds, header: headerTimeoutSeconds, body: bodyTimeoutSeconds),
-            maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress,
+            maxConnections: maxConnections, maxConnectionsPerAddress: effectiveMaxConnectionsPerAddress,
             maxStreamBacklogBytes: maxStreamBacklogBytes, loopCount: eventLoops)
     }
 }

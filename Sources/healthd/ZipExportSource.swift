@@ -1,6 +1,6 @@
 import CZlib
 import Foundation
-import HealthAPI
+import HealthdCommandLine
 
 /// Reads the main XML of the Health app's `export.zip` without unpacking it: finds the entry through
 /// the zip's central directory (zip64 included: real exports pass 4 GB) and inflates it as it is read.

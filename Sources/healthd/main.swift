@@ -1,5 +1,6 @@
 import Foundation
 import HealthAPI
+import HealthdCommandLine
 
 // The healthd executable: parses the command line and hands over to the command.
 // Errors a person can fix are one clear line on standard error and exit status 1 (2 for usage).
@@ -25,6 +26,11 @@ do {
 switch command {
 case .help(let topic):
     say(HelpText.text(for: topic))
+case .usage:
+    FileHandle.standardError.write(Data((HelpText.overview + "\n").utf8))
+    exit(2)
+case .version:
+    say("healthd \(HealthdVersion.string)")
 case .serve(let options):
     runServe(options)
 case .seed(let options):

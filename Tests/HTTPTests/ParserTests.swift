@@ -77,6 +77,7 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "POST without length has an empty body", raw: "POST /x HTTP/1.1\r\nHost: a\r\n\r\n"),
     ParserCase(name: "chunked body", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", bodies: ["hello world"]),
     ParserCase(name: "chunked with extensions", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;name=value;x\r\nhello\r\n0;end\r\n\r\n", bodies: ["hello"]),
+    ParserCase(name: "chunk extensions with BWS and a quoted value", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a = \"q\\\"v\"\r\nhello\r\n0\r\n\r\n", bodies: ["hello"]),
     ParserCase(name: "chunked with trailers", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Checksum: abc\r\n\r\n", bodies: ["hello"]),
     ParserCase(name: "uppercase hex chunk size", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n", bodies: ["0123456789"]),
     ParserCase(name: "Transfer-Encoding case-insensitive", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ChUnKeD\r\n\r\n1\r\nz\r\n0\r\n\r\n", bodies: ["z"]),
@@ -133,7 +134,15 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "malformed version", raw: "GET / HTTP/1.10\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "lowercase version", raw: "GET / http/1.1\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "extra space in request line", raw: "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
-    ParserCase(name: "absolute-form target", raw: "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "absolute-form with a query and no path", raw: "GET http://example.com?q=1 HTTP/1.1\r\nHost: a\r\n\r\n"),
+    ParserCase(name: "absolute-form with a port, a query and no path", raw: "GET http://example.com:8080?q=1 HTTP/1.1\r\nHost: a\r\n\r\n"),
+    ParserCase(name: "absolute-form with a port only", raw: "GET http://example.com:8080 HTTP/1.1\r\nHost: a\r\n\r\n"),
+    ParserCase(name: "absolute-form https with an IPv6 host", raw: "GET HTTPS://[::1]:8/p HTTP/1.1\r\nHost: a\r\n\r\n"),
+    ParserCase(name: "absolute-form with userinfo", raw: "GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "absolute-form without a host", raw: "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "absolute-form with a non-digit port", raw: "GET http://a:8x/ HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "absolute-form of another scheme", raw: "GET ftp://a/ HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "absolute-form still needs Host on 1.1", raw: "GET http://a/ HTTP/1.1\r\n\r\n", status: 400),
     ParserCase(name: "asterisk with GET", raw: "GET * HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "fragment in target", raw: "GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "unsupported expectation", raw: "GET / HTTP/1.1\r\nHost: a\r\nExpect: bananas\r\n\r\n", status: 417),
@@ -151,6 +160,13 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "chunk size overflow", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\n", status: 400),
     ParserCase(name: "chunk data without CRLF", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloX\r\n0\r\n\r\n", status: 400),
     ParserCase(name: "chunk extension too long", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;" + String(repeating: "e", count: 40) + "\r\nhello\r\n0\r\n\r\n", status: 400),
+    ParserCase(name: "space after the chunk size", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n", status: 400),
+    ParserCase(name: "space after the last chunk size", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0 \r\n\r\n", status: 400),
+    ParserCase(name: "chunk extension without a name", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;\r\nhello\r\n0\r\n\r\n", status: 400),
+    ParserCase(name: "chunk extension with a space in its name", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a b\r\nhello\r\n0\r\n\r\n", status: 400),
+    ParserCase(name: "chunk extension with an empty value", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\r\nhello\r\n0\r\n\r\n", status: 400),
+    ParserCase(name: "chunk extension with an unterminated quote", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"b\r\nhello\r\n0\r\n\r\n", status: 400),
+    ParserCase(name: "chunk size followed by junk", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n", status: 400),
     ParserCase(name: "control character in chunk extension", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a\u{1}\r\nhello\r\n0\r\n\r\n", status: 400),
     ParserCase(name: "trailer section too large", raw: "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: " + String(repeating: "t", count: 300) + "\r\n\r\n", status: 431),
     ParserCase(name: "trailers push the field count over", raw: "POST /x HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT1: 1\r\nT2: 1\r\n\r\n", status: 431),
@@ -210,6 +226,24 @@ struct ParserTests {
         }
         #expect(parser.next() == nil)
         #expect(parser.isIdle)
+    }
+
+    @Test(arguments: [
+        ("http://example.com?q=1", "/?q=1", "example.com"),
+        ("http://example.com:8080?q=1", "/?q=1", "example.com:8080"),
+        ("http://example.com:8080", "/", "example.com:8080"),
+        ("HTTP://Example.com/v1/samples?type=stepCount", "/v1/samples?type=stepCount", "Example.com"),
+        ("https://[2001:db8::1]:8443/healthz", "/healthz", "[2001:db8::1]:8443"),
+    ])
+    func absoluteFormBecomesOriginFormAndItsAuthorityTheHost(target: String, originForm: String, host: String) {
+        var parser = HTTPRequestParser()
+        parser.append(contentsOf: Array("GET \(target) HTTP/1.1\r\nHost: other\r\n\r\n".utf8))
+        guard case .head(let head) = parser.next() else {
+            Issue.record("expected a head for \(target)")
+            return
+        }
+        #expect(head.target == originForm)
+        #expect(head.headers.values("Host") == [host])
     }
 
     @Test func keepAliveRules() {

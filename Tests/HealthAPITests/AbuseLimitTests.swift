@@ -120,16 +120,4 @@ struct AbuseLimitTests {
         #expect(preflight.headers["Access-Control-Allow-Origin"] == nil)
     }
 
-    @Test func configurationFileReadsTheLimitsAndChecksOrigins() throws {
-        let text = #"{"rateLimitPerAddressPerSecond": 5, "rateLimitPerAddressBurst": 10, "rateLimitPerTokenPerSecond": 0,"#
-            + #" "authenticationFailureCost": 7, "maxConnectionsPerAddress": 3, "corsOrigins": ["https://a.example:8443"]}"#
-        let configuration = try ConfigurationFile.apply(Array(text.utf8), to: HealthdConfiguration())
-        #expect(configuration.rateLimitPerAddressPerSecond == 5 && configuration.rateLimitPerAddressBurst == 10)
-        #expect(configuration.rateLimitPerTokenPerSecond == 0 && configuration.authenticationFailureCost == 7)
-        #expect(configuration.maxConnectionsPerAddress == 3 && configuration.corsOrigins == ["https://a.example:8443"])
-        for bad in [#"{"corsOrigins": ["https://a.example/path"]}"#, #"{"corsOrigins": ["*"]}"#,
-                    #"{"rateLimitPerTokenBurst": -1}"#, #"{"corsOrigins": "https://a.example"}"#] {
-            #expect(throws: ConfigurationError.self, "\(bad)") { try ConfigurationFile.apply(Array(bad.utf8), to: HealthdConfiguration()) }
-        }
-    }
 }

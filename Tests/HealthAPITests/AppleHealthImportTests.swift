@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
+@testable import HealthdCommandLine
 
 /// Bytes from memory in chunks of a chosen size, so chunk boundaries fall everywhere.
 final class MemoryByteSource: AppleHealthByteSource {

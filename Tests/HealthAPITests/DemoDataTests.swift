@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HealthModel
 import JSON
+@testable import DemoData
 @testable import HealthAPI
 @testable import HealthStore
 
@@ -181,6 +182,107 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
     @Test func demoSineMatchesTheCLibrary() {
         for x in stride(from: -40.0, through: 40.0, by: 0.37) {
             #expect(abs(demoSine(x) - sin(x)) < 1e-6)
+        }
+    }
+}
+
+/// Demo data in a zone with daylight saving time: 2026-03-08 (clocks forward) and 2026-11-01 (back) in New York.
+@Suite struct DemoDataTimeZoneTests {
+    static let newYork = TimeZone(identifier: "America/New_York")
+    static let springForward = GregorianCalendarMath.daysSinceEpoch(year: 2026, month: 3, day: 8)
+    static let fallBack = GregorianCalendarMath.daysSinceEpoch(year: 2026, month: 11, day: 1)
+
+    private func generator() throws -> DemoDataGenerator {
+        DemoDataGenerator(userName: "alice", timeZone: try #require(Self.newYork))
+    }
+
+    /// Local wall-clock minutes since local midnight of `day`.
+    private func localMinute(_ instant: Int64, day: Int64, zone: TimeZone) -> Int64 {
+        let offset = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant) / 1000))) * 1000
+        return (instant + offset - day * GregorianCalendarMath.millisecondsPerDay) / 60_000
+    }
+
+    @Test func theDayRunsOnLocalWallClockTime() throws {
+        let generator = try generator()
+        let zone = generator.timeZone
+        for day in (Self.springForward - 3)...(Self.springForward + 3) {
+            let demo = generator.day(day)
+            let steps = (demo.phone + demo.watch).filter { $0.type == "stepCount" }
+            let firstStep = try #require(steps.map(\.start).min())
+            let lastStep = try #require(steps.map(\.end).max())
+            // Up at about 06:25-09:00 local time, in bed by midnight: as in UTC, now in New York.
+            #expect((6 * 60...9 * 60 + 30).contains(localMinute(firstStep, day: day, zone: zone)), "day \(day)")
+            #expect(localMinute(lastStep, day: day, zone: zone) < 24 * 60, "day \(day)")
+            let inBed = try #require(demo.phone.first { $0.type == "sleepAnalysis" })
+            #expect((-100 ... -4).contains(localMinute(inBed.start, day: day, zone: zone)), "bed the evening before, day \(day)")
+            #expect(generator.localDay(of: firstStep) == day)
+        }
+    }
+
+    @Test func clockChangesNeverMakeASampleEndBeforeItStartsOrNightsOverlap() throws {
+        let generator = try generator()
+        for day in [Self.springForward, Self.springForward + 1, Self.fallBack, Self.fallBack + 1] {
+            let demo = generator.day(day)
+            for sample in demo.phone + demo.watch {
+                #expect(sample.end >= sample.start, "\(sample.type) on day \(day)")
+            }
+            let stages = demo.watch.filter { $0.type == "sleepAnalysis" }
+            #expect(zip(stages, stages.dropFirst()).allSatisfy { $0.end <= $1.start })
+            // Yesterday's waking day ends before this night begins.
+            let yesterday = generator.day(day - 1)
+            let lastAwake = try #require((yesterday.phone + yesterday.watch).filter { $0.type == "stepCount" }.map(\.end).max())
+            let inBed = try #require(demo.phone.first { $0.type == "sleepAnalysis" })
+            #expect(lastAwake <= inBed.start)
+        }
+    }
+
+    @Test func wallClockTimesInTheSkippedAndRepeatedHours() throws {
+        let generator = try generator()
+        let hour: Int64 = 3_600_000
+        let spring = Self.springForward * GregorianCalendarMath.millisecondsPerDay
+        // 01:59 EST, then 02:00-02:59 do not exist: the change itself (07:00Z), then 03:00 EDT (07:00Z).
+        #expect(generator.instant(wall: spring + 2 * hour - 60_000) == spring + 7 * hour - 60_000)
+        #expect(generator.instant(wall: spring + 2 * hour + 30 * 60_000) == spring + 7 * hour)
+        #expect(generator.instant(wall: spring + 3 * hour) == spring + 7 * hour)
+        let autumn = Self.fallBack * GregorianCalendarMath.millisecondsPerDay
+        // 01:30 happens twice: the first time (EDT, 05:30Z); 02:00 is EST (07:00Z).
+        #expect(generator.instant(wall: autumn + hour + 30 * 60_000) == autumn + 5 * hour + 30 * 60_000)
+        #expect(generator.instant(wall: autumn + 2 * hour) == autumn + 7 * hour)
+    }
+
+    @Test func utcIsTheDefaultAndGivesTheSameSamplesAsBefore() throws {
+        let utc = DemoDataGenerator(userName: "alice", timeZone: try #require(TimeZone(identifier: "UTC")))
+        #expect(utc.day(firstDay).watch == aliceTwoWeeks[0].watch)
+        #expect(utc.day(firstDay).phone == aliceTwoWeeks[0].phone)
+    }
+
+    @Test func todaySoFarInNewYorkHoldsLastNightAndTheMorning() throws {
+        let zone = try #require(Self.newYork)
+        let server = try TestServer()
+        // 2026-03-04 14:00 in New York (19:00Z): the local day is the 4th; at 19:00Z a UTC seed
+        // would hold the whole night but not an evening. Here the night ended this local morning.
+        let now = GregorianCalendarMath.daysSinceEpoch(year: 2026, month: 3, day: 4) * GregorianCalendarMath.millisecondsPerDay
+            + 19 * 3_600_000
+        let today = DemoSeeder.today(nowMilliseconds: now, timeZone: zone)
+        #expect(HealthDay(daysSinceEpoch: today).description == "2026-03-04")
+        let report = try DemoSeeder.seed(store: server.store, userName: "nyc", days: 1, today: today, now: now, timeZone: zone)
+        #expect(report.lastDay.description == "2026-03-04")
+        let generated = DemoDataGenerator(userName: "nyc", timeZone: zone).day(today)
+        let night = generated.watch.filter { $0.type == "sleepAnalysis" }
+        #expect(!night.isEmpty && night.allSatisfy { $0.end <= now })
+        #expect(report.added == DemoDataGenerator(userName: "nyc", timeZone: zone).day(today - 1).phone.count
+                    + DemoDataGenerator(userName: "nyc", timeZone: zone).day(today - 1).watch.count
+                    + (generated.phone + generated.watch).filter { $0.end <= now }.count)
+        // Nothing from later this afternoon.
+        #expect((generated.phone + generated.watch).contains { $0.end > now })
+    }
+
+    @Test func seedingAUserAgainInAnotherZoneStopsWithAClearError() throws {
+        let server = try TestServer()
+        _ = try DemoSeeder.seed(store: server.store, userName: "traveller", days: 1, today: firstDay + 1)
+        let zone = try #require(Self.newYork)
+        #expect(throws: DemoSeeder.OtherTimeZone.self) {
+            _ = try DemoSeeder.seed(store: server.store, userName: "traveller", days: 1, today: firstDay + 1, timeZone: zone)
         }
     }
 }

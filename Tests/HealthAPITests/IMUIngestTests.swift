@@ -149,7 +149,7 @@ struct IMUFixture {
             (#"{"session":"b","seq":0,"unit":"m/s2",\#(t0),"samples":{"t":[0,0.02],"x":[1],"y":[1,2],"z":[1,2]}}"#, "samples"),
             (#"{"session":"b","seq":0,"unit":"furlongs",\#(t0),"samples":{"t":[0,0.02],"x":[1,1],"y":[1,2],"z":[1,2]}}"#, "unit"),
             (#"{"session":"b","seq":0,"unit":"g",\#(t0),"samples":{"t":[],"x":[],"y":[],"z":[]}}"#, "samples.t"),
-            (#"{"session":"b","seq":0,"unit":"g",\#(t0),"samples":{"t":[0,0.02,0.01],"x":[1,1,1],"y":[1,2,1],"z":[1,2,1]}}"#, "samples.t"),
+            (#"{"session":"b","seq":0,"unit":"g",\#(t0),"samples":{"t":[0,0.5,0.1],"x":[1,1,1],"y":[1,2,1],"z":[1,2,1]}}"#, "index 2"),
             (#"{"session":"b","seq":0,"unit":"g",\#(t0),"samples":{"t":[0,1,2,3,4],"x":[1,1,1,1,1],"y":[1,2,1,1,1],"z":[1,2,1,1,1]}}"#, "samples.t"),
             (#"{"session":"b","seq":0,"unit":"g","t0":"yesterday","samples":{"t":[0],"x":[1],"y":[1],"z":[1]}}"#, "t0"),
             (#"{"session":"b","seq":-1,"unit":"g",\#(t0),"samples":{"t":[0],"x":[1],"y":[1],"z":[1]}}"#, "seq"),
@@ -179,6 +179,32 @@ struct IMUFixture {
         #expect(f.server.request(.get, "/v1/samples?type=stepCount", token: f.token)["samples"]?.arrayValue?.isEmpty == true)
         // A rejected batch does not advance the session: seq 0 is still expected.
         #expect(f.post(WalkingSignal(seconds: 5).json(session: "b", seq: 0, range: 0..<250)).status == 200)
+    }
+
+    @Test func messyStreamsAreAcceptedAndRepairsReported() throws {
+        let f = try IMUFixture()
+        let t0 = #""t0":"2026-03-08T09:00:00Z""#
+        // A repeated timestamp and a reading 10 ms late: accepted, and the answer says what was repaired.
+        let messy = f.post(#"{"session":"m","seq":0,"unit":"g",\#(t0),"samples":{"t":[0,0.02,0.02,0.06,0.04,0.08],"x":[0,0,1,0,0,0],"y":[0,0,0,0,0,0],"z":[1,1,1,1,1,1]}}"#)
+        #expect(messy.status == 200, "\(messy.text)")
+        #expect(messy["repaired"]?.objectValue?["duplicates"]?.numberValue == 1)
+        #expect(messy["repaired"]?.objectValue?["reordered"]?.numberValue == 1)
+        // The next batch may start a little before the last one ended; its early readings are dropped.
+        let overlapping = f.post(#"{"session":"m","seq":1,"unit":"g",\#(t0),"samples":{"t":[0.05,0.1,0.12],"x":[0,0,0],"y":[0,0,0],"z":[1,1,1]}}"#)
+        #expect(overlapping.status == 200, "\(overlapping.text)")
+        #expect(overlapping["repaired"]?.objectValue?["late"]?.numberValue == 1)
+        // More than 0.1 s before the previous end: a 400 naming the sample and the rule; seq 2 is still expected.
+        let resent = f.post(#"{"session":"m","seq":2,"unit":"g",\#(t0),"samples":{"t":[0.12,0.14],"x":[0,0],"y":[0,0],"z":[1,1]}}"#)
+        #expect(resent.status == 200, "\(resent.text)")
+        let backwards = f.post(#"{"session":"m","seq":3,"unit":"g",\#(t0),"samples":{"t":[0.16,0.18,0.01],"x":[0,0,0],"y":[0,0,0],"z":[1,1,1]}}"#)
+        #expect(backwards.status == 400)
+        #expect(backwards["errors"]?.arrayValue?.first?.objectValue?["index"]?.numberValue == 2)
+        #expect(backwards.text.contains("at most 0.1 s"))
+        let stale = f.post(#"{"session":"m","seq":3,"unit":"g",\#(t0),"samples":{"t":[0.0,0.02],"x":[0,0],"y":[0,0],"z":[1,1]}}"#)
+        #expect(stale.status == 400)
+        #expect(stale["errors"]?.arrayValue?.first?.objectValue?["index"]?.numberValue == 0)
+        #expect(stale.text.contains("previous batch"))
+        #expect(f.post(#"{"session":"m","seq":3,"unit":"g",\#(t0),"samples":{"t":[0.2],"x":[0],"y":[0],"z":[1]}}"#).status == 200)
     }
 
     @Test func ingestNeedsSharePermission() throws {

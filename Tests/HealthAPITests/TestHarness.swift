@@ -15,7 +15,8 @@ final class TestServer: Sendable {
     private let ownsDirectory: Bool
 
     /// A server on a fresh directory, or on `directory` (a restart: the caller owns that directory).
-    init(directory existing: String? = nil, configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+    init(directory existing: String? = nil, log: AccessLog? = nil,
+         configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
         directory = existing ?? NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
         ownsDirectory = existing == nil
         var configuration = HealthdConfiguration()
@@ -24,7 +25,7 @@ final class TestServer: Sendable {
         configuration.publicDirectory = directory + "/Public"
         configure(&configuration)
         store = try HealthStore(directory: directory, readers: 2)
-        application = HealthApplication(configuration: configuration, store: store, adminToken: Self.adminToken, accessLog: nil)
+        application = HealthApplication(configuration: configuration, store: store, adminToken: Self.adminToken, accessLog: log)
     }
 
     deinit {
@@ -44,7 +45,7 @@ final class TestServer: Sendable {
     }
 
     func request(_ method: HTTPMethod, _ target: String, token: String? = nil, json: String? = nil,
-                 headers extra: [(String, String)] = []) -> Reply {
+                 headers extra: [(String, String)] = [], remote: String = "127.0.0.1") -> Reply {
         var headers = HTTPHeaders()
         headers.add("Host", "test")
         if let token { headers.add("Authorization", "Bearer \(token)") }
@@ -53,7 +54,7 @@ final class TestServer: Sendable {
         let request = HTTPRequest(method: method, target: target, headers: headers, body: Array((json ?? "").utf8))
         let result = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
-        application.respond(to: request, connection: ConnectionInfo(id: 1, remoteAddress: "127.0.0.1")) { response in
+        application.respond(to: request, connection: ConnectionInfo(id: 1, remoteAddress: remote)) { response in
             result.withLock { $0 = response }
             done.signal()
         }

@@ -112,7 +112,7 @@ private struct WorkoutFixture {
     }
 
     func app(_ token: String) throws -> AppAuthorization {
-        try #require(server.store.authorization(tokenHash: TokenHashing.hash(token)))
+        try #require(try server.store.authorization(tokenHash: TokenHashing.hash(token)))
     }
 }
 

@@ -48,6 +48,9 @@ struct InstantTests {
         let slice = line.dropFirst(6).dropLast()
         #expect(RFC3339.parse(slice) == 1_772_980_200_000)
         #expect(throws: InstantParseError.self) { try RFC3339.parseOrThrow("2026-02-30T00:00:00Z") }
+        #expect(throws: InstantParseError.malformed("the year has more than four digits; RFC 3339 dates run from year 0000 to 9999")) {
+            try RFC3339.parseOrThrow("10000-01-01T00:00:00Z")
+        }
         let bytes = Array("2026-03-08T09:30:00-05:00".utf8)
         #expect(bytes.withUnsafeBufferPointer { RFC3339.parse(utf8: $0) } == 1_772_980_200_000)
     }

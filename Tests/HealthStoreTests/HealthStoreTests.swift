@@ -46,8 +46,8 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         let (_, token) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: [])
         let raw = try #require(FileManager.default.contents(atPath: t.store.databasePath))
         #expect(raw.range(of: Data(token.utf8)) == nil, "the token itself is never written")
-        #expect(t.store.authorization(tokenHash: TokenHashing.hash(token))?.app == "phone")
-        #expect(t.store.authorization(tokenHash: TokenHashing.hash(token + "x")) == nil)
+        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token))?.app == "phone")
+        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token + "x")) == nil)
     }
 
     @Test func conflictRollsBackTheWholeBatch() throws {
@@ -69,7 +69,7 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         let uuids = try t.store.save([steps(1, start: 1_700_000_000_000), steps(2, start: 1_700_000_060_000)], by: app)
         try t.store.deleteSample(uuids[0], by: app)
         let rows = try t.store.pool.read { db in
-            try db.map("SELECT seq, uuid FROM deleted_samples", []) { ($0.int64(at: 0), $0.blob(at: 1)) }
+            try db.map("SELECT seq, uuid FROM deleted_samples", []) { (try $0.int64(at: 0), try $0.blob(at: 1)) }
         }
         #expect(rows.count == 1)
         #expect(rows.first?.1 == uuids[0].bytes)
@@ -89,5 +89,44 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         #expect(box.changes.count == 1)
         #expect(box.changes.first?.typeIDs == ["stepCount", "heartRate"])
         #expect(box.changes.first?.lastSeq == 2)
+    }
+}
+
+/// A damaged row reads as an error naming its table and column, never as a sample with an
+/// all-zero uuid or a value of 0.
+@Suite struct CorruptRowTests {
+    private func storeWithOneSample() throws -> (TemporaryStore, AppAuthorization, User, HealthUUID) {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let uuid = HealthUUID.random()
+        _ = try t.store.save([steps(12, start: 1_700_000_000_000, uuid: uuid)], by: app)
+        return (t, app, user, uuid)
+    }
+
+    private func damage(_ t: TemporaryStore, _ sql: String) throws {
+        let db = try Database(path: t.directory + "/healthd.sqlite", mode: .readWrite)
+        try db.setBusyTimeout(milliseconds: 5_000)
+        try db.execute(sql)
+        db.close()
+    }
+
+    @Test func quantityWithoutValueIsAnError() throws {
+        let (t, app, user, uuid) = try storeWithOneSample()
+        try damage(t, "UPDATE samples SET value = NULL")
+        do {
+            _ = try t.store.sample(uuid, for: app, userExternalID: user.id)
+            Issue.record("a quantity row without a value must not read as 0")
+        } catch let error as RowDecodingError {
+            #expect(error.table == "samples" && error.column == "value")
+        }
+    }
+
+    @Test func truncatedUUIDIsAnError() throws {
+        let (t, app, user, _) = try storeWithOneSample()
+        try damage(t, "UPDATE samples SET uuid = x'0102'")
+        #expect(throws: RowDecodingError(table: "samples", column: "uuid", problem: "is not a 16-byte uuid")) {
+            try t.store.samples(SampleQuery(type: "stepCount"), for: app, userExternalID: user.id)
+        }
     }
 }

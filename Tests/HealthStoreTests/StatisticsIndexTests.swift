@@ -76,7 +76,7 @@ struct SeededGenerator: RandomNumberGenerator {
                 break
             }
             guard step % 3 != 1 else { continue }
-            let (indexed, priority) = try t.store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+            let (indexed, priority) = try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 72 * 3_600_000) { snapshot in
                 (try snapshot.index.statisticsCollection(buckets: buckets, options: options), snapshot.index.priority)
             }
             let all = try t.store.statisticsSamples(userRowID: user.rowID, type: type)
@@ -101,7 +101,7 @@ struct SeededGenerator: RandomNumberGenerator {
         _ = try t.store.save([steps(20, start: Self.day0)], by: watch)
         #expect(try t.store.sourcePriority(userRowID: user.rowID, type: type) == ["phone", "watch"])
         let merged = { () throws -> Double? in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 60_000) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 60_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -123,7 +123,7 @@ struct SeededGenerator: RandomNumberGenerator {
         try t.store.deleteSample(sample.uuid, by: phone)
         let row = try t.store.pool.read { db in
             try db.first("SELECT sample_seq, start_ms, end_ms, value FROM deleted_samples", []) { row in
-                [row.int64(at: 0), row.int64(at: 1), row.int64(at: 2), Int64(row.double(at: 3))]
+                [try row.int64(at: 0), try row.int64(at: 1), try row.int64(at: 2), Int64(try row.double(at: 3))]
             }
         }
         #expect(row == [1, Self.day0, Self.day0 + 90_000, 42])
@@ -136,7 +136,7 @@ struct SeededGenerator: RandomNumberGenerator {
         guard let type = HealthTypeCatalog.type("stepCount"), let sleep = HealthTypeCatalog.type("sleepAnalysis") else { return }
         _ = try t.store.save((0..<10).map { steps(5, start: Self.day0 + Int64($0) * 60_000) }, by: phone)
         let sum = { (store: HealthStore) throws -> Double? in
-            try store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+            try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 86_400_000) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -145,7 +145,7 @@ struct SeededGenerator: RandomNumberGenerator {
         _ = try t.store.save([steps(7, start: Self.day0 + 3_600_000)], by: phone)
         #expect(try sum(t.store) == 57)
         #expect(throws: StoreError.self) {
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: sleep) { _ in 0 }
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: sleep, from: Self.day0, to: Self.day0 + 1) { _ in 0 }
         }
     }
 
@@ -154,17 +154,17 @@ struct SeededGenerator: RandomNumberGenerator {
         let a = StatisticsIndexCache.Key(userRowID: 1, typeCode: 1)
         let b = StatisticsIndexCache.Key(userRowID: 1, typeCode: 2)
         let c = StatisticsIndexCache.Key(userRowID: 2, typeCode: 1)
-        let first = cache.entry(a, style: .cumulative)
+        let first = cache.entry(a)
         cache.record(a, bytes: 40)
-        _ = cache.entry(b, style: .discrete)
+        _ = cache.entry(b)
         cache.record(b, bytes: 40)
         #expect(cache.count == 2)
-        #expect(cache.entry(a, style: .cumulative) === first)  // a is now the most recently used
-        _ = cache.entry(c, style: .cumulative)
+        #expect(cache.entry(a) === first)  // a is now the most recently used
+        _ = cache.entry(c)
         cache.record(c, bytes: 40)
         #expect(cache.count == 2)
         #expect(cache.memoryBytes == 80)
-        #expect(cache.entry(a, style: .cumulative) === first)  // b was evicted, not a
+        #expect(cache.entry(a) === first)  // b was evicted, not a
         cache.record(a, bytes: 500)  // one index over budget alone stays: it is in use
         #expect(cache.count == 1)
     }
@@ -177,7 +177,7 @@ struct SeededGenerator: RandomNumberGenerator {
         let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
         guard let type = HealthTypeCatalog.type("stepCount") else { return }
         let sum = { () throws -> Double? in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 86_400_000) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -197,7 +197,7 @@ struct SeededGenerator: RandomNumberGenerator {
         let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
         guard let type = HealthTypeCatalog.type("stepCount") else { return }
         let sum = { () throws -> Double? in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 86_400_000) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -231,7 +231,7 @@ struct SeededGenerator: RandomNumberGenerator {
                     } else {
                         let type = worker % 4 == 1 ? steps : heart
                         let options: StatisticsOptions = type.isCumulative ? .cumulativeSum : .discreteAverage
-                        _ = try store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+                        _ = try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: day0, to: day0 + 86_400_000) { snapshot in
                             try snapshot.index.statistics(start: day0, end: day0 + 86_400_000, options: options).figures
                         }
                     }
@@ -245,7 +245,7 @@ struct SeededGenerator: RandomNumberGenerator {
             let style: AggregationStyle = type.isCumulative ? .cumulative : .discrete
             let options: StatisticsOptions = type.isCumulative ? .cumulativeSum : [.discreteAverage, .discreteMax]
             let bucket = [CalendarBucket(start: day0, end: day0 + 86_400_000, startOffsetSeconds: 0, endOffsetSeconds: 0)]
-            let (indexed, priority) = try store.withStatisticsIndex(userRowID: user.rowID, type: type) { snapshot in
+            let (indexed, priority) = try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: day0, to: day0 + 86_400_000) { snapshot in
                 (try snapshot.index.statisticsCollection(buckets: bucket, options: options), snapshot.index.priority)
             }
             let all = try store.statisticsSamples(userRowID: user.rowID, type: type)

@@ -96,8 +96,8 @@ struct InvalidDocument: Sendable, CustomStringConvertible {
 }
 
 private let invalidDocuments: [InvalidDocument] = [
-    .init("", "unexpected end of input", at: 0),
-    .init("   ", "unexpected end of input", at: 3),
+    .init("", "the text is empty; expected a JSON value", at: 0),
+    .init("   ", "the text is empty (only whitespace)", at: 3),
     .init("[1,]", "unexpected character ']'", at: 3),
     .init("{\"a\":1,}", "unexpected character '}' (expected a string key)", at: 7),
     .init("[1 2]", "unexpected character '2' (expected ',' or ']')", at: 3),
@@ -144,7 +144,7 @@ private let invalidDocuments: [InvalidDocument] = [
     .init("[{\"x\":{\"k\":1,\"j\":2,\"k\":3}}]", "duplicate key \"k\"", at: 19),
     .init("\u{0C}1", "unexpected control character 0x0C", at: 0),
     .init("\u{A0}1", "unexpected non-ASCII byte 0xC2 (expected a value)", at: 0),
-    .init("\u{FEFF}1", "unexpected non-ASCII byte 0xEF (expected a value)", at: 0),  // no byte order mark
+    .init("\u{FEFF}1", "byte-order mark (EF BB BF), which JSON does not allow", at: 0),
     .init(bytes: [0x5B, 0xC0, 0x5D], "invalid UTF-8 byte 0xC0", at: 1),
     // Invalid UTF-8 inside strings.
     .init(bytes: quoted([0xC0, 0xAF]), "invalid UTF-8 byte 0xC0", at: 1),  // overlong '/'
@@ -285,3 +285,4 @@ func duplicateKeyIsFoundAroundTheScanToSetSwitch(memberCount: Int) {
     #expect(error?.reason == "duplicate key \"k0\"")
     #expect(error?.offset == document.utf8.count - 7)
 }
+

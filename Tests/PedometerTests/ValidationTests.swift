@@ -54,28 +54,49 @@ import Pedometer
         #expect(Self.error(of: timed)?.field == "timestamps")
     }
 
-    @Test func timeGoingBackwardsOrRepeating() {
-        var backwards = Self.batch()
-        backwards.timestamps[3] = backwards.timestamps[1]
-        #expect(Self.error(of: backwards)
-                == .timestampNotIncreasing(field: "timestamps", index: 3, previous: backwards.timestamps[2],
-                                           current: backwards.timestamps[1]))
+    @Test func repeatedAndSlightlyEarlierTimestampsAreAccepted() {
         var duplicate = Self.batch()
         duplicate.timestamps[4] = duplicate.timestamps[3]
-        if case .timestampNotIncreasing(_, let index, _, _)? = Self.error(of: duplicate) {
-            #expect(index == 4)
-        } else {
-            Issue.record("duplicate timestamp accepted")
-        }
-        // Overlap with the previous batch of the session.
+        #expect(Self.error(of: duplicate) == nil)
+        var jitter = Self.batch()
+        jitter.timestamps[2] = jitter.timestamps[0] - 0.05
+        #expect(Self.error(of: jitter) == nil)
+        // Overlapping the previous batch's end by less than the tolerance.
+        #expect(Self.error(of: Self.batch(), previous: Self.t0 + 0.02) == nil)
+    }
+
+    @Test func timeRunningBackwardsBeyondTheToleranceNamesTheIndexAndTheRule() {
+        var backwards = Self.batch()
+        backwards.timestamps[3] = backwards.timestamps[2] - 0.5
+        let error = Self.error(of: backwards)
+        #expect(error == .timeRunsBackwards(field: "timestamps", index: 3, latest: backwards.timestamps[2],
+                                            current: backwards.timestamps[3], tolerance: 0.1))
+        #expect(error?.index == 3)
+        #expect(error?.reason.contains("at most 0.1 s") == true)
+        // A batch starting before the session's last batch ended, by more than the tolerance.
         let batch = Self.batch()
-        #expect(Self.error(of: batch, previous: batch.timestamps[0])?.field == "timestamps")
+        let overlap = Self.error(of: batch, previous: batch.timestamps[4] + 0.2)
+        #expect(overlap == .startsBeforePreviousBatchEnd(field: "timestamps", index: 0, previousEnd: batch.timestamps[4] + 0.2,
+                                                         current: batch.timestamps[0], tolerance: 0.1))
+        #expect(overlap?.reason.contains("previous batch") == true)
+        // A tighter tolerance is the caller's choice.
+        var jitter = Self.batch()
+        jitter.timestamps[2] = jitter.timestamps[1] - 0.005
+        #expect(Self.error(of: jitter, limits: PedometerInputLimits(reorderToleranceSeconds: 0.001))?.index == 2)
     }
 
     @Test func sessionRefusesABatchThatOverlapsTheLastOne() throws {
         var session = PedometerSession()
-        _ = try session.process(Self.batch())
+        _ = try session.process(Self.batch(count: 50))
         #expect(throws: PedometerInputError.self) { _ = try session.process(Self.batch()) }
+    }
+
+    @Test func aGapIsNotARateProblem() {
+        // One sample after a long pause, and a batch with a pause inside it.
+        #expect(Self.error(of: Self.batch(count: 1), previous: Self.t0 - 30) == nil)
+        var paused = Self.batch(count: 20)
+        for index in 10..<20 { paused.timestamps[index] += 60 }
+        #expect(Self.error(of: paused) == nil)
     }
 
     @Test func samplingRateTooLow() {
@@ -88,6 +109,7 @@ import Pedometer
         }
         // A one-sample batch is judged by the gap from the previous batch.
         #expect(Self.error(of: Self.batch(count: 1), previous: Self.t0 - 0.5)?.field == "timestamps")
+        #expect(Self.error(of: Self.batch(count: 20, interval: 0.5)) != nil)
         #expect(Self.error(of: Self.batch(count: 20, interval: 0.05)) == nil)
     }
 
@@ -105,7 +127,7 @@ import Pedometer
         #expect(Self.error(of: batch) == .raggedPressureArrays(timestamps: 2, hectopascals: 1))
         batch.pressure = PressureSamples(timestamps: [Self.t0], hectopascals: [.nan])
         #expect(Self.error(of: batch) == .nonFiniteValue(field: "pressure.hectopascals", index: 0))
-        batch.pressure = PressureSamples(timestamps: [Self.t0, Self.t0], hectopascals: [1_000, 1_000])
+        batch.pressure = PressureSamples(timestamps: [Self.t0, Self.t0 - 1], hectopascals: [1_000, 1_000])
         #expect(Self.error(of: batch)?.field == "pressure.timestamps")
         batch.pressure = PressureSamples(timestamps: [Self.t0], hectopascals: [2_000])
         #expect(Self.error(of: batch)?.field == "pressure.hectopascals")
@@ -117,7 +139,8 @@ import Pedometer
         let errors: [PedometerInputError] = [
             .emptyBatch, .raggedArrays(timestamps: 1, x: 2, y: 1, z: 1), .batchTooLarge(count: 2, limit: 1),
             .nonFiniteValue(field: "x", index: 0),
-            .timestampNotIncreasing(field: "timestamps", index: 1, previous: 2, current: 1),
+            .timeRunsBackwards(field: "timestamps", index: 1, latest: 2, current: 1, tolerance: 0.1),
+            .startsBeforePreviousBatchEnd(field: "timestamps", index: 0, previousEnd: 2, current: 1, tolerance: 0.1),
             .samplingRateTooLow(medianHz: 1, minimumHz: 10), .unknownUnit("q"),
             .raggedPressureArrays(timestamps: 1, hectopascals: 0), .pressureBatchTooLarge(count: 2, limit: 1),
             .pressureOutOfRange(index: 0, value: 5, range: 250...1_100),

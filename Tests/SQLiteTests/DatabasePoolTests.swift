@@ -98,7 +98,7 @@ import Synchronization
         }
         // Neither failed request left rows behind, and both connections still work.
         try pool.write { db in try db.execute("INSERT INTO parents VALUES (2)") }
-        #expect(try pool.read { db in try db.map("SELECT id FROM parents") { $0.int64(at: 0) } } == [2])
+        #expect(try pool.read { db in try db.map("SELECT id FROM parents") { try $0.int64(at: 0) } } == [2])
         try pool.close()
     }
 
@@ -228,7 +228,7 @@ import Synchronization
         }
         #expect(inserted == batchSize)
         let (count, sum) = try pool.read { db in
-            try db.first("SELECT count(*), sum(n) FROM left_side") { ($0.int(at: 0), $0.int(at: 1)) }
+            try db.first("SELECT count(*), sum(n) FROM left_side") { (try $0.int(at: 0), try $0.int(at: 1)) }
         } ?? (0, 0)
         #expect(count == batchSize)
         #expect(sum == batchSize * (batchSize - 1) / 2)
@@ -301,7 +301,7 @@ final class Flag: @unchecked Sendable {
     }
 
     private func owners(_ pool: DatabasePool) throws -> [Int64] {
-        try pool.read { db in try db.map("SELECT DISTINCT owner FROM rows ORDER BY owner") { $0.int64(at: 0) } }
+        try pool.read { db in try db.map("SELECT DISTINCT owner FROM rows ORDER BY owner") { try $0.int64(at: 0) } }
     }
 
     @Test func queuedWritesShareOneCommit() throws {
@@ -403,7 +403,7 @@ final class Flag: @unchecked Sendable {
         }
         #expect(done.wait(timeout: .now() + 30) == .success)
         #expect(calls.load(ordering: .relaxed) == 200, "each completion exactly once")
-        let stored = try pool.read { db in try db.map("SELECT owner FROM rows ORDER BY owner") { $0.int64(at: 0) } }
+        let stored = try pool.read { db in try db.map("SELECT owner FROM rows ORDER BY owner") { try $0.int64(at: 0) } }
         #expect(stored == (0..<200).filter { $0 != 150 }.map(Int64.init))
         completions.withLock { all in
             for owner in 0..<200 {
@@ -412,6 +412,40 @@ final class Flag: @unchecked Sendable {
             }
         }
         #expect(pool.committedTransactionCount < 200, "queued writes shared commits")
+        try pool.close()
+    }
+
+    /// BEGIN IMMEDIATE fails while another connection (another process, in real life) holds the
+    /// write lock past the busy timeout: the group's members fail, the writer is released, and
+    /// the next write succeeds once the lock is free.
+    @Test func aFailingBeginFailsTheGroupInsteadOfRetryingForever() throws {
+        let directory = try TemporaryDirectory()
+        var configuration = DatabasePool.Configuration()
+        configuration.busyTimeoutMilliseconds = 20
+        var migrator = DatabaseMigrator()
+        migrator.register("create_rows") { db in try db.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, owner INTEGER)") }
+        let path = directory.path("begin.sqlite")
+        let pool = try DatabasePool(path: path, configuration: configuration, migrator: migrator)
+        let holder = try Database(path: path, mode: .readWrite)
+        try holder.execute("BEGIN IMMEDIATE")
+        let failures = Mutex<[String]>([])
+        let done = DispatchGroup()
+        for owner in 0..<3 {
+            done.enter()
+            pool.groupedWrite({ db in try db.execute("INSERT INTO rows (owner) VALUES (?)", [.integer(Int64(owner))]) },
+                              completion: { result in
+                                  if case .failure(let error as SQLiteError) = result, error.isBusy {
+                                      failures.withLock { $0.append("\(error)") }
+                                  }
+                                  done.leave()
+                              })
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success, "the members are answered, not retried forever")
+        #expect(failures.withLock { $0.count } == 3)
+        try holder.execute("ROLLBACK")
+        holder.close()
+        try pool.groupedWrite { db in try db.execute("INSERT INTO rows (owner) VALUES (10)") }
+        #expect(try pool.read { db in try db.scalarInt64("SELECT count(*) FROM rows") } == 1)
         try pool.close()
     }
 

@@ -26,8 +26,8 @@ import Testing
         try migrator.migrate(db)
         #expect(try migrator.appliedMigrations(db) == ["create_sources", "create_samples", "index_samples_source"])
         #expect(try db.userVersion() == 3)
-        #expect(try db.map("SELECT id FROM schema_migrations ORDER BY id") { $0.int64(at: 0) } == [1, 2, 3])
-        let appliedAt = try db.first("SELECT applied_at FROM schema_migrations WHERE id = 1") { $0.string(at: 0) }
+        #expect(try db.map("SELECT id FROM schema_migrations ORDER BY id") { try $0.int64(at: 0) } == [1, 2, 3])
+        let appliedAt = try db.first("SELECT applied_at FROM schema_migrations WHERE id = 1") { try $0.string(at: 0) }
         #expect(appliedAt?.hasSuffix("Z") == true)
         #expect(try !migrator.hasPendingMigrations(db))
     }
@@ -98,5 +98,55 @@ import Testing
         migrator.register("same") { _ in }
         migrator.register("same") { _ in }
         #expect(throws: MigrationError.self) { try migrator.migrate(db) }
+    }
+
+    /// SQLite's recipe for changing a column: build the new table, copy, drop the old one, rename.
+    /// With foreign keys on, dropping `sources` would fail (or cascade) because samples point at
+    /// it; the migrator runs with them off and checks the references afterwards.
+    @Test func migrationCanRebuildAReferencedTable() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("PRAGMA foreign_keys = ON")
+        var migrator = makeMigrator()
+        try migrator.migrate(db)
+        try db.execute("INSERT INTO sources VALUES (1, 'phone'); INSERT INTO samples VALUES (10, 1)")
+        migrator.register("sources_name_not_empty") { db in
+            try db.execute("""
+                CREATE TABLE sources_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL CHECK (name <> ''));
+                INSERT INTO sources_new SELECT id, name FROM sources;
+                DROP TABLE sources;
+                ALTER TABLE sources_new RENAME TO sources;
+                """)
+        }
+        try migrator.migrate(db)
+        #expect(try db.userVersion() == 4)
+        #expect(try db.map("SELECT id, source_id FROM samples") { (try $0.int64(at: 0), try $0.int64(at: 1)) }.map { [$0.0, $0.1] } == [[10, 1]])
+        #expect(try db.pragma("foreign_keys") == "1", "enforcement comes back on after migrating")
+        #expect(throws: SQLiteError.self) { try db.execute("INSERT INTO samples VALUES (11, 99)") }
+    }
+
+    @Test func migrationLeavingDanglingReferencesRollsBack() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("PRAGMA foreign_keys = ON")
+        var migrator = makeMigrator()
+        try migrator.migrate(db)
+        try db.execute("INSERT INTO sources VALUES (1, 'phone'); INSERT INTO samples VALUES (10, 1)")
+        migrator.register("drop_sources") { db in try db.execute("DELETE FROM sources") }
+        do {
+            try migrator.migrate(db)
+            Issue.record("a migration that leaves dangling references must fail")
+        } catch MigrationError.foreignKeyViolations(let name, let count) {
+            #expect(name == "drop_sources" && count == 1)
+        }
+        #expect(try db.userVersion() == 3)
+        #expect(try db.scalarInt64("SELECT count(*) FROM sources") == 1)
+        #expect(try db.pragma("foreign_keys") == "1")
+    }
+
+    @Test func migratingInsideATransactionIsRefused() throws {
+        let db = try Database(path: ":memory:")
+        try db.transaction { () throws -> Void in
+            #expect(throws: SQLiteError.self) { try makeMigrator().migrate(db) }
+        }
+        #expect(try db.userVersion() == 0)
     }
 }

@@ -2,6 +2,75 @@ import Testing
 @testable import SQLite
 
 @Suite struct StatementTests {
+    private enum PersonColumn: Int, TableColumns {
+        case id, name, nickname, photo
+        static let table = "people"
+        var name: String {
+            switch self {
+            case .id: "id"
+            case .name: "full_name"
+            case .nickname: "nickname"
+            case .photo: "photo"
+            }
+        }
+    }
+
+    @Test func namedColumnsBuildTheSelectListInPositionOrder() throws {
+        #expect(PersonColumn.selectList == "id, full_name, nickname, photo")
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE people (photo BLOB, nickname TEXT, full_name TEXT, id INTEGER)")
+        try db.execute("INSERT INTO people VALUES (x'0102', NULL, 'Ada', 7)")
+        let read = try db.first("SELECT \(PersonColumn.selectList) FROM people") { row in
+            (try row.int64(PersonColumn.id), try row.string(PersonColumn.name), row.stringIfPresent(PersonColumn.nickname),
+             try row.blob(PersonColumn.photo))
+        }
+        #expect(read?.0 == 7 && read?.1 == "Ada" && read?.2 == nil && read?.3 == [1, 2])
+    }
+
+    /// SQLite reads NULL as 0 or ""; a reader that needs a value gets an error naming the column.
+    @Test func nullWhereAValueIsRequiredNamesTableAndColumn() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE people (id INTEGER, full_name TEXT, nickname TEXT, photo BLOB)")
+        try db.execute("INSERT INTO people VALUES (NULL, NULL, NULL, NULL)")
+        do {
+            _ = try db.first("SELECT \(PersonColumn.selectList) FROM people") { try $0.int64(PersonColumn.id) }
+            Issue.record("NULL must not read as 0")
+        } catch let error as RowDecodingError {
+            #expect(error.table == "people" && error.column == "id")
+            #expect(error.description.contains("people.id is NULL"))
+        }
+        #expect(throws: RowDecodingError(table: "people", column: "full_name", problem: "is NULL")) {
+            try db.first("SELECT \(PersonColumn.selectList) FROM people") { try $0.string(PersonColumn.name) }
+        }
+        // Positional reads name the column as selected and carry the SQL.
+        do {
+            _ = try db.first("SELECT photo AS picture FROM people") { try $0.blob(at: 0) }
+            Issue.record("NULL must not read as an empty blob")
+        } catch let error as RowDecodingError {
+            #expect(error.column == "picture" && error.table == nil)
+            #expect(error.sql == "SELECT photo AS picture FROM people")
+        }
+        #expect(throws: RowDecodingError.self) { try db.first("SELECT id FROM people") { try $0.double(at: 0) } }
+        #expect(throws: RowDecodingError.self) { try db.first("SELECT id FROM people") { try $0.bool(at: 0) } }
+        #expect(throws: RowDecodingError.self) { try db.first("SELECT id FROM people") { try $0.int(at: 0) } }
+        #expect(throws: RowDecodingError.self) { try db.first("SELECT id FROM people") { try $0.string(at: 0) } }
+        // Where NULL is allowed, it reads as nil.
+        #expect(try db.first("SELECT \(PersonColumn.selectList) FROM people") { $0.int64IfPresent(PersonColumn.id) } == .some(nil))
+    }
+
+    @Test func decodeRejectsBytesOfTheWrongShape() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE people (id INTEGER, full_name TEXT, nickname TEXT, photo BLOB)")
+        try db.execute("INSERT INTO people VALUES (1, 'Ada', NULL, x'010203')")
+        let pair = { (bytes: UnsafeRawBufferPointer) -> [UInt8]? in bytes.count == 2 ? Array(bytes) : nil }
+        #expect(throws: RowDecodingError(table: "people", column: "photo", problem: "is not a 2-byte pair")) {
+            try db.first("SELECT \(PersonColumn.selectList) FROM people") { try $0.decode(PersonColumn.photo, as: "a 2-byte pair", pair) }
+        }
+        #expect(throws: RowDecodingError(table: "people", column: "nickname", problem: "is NULL")) {
+            try db.first("SELECT \(PersonColumn.selectList) FROM people") { try $0.decode(PersonColumn.nickname, as: "text", pair) }
+        }
+    }
+
     @Test func typedBindingsRoundTrip() throws {
         let db = try Database(path: ":memory:")
         try db.execute("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n INTEGER, flag INTEGER)")
@@ -28,23 +97,23 @@ import Testing
         #expect(try select.step())
         #expect(select.columnCount == 6)
         #expect(select.columnName(at: 2) == "s")
-        #expect(select.int64(at: 0) == Int64.max)
-        #expect(select.double(at: 1) == -0.125)
-        #expect(select.string(at: 2) == text)
-        #expect(select.blob(at: 3) == bytes)
+        #expect(try select.int64(at: 0) == Int64.max)
+        #expect(try select.double(at: 1) == -0.125)
+        #expect(try select.string(at: 2) == text)
+        #expect(try select.blob(at: 3) == bytes)
         #expect(select.isNull(at: 4))
         #expect(select.row.int64IfPresent(at: 4) == nil)
-        #expect(select.bool(at: 5))
+        #expect(try select.bool(at: 5))
         #expect(try select.step())
-        #expect(select.int64(at: 0) == Int64.min)
-        #expect(select.double(at: 1) == Double.greatestFiniteMagnitude)
+        #expect(try select.int64(at: 0) == Int64.min)
+        #expect(try select.double(at: 1) == Double.greatestFiniteMagnitude)
         // Empty text and empty blobs must stay empty values, not become NULL.
         #expect(!select.isNull(at: 2))
-        #expect(select.string(at: 2) == "")
+        #expect(try select.string(at: 2) == "")
         #expect(!select.isNull(at: 3))
-        #expect(select.blob(at: 3) == [])
-        #expect(select.int(at: 4) == 42)
-        #expect(!select.bool(at: 5))
+        #expect(try select.blob(at: 3) == [])
+        #expect(try select.int(at: 4) == 42)
+        #expect(try select.bool(at: 5) == false)
         #expect(try select.step() == false)
     }
 
@@ -69,11 +138,11 @@ import Testing
         let select = try db.prepare("SELECT n FROM t WHERE n >= ? ORDER BY n")
         try select.bind(2, at: 1)
         var seen: [Int64] = []
-        try select.forEachRow { seen.append($0.int64(at: 0)) }
+        try select.forEachRow { seen.append(try $0.int64(at: 0)) }
         #expect(seen == [2, 3])
         // Reset keeps bindings, so the same query can run again.
-        #expect(try select.map { $0.int64(at: 0) } == [2, 3])
-        #expect(try select.first { $0.int64(at: 0) } == 2)
+        #expect(try select.map { try $0.int64(at: 0) } == [2, 3])
+        #expect(try select.first { try $0.int64(at: 0) } == 2)
         var blobLength = 0
         try db.execute("CREATE TABLE b (x BLOB); INSERT INTO b VALUES (x'0102030405')")
         try db.prepare("SELECT x FROM b").forEachRow { row in
@@ -106,7 +175,7 @@ import Testing
         #expect(throws: SQLiteError.self) { try db.prepare("SELECT 1; SELECT 2") }
         #expect(throws: SQLiteError.self) { try db.prepare("   ") }
         let statement = try db.prepare("SELECT 1; -- trailing comment\n")
-        #expect(try statement.first { $0.int64(at: 0) } == 1)
+        #expect(try statement.first { try $0.int64(at: 0) } == 1)
     }
 
     @Test func syntaxErrorCarriesMessageAndSQL() throws {
@@ -140,7 +209,7 @@ import Testing
         #expect(db.isClosed)
         #expect(throws: SQLiteError.self) { try db.execute("SELECT 1") }
         // A statement outliving close() is still usable: sqlite3_close_v2 defers the real close.
-        #expect(try statement.first { $0.int64(at: 0) } == 1)
+        #expect(try statement.first { try $0.int64(at: 0) } == 1)
     }
 }
 

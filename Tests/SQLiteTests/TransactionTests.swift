@@ -46,20 +46,46 @@ import Testing
         #expect(try db.scalarInt64("SELECT count(*) FROM t") == 0)
     }
 
-    @Test func nestedTransactionIsASavepoint() throws {
+    @Test func savepointUndoesOnlyItsOwnWork() throws {
         let db = try makeDatabase()
         try db.transaction {
             try db.execute("INSERT INTO t VALUES (1)")
             #expect(throws: ExpectedFailure.self) {
-                try db.transaction {
+                try db.savepoint {
                     try db.execute("INSERT INTO t VALUES (2)")
+                    try db.savepoint { try db.execute("INSERT INTO t VALUES (20)") }
                     throw ExpectedFailure()
                 }
             }
             #expect(db.isInTransaction)
-            try db.transaction { try db.execute("INSERT INTO t VALUES (3)") }
+            try db.savepoint { try db.execute("INSERT INTO t VALUES (3)") }
         }
-        #expect(try db.map("SELECT n FROM t ORDER BY n") { $0.int64(at: 0) } == [1, 3])
+        #expect(try db.map("SELECT n FROM t ORDER BY n") { try $0.int64(at: 0) } == [1, 3])
+    }
+
+    /// A nested `transaction` would have to ignore its kind (an IMMEDIATE inside a DEFERRED one
+    /// cannot take the write lock up front), so it is refused; the outer transaction goes on.
+    @Test func nestedTransactionIsRefused() throws {
+        let db = try makeDatabase()
+        try db.transaction(.deferred) {
+            try db.execute("INSERT INTO t VALUES (1)")
+            do {
+                try db.transaction(.immediate) { try db.execute("INSERT INTO t VALUES (2)") }
+                Issue.record("a nested transaction must throw")
+            } catch let error as SQLiteError {
+                #expect(error.code == .misuse)
+                #expect(error.message.contains("savepoint"))
+            }
+            #expect(db.isInTransaction)
+        }
+        #expect(try db.map("SELECT n FROM t ORDER BY n") { try $0.int64(at: 0) } == [1])
+    }
+
+    @Test func savepointOutsideATransactionIsRefused() throws {
+        let db = try makeDatabase()
+        #expect(throws: SQLiteError.self) { try db.savepoint { try db.execute("INSERT INTO t VALUES (1)") } }
+        #expect(!db.isInTransaction)
+        #expect(try db.scalarInt64("SELECT count(*) FROM t") == 0)
     }
 
     @Test func commitSucceedsWithCachedSelectLeftMidIteration() throws {

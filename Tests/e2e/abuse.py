@@ -1,8 +1,11 @@
-"""Abuse limits over real sockets (issue 9): the per-address connection cap, per-address rate
-limit with 429 + Retry-After, and CORS for a configured origin. Called from e2e.py main()."""
-import json, os, socket, tempfile, time
+"""Abuse limits over real sockets: the per-address connection cap, per-address rate limit with
+429 + Retry-After, CORS for a configured origin; what the default limits let through (an ordinary
+load with a token, 1,000 idle keep-alive connections from one address); and client addresses
+behind trusted reverse proxies. Called from e2e.py main()."""
+import http.client as httpclient
+import json, os, socket, tempfile, threading, time
 
-from e2e import Server, check, http, raw, statuses
+from e2e import ADMIN, Server, check, http, js, raw, statuses
 
 
 def abuse_checks(binary, public):
@@ -50,3 +53,123 @@ def abuse_checks(binary, public):
     finally:
         server.stop()
         os.unlink(config.name)
+    default_limit_checks(binary, public)
+    trusted_proxy_checks(binary, public)
+
+
+def app_token(port, name):
+    st, _, b = http(port, "POST", "/v1/users", {"name": name}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "phone", "read": ["stepCount"],
+                                                         "share": ["stepCount"]}, token=ADMIN)
+    return js(b)["token"]
+
+
+def default_limit_checks(binary, public):
+    print("e2e: default limits let one busy client through")
+    server = Server(binary, public, drain=True)
+    try:
+        port = server.port
+        token = app_token(port, "busy")
+        codes, lock = {}, threading.Lock()
+
+        def load(requests):
+            conn = httpclient.HTTPConnection("127.0.0.1", port, timeout=30)
+            for _ in range(requests):
+                conn.request("GET", "/v1/samples?type=stepCount&limit=10", headers={"Authorization": "Bearer " + token})
+                response = conn.getresponse()
+                response.read()
+                with lock:
+                    codes[response.status] = codes.get(response.status, 0) + 1
+            conn.close()
+
+        threads = [threading.Thread(target=load, args=(125,)) for _ in range(16)]
+        started = time.time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.time() - started
+        check(f"default settings: 2,000 token requests from one address on 16 connections ({2000 / elapsed:.0f}/s) get no 429",
+              codes == {200: 2000}, codes)
+
+        held = []
+        try:
+            for _ in range(1000):
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            for s in held:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answered = 0
+            for s in held:
+                data = b""
+                while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                answered += statuses(data) == [200]
+            time.sleep(1.0)
+            for s in held[:50]:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            still_open = sum(statuses(s.recv(4096)) == [200] for s in held[:50])
+            check("default settings: 1,000 keep-alive connections from one address are all accepted and answered",
+                  answered == 1000, answered)
+            check("default settings: idle keep-alive connections stay open and keep answering", still_open == 50, still_open)
+        finally:
+            for s in held:
+                s.close()
+    finally:
+        server.stop()
+
+
+def trusted_proxy_checks(binary, public):
+    print("e2e: client addresses behind trusted reverse proxies")
+    def server_with(settings):
+        config = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump({"rateLimitPerAddressPerSecond": 0.01, "rateLimitPerAddressBurst": 3, **settings}, config)
+        config.close()
+        return Server(binary, public, extra=("--config", config.name), drain=True), config.name
+
+    def healthz(port, header, value):
+        st, h, b = http(port, "GET", "/healthz", headers={header: value})
+        return st
+
+    server, config = server_with({"trustedProxies": ["127.0.0.0/8", "::1/128"]})
+    try:
+        port = server.port
+        first = [healthz(port, "X-Forwarded-For", "1.2.3.4, 198.51.100.1") for _ in range(4)]
+        check("behind a trusted proxy: one client's budget runs out (3 then 429)", first == [200, 200, 200, 429], first)
+        check("behind a trusted proxy: another client named by X-Forwarded-For has its own budget",
+              healthz(port, "X-Forwarded-For", "1.2.3.4, 198.51.100.2") == 200)
+        check("behind a trusted proxy: the forged left part of X-Forwarded-For is not the client",
+              healthz(port, "X-Forwarded-For", "198.51.100.2, 198.51.100.1") == 429)
+        check("behind a trusted proxy: a Forwarded header is not read when X-Forwarded-For is configured",
+              healthz(port, "X-Forwarded-For", "198.51.100.1") == 429 and http(port, "GET", "/healthz", headers={
+                  "X-Forwarded-For": "198.51.100.1", "Forwarded": "for=198.51.100.9"})[0] == 429)
+        time.sleep(0.5)
+        check("the access log names the client, not the proxy",
+              any('"remote":"198.51.100.2"' in line for line in server.log().splitlines()))
+    finally:
+        server.stop()
+        os.unlink(config)
+
+    server, config = server_with({"trustedProxies": ["127.0.0.0/8"], "trustedProxyHeader": "Forwarded"})
+    try:
+        port = server.port
+        first = [healthz(port, "Forwarded", 'for="[2001:db8::7]:4711";proto=https') for _ in range(4)]
+        check("behind a trusted proxy (Forwarded): one client's budget runs out", first == [200, 200, 200, 429], first)
+        check("behind a trusted proxy (Forwarded): another client has its own budget",
+              healthz(port, "Forwarded", "for=192.0.2.60") == 200)
+    finally:
+        server.stop()
+        os.unlink(config)
+
+    server, config = server_with({})
+    try:
+        port = server.port
+        spoofed = [healthz(port, "X-Forwarded-For", f"198.51.100.{n}") for n in range(1, 5)]
+        check("no trusted proxies: X-Forwarded-For is ignored (a fresh header is no fresh budget)", spoofed == [200, 200, 200, 429], spoofed)
+        check("no trusted proxies: Forwarded is ignored too", healthz(port, "Forwarded", "for=198.51.100.77") == 429)
+    finally:
+        server.stop()
+        os.unlink(config)

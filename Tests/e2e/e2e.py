@@ -454,6 +454,94 @@ def check_stream_ended(stream):
     data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
     stream.close()
     check("an open event stream ends cleanly (last chunk) on graceful stop", data.endswith(b"0\r\n\r\n"), data[-80:])
+def start_and_read(argv, cwd, env, want, timeout=60):
+    """Starts healthd, collects stdout and stderr until a stdout line matches `want` (a regex); returns
+    (process, port, stdout text so far, stderr reader). The caller stops the process."""
+    import queue, threading
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines, errors = queue.Queue(), []
+    threading.Thread(target=lambda: [lines.put(l) for l in proc.stdout], daemon=True).start()
+    threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True).start()
+    out, port, deadline = [], None, time.time() + timeout
+    while time.time() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            if proc.poll() is not None:
+                break
+            continue
+        out.append(line)
+        m = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if m:
+            port = int(m.group(1))
+        if re.search(want, line):
+            break
+    return proc, port, "".join(out), errors
+
+
+def first_start_checks(binary, public):
+    """What a new user meets: --version, no command, the admin token's path, and the dashboard found
+    from any working directory (a checkout's binary, an installed one), or a warning instead of its URL."""
+    print("e2e: first start from elsewhere")
+    binary = os.path.abspath(binary)
+    env = {k: v for k, v in os.environ.items() if k not in ("HEALTHD_PUBLIC_DIR", "HEALTHD_ADMIN_TOKEN", "HEALTHD_PORT")}
+    p = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
+    check("healthd --version prints the version", p.returncode == 0 and re.fullmatch(r"healthd \d+\.\d+\.\d+\n", p.stdout), p.stdout)
+    p = subprocess.run([binary], capture_output=True, text=True, timeout=20)
+    check("healthd with no command exits 2 with usage on stderr", p.returncode == 2 and "Usage: healthd COMMAND" in p.stderr, p)
+    p = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=20)
+    check("serve --help lists --public-dir and HEALTHD_PUBLIC_DIR", "--public-dir" in p.stdout and "HEALTHD_PUBLIC_DIR" in p.stdout)
+    tmp = tempfile.mkdtemp(prefix="healthd-e2e-elsewhere-")
+    prefix = os.path.join(tmp, "prefix")
+    os.makedirs(os.path.join(prefix, "bin"))
+    os.makedirs(os.path.join(prefix, "share", "healthd"))
+    shutil.copy2(binary, os.path.join(prefix, "bin", "healthd"))
+    shutil.copytree(public, os.path.join(prefix, "share", "healthd", "Public"))
+    try:
+        for label, exe in (("the build's binary", binary), ("an installed binary", os.path.join(prefix, "bin", "healthd"))):
+            for run in ("first", "second"):
+                data = os.path.join(tmp, "data-" + label.split()[1])
+                proc, port, out, errors = start_and_read([exe, "serve", "--port", "0", "--data-dir", data, "--demo"],
+                                                         cwd="/", env=env, want=r"^dashboard: http")
+                try:
+                    token_file = os.path.join(data, "admin-token")
+                    check(f"{label}, {run} start: the admin token file's path is printed", token_file in out, out)
+                    if run == "second":
+                        token = open(token_file).read().strip()
+                        check(f"{label}: a later start does not print the token", token not in out, out)
+                        continue
+                    check(f"{label}, started in /: serve --demo prints the dashboard URL", "dashboard: http" in out, out + "".join(errors))
+                    for path in ("/", "/openapi.json"):
+                        st, _, _ = http(port, "GET", path) if port else (None, None, None)
+                        check(f"{label}, started in /: GET {path} is 200", st == 200, st)
+                finally:
+                    proc.terminate()
+                    proc.wait(20)
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        chosen = probe.getsockname()[1]
+        probe.close()
+        proc, port, out, errors = start_and_read([binary, "serve", "--data-dir", os.path.join(tmp, "d4")], cwd=tmp,
+                                                 env=dict(env, HEALTHD_PORT=str(chosen)), want=r"listening on")
+        proc.terminate()
+        proc.wait(20)
+        check("HEALTHD_PORT sets the port", port == chosen, (port, chosen, out, errors))
+        proc, port, out, errors = start_and_read([binary, "serve", "--port", "0", "--data-dir", os.path.join(tmp, "d3"),
+                                                  "--public-dir", os.path.join(tmp, "nowhere"), "--demo"],
+                                                 cwd=tmp, env=env, want=r"^demo read token")
+        try:
+            time.sleep(0.2)
+            check("a missing dashboard folder: no dashboard URL, a demo token instead",
+                  "dashboard: http" not in out and "demo read token" in out, out)
+            check("a missing dashboard folder is a warning on stderr naming the fix",
+                  any("no dashboard files" in e and "--public-dir" in e for e in errors), errors)
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def seed_and_demo_checks(binary, public):
     """healthd seed twice stores nothing twice; serve --demo prints a dashboard URL whose token reads steps."""
     import sqlite3
@@ -633,6 +721,7 @@ def main():
         dashboard_asset_checks(server.port)
         statistics_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
+        first_start_checks(args.binary, os.path.abspath(args.public))
         feed_stream = change_feed_checks(server.port)
         workout_session_checks(server.port)
         print("e2e: graceful stop")

@@ -67,6 +67,13 @@ CASES = [
     ("chunk size with a sign", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n", {400}, [400]),
     ("chunk data longer than its size", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n", {400}, [400]),
     ("chunk size line with a bare LF", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", {400}, [400]),
+    # Framing errors are 400 and close the connection whatever the route, even one that does not
+    # take the method (the pipelined request after them is never answered).
+    ("space after the chunk size, to a route without PUT", b"PUT /healthz HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("bad chunk extension, to a route without PUT", b"PUT /healthz HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5;\r\nhello\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("bad chunk extension, to an unknown path", b"DELETE /nowhere HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5;a b\r\nhello\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("space after the chunk size, to a route that takes POST", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n2 \r\n{}\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("quoted chunk extension is fine (401: no token)", b"POST /v1/users HTTP/1.1\r\n" + H + b"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n2;a=\"b c\"\r\n{}\r\n0\r\n\r\n", {401}, [401]),
     ("chunk size 0x-prefixed", b"POST /v1/users HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", {400}, [400]),
     # Line endings and request lines.
     ("bare CR as a line ending", b"GET /healthz HTTP/1.1\r" + H.replace(b"\r\n", b"\r") + b"\r\r", {400}, [400]),
@@ -79,7 +86,12 @@ CASES = [
     ("NUL in the path", b"GET /heal\x00thz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
     ("percent-encoded NUL in the path", b"GET /v1/samples/%00 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {400, 401, 404}, None),
     ("raw space-free UTF-8 in the path", b"GET /\xc3\xa9 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {400, 404}, None),
-    ("absolute-form target", b"GET http://x/healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200, 400}, None),
+    # Absolute-form (RFC 9112 3.2.2) is valid: the path defaults to "/", the target's authority is the host.
+    ("absolute-form target", b"GET http://x/healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200}, [200]),
+    ("absolute-form with a query and no path", b"GET http://example.com?q=1 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200}, [200]),
+    ("absolute-form with a port and a query, no path", b"GET http://example.com:8080?q=1 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200}, [200]),
+    ("absolute-form with a port only", b"GET http://example.com:8080 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200}, [200]),
+    ("absolute-form with userinfo is refused", b"GET http://u@x/healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
     ("OPTIONS * is answered", b"OPTIONS * HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200, 204, 404, 405}, None),
     ("GET * is 400", b"GET * HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
     ("CONNECT authority-form is refused", b"CONNECT x:443 HTTP/1.1\r\n" + H + b"\r\n", {400, 405, 501}, None),
@@ -106,6 +118,25 @@ def malformed_http_checks(port):
         ok = status in acceptable and (exact is None or statuses(resp) == exact)
         # A refused request must never reach a handler: no 2xx/5xx on anything marked 4xx-only.
         check(f"{name}: {sorted(acceptable)}", ok, (statuses(resp), resp[:120]))
+
+    # A framing error closes the connection at once (end of input, not a quiet open socket).
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        started = time.time()
+        s.sendall(b"PUT /healthz HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n")
+        got = b""
+        closed = False
+        while time.time() - started < 4:
+            chunk = s.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+        check("a framing error to a route without the method: 400 and the server closes", statuses(got) == [400] and closed, got[:200])
+    except socket.timeout:
+        check("a framing error to a route without the method: 400 and the server closes", False, "no end of input within 5 s")
+    finally:
+        s.close()
 
     # Pipelining: what follows a good request is parsed as a request of its own, never as its body.
     resp = raw(port, b"GET /healthz HTTP/1.1\r\n" + H + b"\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -3\r\n\r\n")

@@ -1,3 +1,4 @@
+import HealthAPI
 import JSON
 
 /// Reads `config.example.json`-style files: a JSON object whose keys are `HealthdConfiguration.fileKeys`.
@@ -27,6 +28,7 @@ public enum ConfigurationFile {
             try integer("maxHeaderCount", 8...1_000) { configuration.maxHeaderCount = $0 }
             try integer("maxRequestLineBytes", 256...1_048_576) { configuration.maxRequestLineBytes = $0 }
             try integer("maxBodyBytes", 1_024...1_073_741_824) { configuration.maxBodyBytes = $0 }
+            try integer("maxHealthAutoExportBodyBytes", 1_024...1_073_741_824) { configuration.maxHealthAutoExportBodyBytes = $0 }
             try seconds("idleTimeoutSeconds") { configuration.idleTimeoutSeconds = $0 }
             try seconds("headerTimeoutSeconds") { configuration.headerTimeoutSeconds = $0 }
             try seconds("bodyTimeoutSeconds") { configuration.bodyTimeoutSeconds = $0 }
@@ -36,6 +38,7 @@ public enum ConfigurationFile {
             try integer("maxBatchSize", 1...100_000) { configuration.maxBatchSize = $0 }
             try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }
             try integer("readerConnections", 1...64) { configuration.readerConnections = $0 }
+            try integer("statisticsMemoryMiB", 1...1_048_576) { configuration.statisticsMemoryMiB = $0 }
             if let flag = try reader.optionalBool("accessLog") { configuration.accessLog = flag }
             func rate(_ key: String, _ apply: (Double) -> Void) throws(JSONFieldError) {
                 guard let value = try reader.optionalNumber(key) else { return }
@@ -48,6 +51,23 @@ public enum ConfigurationFile {
             try rate("rateLimitPerTokenBurst") { configuration.rateLimitPerTokenBurst = $0 }
             try rate("authenticationFailureCost") { configuration.authenticationFailureCost = $0 }
             try integer("maxConnectionsPerAddress", 1...1_000_000) { configuration.maxConnectionsPerAddress = $0 }
+            if let list = try reader.optionalArray("trustedProxies") {
+                var blocks: [CIDRBlock] = []
+                for index in 0 ..< list.count {
+                    let text = try list.string(at: index)
+                    guard let block = CIDRBlock(text) else {
+                        throw list.error(at: index, "'\(text)' is not an address block (CIDR: 10.0.0.0/8, fd00::/8, or one address)")
+                    }
+                    blocks.append(block)
+                }
+                configuration.trustedProxies = blocks
+            }
+            if let name = try reader.optionalString("trustedProxyHeader") {
+                guard let header = ForwardedHeader(rawValue: name) else {
+                    throw reader.error("trustedProxyHeader", "must be \(ForwardedHeader.allCases.map { "'\($0.rawValue)'" }.joined(separator: " or "))")
+                }
+                configuration.trustedProxyHeader = header
+            }
             if let list = try reader.optionalArray("corsOrigins") {
                 var origins: [String] = []
                 for index in 0 ..< list.count {

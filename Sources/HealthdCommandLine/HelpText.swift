@@ -22,6 +22,7 @@ public enum HelpText {
         statistics, an anchored change feed and a server-side pedometer) over HTTP/1.1.
 
         Usage: healthd COMMAND [OPTIONS]
+               healthd --version
 
         Commands:
           serve     run the HTTP server
@@ -34,25 +35,40 @@ public enum HelpText {
         """
 
     public static let serve = """
-        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--demo]
+        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--public-dir DIR]
+                             [--demo [--time-zone ZONE]]
 
         Runs the HTTP server. Flags override the config file, which overrides the defaults.
           --host H          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
           --port P          TCP port (default 8080; 0 picks a free port and prints it)
           --demo            create a 'demo' user with four weeks of realistic data and print
                             a dashboard URL with a read token
+          --public-dir DIR  the dashboard's files (index.html, openapi.json); found on its own in a
+                            checkout (next to .build/) or an install (PREFIX/share/healthd/Public)
+          --time-zone ZONE  the IANA zone the demo person lives in (default: the server's
+                            local zone, from TZ or /etc/localtime)
+          --statistics-memory MIB
+                            decoded statistics rollups kept in memory (default 64; also
+                            HEALTHD_STATISTICS_MEMORY_MIB or statisticsMemoryMiB in the config file)
         \(common)
+        Environment (flags override it; it overrides the config file):
+          HEALTHD_PUBLIC_DIR   as --public-dir
+          HEALTHD_PORT         as --port
+          HEALTHD_ADMIN_TOKEN  the admin token (at least 16 characters); otherwise one is generated on the
+                               first start, printed once and kept in DATA_DIR/admin-token (mode 0600)
 
         SIGTERM and SIGINT stop it gracefully: in-flight requests finish, nothing acknowledged is lost.
         """
 
     public static let seed = """
-        Usage: healthd seed --user NAME [--days N] [--config FILE] [--data-dir DIR]
+        Usage: healthd seed --user NAME [--days N] [--time-zone ZONE] [--config FILE] [--data-dir DIR]
 
-        Writes realistic mock data for the last N full UTC days (default 28) and today so far: steps
+        Writes realistic mock data for the last N full local days (default 28) and today so far: steps
         in short samples through the day from a phone and a watch, heart rate, sleep stages,
         workouts, body mass. Creates the user if missing; a rerun adds nothing twice (and adds what
         has ended since the last run today).
+          --time-zone ZONE  the IANA zone the person lives in (default: the server's local zone,
+                            from TZ or /etc/localtime), e.g. America/New_York
         \(common)
         """
 

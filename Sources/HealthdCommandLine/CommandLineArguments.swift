@@ -3,6 +3,9 @@
 
 public enum HealthdCommand: Equatable, Sendable {
     case help(topic: String?)
+    /// No command at all: the overview goes to standard error and the exit status is 2.
+    case usage
+    case version
     case serve(ServeOptions)
     case seed(SeedOptions)
     case importFile(ImportOptions)
@@ -24,6 +27,11 @@ public struct ServeOptions: Equatable, Sendable {
     public var host: String?
     public var port: Int?
     public var demo = false
+    public var publicDirectory: String?
+    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    public var timeZone: String?
+    /// MiB of decoded statistics rollups kept in memory (`statisticsMemoryMiB`).
+    public var statisticsMemoryMiB: Int?
     public init() {}
 }
 
@@ -31,6 +39,8 @@ public struct SeedOptions: Equatable, Sendable {
     public var common = CommonOptions()
     public var user = ""
     public var days = 28
+    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    public var timeZone: String?
     public init() {}
 }
 
@@ -55,10 +65,14 @@ public struct UsageError: Error, CustomStringConvertible, Equatable {
 
 public enum CommandLineParser {
     public static func parse(_ arguments: [String]) throws(UsageError) -> HealthdCommand {
-        guard let command = arguments.first else { return .help(topic: nil) }
+        guard let command = arguments.first else { return .usage }
         var rest = ArraySlice(arguments.dropFirst())
         if command == "--help" || command == "-h" || command == "help" {
             return .help(topic: rest.first)
+        }
+        if command == "--version" || command == "version" {
+            guard rest.isEmpty else { throw UsageError("--version takes no arguments") }
+            return .version
         }
         if rest.contains("--help") || rest.contains("-h") { return .help(topic: command) }
         switch command {
@@ -70,6 +84,9 @@ public enum CommandLineParser {
                 case "--host": options.host = try value(for: flag, &rest)
                 case "--port": options.port = try port(try value(for: flag, &rest))
                 case "--demo": options.demo = true
+                case "--public-dir": options.publicDirectory = try value(for: flag, &rest)
+                case "--time-zone": options.timeZone = try value(for: flag, &rest)
+                case "--statistics-memory": options.statisticsMemoryMiB = try statisticsMemory(try value(for: flag, &rest))
                 default: throw unknown(flag, command)
                 }
             }
@@ -87,6 +104,7 @@ public enum CommandLineParser {
                         throw UsageError("--days takes a whole number of days from 1 to 3660, not '\(text)'")
                     }
                     options.days = days
+                case "--time-zone": options.timeZone = try value(for: flag, &rest)
                 default: throw unknown(flag, command)
                 }
             }
@@ -144,6 +162,14 @@ public enum CommandLineParser {
             throw UsageError("--port takes a number from 0 to 65535 (0 picks a free port), not '\(text)'")
         }
         return port
+    }
+
+    /// MiB of statistics rollups kept in memory, as `--statistics-memory` or `HEALTHD_STATISTICS_MEMORY_MIB` give it.
+    public static func statisticsMemory(_ text: String) throws(UsageError) -> Int {
+        guard let mebibytes = Int(text), (1...1_048_576).contains(mebibytes) else {
+            throw UsageError("statistics memory takes a whole number of MiB from 1 to 1048576, not '\(text)'")
+        }
+        return mebibytes
     }
 
     private static func unknown(_ flag: String, _ command: String) -> UsageError {

@@ -1,9 +1,12 @@
+import Foundation
 import HealthModel
 
-// Realistic, deterministic demo data (`healthd seed`, `healthd serve --demo`). Pure: the same user
-// and day give the same samples, uuids included, on every machine and every run, so saving them
-// again stores nothing twice. Days are UTC calendar days; the night that ends on a day's morning
-// belongs to that day (its `inBed` starts the evening before).
+// Realistic, deterministic demo data (`healthd seed`, `healthd serve --demo`). Pure: the same user,
+// time zone and day give the same samples, uuids included, on every machine and every run, so
+// saving them again stores nothing twice. Days are calendar days in the generator's time zone and
+// the plan is in wall-clock minutes, so the person wakes at 07:00 local time wherever the server
+// is; the night that ends on a day's morning belongs to that day (its `inBed` starts the evening
+// before).
 
 /// The two apps demo data comes from, with the devices they report.
 public enum DemoSource {
@@ -23,7 +26,7 @@ public enum DemoSource {
 
 /// One day of demo samples, by the app that saves them.
 public struct DemoDay: Sendable {
-    /// Days since 1970-01-01 (UTC).
+    /// The local calendar day, as days since 1970-01-01.
     public let day: Int64
     public var phone: [HealthSample] = []
     public var watch: [HealthSample] = []
@@ -117,11 +120,56 @@ enum DemoSeries: UInt64 {
 
 public struct DemoDataGenerator: Sendable {
     public let userName: String
+    /// The zone whose calendar days and wall clock the person lives by.
+    public let timeZone: TimeZone
     private let userHash: UInt64
 
-    public init(userName: String) {
+    public init(userName: String, timeZone: TimeZone = DemoDataGenerator.utc) {
         self.userName = userName
+        self.timeZone = timeZone
         userHash = demoStableHash(userName)
+    }
+
+    public static let utc = TimeZone(secondsFromGMT: 0) ?? TimeZone.current
+
+    // MARK: Local time
+
+    /// The zone's offset from UTC at an instant, in milliseconds.
+    func offset(at instant: Int64) -> Int64 {
+        Int64(timeZone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant) / 1000))) * 1000
+    }
+
+    /// The local calendar day (days since 1970-01-01) holding an instant.
+    public func localDay(of instant: Int64) -> Int64 {
+        GregorianCalendarMath.floorDivide(instant + offset(at: instant), GregorianCalendarMath.millisecondsPerDay)
+    }
+
+    /// The offset in force for the whole of `day` (from the evening before to the morning after),
+    /// or nil when the clocks change around it.
+    func constantOffset(around day: Int64) -> Int64? {
+        let before = offset(at: (day - 2) * GregorianCalendarMath.millisecondsPerDay)
+        let after = offset(at: (day + 3) * GregorianCalendarMath.millisecondsPerDay)
+        return before == after ? before : nil
+    }
+
+    /// The instant a wall-clock time names (`wall`: milliseconds since 1970 read as local time).
+    /// When the clocks go back, the earlier of the two instants; in the hour skipped when they go
+    /// forward, the moment of the change. So later wall times never map to earlier instants, and
+    /// a sample never ends before it starts.
+    func instant(wall: Int64) -> Int64 {
+        let day = GregorianCalendarMath.millisecondsPerDay
+        let before = offset(at: wall - day), after = offset(at: wall + day)
+        let early = wall - before
+        if offset(at: early) == before { return early }
+        let late = wall - after
+        if offset(at: late) == after { return late }
+        // In the gap: `late` still has the old offset and `early` the new one; find the change.
+        var low = min(early, late), high = max(early, late)
+        while high - low > 1 {
+            let middle = low + (high - low) / 2
+            if offset(at: middle) == offset(at: low) { low = middle } else { high = middle }
+        }
+        return high
     }
 
     static let minute: Int64 = 60_000
@@ -224,10 +272,14 @@ struct DemoDayBuilder {
     private let bedtime: Int
     private let rest: Double
     private let nightBed: Int
+    /// The zone's offset when it does not change around this day (nearly always), which spares
+    /// a zone lookup per instant.
+    private let fixedOffset: Int64?
 
     init(generator: DemoDataGenerator, day: Int64, rng: DemoRandom) {
         self.generator = generator
         self.day = day
+        fixedOffset = generator.constantOffset(around: day)
         self.rng = rng
         result = DemoDay(day: day)
         let thisNight = generator.night(endingOn: day)
@@ -237,9 +289,11 @@ struct DemoDayBuilder {
         rest = generator.restingHeartRate(day)
     }
 
-    private var dayStart: Int64 { day * GregorianCalendarMath.millisecondsPerDay }
+    /// The instant of a wall-clock minute of this day (negative: the evening before).
     private func instant(_ minute: Int, second: Int = 0) -> Int64 {
-        dayStart + Int64(minute) * DemoDataGenerator.minute + Int64(second) * 1000
+        let wall = day * GregorianCalendarMath.millisecondsPerDay + Int64(minute) * DemoDataGenerator.minute + Int64(second) * 1000
+        if let fixedOffset { return wall - fixedOffset }
+        return generator.instant(wall: wall)
     }
 
     private mutating func nextUUID(_ series: DemoSeries) -> HealthUUID {

@@ -1,3 +1,4 @@
+import Foundation
 import HealthModel
 import HealthStore
 
@@ -14,6 +15,8 @@ public enum DemoSeeder {
 
     public struct Report: Sendable {
         public var user: User
+        /// The zone the days are calendar days of.
+        public var timeZone: TimeZone
         public var firstDay: HealthDay
         public var lastDay: HealthDay
         public var types: [TypeSummary]
@@ -37,22 +40,33 @@ public enum DemoSeeder {
     public static let dashboardReadTypes: Set<String> = DemoSource.phoneTypes.union(DemoSource.watchTypes)
         .union(["dateOfBirth"])
 
-    /// Writes the `days` full UTC days before `today` (days since 1970) for the user named
-    /// `userName`, creating the user and the apps' authorizations if missing. With `now`
-    /// (Unix ms, within `today`), also today so far: the samples of today's generated day that
-    /// have ended by then, so a dashboard's "today" and last night's sleep are not empty; a later
-    /// rerun adds the rest, since each sample's uuid and content do not depend on `now`.
-    /// Saves in batches of at most `batchSize`; a rerun stores nothing twice (same uuids, same
-    /// content). Also sets the user's date of birth when no characteristic is set, so heart-rate
-    /// zones work without `age`.
+    /// The user already holds demo samples made in another time zone: the same uuids with other
+    /// times. Seeding again would either fail half-way or double every figure, so it stops first.
+    public struct OtherTimeZone: Error, CustomStringConvertible, Sendable {
+        public var user: String
+        public var timeZone: String
+        public var description: String {
+            "user '\(user)' already holds demo data that differs from what this run makes in \(timeZone) "
+                + "(made in another time zone, or by another healthd version); seed another user or use a fresh data directory"
+        }
+    }
+
+    /// Writes the `days` full local days (in `timeZone`) before `today` (the local day, as days
+    /// since 1970) for the user named `userName`, creating the user and the apps' authorizations if
+    /// missing. With `now` (Unix ms, within `today`), also today so far: the samples of today's
+    /// generated day that have ended by then, so a dashboard's "today" and last night's sleep are
+    /// not empty; a later rerun adds the rest, since each sample's uuid and content do not depend
+    /// on `now`. Saves in batches of at most `batchSize`; a rerun stores nothing twice (same uuids,
+    /// same content). Also sets the user's date of birth when no characteristic is set, so
+    /// heart-rate zones work without `age`.
     public static func seed(store: HealthStore, userName: String, days: Int, today: Int64, now: Int64? = nil,
-                            batchSize: Int = 10_000) throws -> Report {
+                            timeZone: TimeZone = DemoDataGenerator.utc, batchSize: Int = 10_000) throws -> Report {
         let user = try store.userCreatingIfNeeded(name: userName)
         let phone = try store.appAuthorizationCreatingIfNeeded(user: user, app: DemoSource.phoneApp, read: [],
                                                                share: DemoSource.phoneTypes)
         let watch = try store.appAuthorizationCreatingIfNeeded(user: user, app: DemoSource.watchApp, read: [],
                                                                share: DemoSource.watchTypes)
-        let generator = DemoDataGenerator(userName: userName)
+        let generator = DemoDataGenerator(userName: userName, timeZone: timeZone)
         let allTypes = DemoSource.phoneTypes.union(DemoSource.watchTypes).sorted()
         func counts() throws -> [String: Int] {
             var result: [String: Int] = [:]
@@ -71,12 +85,16 @@ public enum DemoSeeder {
         func flush(_ pending: inout [HealthSample], by app: AppAuthorization, force: Bool) throws {
             while pending.count >= limit || (force && !pending.isEmpty) {
                 let batch = Array(pending.prefix(limit))
-                _ = try store.save(batch, by: app)
+                do {
+                    _ = try store.save(batch, by: app)
+                } catch is SampleConflict {
+                    throw OtherTimeZone(user: userName, timeZone: timeZone.identifier)
+                }
                 pending.removeFirst(batch.count)
             }
         }
         let firstDay = today - Int64(days)
-        let todaySoFar = now.map { Self.today(nowMilliseconds: $0) == today } ?? false
+        let todaySoFar = now.map { generator.localDay(of: $0) == today } ?? false
         for day in firstDay...today where day < today || todaySoFar {
             var demo = generator.day(day)
             if day == today, let now {
@@ -101,7 +119,7 @@ public enum DemoSeeder {
             TypeSummary(type: type, phone: generatedPhone[type] ?? 0, watch: generatedWatch[type] ?? 0,
                         added: (after[type] ?? 0) - (before[type] ?? 0))
         }
-        return Report(user: user, firstDay: HealthDay(daysSinceEpoch: firstDay),
+        return Report(user: user, timeZone: timeZone, firstDay: HealthDay(daysSinceEpoch: firstDay),
                       lastDay: HealthDay(daysSinceEpoch: todaySoFar ? today : today - 1), types: types)
     }
 
@@ -110,8 +128,8 @@ public enum DemoSeeder {
         try store.createAuthorization(user: user, app: dashboardApp, read: dashboardReadTypes, share: []).token
     }
 
-    /// Today as days since 1970 (UTC).
-    public static func today(nowMilliseconds: Int64) -> Int64 {
-        GregorianCalendarMath.floorDivide(nowMilliseconds, GregorianCalendarMath.millisecondsPerDay)
+    /// Today in `timeZone`, as days since 1970.
+    public static func today(nowMilliseconds: Int64, timeZone: TimeZone = DemoDataGenerator.utc) -> Int64 {
+        DemoDataGenerator(userName: "", timeZone: timeZone).localDay(of: nowMilliseconds)
     }
 }

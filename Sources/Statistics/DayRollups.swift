@@ -1,0 +1,278 @@
+// Persisted rollups: what the in-memory indexes hold for one UTC day, as bytes a store keeps in
+// one row per (user, type, day). A store rewrites a day's row whenever a sample touching that day
+// is saved or deleted (and every row of a series when its source order changes); a query then
+// reads one row per UTC day its buckets touch, never the samples.
+//
+// Exactness does not depend on buckets lining up with UTC days: a cumulative day holds the whole
+// running integral of the merged rate (and of each source's own), so a sum over any sub-range of
+// the day — a local midnight, a DST edge, a 15-minute anchor — is F(b) − F(a), exactly what the
+// in-memory index computes; a discrete day holds its samples' values in start order, so min, max,
+// average and most recent over any sub-range are read off them.
+
+/// A rollup row that cannot be decoded, or a query outside the days a `RollupSeries` was given:
+/// a fault of the store, never of the client.
+public struct RollupError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The per-day rollup format and the rules for which samples shape which day.
+public enum DayRollup {
+    /// Rollups are per UTC day, like the in-memory index chunks.
+    public static let dayLength: Int64 = 86_400_000
+    /// The first byte of every body: bumped when the layout changes (a migration then rebuilds).
+    static let formatVersion: UInt8 = 1
+
+    /// The UTC day number of an instant.
+    public static func day(of instant: Int64) -> Int64 { floorDivide(instant, dayLength) }
+
+    /// The days whose rollup a sample shapes: every day a cumulative sample covers (the day of its
+    /// instant when it has no length), the day a discrete sample starts in.
+    public static func days(of sample: StatisticsSample, style: AggregationStyle) -> ClosedRange<Int64> {
+        switch style {
+        case .cumulative: return CumulativeSeriesIndex.days(of: sample)
+        case .discrete:
+            let day = day(of: sample.start)
+            return day...day
+        }
+    }
+
+    /// The days a query over [start, end) reads.
+    public static func days(from start: Int64, to end: Int64) -> ClosedRange<Int64> {
+        let first = day(of: start)
+        return first...max(first, day(of: end - 1))
+    }
+
+    /// The rollup body of `day` from every sample that shapes it (others are ignored), or nil when
+    /// none does (the store then keeps no row). `priority` matters for cumulative days only.
+    public static func encode(day: Int64, samples: [StatisticsSample], style: AggregationStyle,
+                              priority: SourcePriority) -> [UInt8]? {
+        let shaping = samples.filter { days(of: $0, style: style).contains(day) }
+        guard !shaping.isEmpty else { return nil }
+        let origin = day * dayLength
+        var writer = RollupWriter()
+        writer.byte(formatVersion)
+        switch style {
+        case .cumulative:
+            var chunk = CumulativeChunk()
+            chunk.summarize(shaping, priority: priority, origin: origin, mergedOnly: false)
+            writer.int64(Int64(shaping.count))
+            chunk.merged.encode(into: &writer)
+            writer.int64(chunk.soleSource.map(Int64.init) ?? -1)
+            writer.int64(Int64(chunk.sourceIDs.count))
+            for (source, integral) in zip(chunk.sourceIDs, chunk.sourceIntegrals) {
+                writer.int32(source)
+                integral.encode(into: &writer)
+            }
+        case .discrete:
+            let sorted = shaping.sorted { ($0.start, $0.end, $0.id) < ($1.start, $1.end, $1.id) }
+            writer.int64(Int64(sorted.count))
+            for sample in sorted { writer.int32(Int32(truncatingIfNeeded: sample.start - origin)) }
+            for sample in sorted { writer.int64(sample.end - sample.start) }
+            for sample in sorted { writer.double(sample.value) }
+            for sample in sorted { writer.int64(sample.id) }
+            for sample in sorted { writer.int32(sample.source) }
+        }
+        return writer.bytes
+    }
+}
+
+/// The statistics of one series over a span of days, decoded from rollup rows: the same answers
+/// as the in-memory `SeriesIndex` for any bucket inside `days`.
+public struct RollupSeries: Sendable {
+    public let style: AggregationStyle
+    public let priority: SourcePriority
+    /// The days the rows were read for (days without a row have no data).
+    public let days: ClosedRange<Int64>
+    /// How many samples shaped the rows (a cumulative sample spanning days counts once per day).
+    public let sampleCount: Int
+    private let cumulative: CumulativeSeriesIndex?
+    private let discrete: DiscreteSeriesIndex?
+
+    /// `rows`: (day, body) for days inside `days`, ascending, each day at most once.
+    public init(style: AggregationStyle, priority: SourcePriority, days: ClosedRange<Int64>,
+                rows: [(day: Int64, body: [UInt8])]) throws(RollupError) {
+        self.style = style
+        self.priority = priority
+        self.days = days
+        var dayNumbers: [Int64] = []
+        dayNumbers.reserveCapacity(rows.count)
+        var count = 0
+        switch style {
+        case .cumulative:
+            var chunks: [CumulativeChunk] = []
+            chunks.reserveCapacity(rows.count)
+            for row in rows {
+                try Self.check(row.day, after: dayNumbers.last, in: days)
+                var reader = try RollupReader(row.body)
+                count += Int(try reader.count())
+                var chunk = CumulativeChunk()
+                chunk.merged = try PrefixIntegral(from: &reader)
+                let sole = try reader.int64()
+                chunk.soleSource = sole < 0 ? nil : Int32(truncatingIfNeeded: sole)
+                let sources = try reader.count()
+                for _ in 0..<sources {
+                    chunk.sourceIDs.append(try reader.int32())
+                    chunk.sourceIntegrals.append(try PrefixIntegral(from: &reader))
+                }
+                try reader.finish()
+                dayNumbers.append(row.day)
+                chunks.append(chunk)
+            }
+            cumulative = CumulativeSeriesIndex(days: dayNumbers, summaries: chunks, priority: priority, count: count)
+            discrete = nil
+        case .discrete:
+            var chunks: [DiscreteChunk] = []
+            chunks.reserveCapacity(rows.count)
+            for row in rows {
+                try Self.check(row.day, after: dayNumbers.last, in: days)
+                var reader = try RollupReader(row.body)
+                let n = try reader.count()
+                let origin = row.day * DayRollup.dayLength
+                var samples = [StatisticsSample](repeating: StatisticsSample(id: 0, start: 0, end: 0, value: 0, source: 0), count: n)
+                for index in 0..<n { samples[index].start = origin + Int64(try reader.int32()) }
+                for index in 0..<n { samples[index].end = samples[index].start + (try reader.int64()) }
+                for index in 0..<n { samples[index].value = try reader.double() }
+                for index in 0..<n { samples[index].id = try reader.int64() }
+                for index in 0..<n { samples[index].source = try reader.int32() }
+                try reader.finish()
+                count += n
+                dayNumbers.append(row.day)
+                chunks.append(DiscreteChunk(sorted: samples, origin: origin))
+            }
+            discrete = DiscreteSeriesIndex(days: dayNumbers, chunks: chunks, priority: priority)
+            cumulative = nil
+        }
+        sampleCount = count
+    }
+
+    private static func check(_ day: Int64, after previous: Int64?, in days: ClosedRange<Int64>) throws(RollupError) {
+        guard days.contains(day), previous.map({ $0 < day }) ?? true else {
+            throw RollupError("rollup rows out of order or outside days \(days.lowerBound)...\(days.upperBound)")
+        }
+    }
+
+    /// Whether a query over [start, end) reads only days this series holds.
+    public func covers(from start: Int64, to end: Int64) -> Bool {
+        start >= end || (days.contains(DayRollup.day(of: start)) && days.contains(DayRollup.day(of: end - 1)))
+    }
+
+    /// `HKStatisticsQuery` over [start, end).
+    public func statistics(start: Int64, end: Int64, options: StatisticsOptions) throws -> StatisticsResult {
+        guard start < end else { throw StatisticsError.invalidRange(start: start, end: end) }
+        try options.validate(for: style)
+        guard covers(from: start, to: end) else { throw RollupError("query outside the days read") }
+        if let cumulative { return cumulative.statistics(start: start, end: end, options: options) }
+        if let discrete { return discrete.statistics(start: start, end: end, options: options) }
+        return StatisticsResult(start: start, end: end, figures: StatisticsFigures())
+    }
+
+    /// `HKStatisticsCollectionQuery` over buckets inside `days`.
+    public func statisticsCollection(buckets: [CalendarBucket], options: StatisticsOptions) throws -> [BucketStatistics] {
+        try options.validate(for: style)
+        for bucket in buckets where !covers(from: bucket.start, to: bucket.end) {
+            throw RollupError("bucket \(bucket.start)..<\(bucket.end) outside the days read")
+        }
+        if let cumulative { return cumulative.statisticsCollection(buckets: buckets, options: options) }
+        if let discrete { return discrete.statisticsCollection(buckets: buckets, options: options) }
+        return []
+    }
+
+    /// Bytes held by the decoded days, for memory budgeting.
+    public var memoryBytes: Int { cumulative?.memoryBytes ?? discrete?.memoryBytes ?? 0 }
+}
+
+// MARK: Encoding
+
+/// Little-endian fixed-width fields, so the bytes mean the same on every machine and to any
+/// backend that stores them.
+struct RollupWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    mutating func int32(_ value: Int32) {
+        let bits = UInt32(bitPattern: value)
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift))) }
+    }
+
+    mutating func int64(_ value: Int64) { uint64(UInt64(bitPattern: value)) }
+
+    mutating func double(_ value: Double) { uint64(value.bitPattern) }
+
+    private mutating func uint64(_ bits: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+    }
+}
+
+struct RollupReader {
+    private let bytes: [UInt8]
+    private var position = 1
+
+    init(_ bytes: [UInt8]) throws(RollupError) {
+        guard let version = bytes.first else { throw RollupError("empty rollup body") }
+        guard version == DayRollup.formatVersion else { throw RollupError("rollup format \(version) is not \(DayRollup.formatVersion)") }
+        self.bytes = bytes
+    }
+
+    private mutating func take(_ width: Int) throws(RollupError) -> UInt64 {
+        guard position + width <= bytes.count else { throw RollupError("rollup body cut short") }
+        var bits: UInt64 = 0
+        for offset in 0..<width { bits |= UInt64(bytes[position + offset]) << UInt64(8 * offset) }
+        position += width
+        return bits
+    }
+
+    mutating func int32() throws(RollupError) -> Int32 { Int32(bitPattern: UInt32(truncatingIfNeeded: try take(4))) }
+    mutating func int64() throws(RollupError) -> Int64 { Int64(bitPattern: try take(8)) }
+    mutating func double() throws(RollupError) -> Double { Double(bitPattern: try take(8)) }
+
+    /// A length: non-negative and no more than the bytes left could hold.
+    mutating func count() throws(RollupError) -> Int {
+        let value = try int64()
+        guard value >= 0, value <= Int64(bytes.count - position) else { throw RollupError("bad length \(value) in rollup body") }
+        return Int(value)
+    }
+
+    func finish() throws(RollupError) {
+        guard position == bytes.count else { throw RollupError("\(bytes.count - position) stray bytes after a rollup body") }
+    }
+}
+
+extension PrefixIntegral {
+    func encode(into writer: inout RollupWriter) {
+        writer.int64(Int64(times.count))
+        for time in times { writer.int32(time) }
+        for value in cumulative { writer.double(value) }
+        writer.int64(Int64(pointTimes.count))
+        for time in pointTimes { writer.int32(time) }
+        for value in pointTotals { writer.double(value) }
+        writer.int64(Int64(coveredStarts.count))
+        for time in coveredStarts { writer.int32(time) }
+        for time in coveredEnds { writer.int32(time) }
+        writer.double(total)
+    }
+
+    init(from reader: inout RollupReader) throws(RollupError) {
+        let breakpoints = try reader.count()
+        var times: [Int32] = []
+        var cumulative: [Double] = []
+        times.reserveCapacity(breakpoints)
+        cumulative.reserveCapacity(breakpoints)
+        for _ in 0..<breakpoints { times.append(try reader.int32()) }
+        for _ in 0..<breakpoints { cumulative.append(try reader.double()) }
+        let points = try reader.count()
+        var pointTimes: [Int32] = []
+        var pointTotals: [Double] = []
+        for _ in 0..<points { pointTimes.append(try reader.int32()) }
+        for _ in 0..<points { pointTotals.append(try reader.double()) }
+        let stretches = try reader.count()
+        var coveredStarts: [Int32] = []
+        var coveredEnds: [Int32] = []
+        for _ in 0..<stretches { coveredStarts.append(try reader.int32()) }
+        for _ in 0..<stretches { coveredEnds.append(try reader.int32()) }
+        let total = try reader.double()
+        self.init(times: times, cumulative: cumulative, pointTimes: pointTimes, pointTotals: pointTotals,
+                  coveredStarts: coveredStarts, coveredEnds: coveredEnds, total: total)
+    }
+}

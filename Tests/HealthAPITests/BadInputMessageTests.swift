@@ -1,0 +1,35 @@
+import Testing
+import JSON
+@testable import HealthAPI
+
+/// Mistakes a person makes by hand get a problem+json that says what to fix, with an `errors` array.
+@Suite struct BadInputMessageTests {
+    private func issues(_ reply: TestServer.Reply) -> [(field: String, detail: String)] {
+        (reply["errors"]?.arrayValue ?? []).compactMap { item in
+            guard let object = item.objectValue, let field = object["field"]?.stringValue,
+                  let detail = object["detail"]?.stringValue else { return nil }
+            return (field, detail)
+        }
+    }
+
+    @Test func aBrokenPercentEscapeInTheQueryIsNamedWithoutSwiftSyntax() throws {
+        let f = try Fixture()
+        let reply = f.server.request(.get, "/v1/samples?type=step%FFCount", token: f.phone)
+        #expect(reply.status == 400 && reply.code == "errorInvalidArgument")
+        let found = issues(reply)
+        #expect(found.count == 1 && found.first?.field == "query", "\(reply.text)")
+        #expect(found.first?.detail.contains("'step%FFCount'") == true && found.first?.detail.contains("%25") == true)
+        #expect(!reply.text.contains("invalidPercentEncoding"), "\(reply.text)")
+    }
+
+    @Test func aByteOrderMarkAnEmptyBodyAndYear10000SayWhatToFix() throws {
+        let f = try Fixture()
+        let marked = f.server.request(.post, "/v1/samples", token: f.phone, json: "\u{FEFF}" + #"{"samples":[]}"#)
+        #expect(marked.status == 400 && issues(marked).first?.detail.contains("byte-order mark") == true, "\(marked.text)")
+        let empty = f.server.request(.post, "/v1/samples", token: f.phone, json: "")
+        #expect(empty.status == 400 && issues(empty).first?.detail.contains("the text is empty") == true, "\(empty.text)")
+        let future = f.save(f.phone, Fixture.steps(1, "10000-01-01T00:00:00Z", "10000-01-01T00:01:00Z"))
+        #expect(future.status == 400, "\(future.text)")
+        #expect(issues(future).first?.field == "start" && issues(future).first?.detail.contains("0000 to 9999") == true, "\(future.text)")
+    }
+}

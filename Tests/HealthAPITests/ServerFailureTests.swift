@@ -1,0 +1,100 @@
+import Foundation
+import HTTP
+import Testing
+@testable import HealthAPI
+@testable import HealthStore
+
+/// Lines a server writes to its log, captured through a pipe.
+final class CapturedLog: Sendable {
+    let log: AccessLog
+    private let pipe = Pipe()
+
+    init() { log = AccessLog(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor) }
+
+    /// Everything written so far (event lines are flushed when written).
+    func lines() -> [String] {
+        log.flush()
+        try? pipe.fileHandleForWriting.close()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}
+
+@Suite struct ServerFailureTests {
+    /// A store that fails underneath the API (here a table gone) answers 500 with a generic
+    /// detail and the request id; the log line with that id holds SQLite's message and the SQL.
+    @Test func aStoreFailureReachesTheLogNotTheClient() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let user = server.createUser("ada")
+        let token = server.token(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        #expect(server.request(.get, "/v1/characteristics", token: token).status == 200)
+        try server.store.pool.writeWithoutTransaction { db in try db.execute("DROP TABLE characteristics") }
+
+        let reply = server.request(.get, "/v1/characteristics", token: token)
+        #expect(reply.status == 500)
+        #expect(reply.code == "errorInternal")
+        let requestID = try #require(reply.headers["X-Request-Id"])
+        #expect(reply["requestId"]?.stringValue == requestID)
+        for leak in ["SELECT", "characteristics", "SQLite", "no such table", "while running"] {
+            #expect(!reply.text.contains(leak), "the response shows '\(leak)': \(reply.text)")
+        }
+
+        let line = captured.lines().first { $0.contains("\"id\":\"\(requestID)\"") && $0.contains("internal error") }
+        #expect(line?.contains("no such table: characteristics") == true, "\(line ?? "no log line")")
+        #expect(line?.contains("SELECT") == true, "the log line keeps the statement")
+    }
+
+    /// The asynchronous write path (POST /v1/samples answers from the commit's completion) goes
+    /// through the same responder.
+    @Test func aFailedGroupCommitShowsNoInternals() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let user = server.createUser("ada")
+        let token = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        try server.store.pool.writeWithoutTransaction { db in try db.execute("DROP TABLE type_extents") }
+        let reply = server.request(.post, "/v1/samples", token: token, json: """
+            {"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-08T09:00:00Z","end":"2026-03-08T09:01:00Z"}]}
+            """)
+        #expect(reply.status == 500)
+        let requestID = try #require(reply.headers["X-Request-Id"])
+        #expect(reply["requestId"]?.stringValue == requestID)
+        #expect(!reply.text.contains("type_extents") && !reply.text.contains("INSERT"), "\(reply.text)")
+        #expect(captured.lines().contains { $0.contains(requestID) && $0.contains("type_extents") })
+    }
+
+    /// A database error while looking a token up is the server's failure (500), not the
+    /// client's (401 would tell the app its token is gone and send the user to sign in again).
+    @Test func aTokenLookupFailureIsNotA401() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let user = server.createUser("ada")
+        let token = server.token(user: user, app: "phone", read: ["stepCount"], share: [])
+        try server.store.pool.writeWithoutTransaction { db in try db.execute("DROP TABLE authorizations") }
+        let reply = server.request(.get, "/v1/samples?type=stepCount", token: token)
+        #expect(reply.status == 500, "\(reply.text)")
+        #expect(reply.headers["WWW-Authenticate"] == nil)
+        let requestID = try #require(reply.headers["X-Request-Id"])
+        #expect(captured.lines().contains { $0.contains(requestID) && $0.contains("no such table: authorizations") })
+    }
+
+    /// Client errors carry no request id in the body (the header has it); nothing is logged.
+    @Test func clientErrorsStayAsTheyWere() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let reply = server.request(.get, "/v1/samples?type=stepCount")
+        #expect(reply.status == 401)
+        #expect(reply["requestId"] == nil)
+        #expect(reply.headers["X-Request-Id"] != nil)
+        #expect(!captured.lines().contains { $0.contains("internal error") })
+    }
+
+    @Test func theMapperSortsStoreErrors() {
+        #expect(APIError(storeError: StoreError.notFound("x")).status == .notFound)
+        #expect(APIError(storeError: StoreError.conflict("x")).status == .conflict)
+        let failure = APIError(storeError: CocoaError(.fileReadUnknown))
+        #expect(failure.status == .internalServerError)
+        #expect(failure.cause != nil)
+        #expect(!failure.detail.contains("Cocoa"))
+    }
+}

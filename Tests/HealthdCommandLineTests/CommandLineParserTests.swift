@@ -1,0 +1,59 @@
+import Testing
+@testable import HealthdCommandLine
+
+@Suite struct CommandLineParserTests {
+    @Test func serveTakesItsFlagsAndTheCommonOnes() throws {
+        guard case .serve(let options) = try CommandLineParser.parse(
+            ["serve", "--port", "0", "--host", "::", "--demo", "--data-dir", "/tmp/d", "--config", "c.json"]) else {
+            Issue.record("not serve"); return
+        }
+        #expect(options.port == 0 && options.host == "::" && options.demo)
+        #expect(options.common == CommonOptions(configFile: "c.json", dataDirectory: "/tmp/d"))
+    }
+
+    @Test func serveDemoAndSeedTakeTheDemoPersonsTimeZone() throws {
+        guard case .serve(let serve) = try CommandLineParser.parse(["serve", "--demo", "--time-zone", "America/New_York"]),
+              case .seed(let seed) = try CommandLineParser.parse(["seed", "--user", "a", "--time-zone", "Asia/Tokyo"]),
+              case .seed(let local) = try CommandLineParser.parse(["seed", "--user", "a"]) else {
+            Issue.record("not serve and seed"); return
+        }
+        #expect(serve.timeZone == "America/New_York" && serve.demo)
+        #expect(seed.timeZone == "Asia/Tokyo")
+        #expect(local.timeZone == nil, "nil: the server's local zone")
+        #expect(HelpText.text(for: "seed").contains("--time-zone"))
+    }
+
+    @Test func helpForACommand() throws {
+        #expect(try CommandLineParser.parse(["--help"]) == .help(topic: nil))
+        #expect(try CommandLineParser.parse(["import", "-h"]) == .help(topic: "import"))
+        #expect(HelpText.text(for: "serve").contains("--port"))
+    }
+
+    @Test func mistakesAreUsageErrorsThatSayWhatToDo() {
+        for (arguments, words) in [(["serve", "--port", "70000"], "0 to 65535"), (["frobnicate"], "unknown command"),
+                                   (["import", "export.zip"], "--user"), (["seed", "--days", "0"], "1 to 3660"),
+                                   (["serve", "--verbose"], "unknown option")] {
+            #expect(throws: UsageError.self, "\(arguments)") { try CommandLineParser.parse(arguments) }
+            do { _ = try CommandLineParser.parse(arguments) } catch { #expect(error.description.contains(words), "\(error)") }
+        }
+    }
+}
+
+@Suite struct CommandLineFirstContactTests {
+    @Test func noCommandIsUsageAndVersionIsACommand() throws {
+        #expect(try CommandLineParser.parse([]) == .usage)
+        #expect(try CommandLineParser.parse(["--version"]) == .version)
+        #expect(try CommandLineParser.parse(["version"]) == .version)
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["--version", "serve"]) }
+        #expect(HelpText.overview.contains("--version"))
+    }
+
+    @Test func servePublicDirectoryFlagAndItsHelp() throws {
+        guard case .serve(let options) = try CommandLineParser.parse(["serve", "--public-dir", "/srv/Public"]) else {
+            Issue.record("not serve"); return
+        }
+        #expect(options.publicDirectory == "/srv/Public")
+        let help = HelpText.text(for: "serve")
+        #expect(help.contains("--public-dir") && help.contains("HEALTHD_PUBLIC_DIR") && help.contains("HEALTHD_PORT"))
+    }
+}

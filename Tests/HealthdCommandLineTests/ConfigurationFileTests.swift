@@ -1,0 +1,52 @@
+import Foundation
+import HealthAPI
+import Testing
+@testable import HealthdCommandLine
+
+@Suite struct ConfigurationFileTests {
+    @Test func configurationFileReadsTheLimitsAndChecksOrigins() throws {
+        let text = #"{"rateLimitPerAddressPerSecond": 5, "rateLimitPerAddressBurst": 10, "rateLimitPerTokenPerSecond": 0,"#
+            + #" "authenticationFailureCost": 7, "maxConnectionsPerAddress": 3, "corsOrigins": ["https://a.example:8443"]}"#
+        let configuration = try ConfigurationFile.apply(Array(text.utf8), to: HealthdConfiguration())
+        #expect(configuration.rateLimitPerAddressPerSecond == 5 && configuration.rateLimitPerAddressBurst == 10)
+        #expect(configuration.rateLimitPerTokenPerSecond == 0 && configuration.authenticationFailureCost == 7)
+        #expect(configuration.maxConnectionsPerAddress == 3 && configuration.corsOrigins == ["https://a.example:8443"])
+        #expect(HealthdConfiguration().effectiveMaxConnectionsPerAddress == HealthdConfiguration().maxConnections)
+        let proxies = #"{"trustedProxies": ["10.0.0.0/8", "fd00::/8", "192.0.2.7"], "trustedProxyHeader": "Forwarded"}"#
+        let behindProxy = try ConfigurationFile.apply(Array(proxies.utf8), to: HealthdConfiguration())
+        #expect(behindProxy.trustedProxies.map(\.description) == ["10.0.0.0/8", "fd00::/8", "192.0.2.7/32"])
+        #expect(behindProxy.trustedProxyHeader == .forwarded)
+        for bad in [#"{"trustedProxies": ["10.0.0.0/33"]}"#, #"{"trustedProxies": ["example.com"]}"#,
+                    #"{"trustedProxies": "10.0.0.0/8"}"#, #"{"trustedProxyHeader": "X-Real-IP"}"#,
+                    #"{"corsOrigins": ["https://a.example/path"]}"#, #"{"corsOrigins": ["*"]}"#,
+                    #"{"rateLimitPerTokenBurst": -1}"#, #"{"corsOrigins": "https://a.example"}"#] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try ConfigurationFile.apply(Array(bad.utf8), to: HealthdConfiguration()) }
+        }
+    }
+
+    /// The example file in the repository is what people copy: it must load as it stands.
+    @Test func theExampleConfigurationLoads() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("config.example.json"))
+        let configuration = try ConfigurationFile.apply([UInt8](data), to: HealthdConfiguration())
+        #expect(configuration.port == 8080)
+    }
+}
+
+@Suite struct StatisticsMemorySettingTests {
+    /// The statistics memory budget: 64 MiB unless the config file, or serve's flag, says otherwise.
+    @Test func statisticsMemoryComesFromTheFileOrTheFlag() throws {
+        #expect(HealthdConfiguration().statisticsMemoryMiB == 64)
+        let configuration = try ConfigurationFile.apply(Array(#"{"statisticsMemoryMiB": 512}"#.utf8), to: HealthdConfiguration())
+        #expect(configuration.statisticsMemoryMiB == 512)
+        #expect(throws: ConfigurationError.self) {
+            try ConfigurationFile.apply(Array(#"{"statisticsMemoryMiB": 0}"#.utf8), to: HealthdConfiguration())
+        }
+        guard case .serve(let serve) = try CommandLineParser.parse(["serve", "--statistics-memory", "16"]) else {
+            Issue.record("not serve")
+            return
+        }
+        #expect(serve.statisticsMemoryMiB == 16)
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--statistics-memory", "lots"]) }
+    }
+}

@@ -1,0 +1,108 @@
+import Testing
+@testable import Statistics
+
+/// A store's rollup rows kept the way a store keeps them: after every write only the days the
+/// written samples shape are re-encoded (from every sample present), after a priority change
+/// every day is; queries read the rows of the days their buckets touch.
+private struct RollupRows {
+    let style: AggregationStyle
+    var rows: [Int64: [UInt8]] = [:]
+
+    mutating func refresh(days: some Sequence<Int64>, present: [StatisticsSample], priority: SourcePriority) {
+        for day in Set(days) {
+            rows[day] = DayRollup.encode(day: day, samples: present, style: style, priority: priority)
+        }
+    }
+
+    func touched(by samples: [StatisticsSample]) -> [Int64] {
+        samples.flatMap { Array(DayRollup.days(of: $0, style: style)) }
+    }
+
+    func series(for buckets: [CalendarBucket], priority: SourcePriority) throws -> RollupSeries {
+        let start = buckets.map(\.start).min() ?? 0
+        let end = buckets.map(\.end).max() ?? 1
+        return try series(from: start, to: end, priority: priority)
+    }
+
+    func series(from start: Int64, to end: Int64, priority: SourcePriority) throws -> RollupSeries {
+        let days = DayRollup.days(from: start, to: end)
+        let read = rows.filter { days.contains($0.key) }.sorted { $0.key < $1.key }.map { (day: $0.key, body: $0.value) }
+        return try RollupSeries(style: style, priority: priority, days: days, rows: read)
+    }
+}
+
+@Suite struct RollupPropertyTests {
+    /// Random saves, deletes and priority changes interleaved with collection queries (every zone,
+    /// interval and anchor of `Scenario`, so DST days and local midnights off UTC days) and single
+    /// queries: the answers read from rollup rows equal the reference over the samples present.
+    @Test(arguments: 1...40)
+    func rollupsMatchReferenceThroughUpdates(seed: Int) throws {
+        var scenario = Scenario(seed: UInt64(seed) &* 104_729)
+        var priority = scenario.priority()
+        var present: [StatisticsSample] = []
+        var cumulative = RollupRows(style: .cumulative)
+        var discrete = RollupRows(style: .discrete)
+        for step in 0..<14 {
+            switch scenario.integer(0...9) {
+            case 0...4:
+                let added = scenario.samples(Int(scenario.integer(1...8)))
+                present += added
+                cumulative.refresh(days: cumulative.touched(by: added), present: present, priority: priority)
+                discrete.refresh(days: discrete.touched(by: added), present: present, priority: priority)
+            case 5...7:
+                guard !present.isEmpty else { continue }
+                var removed: [StatisticsSample] = []
+                for _ in 0..<Int(scenario.integer(1...Int64(min(4, present.count)))) {
+                    removed.append(present.remove(at: Int(scenario.integer(0...Int64(present.count - 1)))))
+                }
+                cumulative.refresh(days: cumulative.touched(by: removed), present: present, priority: priority)
+                discrete.refresh(days: discrete.touched(by: removed), present: present, priority: priority)
+            default:
+                priority = scenario.priority()
+                cumulative.refresh(days: Array(cumulative.rows.keys), present: present, priority: priority)
+            }
+            #expect(cumulative.rows.values.allSatisfy { $0.count > 1 }, "no empty rows are kept")
+            let buckets = try scenario.buckets()
+            let context = "seed \(seed) step \(step)"
+            let cumulativeSeries = try cumulative.series(for: buckets, priority: priority)
+            expectMatchesReference(try cumulativeSeries.statisticsCollection(buckets: buckets, options: PropertyTests.cumulativeOptions),
+                                   present, style: .cumulative, options: PropertyTests.cumulativeOptions,
+                                   priority: priority, context: context + " cumulative")
+            let discreteSeries = try discrete.series(for: buckets, priority: priority)
+            expectMatchesReference(try discreteSeries.statisticsCollection(buckets: buckets, options: PropertyTests.discreteOptions),
+                                   present, style: .discrete, options: PropertyTests.discreteOptions,
+                                   priority: priority, context: context + " discrete")
+            let start = scenario.base + scenario.integer(-(30 * day)...(70 * hour))
+            let end = start + scenario.integer(1...(60 * day))
+            let single = try cumulative.series(from: start, to: end, priority: priority)
+                .statistics(start: start, end: end, options: PropertyTests.cumulativeOptions)
+            let expected = Reference.answer(present, from: start, to: end, style: .cumulative,
+                                            options: PropertyTests.cumulativeOptions, priority: priority)
+            #expect(close(single.figures, expected.0) && close(single.sources, expected.1), "\(context) single")
+            let singleDiscrete = try discrete.series(from: start, to: end, priority: priority)
+                .statistics(start: start, end: end, options: PropertyTests.discreteOptions)
+            let expectedDiscrete = Reference.answer(present, from: start, to: end, style: .discrete,
+                                                    options: PropertyTests.discreteOptions, priority: priority)
+            #expect(close(singleDiscrete.figures, expectedDiscrete.0) && close(singleDiscrete.sources, expectedDiscrete.1),
+                    "\(context) single discrete")
+        }
+    }
+
+    @Test func queriesOutsideTheDaysReadAndDamagedRowsAreErrors() throws {
+        let sample = StatisticsSample(id: 1, start: 5 * day + hour, end: 5 * day + 2 * hour, value: 10, source: 1)
+        let body = try #require(DayRollup.encode(day: 5, samples: [sample], style: .cumulative, priority: SourcePriority([1])))
+        let series = try RollupSeries(style: .cumulative, priority: SourcePriority([1]), days: 5...5, rows: [(5, body)])
+        #expect(try series.statistics(start: 5 * day, end: 6 * day, options: .cumulativeSum).figures.sum == 10)
+        #expect(throws: RollupError.self) { try series.statistics(start: 5 * day, end: 6 * day + 1, options: .cumulativeSum) }
+        #expect(throws: RollupError.self) {
+            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(5, Array(body.dropLast()))])
+        }
+        #expect(throws: RollupError.self) {
+            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(5, body + [0])])
+        }
+        #expect(throws: RollupError.self) {
+            try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(6, body)])
+        }
+        #expect(DayRollup.encode(day: 4, samples: [sample], style: .cumulative, priority: SourcePriority([])) == nil)
+    }
+}

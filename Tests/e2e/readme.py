@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Runs the README's shell walkthroughs, so they cannot rot: every ```sh block, in order, as one
+bash script with `set -euo pipefail`, against a fresh healthd on a free port with a fresh data dir.
+
+Usage: python3 Tests/e2e/readme.py --binary .build/debug/healthd [--readme README.md] [--list]
+
+The convention for README blocks (also in the README's "Tests and CI"):
+- Every ```sh block runs, top to bottom, in one shell: variables and functions set in one block
+  (HEALTHD, ADMIN, HK_USER, TOKEN, the `field` helper...) are there in the next.
+- Not run: the first block (the two set-up commands), and a block whose fence is preceded by the
+  line `<!-- readme: not run (why) -->` (installs, Docker, your own files, loops that never end).
+- The shell starts in a fresh directory holding the server's data dir as `healthd-data` (so
+  `cat healthd-data/admin-token` works), with HEALTHD set to the server's URL (blocks write
+  `export HEALTHD=${HEALTHD:-http://127.0.0.1:8080}`), the repository's `Examples/` linked as
+  `Examples`, and the built binary on PATH as `healthd` (as after the install step).
+- Every curl must fail on an HTTP error: `curl -fsS ...`, or, where the README shows an error,
+  print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
+  before anything runs, as is a block that uses a file the repository does not have.
+- Output shown in comments is for people; it is not compared. Keep it real (paste what the
+  server printed) or round it where a person reads it.
+"""
+import argparse, os, re, shutil, socket, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+NOT_RUN = re.compile(r"^\s*<!--\s*readme:\s*not run\b.*-->\s*$")
+
+
+def blocks(text):
+    """Every ```sh block as (first line number, source, runnable, why not)."""
+    lines = text.split("\n")
+    found, index, first = [], 0, True
+    while index < len(lines):
+        fence = re.match(r"^(\s*)```sh\s*$", lines[index])
+        if not fence:
+            index += 1
+            continue
+        indent, start, body = fence.group(1), index + 1, []
+        index += 1
+        while index < len(lines) and lines[index].strip() != "```":
+            line = lines[index]
+            body.append(line[len(indent):] if line.startswith(indent) else line)
+            index += 1
+        previous = next((lines[i] for i in range(start - 2, -1, -1) if lines[i].strip()), "")
+        if first:
+            found.append((start + 1, "\n".join(body), False, "the set-up commands"))
+        elif NOT_RUN.match(previous):
+            found.append((start + 1, "\n".join(body), False, previous.strip()))
+        else:
+            found.append((start + 1, "\n".join(body), True, ""))
+        first = False
+        index += 1
+    return found
+
+
+def commands(source):
+    """The block's commands, continuation lines joined, comments dropped."""
+    joined, current = [], ""
+    for line in source.split("\n"):
+        code = re.sub(r"(^|\s)#.*$", "", line) if "'" not in line.split("#")[0] else line
+        if code.rstrip().endswith("\\"):
+            current += code.rstrip()[:-1] + " "
+            continue
+        joined.append(current + code)
+        current = ""
+    return joined + ([current] if current else [])
+
+
+def lint(line_number, source):
+    """Problems that would let a block pass while doing nothing: a curl that ignores HTTP errors,
+    an @file the repository does not have."""
+    problems = []
+    for command in commands(source):
+        for match in re.finditer(r"(?:^|[\s|;&(`$])curl\s((?:[^|;&)`]|\$\()*)", command):
+            arguments = match.group(1)
+            fails = re.search(r"(^|\s)-[a-zA-Z]*f[a-zA-Z]*(\s|$)|--fail", arguments)
+            reports = "%{http_code}" in arguments or "%{response_code}" in arguments
+            if not (fails or reports):
+                problems.append(f"README line {line_number}: curl without -f (use curl -fsS, or -w '%{{http_code}}' "
+                                f"and compare): curl {arguments.strip()[:80]}")
+        if re.search(r"(localhost|127\.0\.0\.1):8080", re.sub(r"\$\{HEALTHD:-[^}]*\}", "", command)):
+            problems.append(f"README line {line_number}: write $HEALTHD, not a fixed address: {command.strip()[:80]}")
+        for match in re.finditer(r"@([\w./-]+)", command):
+            path = match.group(1)
+            if "/" in path and not path.startswith(("http", "$")) and not os.path.exists(os.path.join(ROOT, path)):
+                problems.append(f"README line {line_number}: @{path} is not in the repository")
+    return problems
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(binary, workdir):
+    data = os.path.join(workdir, "healthd-data")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHD_")}
+    env["HEALTHD_PUBLIC_DIR"] = os.path.join(ROOT, "Public")
+    port = free_port()
+    log = open(os.path.join(workdir, "..", "server.log"), "w")
+    proc = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", data], cwd=workdir, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("readme: healthd exited: " + open(log.name).read())
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                if os.path.exists(os.path.join(data, "admin-token")):
+                    return proc, port, log.name
+        except OSError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("readme: healthd did not start")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
+    parser.add_argument("--list", action="store_true", help="show which blocks run and stop")
+    args = parser.parse_args()
+    found = blocks(open(args.readme, encoding="utf-8").read())
+    for line, source, runnable, why in found:
+        print(f"readme: line {line}: " + ("run" if runnable else f"not run ({why})"))
+    problems = [p for line, source, runnable, _ in found if runnable for p in lint(line, source)]
+    if problems:
+        print("\n".join(problems))
+        raise SystemExit(f"readme: {len(problems)} problem(s) before running anything")
+    if args.list:
+        return
+
+    top = tempfile.mkdtemp(prefix="healthd-readme-")
+    workdir = os.path.join(top, "work")
+    os.makedirs(os.path.join(top, "bin"))
+    os.makedirs(workdir)
+    os.symlink(os.path.abspath(args.binary), os.path.join(top, "bin", "healthd"))
+    os.symlink(os.path.join(ROOT, "Examples"), os.path.join(workdir, "Examples"))
+    proc, port, server_log = start_server(os.path.abspath(args.binary), workdir)
+    script = ["set -euo pipefail"]
+    for line, source, runnable, _ in found:
+        if runnable:
+            # A marker per block, so a failure names the README line it came from.
+            script.append(f"echo '--- README line {line}' >&2")
+            script.append(source)
+    path = os.path.join(top, "readme.sh")
+    open(path, "w").write("\n".join(script) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHD_")}
+    env.update(HEALTHD=f"http://127.0.0.1:{port}", PATH=os.path.join(top, "bin") + os.pathsep + env.get("PATH", ""))
+    env.pop("ADMIN", None)
+    try:
+        started = time.time()
+        run = subprocess.run(["bash", path], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+        sys.stdout.write(run.stdout)
+        sys.stderr.write(run.stderr)
+        if run.returncode != 0:
+            last = [l for l in run.stderr.splitlines() if l.startswith("--- README line")]
+            print(f"readme: FAIL: exit status {run.returncode} in the block at {last[-1][4:] if last else '?'}"
+                  f" (server log: {server_log})")
+            raise SystemExit(1)
+        ran = sum(1 for block in found if block[2])
+        print(f"readme: {ran} blocks ran in {time.time() - started:.1f} s, all passed")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if proc.returncode in (0, -15) and os.environ.get("KEEP") is None:
+            shutil.rmtree(top, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
