@@ -1,7 +1,7 @@
 // Small SVG charts drawn from API figures. Every mark carries its raw value in a data attribute
 // (the browser test reads them back), and each chart gets an aria-label that says the same in words.
 
-import { formatInteger, formatWeekday, formatDay, formatShortDate, formatClock } from "./format.js";
+import { formatInteger, formatWeekday, formatDay, formatShortDate, formatClock, formatCompact } from "./format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -22,12 +22,34 @@ function drawingWidth(svg) {
   return Math.round(Math.min(900, Math.max(300, measured || 700)));
 }
 
+/**
+ * Date labels under a daily axis: every 7th day (14th on a narrow chart), and the last day (drawn ending at the axis end)
+ * unless it would touch the weekly label before it ("Nov 18" is about 50 px wide at 13 px).
+ */
+function dateLabelAt(index, count, spacing) {
+  // Every week where a week is wide enough for a date and some air, else every second week...
+  const every = 7 * Math.max(1, Math.ceil(66 / (7 * spacing)));
+  if (index % every === 0) return true;
+  return index === count - 1 && (index % every) * spacing >= 80;
+}
+
+/** The first date starts at the axis and the last ends at it, so neither reaches the value labels or the edge. */
+function dateAnchor(index, count) {
+  return index === 0 ? "start" : index === count - 1 ? "end" : "middle";
+}
+
 /** A "nice" axis top: 1, 2 or 5 times a power of ten, at least `value`. */
 function niceCeiling(value) {
   if (!(value > 0)) return 1;
   const power = 10 ** Math.floor(Math.log10(value));
   for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
   return 10 * power;
+}
+
+/** Grid lines at round steps: a top of 1, 2 or 5 times a power of ten splits into 5, 4 or 5 steps. */
+function niceTicks(top) {
+  const leading = Math.round(top / 10 ** Math.floor(Math.log10(top)));
+  return leading === 2 ? 4 : 5;
 }
 
 function horizontalGrid(svg, box, top, ticks, format) {
@@ -39,37 +61,135 @@ function horizontalGrid(svg, box, top, ticks, format) {
   }
 }
 
+/** Removes a chart's marks, for a panel that has nothing to draw ("No data yet": no bogus axes). */
+export function clearChart(svg) {
+  clear(svg);
+  svg.removeAttribute("viewBox");
+}
+
 /**
- * Daily step bars. `days` is [{day: "YYYY-MM-DD", sum: number | undefined}] in order; a day
- * without data gets a flat bar marked data-value="".
+ * Step bars for a period: `bars` is [{key, label, title, sum: number | undefined, current, future,
+ * day?}] in order. A bucket without data gets a flat bar marked data-value="" and, where there is
+ * room, "no data"; a future bucket gets nothing. Value labels are written in full where a bar is
+ * wide enough, abbreviated (12.1k) where it is narrower, and left out (the tooltip keeps them)
+ * where even that would touch its neighbours; axis labels are thinned the same way.
  */
-export function drawDailyBars(svg, days, todayKey) {
+export function drawBars(svg, bars, description) {
   clear(svg);
   const width = drawingWidth(svg), height = 260;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  const box = { left: 58, right: width - 10, top: 24, bottom: height - 34 };
-  const top = niceCeiling(Math.max(0, ...days.map((d) => d.sum ?? 0)));
-  horizontalGrid(svg, box, top, 4, formatInteger);
-  const slot = (box.right - box.left) / Math.max(days.length, 1);
+  const box = { left: 44, right: width - 8, top: 24, bottom: height - 34 };
+  const top = niceCeiling(Math.max(0, ...bars.map((d) => d.sum ?? 0)));
+  horizontalGrid(svg, box, top, niceTicks(top), formatCompact);
+  const slot = (box.right - box.left) / Math.max(bars.length, 1);
+  // Digits are about 8 px wide at 13 px and 6.6 px at the compact labels' 11 px; a label needs
+  // its text plus a little air.
+  const fits = (text) => text.length * 8 + 6 <= slot;
+  const fitsCompact = (text) => text.length * 6.6 + 4 <= slot;
+  const fullFits = bars.every((d) => d.sum === undefined || fits(formatInteger(d.sum)));
+  const compactFits = bars.every((d) => d.sum === undefined || fitsCompact(formatCompact(d.sum)));
+  const labelEvery = Math.max(1, Math.ceil((Math.max(...bars.map((d) => d.label.length)) * 8 + 8) / slot));
   const words = [];
-  days.forEach((d, index) => {
+  bars.forEach((d, index) => {
     const x = box.left + slot * index + slot * 0.15;
     const barHeight = d.sum === undefined ? 0 : ((box.bottom - box.top) * d.sum) / top;
-    const label = d.sum === undefined ? "no data" : `${formatInteger(d.sum)} steps`;
-    const bar = element("rect", {
-      x, y: box.bottom - barHeight, width: slot * 0.7, height: Math.max(barHeight, 0),
-      class: d.day === todayKey ? "bar bar-today" : "bar", "data-day": d.day, "data-value": d.sum ?? "",
-    });
-    bar.append(element("title", {}, `${formatDay(d.day)}: ${label}`));
+    const said = d.sum === undefined ? (d.future ? "not yet" : "no data") : `${formatInteger(d.sum)} steps`;
+    const attributes = { x, y: box.bottom - barHeight, width: slot * 0.7, height: Math.max(barHeight, 0),
+      class: d.current ? "bar bar-today" : "bar", "data-bucket": d.key, "data-value": d.sum ?? "" };
+    if (d.day) attributes["data-day"] = d.day;
+    const bar = element("rect", attributes);
+    bar.append(element("title", {}, `${d.title}: ${said}`));
     svg.append(bar);
-    svg.append(element("text", { x: x + slot * 0.35, y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" },
-      formatWeekday(d.day)));
-    svg.append(element("text", { x: x + slot * 0.35, y: box.bottom - barHeight - 6,
-      class: d.sum === undefined ? "bar-label bar-label-empty" : "bar-label", "text-anchor": "middle" },
-      d.sum === undefined ? "no data" : formatInteger(d.sum)));
-    words.push(`${formatDay(d.day)} ${label}`);
+    if (index % labelEvery === 0) {
+      svg.append(element("text", { x: x + slot * 0.35, y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" }, d.label));
+    }
+    let valueText = null;
+    if (d.sum !== undefined) valueText = fullFits ? formatInteger(d.sum) : compactFits ? formatCompact(d.sum) : null;
+    else if (!d.future && fits("no data")) valueText = "no data";
+    if (valueText !== null) {
+      const kind = d.sum === undefined ? "bar-label bar-label-empty" : fullFits ? "bar-label" : "bar-label bar-label-compact";
+      svg.append(element("text", { x: x + slot * 0.35, y: box.bottom - barHeight - 6, class: kind, "text-anchor": "middle",
+        "data-label-for": d.key }, valueText));
+    }
+    if (!d.future) words.push(`${d.title} ${said}`);
   });
-  svg.setAttribute("aria-label", `Steps per day: ${words.join("; ")}`);
+  svg.setAttribute("aria-label", `${description}: ${words.join("; ")}`);
+}
+
+/**
+ * A daily reading over several days (resting heart rate, weight): points joined by a line, gaps
+ * where a day has none, on an axis fitted to the values (not from zero: a 2 kg change must show).
+ * `days` is [{day, value: number | undefined}].
+ */
+export function drawDailyLine(svg, days, { format, unit, step }) {
+  clear(svg);
+  const width = drawingWidth(svg), height = 200;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const box = { left: 48, right: width - 24, top: 14, bottom: height - 30 };
+  const values = days.filter((d) => d.value !== undefined).map((d) => d.value);
+  const low = Math.floor((Math.min(...values) - step / 2) / step) * step;
+  const high = Math.max(low + 2 * step, Math.ceil((Math.max(...values) + step / 2) / step) * step);
+  const ticks = Math.round((high - low) / step);
+  const every = Math.max(1, Math.ceil(ticks / 4));
+  const xOf = (index) => box.left + ((box.right - box.left) * index) / Math.max(days.length - 1, 1);
+  const yOf = (value) => box.bottom - ((box.bottom - box.top) * (value - low)) / (high - low);
+  for (let i = 0; i <= ticks; i += every) {
+    const value = low + i * step;
+    svg.append(element("line", { x1: box.left, x2: box.right, y1: yOf(value), y2: yOf(value), class: "grid" }));
+    svg.append(element("text", { x: box.left - 6, y: yOf(value) + 4, class: "axis-label", "text-anchor": "end" }, format(value)));
+  }
+  days.forEach((d, index) => {
+    if (dateLabelAt(index, days.length, (box.right - box.left) / Math.max(days.length - 1, 1))) {
+      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": dateAnchor(index, days.length) },
+        formatShortDate(d.day)));
+    }
+  });
+  let run = [];
+  const flush = () => {
+    if (run.length > 1) svg.append(element("polyline", { points: run.join(" "), class: "reading-line" }));
+    run = [];
+  };
+  days.forEach((d, index) => {
+    if (d.value === undefined) { flush(); return; }
+    run.push(`${xOf(index)},${yOf(d.value)}`);
+  });
+  flush();
+  days.forEach((d, index) => {
+    if (d.value === undefined) return;
+    const point = element("circle", { cx: xOf(index), cy: yOf(d.value), r: 3.2, class: "reading-point",
+      "data-reading-day": d.day, "data-value": d.value });
+    point.append(element("title", {}, `${formatDay(d.day)}: ${format(d.value)} ${unit}`));
+    svg.append(point);
+  });
+  svg.setAttribute("aria-label", `${values.length} days with a reading, from ${format(Math.min(...values))} to ${format(Math.max(...values))} ${unit}`);
+}
+
+/**
+ * Activity rings: move (outer), exercise, stand (inner), each a circle filled clockwise by its
+ * share of the goal (a second lap over 100 % is drawn over the first, as on the watch).
+ * `rings` is [{ring: "move"|"exercise"|"stand", value, goal}].
+ */
+export function drawRings(svg, rings, size) {
+  clear(svg);
+  svg.setAttribute("viewBox", `0 0 ${size} ${size}`);
+  const stroke = size / 9;
+  rings.forEach((r, index) => {
+    const radius = size / 2 - stroke / 2 - index * (stroke + 1.5);
+    const circumference = 2 * Math.PI * radius;
+    const share = r.goal > 0 ? r.value / r.goal : 0;
+    const centre = size / 2;
+    svg.append(element("circle", { cx: centre, cy: centre, r: radius, class: `ring-track ring-${r.ring}`, "stroke-width": stroke }));
+    const filled = Math.min(share, 1) * circumference;
+    const arc = element("circle", { cx: centre, cy: centre, r: radius, class: `ring-arc ring-${r.ring}`, "stroke-width": stroke,
+      "stroke-dasharray": `${filled} ${circumference}`, transform: `rotate(-90 ${centre} ${centre})`,
+      "data-ring": r.ring, "data-value": r.value, "data-goal": r.goal });
+    svg.append(arc);
+    if (share > 1) {
+      const lap = Math.min(share - 1, 1) * circumference;
+      svg.append(element("circle", { cx: centre, cy: centre, r: radius, class: `ring-arc ring-lap ring-${r.ring}`,
+        "stroke-width": stroke, "stroke-dasharray": `${lap} ${circumference}`, transform: `rotate(-90 ${centre} ${centre})` }));
+    }
+  });
 }
 
 /**
@@ -82,7 +202,7 @@ export function drawTrend(svg, days) {
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   const box = { left: 58, right: width - 30, top: 16, bottom: height - 34 };
   const top = niceCeiling(Math.max(0, ...days.map((d) => d.sum ?? 0)));
-  horizontalGrid(svg, box, top, 4, formatInteger);
+  horizontalGrid(svg, box, top, niceTicks(top), formatInteger);
   const step = (box.right - box.left) / Math.max(days.length - 1, 1);
   const xOf = (index) => box.left + step * index;
   const yOf = (value) => box.bottom - ((box.bottom - box.top) * value) / top;
@@ -95,8 +215,8 @@ export function drawTrend(svg, days) {
       const average = window.reduce((total, w) => total + w.sum, 0) / window.length;
       averagePoints.push(`${xOf(index)},${yOf(average)}`);
     }
-    if (index % 7 === 0 || index === days.length - 1) {
-      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": "middle" },
+    if (dateLabelAt(index, days.length, step)) {
+      svg.append(element("text", { x: xOf(index), y: box.bottom + 18, class: "axis-label", "text-anchor": dateAnchor(index, days.length) },
         formatShortDate(d.day)));
     }
   });
@@ -174,17 +294,22 @@ export function drawHeartRate(svg, samples, dayStart, dayEnd, zone, now) {
     (zone ? `; target zone ${formatInteger(zone.low)} to ${formatInteger(zone.high)} bpm` : ""));
 }
 
-/** Last night's sleep stages as one horizontal stacked bar (minutes per stage). */
-export function drawSleepStages(svg, stages) {
+/**
+ * Sleep stages as one horizontal stacked bar (time per stage), filling `filled` of the 300-unit
+ * width (all of it by default; less to compare nights on one scale).
+ */
+export function drawSleepStages(svg, stages, filled = 300) {
   clear(svg);
   const width = 300, height = 24;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("preserveAspectRatio", "none");
   const total = stages.reduce((sum, s) => sum + s.seconds, 0);
+  // Deep first, as the night's hypnogram puts it early; the order is the legend's.
+  const order = ["asleepDeep", "asleepCore", "asleepREM", "asleepUnspecified"];
   let x = 0;
-  for (const s of stages) {
+  for (const s of [...stages].sort((a, b) => order.indexOf(a.stage) - order.indexOf(b.stage))) {
     if (s.seconds <= 0 || total <= 0) continue;
-    const w = (width * s.seconds) / total;
+    const w = (filled * s.seconds) / total;
     const segment = element("rect", { x, y: 0, width: w, height, class: `stage stage-${s.stage}`, "data-stage": s.stage,
       "data-seconds": s.seconds });
     segment.append(element("title", {}, s.label));

@@ -6,16 +6,17 @@
 import { APIFailure, makeClient } from "./api.js";
 import { EventStreamParser } from "./sse.js";
 import { summarizeSleep } from "./sleep.js";
-import { drawDailyBars, drawTrend, drawHeartRate, drawSleepStages } from "./charts.js";
+import { clearChart, drawBars, drawTrend, drawHeartRate, drawSleepStages, drawDailyLine, drawRings } from "./charts.js";
 import {
-  formatInteger, formatKilometres, formatHoursMinutes, formatClock, formatDay,
-  localMidnight, localTime, dayKey,
+  formatInteger, formatKilometres, formatHoursMinutes, formatClock, formatDay, formatWeekday, formatShortDate,
+  formatMonth, formatOneDecimal, formatMinutesLong, localMidnight, localTime, dayKey, dateFromDayKey,
 } from "./format.js";
+import { periodRange, periodPhrase, PERIODS } from "./period.js";
 
 const TOKEN_KEY = "healthd.token";
 const SETTINGS_KEY = "healthd.dashboard.settings";
 const STREAM_TYPES = ["stepCount", "distanceWalkingRunning", "appleExerciseTime", "activeEnergyBurned",
-  "heartRate", "restingHeartRate", "sleepAnalysis", "workout"];
+  "heartRate", "restingHeartRate", "sleepAnalysis", "workout", "bodyMass", "appleStandHour"];
 // A reading older than this is history, not "live": it never raises the zone alert.
 const LIVE_READING_AGE_MS = 10 * 60 * 1000;
 // The stream sends a comment at least every 15 s; three missed ones mean a dead connection.
@@ -29,7 +30,10 @@ const $ = (id) => document.getElementById(id);
 const state = {
   client: null,
   generation: 0, // bumped when the token changes, so answers for an old token are dropped
-  settings: { age: null, goal: "fatBurn", sound: false },
+  settings: { age: null, goal: "fatBurn", sound: false, period: "day" },
+  // What the token was granted (GET /v1/authorizations/current); null when the server cannot say,
+  // and then every type is treated as shared.
+  grant: null,
   zone: null,
   // The target zone of a running workout session, from its `event: zone`; while set it wins over
   // the age/goal band, so the page and the server judge readings alike. A saved workout clears it.
@@ -38,6 +42,8 @@ const state = {
   heartSamples: null,
   heartDay: null,
   stepDays: null,
+  periodBars: null,
+  readings: {},
   alertState: "none",
   audio: null,
   stream: null,
@@ -59,6 +65,8 @@ function adoptFragment() {
   if (fragment.has("age") && Number.isInteger(age) && age >= 1 && age <= 120) state.settings.age = age;
   const goal = fragment.get("goal");
   if (["fatBurn", "cardio", "peak"].includes(goal)) state.settings.goal = goal;
+  const period = fragment.get("period");
+  if (PERIODS.includes(period)) state.settings.period = period;
   saveSettings();
   // The token must not stay in the address bar, the history or a bookmark.
   history.replaceState(null, "", location.pathname + location.search);
@@ -69,6 +77,7 @@ function loadSettings() {
     const saved = JSON.parse(localStorage.getItem(SETTINGS_KEY) || "{}");
     if (Number.isInteger(saved.age) && saved.age >= 1 && saved.age <= 120) state.settings.age = saved.age;
     if (["fatBurn", "cardio", "peak"].includes(saved.goal)) state.settings.goal = saved.goal;
+    if (PERIODS.includes(saved.period)) state.settings.period = saved.period;
     // Sound starts off on every visit: browsers only allow audio after a gesture anyway.
   } catch {
     localStorage.removeItem(SETTINGS_KEY);
@@ -76,7 +85,8 @@ function loadSettings() {
 }
 
 function saveSettings() {
-  localStorage.setItem(SETTINGS_KEY, JSON.stringify({ age: state.settings.age, goal: state.settings.goal }));
+  localStorage.setItem(SETTINGS_KEY, JSON.stringify({ age: state.settings.age, goal: state.settings.goal,
+    period: state.settings.period }));
 }
 
 function showTokenPanel(message) {
@@ -104,7 +114,7 @@ function openDashboard(token) {
   $("token-panel").hidden = true;
   $("dashboard").hidden = false;
   $("forget-token").hidden = false;
-  refreshAll().then(() => {
+  loadGrant().then(refreshAll).then(() => {
     document.body.dataset.loaded = "true";
     if (state.client) startLive();
   });
@@ -167,30 +177,96 @@ function today() {
   return localMidnight(new Date());
 }
 
-async function loadSummary(client, current) {
-  const body = await client.getJSON("/v1/summary", { date: dayKey(today()), timeZone, period: "day" });
-  if (!current()) return;
-  const number = (v) => typeof v === "number" && Number.isFinite(v);
-  if (number(body.steps)) {
-    setValue("steps-value", body.steps, formatInteger(body.steps));
-    setPanel("card-steps", "ok", body.steps === 0 ? "No steps recorded yet today." : "");
-  } else {
-    setValue("steps-value", null, "–");
-    setPanel("card-steps", "empty", "No steps recorded yet today.");
+const number = (v) => typeof v === "number" && Number.isFinite(v);
+
+async function loadGrant() {
+  const client = state.client;
+  if (!client) return;
+  try {
+    const body = await client.getJSON("/v1/authorizations/current");
+    state.grant = { read: new Set(body.read || []), share: new Set(body.share || []) };
+  } catch (error) {
+    // A server without the endpoint: every type counts as shared; other failures surface in the cards.
+    state.grant = null;
+    if (error instanceof APIFailure && error.kind === "unauthorized") badToken();
   }
-  setValue("distance-value", number(body.distance) ? body.distance : null, number(body.distance) ? formatKilometres(body.distance) : "–");
-  setValue("exercise-value", number(body.exerciseTime) ? body.exerciseTime : null,
-    number(body.exerciseTime) ? formatInteger(body.exerciseTime) : "–");
-  if (number(body.activeEnergy)) {
-    setValue("energy-value", body.activeEnergy, formatInteger(body.activeEnergy));
-    setPanel("card-energy", "ok", "");
+}
+
+/** Whether the token may see any of the type's data: read permission, or its own samples (share). */
+function shared(type) {
+  return !state.grant || state.grant.read.has(type) || state.grant.share.has(type);
+}
+
+/**
+ * Marks a card or panel "not shared with this app" when none of `types` is shared, and says so
+ * where its figure would be, so it can never read as zero. True when it did.
+ */
+function notShared(panelID, types, what, valueIDs = []) {
+  if (types.some(shared)) return false;
+  for (const id of valueIDs) setValue(id, null, "Not shared");
+  const panel = $(panelID);
+  for (const svg of panel.querySelectorAll("svg")) clearChart(svg);
+  setPanel(panelID, "forbidden", `${what} not shared with this app (no read permission for ${types.join(", ")}).`);
+  return true;
+}
+
+/**
+ * A figure with its unit in `wrapperID`: shared, it shows its value; not shared, the whole
+ * phrase says so ("distance not shared") instead of "–" or 0.
+ */
+function setFigure(wrapperID, id, type, value, format, unit, name) {
+  const wrapper = $(wrapperID);
+  if (!shared(type)) {
+    wrapper.dataset.state = "forbidden";
+    wrapper.textContent = `${name} not shared`;
+    return;
+  }
+  if (wrapper.dataset.state === "forbidden" || !$(id)) {
+    const span = document.createElement("span");
+    span.id = id;
+    wrapper.replaceChildren(span, ` ${unit}`);
+  }
+  wrapper.dataset.state = "ok";
+  setValue(id, number(value) ? value : null, number(value) ? format(value) : "–");
+}
+
+async function loadSummary(client, current) {
+  const period = state.settings.period;
+  const body = await client.getJSON("/v1/summary", { date: dayKey(today()), timeZone, period });
+  if (!current() || period !== state.settings.period) return;
+  const phrase = periodPhrase(period);
+  $("steps-heading").textContent = `Steps ${phrase}`;
+  $("energy-heading").textContent = `Active energy ${phrase}`;
+  const first = new Date(body.start), last = new Date(new Date(body.end).getTime() - 1);
+  $("period-range").textContent = period === "day" ? formatDay(dayKey(first))
+    : `${formatDay(dayKey(first))} – ${formatDay(dayKey(last))}`;
+  const averages = body.dailyAverage || {};
+  const daily = period !== "day";
+  if (!notShared("card-steps", ["stepCount"], "Your step count is", ["steps-value"])) {
+    const any = number(body.steps) && body.steps > 0;
+    setValue("steps-value", any ? body.steps : null, any ? formatInteger(body.steps) : "–");
+    setPanel("card-steps", any ? "ok" : "empty", any ? "" : `No data yet: no steps recorded ${phrase}.`);
+    setValue("steps-average", averages.steps, number(averages.steps) ? formatInteger(averages.steps) : "–");
+    setValue("period-days", body.days, body.days === 1 ? "1 day" : `${formatInteger(body.days)} days`);
+    $("steps-average-line").hidden = !(daily && any);
   } else {
-    setValue("energy-value", null, "–");
-    setPanel("card-energy", "empty", "No active energy recorded yet today.");
+    $("steps-average-line").hidden = true;
+  }
+  setFigure("distance-text", "distance-value", "distanceWalkingRunning", body.distance, formatKilometres, "km", "distance");
+  setFigure("exercise-text", "exercise-value", "appleExerciseTime", body.exerciseTime, formatInteger, "min exercise", "exercise");
+  if (!notShared("card-energy", ["activeEnergyBurned"], "Your active energy is", ["energy-value"])) {
+    const any = number(body.activeEnergy) && body.activeEnergy > 0;
+    setValue("energy-value", any ? body.activeEnergy : null, any ? formatInteger(body.activeEnergy) : "–");
+    setPanel("card-energy", any ? "ok" : "empty", any ? "" : `No data yet: no active energy recorded ${phrase}.`);
+    setValue("energy-average", averages.activeEnergy, number(averages.activeEnergy) ? formatInteger(averages.activeEnergy) : "–");
+    $("energy-average-line").hidden = !(daily && any);
+  } else {
+    $("energy-average-line").hidden = true;
   }
 }
 
 async function loadLatestHeartRate(client, current) {
+  if (notShared("card-heart", ["heartRate"], "Your heart rate is", ["heart-value"])) { $("heart-time").textContent = ""; return; }
   const body = await client.getJSON("/v1/samples", { type: "heartRate", order: "desc", limit: "1" });
   if (!current()) return;
   const sample = body.samples[0];
@@ -198,7 +274,7 @@ async function loadLatestHeartRate(client, current) {
     state.latestHeartRate = null;
     setValue("heart-value", null, "–");
     $("heart-time").textContent = "";
-    setPanel("card-heart", "empty", "No heart-rate readings yet.");
+    setPanel("card-heart", "empty", "No data yet: no heart-rate readings.");
     return;
   }
   showLatestHeartRate(sample);
@@ -215,7 +291,13 @@ function showLatestHeartRate(sample) {
   evaluateZone(sample);
 }
 
+const STAGE_NAMES = { asleepCore: "Core", asleepDeep: "Deep", asleepREM: "REM", asleepUnspecified: "Asleep (unspecified)" };
+
 async function loadSleep(client, current) {
+  if (notShared("card-sleep", ["sleepAnalysis"], "Your sleep is", ["sleep-value"])) {
+    $("sleep-stage-list").replaceChildren();
+    return;
+  }
   const now = new Date();
   const windowStart = localTime(now, -1, 18);
   const windowEnd = localTime(now, 0, 12);
@@ -223,8 +305,7 @@ async function loadSleep(client, current) {
     end: windowEnd.toISOString(), limit: "10000" });
   if (!current()) return;
   const sleep = summarizeSleep(samples, windowStart, windowEnd);
-  const names = { asleepCore: "Core", asleepDeep: "Deep", asleepREM: "REM", asleepUnspecified: "Asleep (unspecified)" };
-  const stages = sleep.stages.map((s) => ({ ...s, label: `${names[s.stage]} ${formatHoursMinutes(s.seconds)}` }));
+  const stages = sleep.stages.map((s) => ({ ...s, label: `${STAGE_NAMES[s.stage]} ${formatHoursMinutes(s.seconds)}` }));
   drawSleepStages($("sleep-stages"), stages);
   const list = $("sleep-stage-list");
   list.replaceChildren(...stages.filter((s) => s.seconds > 0).map((s) => {
@@ -240,17 +321,88 @@ async function loadSleep(client, current) {
     setPanel("card-sleep", "ok", `Between ${formatClock(windowStart)} yesterday and ${formatClock(windowEnd)} today.`);
   } else {
     setValue("sleep-value", null, "–");
-    setPanel("card-sleep", "empty", "No sleep recorded last night.");
+    setPanel("card-sleep", "empty", "No data yet: no sleep recorded last night.");
   }
 }
 
+/** The seven nights ending this morning, each by the same rule as the sleep card. */
+async function loadSleepWeek(client, current) {
+  if (notShared("panel-sleep-week", ["sleepAnalysis"], "Your sleep is")) { $("sleep-nights").replaceChildren(); return; }
+  const now = new Date();
+  const samples = await client.allSamples({ type: "sleepAnalysis", start: localTime(now, -7, 18).toISOString(),
+    end: localTime(now, 0, 12).toISOString(), limit: "10000" });
+  if (!current()) return;
+  const nights = [];
+  for (let offset = -6; offset <= 0; offset++) {
+    const start = localTime(now, offset - 1, 18), end = localTime(now, offset, 12);
+    nights.push({ day: dayKey(localMidnight(now, offset)), ...summarizeSleep(samples, start, end) });
+  }
+  const longest = Math.max(10 * 3600, ...nights.map((n) => n.totalSeconds));
+  $("sleep-nights").replaceChildren(...nights.map((night) => {
+    const item = document.createElement("li");
+    item.className = "night";
+    item.dataset.night = night.day;
+    item.dataset.seconds = String(night.totalSeconds);
+    const label = document.createElement("span");
+    label.className = "night-day";
+    label.textContent = formatWeekday(night.day);
+    label.title = formatDay(night.day);
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("class", "night-bar");
+    svg.setAttribute("role", "presentation");
+    const stages = night.stages.map((s) => ({ ...s, label: `${STAGE_NAMES[s.stage]} ${formatHoursMinutes(s.seconds)}` }));
+    drawSleepStages(svg, stages, (300 * night.totalSeconds) / longest);
+    const total = document.createElement("span");
+    total.className = night.totalSeconds > 0 ? "night-total" : "night-total night-total-empty";
+    total.textContent = night.totalSeconds > 0 ? formatHoursMinutes(night.totalSeconds) : "no data";
+    item.append(label, svg, total);
+    item.setAttribute("aria-label", `Night to ${formatDay(night.day)}: ${night.totalSeconds > 0
+      ? `${formatHoursMinutes(night.totalSeconds)} asleep (${stages.filter((s) => s.seconds > 0).map((s) => s.label).join(", ")})`
+      : "no sleep recorded"}`);
+    return item;
+  }));
+  const any = nights.some((n) => n.totalSeconds > 0);
+  setPanel("panel-sleep-week", any ? "ok" : "empty", any ? "" : "No data yet: no sleep recorded in the last 7 nights.");
+}
+
+/** The period chart: steps per hour (day), per day (week, month) or per month (year). */
+async function loadPeriodChart(client, current) {
+  const period = state.settings.period;
+  const phrase = periodPhrase(period);
+  $("period-heading").textContent = `Steps by ${{ day: "hour", week: "day", month: "day", year: "month" }[period]}, ${phrase}`;
+  if (notShared("panel-period", ["stepCount"], "Your step count is")) return;
+  const range = periodRange(period, new Date());
+  const body = await client.getJSON("/v1/statistics/collection", { type: "stepCount", start: range.start.toISOString(),
+    end: range.end.toISOString(), interval: range.interval, timeZone, options: "cumulativeSum" });
+  if (!current() || period !== state.settings.period) return;
+  const now = new Date();
+  const bars = body.buckets.map((bucket) => {
+    const start = new Date(bucket.start), end = new Date(bucket.end);
+    // Buckets start at local midnight with the zone's offset, so their first ten characters are the day.
+    const day = String(bucket.start).slice(0, 10);
+    const bar = { key: bucket.start, sum: number(bucket.sum) ? bucket.sum : undefined, current: start <= now && now < end,
+      future: start > now };
+    if (period === "day") return { ...bar, label: String(start.getHours()), title: `${formatClock(start)}–${formatClock(end)}` };
+    if (period === "year") return { ...bar, label: formatMonth(day), title: `${formatMonth(day)} ${start.getFullYear()}` };
+    return { ...bar, day, label: period === "week" ? formatWeekday(day) : String(dateFromDayKey(day).getDate()), title: formatDay(day) };
+  });
+  state.periodBars = bars;
+  const any = bars.some((b) => b.sum !== undefined);
+  setPanel("panel-period", any ? "ok" : "empty", any ? "" : `No data yet: no steps recorded ${phrase}.`);
+  if (any) drawPeriodChart(); else clearChart($("chart-period"));
+}
+
+function drawPeriodChart() {
+  if (state.periodBars && $("panel-period").dataset.state === "ok") drawBars($("chart-period"), state.periodBars, $("period-heading").textContent);
+}
+
 async function loadStepDays(client, current) {
+  if (notShared("panel-trend", ["stepCount"], "Your step count is", ["trend-average"])) return;
   const first = localMidnight(new Date(), -27);
   const end = localMidnight(new Date(), 1);
   const body = await client.getJSON("/v1/statistics/collection", { type: "stepCount", start: first.toISOString(),
     end: end.toISOString(), interval: "P1D", timeZone, options: "cumulativeSum" });
   if (!current()) return;
-  // Buckets start at local midnight with the zone's offset, so their first ten characters are the day.
   const sums = new Map(body.buckets.map((b) => [String(b.start).slice(0, 10), b.sum]));
   const days = [];
   for (let offset = -27; offset <= 0; offset++) {
@@ -259,27 +411,189 @@ async function loadStepDays(client, current) {
     days.push({ day: key, sum: typeof sum === "number" ? sum : undefined });
   }
   state.stepDays = days;
-  drawStepCharts();
-  const week = days.slice(-7);
   const withData = days.filter((d) => d.sum !== undefined);
   if (withData.length > 0) {
     const average = withData.reduce((total, d) => total + d.sum, 0) / withData.length;
     setValue("trend-average", average, formatInteger(average));
+    setPanel("panel-trend", "ok", "");
+    drawTrendChart();
   } else {
     setValue("trend-average", null, "–");
+    clearChart($("chart-trend"));
+    setPanel("panel-trend", "empty", "No data yet: no steps in the last 28 days.");
   }
-  const weekHasData = week.some((d) => d.sum !== undefined);
-  setPanel("panel-week", weekHasData ? "ok" : "empty", weekHasData ? "" : "No steps in the last 7 days.");
-  setPanel("panel-trend", withData.length ? "ok" : "empty", withData.length ? "" : "No steps in the last 28 days.");
 }
 
-function drawStepCharts() {
-  if (!state.stepDays) return;
-  drawDailyBars($("chart-week"), state.stepDays.slice(-7), dayKey(today()));
-  drawTrend($("chart-trend"), state.stepDays);
+function drawTrendChart() {
+  if (state.stepDays && $("panel-trend").dataset.state === "ok") drawTrend($("chart-trend"), state.stepDays);
+}
+
+/** A daily average of a discrete type over 28 days as a line (resting heart rate, weight). */
+function dailyReadingLoader({ panel, chart, latest, type, unit, what, noun, format, step, unitLabel }) {
+  return async (client, current) => {
+    if (notShared(panel, [type], what, [latest])) return;
+    const first = localMidnight(new Date(), -27);
+    const body = await client.getJSON("/v1/statistics/collection", { type, start: first.toISOString(),
+      end: localMidnight(new Date(), 1).toISOString(), interval: "P1D", timeZone, options: "discreteAverage", unit });
+    if (!current()) return;
+    const averages = new Map(body.buckets.map((b) => [String(b.start).slice(0, 10), b.average]));
+    const days = [];
+    for (let offset = -27; offset <= 0; offset++) {
+      const key = dayKey(localMidnight(new Date(), offset));
+      const value = averages.get(key);
+      days.push({ day: key, value: number(value) ? value : undefined });
+    }
+    const withData = days.filter((d) => d.value !== undefined);
+    state.readings[panel] = { chart, days, format, step, unit: unitLabel };
+    if (withData.length === 0) {
+      clearChart($(chart));
+      setValue(latest, null, "–");
+      setPanel(panel, "empty", `No data yet: no ${noun} in the last 28 days.`);
+      return;
+    }
+    const last = withData[withData.length - 1];
+    setValue(latest, last.value, format(last.value));
+    setPanel(panel, "ok", `Latest on ${formatDay(last.day)}.`);
+    drawReadings(panel);
+  };
+}
+
+function drawReadings(panel) {
+  const shown = state.readings[panel];
+  if (shown && $(panel).dataset.state === "ok") drawDailyLine($(shown.chart), shown.days, shown);
+}
+
+const loadResting = dailyReadingLoader({ panel: "panel-resting", chart: "chart-resting", latest: "resting-latest",
+  type: "restingHeartRate", unit: "count/min", what: "Your resting heart rate is", noun: "resting heart rate", format: formatInteger, step: 2, unitLabel: "bpm" });
+const loadWeight = dailyReadingLoader({ panel: "panel-weight", chart: "chart-weight", latest: "weight-latest",
+  type: "bodyMass", unit: "kg", what: "Your weight is", noun: "weight", format: formatOneDecimal, step: 0.5, unitLabel: "kg" });
+
+const RINGS = [
+  { ring: "move", name: "Move", value: "activeEnergyBurned", goal: "activeEnergyBurnedGoal", unit: "kcal" },
+  { ring: "exercise", name: "Exercise", value: "appleExerciseTime", goal: "appleExerciseTimeGoal", unit: "min" },
+  { ring: "stand", name: "Stand", value: "appleStandHours", goal: "appleStandHoursGoal", unit: "h" },
+];
+const RING_TYPES = { move: "activeEnergyBurned", exercise: "appleExerciseTime", stand: "appleStandHour" };
+
+/** HKActivitySummary rings for today, large, and the six days before it, small. */
+async function loadRings(client, current) {
+  if (notShared("panel-rings", Object.values(RING_TYPES), "Your activity is")) {
+    $("ring-figures").replaceChildren();
+    $("rings-week").replaceChildren();
+    return;
+  }
+  const body = await client.getJSON("/v1/activity-summaries", { start: dayKey(localMidnight(new Date(), -6)),
+    end: dayKey(today()), timeZone });
+  if (!current()) return;
+  const days = body.summaries.map((summary) => ({ day: summary.date,
+    rings: RINGS.map((r) => ({ ring: r.ring, value: summary[r.value], goal: summary[r.goal] })) }));
+  const any = days.some((d) => d.rings.some((r) => r.value > 0));
+  const todayRings = days[days.length - 1];
+  if (!any || !todayRings) {
+    clearChart($("rings-today"));
+    $("ring-figures").replaceChildren();
+    $("rings-week").replaceChildren();
+    setPanel("panel-rings", "empty", "No data yet: no activity recorded in the last 7 days.");
+    return;
+  }
+  drawRings($("rings-today"), todayRings.rings, 140);
+  $("rings-today").setAttribute("aria-label", "Activity rings today: " + RINGS.map((r, i) =>
+    `${r.name} ${formatInteger(todayRings.rings[i].value)} of ${formatInteger(todayRings.rings[i].goal)} ${r.unit}`).join(", "));
+  $("ring-figures").replaceChildren(...RINGS.map((r, index) => {
+    const figure = todayRings.rings[index];
+    const item = document.createElement("li");
+    item.className = `ring-figure ring-figure-${r.ring}`;
+    item.dataset.ring = r.ring;
+    item.dataset.value = String(figure.value);
+    item.dataset.goal = String(figure.goal);
+    item.textContent = shared(RING_TYPES[r.ring])
+      ? `${r.name} ${formatInteger(figure.value)}/${formatInteger(figure.goal)} ${r.unit}` : `${r.name}: not shared`;
+    return item;
+  }));
+  $("rings-week").replaceChildren(...days.map((d) => {
+    const item = document.createElement("li");
+    item.dataset.ringDay = d.day;
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("class", "rings rings-small");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", `${formatDay(d.day)}: ` + RINGS.map((r, i) =>
+      `${r.name} ${formatInteger(d.rings[i].value)} of ${formatInteger(d.rings[i].goal)} ${r.unit}`).join(", "));
+    drawRings(svg, d.rings, 44);
+    const label = document.createElement("span");
+    label.textContent = formatWeekday(d.day);
+    item.append(svg, label);
+    return item;
+  }));
+  setPanel("panel-rings", "ok", "Today, and the six days before.");
+}
+
+const ACTIVITY_NAMES = {
+  running: "Running", cycling: "Cycling", walking: "Walking", hiking: "Hiking", swimming: "Swimming", yoga: "Yoga",
+  traditionalStrengthTraining: "Strength training", functionalStrengthTraining: "Functional strength",
+  highIntensityIntervalTraining: "HIIT", elliptical: "Elliptical", rowing: "Rowing",
+};
+
+function activityName(type) {
+  return ACTIVITY_NAMES[type] || type.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/^./, (c) => c.toUpperCase());
+}
+
+const WORKOUTS_SHOWN = 8;
+
+/** The last 28 days of workouts, newest first, with heart rate and time in the chosen zone. */
+async function loadWorkouts(client, current) {
+  if (notShared("panel-workouts", ["workout"], "Your workouts are")) { $("workout-list").replaceChildren(); return; }
+  const parameters = { start: localMidnight(new Date(), -27).toISOString(), end: localMidnight(new Date(), 1).toISOString(),
+    goal: state.settings.goal, limit: "50" };
+  if (state.settings.age) parameters.age = String(state.settings.age);
+  const body = await client.getJSON("/v1/workouts", parameters);
+  if (!current()) return;
+  const zone = body.zone;
+  $("workout-list").replaceChildren(...body.workouts.slice(0, WORKOUTS_SHOWN).map((workout) => {
+    const item = document.createElement("li");
+    item.className = "workout";
+    item.dataset.workout = workout.uuid;
+    const start = new Date(workout.start);
+    const title = document.createElement("p");
+    title.className = "workout-title";
+    const name = document.createElement("strong");
+    name.textContent = activityName(workout.activityType);
+    const when = document.createElement("span");
+    when.className = "workout-when";
+    when.textContent = `${formatDay(dayKey(start))}, ${formatClock(start)}`;
+    title.append(name, " ", when);
+    const facts = document.createElement("dl");
+    facts.className = "workout-facts";
+    const fact = (key, label, value, text) => {
+      const wrapper = document.createElement("div");
+      wrapper.dataset.fact = key;
+      wrapper.dataset.value = value === null || value === undefined ? "" : String(value);
+      const term = document.createElement("dt");
+      term.textContent = label;
+      const detail = document.createElement("dd");
+      detail.textContent = text;
+      wrapper.append(term, detail);
+      facts.append(wrapper);
+    };
+    fact("duration", "Duration", workout.duration, formatMinutesLong(workout.duration));
+    fact("distance", "Distance", workout.totalDistance, number(workout.totalDistance) ? `${formatKilometres(workout.totalDistance)} km` : "–");
+    fact("energy", "Energy", workout.totalEnergyBurned, number(workout.totalEnergyBurned) ? `${formatInteger(workout.totalEnergyBurned)} kcal` : "–");
+    const heart = workout.heartRate;
+    fact("heartRate", "Avg heart rate", heart ? heart.average : null,
+      heart ? `${formatInteger(heart.average)} bpm` : shared("heartRate") ? "no readings" : "not shared");
+    fact("timeInZone", zone ? `In zone ${formatInteger(zone.low)}–${formatInteger(zone.high)}` : "In zone", workout.timeInZone,
+      number(workout.timeInZone) ? formatMinutesLong(workout.timeInZone) : "no zone");
+    item.append(title, facts);
+    return item;
+  }));
+  const count = body.workouts.length;
+  const shownNote = count > WORKOUTS_SHOWN ? `The ${WORKOUTS_SHOWN} most recent of ${count}. ` : "";
+  setPanel("panel-workouts", count ? "ok" : "empty", count === 0 ? "No data yet: no workouts in the last 28 days."
+    : shownNote + (zone ? `Time in zone is for your ${$("goal-select").selectedOptions[0]?.textContent.toLowerCase() || state.settings.goal} zone.`
+      : "Time in zone needs your age: enter it above."));
 }
 
 async function loadHeartRateDay(client, current) {
+  if (notShared("panel-heart", ["heartRate"], "Your heart rate is")) return;
   const start = today();
   const end = localMidnight(new Date(), 1);
   const samples = await client.allSamples({ type: "heartRate", start: start.toISOString(), end: end.toISOString(),
@@ -287,42 +601,51 @@ async function loadHeartRateDay(client, current) {
   if (!current()) return;
   state.heartSamples = samples;
   state.heartDay = { start, end };
+  setPanel("panel-heart", samples.length ? "ok" : "empty", samples.length ? "" : "No data yet: no heart-rate readings today.");
   drawHeartChart();
-  setPanel("panel-heart", samples.length ? "ok" : "empty", samples.length ? "" : "No heart-rate readings today.");
 }
 
 function drawHeartChart() {
   if (!state.heartSamples || !state.heartDay) return;
+  if (state.heartSamples.length === 0) { clearChart($("chart-heart")); return; }
   drawHeartRate($("chart-heart"), state.heartSamples, state.heartDay.start, state.heartDay.end, state.zone, new Date());
 }
 
+/**
+ * The target zone: from the age typed in (an override), else from the date of birth the server
+ * has (the zones endpoint works it out when no age is sent).
+ */
 async function loadZone(client, current) {
   const range = $("zone-range");
-  if (!state.settings.age) {
-    state.zone = null;
-    range.dataset.state = "none";
-    range.textContent = "Enter your age to see your target zone.";
-    drawHeartChart();
-    evaluateZone(state.latestHeartRate);
-    return;
-  }
+  const override = state.settings.age;
+  $("age-reset").hidden = !override;
   try {
-    const body = await client.getJSON("/v1/heart-rate/zones", { age: String(state.settings.age), goal: state.settings.goal });
+    const parameters = { goal: state.settings.goal };
+    if (override) parameters.age = String(override);
+    const body = await client.getJSON("/v1/heart-rate/zones", parameters);
     if (!current()) return;
     state.zone = { low: body.low, high: body.high };
     range.dataset.state = "ok";
     range.dataset.low = String(body.low);
     range.dataset.high = String(body.high);
+    range.dataset.age = String(body.age);
+    range.dataset.ageFrom = override ? "override" : "dateOfBirth";
+    if (!override) $("age-input").placeholder = String(body.age);
     const method = body.method === "karvonen" ? "Karvonen, from your resting heart rate" : "percent of maximum";
     const goalName = $("goal-select").selectedOptions[0]?.textContent || state.settings.goal;
+    const age = override ? `age ${body.age}, as entered` : `age ${body.age}, from your date of birth`;
     range.textContent = `${goalName} zone: ${formatInteger(body.low)}–${formatInteger(body.high)} bpm ` +
-      `(maximum ${formatInteger(body.maxHeartRate)} bpm, ${method}).`;
+      `(${age}; maximum ${formatInteger(body.maxHeartRate)} bpm, ${method}).`;
   } catch (error) {
     if (!current()) return;
     state.zone = null;
     if (error instanceof APIFailure && error.kind === "unavailable") {
       range.dataset.state = "unavailable";
       range.textContent = "Target zones are not available on this server (GET /v1/heart-rate/zones answered 404).";
+    } else if (error instanceof APIFailure && error.kind === "http" && !override) {
+      // No age sent and none stored (or not shared): ask for one.
+      range.dataset.state = "none";
+      range.textContent = "Enter your age to see your target zone (no date of birth is shared with this app).";
     } else if (error instanceof APIFailure && error.kind === "http") {
       range.dataset.state = "error";
       range.textContent = `No zone: ${error.detail}`;
@@ -336,21 +659,30 @@ async function loadZone(client, current) {
 
 const LOADERS = {
   summary: [["card-steps", "card-energy"], loadSummary],
+  periodChart: [["panel-period"], loadPeriodChart],
   latestHeartRate: [["card-heart"], loadLatestHeartRate],
   sleep: [["card-sleep"], loadSleep],
-  stepDays: [["panel-week", "panel-trend"], loadStepDays],
+  sleepWeek: [["panel-sleep-week"], loadSleepWeek],
+  stepDays: [["panel-trend"], loadStepDays],
+  rings: [["panel-rings"], loadRings],
   heartRateDay: [["panel-heart"], loadHeartRateDay],
   zone: [["panel-heart"], loadZone],
+  workouts: [["panel-workouts"], loadWorkouts],
+  resting: [["panel-resting"], loadResting],
+  weight: [["panel-weight"], loadWeight],
 };
 
 const LOADERS_FOR_TYPE = {
-  stepCount: ["summary", "stepDays"],
+  stepCount: ["summary", "periodChart", "stepDays"],
   distanceWalkingRunning: ["summary"],
-  appleExerciseTime: ["summary"],
-  activeEnergyBurned: ["summary"],
-  heartRate: ["latestHeartRate", "heartRateDay"],
-  restingHeartRate: ["zone"],
-  sleepAnalysis: ["sleep"],
+  appleExerciseTime: ["summary", "rings"],
+  activeEnergyBurned: ["summary", "rings"],
+  appleStandHour: ["rings"],
+  heartRate: ["latestHeartRate", "heartRateDay", "workouts"],
+  restingHeartRate: ["zone", "resting", "workouts"],
+  sleepAnalysis: ["sleep", "sleepWeek"],
+  workout: ["workouts"],
+  bodyMass: ["weight"],
 };
 
 function refresh(names) {
@@ -407,6 +739,11 @@ function evaluateZone(sample) {
     return;
   }
   const value = sample.value;
+  // Below a zone only matters while training for it: a workout session's zone, or an age entered
+  // for the purpose. The band from the stored date of birth warns only above it (a resting heart
+  // is always "below" a fat-burn zone, and a standing red bar would mean nothing).
+  const trainingFor = state.sessionZone !== null || state.settings.age !== null;
+  if (value < band.low && !trainingFor) { setAlert("in", value); return; }
   setAlert(value < band.low ? "below" : value > band.high ? "above" : "in", value);
 }
 
@@ -598,18 +935,30 @@ function wire() {
   if (state.settings.age) age.value = String(state.settings.age);
   goal.value = state.settings.goal;
   $("zone-form").addEventListener("submit", (event) => event.preventDefault());
+  // An age typed in overrides the stored date of birth; an empty box goes back to it.
   age.addEventListener("change", () => {
     const value = Number(age.value);
     state.settings.age = Number.isInteger(value) && value >= 1 && value <= 120 ? value : null;
     age.setAttribute("aria-invalid", age.value !== "" && !state.settings.age ? "true" : "false");
     saveSettings();
-    run(...LOADERS.zone);
+    refresh(["zone", "workouts"]);
+  });
+  $("age-reset").addEventListener("click", () => {
+    age.value = "";
+    age.setAttribute("aria-invalid", "false");
+    state.settings.age = null;
+    saveSettings();
+    refresh(["zone", "workouts"]);
   });
   goal.addEventListener("change", () => {
     state.settings.goal = goal.value;
     saveSettings();
-    run(...LOADERS.zone);
+    refresh(["zone", "workouts"]);
   });
+  for (const button of document.querySelectorAll("#period-switch .period")) {
+    button.addEventListener("click", () => choosePeriod(button.dataset.period));
+  }
+  showPeriodChoice();
   $("sound-toggle").addEventListener("change", (event) => {
     state.settings.sound = event.target.checked;
     if (state.settings.sound && !state.audio && typeof AudioContext === "function") state.audio = new AudioContext();
@@ -621,8 +970,27 @@ function wire() {
 let resizeTimer = null;
 window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(() => { drawStepCharts(); drawHeartChart(); }, 150);
+  resizeTimer = setTimeout(() => {
+    drawPeriodChart();
+    drawTrendChart();
+    drawHeartChart();
+    for (const panel of Object.keys(state.readings)) drawReadings(panel);
+  }, 150);
 });
+
+function showPeriodChoice() {
+  for (const button of document.querySelectorAll("#period-switch .period")) {
+    button.setAttribute("aria-pressed", String(button.dataset.period === state.settings.period));
+  }
+}
+
+function choosePeriod(period) {
+  if (!PERIODS.includes(period) || period === state.settings.period) return;
+  state.settings.period = period;
+  saveSettings();
+  showPeriodChoice();
+  refresh(["summary", "periodChart"]);
+}
 
 function main() {
   loadSettings();

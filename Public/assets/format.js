@@ -64,3 +64,34 @@ export function dateFromDayKey(key) {
   const [year, month, day] = key.split("-").map(Number);
   return new Date(year, month - 1, day);
 }
+
+const oneDecimal = new Intl.NumberFormat(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
+/** One decimal (kilograms), halves away from zero. */
+export function formatOneDecimal(value) {
+  return oneDecimal.format(value);
+}
+
+/** A bar's label where space is short: 950, 12.1k, 1.2M (one decimal below 100k). */
+export function formatCompact(value) {
+  const rounded = Math.round(value);
+  const magnitude = Math.abs(rounded);
+  if (magnitude < 1000) return String(rounded);
+  const [divisor, suffix] = magnitude < 1e6 ? [1000, "k"] : [1e6, "M"];
+  const scaled = rounded / divisor;
+  return `${Math.abs(scaled) < 100 ? (Math.round(scaled * 10) / 10).toFixed(1).replace(/\.0$/, "") : Math.round(scaled)}${suffix}`;
+}
+
+/** Seconds as "42 min" or "1 h 05 min", rounded to the minute. */
+export function formatMinutesLong(seconds) {
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, "0")} min`;
+}
+
+const monthShort = new Intl.DateTimeFormat(undefined, { month: "short" });
+
+/** "Mar" for a YYYY-MM-DD day key. */
+export function formatMonth(dayKey) {
+  return monthShort.format(dateFromDayKey(dayKey));
+}

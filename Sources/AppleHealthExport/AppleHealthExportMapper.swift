@@ -540,19 +540,14 @@ public struct AppleHealthExportMapper {
         return metadata.filter { seen.insert($0.key).inserted }
     }
 
-    /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
-    /// imported twice, or from an overlapping later export, gets the same uuid. Like version 7, the
-    /// first 48 bits are the sample's start (Unix ms): exports list each type's records in time
-    /// order, so inserts land at the end of the uuid index instead of at random pages (a third of
-    /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
-    /// content: far faster than SHA-256, and collisions would only matter between records of one
-    /// user's own export, which is not adversarial.
     /// The record's value as hashed into its uuid: the canonical quantity's bits in hex, or a name.
     private enum ContentKeyValue {
         case hex(UInt64)
         case text(String)
     }
 
+    /// The content uuid of one record (see `contentUUID(start:hashing:)`): its type, app, interval,
+    /// value and, for a correlation, its objects' uuids.
     private mutating func contentUUID(type: String, app: String, interval: (start: Int64, end: Int64), _ value: ContentKeyValue?,
                                       objects: [String] = []) -> HealthUUID {
         // The bytes are those of the fields joined as text (`String(start)`, `String(bits, radix: 16)`),
@@ -622,10 +617,7 @@ public struct AppleHealthExportMapper {
     /// user's own export, which is not adversarial.
     static func contentUUID(start: Int64, hashing bytes: UnsafeRawBufferPointer) -> HealthUUID {
         let (hashHigh, hashLow) = ContentHash.murmur3x64_128(bytes)
-        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
-        let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
-        let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
-        return HealthUUID(high: high, low: low)
+        return HealthUUID(contentStart: start, hashHigh: hashHigh, hashLow: hashLow)
     }
 
     /// The catalog type an export name stands for, looked up once per distinct name.

@@ -18,7 +18,7 @@ enum CurrentAuthorizationRoutes {
                 writer.beginObject()
                 writer.field("id", app.id)
                 writer.field("user", app.userID)
-                writer.field("app", app.app)
+                writer.field("app", app.appName)
                 writer.key("read"); AccountRoutes.writeStrings(app.read.sorted(), into: &writer)
                 writer.key("share"); AccountRoutes.writeStrings(app.share.sorted(), into: &writer)
                 writer.endObject()

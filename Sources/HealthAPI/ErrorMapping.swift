@@ -27,6 +27,11 @@ extension APIError {
             case .forbidden(let detail): self = .authorizationDenied(detail)
             case .invalid(let detail): self = .invalidArgument(detail)
             }
+        case let denied as SharingDenied:
+            self = .authorizationDenied(denied.detail)
+            if let index = denied.index {
+                errors = [APIError.FieldIssue(index: index, field: "type", detail: "no share permission for \(denied.type)")]
+            }
         case let conflict as SampleConflict:
             self = .conflict(conflict.detail, errors: [APIError.FieldIssue(index: conflict.index, field: "uuid", detail: conflict.detail)])
         case let error where HealthStore.isOutOfSpace(error):

@@ -57,6 +57,7 @@ public enum HealthAutoExportRoutes {
                        store: HealthStore) throws(APIError) -> Report {
         do {
             var check = HealthAutoExportReader(user: app.userID, interval: interval, batchSize: batchSize)
+            check.mapper.computesUUIDs = false
             try body.withUnsafeBytes { bytes in try check.read(bytes) { _ in } }
         } catch let error as HealthAutoExportError {
             throw APIError.invalidArgument(
@@ -92,7 +93,7 @@ public enum HealthAutoExportRoutes {
                     report.refused[metric, default: 0] += 1
                     continue
                 }
-                batch.append(SourcedSample(app: app.app, sample: sample))
+                batch.append(SourcedSample(app: app.appName, sample: sample))
             case .unmapped(let name):
                 report.unmapped[name, default: 0] += 1
             case .invalid(let metric, let field, let detail):

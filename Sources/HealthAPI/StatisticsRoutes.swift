@@ -90,7 +90,7 @@ enum StatisticsRoutes {
             try context.query.rejectUnknown()
             var order = try storeCall { try store.sourcePriority(userRowID: app.userRowID, type: type) }
             // Read privacy: without read permission the app learns of no other app.
-            if !app.mayRead(type.id) { order = order.filter { $0 == app.app } }
+            if !app.mayRead(type.id) { order = order.filter { $0 == app.appName } }
             return JSONResponse.write { writer in
                 writer.beginObject()
                 writer.field("type", type.id)
@@ -266,7 +266,7 @@ enum StatisticsReader {
                         })
                     }
                     let own = result.sources.first(where: { $0.source == ownSource })?.figures ?? StatisticsFigures()
-                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.app, figures: own)]
+                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.appName, figures: own)]
                     return IntervalFigures(figures: own, sources: sources)
                 }
             }

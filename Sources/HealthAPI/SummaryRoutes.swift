@@ -52,7 +52,7 @@ enum SummaryRoutes {
             if distance > 0, let distanceType = HealthTypeCatalog.type("distanceWalkingRunning") {
                 let covered = try storeCall {
                     try store.coveredDuration(userRowID: app.userRowID, type: distanceType, start: start, end: end,
-                                              onlySource: app.mayRead(distanceType.id) ? nil : app.sourceRowID)
+                                              onlySource: app.access.visibleSource(of: distanceType.id))
                 }
                 pace = FigureRounding.significant(Double(covered) / 1000 / distance)
             }

@@ -46,8 +46,12 @@ public struct HealthAutoExportMapper {
     public let interval: HealthAutoExportInterval
     /// The user's id: part of every content-derived uuid.
     public let user: String
+    /// False for a checking pass: samples get no uuid (hashing is most of a point's cost).
+    public var computesUUIDs = true
     private var items: [HealthAutoExportItem] = []
     private var uuidBytes: [UInt8] = []
+    /// HKTimeZone names by offset: a payload has one or two.
+    private var zoneNames: [Int: String] = [:]
 
     public init(user: String, interval: HealthAutoExportInterval = .minutes) {
         self.user = user
@@ -178,7 +182,7 @@ public struct HealthAutoExportMapper {
         let quantity = try Self.requiredNumber(point, "qty")
         let start = date.instant
         let end = type.isCumulative ? start + interval.milliseconds : start
-        var metadata = Self.commonMetadata(date, source: try Self.optionalString(point, "source"))
+        var metadata = commonMetadata(date, source: try Self.optionalString(point, "source"))
         if typeID == "bloodGlucose", let meal = try Self.optionalString(point, "mealTime") {
             // HKBloodGlucoseMealTime: 1 preprandial, 2 postprandial.
             switch meal.lowercased() {
@@ -218,7 +222,7 @@ public struct HealthAutoExportMapper {
         }
         let minimum = try Self.optionalNumber(point, "Min")
         let maximum = try Self.optionalNumber(point, "Max")
-        var metadata = Self.commonMetadata(date, source: try Self.optionalString(point, "source"))
+        var metadata = commonMetadata(date, source: try Self.optionalString(point, "source"))
         let unitText = try Self.optionalString(point, "units") ?? units
         do {
             let value = try Self.canonical(average, units: unitText, for: type, field: "Avg")
@@ -241,7 +245,7 @@ public struct HealthAutoExportMapper {
         let date = try Self.requiredDate(point, "date")
         let systolic = try Self.requiredNumber(point, "systolic")
         let diastolic = try Self.requiredNumber(point, "diastolic")
-        let metadata = Self.commonMetadata(date, source: try Self.optionalString(point, "source"))
+        let metadata = commonMetadata(date, source: try Self.optionalString(point, "source"))
         let source = Self.sourceName(metadata)
         do {
             let systolicValue = try Self.canonical(systolic, units: units ?? "mmHg", for: systolicType, field: "systolic")
@@ -266,7 +270,7 @@ public struct HealthAutoExportMapper {
         guard let type = HealthTypeCatalog.type("mindfulSession"), let minutes = HealthUnit.named("min") else { return }
         let date = try Self.requiredDate(point, "date")
         let quantity = try Self.requiredNumber(point, "qty")
-        let metadata = Self.commonMetadata(date, source: try Self.optionalString(point, "source"))
+        let metadata = commonMetadata(date, source: try Self.optionalString(point, "source"))
         do {
             let unit = try HealthUnit.parse(Self.healthKitUnit(units ?? "min"))
             let duration = try unit.convert(quantity, to: minutes)
@@ -311,7 +315,7 @@ public struct HealthAutoExportMapper {
             items.append(.invalid(metric: metric, field: valueField, detail: "'\(stageText)' is not a sleep stage (In Bed, Asleep, Core, Deep, REM, Awake)"))
             return
         }
-        let metadata = Self.commonMetadata(start, source: try Self.optionalString(point, "source"))
+        let metadata = commonMetadata(start, source: try Self.optionalString(point, "source"))
         category(metric: metric, stage: stage, start.instant, end.instant, metadata)
     }
 
@@ -353,7 +357,7 @@ public struct HealthAutoExportMapper {
             }
             return
         }
-        var metadata = Self.commonMetadata(anchor, source: source)
+        var metadata = commonMetadata(anchor, source: source)
         metadata.append(MetadataEntry(key: "HealthAutoExportAggregatedSleep", value: .bool(true)))
         var cursor = anchor.instant
         for (stage, length) in [("asleepCore", core), ("asleepDeep", deep), ("asleepREM", rem),
@@ -363,7 +367,7 @@ public struct HealthAutoExportMapper {
         }
         if let inBedStart, let inBedEnd, inBedEnd.instant > inBedStart.instant {
             let inBedSource = try Self.optionalString(point, "inBedSource")
-            var inBedMetadata = Self.commonMetadata(inBedStart, source: inBedSource ?? source)
+            var inBedMetadata = commonMetadata(inBedStart, source: inBedSource ?? source)
             inBedMetadata.append(MetadataEntry(key: "HealthAutoExportAggregatedSleep", value: .bool(true)))
             category(metric: metric, stage: "inBed", inBedStart.instant, inBedEnd.instant, inBedMetadata)
         } else if inBed > 0 {
@@ -393,7 +397,7 @@ public struct HealthAutoExportMapper {
         let start = try Self.requiredDate(workout, "start")
         let end = try Self.requiredDate(workout, "end")
         let (activityType, indoorFromName) = Self.activityType(name)
-        var metadata = Self.commonMetadata(start, source: try Self.optionalString(workout, "source"))
+        var metadata = commonMetadata(start, source: try Self.optionalString(workout, "source"))
         metadata.append(MetadataEntry(key: "HealthAutoExportName", value: .string(name)))
         if let id = try Self.optionalString(workout, "id") { metadata.append(MetadataEntry(key: "HKExternalUUID", value: .string(id))) }
         if let indoor = try Self.optionalBool(workout, "isIndoor") ?? indoorFromName {
@@ -523,8 +527,15 @@ public struct HealthAutoExportMapper {
 
     /// Metadata every sample carries: the date's offset (HKTimeZone, so a reader can rebuild the
     /// user's local day) and the app's per-point `source`.
-    private static func commonMetadata(_ date: HealthAutoExportDate, source: String?) -> [MetadataEntry] {
-        var metadata = [MetadataEntry(key: "HKTimeZone", value: .string(date.timeZoneName))]
+    private mutating func commonMetadata(_ date: HealthAutoExportDate, source: String?) -> [MetadataEntry] {
+        let zone: String
+        if let known = zoneNames[date.offsetSeconds] {
+            zone = known
+        } else {
+            zone = date.timeZoneName
+            zoneNames[date.offsetSeconds] = zone
+        }
+        var metadata = [MetadataEntry(key: "HKTimeZone", value: .string(zone))]
         if let source, !source.isEmpty { metadata.append(MetadataEntry(key: "HealthAutoExportSource", value: .string(source))) }
         return metadata
     }
@@ -560,6 +571,7 @@ public struct HealthAutoExportMapper {
     /// so the store keeps it once. The first 48 bits are the start (Unix ms, as in version 7) so
     /// inserts land at the end of the uuid index; the other 74 bits come from SHA-256 of the fields.
     private mutating func uuid(_ type: String, _ start: Int64, _ end: Int64, _ source: String, _ value: ContentValue) -> HealthUUID {
+        guard computesUUIDs else { return HealthUUID(high: 0, low: 0) }
         uuidBytes.removeAll(keepingCapacity: true)
         uuidBytes.append(contentsOf: "healthd-health-auto-export".utf8)
         for field in [user, type, String(start), String(end), source] {
@@ -576,10 +588,7 @@ public struct HealthAutoExportMapper {
         var hashLow: UInt64 = 0
         for index in 0..<8 { hashHigh = hashHigh << 8 | UInt64(digest[index]) }
         for index in 8..<16 { hashLow = hashLow << 8 | UInt64(digest[index]) }
-        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
-        let high = time << 16 | 0x8000 | (hashHigh & 0x0FFF)
-        let low = (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
-        return HealthUUID(high: high, low: low)
+        return HealthUUID(contentStart: start, hashHigh: hashHigh, hashLow: hashLow)
     }
 
     // MARK: Field readers

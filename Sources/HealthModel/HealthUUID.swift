@@ -181,3 +181,14 @@ struct BufferedSystemRandom: RandomNumberGenerator {
 
     mutating func next() -> UInt64 { Self.shared.withLock { $0.take() } }
 }
+
+extension HealthUUID {
+    /// A name-based uuid (RFC 9562 version 8) for content-derived identities (imports, the Health
+    /// Auto Export ingest): like version 7, the first 48 bits are the sample's start (Unix ms), so
+    /// inserts land at the end of the uuid index; 74 bits of a hash of the content fill the rest.
+    public init(contentStart start: Int64, hashHigh: UInt64, hashLow: UInt64) {
+        let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
+        self.init(high: time << 16 | 0x8000 | (hashHigh & 0x0FFF),
+                  low: (hashLow & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56))
+    }
+}

@@ -127,3 +127,12 @@ public struct StoredSample: Sendable, Hashable {
         self.created = created
     }
 }
+
+extension HealthSample {
+    /// The types of a correlation's objects (empty for other samples): saving one needs share
+    /// permission for each.
+    public var objectTypes: [String] {
+        if case .correlation(let objects) = content { return objects.map(\.type) }
+        return []
+    }
+}

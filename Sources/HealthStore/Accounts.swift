@@ -1,3 +1,5 @@
+import HealthModel
+import SQLite
 import Crypto
 
 /// A person whose data the server holds.
@@ -9,19 +11,99 @@ public struct User: Sendable, Equatable {
     public var name: String
 }
 
-/// One app acting for one user, with the types it may read and share (write).
+/// One app acting for one user, with what its token may read and share (`access`).
 public struct AppAuthorization: Sendable, Equatable {
     public var id: String
     public var userRowID: Int64
     public var userID: String
-    public var app: String
+    /// The app's name: what samples it saves show as their source.
+    public var appName: String
     /// The source row this app writes as, for this user.
     public var sourceRowID: Int64
+    public var access: AccessPolicy
+
+    public init(id: String, userRowID: Int64, userID: String, appName: String, sourceRowID: Int64,
+                read: Set<String>, share: Set<String>) {
+        self.id = id
+        self.userRowID = userRowID
+        self.userID = userID
+        self.appName = appName
+        self.sourceRowID = sourceRowID
+        self.access = AccessPolicy(read: read, share: share, ownSourceRowID: sourceRowID)
+    }
+
+    public var read: Set<String> { access.read }
+    public var share: Set<String> { access.share }
+    public func mayRead(_ type: String) -> Bool { access.mayRead(type) }
+    public func mayShare(_ type: String) -> Bool { access.mayShare(type) }
+}
+
+/// What one token may read and share, and the one place that says what that means (API.md,
+/// Authorization). The store applies it on every read and write, so a route cannot forget it:
+/// - read privacy, as in HealthKit: for a type the token may not read, data of that type is
+///   narrowed to the token's own source, as if nothing else existed (not an error);
+/// - writes and deletes of a type the token may not share are refused with `SharingDenied`.
+public struct AccessPolicy: Sendable, Equatable {
     public var read: Set<String>
     public var share: Set<String>
+    /// The source row the token writes as: what it always sees of its own data.
+    public var ownSourceRowID: Int64
+
+    public init(read: Set<String>, share: Set<String>, ownSourceRowID: Int64) {
+        self.read = read
+        self.share = share
+        self.ownSourceRowID = ownSourceRowID
+    }
 
     public func mayRead(_ type: String) -> Bool { read.contains(type) }
     public func mayShare(_ type: String) -> Bool { share.contains(type) }
+
+    /// The one source whose data of `type` the token sees, or nil when it sees every source.
+    public func visibleSource(of type: String) -> Int64? { mayRead(type) ? nil : ownSourceRowID }
+
+    /// True when the token sees data of `type` saved by `sourceRowID`.
+    public func sees(_ type: String, from sourceRowID: Int64) -> Bool {
+        visibleSource(of: type).map { $0 == sourceRowID } ?? true
+    }
+
+    /// The types of `types` the token sees from every source.
+    public func readable<S: Sequence<String>>(_ types: S) -> [String] { types.filter(mayRead) }
+
+    /// Throws `SharingDenied` unless the token may share `type`; `detail` says what was refused.
+    public func requireShare(_ type: String, detail: String? = nil) throws(SharingDenied) {
+        guard mayShare(type) else {
+            throw SharingDenied(type: type, index: nil, detail: detail ?? "this token may not share (write or delete) \(type)")
+        }
+    }
+
+    /// Throws `SharingDenied` naming the first sample of `samples` (or object of a correlation)
+    /// whose type the token may not share.
+    public func requireShare(_ samples: [HealthSample]) throws(SharingDenied) {
+        for (index, sample) in samples.enumerated() {
+            for type in [sample.type] + sample.objectTypes where !mayShare(type) {
+                throw SharingDenied(type: type, index: index, detail: "this token may not share \(type)")
+            }
+        }
+    }
+}
+
+extension AccessPolicy {
+    /// Narrows a `samples` query on `type` to the token's own rows when it may not read the type.
+    func narrow(_ type: String, conditions: inout [String], values: inout [SQLValue]) {
+        guard let own = visibleSource(of: type) else { return }
+        values.append(.integer(own))
+        conditions.append("source_id = ?\(values.count)")
+    }
+}
+
+/// A write or delete of a type the token may not share: a 403 (API.md, Authorization).
+public struct SharingDenied: Error, Sendable, Equatable, CustomStringConvertible {
+    public var type: String
+    /// The refused sample's position in its batch, when a batch was refused.
+    public var index: Int?
+    public var detail: String
+
+    public var description: String { detail }
 }
 
 public enum TokenHashing {

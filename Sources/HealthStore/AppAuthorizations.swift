@@ -19,7 +19,7 @@ extension HealthStore {
             var found: [AppAuthorization] = []
             try statement.forEachRow { row in
                 func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
-                found.append(AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, app: app,
+                found.append(AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, appName: app,
                                               sourceRowID: try row.int64(at: 3), read: types(try row.string(at: 1)),
                                               share: types(try row.string(at: 2))))
             }

@@ -150,7 +150,7 @@ extension HealthStore {
         func list(_ codes: [Int64]) -> String { codes.map(String.init).joined(separator: ",") }
         if let types {
             let all = codes(types)
-            let readable = codes(types.filter { app.mayRead($0) })
+            let readable = codes(app.access.readable(types))
             guard !all.isEmpty else { return nil }
             if readable.count == all.count { return "type_id IN (\(list(all)))" }
             if readable.isEmpty { return "(source_id = ?3 AND type_id IN (\(list(all))))" }

@@ -87,7 +87,9 @@ public final class HealthStore: Sendable {
     }
 
     /// Called after every commit that added or deleted samples (on the committing thread, after
-    /// the data is durable): the change feed wakes its waiters, the statistics indexes update.
+    /// the data is durable): the change feed wakes its waiters and the workout zone monitor judges
+    /// new heart rates. (Statistics indexes do not listen: they catch up from the change sequence
+    /// when next asked.)
     public func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void) {
         commitObservers.withLock { $0.append(observer) }
     }
@@ -167,7 +169,7 @@ public final class HealthStore: Sendable {
                 """, [.text(id), .integer(user.rowID), .text(app), .blob(hash),
                       .text(read.sorted().joined(separator: ",")), .text(share.sorted().joined(separator: ",")),
                       .integer(Self.nowMilliseconds())])
-            return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, app: app,
+            return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app,
                                     sourceRowID: sourceRowID, read: read, share: share)
         }
         return (authorization, token)
@@ -211,7 +213,7 @@ public final class HealthStore: Sendable {
                 """, [.blob(tokenHash)]) { row in
                 func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
                 return AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
-                                        app: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
+                                        appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
                                         read: types(try row.string(at: 4)), share: types(try row.string(at: 5)))
             }
         }

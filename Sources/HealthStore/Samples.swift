@@ -39,7 +39,7 @@ public struct SampleConflict: Error, Sendable, Equatable {
     public var detail: String
 }
 
-/// What a commit changed, for the change feed and the statistics indexes.
+/// What a commit changed, for commit observers (the change feed, the workout zone monitor).
 public struct CommittedChange: Sendable {
     public var userRowID: Int64
     public var typeIDs: Set<String>
@@ -53,6 +53,7 @@ extension HealthStore {
     /// accepted again without a second copy; with different content the whole batch is a conflict.
     /// Returns the uuids in request order.
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
+        try app.access.requireShare(samples)
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let change = try pool.groupedWrite { db in try insert(batch, by: app, created: created, db) }
@@ -65,6 +66,12 @@ extension HealthStore {
     /// durable (or the error: `SampleConflict`, `StoreError`, `SQLiteError`), on a global queue.
     public func save(_ samples: [HealthSample], by app: AppAuthorization,
                      completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
+        do {
+            try app.access.requireShare(samples)
+        } catch {
+            completion(.failure(error))
+            return
+        }
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let uuids = samples.map(\.uuid)
@@ -99,10 +106,7 @@ extension HealthStore {
             guard let typeCode = typeCode(for: query.type) else { return SamplePage(samples: [], next: nil) }
             var conditions = ["user_id = ?1", "type_id = ?2"]
             var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
-            if !app.mayRead(query.type) {
-                values.append(.integer(app.sourceRowID))
-                conditions.append("source_id = ?\(values.count)")
-            }
+            app.access.narrow(query.type, conditions: &conditions, values: &values)
             if let sourceApp = query.sourceApp {
                 values.append(.text(sourceApp))
                 conditions.append("source_id = (SELECT id FROM sources WHERE user_id = ?1 AND app = ?\(values.count))")
@@ -146,7 +150,7 @@ extension HealthStore {
             guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
                                          [.integer(app.userRowID), .blob(uuid.bytes)], { try SampleRow($0) }) else { return nil }
             let typeName = self.typeName(for: row.typeCode) ?? ""
-            guard app.mayRead(typeName) || row.sourceRowID == app.sourceRowID else { return nil }
+            guard app.access.sees(typeName, from: row.sourceRowID) else { return nil }
             return try materialize(row, db: db, userExternalID: userExternalID)
         }
     }
@@ -190,14 +194,12 @@ extension HealthStore {
             let typeName = self.typeName(for: row.typeCode) ?? ""
             guard row.sourceRowID == app.sourceRowID else {
                 // Without read permission the app must not learn the sample exists at all.
-                if app.mayRead(typeName) {
+                if app.access.sees(typeName, from: row.sourceRowID) {
                     throw StoreError.forbidden("sample \(uuid.lowercasedString) was saved by another app")
                 }
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
-            guard app.mayShare(typeName) else {
-                throw StoreError.forbidden("this token may not share (write or delete) \(typeName)")
-            }
+            try app.access.requireShare(typeName)
             var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
             try deleter.delete(row)
             try deleter.finish()
@@ -208,6 +210,7 @@ extension HealthStore {
 
     /// Deletes the app's own samples of a type matching the date predicate; returns how many.
     public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
+        try app.access.requireShare(type)
         let (count, change) = try pool.write { db -> (Int, CommittedChange?) in
             guard let typeCode = typeCode(for: type) else { return (0, nil) }
             var conditions = ["user_id = ?1", "type_id = ?2", "source_id = ?3"]
@@ -245,9 +248,9 @@ extension HealthStore {
                 WHERE st.user_id = ? AND st.type_id = ?
                 """
             var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
-            if !app.mayRead(type) {
+            if let own = app.access.visibleSource(of: type) {
                 sql += " AND st.source_id = ?"
-                values.append(.integer(app.sourceRowID))
+                values.append(.integer(own))
             }
             sql += " ORDER BY st.first_seq"
             var order: [String] = []

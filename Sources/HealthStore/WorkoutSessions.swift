@@ -56,11 +56,15 @@ enum WorkoutSessionColumn: Int, TableColumns {
 extension HealthStore {
     static let workoutSessionColumns = WorkoutSessionColumn.selectList
 
+    /// Starting and ending a session need share permission for `workout`: ending saves one as the app.
+    static let workoutShareDetail = "a workout session saves a workout sample: this token may not share workout"
+
     /// Starts a session as `app`. An app runs one session at a time per user (as HealthKit runs one
     /// per app): while another is running or paused this is a `conflict` naming it.
     public func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
                                     at start: Int64) throws -> WorkoutSession {
-        try pool.write { db in
+        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        return try pool.write { db in
             if let active = try db.first("""
                 SELECT external_id, state FROM workout_sessions WHERE user_id = ? AND source_id = ? AND state <> 'ended'
                 """, [.integer(app.userRowID), .integer(app.sourceRowID)], { (try $0.string(at: 0), try $0.string(at: 1)) }) {
@@ -117,6 +121,7 @@ extension HealthStore {
     /// with read permission for it. A type with no sample there gives no total (absent, not 0).
     public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64,
                                   workoutUUID: HealthUUID = .random()) throws -> WorkoutSession {
+        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
         let created = Self.nowMilliseconds()
         let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in
             guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
@@ -234,10 +239,7 @@ extension HealthStore {
         guard let typeCode = typeCode(for: type), !intervals.isEmpty else { return nil }
         var conditions = ["user_id = ?1", "type_id = ?2"]
         var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
-        if !app.mayRead(type) {
-            values.append(.integer(app.sourceRowID))
-            conditions.append("source_id = ?\(values.count)")
-        }
+        app.access.narrow(type, conditions: &conditions, values: &values)
         values.append(.integer(end))
         conditions.append("start_ms < ?\(values.count)")
         values.append(.integer(start))

@@ -121,7 +121,7 @@ public enum CommandLineParser {
                     options.file = flag
                 }
             }
-            guard !options.file.isEmpty else { throw UsageError("import needs a FILE (export.zip or export.xml)") }
+            guard !options.file.isEmpty else { throw UsageError("import needs a FILE (export.zip, export.xml, or an NDJSON file from healthd export)") }
             guard !options.user.isEmpty else { throw UsageError("import needs --user NAME") }
             return .importFile(options)
         case "export":

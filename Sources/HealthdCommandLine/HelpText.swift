@@ -27,7 +27,7 @@ public enum HelpText {
         Commands:
           serve     run the HTTP server
           seed      write realistic mock data for a user
-          import    import an Apple Health export (export.zip or export.xml)
+          import    import an Apple Health export (export.zip or export.xml) or healthd's own NDJSON export
           export    write every sample of a user as NDJSON
 
         Every command takes --config FILE and --data-dir DIR. Run 'healthd COMMAND --help' for its options.
@@ -75,7 +75,9 @@ public enum HelpText {
     public static let importCommand = """
         Usage: healthd import FILE --user NAME [--config FILE] [--data-dir DIR]
 
-        Imports an Apple Health export (export.zip or export.xml), streaming, with progress.
+        Imports an Apple Health export (export.zip or export.xml), or an NDJSON file written by
+        'healthd export' or GET /v1/export (a backup, or another server's data: uuids and apps are
+        kept), streaming, with progress. The format is read from the file's first bytes.
         Running it twice imports nothing twice.
         \(common)
         """

@@ -28,6 +28,7 @@ final class InProcessServer {
         application = HealthApplication(configuration: configuration, store: store,
                                         adminToken: "bench-admin-token-0123456789", accessLog: nil)
         var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: port)
+        serverConfiguration.limits.bodyLimitOverrides = [HealthAutoExportRoutes.bodyLimit(configuration.maxHealthAutoExportBodyBytes)]
         serverConfiguration.maxConnections = max(serverConfiguration.maxConnections, connections * 2 + 16)
         serverConfiguration.maxConnectionsPerAddress = max(serverConfiguration.maxConnectionsPerAddress, connections * 2 + 16)
         server = HTTPServer(configuration: serverConfiguration, responder: application)

@@ -3,16 +3,22 @@ import HealthAPI
 import HealthdCommandLine
 import HealthStore
 
-/// `healthd import FILE --user NAME`: an Apple Health export (zip or XML) into the user's samples.
+/// `healthd import FILE --user NAME`: an Apple Health export (zip or XML), or healthd's own NDJSON
+/// export, into the user's samples.
 func runImport(_ options: ImportOptions) {
     let configuration = loadConfiguration(options.common)
     let source: any AppleHealthByteSource
+    let format: ImportFormat
     do {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: options.file, isDirectory: &isDirectory), !isDirectory.boolValue else {
             fail("no such file: \(options.file)")
         }
-        source = try isZip(options.file) ? ZipExportSource(path: options.file) : FileByteSource(path: options.file)
+        guard let detected = ImportFormat.detect(head: try head(options.file)) else {
+            fail("\(options.file) is neither an Apple Health export (export.zip or export.xml) nor healthd's NDJSON export")
+        }
+        format = detected
+        source = format == .appleHealthZip ? try ZipExportSource(path: options.file) : try FileByteSource(path: options.file)
     } catch {
         fail("\(options.file): \(error)")
     }
@@ -21,10 +27,14 @@ func runImport(_ options: ImportOptions) {
     let user: User
     do { user = try store.userCreatingIfNeeded(name: options.user) } catch { fail("cannot create user \(options.user): \(error)") }
     let meter = ProgressMeter(interactive: isatty(2) == 1)
-    let importer = AppleHealthImporter(store: store, userRowID: user.rowID)
     let report: AppleHealthImportReport
     do {
-        report = try importer.run(source) { meter.show($0) }
+        switch format {
+        case .appleHealthZip, .appleHealthXML:
+            report = try AppleHealthImporter(store: store, userRowID: user.rowID).run(source) { meter.show($0) }
+        case .healthdNDJSON:
+            report = try HealthdExportImporter(store: store, userRowID: user.rowID).run(source) { meter.show($0) }
+        }
     } catch {
         meter.end()
         fail("import stopped: \(error). Samples saved before this point are kept; running the import again saves nothing twice.")
@@ -33,12 +43,11 @@ func runImport(_ options: ImportOptions) {
     say(summary(report, user: options.user, seconds: meter.elapsed))
 }
 
-/// Zip files start with a local header ("PK\u{3}\u{4}"); anything else is read as XML.
-private func isZip(_ path: String) throws -> Bool {
+/// The file's first bytes, enough to tell its format.
+private func head(_ path: String) throws -> [UInt8] {
     guard let handle = FileHandle(forReadingAtPath: path) else { throw AppleHealthImportError.unreadable("cannot open \(path)") }
     defer { try? handle.close() }
-    let head = try handle.read(upToCount: 4) ?? Data()
-    return [UInt8](head) == [0x50, 0x4B, 0x03, 0x04]
+    return [UInt8](try handle.read(upToCount: 512) ?? Data())
 }
 
 private func summary(_ report: AppleHealthImportReport, user: String, seconds: Double) -> String {

@@ -46,7 +46,7 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         let (_, token) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: [])
         let raw = try #require(FileManager.default.contents(atPath: t.store.databasePath))
         #expect(raw.range(of: Data(token.utf8)) == nil, "the token itself is never written")
-        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token))?.app == "phone")
+        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token))?.appName == "phone")
         #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token + "x")) == nil)
     }
 
@@ -128,5 +128,41 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         #expect(throws: RowDecodingError(table: "samples", column: "uuid", problem: "is not a 16-byte uuid")) {
             try t.store.samples(SampleQuery(type: "stepCount"), for: app, userExternalID: user.id)
         }
+    }
+}
+
+/// The store enforces each token's AccessPolicy itself, so no caller can skip it.
+@Suite struct AccessPolicyStoreTests {
+    @Test func writesAndDeletesOfUnsharedTypesAreRefusedByTheStore() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (reader, _) = try t.store.createAuthorization(user: user, app: "reader", read: ["stepCount", "workout"], share: ["heartRate"])
+        let batch = [HealthSample(uuid: .random(), type: "heartRate", start: 1_700_000_000_000, end: 1_700_000_000_000, content: .quantity(60)),
+                     steps(5, start: 1_700_000_000_000)]
+        #expect(throws: SharingDenied(type: "stepCount", index: 1, detail: "this token may not share stepCount")) {
+            try t.store.save(batch, by: reader)
+        }
+        #expect(throws: SharingDenied.self) { try t.store.deleteSamples(type: "stepCount", start: 0, end: 2_000_000_000_000, by: reader) }
+        #expect(throws: SharingDenied.self) {
+            try t.store.startWorkoutSession(app: reader, activityType: "running", zone: nil, at: 1_700_000_000_000)
+        }
+        let page = try t.store.samples(SampleQuery(type: "heartRate"), for: reader, userExternalID: user.id)
+        #expect(page.samples.isEmpty, "nothing of the refused batch was stored")
+    }
+
+    @Test func readsOfUnreadableTypesSeeOnlyTheTokensOwnSamples() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (owner, _) = try t.store.createAuthorization(user: user, app: "owner", read: ["stepCount"], share: ["stepCount"])
+        let (writer, _) = try t.store.createAuthorization(user: user, app: "writer", read: [], share: ["stepCount"])
+        let theirs = try t.store.save([steps(100, start: 1_700_000_000_000)], by: owner)
+        let mine = try t.store.save([steps(1, start: 1_700_000_060_000)], by: writer)
+        #expect(writer.access.visibleSource(of: "stepCount") == writer.sourceRowID)
+        #expect(owner.access.visibleSource(of: "stepCount") == nil)
+        let page = try t.store.samples(SampleQuery(type: "stepCount"), for: writer, userExternalID: user.id)
+        #expect(page.samples.map(\.sample.uuid) == mine)
+        #expect(try t.store.sample(theirs[0], for: writer, userExternalID: user.id) == nil)
+        #expect(throws: StoreError.notFound("no sample \(theirs[0].lowercasedString)")) { try t.store.deleteSample(theirs[0], by: writer) }
+        #expect(try t.store.samples(SampleQuery(type: "stepCount"), for: owner, userExternalID: user.id).samples.count == 2)
     }
 }

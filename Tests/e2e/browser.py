@@ -8,7 +8,7 @@ this server does not have yet print 'skipped: endpoint missing' instead of faili
 check only that the page says "not available". Writes screenshots to the artifacts folder.
 Standard library only.
 """
-import argparse, decimal, fcntl, html.parser, json, math, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.parse
+import argparse, base64, decimal, fcntl, html.parser, json, math, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.parse
 from datetime import datetime, timedelta, timezone
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from zoneinfo import ZoneInfo
@@ -19,7 +19,9 @@ from e2e import ADMIN, Server, check, http, js, results  # noqa: E402
 # A zone with daylight saving and a non-zero offset, so local-day arithmetic is really exercised.
 TIME_ZONE = "America/New_York"
 TYPES = ["stepCount", "distanceWalkingRunning", "appleExerciseTime", "activeEnergyBurned", "heartRate",
-         "restingHeartRate", "sleepAnalysis"]
+         "restingHeartRate", "sleepAnalysis", "bodyMass", "workout", "appleStandHour"]
+# The fixture user's date of birth: the page takes its zone from it when no age is entered.
+DATE_OF_BIRTH = "1990-06-15"
 AGE, GOAL = 40, "fatBurn"
 skipped = []
 
@@ -242,11 +244,20 @@ class Fixture:
         user = self.admin("/v1/users", {"name": name})
         writer = self.admin("/v1/authorizations", {"user": user["id"], "app": "browser-test-phone",
                                                    "read": TYPES, "share": TYPES})["token"]
-        reader = self.admin("/v1/authorizations", {"user": user["id"], "app": "dashboard", "read": TYPES})["token"]
+        reader = self.admin("/v1/authorizations", {"user": user["id"], "app": "dashboard", "read": TYPES + ["dateOfBirth"]})["token"]
         if with_data:
             self.writer = writer
+            self.user = user["id"]
             self.save(writer, self.samples())
+            status, _, payload = http(self.port, "PUT", "/v1/characteristics", {"user": user["id"], "dateOfBirth": DATE_OF_BIRTH},
+                                      token=ADMIN)
+            if status != 200:
+                raise RuntimeError(f"PUT /v1/characteristics: {status} {payload[:300]}")
         return reader
+
+    def token_reading(self, types):
+        """A token of the data user that may read only `types` (and shares nothing)."""
+        return self.admin("/v1/authorizations", {"user": self.user, "app": "partial-dashboard", "read": types})["token"]
 
     def local(self, day_offset, hour, minute=0):
         day = (self.today + timedelta(days=day_offset)).date()
@@ -277,6 +288,35 @@ class Fixture:
             moment += timedelta(minutes=20)
         out.append({"type": "heartRate", "value": 171.4, "unit": "count/min",
                     "start": rfc3339(self.now - timedelta(minutes=1))})
+        # A resting rate and a weight most mornings (two days without either: gaps in the lines).
+        for offset in range(-27, 1):
+            if offset in (-15, -4):
+                continue
+            morning = self.local(offset, 7, 0)
+            if morning <= self.now:
+                out.append({"type": "restingHeartRate", "value": 55 + (offset % 5), "unit": "count/min", "start": rfc3339(morning)})
+                out.append({"type": "bodyMass", "value": round(72 + offset * 0.05, 1), "unit": "kg", "start": rfc3339(morning)})
+        # Stand hours the last week: stood 08:00-20:00 except at noon.
+        for offset in range(-6, 1):
+            for hour in range(8, 21):
+                start = self.local(offset, hour)
+                if start + timedelta(hours=1) <= self.now:
+                    out.append({"type": "appleStandHour", "value": "idle" if hour == 12 else "stood", "start": rfc3339(start),
+                                "end": rfc3339(start + timedelta(hours=1))})
+        # Two workouts with heart rate every minute: a run yesterday evening with a 2-minute pause,
+        # and a ride three days ago.
+        for offset, kind, hour, minutes, kcal, metres in ((-1, "running", 18, 40, 400, 6000), (-3, "cycling", 7, 45, 350, 15000)):
+            start = self.local(offset, hour, 30)
+            end = start + timedelta(minutes=minutes)
+            workout = {"type": "workout", "activityType": kind, "start": rfc3339(start), "end": rfc3339(end),
+                       "totalEnergyBurned": {"value": kcal, "unit": "kcal"}, "totalDistance": {"value": metres, "unit": "m"}}
+            if kind == "running":
+                workout["events"] = [{"type": "pause", "date": rfc3339(start + timedelta(minutes=10))},
+                                     {"type": "resume", "date": rfc3339(start + timedelta(minutes=12))}]
+            out.append(workout)
+            for minute in range(minutes):
+                out.append({"type": "heartRate", "value": 110 + (minute * 7) % 50, "unit": "count/min",
+                            "start": rfc3339(start + timedelta(minutes=minute, seconds=20))})
         # Last night: in bed 22:30 to 06:45, stages inside, an awake spell, and a second record of
         # part of the night (as a phone would) that must not count twice.
         night = [("inBed", (-1, 22, 30), (0, 6, 45)), ("asleepCore", (-1, 23, 0), (0, 1, 0)),
@@ -438,17 +478,15 @@ def dashboard_checks(port, browser, fixture, token, artifacts):
     else:
         sums = {b["start"][:10]: b["sum"] for b in collection["buckets"] if "sum" in b}
         days = [fixture.local(offset, 0).date().isoformat() for offset in range(-27, 1)]
-        bars = [e for e in dom.with_attribute("data-day") if e["tag"] == "rect"]
-        check("7 daily bars, the last 7 days in order", [b["attrs"]["data-day"] for b in bars] == days[-7:],
-              [b["attrs"]["data-day"] for b in bars])
-        check("each bar's value is the day's sum ('' for no data)",
-              [number(b["attrs"]["data-value"]) for b in bars] == [sums.get(day) for day in days[-7:]])
         trend = [e for e in dom.with_attribute("data-trend-day")]
         check("one trend point per day with data in 28 days", [t["attrs"]["data-trend-day"] for t in trend]
               == [day for day in days if day in sums], (len(trend), len(sums)))
         check("trend points carry the sums", [number(t["attrs"]["data-value"]) for t in trend]
               == [sums[day] for day in days if day in sums])
         check("the fixture's gap days have no trend point", len([d for d in days if d in sums]) <= 26)
+
+    period_chart_checks(port, token, dom, "day", fixture.today, fixture.local(1, 0), "PT1H")
+    new_card_checks(port, fixture, token, dom)
 
     print("browser: heart-rate zone and alert")
     status, zone = api(port, token, "/v1/heart-rate/zones", age=AGE, goal=GOAL)
@@ -477,14 +515,211 @@ def dashboard_checks(port, browser, fixture, token, artifacts):
     else:
         check("the page follows the change stream", live == "live", live)
 
+    period_checks(port, browser, fixture, token)
+
     print("browser: screenshots")
     os.makedirs(artifacts, exist_ok=True)
-    for name, width, height in (("dashboard.png", 1280, 1800), ("dashboard-phone.png", 390, 2600)):
+    for name, width, height in (("dashboard.png", 1280, 3000), ("dashboard-phone.png", 390, 6400)):
         path = os.path.abspath(os.path.join(artifacts, name))
         ok = browser.screenshot(url, path, width, height)
         check(f"screenshot {width}x{height} written", ok)
         if ok:
             print(f"  artifact: {path}")
+
+
+def period_chart_checks(port, token, dom, period, start, end, interval):
+    """The period chart's bars are the collection's buckets over the period, with their sums."""
+    status, collection = api(port, token, "/v1/statistics/collection", type="stepCount", start=rfc3339(start), end=rfc3339(end),
+                             interval=interval, timeZone=TIME_ZONE, options="cumulativeSum")
+    check(f"{period}: the statistics collection answers", status == 200, status)
+    buckets = collection.get("buckets", []) if status == 200 else []
+    bars = [e for e in dom.with_attribute("data-bucket") if e["tag"] == "rect"]
+    check(f"{period}: one step bar per {interval} bucket of the period, in order",
+          [b["attrs"]["data-bucket"] for b in bars] == [b["start"] for b in buckets], (len(bars), len(buckets)))
+    check(f"{period}: each bar's value is its bucket's sum ('' for no data)",
+          [number(b["attrs"]["data-value"]) for b in bars] == [b.get("sum") for b in buckets])
+    return buckets
+
+
+def new_card_checks(port, fixture, token, dom):
+    """Rings, sleep over 7 nights, workouts, resting heart rate and weight, against the API."""
+    print("browser: activity rings")
+    today = fixture.today.date()
+    status, rings = api(port, token, "/v1/activity-summaries", start=(today - timedelta(days=6)).isoformat(),
+                        end=today.isoformat(), timeZone=TIME_ZONE)
+    check("activity summaries answer", status == 200, status)
+    latest = rings["summaries"][-1] if status == 200 else {}
+    shown = {e["attrs"]["data-ring"]: (number(e["attrs"]["data-value"]), number(e["attrs"]["data-goal"]))
+             for e in dom.with_attribute("data-ring") if e["tag"] == "li"}
+    check("today's move, exercise and stand equal the activity summary, with their goals", shown == {
+        "move": (latest.get("activeEnergyBurned"), latest.get("activeEnergyBurnedGoal")),
+        "exercise": (latest.get("appleExerciseTime"), latest.get("appleExerciseTimeGoal")),
+        "stand": (latest.get("appleStandHours"), latest.get("appleStandHoursGoal"))}, (shown, latest))
+    check("the fixture's stand hours count (12 stood hours on a full day)", rings["summaries"][-2]["appleStandHours"] == 12,
+          rings["summaries"][-2])
+    check("seven small rings, one per day", [e["attrs"]["data-ring-day"] for e in dom.with_attribute("data-ring-day")]
+          == [s["date"] for s in rings["summaries"]])
+
+    print("browser: sleep, last 7 nights")
+    nights = [e for e in dom.with_attribute("data-night") if e["tag"] == "li"]
+    samples = all_samples(port, token, type="sleepAnalysis", start=rfc3339(fixture.local(-7, 18)),
+                          end=rfc3339(fixture.local(0, 12)), limit=10000)
+    expected = [(fixture.local(offset, 0).date().isoformat(), sleep_seconds(samples, fixture.local(offset - 1, 18), fixture.local(offset, 12)))
+                for offset in range(-6, 1)]
+    check("seven nights, each with the sleep card's rule", [(n["attrs"]["data-night"], number(n["attrs"]["data-seconds"]))
+                                                            for n in nights] == expected, ([n["attrs"] for n in nights], expected))
+    check("last night is in the week and has stages", expected[-1][1] > 0 and
+          any(e["tag"] == "rect" and "data-stage" in e["attrs"] for e in dom.elements if e is not None))
+
+    print("browser: workouts")
+    status, listed = api(port, token, "/v1/workouts", start=rfc3339(fixture.local(-27, 0)), end=rfc3339(fixture.local(1, 0)),
+                         goal=GOAL, age=AGE, limit=50)
+    check("GET /v1/workouts answers", status == 200, (status, listed))
+    workouts = listed.get("workouts", [])[:8]
+    groups, current = [], None
+    for element in dom.elements:
+        if element["tag"] == "li" and "data-workout" in element["attrs"]:
+            current = {"uuid": element["attrs"]["data-workout"]}
+            groups.append(current)
+        elif current is not None and "data-fact" in element["attrs"]:
+            current[element["attrs"]["data-fact"]] = number(element["attrs"]["data-value"])
+    check("one row per workout, newest first", [g["uuid"] for g in groups] == [w["uuid"] for w in workouts] and len(workouts) == 2,
+          (groups, workouts))
+    check("each row's duration, distance, energy, average heart rate and time in zone are the API's", all(
+        g.get("duration") == w["duration"] and g.get("distance") == w["totalDistance"] and g.get("energy") == w["totalEnergyBurned"]
+        and g.get("heartRate") == (w["heartRate"] or {}).get("average") and g.get("timeInZone") == w["timeInZone"]
+        for g, w in zip(groups, workouts)), (groups, workouts))
+    run = next((w for w in workouts if w["activityType"] == "running"), {})
+    check("the run lasted 38 active minutes (a 2-minute pause) and spent time in the zone",
+          run.get("duration") == 38 * 60 and (run.get("timeInZone") or 0) > 0, run)
+
+    for panel, type_id, unit, label in (("chart-resting", "restingHeartRate", "count/min", "resting heart rate"),
+                                        ("chart-weight", "bodyMass", "kg", "weight")):
+        print(f"browser: {label} trend")
+        status, collection = api(port, token, "/v1/statistics/collection", type=type_id, start=rfc3339(fixture.local(-27, 0)),
+                                 end=rfc3339(fixture.local(1, 0)), interval="P1D", timeZone=TIME_ZONE,
+                                 options="discreteAverage", unit=unit)
+        averages = [(b["start"][:10], b["average"]) for b in collection.get("buckets", []) if "average" in b]
+        points = [e for e in dom.with_attribute("data-reading-day") if e["tag"] == "circle"
+                  and e in dom_children(dom, panel)]
+        check(f"{label}: one point per day with a reading, carrying the daily average",
+              [(p["attrs"]["data-reading-day"], number(p["attrs"]["data-value"])) for p in points] == averages and len(averages) >= 20,
+              (len(points), len(averages)))
+
+
+def dom_children(dom, element_id):
+    """The elements after `element_id`'s start tag up to the next element with an id of the same tag (a chart's marks)."""
+    start = dom.by_id.get(element_id)
+    if start is None:
+        return []
+    index = dom.elements.index(start)
+    out = []
+    for element in dom.elements[index + 1:]:
+        if element["tag"] == start["tag"] and "id" in element["attrs"]:
+            break
+        out.append(element)
+    return out
+
+
+def period_checks(port, browser, fixture, token):
+    """The week and year views, and the zone from the stored date of birth (no age in the address)."""
+    base = f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}"
+    monday = fixture.today - timedelta(days=fixture.today.weekday())
+    monday = fixture.local((monday.date() - fixture.today.date()).days, 0)
+    sunday_end = fixture.local((monday.date() - fixture.today.date()).days + 7, 0)
+    print("browser: week view, zone from the date of birth")
+    dom, _ = browser.dom(base + "&period=week")
+    check("week: the switch shows Week pressed", [e["attrs"].get("data-period") for e in dom.elements
+                                                  if e["attrs"].get("aria-pressed") == "true"] == ["week"])
+    check("week: headings say this week", dom.text("steps-heading") == "Steps this week"
+          and dom.text("period-heading") == "Steps by day, this week", (dom.text("steps-heading"), dom.text("period-heading")))
+    status, summary = api(port, token, "/v1/summary", date=fixture.today.date().isoformat(), timeZone=TIME_ZONE, period="week")
+    check("week: the steps card is the week's total from GET /v1/summary?period=week",
+          number(dom.attr("steps-value", "data-value")) == summary["steps"] and dom.text("steps-value") == thousands(summary["steps"]),
+          (dom.text("steps-value"), summary.get("steps")))
+    check("week: its daily average and day count are the summary's",
+          number(dom.attr("steps-average", "data-value")) == summary["dailyAverage"]["steps"]
+          and dom.text("steps-average") == thousands(summary["dailyAverage"]["steps"])
+          and number(dom.attr("period-days", "data-value")) == summary["days"], (dom.text("steps-average"), summary))
+    check("week: energy card total and average are the summary's",
+          number(dom.attr("energy-value", "data-value")) == summary["activeEnergy"]
+          and number(dom.attr("energy-average", "data-value")) == summary["dailyAverage"]["activeEnergy"])
+    buckets = period_chart_checks(port, token, dom, "week", monday, sunday_end, "P1D")
+    check("week: seven day bars from Monday", len(buckets) == 7 and buckets[0]["start"][:10] == monday.date().isoformat())
+    status, zone = api(port, token, "/v1/heart-rate/zones", goal=GOAL)
+    born = datetime.fromisoformat(DATE_OF_BIRTH).date()
+    utc_today = datetime.now(timezone.utc).date()
+    age = utc_today.year - born.year - ((utc_today.month, utc_today.day) < (born.month, born.day))
+    check("without an age the zone comes from the stored date of birth", status == 200 and zone["age"] == age
+          and dom.attr("zone-range", "data-age") == str(age) and dom.attr("zone-range", "data-age-from") == "dateOfBirth"
+          and f"age {age}, from your date of birth" in (dom.text("zone-range") or ""), (zone, dom.text("zone-range")))
+    band = [e for e in dom.with_attribute("data-zone-low") if e["tag"] == "rect"]
+    check("the band drawn is that zone", len(band) == 1 and number(band[0]["attrs"]["data-zone-low"]) == zone["low"]
+          and number(band[0]["attrs"]["data-zone-high"]) == zone["high"])
+    check("the age box offers the stored age and no reset", dom.attr("age-input", "placeholder") == str(age)
+          and "hidden" in dom.by_id["age-reset"]["attrs"])
+
+    print("browser: year view")
+    dom, _ = browser.dom(base + "&period=year")
+    year = fixture.today.year
+    start = datetime(year, 1, 1, tzinfo=fixture.zone)
+    end = datetime(year + 1, 1, 1, tzinfo=fixture.zone)
+    buckets = period_chart_checks(port, token, dom, "year", start, end, "P1M")
+    check("year: twelve month bars", len(buckets) == 12)
+    status, summary = api(port, token, "/v1/summary", date=fixture.today.date().isoformat(), timeZone=TIME_ZONE, period="year")
+    check("year: the steps card is the year's total", number(dom.attr("steps-value", "data-value")) == summary["steps"]
+          and dom.text("steps-heading") == "Steps this year")
+
+
+PHONE_OVERLAPS = """(() => {
+  const problems = [];
+  for (const svg of document.querySelectorAll("svg.chart")) {
+    const texts = [...svg.querySelectorAll("text")].map((t) => ({ t: t.textContent, r: t.getBoundingClientRect() }))
+      .filter((x) => x.r.width > 0);
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i].r, b = texts[j].r;
+      if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5)
+        problems.push(`${svg.id}: '${texts[i].t}' overlaps '${texts[j].t}'`);
+    }
+  }
+  for (const list of document.querySelectorAll(".workout-facts, .ring-figures, .rings-week, .nights")) {
+    if (list.scrollWidth > list.clientWidth + 1) problems.push(`${list.className} is wider than its card`);
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) problems.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+  return JSON.stringify(problems);
+})()"""
+
+
+def phone_checks(port, chromium, token, artifacts):
+    """At 390 px, for each period: no chart label touches another, nothing is wider than the screen;
+    the step bars' labels are abbreviated (12.1k) where the full figure would not fit."""
+    print("browser: phone width (390 px)")
+    page = DevTools(chromium)
+    try:
+        page.open("about:blank")
+        page.call("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+        for period in ("day", "week", "month", "year"):
+            page.call("Page.navigate", {"url": "about:blank"})
+            page.call("Page.navigate", {"url": f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}&period={period}"})
+            loaded = page.wait_for("document.body.dataset.loaded === 'true' && document.querySelectorAll('#chart-period rect').length > 0")
+            check(f"phone {period}: the page loads with its step chart", bool(loaded))
+            time.sleep(0.5)
+            problems = json.loads(page.evaluate(PHONE_OVERLAPS) or "[]")
+            check(f"phone {period}: no chart label overlaps another and nothing overflows", not problems, problems[:5])
+            if period == "week":
+                labels = page.evaluate("JSON.stringify([...document.querySelectorAll('#chart-period .bar-label')].map((t) => t.textContent))")
+                labels = json.loads(labels or "[]")
+                check("phone week: bar labels are abbreviated (12.1k)", labels and all(re.fullmatch(r"\d+(\.\d)?k|\d{1,3}", l) for l in labels),
+                      labels)
+                height = page.evaluate("document.documentElement.scrollHeight")
+                shot = page.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                            "clip": {"x": 0, "y": 0, "width": 390, "height": height, "scale": 1}})
+                path = os.path.abspath(os.path.join(artifacts, "dashboard-phone-week.png"))
+                with open(path, "wb") as out:
+                    out.write(base64.b64decode(shot["data"]))
+                print(f"  artifact: {path}")
+    finally:
+        page.close()
 
 
 def live_checks(port, chromium, fixture, token):
@@ -530,14 +765,57 @@ def live_checks(port, chromium, fixture, token):
         page.close()
 
 
-def empty_and_bad_token_checks(port, browser, fixture):
+CHARTS = ("chart-period", "chart-trend", "chart-heart", "chart-resting", "chart-weight")
+PANELS = ("card-steps", "card-heart", "card-energy", "card-sleep", "panel-period", "panel-trend", "panel-rings",
+          "panel-sleep-week", "panel-heart", "panel-workouts", "panel-resting", "panel-weight")
+
+
+def empty_and_bad_token_checks(port, browser, fixture, artifacts):
     print("browser: no data")
     token = fixture.make_user("browser-empty", with_data=False)
-    dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}")
+    url = f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}"
+    dom, _ = browser.dom(url)
     check("heart rate and sleep show their no-data state",
           dom.attr("card-heart", "data-state") == "empty" and dom.attr("card-sleep", "data-state") == "empty",
           (dom.attr("card-heart", "data-state"), dom.attr("card-sleep", "data-state")))
     check("an empty day draws no heart-rate points", len(dom.with_attribute("data-hr-point")) == 0)
+    states = {panel: dom.attr(panel, "data-state") for panel in PANELS}
+    check("every card and panel says it has no data yet", set(states.values()) == {"empty"}, states)
+    check("... in words: 'No data yet'", all((dom.text(panel.replace("card-", "").replace("panel-", "") + "-note") or
+                                             " ".join(e["text"] for e in dom_children(dom, panel) if e["attrs"].get("class") == "note"))
+                                             .startswith("No data yet") for panel in PANELS if panel != "panel-heart"),
+          {panel: [e["text"] for e in dom_children(dom, panel) if e["attrs"].get("class") == "note"] for panel in PANELS})
+    marks = {chart: len([e for e in dom_children(dom, chart) if e["tag"] in ("text", "line", "rect", "circle", "polyline")])
+             for chart in CHARTS}
+    check("no chart draws axes without data (no 1, 1, 1, 0, 0)", set(marks.values()) == {0}, marks)
+    check("no zero figures pretend to be data", dom.text("steps-value") == "–" and dom.text("energy-value") == "–"
+          and dom.attr("trend-average", "data-value") == "", (dom.text("steps-value"), dom.text("energy-value")))
+    os.makedirs(artifacts, exist_ok=True)
+    for name, width, height in (("dashboard-empty.png", 1280, 1800), ("dashboard-empty-phone.png", 390, 3600)):
+        path = os.path.abspath(os.path.join(artifacts, name))
+        check(f"screenshot {name} written", browser.screenshot(url, path, width, height))
+
+    print("browser: types not shared with the token")
+    partial = fixture.token_reading(["stepCount", "heartRate"])
+    url = f"http://127.0.0.1:{port}/#token={urllib.parse.quote(partial)}&age={AGE}"
+    dom, _ = browser.dom(url)
+    forbidden = ("card-energy", "card-sleep", "panel-rings", "panel-sleep-week", "panel-workouts", "panel-resting", "panel-weight")
+    states = {panel: dom.attr(panel, "data-state") for panel in PANELS}
+    check("cards for types the token may not read say 'not shared with this app'",
+          all(states[p] == "forbidden" for p in forbidden) and all("not shared with this app" in " ".join(
+              e["text"] for e in dom_children(dom, p) if e["attrs"].get("class") == "note") for p in forbidden), states)
+    check("... never 0: the energy figure reads 'Not shared'", dom.text("energy-value") == "Not shared"
+          and dom.attr("energy-value", "data-value") == "", dom.text("energy-value"))
+    check("shared types still show their data", states["card-steps"] == "ok" and states["card-heart"] == "ok"
+          and states["panel-period"] == "ok" and states["panel-trend"] == "ok", states)
+    check("distance and exercise in the steps card say 'not shared'",
+          dom.text("distance-text") == "distance not shared" and dom.text("exercise-text") == "exercise not shared",
+          (dom.text("distance-text"), dom.text("exercise-text")))
+    check("no date of birth shared: the page asks for an age... unless one is given", dom.attr("zone-range", "data-state") == "ok"
+          and dom.attr("zone-range", "data-age-from") == "override")
+    for name, width, height in (("dashboard-forbidden.png", 1280, 2400), ("dashboard-forbidden-phone.png", 390, 4200)):
+        path = os.path.abspath(os.path.join(artifacts, name))
+        check(f"screenshot {name} written", browser.screenshot(url, path, width, height))
     print("browser: bad token")
     dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token=not-a-real-token")
     check("a rejected token brings back the token form with a 401 message",
@@ -608,8 +886,8 @@ def server_down_checks(browser, public):
 def demo_checks(binary, public, browser, artifacts):
     """The README's first command: `healthd serve --demo` prints a URL; the page it opens shows the
     demo user's figures exactly as the API answers them."""
-    print("browser: serve --demo (the README's first command)")
-    demo = Server(binary, public, extra=("--demo",))
+    print("browser: serve --demo --time-zone America/New_York (the README's first command, a person in New York)")
+    demo = Server(binary, public, extra=("--demo", "--time-zone", TIME_ZONE))
     try:
         found = {}
 
@@ -627,9 +905,10 @@ def demo_checks(binary, public, browser, artifacts):
         check("serve --demo prints a dashboard URL with a token in its fragment", url is not None)
         if url is None:
             return
-        dom, _ = browser.dom(url)
+        dom, _ = browser.dom(url + "&period=week")
         zone = ZoneInfo(TIME_ZONE)
         today = datetime.now(zone).date()
+        week = [(today - timedelta(days=today.weekday()) + timedelta(days=offset)).isoformat() for offset in range(7)]
         days = [(today - timedelta(days=offset)).isoformat() for offset in range(27, -1, -1)]
         start = datetime.combine(today - timedelta(days=27), datetime.min.time(), zone)
         end = datetime.combine(today + timedelta(days=1), datetime.min.time(), zone)
@@ -638,16 +917,36 @@ def demo_checks(binary, public, browser, artifacts):
         sums = {b["start"][:10]: b["sum"] for b in (collection or {}).get("buckets", []) if "sum" in b}
         check("demo: the statistics collection has four weeks of steps", status == 200 and len(sums) >= 27, (status, len(sums)))
         bars = [e for e in dom.with_attribute("data-day") if e["tag"] == "rect"]
-        check("demo: 7 weekly bars equal the API's daily sums",
-              len(bars) == 7 and [number(b["attrs"]["data-value"]) for b in bars] == [sums.get(day) for day in days[-7:]],
+        check("demo: the week's 7 day bars (Monday first) equal the API's daily sums",
+              [b["attrs"]["data-day"] for b in bars] == week
+              and [number(b["attrs"]["data-value"]) for b in bars] == [sums.get(day) for day in week],
               [(b["attrs"]["data-day"], b["attrs"].get("data-value")) for b in bars])
+        # The person lives in New York: yesterday began at about 06:25-09:00 and ended by midnight
+        # New York time, and the night before it started in the evening there (a UTC day would put
+        # waking at 01:30 and bed at 17:30 in New York, and clip the night at the page's 18:00).
+        day = lambda offset, hour=0: datetime.combine(today + timedelta(days=offset), datetime.min.time(), zone) + timedelta(hours=hour)
+        steps = all_samples(demo.port, token, type="stepCount", start=rfc3339(day(-1)), end=rfc3339(day(0)), limit=10000)
+        first = min(parse_instant(s["start"]) for s in steps).astimezone(zone)
+        last = max(parse_instant(s["end"]) for s in steps).astimezone(zone)
+        check("demo: yesterday's steps run from the New York morning to the evening",
+              6 <= first.hour + first.minute / 60 <= 9.5 and 19 <= last.hour and last.date() == today - timedelta(days=1),
+              (first.isoformat(), last.isoformat()))
+        night = all_samples(demo.port, token, type="sleepAnalysis", start=rfc3339(day(-2, 18)), end=rfc3339(day(-1, 12)), limit=10000)
+        in_bed = [parse_instant(s["start"]).astimezone(zone) for s in night if s["value"] == "inBed"]
+        asleep = sleep_seconds(night, day(-2, 18), day(-1, 12))
+        check("demo: the night before last starts in the New York evening and is 6-10 h asleep, whole in the page's window",
+              len(in_bed) == 1 and (in_bed[0].hour >= 21 or in_bed[0].hour == 0) and 6 * 3600 <= asleep <= 10 * 3600,
+              (in_bed, asleep))
         trend = dom.with_attribute("data-trend-day")
         check("demo: one 28-day trend point per day with data, carrying the API's sums",
               [number(t["attrs"]["data-value"]) for t in trend] == [sums[day] for day in days if day in sums] and len(trend) >= 27,
               (len(trend), len(sums)))
         path = os.path.join(artifacts, "dashboard-demo.png")
-        browser.screenshot(url, path, 1280, 1800)
+        browser.screenshot(url, path, 1280, 3000)
         print(f"browser: demo screenshot written to {path}")
+        path = os.path.join(artifacts, "dashboard-demo-phone.png")
+        browser.screenshot(url, path, 390, 6400)
+        print(f"browser: demo phone screenshot written to {path}")
     finally:
         demo.stop()
         shutil.rmtree(demo.data_dir, ignore_errors=True)
@@ -668,7 +967,8 @@ def main():
         unit_checks(browser, os.path.abspath(os.path.join(args.public, "..")))
         dashboard_checks(server.port, browser, fixture, token, args.artifacts)
         live_checks(server.port, args.chromium, fixture, token)
-        empty_and_bad_token_checks(server.port, browser, fixture)
+        phone_checks(server.port, args.chromium, token, args.artifacts)
+        empty_and_bad_token_checks(server.port, browser, fixture, args.artifacts)
         server_down_checks(browser, os.path.abspath(args.public))
         demo_checks(args.binary, os.path.abspath(args.public), browser, args.artifacts)
     finally:

@@ -663,6 +663,69 @@ def import_export_checks(binary, public):
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def round_trip_checks(binary, public):
+    """Backup and restore: healthd export, healthd import into a fresh data dir (twice), and every
+    statistics answer is identical."""
+    print("e2e: NDJSON round trip (export, import into a fresh server, same statistics)")
+    tmp = tempfile.mkdtemp(prefix="healthd-e2e-roundtrip-")
+    try:
+        def run(data, *args):
+            return subprocess.run([binary, *args, "--data-dir", os.path.join(tmp, data)], capture_output=True, text=True, timeout=300)
+        seeded = run("old", "seed", "--user", "robin", "--days", "14")
+        backup = os.path.join(tmp, "robin.ndjson")
+        exported = run("old", "export", "--user", "robin", "--output", backup)
+        check("seed and export for the round trip", seeded.returncode == 0 and exported.returncode == 0, seeded.stderr + exported.stderr)
+        lines = sum(1 for _ in open(backup))
+        first = run("new", "import", backup, "--user", "robin")
+        check("healthd import reads healthd's own NDJSON export", first.returncode == 0 and
+              f"imported {lines} new samples" in first.stdout and "0 skipped" in first.stdout, first.stdout[-400:] + first.stderr)
+        again = run("new", "import", backup, "--user", "robin")
+        check("importing the same export again stores nothing twice", again.returncode == 0 and
+              "imported 0 new samples" in again.stdout and f"{lines} already stored" in again.stdout, again.stdout[-300:])
+        home = run("old", "import", backup, "--user", "robin")
+        check("importing an export into its own server stores nothing twice", home.returncode == 0 and
+              "imported 0 new samples" in home.stdout, home.stdout[-300:])
+
+        types = ["stepCount", "distanceWalkingRunning", "activeEnergyBurned", "heartRate", "restingHeartRate", "bodyMass",
+                 "appleExerciseTime", "appleStandTime", "appleStandHour", "sleepAnalysis", "workout", "flightsClimbed"]
+        answers = {}
+        for name in ("old", "new"):
+            server = Server(binary, public, data_dir=os.path.join(tmp, name))
+            try:
+                st, _, b = http(server.port, "POST", "/v1/authorizations", {"user": "robin", "app": "round-trip", "read": types,
+                                                                             "share": []}, token=ADMIN)
+                token = (js(b) or {}).get("token")
+                got = []
+                end = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() + 86400))
+                start = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime(time.time() - 16 * 86400))
+                for kind, options in (("stepCount", "cumulativeSum,separateBySource"), ("distanceWalkingRunning", "cumulativeSum"),
+                                      ("activeEnergyBurned", "cumulativeSum"), ("appleExerciseTime", "cumulativeSum"),
+                                      ("heartRate", "discreteAverage,discreteMin,discreteMax,mostRecent"),
+                                      ("restingHeartRate", "discreteAverage,mostRecent"), ("bodyMass", "discreteAverage,mostRecent")):
+                    for path in (f"/v1/statistics?type={kind}&options={options}&start={start}&end={end}",
+                                 f"/v1/statistics/collection?type={kind}&options={options}&interval=P1D&timeZone=Europe/Berlin"
+                                 f"&start={start}&end={end}"):
+                        got.append((path, *http(server.port, "GET", path, token=token)[::2]))
+                today = time.strftime("%Y-%m-%d", time.gmtime())
+                for path in (f"/v1/summary?date={today}&period=week&timeZone=Europe/Berlin",
+                             f"/v1/activity-summaries?start={start[:10]}&end={today}&timeZone=Europe/Berlin"):
+                    got.append((path, *http(server.port, "GET", path, token=token)[::2]))
+                st, _, b = http(server.port, "GET", "/v1/export", token=token)
+                got.append(("export uuids", st, sorted(json.loads(l)["uuid"] for l in b.decode().splitlines() if l)))
+                answers[name] = got
+            finally:
+                server.stop()
+        old, new = answers["old"], answers["new"]
+        check("the compared answers hold figures", b'"sum"' in old[0][2] and b'"average"' in old[8][2], old[0][2][:200])
+        check("every statistics answer is 200 on both servers", all(a[1] == 200 for a in old + new),
+              [a[:2] for a in old + new if a[1] != 200][:3])
+        differing = [o[0] for o, n in zip(old, new) if o[2] != n[2]]
+        check(f"{len(old)} statistics, summary and export answers are identical after the round trip", not differing
+              and len(old) == len(new), differing[:3])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def statistics_checks(port):
     print("e2e: statistics")
     st, h, b = http(port, "POST", "/v1/users", {"name": "stats-e2e"}, token=ADMIN)
@@ -704,6 +767,48 @@ def statistics_checks(port):
           and js(b)["summaries"][0]["appleStandHoursGoal"] == 12, b)
 
 
+def health_auto_export_checks(port):
+    """POST /v1/ingest/health-auto-export: a fixture written from the app's format, twice."""
+    print("e2e: Health Auto Export")
+    st, h, b = http(port, "POST", "/v1/users", {"name": "hae-e2e"}, token=ADMIN)
+    user = js(b)["id"]
+    types = ["stepCount", "distanceWalkingRunning", "activeEnergyBurned", "heartRate", "restingHeartRate", "bodyMass",
+             "oxygenSaturation", "bloodGlucose", "bloodPressure", "bloodPressureSystolic", "bloodPressureDiastolic", "sleepAnalysis"]
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "health-auto-export", "read": types, "share": types}, token=ADMIN)
+    token = js(b)["token"]
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "health-auto-export", "metrics-aggregated.json")
+    with open(fixture, "rb") as f:
+        payload = f.read()
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export", payload, token=token)
+    body = js(b) or {}
+    check("the app's payload is saved, unknown metrics and sections counted",
+          st == 200 and body.get("saved") == 18 and body.get("duplicates") == 0
+          and body.get("unmapped") == {"physical_effort": 2, "stateOfMind": 1, "symptoms": 1}, b)
+    day = ("/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&timeZone=America/Los_Angeles"
+           "&start=2024-02-06T00:00:00-08:00&end=2024-02-07T00:00:00-08:00")
+    _, _, before = http(port, "GET", day, token=token)
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export", payload, token=token)
+    body = js(b) or {}
+    check("posting it again stores nothing twice", st == 200 and body.get("saved") == 0 and body.get("duplicates") == 18, b)
+    st, h, after = http(port, "GET", day, token=token)
+    buckets = (js(after) or {}).get("buckets", [])
+    check("the same statistics after the re-send, in the user's local day",
+          st == 200 and after == before and len(buckets) == 1 and buckets[0].get("sum") == 200, after)
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export",
+                    b'{"data":{"metrics":[{"name":"step_count","units":"count","data":[{"date":"06/02/2024","qty":1}]}]}}', token=token)
+    errors = (js(b) or {}).get("errors", [])
+    check("a malformed payload is a 400 naming the field", st == 400 and errors and errors[0]["field"] == "data.metrics[0].data[0].date", b)
+    head = ("POST /v1/ingest/health-auto-export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+            + "\r\nContent-Type: application/json\r\nContent-Length: 200000000\r\n\r\n").encode()
+    answer = raw(port, head)
+    check("over the route's 128 MiB limit: 413 with advice", statuses(answer)[:1] == [413] and b"134217728" in answer
+          and b"Health Auto Export" in answer, answer[:300])
+    head = ("POST /v1/ingest/health-auto-export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+            + "\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n").encode()
+    answer = raw(port, head, read_timeout=1.0)
+    check("a 20 MB body is within the route's limit (the server waits for it)", 413 not in statuses(answer), answer[:300])
+
+
 def main():
     from malformed import malformed_http_checks  # modules of their own; they import this one
     from abuse import abuse_checks
@@ -720,6 +825,7 @@ def main():
         privacy_token = privacy_traffic(server.port)
         dashboard_asset_checks(server.port)
         statistics_checks(server.port)
+        health_auto_export_checks(server.port)
         cli_checks(args.binary, os.path.abspath(args.public), server.port)
         first_start_checks(args.binary, os.path.abspath(args.public))
         feed_stream = change_feed_checks(server.port)
@@ -734,6 +840,7 @@ def main():
         check_stream_ended(feed_stream)
         seed_and_demo_checks(args.binary, os.path.abspath(args.public))
         import_export_checks(args.binary, os.path.abspath(args.public))
+        round_trip_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load and soak: a mixed workload against the real healthd for a fixed time (issue 9).
+"""Load and soak: a mixed workload against the real healthd for a fixed time.
 
 Many keep-alive connections, each a thread looping over a weighted mix: sample batch writes,
 sample queries, single-sample reads, statistics and change-feed long-polls (when those routes

@@ -1,4 +1,4 @@
-"""Malformed and hostile HTTP over raw sockets (issue 9): smuggling patterns, bad framing, oversize
+"""Malformed and hostile HTTP over raw sockets: smuggling patterns, bad framing, oversize
 input, slow and half-closed clients. Each case states the answer a correct HTTP/1.1 server gives;
 after all of them the server must still answer /healthz. Called from e2e.py main()."""
 import re, socket, threading, time

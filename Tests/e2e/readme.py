@@ -12,7 +12,8 @@ The convention for README blocks (also in the README's "Tests and CI"):
 - The shell starts in a fresh directory holding the server's data dir as `healthd-data` (so
   `cat healthd-data/admin-token` works), with HEALTHD set to the server's URL (blocks write
   `export HEALTHD=${HEALTHD:-http://127.0.0.1:8080}`), the repository's `Examples/` linked as
-  `Examples`, and the built binary on PATH as `healthd` (as after the install step).
+  `Examples`, and the built binary as `.build/debug/healthd` (where `swift build` puts it in a
+  checkout) and on PATH as `healthd` (as after the install step).
 - Every curl must fail on an HTTP error: `curl -fsS ...`, or, where the README shows an error,
   print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
   before anything runs, as is a block that uses a file the repository does not have.
@@ -138,6 +139,8 @@ def main():
     os.makedirs(workdir)
     os.symlink(os.path.abspath(args.binary), os.path.join(top, "bin", "healthd"))
     os.symlink(os.path.join(ROOT, "Examples"), os.path.join(workdir, "Examples"))
+    os.makedirs(os.path.join(workdir, ".build", "debug"))
+    os.symlink(os.path.abspath(args.binary), os.path.join(workdir, ".build", "debug", "healthd"))
     proc, port, server_log = start_server(os.path.abspath(args.binary), workdir)
     script = ["set -euo pipefail"]
     for line, source, runnable, _ in found:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs schemathesis (PyPI) against a real healthd and its /openapi.json (issue 9).
+"""Runs schemathesis (PyPI) against a real healthd and its /openapi.json.
 
 Starts the binary on a fresh data directory, creates a user and an app token that may read and
 share every type, and runs every schemathesis check against every documented operation that token

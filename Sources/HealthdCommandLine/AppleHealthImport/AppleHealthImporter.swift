@@ -186,16 +186,7 @@ public final class AppleHealthImporter {
         guard !batch.isEmpty else { return }
         let samples = batch
         batch.removeAll(keepingCapacity: true)
-        try writer.submit { store, userRowID, counts in
-            let outcomes = try store.importSamples(samples, userRowID: userRowID)
-            for (item, outcome) in zip(samples, outcomes) {
-                switch outcome {
-                case .inserted: counts.inserted[item.sample.type, default: 0] += 1
-                case .alreadyStored: counts.alreadyStored[item.sample.type, default: 0] += 1
-                case .conflict(let detail): counts.skipped["\(item.sample.type): \(detail)", default: 0] += 1
-                }
-            }
-        }
+        try writer.submitSamples(samples)
     }
 
     private func flushSummaries() throws {
@@ -210,8 +201,9 @@ public final class AppleHealthImporter {
 }
 
 /// Saves on a serial queue of its own. `submit` blocks while two batches are pending (so memory
-/// stays bounded) and rethrows the first failure, which stops the parse.
-private final class ImportWriter: Sendable {
+/// stays bounded) and rethrows the first failure, which stops the parse. Both importers (the Apple
+/// Health export and healthd's own NDJSON) save through it.
+final class ImportWriter: Sendable {
     struct Counts: Sendable {
         var inserted: [String: Int] = [:]
         var alreadyStored: [String: Int] = [:]
@@ -254,6 +246,20 @@ private final class ImportWriter: Sendable {
                 total.skipped.merge(local.skipped, uniquingKeysWith: +)
                 total.activitySummaries += local.activitySummaries
                 if total.failure == nil { total.failure = local.failure }
+            }
+        }
+    }
+
+    /// Saves a batch of samples in one transaction, counting each outcome by type.
+    func submitSamples(_ samples: [SourcedSample]) throws {
+        try submit { store, userRowID, counts in
+            let outcomes = try store.importSamples(samples, userRowID: userRowID)
+            for (item, outcome) in zip(samples, outcomes) {
+                switch outcome {
+                case .inserted: counts.inserted[item.sample.type, default: 0] += 1
+                case .alreadyStored: counts.alreadyStored[item.sample.type, default: 0] += 1
+                case .conflict(let detail): counts.skipped["\(item.sample.type): \(detail)", default: 0] += 1
+                }
             }
         }
     }

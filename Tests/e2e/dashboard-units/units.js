@@ -4,7 +4,9 @@
 
 import { EventStreamParser } from "/Public/assets/sse.js";
 import { summarizeSleep } from "/Public/assets/sleep.js";
-import { formatInteger, formatKilometres, formatHoursMinutes, localMidnight, dayKey } from "/Public/assets/format.js";
+import { formatInteger, formatKilometres, formatHoursMinutes, formatCompact, formatMinutesLong, localMidnight, dayKey }
+  from "/Public/assets/format.js";
+import { periodRange } from "/Public/assets/period.js";
 
 const lines = [];
 let failed = 0;
@@ -74,6 +76,18 @@ check("integers round halves up, with separators", [formatInteger(8123.5), forma
 check("kilometres with two decimals", [formatKilometres(5234.5), formatKilometres(0), formatKilometres(12345)], ["5.23", "0.00", "12.35"]);
 check("h:mm to the nearest minute", [formatHoursMinutes(7 * 3600 + 15 * 60), formatHoursMinutes(89.5), formatHoursMinutes(29), formatHoursMinutes(36000)],
   ["7:15", "0:01", "0:00", "10:00"]);
+check("compact bar labels", [formatCompact(950), formatCompact(999.6), formatCompact(12100), formatCompact(12149), formatCompact(9960),
+  formatCompact(123456), formatCompact(2500000)], ["950", "1k", "12.1k", "12.1k", "10k", "123k", "2.5M"]);
+check("workout minutes", [formatMinutesLong(42 * 60 + 20), formatMinutesLong(3900)], ["42 min", "1 h 05 min"]);
+
+// Periods, as /v1/summary counts them: a week from Monday, calendar months and years.
+const span = (period, date) => { const r = periodRange(period, date); return [dayKey(r.start), dayKey(r.end), r.interval]; };
+check("a day, by the hour", span("day", new Date(2026, 2, 8, 15)), ["2026-03-08", "2026-03-09", "PT1H"]);
+check("a week from Monday (Sunday 8 March is in the week of 2 March)", span("week", new Date(2026, 2, 8, 15)),
+  ["2026-03-02", "2026-03-09", "P1D"]);
+check("a Monday starts its own week", span("week", new Date(2026, 2, 9, 0, 30)), ["2026-03-09", "2026-03-16", "P1D"]);
+check("a month", span("month", new Date(2026, 1, 28)), ["2026-02-01", "2026-03-01", "P1D"]);
+check("a year, by the month", span("year", new Date(2026, 11, 31, 23)), ["2026-01-01", "2027-01-01", "P1M"]);
 check("local days step by calendar, not by 24 h", dayKey(localMidnight(new Date(2026, 2, 8, 12), 1)), "2026-03-09");
 
 document.getElementById("results").textContent = lines.join("\n");

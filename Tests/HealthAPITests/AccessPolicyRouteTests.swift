@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+import HTTP
+import JSON
+@testable import HealthAPI
+
+/// Walks every registered route with tokens that lack one permission each, and checks the
+/// contract (API.md, Authorization): without read permission a type behaves as if the only data
+/// were the caller's own (never an error, never another app's data); without share permission a
+/// write or delete of the type is a 403 and changes nothing; other users' data never shows; app
+/// tokens cannot call admin routes. A route added without an entry here fails the walk.
+@Suite struct AccessPolicyRouteTests {
+    /// The types the walk withholds one at a time, with the owner's distinctive value for each.
+    static let types = ["stepCount", "distanceWalkingRunning", "heartRate", "workout", "dateOfBirth"]
+    static let everything = types + ["flightsClimbed"]
+    static let day = "2026-03-08"
+
+    /// Alice's "ownerapp" and Bob's "bobapp" each store one sample of every type (and Alice's
+    /// date of birth); their uuids, app names and values must not reach a token that may not see them.
+    struct World {
+        let server: TestServer
+        let alice: String
+        let owner: String
+        let ownerSession: String
+        /// Uuid of the owner's sample of each type.
+        let ownerUUIDs: [String: String]
+        let bobUUIDs: [String]
+
+        init() throws {
+            server = try TestServer()
+            alice = server.createUser("alice")
+            let bob = server.createUser("bob")
+            owner = server.token(user: alice, app: "ownerapp", read: AccessPolicyRouteTests.everything,
+                                 share: AccessPolicyRouteTests.everything)
+            let bobToken = server.token(user: bob, app: "bobapp", read: AccessPolicyRouteTests.everything,
+                                        share: AccessPolicyRouteTests.everything)
+            var uuids: [String: String] = [:]
+            var bobs: [String] = []
+            for (index, type) in ["stepCount", "distanceWalkingRunning", "heartRate", "workout"].enumerated() {
+                let mine = String(format: "aaaaaaaa-0000-4000-8000-%012d", index)
+                let theirs = String(format: "bbbbbbbb-0000-4000-8000-%012d", index)
+                for (token, uuid) in [(owner, mine), (bobToken, theirs)] {
+                    let reply = server.request(.post, "/v1/samples", token: token,
+                                               json: #"{"samples":[\#(AccessPolicyRouteTests.sample(type, uuid: uuid, owner: true))]}"#)
+                    #expect(reply.status == 201, "\(reply.text)")
+                }
+                uuids[type] = mine
+                bobs.append(theirs)
+            }
+            ownerUUIDs = uuids
+            bobUUIDs = bobs
+            let characteristics = server.request(.put, "/v1/characteristics", token: TestServer.adminToken,
+                                                 json: #"{"user":"\#(alice)","dateOfBirth":"1961-07-04"}"#)
+            #expect(characteristics.status == 200, "\(characteristics.text)")
+            let session = server.request(.post, "/v1/workout-sessions", token: owner,
+                                         json: #"{"activityType":"running","zone":{"low":120,"high":150}}"#)
+            #expect(session.status == 201, "\(session.text)")
+            ownerSession = session["id"]?.stringValue ?? "missing"
+        }
+
+        /// The owner's samples as the owner reads them: must be the same after the walk.
+        func ownerData() -> [String] {
+            ownerUUIDs.values.sorted().map { server.request(.get, "/v1/samples/\($0)", token: owner).text }
+        }
+    }
+
+    /// One sample of `type`; the owners' values are distinctive (4321 steps, 9876.5 m, 187.25 bpm,
+    /// a 7777.5 m hike), a probe's are small.
+    static func sample(_ type: String, uuid: String? = nil, owner: Bool) -> String {
+        let id = uuid.map { #""uuid":"\#($0)","# } ?? ""
+        let start = owner ? "\(day)T08:00:00Z" : "\(day)T09:00:00Z"
+        let end = owner ? "\(day)T08:30:00Z" : "\(day)T09:30:00Z"
+        switch type {
+        case "distanceWalkingRunning":
+            return #"{\#(id)"type":"distanceWalkingRunning","value":\#(owner ? 9876.5 : 3),"unit":"m","start":"\#(start)","end":"\#(end)"}"#
+        case "heartRate":
+            return #"{\#(id)"type":"heartRate","value":\#(owner ? 187.25 : 61),"unit":"count/min","start":"\#(start)","end":"\#(start)"}"#
+        case "workout":
+            return #"{\#(id)"type":"workout","activityType":"hiking","totalDistance":{"value":\#(owner ? 7777.5 : 1),"unit":"m"},"start":"\#(start)","end":"\#(end)"}"#
+        default:
+            return #"{\#(id)"type":"stepCount","value":\#(owner ? 4321 : 2),"unit":"count","start":"\#(start)","end":"\#(end)"}"#
+        }
+    }
+
+    /// What a route is called with for withheld type `type`, and whether it writes `type`.
+    struct Call {
+        var method: HTTPMethod
+        var target: String
+        var json: String? = nil
+        var writes = false
+        var admin = false
+    }
+
+    /// The call for each registered route, for withheld type `type`.
+    static func call(_ method: HTTPMethod, _ pattern: String, type: String, world: World) -> Call? {
+        let range = "start=\(day)T00:00:00Z&end=\(day)T23:59:59Z"
+        let options = ["stepCount": "cumulativeSum", "distanceWalkingRunning": "cumulativeSum"][type] ?? "discreteAverage"
+        let uuid = world.ownerUUIDs[type] ?? world.ownerUUIDs["stepCount"] ?? ""
+        let imu = #"{"session":"probe-\#(type)","seq":0,"unit":"g","t0":"\#(day)T10:00:00Z","samples":{"t":[0,0.02,0.04],"x":[0,0,0],"y":[0,0,0],"z":[1,1,1]}}"#
+        switch (method, pattern) {
+        case (.get, "/healthz"), (.get, "/metrics"), (.get, "/openapi.json"): return Call(method: method, target: pattern)
+        case (.post, "/v1/users"): return Call(method: .post, target: pattern, json: #"{"name":"mallory"}"#, admin: true)
+        case (.post, "/v1/authorizations"):
+            return Call(method: .post, target: pattern,
+                        json: #"{"user":"\#(world.alice)","app":"x","read":["\#(type)"],"share":[]}"#, admin: true)
+        case (.delete, "/v1/authorizations/{id}"): return Call(method: .delete, target: "/v1/authorizations/nosuch", admin: true)
+        case (.put, "/v1/characteristics"):
+            return Call(method: .put, target: pattern, json: #"{"user":"\#(world.alice)","dateOfBirth":"2000-01-01"}"#, admin: true)
+        case (.put, "/v1/sources/priority"):
+            return Call(method: .put, target: pattern, json: #"{"user":"\#(world.alice)","type":"\#(type)","order":["probe"]}"#, admin: true)
+        case (.put, "/v1/activity-goals"):
+            return Call(method: .put, target: pattern, json: #"{"user":"\#(world.alice)","activeEnergyBurned":1}"#, admin: true)
+        case (.get, "/v1/authorizations/status"): return Call(method: .get, target: "\(pattern)?types=\(type)")
+        case (.get, "/v1/authorizations/current"): return Call(method: .get, target: pattern)
+        case (.get, "/v1/workouts"): return Call(method: .get, target: "\(pattern)?\(range)")
+        case (.post, "/v1/ingest/health-auto-export"):
+            // Types the token may not share are counted as refused in a 200 (the app cannot split
+            // its export); the owner's data staying intact is what the walk checks.
+            return Call(method: .post, target: pattern,
+                        json: #"{"data":{"metrics":[{"name":"step_count","units":"count","data":[{"date":"\#(day) 09:00:00 +0000","qty":3}]}]}}"#)
+        case (.post, "/v1/samples"):
+            return Call(method: .post, target: pattern, json: #"{"samples":[\#(sample(type, owner: false))]}"#,
+                        writes: type != "dateOfBirth")
+        case (.get, "/v1/samples"): return Call(method: .get, target: "\(pattern)?type=\(type)")
+        case (.delete, "/v1/samples"): return Call(method: .delete, target: "\(pattern)?type=\(type)&\(range)", writes: true)
+        case (.get, "/v1/samples/{uuid}"): return Call(method: .get, target: "/v1/samples/\(uuid)")
+        case (.delete, "/v1/samples/{uuid}"): return Call(method: .delete, target: "/v1/samples/\(uuid)", writes: true)
+        case (.get, "/v1/sources"): return Call(method: .get, target: "\(pattern)?type=\(type)")
+        case (.post, "/v1/ingest/imu"):
+            return Call(method: .post, target: pattern, json: imu, writes: type == "stepCount" || type == "distanceWalkingRunning")
+        case (.post, "/v1/ingest/imu/{session}/end"): return Call(method: .post, target: "/v1/ingest/imu/probe-\(type)/end")
+        case (.get, "/v1/pedometer"): return Call(method: .get, target: "\(pattern)?\(range)")
+        case (.get, "/v1/types"): return Call(method: .get, target: pattern)
+        case (.get, "/v1/types/{id}"): return Call(method: .get, target: "/v1/types/\(type)")
+        case (.get, "/v1/characteristics"): return Call(method: .get, target: pattern)
+        case (.get, "/v1/heart-rate/zones"): return Call(method: .get, target: pattern)
+        case (.get, "/v1/export"): return Call(method: .get, target: pattern)
+        case (.get, "/v1/changes"): return Call(method: .get, target: "\(pattern)?types=\(type)")
+        case (.get, "/v1/changes/stream"): return Call(method: .get, target: "\(pattern)?types=\(type)")
+        case (.get, "/v1/statistics"): return Call(method: .get, target: "\(pattern)?type=\(type)&options=\(options)&\(range)")
+        case (.get, "/v1/statistics/collection"):
+            return Call(method: .get, target: "\(pattern)?type=\(type)&options=\(options)&\(range)&anchor=\(day)T00:00:00Z&interval=hour")
+        case (.get, "/v1/sources/priority"): return Call(method: .get, target: "\(pattern)?type=\(type)")
+        case (.get, "/v1/summary"): return Call(method: .get, target: "\(pattern)?date=\(day)")
+        case (.get, "/v1/activity-summaries"): return Call(method: .get, target: "\(pattern)?start=\(day)&end=\(day)")
+        case (.post, "/v1/workout-sessions"):
+            return Call(method: .post, target: pattern, json: #"{"activityType":"walking"}"#, writes: type == "workout")
+        case (.get, "/v1/workout-sessions/{id}"): return Call(method: .get, target: "/v1/workout-sessions/\(world.ownerSession)")
+        case (.post, "/v1/workout-sessions/{id}/pause"), (.post, "/v1/workout-sessions/{id}/resume"),
+             (.post, "/v1/workout-sessions/{id}/end"):
+            return Call(method: .post, target: pattern.replacingOccurrences(of: "{id}", with: world.ownerSession))
+        default: return nil
+        }
+    }
+
+    /// Text that only the owner's (or another user's) data can produce.
+    static func secrets(_ world: World, withheld type: String) -> [String] {
+        var secrets = world.bobUUIDs + ["bobapp"]
+        switch type {
+        case "stepCount": secrets += [world.ownerUUIDs[type] ?? "", "4321", "ownerapp"]
+        case "distanceWalkingRunning": secrets += [world.ownerUUIDs[type] ?? "", "9876.5", "9.8765", "ownerapp"]
+        case "heartRate": secrets += [world.ownerUUIDs[type] ?? "", "187.25", "ownerapp"]
+        case "workout": secrets += [world.ownerUUIDs[type] ?? "", "7777.5", "ownerapp"]
+        default: secrets += ["1961"]
+        }
+        return secrets
+    }
+
+    @Test func everyRouteKeepsDataFromATokenWithoutReadPermission() throws {
+        let world = try World()
+        let before = world.ownerData()
+        for type in Self.types {
+            let probe = world.server.token(user: world.alice, app: "probe-noread-\(type)",
+                                           read: Self.everything.filter { $0 != type }, share: Self.everything)
+            let secrets = Self.secrets(world, withheld: type)
+            for route in world.server.application.registeredRoutes {
+                guard let call = Self.call(route.method, route.pattern, type: type, world: world) else {
+                    Issue.record("\(route.method.rawValue) \(route.pattern) has no call in the access walk")
+                    continue
+                }
+                let reply = world.server.request(call.method, call.target, token: probe, json: call.json)
+                let where_ = "\(call.method.rawValue) \(call.target) without read \(type)"
+                #expect(reply.status < 500, "\(where_): \(reply.status) \(reply.text)")
+                if call.admin { #expect(reply.status == 403, "\(where_) is an admin route") }
+                // A 404 may echo the uuid the caller asked for; that discloses nothing. The owner's
+                // app name is a secret only where the call names the withheld type (the probe
+                // reads the owner's other types, e.g. its workouts, by right).
+                for secret in secrets where reply.text.contains(secret) && !call.target.contains(secret)
+                    && (secret != "ownerapp" || call.target.contains("=\(type)")) {
+                    Issue.record("\(where_) shows '\(secret)': \(reply.text)")
+                }
+            }
+            // Read permission is never disclosed, and share permission is reported as granted.
+            let status = world.server.request(.get, "/v1/authorizations/status?types=\(type)", token: probe)
+            if type != "dateOfBirth" { #expect(status[type]?.stringValue == "sharingAuthorized", "\(status.text)") }
+        }
+        #expect(world.ownerData() == before, "a token without read permission changed the owner's data")
+    }
+
+    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
+        let world = try World()
+        let before = world.ownerData()
+        for type in Self.types {
+            let probe = world.server.token(user: world.alice, app: "probe-noshare-\(type)",
+                                           read: Self.everything, share: Self.everything.filter { $0 != type })
+            for route in world.server.application.registeredRoutes {
+                guard let call = Self.call(route.method, route.pattern, type: type, world: world) else {
+                    Issue.record("\(route.method.rawValue) \(route.pattern) has no call in the access walk")
+                    continue
+                }
+                let reply = world.server.request(call.method, call.target, token: probe, json: call.json)
+                let where_ = "\(call.method.rawValue) \(call.target) without share \(type)"
+                #expect(reply.status < 500, "\(where_): \(reply.status) \(reply.text)")
+                if call.writes || call.admin {
+                    #expect(reply.status == 403, "\(where_): \(reply.status) \(reply.text)")
+                    #expect(reply.code == "errorAuthorizationDenied", "\(where_): \(reply.text)")
+                }
+                for secret in world.bobUUIDs + ["bobapp"] where reply.text.contains(secret) {
+                    Issue.record("\(where_) shows another user's '\(secret)'")
+                }
+            }
+            let status = world.server.request(.get, "/v1/authorizations/status?types=\(type)", token: probe)
+            #expect(status[type]?.stringValue == "sharingDenied", "\(status.text)")
+        }
+        #expect(world.ownerData() == before, "a token without share permission changed the owner's data")
+    }
+}
