@@ -4,10 +4,12 @@ import JSON
 /// field by full path) and writes them back as response JSON. Pure.
 public enum SampleCodec {
     /// Decodes one sample object. `reader` is positioned at the sample (path like `samples[3]`);
-    /// unknown fields are rejected.
-    public static func decode(_ reader: inout JSONFieldReader, allowNested: Bool = true) throws(JSONFieldError) -> HealthSample {
+    /// unknown fields are rejected. A sample without a uuid gets `newUUID()` (the server passes
+    /// `HealthUUID.timeOrdered`, from the clock and the system's random source).
+    public static func decode(_ reader: inout JSONFieldReader, allowNested: Bool = true,
+                              newUUID: () -> HealthUUID) throws(JSONFieldError) -> HealthSample {
         do {
-            return try decodeValidated(&reader, allowNested: allowNested)
+            return try decodeValidated(&reader, allowNested: allowNested, newUUID: newUUID)
         } catch let error as JSONFieldError {
             throw error
         } catch let error as HealthValidationError {
@@ -17,7 +19,8 @@ public enum SampleCodec {
         }
     }
 
-    private static func decodeValidated(_ reader: inout JSONFieldReader, allowNested: Bool) throws -> HealthSample {
+    private static func decodeValidated(_ reader: inout JSONFieldReader, allowNested: Bool,
+                                        newUUID: () -> HealthUUID) throws -> HealthSample {
         if reader.contains("source") { throw reader.error("source", "is set by the server; leave it out") }
         if reader.contains("created") { throw reader.error("created", "is set by the server; leave it out") }
         let typeName = try reader.requiredString("type")
@@ -29,7 +32,7 @@ public enum SampleCodec {
         if let text = try reader.optionalString("uuid") {
             uuid = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.uuid(text, field: "uuid") }
         } else {
-            uuid = HealthUUID.timeOrdered()
+            uuid = newUUID()
         }
         let startText = try reader.requiredString("start")
         let start = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.instant(startText, field: "start") }
@@ -78,7 +81,7 @@ public enum SampleCodec {
             var objects: [HealthSample] = []
             for index in 0..<objectsReader.count {
                 var objectReader = try objectsReader.object(at: index)
-                let object = try decode(&objectReader, allowNested: false)
+                let object = try decode(&objectReader, allowNested: false, newUUID: newUUID)
                 try objectReader.finish()
                 try HealthValidation.correlationObject(object.type, in: type, field: objectReader.path(of: "type"))
                 objects.append(object)
@@ -194,7 +197,8 @@ public enum SampleCodec {
     // MARK: Writing
 
     /// Writes a stored sample as API JSON. `unit`, when given, is the unit quantities are shown in
-    /// (already checked to fit the type); otherwise the canonical unit.
+    /// (callers check that it fits the type); otherwise, or if it does not fit, the canonical unit:
+    /// a value is never written under a unit it is not in.
     public static func write(_ stored: StoredSample, unit: HealthUnit? = nil, into writer: inout JSONWriter) {
         let sample = stored.sample
         writer.beginObject()
@@ -204,10 +208,9 @@ public enum SampleCodec {
         switch sample.content {
         case .quantity(let canonicalValue):
             let canonical = type?.canonicalUnit ?? .count
-            let shown = unit ?? canonical
-            let value = (try? canonical.convert(canonicalValue, to: shown)) ?? canonicalValue
-            writer.key("value"); writer.number(value)
-            writer.key("unit"); writer.string(shown.unitString)
+            let conversion = unit.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
+            writer.key("value"); writer.number(conversion.apply(canonicalValue))
+            writer.key("unit"); writer.string(conversion.target.unitString)
         case .category(let name):
             writer.key("value"); writer.string(name)
         case .correlation(let objects):
@@ -220,14 +223,12 @@ public enum SampleCodec {
         case .workout(let workout):
             writer.key("activityType"); writer.string(workout.activityType)
             if let energy = workout.totalEnergyBurned {
-                let shown = unit.flatMap { $0.isCompatible(with: .kilocalorie) ? $0 : nil } ?? .kilocalorie
                 writer.key("totalEnergyBurned")
-                writeQuantity(energy, canonical: .kilocalorie, shown: shown, into: &writer)
+                writeQuantity(energy, canonical: .kilocalorie, shown: unit, into: &writer)
             }
             if let distance = workout.totalDistance {
-                let shown = unit.flatMap { $0.isCompatible(with: .meter) ? $0 : nil } ?? .meter
                 writer.key("totalDistance")
-                writeQuantity(distance, canonical: .meter, shown: shown, into: &writer)
+                writeQuantity(distance, canonical: .meter, shown: unit, into: &writer)
             }
             writer.key("events")
             writer.beginArray()
@@ -253,10 +254,13 @@ public enum SampleCodec {
         writer.endObject()
     }
 
-    private static func writeQuantity(_ canonicalValue: Double, canonical: HealthUnit, shown: HealthUnit, into writer: inout JSONWriter) {
+    /// A workout total in `shown` when it measures the same thing (a `unit` of kcal shows energy
+    /// in kcal and leaves distance in m), else in its canonical unit.
+    private static func writeQuantity(_ canonicalValue: Double, canonical: HealthUnit, shown: HealthUnit?, into writer: inout JSONWriter) {
+        let conversion = shown.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
         writer.beginObject()
-        writer.key("value"); writer.number((try? canonical.convert(canonicalValue, to: shown)) ?? canonicalValue)
-        writer.key("unit"); writer.string(shown.unitString)
+        writer.key("value"); writer.number(conversion.apply(canonicalValue))
+        writer.key("unit"); writer.string(conversion.target.unitString)
         writer.endObject()
     }
 

@@ -8,7 +8,9 @@ final class TemporaryStore {
     let directory = NSTemporaryDirectory() + "healthd-store-" + UUID().uuidString
     var store: HealthStore
 
-    init() throws { store = try HealthStore(directory: directory, readers: 2) }
+    init(writeBacklogLimit: Int = 200_000) throws {
+        store = try HealthStore(directory: directory, readers: 2, writeBacklogLimit: writeBacklogLimit)
+    }
 
     func reopen() throws {
         store.close()
@@ -164,5 +166,16 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         #expect(try t.store.sample(theirs[0], for: writer, userExternalID: user.id) == nil)
         #expect(throws: StoreError.notFound("no sample \(theirs[0].lowercasedString)")) { try t.store.deleteSample(theirs[0], by: writer) }
         #expect(try t.store.samples(SampleQuery(type: "stepCount"), for: owner, userExternalID: user.id).samples.count == 2)
+    }
+}
+
+@Suite struct SystemUUIDTests {
+    @Test func systemUUIDsHaveTheirVersionsAndStayDistinctAcrossRefills() {
+        #expect(HealthUUID.random().version == 4)
+        #expect(HealthUUID.timeOrdered().version == 7)
+        // The buffered random source refills every 512 words: uuids across refills stay distinct.
+        let many = (0..<3_000).map { _ in HealthUUID.timeOrdered() }
+        #expect(Set(many).count == many.count)
+        #expect(Set(many.map(\.low)).count == many.count)
     }
 }
