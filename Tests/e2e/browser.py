@@ -924,6 +924,10 @@ def demo_checks(binary, public, browser, artifacts):
         check("serve --demo prints a dashboard URL with a token in its fragment", url is not None)
         if url is None:
             return
+        status, _, payload = http(demo.port, "GET", "/v1/authorizations/current", token=urllib.parse.unquote(token))
+        grant = js(payload) if status == 200 else {}
+        check("demo: the dashboard token opted in to learning its read list (the user's own viewer)",
+              grant.get("discloseRead") is True and "stepCount" in (grant.get("read") or []), payload[:300])
         dom, _ = browser.dom(url + "&period=week")
         zone = ZoneInfo(TIME_ZONE)
         today = datetime.now(zone).date()
