@@ -254,10 +254,7 @@ enum StatisticsReader {
         let internalOptions = mayRead ? options : options.union(.separateBySource)
         let ownSource = Int32(exactly: app.sourceRowID)
         return try statisticsCall {
-            // The rollup rows of the days the buckets span are read.
-            let start = buckets.map(\.start).min() ?? 0
-            let end = buckets.map(\.end).max() ?? start + 1
-            return try store.withStatisticsIndex(userRowID: app.userRowID, type: type, from: start, to: end) { snapshot -> [IntervalFigures] in
+            try store.withStatisticsIndex(userRowID: app.userRowID, type: type, buckets: buckets) { snapshot -> [IntervalFigures] in
                 let results = try snapshot.index.statisticsCollection(buckets: buckets, options: internalOptions)
                 return results.map { result in
                     if mayRead {

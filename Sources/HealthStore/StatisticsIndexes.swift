@@ -105,15 +105,18 @@ extension HealthStore {
     // MARK: Statistics indexes
 
     /// Runs `body` on the user's series for a quantity type, decoded from the rollup rows of the
-    /// UTC days [start, end) touches, as of one snapshot: a query reads one row per day, never the
-    /// samples. The decoding is cached while the series' version stays the same. Another (user,
-    /// type) never waits for this one. `body` must ask only about [start, end).
-    public func withStatisticsIndex<Result: Sendable>(userRowID: Int64, type: HealthType, from start: Int64, to end: Int64,
+    /// UTC days the buckets touch, as of one snapshot: a query reads one row per day (and, for a
+    /// discrete type, the samples of 15-minute slots a bucket edge cuts), never all samples. The
+    /// decoding is cached while the series' version stays the same. Another (user, type) never
+    /// waits for this one. `body` must ask only about these buckets.
+    public func withStatisticsIndex<Result: Sendable>(userRowID: Int64, type: HealthType, buckets: [CalendarBucket],
                                                       _ body: (StatisticsSnapshot) throws -> Result) throws -> Result {
         guard let style = AggregationStyle(type), let typeCode = typeCode(for: type.id) else {
             throw StoreError.invalid("statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
         }
-        let wanted = DayRollup.days(from: start, to: max(end, start + 1))
+        let start = buckets.map(\.start).min() ?? 0
+        let wanted = DayRollup.days(from: start, to: max(buckets.map(\.end).max() ?? start, start + 1))
+        let wantedSlots = DayRollup.edgeSlots(of: buckets, style: style)
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
         let entry = statisticsIndexes.entry(key)
         let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
@@ -123,19 +126,29 @@ extension HealthStore {
             let load = try pool.read { db -> RollupLoad? in
                 let version = try StatisticsRollups.version(db, userRowID: userRowID, typeCode: typeCode)
                 var days = wanted
+                var slots = wantedSlots
                 if let cached, version == cachedVersion {
-                    if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound) { return nil }
+                    if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound),
+                       wantedSlots.isSubset(of: cached.edgeSlots) { return nil }
                     // Same rows, more days: read the span of both so one series keeps answering both.
                     days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
+                    slots.formUnion(cached.edgeSlots)
+                }
+                var edgeSamples: [StatisticsSample] = []
+                for range in DayRollup.instants(ofSlots: slots) {
+                    edgeSamples += try StatisticsRollups.samples(db, userRowID: userRowID, typeCode: typeCode,
+                                                                 from: range.lowerBound, to: range.upperBound)
                 }
                 let order = try Self.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode)
                 return RollupLoad(version: version, priority: SourcePriority(order.map(\.source)),
                                   appNames: try Self.appNames(db, userRowID: userRowID), days: days,
-                                  rows: try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days))
+                                  rows: try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days),
+                                  edgeSlots: slots, edgeSamples: edgeSamples)
             }
             if let load {
                 state.series = nil  // the old decoding is freed before the new one is made
-                state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows)
+                state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows,
+                                                edgeSlots: load.edgeSlots, edgeSamples: load.edgeSamples)
                 state.version = load.version
                 state.appNames = load.appNames
             }
@@ -154,6 +167,8 @@ extension HealthStore {
         var appNames: [Int32: String]
         var days: ClosedRange<Int64>
         var rows: [(day: Int64, body: [UInt8])]
+        var edgeSlots: Set<Int64>
+        var edgeSamples: [StatisticsSample]
     }
 
     /// Bytes held by all cached statistics series.

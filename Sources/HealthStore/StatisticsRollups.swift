@@ -123,7 +123,8 @@ enum StatisticsRollups {
                      [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
     }
 
-    private static func samples(_ db: Database, userRowID: Int64, typeCode: Int64, from: Int64, to: Int64) throws -> [StatisticsSample] {
+    /// The samples starting in [from, to), as the statistics take them.
+    static func samples(_ db: Database, userRowID: Int64, typeCode: Int64, from: Int64, to: Int64) throws -> [StatisticsSample] {
         let statement = try db.cachedStatement("""
             SELECT seq, start_ms, end_ms, value, source_id FROM samples
             WHERE user_id = ? AND type_id = ? AND start_ms >= ? AND start_ms < ? AND value IS NOT NULL

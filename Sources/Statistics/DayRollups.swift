@@ -6,8 +6,9 @@
 // Exactness does not depend on buckets lining up with UTC days: a cumulative day holds the whole
 // running integral of the merged rate (and of each source's own), so a sum over any sub-range of
 // the day — a local midnight, a DST edge, a 15-minute anchor — is F(b) − F(a), exactly what the
-// in-memory index computes; a discrete day holds its samples' values in start order, so min, max,
-// average and most recent over any sub-range are read off them.
+// in-memory index computes. A discrete day holds count, sum, min, max and most recent per
+// 15-minute slot and source (`DiscreteRollupDay`); a bucket edge inside a slot is answered from
+// that slot's samples, which the store reads for the cut slots only.
 
 /// A rollup row that cannot be decoded, or a query outside the days a `RollupSeries` was given:
 /// a fault of the store, never of the client.
@@ -43,6 +44,27 @@ public enum DayRollup {
         return first...max(first, day(of: end - 1))
     }
 
+    /// The slots (see `DiscreteRollupDay`) whose samples a discrete query over these buckets needs
+    /// besides the rows: those a bucket edge falls inside. None for cumulative types.
+    public static func edgeSlots(of buckets: [CalendarBucket], style: AggregationStyle) -> Set<Int64> {
+        guard style == .discrete else { return [] }
+        return DiscreteRollupDays.edgeSlots(for: buckets.flatMap { [$0.start, $0.end] })
+    }
+
+    /// The instants of `slots`, consecutive slots joined, ascending: the ranges of sample starts to read.
+    public static func instants(ofSlots slots: Set<Int64>) -> [Range<Int64>] {
+        var ranges: [Range<Int64>] = []
+        let length = DiscreteRollupDay.slotLength
+        for slot in slots.sorted() {
+            if let last = ranges.last, last.upperBound == slot * length {
+                ranges[ranges.count - 1] = last.lowerBound..<(slot + 1) * length
+            } else {
+                ranges.append(slot * length..<(slot + 1) * length)
+            }
+        }
+        return ranges
+    }
+
     /// The rollup body of `day` from every sample that shapes it (others are ignored), or nil when
     /// none does (the store then keeps no row). `priority` matters for cumulative days only.
     public static func encode(day: Int64, samples: [StatisticsSample], style: AggregationStyle,
@@ -65,13 +87,8 @@ public enum DayRollup {
                 integral.encode(into: &writer)
             }
         case .discrete:
-            let sorted = shaping.sorted { ($0.start, $0.end, $0.id) < ($1.start, $1.end, $1.id) }
-            writer.int64(Int64(sorted.count))
-            for sample in sorted { writer.int32(Int32(truncatingIfNeeded: sample.start - origin)) }
-            for sample in sorted { writer.int64(sample.end - sample.start) }
-            for sample in sorted { writer.double(sample.value) }
-            for sample in sorted { writer.int64(sample.id) }
-            for sample in sorted { writer.int32(sample.source) }
+            writer.int64(Int64(shaping.count))
+            DiscreteRollupDay.encode(day: day, samples: shaping, into: &writer)
         }
         return writer.bytes
     }
@@ -87,11 +104,13 @@ public struct RollupSeries: Sendable {
     /// How many samples shaped the rows (a cumulative sample spanning days counts once per day).
     public let sampleCount: Int
     private let cumulative: CumulativeSeriesIndex?
-    private let discrete: DiscreteSeriesIndex?
+    private let discrete: DiscreteRollupDays?
 
-    /// `rows`: (day, body) for days inside `days`, ascending, each day at most once.
+    /// `rows`: (day, body) for days inside `days`, ascending, each day at most once. Discrete series
+    /// also take the samples starting in `edgeSlots` (see `DayRollup.edgeSlots`); others are ignored.
     public init(style: AggregationStyle, priority: SourcePriority, days: ClosedRange<Int64>,
-                rows: [(day: Int64, body: [UInt8])]) throws(RollupError) {
+                rows: [(day: Int64, body: [UInt8])], edgeSlots: Set<Int64> = [],
+                edgeSamples: [StatisticsSample] = []) throws(RollupError) {
         self.style = style
         self.priority = priority
         self.days = days
@@ -122,25 +141,21 @@ public struct RollupSeries: Sendable {
             cumulative = CumulativeSeriesIndex(days: dayNumbers, summaries: chunks, priority: priority, count: count)
             discrete = nil
         case .discrete:
-            var chunks: [DiscreteChunk] = []
-            chunks.reserveCapacity(rows.count)
+            var rollups: [DiscreteRollupDay] = []
+            rollups.reserveCapacity(rows.count)
             for row in rows {
                 try Self.check(row.day, after: dayNumbers.last, in: days)
                 var reader = try RollupReader(row.body)
-                let n = try reader.count()
-                let origin = row.day * DayRollup.dayLength
-                var samples = [StatisticsSample](repeating: StatisticsSample(id: 0, start: 0, end: 0, value: 0, source: 0), count: n)
-                for index in 0..<n { samples[index].start = origin + Int64(try reader.int32()) }
-                for index in 0..<n { samples[index].end = samples[index].start + (try reader.int64()) }
-                for index in 0..<n { samples[index].value = try reader.double() }
-                for index in 0..<n { samples[index].id = try reader.int64() }
-                for index in 0..<n { samples[index].source = try reader.int32() }
+                let samples = try reader.int64()
+                guard samples > 0 else { throw RollupError("bad sample count \(samples) in a rollup body") }
+                count += Int(samples)
+                rollups.append(try DiscreteRollupDay(from: &reader))
                 try reader.finish()
-                count += n
                 dayNumbers.append(row.day)
-                chunks.append(DiscreteChunk(sorted: samples, origin: origin))
             }
-            discrete = DiscreteSeriesIndex(days: dayNumbers, chunks: chunks, priority: priority)
+            let kept = edgeSamples.filter { edgeSlots.contains(DiscreteRollupDays.slot(of: $0.start)) }
+            discrete = DiscreteRollupDays(priority: priority, days: dayNumbers, rollups: rollups, edgeSlots: edgeSlots,
+                                          edgeSamples: kept)
             cumulative = nil
         }
         sampleCount = count
@@ -152,9 +167,15 @@ public struct RollupSeries: Sendable {
         }
     }
 
-    /// Whether a query over [start, end) reads only days this series holds.
+    /// The cut slots whose samples this (discrete) series holds.
+    public var edgeSlots: Set<Int64> { discrete?.edgeSlots ?? [] }
+
+    /// Whether a query over [start, end) reads only days this series holds (and, for a discrete
+    /// series, only cut slots whose samples it holds).
     public func covers(from start: Int64, to end: Int64) -> Bool {
-        start >= end || (days.contains(DayRollup.day(of: start)) && days.contains(DayRollup.day(of: end - 1)))
+        guard start < end else { return true }
+        guard days.contains(DayRollup.day(of: start)), days.contains(DayRollup.day(of: end - 1)) else { return false }
+        return discrete?.hasEdges(from: start, to: end) ?? true
     }
 
     /// `HKStatisticsQuery` over [start, end).

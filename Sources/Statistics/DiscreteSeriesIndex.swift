@@ -175,15 +175,6 @@ public struct DiscreteSeriesIndex: Sendable, BucketFiguresAnswering {
         priority = newPriority
     }
 
-    /// An index of the given days (ascending), as decoded from persisted rollups.
-    init(days: [Int64], chunks: [DiscreteChunk], priority: SourcePriority) {
-        self.priority = priority
-        chunkDays = days
-        self.chunks = chunks
-        count = chunks.reduce(0) { $0 + $1.count }
-        dayTotals = AccumulatorTree(chunks.map(\.total))
-    }
-
     // MARK: Updates
 
     public mutating func insert(_ sample: StatisticsSample) throws(StatisticsError) {
@@ -384,13 +375,8 @@ public struct DiscreteSeriesIndex: Sendable, BucketFiguresAnswering {
 
     /// One bucket's figures.
     public func figures(for bucket: CalendarBucket, options: StatisticsOptions) -> BucketStatistics {
-        let separate = options.contains(.separateBySource)
-        let found = aggregate(from: bucket.start, to: bucket.end, bySource: separate)
-        let sources = found.sources
-            .sorted { priority.rank(of: $0.0) < priority.rank(of: $1.0) }
-            .map { SourceFigures(source: $0.0, figures: $0.1.figures(options)) }
-            .filter { !$0.figures.isEmpty }
-        return BucketStatistics(bucket: bucket, figures: found.total.figures(options), sources: sources)
+        let found = aggregate(from: bucket.start, to: bucket.end, bySource: options.contains(.separateBySource))
+        return DiscreteAccumulator.bucketStatistics(bucket, found.total, found.sources, options: options, priority: priority)
     }
 
     public var memoryBytes: Int {

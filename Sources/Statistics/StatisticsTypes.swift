@@ -190,6 +190,18 @@ struct DiscreteAccumulator: Sendable {
         return id > otherID
     }
 
+    /// A bucket's answer from its merged aggregate and per-source ones (priority order, sources
+    /// with figures only).
+    static func bucketStatistics(_ bucket: CalendarBucket, _ total: DiscreteAccumulator,
+                                 _ sources: [(Int32, DiscreteAccumulator)], options: StatisticsOptions,
+                                 priority: SourcePriority) -> BucketStatistics {
+        let perSource = sources
+            .sorted { priority.rank(of: $0.0) < priority.rank(of: $1.0) }
+            .map { SourceFigures(source: $0.0, figures: $0.1.figures(options)) }
+            .filter { !$0.figures.isEmpty }
+        return BucketStatistics(bucket: bucket, figures: total.figures(options), sources: perSource)
+    }
+
     func figures(_ options: StatisticsOptions) -> StatisticsFigures {
         guard count > 0 else { return StatisticsFigures() }
         var figures = StatisticsFigures()

@@ -49,9 +49,13 @@ struct SeededGenerator: RandomNumberGenerator {
             : [.discreteAverage, .discreteMin, .discreteMax, .mostRecent, .separateBySource]
         var random = SeededGenerator(state: typeID == "stepCount" ? 7 : 11)
         var saved: [(uuid: HealthUUID, app: AppAuthorization)] = []
-        let buckets = (0..<72).map { hour in
-            CalendarBucket(start: Self.day0 + Int64(hour) * 3_600_000, end: Self.day0 + Int64(hour + 1) * 3_600_000,
-                           startOffsetSeconds: 0, endOffsetSeconds: 0)
+        // Hourly buckets on the hour, and every other query shifted by 7 min 13 s so bucket edges
+        // cut the rollups' 15-minute slots (answered from those slots' samples).
+        let hourly = { (shift: Int64) in
+            (0..<72).map { hour in
+                CalendarBucket(start: Self.day0 + shift + Int64(hour) * 3_600_000, end: Self.day0 + shift + Int64(hour + 1) * 3_600_000,
+                               startOffsetSeconds: 0, endOffsetSeconds: 0)
+            }
         }
         for step in 0..<60 {
             switch Int.random(in: 0..<10, using: &random) {
@@ -76,7 +80,8 @@ struct SeededGenerator: RandomNumberGenerator {
                 break
             }
             guard step % 3 != 1 else { continue }
-            let (indexed, priority) = try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 72 * 3_600_000) { snapshot in
+            let buckets = hourly(step % 2 == 0 ? 0 : 433_000)
+            let (indexed, priority) = try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: buckets) { snapshot in
                 (try snapshot.index.statisticsCollection(buckets: buckets, options: options), snapshot.index.priority)
             }
             let all = try t.store.statisticsSamples(userRowID: user.rowID, type: type)
@@ -101,7 +106,7 @@ struct SeededGenerator: RandomNumberGenerator {
         _ = try t.store.save([steps(20, start: Self.day0)], by: watch)
         #expect(try t.store.sourcePriority(userRowID: user.rowID, type: type) == ["phone", "watch"])
         let merged = { () throws -> Double? in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 60_000) { snapshot in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(Self.day0, Self.day0 + 60_000)) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 60_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -136,7 +141,7 @@ struct SeededGenerator: RandomNumberGenerator {
         guard let type = HealthTypeCatalog.type("stepCount"), let sleep = HealthTypeCatalog.type("sleepAnalysis") else { return }
         _ = try t.store.save((0..<10).map { steps(5, start: Self.day0 + Int64($0) * 60_000) }, by: phone)
         let sum = { (store: HealthStore) throws -> Double? in
-            try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 86_400_000) { snapshot in
+            try store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(Self.day0, Self.day0 + 86_400_000)) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -145,7 +150,7 @@ struct SeededGenerator: RandomNumberGenerator {
         _ = try t.store.save([steps(7, start: Self.day0 + 3_600_000)], by: phone)
         #expect(try sum(t.store) == 57)
         #expect(throws: StoreError.self) {
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: sleep, from: Self.day0, to: Self.day0 + 1) { _ in 0 }
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: sleep, buckets: span(Self.day0, Self.day0 + 1)) { _ in 0 }
         }
     }
 
@@ -177,7 +182,7 @@ struct SeededGenerator: RandomNumberGenerator {
         let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
         guard let type = HealthTypeCatalog.type("stepCount") else { return }
         let sum = { () throws -> Double? in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 86_400_000) { snapshot in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(Self.day0, Self.day0 + 86_400_000)) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -197,7 +202,7 @@ struct SeededGenerator: RandomNumberGenerator {
         let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
         guard let type = HealthTypeCatalog.type("stepCount") else { return }
         let sum = { () throws -> Double? in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 86_400_000) { snapshot in
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(Self.day0, Self.day0 + 86_400_000)) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }
         }
@@ -231,7 +236,7 @@ struct SeededGenerator: RandomNumberGenerator {
                     } else {
                         let type = worker % 4 == 1 ? steps : heart
                         let options: StatisticsOptions = type.isCumulative ? .cumulativeSum : .discreteAverage
-                        _ = try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: day0, to: day0 + 86_400_000) { snapshot in
+                        _ = try store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(day0, day0 + 86_400_000)) { snapshot in
                             try snapshot.index.statistics(start: day0, end: day0 + 86_400_000, options: options).figures
                         }
                     }
@@ -245,7 +250,7 @@ struct SeededGenerator: RandomNumberGenerator {
             let style: AggregationStyle = type.isCumulative ? .cumulative : .discrete
             let options: StatisticsOptions = type.isCumulative ? .cumulativeSum : [.discreteAverage, .discreteMax]
             let bucket = [CalendarBucket(start: day0, end: day0 + 86_400_000, startOffsetSeconds: 0, endOffsetSeconds: 0)]
-            let (indexed, priority) = try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: day0, to: day0 + 86_400_000) { snapshot in
+            let (indexed, priority) = try store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(day0, day0 + 86_400_000)) { snapshot in
                 (try snapshot.index.statisticsCollection(buckets: bucket, options: options), snapshot.index.priority)
             }
             let all = try store.statisticsSamples(userRowID: user.rowID, type: type)

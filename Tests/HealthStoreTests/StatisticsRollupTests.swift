@@ -13,8 +13,7 @@ import Statistics
             CalendarBucket(start: day0 + Int64(day) * 86_400_000, end: day0 + Int64(day + 1) * 86_400_000,
                            startOffsetSeconds: 0, endOffsetSeconds: 0)
         }
-        return try store.withStatisticsIndex(userRowID: user.rowID, type: type, from: day0,
-                                             to: day0 + Int64(days) * 86_400_000) { snapshot in
+        return try store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: buckets) { snapshot in
             try snapshot.index.statisticsCollection(buckets: buckets, options: .cumulativeSum).map(\.figures.sum)
         }
     }
@@ -50,14 +49,14 @@ import Statistics
         #expect(after == before)
         let all = try t.store.statisticsSamples(userRowID: user.rowID, type: type)
         let priority = SourcePriority(try t.store.sourcePriority(userRowID: user.rowID, type: type).compactMap { app in
-            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, from: Self.day0, to: Self.day0 + 1) { $0.source(ofApp: app) }
+            try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(Self.day0, Self.day0 + 1)) { $0.source(ofApp: app) }
         })
         let direct = try statisticsCollection(of: all, buckets: (0..<3).map { day in
             CalendarBucket(start: Self.day0 + Int64(day) * 86_400_000, end: Self.day0 + Int64(day + 1) * 86_400_000,
                            startOffsetSeconds: 0, endOffsetSeconds: 0)
         }, style: .cumulative, options: .cumulativeSum, priority: priority)
         #expect(after == direct.map(\.figures.sum))
-        let average = try t.store.withStatisticsIndex(userRowID: user.rowID, type: heart, from: Self.day0, to: Self.day0 + 86_400_000) {
+        let average = try t.store.withStatisticsIndex(userRowID: user.rowID, type: heart, buckets: span(Self.day0, Self.day0 + 86_400_000)) {
             try $0.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .discreteAverage).figures.average
         }
         #expect(average == 61)
@@ -115,4 +114,9 @@ import Statistics
         #expect(store.statisticsIndexEvictions == 5, "each query but the first drops the one before")
         #expect(store.statisticsIndexMemoryBytes > 0)
     }
+}
+
+/// One bucket over [start, end).
+func span(_ start: Int64, _ end: Int64) -> [CalendarBucket] {
+    [CalendarBucket(start: start, end: end, startOffsetSeconds: 0, endOffsetSeconds: 0)]
 }

@@ -3,7 +3,8 @@ import Testing
 
 /// A store's rollup rows kept the way a store keeps them: after every write only the days the
 /// written samples shape are re-encoded (from every sample present), after a priority change
-/// every day is; queries read the rows of the days their buckets touch.
+/// every day is; queries read the rows of the days their buckets touch, and for a discrete type
+/// the samples of the slots a bucket edge cuts.
 private struct RollupRows {
     let style: AggregationStyle
     var rows: [Int64: [UInt8]] = [:]
@@ -18,16 +19,20 @@ private struct RollupRows {
         samples.flatMap { Array(DayRollup.days(of: $0, style: style)) }
     }
 
-    func series(for buckets: [CalendarBucket], priority: SourcePriority) throws -> RollupSeries {
+    func series(for buckets: [CalendarBucket], priority: SourcePriority, present: [StatisticsSample]) throws -> RollupSeries {
         let start = buckets.map(\.start).min() ?? 0
         let end = buckets.map(\.end).max() ?? 1
-        return try series(from: start, to: end, priority: priority)
-    }
-
-    func series(from start: Int64, to end: Int64, priority: SourcePriority) throws -> RollupSeries {
         let days = DayRollup.days(from: start, to: end)
         let read = rows.filter { days.contains($0.key) }.sorted { $0.key < $1.key }.map { (day: $0.key, body: $0.value) }
-        return try RollupSeries(style: style, priority: priority, days: days, rows: read)
+        let slots = DayRollup.edgeSlots(of: buckets, style: style)
+        let ranges = DayRollup.instants(ofSlots: slots)
+        let edgeSamples = present.filter { sample in ranges.contains { $0.contains(sample.start) } }
+        return try RollupSeries(style: style, priority: priority, days: days, rows: read, edgeSlots: slots, edgeSamples: edgeSamples)
+    }
+
+    func series(from start: Int64, to end: Int64, priority: SourcePriority, present: [StatisticsSample]) throws -> RollupSeries {
+        try series(for: [CalendarBucket(start: start, end: end, startOffsetSeconds: 0, endOffsetSeconds: 0)],
+                   priority: priority, present: present)
     }
 }
 
@@ -64,22 +69,22 @@ private struct RollupRows {
             #expect(cumulative.rows.values.allSatisfy { $0.count > 1 }, "no empty rows are kept")
             let buckets = try scenario.buckets()
             let context = "seed \(seed) step \(step)"
-            let cumulativeSeries = try cumulative.series(for: buckets, priority: priority)
+            let cumulativeSeries = try cumulative.series(for: buckets, priority: priority, present: present)
             expectMatchesReference(try cumulativeSeries.statisticsCollection(buckets: buckets, options: PropertyTests.cumulativeOptions),
                                    present, style: .cumulative, options: PropertyTests.cumulativeOptions,
                                    priority: priority, context: context + " cumulative")
-            let discreteSeries = try discrete.series(for: buckets, priority: priority)
+            let discreteSeries = try discrete.series(for: buckets, priority: priority, present: present)
             expectMatchesReference(try discreteSeries.statisticsCollection(buckets: buckets, options: PropertyTests.discreteOptions),
                                    present, style: .discrete, options: PropertyTests.discreteOptions,
                                    priority: priority, context: context + " discrete")
             let start = scenario.base + scenario.integer(-(30 * day)...(70 * hour))
             let end = start + scenario.integer(1...(60 * day))
-            let single = try cumulative.series(from: start, to: end, priority: priority)
+            let single = try cumulative.series(from: start, to: end, priority: priority, present: present)
                 .statistics(start: start, end: end, options: PropertyTests.cumulativeOptions)
             let expected = Reference.answer(present, from: start, to: end, style: .cumulative,
                                             options: PropertyTests.cumulativeOptions, priority: priority)
             #expect(close(single.figures, expected.0) && close(single.sources, expected.1), "\(context) single")
-            let singleDiscrete = try discrete.series(from: start, to: end, priority: priority)
+            let singleDiscrete = try discrete.series(from: start, to: end, priority: priority, present: present)
                 .statistics(start: start, end: end, options: PropertyTests.discreteOptions)
             let expectedDiscrete = Reference.answer(present, from: start, to: end, style: .discrete,
                                                     options: PropertyTests.discreteOptions, priority: priority)
@@ -104,5 +109,16 @@ private struct RollupRows {
             try RollupSeries(style: .cumulative, priority: SourcePriority([]), days: 5...5, rows: [(6, body)])
         }
         #expect(DayRollup.encode(day: 4, samples: [sample], style: .cumulative, priority: SourcePriority([])) == nil)
+        // A discrete query cutting a slot needs that slot's samples.
+        let reading = StatisticsSample(id: 2, start: 5 * day + 60_000, end: 5 * day + 60_000, value: 70, source: 1)
+        let discreteBody = try #require(DayRollup.encode(day: 5, samples: [reading], style: .discrete, priority: SourcePriority([])))
+        let withoutEdges = try RollupSeries(style: .discrete, priority: SourcePriority([]), days: 5...5, rows: [(5, discreteBody)])
+        #expect(try withoutEdges.statistics(start: 5 * day, end: 6 * day, options: .discreteMax).figures.maximum == 70)
+        #expect(throws: RollupError.self) { try withoutEdges.statistics(start: 5 * day + 1, end: 6 * day, options: .discreteMax) }
+        let slot = DiscreteRollupDays.slot(of: 5 * day)
+        let withEdges = try RollupSeries(style: .discrete, priority: SourcePriority([]), days: 5...5, rows: [(5, discreteBody)],
+                                         edgeSlots: [slot], edgeSamples: [reading])
+        #expect(try withEdges.statistics(start: 5 * day + 1, end: 6 * day, options: .discreteMax).figures.maximum == 70)
+        #expect(try withEdges.statistics(start: 5 * day + 60_001, end: 6 * day, options: .discreteMax).figures.maximum == nil)
     }
 }
