@@ -89,7 +89,7 @@ public final class HealthApplication: HTTPResponder {
         self.cors = CORSPolicy(origins: configuration.corsOrigins)
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
         changeFeed = ChangeFeed(store: store, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
-                                retentionDays: configuration.tombstoneRetentionDays)
+                                retentionDays: configuration.tombstoneRetentionDays, log: accessLog)
         var router = Router<Route>()
         Self.registerRoutes(into: &router, configuration: configuration, store: store, metrics: metrics,
                             connections: connections, changeFeed: changeFeed)

@@ -94,6 +94,9 @@ public final class ChangeFeed: Sendable {
     let streamBacklogLimit: Int
     let keepAliveSeconds: Int
     let retentionDays: Int
+    /// Where background failures (a purge, a zone judgement) are reported: no request is there
+    /// to carry them.
+    let log: AccessLog?
     private let state = Mutex(State())
 
     private struct State {
@@ -117,8 +120,10 @@ public final class ChangeFeed: Sendable {
         var respond: @Sendable (HTTPResponse) -> Void
     }
 
-    init(store: HealthStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int) {
+    init(store: HealthStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
+         log: AccessLog? = nil) {
         self.store = store
+        self.log = log
         self.workers = workers
         self.streamBacklogLimit = streamBacklogLimit
         self.keepAliveSeconds = keepAliveSeconds
@@ -315,13 +320,19 @@ public final class ChangeFeed: Sendable {
         state.withLock { state in
             let timer = DispatchSource.makeTimerSource(queue: workers)
             timer.schedule(deadline: .now(), repeating: .seconds(3600), leeway: .seconds(60))
-            timer.setEventHandler { [weak self] in
-                guard let self else { return }
-                // A failed purge only delays it to the next hour; nothing is lost.
-                _ = try? self.store.purgeTombstones(retentionDays: self.retentionDays)
-            }
+            timer.setEventHandler { [weak self] in self?.purgeExpiredTombstones() }
             timer.resume()
             state.retentionTimer = timer
+        }
+    }
+
+    /// A failed purge is logged and tried again at the next hour: tombstones only stay longer
+    /// (anchors expire later), nothing is lost or answered wrongly.
+    func purgeExpiredTombstones() {
+        do {
+            _ = try store.purgeTombstones(retentionDays: retentionDays)
+        } catch {
+            log?.event("tombstone purge failed; retrying in an hour", level: "warning", fields: [("error", String(describing: error))])
         }
     }
 

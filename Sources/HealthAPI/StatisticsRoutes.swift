@@ -199,22 +199,22 @@ enum StatisticsRoutes {
 }
 
 /// Converts figures from the type's canonical unit to the unit the client asked for.
+/// The conversion is checked when the request is read (a unit that does not fit is a 400), so
+/// no figure can come out unconverted under the requested unit.
 struct UnitOutput {
-    let canonical: HealthUnit
-    let target: HealthUnit
+    let conversion: HealthUnitConversion
 
     init(type: HealthType, unit: HealthUnit?) throws(APIError) {
         guard let canonical = type.canonicalUnit else { throw APIError.invalidField("type", "\(type.id) has no unit") }
-        self.canonical = canonical
-        target = unit ?? canonical
+        guard let conversion = HealthUnitConversion(from: canonical, to: unit ?? canonical) else {
+            throw APIError.invalidField("unit", "'\(unit?.unitString ?? "")' does not measure \(type.id) (its unit is \(canonical.unitString))")
+        }
+        self.conversion = conversion
     }
 
-    var unitString: String { target.unitString }
+    var unitString: String { conversion.target.unitString }
 
-    func convert(_ value: Double) -> Double {
-        if target == canonical { return FigureRounding.significant(value) }
-        return FigureRounding.significant((try? canonical.convert(value, to: target)) ?? value)
-    }
+    func convert(_ value: Double) -> Double { FigureRounding.significant(conversion.apply(value)) }
 }
 
 /// Pro-rating multiplies by fractions of intervals, which leaves floating-point noise

@@ -20,7 +20,9 @@ final class WorkoutZoneMonitor: Sendable {
 
     private struct State {
         /// Running or paused sessions per user: commits of other users cost a dictionary lookup.
-        var activeSessions: [Int64: Int]
+        /// nil while unknown (the store could not be read at startup): then every heart-rate
+        /// commit is judged, and the counts are read again at the next judgement.
+        var activeSessions: [Int64: Int]?
         var judging: Set<Int64> = []
         var pending: Set<Int64> = []
     }
@@ -28,20 +30,32 @@ final class WorkoutZoneMonitor: Sendable {
     init(store: HealthStore, feed: ChangeFeed) {
         self.store = store
         self.feed = feed
-        // Without the counts no session would send zone events; a store that cannot be read here
-        // fails the first request anyway, so starting with none is safe.
-        state = Mutex(State(activeSessions: (try? store.activeWorkoutSessionCounts()) ?? [:]))
+        state = Mutex(State(activeSessions: nil))
+        // Starting with no sessions would silence the zone events of every session that was
+        // running before a restart: unknown counts judge every heart-rate commit instead.
+        loadActiveSessions()
         store.addCommitObserver { [weak self] change in self?.committed(change) }
     }
 
+    private func loadActiveSessions() {
+        do {
+            let counts = try store.activeWorkoutSessionCounts()
+            state.withLock { $0.activeSessions = counts }
+        } catch {
+            feed.log?.event("cannot read the active workout sessions; judging every heart-rate commit until it works",
+                            level: "warning", fields: [("error", String(describing: error))])
+        }
+    }
+
     func sessionStarted(userRowID: Int64) {
-        state.withLock { $0.activeSessions[userRowID, default: 0] += 1 }
+        state.withLock { $0.activeSessions?[userRowID, default: 0] += 1 }
     }
 
     func sessionEnded(userRowID: Int64) {
         state.withLock { state in
-            let remaining = (state.activeSessions[userRowID] ?? 1) - 1
-            state.activeSessions[userRowID] = remaining > 0 ? remaining : nil
+            guard state.activeSessions != nil else { return }
+            let remaining = (state.activeSessions?[userRowID] ?? 1) - 1
+            state.activeSessions?[userRowID] = remaining > 0 ? remaining : nil
         }
     }
 
@@ -49,7 +63,7 @@ final class WorkoutZoneMonitor: Sendable {
         guard change.typeIDs.contains("heartRate") else { return }
         let user = change.userRowID
         let start = state.withLock { state -> Bool in
-            guard state.activeSessions[user] != nil else { return false }
+            if let counts = state.activeSessions, counts[user] == nil { return false }
             if state.judging.contains(user) {
                 state.pending.insert(user)
                 return false
@@ -63,9 +77,21 @@ final class WorkoutZoneMonitor: Sendable {
 
     private func judge(user: Int64) {
         while true {
-            state.withLock { _ = $0.pending.remove(user) }
-            // A failed judgement leaves the stored progress as it was: the next commit retries it.
-            let changes = (try? store.advanceWorkoutZones(userRowID: user)) ?? []
+            let countsUnknown = state.withLock { state -> Bool in
+                state.pending.remove(user)
+                return state.activeSessions == nil
+            }
+            if countsUnknown { loadActiveSessions() }
+            let changes: [WorkoutZoneChange]
+            do {
+                changes = try store.advanceWorkoutZones(userRowID: user)
+            } catch {
+                // The stored progress is as it was (judging and progress share one transaction):
+                // the user's next heart-rate commit judges these readings again.
+                feed.log?.event("workout zone judgement failed; the next heart-rate commit retries it", level: "warning",
+                                fields: [("error", String(describing: error))])
+                changes = []
+            }
             for change in changes {
                 feed.publish(event: Self.eventName, data: Self.eventData(change), userRowID: user, readableType: "heartRate")
             }

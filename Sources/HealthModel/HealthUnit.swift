@@ -150,16 +150,11 @@ public struct HealthUnit: Sendable, Hashable, CustomStringConvertible {
 
     /// Converts `value` from this unit into `target`.
     public func convert(_ value: Double, to target: HealthUnit) throws(HealthUnitError) -> Double {
-        guard dimension == target.dimension else {
+        guard let conversion = HealthUnitConversion(from: self, to: target) else {
             throw .incompatible(from: unitString, to: target.unitString)
         }
         guard value.isFinite else { throw .nonFiniteValue }
-        if scale == target.scale && offset == target.offset { return value }
-        if offset == 0 && target.offset == 0 {
-            // One rounding step where the ratio is exact (e.g. mi -> m).
-            return value * (scale / target.scale)
-        }
-        return (value * scale + offset - target.offset) / target.scale
+        return conversion.apply(value)
     }
 
     public static func convert(_ value: Double, from source: HealthUnit, to target: HealthUnit) throws(HealthUnitError) -> Double {

@@ -194,7 +194,8 @@ public enum SampleCodec {
     // MARK: Writing
 
     /// Writes a stored sample as API JSON. `unit`, when given, is the unit quantities are shown in
-    /// (already checked to fit the type); otherwise the canonical unit.
+    /// (callers check that it fits the type); otherwise, or if it does not fit, the canonical unit:
+    /// a value is never written under a unit it is not in.
     public static func write(_ stored: StoredSample, unit: HealthUnit? = nil, into writer: inout JSONWriter) {
         let sample = stored.sample
         writer.beginObject()
@@ -204,10 +205,9 @@ public enum SampleCodec {
         switch sample.content {
         case .quantity(let canonicalValue):
             let canonical = type?.canonicalUnit ?? .count
-            let shown = unit ?? canonical
-            let value = (try? canonical.convert(canonicalValue, to: shown)) ?? canonicalValue
-            writer.key("value"); writer.number(value)
-            writer.key("unit"); writer.string(shown.unitString)
+            let conversion = unit.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
+            writer.key("value"); writer.number(conversion.apply(canonicalValue))
+            writer.key("unit"); writer.string(conversion.target.unitString)
         case .category(let name):
             writer.key("value"); writer.string(name)
         case .correlation(let objects):
@@ -220,14 +220,12 @@ public enum SampleCodec {
         case .workout(let workout):
             writer.key("activityType"); writer.string(workout.activityType)
             if let energy = workout.totalEnergyBurned {
-                let shown = unit.flatMap { $0.isCompatible(with: .kilocalorie) ? $0 : nil } ?? .kilocalorie
                 writer.key("totalEnergyBurned")
-                writeQuantity(energy, canonical: .kilocalorie, shown: shown, into: &writer)
+                writeQuantity(energy, canonical: .kilocalorie, shown: unit, into: &writer)
             }
             if let distance = workout.totalDistance {
-                let shown = unit.flatMap { $0.isCompatible(with: .meter) ? $0 : nil } ?? .meter
                 writer.key("totalDistance")
-                writeQuantity(distance, canonical: .meter, shown: shown, into: &writer)
+                writeQuantity(distance, canonical: .meter, shown: unit, into: &writer)
             }
             writer.key("events")
             writer.beginArray()
@@ -253,10 +251,13 @@ public enum SampleCodec {
         writer.endObject()
     }
 
-    private static func writeQuantity(_ canonicalValue: Double, canonical: HealthUnit, shown: HealthUnit, into writer: inout JSONWriter) {
+    /// A workout total in `shown` when it measures the same thing (a `unit` of kcal shows energy
+    /// in kcal and leaves distance in m), else in its canonical unit.
+    private static func writeQuantity(_ canonicalValue: Double, canonical: HealthUnit, shown: HealthUnit?, into writer: inout JSONWriter) {
+        let conversion = shown.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
         writer.beginObject()
-        writer.key("value"); writer.number((try? canonical.convert(canonicalValue, to: shown)) ?? canonicalValue)
-        writer.key("unit"); writer.string(shown.unitString)
+        writer.key("value"); writer.number(conversion.apply(canonicalValue))
+        writer.key("unit"); writer.string(conversion.target.unitString)
         writer.endObject()
     }
 

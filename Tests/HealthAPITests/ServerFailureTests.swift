@@ -1,22 +1,40 @@
 import Foundation
 import HTTP
+import HealthModel
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
 
-/// Lines a server writes to its log, captured through a pipe.
+/// Lines a server writes to its log, captured in a temporary file.
 final class CapturedLog: Sendable {
     let log: AccessLog
-    private let pipe = Pipe()
+    private let path = NSTemporaryDirectory() + "healthd-log-" + UUID().uuidString
+    private let descriptor: Int32
 
-    init() { log = AccessLog(fileDescriptor: pipe.fileHandleForWriting.fileDescriptor) }
+    init() {
+        descriptor = open(path, O_CREAT | O_WRONLY | O_APPEND, 0o600)
+        log = AccessLog(fileDescriptor: descriptor)
+    }
+
+    deinit {
+        close(descriptor)
+        unlink(path)
+    }
 
     /// Everything written so far (event lines are flushed when written).
     func lines() -> [String] {
         log.flush()
-        try? pipe.fileHandleForWriting.close()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// The first line containing `text`, waiting up to 10 s for background work to write it.
+    func line(containing text: String) -> String? {
+        for _ in 0 ..< 1_000 {
+            if let line = lines().first(where: { $0.contains(text) }) { return line }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return nil
     }
 }
 
@@ -96,5 +114,52 @@ final class CapturedLog: Sendable {
         #expect(failure.status == .internalServerError)
         #expect(failure.cause != nil)
         #expect(!failure.detail.contains("Cocoa"))
+    }
+}
+
+/// Background work has no request to answer: its failures are logged, and each has a stated
+/// way of recovering.
+@Suite struct BackgroundFailureTests {
+    @Test func aFailedTombstonePurgeIsLogged() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        try server.store.pool.writeWithoutTransaction { db in try db.execute("DROP TABLE deleted_samples") }
+        server.application.changeFeed.purgeExpiredTombstones()
+        let line = captured.lines().first { $0.contains("tombstone purge failed") }
+        #expect(line?.contains("deleted_samples") == true, "\(line ?? "no log line")")
+    }
+
+    @Test func aFailedZoneJudgementIsLogged() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let user = server.createUser("runner")
+        let coach = server.token(user: user, app: "coach", read: ["heartRate"], share: ["workout", "heartRate"])
+        let started = server.request(.post, "/v1/workout-sessions", token: coach,
+                                     json: #"{"activityType":"running","zone":{"low":120,"high":150}}"#)
+        #expect(started.status == 201)
+        try server.store.pool.writeWithoutTransaction { db in
+            try db.execute("ALTER TABLE workout_sessions RENAME COLUMN zone_seq TO zone_seq_gone")
+        }
+        let now = RFC3339.format(Int64(Date().timeIntervalSince1970 * 1000))
+        let saved = server.request(.post, "/v1/samples", token: coach, json: """
+            {"samples":[{"type":"heartRate","value":130,"unit":"count/min","start":"\(now)"}]}
+            """)
+        #expect(saved.status == 201, "the reading is saved; only its judgement fails")
+        let line = captured.line(containing: "workout zone judgement failed")
+        #expect(line?.contains("zone_seq") == true, "\(line ?? "no log line")")
+    }
+
+    @Test func activeSessionsThatCannotBeReadAtStartupAreLoggedAndJudgedAnyway() throws {
+        let directory = NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let first = try TestServer(directory: directory)
+            try first.store.pool.writeWithoutTransaction { db in
+                try db.execute("ALTER TABLE workout_sessions RENAME TO workout_sessions_gone")
+            }
+        }
+        let captured = CapturedLog()
+        _ = try TestServer(directory: directory, log: captured.log)
+        #expect(captured.lines().contains { $0.contains("cannot read the active workout sessions") })
     }
 }

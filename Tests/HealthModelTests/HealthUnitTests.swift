@@ -1,4 +1,5 @@
 import Testing
+import JSON
 @testable import HealthModel
 
 /// Relative closeness for conversions that pass through a few roundings.
@@ -211,5 +212,40 @@ private func pow10(_ exponent: Double) -> Double {
 extension HealthUnit {
     func scaledCopyForTest(_ factor: Double) -> HealthUnit {
         HealthUnit(unitString: unitString, dimension: dimension, scale: scale * factor, offset: offset)
+    }
+}
+
+/// Output never writes a value under a unit it is not in: a conversion is checked when made,
+/// and a unit that does not fit falls back to the canonical unit, named as such.
+@Suite struct UnitConversionOutputTests {
+    @Test func aConversionIsCheckedWhenMadeAndAgreesWithConvert() throws {
+        let mile = try HealthUnit.parse("mi"), meter = HealthUnit.meter
+        let fahrenheit = try HealthUnit.parse("degF"), celsius = try HealthUnit.parse("degC")
+        #expect(HealthUnitConversion(from: .count, to: meter) == nil)
+        let miles = try #require(HealthUnitConversion(from: meter, to: mile))
+        #expect(miles.apply(1609.344) == (try meter.convert(1609.344, to: mile)))
+        let degrees = try #require(HealthUnitConversion(from: celsius, to: fahrenheit))
+        #expect(abs(degrees.apply(37) - 98.6) < 1e-9)
+        #expect(HealthUnitConversion.identity(.count).apply(12.5) == 12.5)
+    }
+
+    private func written(_ content: SampleContent, type: String, unit: HealthUnit?) throws -> JSONObject {
+        let sample = HealthSample(uuid: .timeOrdered(), type: type, start: 0, end: 60_000, content: content)
+        var writer = JSONWriter()
+        SampleCodec.write(StoredSample(sample: sample, source: SampleSource(app: "a", user: "u"), created: 0), unit: unit, into: &writer)
+        return try #require(try JSONParser.parse(writer.bytes).objectValue)
+    }
+
+    @Test func aUnitThatDoesNotFitIsNotWrittenOverAnUnconvertedValue() throws {
+        let shown = try written(.quantity(1609.344), type: "distanceWalkingRunning", unit: try HealthUnit.parse("mi"))
+        #expect(shown["unit"] == .string("mi"))
+        #expect(abs((shown["value"]?.numberValue ?? 0) - 1) < 1e-12)
+        // Before this guard, 1609.344 went out labelled "count/min".
+        let misfit = try written(.quantity(1609.344), type: "distanceWalkingRunning", unit: try HealthUnit.parse("count/min"))
+        #expect(misfit["unit"] == .string("m") && misfit["value"]?.numberValue == 1609.344)
+        let workout = try written(.workout(WorkoutDetails(activityType: "running", totalEnergyBurned: 300, totalDistance: 5000)),
+                                  type: "workout", unit: .kilocalorie)
+        #expect(workout["totalDistance"]?.objectValue?["unit"] == .string("m"))
+        #expect(workout["totalEnergyBurned"]?.objectValue?["unit"] == .string("kcal"))
     }
 }
