@@ -1,4 +1,3 @@
-import Foundation
 import HTTP
 import HealthModel
 import HealthStore
@@ -37,29 +36,25 @@ enum IMURoutes {
     static let maximumSamplesPerBatch = 100_000
 
     static func register(into router: inout Router<Route>, store: HealthStore) {
-        router.register(.post, "/v1/ingest/imu", Route(access: .token) { context throws(APIError) in
+        // Deferred: the session is read on a reader, the pedometer runs with no transaction open,
+        // and only the conditional state update, the samples and the answer go to the writer's
+        // group commit (HealthStore.commitIMU); the worker moves on meanwhile.
+        router.register(.post, "/v1/ingest/imu", Route(access: .token, deferred: { context, respond throws(APIError) in
             let app = try context.app()
             try requireShare(app)
             let batch = try decode(&context)
-            var session = PedometerSession(heightCm: batch.heightCm)
-            var parsedUnit: AccelerationUnit
-            do { parsedUnit = try AccelerationUnit(parsing: batch.unit) } catch {
+            var accelerometer = batch.accelerometerBatch
+            do { accelerometer.unit = try AccelerationUnit(parsing: batch.unit) } catch {
                 throw APIError.invalidField("unit", "must be g or m/s2, not '\(batch.unit)'")
             }
-            var accelerometer = batch.accelerometerBatch
-            accelerometer.unit = parsedUnit
             // Validate before touching the store, so a bad batch is a 400 even for a new session.
             do throws(PedometerInputError) { try accelerometer.validate(limits: limits) } catch { throw invalid(error) }
-            let answer = try ingest(store: store, app: app, session: batch.session, seq: batch.seq, device: batch.device) {
+            let input = accelerometer
+            ingest(store: store, app: app, session: batch.session, seq: batch.seq, device: batch.device, respond: respond) {
                 state throws(APIError) -> IMUBatchResult in
-                if let saved = state.detectorState {
-                    guard let restored = try? JSONDecoder().decode(PedometerSession.self, from: Data(saved)) else {
-                        throw APIError.conflict("the stored state of session '\(batch.session)' cannot be read; start a new session")
-                    }
-                    session = restored
-                }
+                var session = try restore(state, name: batch.session) ?? PedometerSession(heightCm: batch.heightCm)
                 let update: PedometerUpdate
-                do throws(PedometerInputError) { update = try session.process(accelerometer, limits: limits) } catch { throw invalid(error) }
+                do throws(PedometerInputError) { update = try session.process(input, limits: limits) } catch { throw invalid(error) }
                 let span = update.processedSpan ?? {
                     let last = session.lastAccelerometerTimestamp ?? 0
                     return last...last
@@ -67,10 +62,9 @@ enum IMURoutes {
                 return result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device,
                               spanStart: span.lowerBound, spanEnd: span.upperBound, ended: false)
             }
-            return JSONResponse.ok(answer)
-        })
+        }))
 
-        router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token) { context throws(APIError) in
+        router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token, deferred: { context, respond throws(APIError) in
             try context.query.rejectUnknown()
             let app = try context.app()
             try requireShare(app)
@@ -80,10 +74,9 @@ enum IMURoutes {
             }
             let name = context.parameter("session")
             try validateSessionName(name)
-            let answer = try ingest(store: store, app: app, session: name, seq: nil, device: nil) {
+            ingest(store: store, app: app, session: name, seq: nil, device: nil, respond: respond) {
                 state throws(APIError) -> IMUBatchResult in
-                guard let saved = state.detectorState,
-                      var session = try? JSONDecoder().decode(PedometerSession.self, from: Data(saved)) else {
+                guard var session = try restore(state, name: name) else {
                     throw APIError.conflict("the stored state of session '\(name)' cannot be read")
                 }
                 let update = session.finish()
@@ -92,8 +85,7 @@ enum IMURoutes {
                               spanStart: update.stepTimestamps.first ?? last, spanEnd: max(last, update.stepTimestamps.last ?? last),
                               ended: true)
             }
-            return JSONResponse.ok(answer)
-        })
+        }))
 
         router.register(.get, "/v1/pedometer", Route(access: .token) { context throws(APIError) in
             let app = try context.app()
@@ -128,21 +120,68 @@ enum IMURoutes {
         }
     }
 
+    /// Attempts at a batch whose session another request moved on meanwhile; each retry reads
+    /// the session afresh, so a concurrent copy of the same seq ends in the first answer's replay.
+    static let maximumAttempts = 8
+
+    /// Reads the session, runs `process` (the pedometer) outside any transaction, commits the
+    /// outcome if the session has not moved meanwhile (otherwise reads it again), and answers.
     static func ingest(store: HealthStore, app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
-                       _ process: (IMUSessionState) throws(APIError) -> IMUBatchResult) throws(APIError) -> [UInt8] {
+                       attempt: Int = 1, respond: @escaping @Sendable (HTTPResponse) -> Void,
+                       _ process: @escaping @Sendable (IMUSessionState) throws(APIError) -> IMUBatchResult) {
+        let basis: IMUSessionState
+        let outcome: IMUBatchResult
         do {
-            return try store.ingestIMU(app: app, session: session, seq: seq, device: device) { state in try process(state) }
-        } catch let error as APIError {
-            throw error
-        } catch IMUIngestError.unexpectedSeq(let expected) {
-            throw APIError.conflict("seq must be \(expected) next (a gap or an out-of-order batch)",
-                                    errors: [APIError.FieldIssue(field: "seq", detail: "expected \(expected)")])
-        } catch IMUIngestError.sessionEnded {
-            throw APIError.conflict("session '\(session)' has ended; start a new session")
-        } catch IMUIngestError.unknownSession {
-            throw APIError.notFound("no session '\(session)' for this app")
+            switch try store.imuSession(app: app, session: session, seq: seq) {
+            case .replay(let answer):
+                respond(JSONResponse.ok(answer))
+                return
+            case .ready(let state):
+                basis = state
+            }
+            outcome = try process(basis)
         } catch {
-            throw APIError(storeError: error)
+            respond(apiError(error, session: session).response)
+            return
+        }
+        store.commitIMU(app: app, session: session, seq: seq, device: device, basis: basis, result: outcome) { committed in
+            switch committed {
+            case .success(let answer):
+                respond(JSONResponse.ok(answer))
+            case .failure(IMUIngestError.sessionChanged) where attempt < maximumAttempts:
+                ingest(store: store, app: app, session: session, seq: seq, device: device, attempt: attempt + 1,
+                       respond: respond, process)
+            case .failure(let error):
+                respond(apiError(error, session: session).response)
+            }
+        }
+    }
+
+    static func apiError(_ error: any Error, session: String) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case IMUIngestError.unexpectedSeq(let expected):
+            return APIError.conflict("seq must be \(expected) next (a gap or an out-of-order batch)",
+                                     errors: [APIError.FieldIssue(field: "seq", detail: "expected \(expected)")])
+        case IMUIngestError.sessionEnded:
+            return APIError.conflict("session '\(session)' has ended; start a new session")
+        case IMUIngestError.unknownSession:
+            return APIError.notFound("no session '\(session)' for this app")
+        case IMUIngestError.sessionChanged:
+            return APIError.conflict("session '\(session)' is being changed by concurrent requests; send the batch again")
+        default:
+            return APIError(storeError: error)
+        }
+    }
+
+    /// The session stored before this batch; nil for a new session.
+    static func restore(_ state: IMUSessionState, name: String) throws(APIError) -> PedometerSession? {
+        guard let stored = state.detectorState else { return nil }
+        do {
+            return try PedometerSession(stored: stored)
+        } catch {
+            throw APIError.conflict("the stored state of session '\(name)' cannot be read (\(error)); start a new session")
         }
     }
 
@@ -166,38 +205,35 @@ enum IMURoutes {
             samples.append(HealthSample(uuid: .timeOrdered(), type: "flightsClimbed", start: start, end: end,
                                         content: .quantity(Double(update.floorsAscended)), metadata: metadata, device: device))
         }
-        let state = (try? JSONEncoder().encode(session)).map { [UInt8]($0) } ?? []
+        var writer = JSONWriter(capacity: 512)
+        writer.beginObject()
+        writer.field("session", name)
+        writer.field("seq", seq)
+        writer.field("steps", update.steps)
+        writer.field("totalSteps", update.totalSteps)
+        writer.field("distance", update.totalDistanceMeters)
+        writer.key("cadence")
+        if let cadence = update.cadenceStepsPerSecond { writer.number(cadence) } else { writer.null() }
+        writer.key("pace")
+        if let pace = update.paceSecondsPerMeter { writer.number(pace) } else { writer.null() }
+        writer.field("floorsAscended", update.totalFloorsAscended)
+        writer.field("floorsDescended", update.totalFloorsDescended)
+        writer.field("activity", update.activity.rawValue)
+        writer.key("repaired")
+        writer.beginObject()
+        writer.field("duplicates", update.repairs.duplicates)
+        writer.field("reordered", update.repairs.reordered)
+        writer.field("late", update.repairs.late)
+        writer.endObject()
+        writer.key("saved")
+        writer.beginArray()
+        for sample in samples { writer.string(sample.uuid.lowercasedString) }
+        writer.endArray()
+        writer.endObject()
         return IMUBatchResult(
-            state: state, samples: samples, start: start, end: end, steps: update.steps, distance: update.distanceMeters,
-            floorsAscended: update.floorsAscended, floorsDescended: update.floorsDescended,
-            cadence: update.cadenceStepsPerSecond, pace: update.paceSecondsPerMeter, ended: ended) { uuids in
-            var writer = JSONWriter(capacity: 512)
-            writer.beginObject()
-            writer.field("session", name)
-            writer.field("seq", seq)
-            writer.field("steps", update.steps)
-            writer.field("totalSteps", update.totalSteps)
-            writer.field("distance", update.totalDistanceMeters)
-            writer.key("cadence")
-            if let cadence = update.cadenceStepsPerSecond { writer.number(cadence) } else { writer.null() }
-            writer.key("pace")
-            if let pace = update.paceSecondsPerMeter { writer.number(pace) } else { writer.null() }
-            writer.field("floorsAscended", update.totalFloorsAscended)
-            writer.field("floorsDescended", update.totalFloorsDescended)
-            writer.field("activity", update.activity.rawValue)
-            writer.key("repaired")
-            writer.beginObject()
-            writer.field("duplicates", update.repairs.duplicates)
-            writer.field("reordered", update.repairs.reordered)
-            writer.field("late", update.repairs.late)
-            writer.endObject()
-            writer.key("saved")
-            writer.beginArray()
-            for uuid in uuids { writer.string(uuid.lowercasedString) }
-            writer.endArray()
-            writer.endObject()
-            return writer.bytes
-        }
+            state: session.encoded(), samples: samples, start: start, end: end, steps: update.steps,
+            distance: update.distanceMeters, floorsAscended: update.floorsAscended, floorsDescended: update.floorsDescended,
+            cadence: update.cadenceStepsPerSecond, pace: update.paceSecondsPerMeter, ended: ended, response: writer.bytes)
     }
 
     static func invalid(_ error: PedometerInputError) -> APIError {

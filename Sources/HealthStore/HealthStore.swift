@@ -23,8 +23,12 @@ public final class HealthStore: Sendable {
 
     /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
     /// `defaultStatisticsMemoryBudget`); past it the least recently used series are dropped.
-    public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
+    /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
+    /// saves queue (their work, not their threads) until earlier ones commit.
+    public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
+                writeBacklogLimit: Int = 200_000) throws {
         statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
+        writeBacklog = WriteBacklog(limit: writeBacklogLimit)
         let url = URL(fileURLWithPath: directory)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         databasePath = url.appendingPathComponent("healthd.sqlite").path
@@ -65,8 +69,9 @@ public final class HealthStore: Sendable {
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
-    /// a new save waits, so a flood of batches queues as request bodies, not as prepared rows.
-    let writeBacklog = WriteBacklog(limit: 200_000)
+    /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
+    /// as prepared rows in the writer's group.
+    let writeBacklog: WriteBacklog
     /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
     let statisticsIndexes: StatisticsIndexCache
     /// 64 MiB: a year of per-minute steps from two sources decodes to a few MiB (BENCHMARKS.md), and

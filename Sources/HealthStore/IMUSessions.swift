@@ -17,12 +17,13 @@ public struct IMUBatchResult: Sendable {
     public var cadence: Double?
     public var pace: Double?
     public var ended: Bool
-    /// Builds the answer once the saved samples' uuids are known.
-    public var response: @Sendable ([HealthUUID]) -> [UInt8]
+    /// The answer, stored with the batch and replayed for a repeated seq. The samples' uuids are
+    /// chosen before the commit, so it is rendered before the writer is involved.
+    public var response: [UInt8]
 
     public init(state: [UInt8], samples: [HealthSample], start: Int64, end: Int64, steps: Int, distance: Double,
                 floorsAscended: Int, floorsDescended: Int, cadence: Double?, pace: Double?, ended: Bool,
-                response: @escaping @Sendable ([HealthUUID]) -> [UInt8]) {
+                response: [UInt8]) {
         self.state = state
         self.samples = samples
         self.start = start
@@ -38,12 +39,23 @@ public struct IMUBatchResult: Sendable {
     }
 }
 
-/// The stored state of a session as the pedometer sees it before a batch.
-public struct IMUSessionState: Sendable {
+/// The stored state of a session as the pedometer sees it before a batch; also the basis that
+/// `commitIMU` checks is still current.
+public struct IMUSessionState: Sendable, Equatable {
     /// Nil for a new session.
     public var detectorState: [UInt8]?
     /// The seq the next batch must carry.
     public var nextSeq: Int
+    /// Nil for a new session.
+    var sessionRowID: Int64?
+}
+
+/// What a batch (or a session's end) meets in the store.
+public enum IMUSessionLookup: Sendable, Equatable {
+    /// It was acknowledged before: its first answer, byte for byte.
+    case replay([UInt8])
+    /// Run the pedometer from this state, then `commitIMU` with it.
+    case ready(IMUSessionState)
 }
 
 public enum IMUIngestError: Error, Sendable, Equatable {
@@ -51,6 +63,8 @@ public enum IMUIngestError: Error, Sendable, Equatable {
     case unexpectedSeq(expected: Int)
     case sessionEnded
     case unknownSession
+    /// Another request moved the session on between the read and the commit; read it again.
+    case sessionChanged
 }
 
 /// A figure set for `GET /v1/pedometer`.
@@ -66,65 +80,103 @@ public struct PedometerTotals: Sendable, Equatable {
 }
 
 extension HealthStore {
-    /// Runs one IMU batch (or the session's end when `seq` is nil) exactly once: a repeated `seq`
-    /// returns the first answer and changes nothing; a gap is `unexpectedSeq`. The pedometer's new
-    /// state, the batch's samples and its answer commit in one transaction, so a crash never
-    /// loses an acknowledged batch nor counts one twice.
-    public func ingestIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
-                          process: (IMUSessionState) throws -> IMUBatchResult) throws -> [UInt8] {
-        let created = Self.nowMilliseconds()
-        let (answer, change) = try pool.write { db -> ([UInt8], CommittedChange?) in
+    // Exactly once, without running the pedometer in the writer: `imuSession` reads the session on
+    // a reader; the caller runs the pedometer with no transaction open; `commitIMU` writes the new
+    // state, the samples and the answer in the writer's group commit only if the session is still
+    // where it was read (`next_seq` and `ended` unchanged), and otherwise fails with `sessionChanged`,
+    // after which the caller reads again: a concurrent copy of the same seq then finds the first
+    // answer to replay, and a later seq finds the new state. A crash before the commit leaves the
+    // session as it was; after it, the batch is replayed, never counted twice.
+
+    /// Where a batch (`seq`) or the session's end (`seq` nil) stands: its first answer when it was
+    /// acknowledged before; `unexpectedSeq` for a gap, `sessionEnded` after the end,
+    /// `unknownSession` for the end of a session never started; otherwise the state to run from.
+    public func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup {
+        try pool.read { db in
             let existing = try db.first("""
                 SELECT id, next_seq, state, ended FROM imu_sessions WHERE user_id = ? AND source_id = ? AND session = ?
                 """, [.integer(app.userRowID), .integer(app.sourceRowID), .text(session)]) {
                 (id: try $0.int64(at: 0), nextSeq: try $0.int(at: 1), state: try $0.blob(at: 2), ended: try $0.bool(at: 3))
             }
-            let batchKey = seq ?? -1
-            if let existing, let replay = try db.first("SELECT response FROM imu_batches WHERE session_id = ? AND seq = ?",
-                                                        [.integer(existing.id), .integer(Int64(batchKey))], { try $0.blob(at: 0) }) {
-                return (replay, nil)
+            guard let existing else {
+                if seq == nil { throw IMUIngestError.unknownSession }
+                if let seq, seq != 0 { throw IMUIngestError.unexpectedSeq(expected: 0) }
+                return .ready(IMUSessionState(detectorState: nil, nextSeq: 0, sessionRowID: nil))
             }
-            if seq == nil && existing == nil { throw IMUIngestError.unknownSession }
-            if existing?.ended == true { throw IMUIngestError.sessionEnded }
-            let expected = existing?.nextSeq ?? 0
-            if let seq, seq != expected { throw IMUIngestError.unexpectedSeq(expected: expected) }
-
-            let result = try process(IMUSessionState(detectorState: existing?.state, nextSeq: expected))
-            var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
-                                          created: created)
-            try writer.insert(PreparedBatch(result.samples, store: self))
-            try writer.finish()
-            let answer = result.response(result.samples.map(\.uuid))
-
-            let sessionID: Int64
-            if let existing {
-                sessionID = existing.id
-                try db.execute("UPDATE imu_sessions SET next_seq = ?, state = ?, ended = ? WHERE id = ?",
-                               [.integer(Int64(seq.map { $0 + 1 } ?? expected)), .blob(result.state),
-                                .integer(result.ended ? 1 : 0), .integer(existing.id)])
-            } else {
-                try db.execute("""
-                    INSERT INTO imu_sessions (user_id, source_id, session, device, next_seq, state, ended)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, [.integer(app.userRowID), .integer(app.sourceRowID), .text(session),
-                          device.map { .blob(DeviceBody.encode($0)) } ?? .null,
-                          .integer(Int64((seq ?? -1) + 1)), .blob(result.state), .integer(result.ended ? 1 : 0)])
-                sessionID = db.lastInsertRowID
+            if let replay = try db.first("SELECT response FROM imu_batches WHERE session_id = ? AND seq = ?",
+                                         [.integer(existing.id), .integer(Int64(seq ?? -1))], { try $0.blob(at: 0) }) {
+                return .replay(replay)
             }
-            try db.execute("""
-                INSERT INTO imu_batches (session_id, seq, start_ms, end_ms, steps, distance, floors_up, floors_down,
-                                         cadence, pace, response)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.integer(sessionID), .integer(Int64(batchKey)), .integer(result.start), .integer(result.end),
-                      .integer(Int64(result.steps)), .real(result.distance), .integer(Int64(result.floorsAscended)),
-                      .integer(Int64(result.floorsDescended)), result.cadence.map { .real($0) } ?? .null,
-                      result.pace.map { .real($0) } ?? .null, .blob(answer)])
-            let change = writer.touchedTypes.isEmpty ? nil
-                : CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq)
-            return (answer, change)
+            if existing.ended { throw IMUIngestError.sessionEnded }
+            if let seq, seq != existing.nextSeq { throw IMUIngestError.unexpectedSeq(expected: existing.nextSeq) }
+            return .ready(IMUSessionState(detectorState: existing.state, nextSeq: existing.nextSeq, sessionRowID: existing.id))
         }
-        if let change { publish(change) }
-        return answer
+    }
+
+    /// Commits what the pedometer made of a batch (`seq`, or the end when nil) run from `basis`, in
+    /// the writer's next group commit, and calls `completion` with the answer once it is durable;
+    /// `sessionChanged` when the session is no longer at `basis`. Samples count against the
+    /// write backlog like any save.
+    public func commitIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+                          basis: IMUSessionState, result: IMUBatchResult,
+                          completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let created = Self.nowMilliseconds()
+        let batch = PreparedBatch(result.samples, store: self)
+        let weight = max(1, result.samples.count)
+        writeBacklog.acquire(weight) { [self] in
+            pool.groupedWrite({ [self] db in
+                try writeIMU(db, app: app, session: session, seq: seq, device: device, basis: basis, result: result,
+                             batch: batch, created: created)
+            }, completion: { [self] outcome in
+                writeBacklog.release(weight)
+                switch outcome {
+                case .success(let change):
+                    if let change { publish(change) }
+                    completion(.success(result.response))
+                case .failure(let error):
+                    completion(.failure(error))
+                }
+            })
+        }
+    }
+
+    /// The writer's part: the conditional state update, the samples, the batch row. Nothing here
+    /// decodes, runs or renders anything.
+    private func writeIMU(_ db: Database, app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+                          basis: IMUSessionState, result: IMUBatchResult, batch: PreparedBatch,
+                          created: Int64) throws -> CommittedChange? {
+        let nextSeq = Int64(seq.map { $0 + 1 } ?? basis.nextSeq)
+        let sessionID: Int64
+        if let existing = basis.sessionRowID {
+            try db.execute("UPDATE imu_sessions SET next_seq = ?, state = ?, ended = ? WHERE id = ? AND next_seq = ? AND ended = 0",
+                           [.integer(nextSeq), .blob(result.state), .integer(result.ended ? 1 : 0),
+                            .integer(existing), .integer(Int64(basis.nextSeq))])
+            guard db.changes == 1 else { throw IMUIngestError.sessionChanged }
+            sessionID = existing
+        } else {
+            try db.execute("""
+                INSERT INTO imu_sessions (user_id, source_id, session, device, next_seq, state, ended)
+                VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, source_id, session) DO NOTHING
+                """, [.integer(app.userRowID), .integer(app.sourceRowID), .text(session),
+                      device.map { .blob(DeviceBody.encode($0)) } ?? .null,
+                      .integer(nextSeq), .blob(result.state), .integer(result.ended ? 1 : 0)])
+            guard db.changes == 1 else { throw IMUIngestError.sessionChanged }
+            sessionID = db.lastInsertRowID
+        }
+        var writer = try SampleWriter(db: db, store: self, userRowID: app.userRowID, sourceRowID: app.sourceRowID,
+                                      created: created)
+        try writer.insert(batch)
+        try writer.finish()
+        try db.execute("""
+            INSERT INTO imu_batches (session_id, seq, start_ms, end_ms, steps, distance, floors_up, floors_down,
+                                     cadence, pace, response)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.integer(sessionID), .integer(Int64(seq ?? -1)), .integer(result.start), .integer(result.end),
+                  .integer(Int64(result.steps)), .real(result.distance), .integer(Int64(result.floorsAscended)),
+                  .integer(Int64(result.floorsDescended)), result.cadence.map { .real($0) } ?? .null,
+                  result.pace.map { .real($0) } ?? .null, .blob(result.response)])
+        return writer.touchedTypes.isEmpty ? nil
+            : CommittedChange(userRowID: app.userRowID, typeIDs: writer.touchedTypes, lastSeq: writer.lastSeq)
     }
 
     /// CMPedometer.queryPedometerData over the calling app's own IMU batches: batch figures are

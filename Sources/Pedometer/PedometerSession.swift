@@ -41,12 +41,12 @@ public struct PedometerSession: Sendable, Codable, Equatable {
     public let strideModel: StrideModel
     var detector: StepDetector
     var floors: FloorCounter
-    public private(set) var totalSteps = 0
-    public private(set) var totalDistanceMeters = 0.0
+    public internal(set) var totalSteps = 0
+    public internal(set) var totalDistanceMeters = 0.0
     /// Last accelerometer timestamp processed; the next batch must start after it.
-    public private(set) var lastAccelerometerTimestamp: Double?
+    public internal(set) var lastAccelerometerTimestamp: Double?
     /// Last pressure timestamp processed; the next pressure sample must come after it.
-    public private(set) var lastPressureTimestamp: Double?
+    public internal(set) var lastPressureTimestamp: Double?
     /// The most recent step times (oldest first), at most `recentStepCapacity`, for cadence.
     var recentSteps: [Double] = []
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import HTTP
 import JSON
@@ -205,6 +206,30 @@ struct IMUFixture {
         #expect(stale["errors"]?.arrayValue?.first?.objectValue?["index"]?.numberValue == 0)
         #expect(stale.text.contains("previous batch"))
         #expect(f.post(#"{"session":"m","seq":3,"unit":"g",\#(t0),"samples":{"t":[0.2],"x":[0],"y":[0],"z":[1]}}"#).status == 200)
+    }
+
+    /// Copies of one batch sent at once (a phone retrying on a slow network): the pedometer runs
+    /// outside the writer for each, one commit wins, the others find its answer and replay it.
+    @Test func concurrentCopiesOfABatchCountOnceAndGetTheSameAnswer() throws {
+        let f = try IMUFixture()
+        let signal = WalkingSignal(seconds: 30)
+        #expect(f.post(signal.json(session: "race", seq: 0, range: 0..<750)).status == 200)
+        let body = signal.json(session: "race", seq: 1, range: 750..<1_500)
+        let answers = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let reply = f.post(body)
+            answers.withLock { $0.append("\(reply.status) \(reply.text)") }
+        }
+        let distinct = Set(answers.withLock { $0 })
+        #expect(distinct.count == 1, "\(distinct)")
+        #expect(distinct.first?.hasPrefix("200 ") == true)
+        let end = f.server.request(.post, "/v1/ingest/imu/race/end", token: f.token)
+        let reference = try IMUFixture()
+        #expect(reference.post(signal.json(session: "race", seq: 0, range: 0..<750)).status == 200)
+        #expect(reference.post(body).status == 200)
+        let referenceEnd = reference.server.request(.post, "/v1/ingest/imu/race/end", token: reference.token)
+        #expect(end["totalSteps"]?.numberValue == referenceEnd["totalSteps"]?.numberValue)
+        #expect((end["totalSteps"]?.numberValue ?? 0) > 40)
     }
 
     @Test func ingestNeedsSharePermission() throws {

@@ -8,7 +8,9 @@ final class TemporaryStore {
     let directory = NSTemporaryDirectory() + "healthd-store-" + UUID().uuidString
     var store: HealthStore
 
-    init() throws { store = try HealthStore(directory: directory, readers: 2) }
+    init(writeBacklogLimit: Int = 200_000) throws {
+        store = try HealthStore(directory: directory, readers: 2, writeBacklogLimit: writeBacklogLimit)
+    }
 
     func reopen() throws {
         store.close()

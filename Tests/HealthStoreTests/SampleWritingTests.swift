@@ -163,22 +163,89 @@ import SQLite
 }
 
 @Suite struct WriteBacklogTests {
-    @Test func aSaveWaitsWhileTheBudgetIsSpentAndAnOversizeBatchGoesAlone() {
+    final class Started: Sendable {
+        let order = Mutex<[Int]>([])
+        func record(_ id: Int) { order.withLock { $0.append(id) } }
+        var ids: [Int] { order.withLock { $0 } }
+    }
+
+    @Test func workOverTheBudgetQueuesInOrderAndAnOversizeBatchGoesAlone() {
         let backlog = WriteBacklog(limit: 100)
-        backlog.acquire(60)
-        backlog.acquire(40)
-        let admitted = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            backlog.acquire(10)
-            admitted.signal()
-        }
-        #expect(admitted.wait(timeout: .now() + 0.2) == .timedOut, "over budget: waits")
+        let started = Started()
+        backlog.acquire(60) { started.record(1) }
+        backlog.acquire(40) { started.record(2) }
+        // Over budget: queued, and acquire returns at once (no thread waits).
+        backlog.acquire(10) { started.record(3) }
+        backlog.acquire(5) { started.record(4) }
+        #expect(started.ids == [1, 2])
+        #expect(backlog.waitingCount == 2)
         backlog.release(60)
-        #expect(admitted.wait(timeout: .now() + 5) == .success, "admitted once budget is back")
+        #expect(started.ids == [1, 2, 3, 4], "started in arrival order once budget is back")
+        #expect(backlog.waitingCount == 0)
         backlog.release(40)
         backlog.release(10)
-        // Nothing in flight: a batch above the whole budget is admitted rather than waiting forever.
-        backlog.acquire(500)
+        backlog.release(5)
+        // Nothing in flight: a batch above the whole budget is admitted rather than waiting forever,
+        // and what comes after it waits for it.
+        backlog.acquire(500) { started.record(5) }
+        backlog.acquire(1) { started.record(6) }
+        #expect(started.ids.last == 5)
         backlog.release(500)
+        #expect(started.ids.last == 6)
+        backlog.release(1)
+    }
+
+    /// The writer is held, the backlog is full, 64 saves wait: none of them holds a thread, so
+    /// the caller (and any worker) goes on answering reads, and every save commits afterwards.
+    @Test func readsAreAnsweredWhile64WritersWait() throws {
+        let t = try TemporaryStore(writeBacklogLimit: 10)
+        let user = try t.store.createUser(name: "busy")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let seeded = try t.store.save([steps(1, start: 1_700_000_000_000)], by: app)
+
+        let writerHeld = DispatchSemaphore(value: 0)
+        let releaseWriter = DispatchSemaphore(value: 0)
+        t.store.pool.groupedWrite({ _ in
+            writerHeld.signal()
+            releaseWriter.wait()
+        }, completion: { _ in })
+        writerHeld.wait()
+
+        let committed = DispatchGroup()
+        let failures = Mutex(0)
+        func save(_ samples: [HealthSample]) {
+            committed.enter()
+            t.store.save(samples, by: app) { result in
+                if case .failure = result { failures.withLock { $0 += 1 } }
+                committed.leave()
+            }
+        }
+        // Fills the budget (it waits for the held writer), then 64 more queue behind it.
+        save((0..<10).map { steps(1, start: 1_700_000_100_000 + Int64($0) * 60_000) })
+        for index in 0..<64 { save([steps(1, start: 1_700_100_000_000 + Int64(index) * 60_000)]) }
+        #expect(t.store.writeBacklog.waitingCount == 64)
+
+        // Reads from this thread and from 32 concurrent workers are answered meanwhile.
+        var query = SampleQuery(type: "stepCount")
+        query.limit = 1_000
+        #expect(try t.store.samples(query, for: app, userExternalID: user.id).samples.map(\.sample.uuid) == seeded)
+        let reads = DispatchGroup()
+        let answered = Mutex(0)
+        let store = t.store, readQuery = query, userID = user.id
+        for _ in 0..<32 {
+            DispatchQueue.global().async(group: reads) {
+                if (try? store.samples(readQuery, for: app, userExternalID: userID))?.samples.count == 1 {
+                    answered.withLock { $0 += 1 }
+                }
+            }
+        }
+        #expect(reads.wait(timeout: .now() + 30) == .success)
+        #expect(answered.withLock { $0 } == 32)
+        #expect(t.store.writeBacklog.waitingCount == 64, "the writers are still waiting")
+
+        releaseWriter.signal()
+        #expect(committed.wait(timeout: .now() + 30) == .success)
+        #expect(failures.withLock { $0 } == 0)
+        #expect(try t.store.samples(query, for: app, userExternalID: user.id).samples.count == 1 + 10 + 64)
     }
 }

@@ -3,7 +3,7 @@
 load with a token, 1,000 idle keep-alive connections from one address); and client addresses
 behind trusted reverse proxies. Called from e2e.py main()."""
 import http.client as httpclient
-import json, os, socket, tempfile, threading, time
+import contextlib, json, os, socket, tempfile, threading, time
 
 from e2e import ADMIN, Server, check, http, js, raw, statuses
 
@@ -124,18 +124,23 @@ def default_limit_checks(binary, public):
 
 def trusted_proxy_checks(binary, public):
     print("e2e: client addresses behind trusted reverse proxies")
+    @contextlib.contextmanager
     def server_with(settings):
         config = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
         json.dump({"rateLimitPerAddressPerSecond": 0.01, "rateLimitPerAddressBurst": 3, **settings}, config)
         config.close()
-        return Server(binary, public, extra=("--config", config.name), drain=True), config.name
+        server = Server(binary, public, extra=("--config", config.name), drain=True)
+        try:
+            yield server
+        finally:
+            server.stop()
+            os.unlink(config.name)
 
     def healthz(port, header, value):
         st, h, b = http(port, "GET", "/healthz", headers={header: value})
         return st
 
-    server, config = server_with({"trustedProxies": ["127.0.0.0/8", "::1/128"]})
-    try:
+    with server_with({"trustedProxies": ["127.0.0.0/8", "::1/128"]}) as server:
         port = server.port
         first = [healthz(port, "X-Forwarded-For", "1.2.3.4, 198.51.100.1") for _ in range(4)]
         check("behind a trusted proxy: one client's budget runs out (3 then 429)", first == [200, 200, 200, 429], first)
@@ -149,27 +154,16 @@ def trusted_proxy_checks(binary, public):
         time.sleep(0.5)
         check("the access log names the client, not the proxy",
               any('"remote":"198.51.100.2"' in line for line in server.log().splitlines()))
-    finally:
-        server.stop()
-        os.unlink(config)
 
-    server, config = server_with({"trustedProxies": ["127.0.0.0/8"], "trustedProxyHeader": "Forwarded"})
-    try:
+    with server_with({"trustedProxies": ["127.0.0.0/8"], "trustedProxyHeader": "Forwarded"}) as server:
         port = server.port
         first = [healthz(port, "Forwarded", 'for="[2001:db8::7]:4711";proto=https') for _ in range(4)]
         check("behind a trusted proxy (Forwarded): one client's budget runs out", first == [200, 200, 200, 429], first)
         check("behind a trusted proxy (Forwarded): another client has its own budget",
               healthz(port, "Forwarded", "for=192.0.2.60") == 200)
-    finally:
-        server.stop()
-        os.unlink(config)
 
-    server, config = server_with({})
-    try:
+    with server_with({}) as server:
         port = server.port
         spoofed = [healthz(port, "X-Forwarded-For", f"198.51.100.{n}") for n in range(1, 5)]
         check("no trusted proxies: X-Forwarded-For is ignored (a fresh header is no fresh budget)", spoofed == [200, 200, 200, 429], spoofed)
         check("no trusted proxies: Forwarded is ignored too", healthz(port, "Forwarded", "for=198.51.100.77") == 429)
-    finally:
-        server.stop()
-        os.unlink(config)

@@ -812,6 +812,7 @@ def health_auto_export_checks(port):
 def main():
     from malformed import malformed_http_checks  # modules of their own; they import this one
     from abuse import abuse_checks
+    from faults import internal_error_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
@@ -842,6 +843,7 @@ def main():
         import_export_checks(args.binary, os.path.abspath(args.public))
         round_trip_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
+        internal_error_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()

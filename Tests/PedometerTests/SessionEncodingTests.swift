@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import Pedometer
+
+@Suite struct SessionEncodingTests {
+    static func run(_ session: inout PedometerSession, _ recording: Recording, from start: Int, batch: Int = 500) throws -> Int {
+        var steps = 0
+        var start = start
+        while start < recording.count {
+            steps += try session.process(recording.batch(start..<min(start + batch, recording.count))).steps
+            start += batch
+        }
+        return steps + session.finish().steps
+    }
+
+    @Test func roundTripIsExactAndContinuesIdentically() throws {
+        let trace = try Fixtures.load("Samsung_Dario_Hard_BackPocket_1")
+        var session = PedometerSession(heightCm: 165)
+        var reference = PedometerSession(heightCm: 165)
+        var stepTimes: [Double] = []
+        var referenceTimes: [Double] = []
+        var start = 0
+        while start < trace.recording.count {
+            let batch = trace.recording.batch(start..<min(start + 333, trace.recording.count))
+            stepTimes += try session.process(batch).stepTimestamps
+            referenceTimes += try reference.process(batch).stepTimestamps
+            // What the server does after every batch: store, then restore for the next one.
+            let stored = session.encoded()
+            let restored = try PedometerSession(stored: stored)
+            #expect(restored == session)
+            #expect(restored.encoded() == stored)
+            session = restored
+            start += 333
+        }
+        #expect(stepTimes == referenceTimes)
+        #expect(stepTimes.count > 100)
+        #expect(session.encoded().count < 1_024)
+    }
+
+    @Test func statesStoredAsJSONBeforeStillRestoreAndMoveToTheCompactForm() throws {
+        guard let url = Bundle.module.url(forResource: "legacy-session-state", withExtension: "json", subdirectory: "Fixtures") else {
+            throw Fixtures.MissingFixture(name: "legacy-session-state.json")
+        }
+        let legacy = [UInt8](try Data(contentsOf: url))
+        var session = try PedometerSession(stored: legacy)
+        #expect(session.totalSteps == 48)
+        #expect(session.strideModel.heightCm == 182)
+        // Migrated: the next save is compact, and restores to the same session.
+        let compact = session.encoded()
+        #expect(compact.starts(with: PedometerSession.magic))
+        #expect(try PedometerSession(stored: compact) == session)
+        // It continues where it left off: the same total as an uninterrupted run of that detector.
+        let trace = try Fixtures.load("Samsung_Carmelo_Hard_Armband_2")
+        var uninterrupted = PedometerSession(heightCm: 182, parameters: session.parameters)
+        let total = try Self.run(&uninterrupted, trace.recording, from: 0)
+        let continued = try Self.run(&session, trace.recording, from: 6_000)
+        #expect(session.totalSteps == total)
+        #expect(continued == total - 48)
+    }
+
+    @Test func damagedStatesAreErrorsNotCrashes() throws {
+        let trace = try Fixtures.load("Samsung_Jamie_Hard_InHand_1")
+        var session = PedometerSession()
+        _ = try session.process(trace.recording.batch(0..<2_000))
+        let stored = session.encoded()
+        #expect(throws: SessionStateError.unrecognized) { try PedometerSession(stored: []) }
+        #expect(throws: SessionStateError.unrecognized) { try PedometerSession(stored: [1, 2, 3]) }
+        var future = stored
+        future[2] = 99
+        #expect(throws: SessionStateError.unsupportedVersion(99)) { try PedometerSession(stored: future) }
+        #expect(throws: SessionStateError.self) { try PedometerSession(stored: Array("{\"detector\":1}".utf8)) }
+        // Every truncation, and a byte flipped at every position, is an error or a valid session: never a trap.
+        for length in 0..<stored.count {
+            #expect(throws: SessionStateError.self) { try PedometerSession(stored: Array(stored[0..<length])) }
+        }
+        for position in 3..<stored.count {
+            var damaged = stored
+            damaged[position] ^= 0xFF
+            if let restored = try? PedometerSession(stored: damaged) {
+                var copy = restored
+                _ = try? copy.process(trace.recording.batch(2_000..<2_500))
+            }
+        }
+        #expect(throws: SessionStateError.self) { try PedometerSession(stored: stored + [0]) }
+    }
+}

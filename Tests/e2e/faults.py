@@ -1,0 +1,35 @@
+"""Server failures seen from outside: a store that fails under a running healthd (a table dropped
+by another process) answers 500 with a generic detail and the request id, never SQL or SQLite's
+message; the log line with that id has them. Called from e2e.py main()."""
+import os, sqlite3, time
+
+from e2e import ADMIN, Server, check, http, js
+
+
+def internal_error_checks(binary, public):
+    print("e2e: no internals in a 500")
+    server = Server(binary, public, drain=True)
+    try:
+        port = server.port
+        st, _, b = http(port, "POST", "/v1/users", {"name": "faulty"}, token=ADMIN)
+        user = js(b)["id"]
+        st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "phone", "read": ["stepCount"], "share": []}, token=ADMIN)
+        token = js(b)["token"]
+        check("characteristics read before the fault", http(port, "GET", "/v1/characteristics", token=token)[0] == 200)
+        db = sqlite3.connect(os.path.join(server.data_dir, "healthd.sqlite"), timeout=10)
+        db.execute("DROP TABLE characteristics")
+        db.commit()
+        db.close()
+        st, h, b = http(port, "GET", "/v1/characteristics", token=token)
+        problem = js(b) or {}
+        text = b.decode(errors="replace")
+        check("a store failure is 500 errorInternal", st == 500 and problem.get("code") == "errorInternal", (st, text[:200]))
+        check("the 500 carries the request id in its body and X-Request-Id",
+              problem.get("requestId") and problem.get("requestId") == h.get("X-Request-Id"), (problem, h.get("X-Request-Id")))
+        check("no SQL or SQLite text reaches the client",
+              not any(word in text for word in ("SELECT", "characteristics", "SQLite", "no such table", "while running")), text[:300])
+        time.sleep(0.5)
+        lines = [line for line in server.log().splitlines() if f'"id":"{h.get("X-Request-Id")}"' in line and "internal error" in line]
+        check("the log line with that request id holds SQLite's message", any("no such table: characteristics" in line for line in lines), lines)
+    finally:
+        server.stop()
