@@ -30,10 +30,10 @@ let package = Package(
         .target(name: "AppleHealthExport", dependencies: ["HealthModel"], swiftSettings: strict),
         // Health Auto Export (iOS app) REST payloads: streaming JSON pass and mapping to samples.
         .target(name: "HealthAutoExport", dependencies: ["HealthModel", "JSON", "Crypto"], swiftSettings: strict),
+
+        // Shells: sockets, SQLite, files, the clock and the system's random source.
         // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
         .target(name: "HealthClient", swiftSettings: strict),
-
-        // Shells: sockets, SQLite, files.
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
