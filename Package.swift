@@ -56,6 +56,8 @@ let package = Package(
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
                                          "HealthStore", "HealthAPI", "HealthAutoExport"],
                           swiftSettings: strict),
+        // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
+        .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),

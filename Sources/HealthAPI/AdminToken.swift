@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// The admin token: `HEALTHD_ADMIN_TOKEN` when set; otherwise generated on the first start,
-/// printed once, and kept in `DATA_DIR/admin-token`, readable by its owner only.
+/// and kept in `DATA_DIR/admin-token`, readable by its owner only (the server prints the path, never the token).
 public enum AdminToken {
     public enum Origin: Equatable, Sendable { case environment, file, generated }
 

@@ -107,7 +107,8 @@ func runServe(_ options: ServeOptions) {
     switch admin.origin {
     case .environment: say("admin token: from HEALTHD_ADMIN_TOKEN")
     case .file: say("admin token: in \(adminTokenPath(configuration))")
-    case .generated: say("admin token (shown once; also saved in \(adminTokenPath(configuration))): \(admin.token)")
+    // Only the path: standard output often ends up in logs, and the token would stay there.
+    case .generated: say("admin token: generated, in \(adminTokenPath(configuration)) (mode 0600)")
     }
     let hasDashboard = application.hasDashboard && PublicDirectory.isDashboard(configuration.publicDirectory)
     if hasDashboard {
