@@ -30,10 +30,10 @@ let package = Package(
         .target(name: "AppleHealthExport", dependencies: ["HealthModel"], swiftSettings: strict),
         // Health Auto Export (iOS app) REST payloads: streaming JSON pass and mapping to samples.
         .target(name: "HealthAutoExport", dependencies: ["HealthModel", "JSON", "Crypto"], swiftSettings: strict),
+
+        // Shells: sockets, SQLite, files, the clock and the system's random source.
         // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
         .target(name: "HealthClient", swiftSettings: strict),
-
-        // Shells: sockets, SQLite, files.
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
@@ -56,6 +56,8 @@ let package = Package(
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
                                          "HealthStore", "HealthAPI", "HealthAutoExport"],
                           swiftSettings: strict),
+        // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
+        .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),

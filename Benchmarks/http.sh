@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# HTTP throughput and latency: healthd vs nginx (1 worker) in the same run on the same machine.
-#   Benchmarks/http.sh [seconds]      (default 10 s per run)
-# wrk -t2 with 64 and 1,000 keep-alive connections on GET /healthz (healthd) and on a 16-byte
-# JSON location (nginx), then healthd's RSS while holding 1,000 idle keep-alive connections.
-# Installs wrk and nginx-light from Debian if missing. Prints a Markdown table for BENCHMARKS.md.
+# HTTP throughput, latency, CPU and memory: healthd beside nginx (1 worker) and the Dispatch floor
+# (Benchmarks/DispatchFloor: healthd's socket design stripped to recv, count, send), all measured
+# in ONE run on the same machine, so the ratios hold even when absolute figures move with load.
+#   Benchmarks/http.sh [seconds] [store-samples]     (defaults: 10 s per run, 1,000,000 samples)
+# Prints, for GET /healthz at 64 connections (wrk -t2): req/s, p99 and server CPU per request
+# (utime+stime deltas from /proc/PID/stat over the run) for all three, healthd/floor and
+# healthd/nginx; p99 at 1,000 connections; healthd's RSS holding 1,000 idle keep-alive
+# connections; and GET /v1/samples?type=stepCount&limit=10 with an app token on a store of
+# 1M samples (built once by `healthd-bench seed-store` and kept in .build/http-bench-store).
+# BASELINE=path/to/an/older/healthd adds that binary (on a copy of the store) to the same run,
+# for before/after figures measured side by side. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
+store_samples="${2:-1000000}"
 
 if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq wrk nginx-light >/dev/null
+  apt-get update -qq && apt-get install -y -qq wrk nginx >/dev/null
 fi
 swift build -c release --product healthd 2>&1 | tail -1
-bin="$(swift build -c release --show-bin-path)/healthd"
+swift build -c release --product healthd-bench 2>&1 | tail -1
+swift build -c release --product dispatch-floor 2>&1 | tail -1
+bin="$(swift build -c release --show-bin-path)"
 work="$(mktemp -d)"
+store="$PWD/.build/http-bench-store-$store_samples"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
+ulimit -n 65536 2>/dev/null || true
 
-# nginx, one worker, returning a body the size of healthd's.
+# nginx, one worker, returning the same body as healthd.
 cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
+daemon on;
 pid $work/nginx.pid;
 error_log $work/nginx-error.log;
 events { worker_connections 4096; }
@@ -33,32 +45,68 @@ http {
 }
 CONF
 nginx -c "$work/nginx.conf"
+for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+nginx_pid=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) # the one worker does the work
+
+"$bin/dispatch-floor" 18082 > "$work/floor.log" 2>&1 &
+floor_pid=$!
+
+# The store for the samples route (seeded through HealthStore once, then reused).
+mkdir -p "$store"
+token=$("$bin/healthd-bench" seed-store --work-dir "$store" --store-samples "$store_samples" | awk '/^token: / {print $2}')
 
 # The abuse limits are off: every client here is one loopback address.
 echo '{"accessLog": false, "maxConnections": 20000, "maxConnectionsPerAddress": 20000, "rateLimitPerAddressPerSecond": 0, "rateLimitPerTokenPerSecond": 0}' > "$work/config.json"
-HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin" serve --port 18080 --data-dir "$work/data" \
+HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port 18080 --data-dir "$store" \
   --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
-for _ in $(seq 50); do curl -fs http://127.0.0.1:18080/healthz >/dev/null && break; sleep 0.1; done
+ports="18080 18081 18082"
+if [ -n "${BASELINE:-}" ]; then
+  cp -r "$store" "$work/baseline-store"
+  HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$BASELINE" serve --port 18083 --data-dir "$work/baseline-store" \
+    --config "$work/config.json" > "$work/baseline.log" 2>&1 &
+  baseline_pid=$!
+  ports="$ports 18083"
+fi
+for port in $ports; do
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+done
+samples_url="http://127.0.0.1:18080/v1/samples?type=stepCount&limit=10"
+curl -fs -H "Authorization: Bearer $token" "$samples_url" | grep -q '"samples":\[{' || { echo "samples route returned no samples"; exit 1; }
 
-run() { # name url connections
-  local out; out=$(wrk -t2 -c"$3" -d"${duration}s" --latency "$2" 2>&1)
-  local rps p99
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ticks_per_second=$(getconf CLK_TCK)
+
+run() { # name pid url connections [extra wrk args...] -> "name|conns|req/s|p99|µs CPU per request"
+  local name=$1 pid=$2 url=$3 conns=$4; shift 4
+  local before after out
+  before=$(cpu_ticks "$pid")
+  out=$(wrk -t2 -c"$conns" -d"${duration}s" --latency "$@" "$url" 2>&1)
+  after=$(cpu_ticks "$pid")
+  local rps p99 requests
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
-  echo "$1|$3|$rps|$p99"
+  requests=$(echo "$out" | awk '/requests in/ {print $1}')
+  local cpu
+  cpu=$(python3 -c "print(f'{1e6 * ($after - $before) / $ticks_per_second / max(1, $requests):.1f}')")
+  echo "$name|$conns|$rps|$p99|$cpu"
 }
 
-ulimit -n 65536 2>/dev/null || true
 results=()
 for c in 64 1000; do
-  results+=("$(run nginx http://127.0.0.1:18081/healthz $c)")
-  results+=("$(run healthd http://127.0.0.1:18080/healthz $c)")
+  results+=("$(run nginx "$nginx_pid" http://127.0.0.1:18081/healthz $c)")
+  results+=("$(run floor "$floor_pid" http://127.0.0.1:18082/healthz $c)")
+  results+=("$(run healthd "$healthd_pid" http://127.0.0.1:18080/healthz $c)")
+  if [ -n "${BASELINE:-}" ]; then results+=("$(run baseline "$baseline_pid" http://127.0.0.1:18083/healthz $c)"); fi
 done
+samples_result=$(run samples "$healthd_pid" "$samples_url" 64 -H "Authorization: Bearer $token")
+if [ -n "${BASELINE:-}" ]; then
+  baseline_samples=$(run samples "$baseline_pid" "${samples_url/18080/18083}" 64 -H "Authorization: Bearer $token")
+fi
 
 # RSS holding 1,000 idle keep-alive connections (each made one request, then stays open).
-idle_rss=$(python3 - <<'PY'
-import socket, time, os
+idle_rss=$(python3 - "$healthd_pid" <<'PY'
+import socket, sys, time
 conns = []
 for _ in range(1000):
     s = socket.create_connection(("127.0.0.1", 18080))
@@ -66,28 +114,45 @@ for _ in range(1000):
     s.recv(4096)
     conns.append(s)
 time.sleep(1)
-pid = os.popen("pgrep -f 'healthd serve --port 18080'").read().split()[0]
-rss = [l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1]
-print(int(rss) // 1024)
+rss = [l for l in open(f"/proc/{sys.argv[1]}/status") if l.startswith("VmRSS")][0].split()[1]
+print(f"{int(rss) / 1024:.1f}")
 PY
 )
 
-echo
-echo "| server | connections | requests/s | p99 | ratio to nginx |"
-echo "|---|---:|---:|---:|---:|"
-for c in 64 1000; do
-  nginx_rps=""
+field() { # name conns column
   for r in "${results[@]}"; do
-    IFS='|' read -r name conns rps p99 <<<"$r"
-    [ "$conns" = "$c" ] || continue
-    if [ "$name" = nginx ]; then nginx_rps=$rps; echo "| nginx 1 worker | $conns | $rps | $p99 | 1.00 |"; fi
+    IFS='|' read -r n c rps p99 cpu <<<"$r"
+    if [ "$n" = "$1" ] && [ "$c" = "$2" ]; then
+      case $3 in rps) echo "$rps" ;; p99) echo "$p99" ;; cpu) echo "$cpu" ;; esac
+    fi
   done
-  for r in "${results[@]}"; do
-    IFS='|' read -r name conns rps p99 <<<"$r"
-    [ "$conns" = "$c" ] && [ "$name" = healthd ] || continue
-    ratio=$(python3 -c "print(f'{float($rps)/float($nginx_rps):.2f}')")
-    echo "| healthd | $conns | $rps | $p99 | $ratio |"
+}
+ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
+
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| GET /healthz | connections | requests/s | p99 | server CPU per request | requests/s ratio |"
+echo "|---|---:|---:|---:|---:|---:|"
+for c in 64 1000; do
+  for n in nginx floor healthd ${BASELINE:+baseline}; do
+    label=$n; [ "$n" = nginx ] && label="nginx, 1 worker"; [ "$n" = floor ] && label="Dispatch floor"
+    [ "$n" = baseline ] && label="baseline healthd ($BASELINE)"
+    r=""
+    case $n in
+      nginx) r="1.00 of nginx" ;;
+      floor) r="$(ratio "$(field floor $c rps)" "$(field nginx $c rps)") of nginx" ;;
+      healthd|baseline) r="$(ratio "$(field $n $c rps)" "$(field floor $c rps)") of floor, $(ratio "$(field $n $c rps)" "$(field nginx $c rps)") of nginx" ;;
+    esac
+    echo "| $label | $c | $(field $n $c rps) | $(field $n $c p99) | $(field $n $c cpu) µs | $r |"
   done
 done
+IFS='|' read -r _ c rps p99 cpu <<<"$samples_result"
+echo
+echo "| healthd GET /v1/samples?type=stepCount&limit=10 ($store_samples samples, app token) | $c | $rps | $p99 | $cpu µs | $(ratio "$rps" "$(field healthd 64 rps)") of /healthz |"
+if [ -n "${BASELINE:-}" ]; then
+  IFS='|' read -r _ c brps bp99 bcpu <<<"$baseline_samples"
+  echo "| baseline healthd, same route | $c | $brps | $bp99 | $bcpu µs | $(ratio "$rps" "$brps") after/before |"
+fi
 echo
 echo "healthd RSS holding 1,000 idle keep-alive connections: ${idle_rss} MiB"

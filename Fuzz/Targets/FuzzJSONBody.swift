@@ -4,6 +4,17 @@ import JSON
 // field reader and SampleCodec with its validation. Any input must end in a value or an error
 // naming a field, never a crash; a decoded sample must re-encode to JSON that parses again.
 
+/// Uuids for samples without one: deterministic, so a crash replays exactly.
+nonisolated(unsafe) private var fuzzUUIDs = CountingUUIDs()
+
+private struct CountingUUIDs {
+    var count: UInt64 = 0
+    mutating func next() -> HealthUUID {
+        count += 1
+        return HealthUUID(high: 0x7000, low: 0x8000_0000_0000_0000 | count)
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSONBody(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
@@ -16,7 +27,7 @@ public func fuzzJSONBody(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let list = try body.requiredArray("samples")
         for index in 0 ..< min(list.count, 64) {
             var reader = try list.object(at: index)
-            _ = try SampleCodec.decode(&reader)
+            _ = try SampleCodec.decode(&reader) { fuzzUUIDs.next() }
             try reader.finish()
         }
     } catch {

@@ -15,7 +15,8 @@ public struct SHA256: Sendable {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
+    private typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+    private var state: State =
         (0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19)
     private var pending: [UInt8] = []
     private var totalByteCount: UInt64 = 0
@@ -29,14 +30,36 @@ public struct SHA256: Sendable {
     }
 
     public mutating func update(_ bytes: some Sequence<UInt8>) {
+        // Contiguous input (arrays, UTF-8 of native strings) takes the non-generic path: callers in
+        // other modules get this function unspecialized, where a byte-by-byte loop is slow.
+        if bytes.withContiguousStorageIfAvailable({ update(contiguous: $0) }) != nil { return }
         for byte in bytes {
             pending.append(byte)
             totalByteCount &+= 1
             if pending.count == 64 {
-                compress(pending)
+                pending.withUnsafeBufferPointer { Self.compress($0, into: &state) }
                 pending.removeAll(keepingCapacity: true)
             }
         }
+    }
+
+    private mutating func update(contiguous bytes: UnsafeBufferPointer<UInt8>) {
+        totalByteCount &+= UInt64(bytes.count)
+        var offset = 0
+        // Top up a partial block first, then compress whole blocks straight from the input.
+        if !pending.isEmpty {
+            let taken = min(64 - pending.count, bytes.count)
+            pending.append(contentsOf: bytes[0 ..< taken])
+            offset = taken
+            guard pending.count == 64 else { return }
+            pending.withUnsafeBufferPointer { Self.compress($0, into: &state) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        while bytes.count - offset >= 64 {
+            Self.compress(UnsafeBufferPointer(rebasing: bytes[offset ..< offset + 64]), into: &state)
+            offset += 64
+        }
+        pending.append(contentsOf: bytes[offset...])
     }
 
     public consuming func finalize() -> [UInt8] {
@@ -45,10 +68,12 @@ public struct SHA256: Sendable {
         tail.append(0x80)
         while tail.count % 64 != 56 { tail.append(0) }
         for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        var offset = 0
-        while offset < tail.count {
-            compress(tail[offset..<offset + 64])
-            offset += 64
+        tail.withUnsafeBufferPointer { tail in
+            var offset = 0
+            while offset < tail.count {
+                Self.compress(UnsafeBufferPointer(rebasing: tail[offset..<offset + 64]), into: &state)
+                offset += 64
+            }
         }
         var digest: [UInt8] = []
         digest.reserveCapacity(32)
@@ -61,16 +86,17 @@ public struct SHA256: Sendable {
         return digest
     }
 
-    private mutating func compress(_ block: some Collection<UInt8>) {
-        var w = [UInt32](repeating: 0, count: 64)
-        var index = block.startIndex
+    /// One 64-byte block.
+    private static func compress(_ block: UnsafeBufferPointer<UInt8>, into state: inout State) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            compress(block, schedule: w, into: &state)
+        }
+    }
+
+    private static func compress(_ block: UnsafeBufferPointer<UInt8>, schedule w: UnsafeMutableBufferPointer<UInt32>,
+                                 into state: inout State) {
         for t in 0..<16 {
-            var word: UInt32 = 0
-            for _ in 0..<4 {
-                word = (word << 8) | UInt32(block[index])
-                index = block.index(after: index)
-            }
-            w[t] = word
+            w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16 | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])
         }
         for t in 16..<64 {
             let s0 = w[t - 15].rotatedRight(7) ^ w[t - 15].rotatedRight(18) ^ (w[t - 15] >> 3)

@@ -53,17 +53,32 @@ public struct HTTPConnectionStateMachine: Sendable {
         case peerGone
     }
 
+    /// One dispatched request, from `.dispatch` until its response is written: what the response
+    /// head and the next step need, and the input side's state meanwhile.
+    private struct Exchange: Sendable {
+        var version: HTTPVersion
+        var method: HTTPMethod
+        /// The request allows keep-alive and no shutdown has begun.
+        var keepAlive: Bool
+        /// Reading was paused because pipelined bytes piled up behind this request.
+        var readingPaused = false
+        /// The peer sent end of input; buffered pipelined requests are still answered, then the connection closes.
+        var inputEnded: Bool
+    }
+
+    // Everything that varies per request lives in the phase's payload, so no field can be stale
+    // in a phase it does not belong to.
     private enum Phase: Sendable {
         /// Between requests, nothing received.
         case idle(since: UInt64)
         /// Part of a head received.
         case readingHead(since: UInt64)
-        /// Head complete, body in progress.
-        case readingBody(lastProgress: UInt64)
+        /// Head complete, body in progress. `closeAfter`: shutdown began; answer this request, then close.
+        case readingBody(head: HTTPRequestHead, body: [UInt8], lastProgress: UInt64, closeAfter: Bool)
         /// Dispatched; waiting for `responseReady`.
-        case awaitingResponse
+        case awaitingResponse(Exchange)
         /// Response queued or streaming; waiting for `responseWritten`.
-        case writingResponse(closeAfter: Bool)
+        case writingResponse(Exchange, closeAfter: Bool)
         case closed
     }
 
@@ -72,11 +87,6 @@ public struct HTTPConnectionStateMachine: Sendable {
     public let maxBufferedBytes: Int
     private var parser: HTTPRequestParser
     private var phase: Phase
-    private var currentHead: HTTPRequestHead?
-    private var currentBody: [UInt8] = []
-    private var readingPaused = false
-    private var peerClosed = false
-    private var shuttingDown = false
 
     public init(limits: HTTPLimits = .default, timeouts: HTTPTimeouts = HTTPTimeouts(),
                 maxBufferedBytes: Int = 64 * 1024, now: UInt64) {
@@ -99,96 +109,119 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     public mutating func bytesReceived(_ bytes: UnsafeRawBufferPointer, now: HTTPInstant) -> [Action] {
-        guard !isClosed else { return [] }
-        parser.append(bytes)
-        return afterInput(now: now)
+        var actions: [Action] = []
+        bytesReceived(bytes, now: now, into: &actions)
+        return actions
     }
 
     public mutating func bytesReceived(_ bytes: [UInt8], now: HTTPInstant) -> [Action] {
-        guard !isClosed else { return [] }
-        parser.append(contentsOf: bytes)
-        return afterInput(now: now)
+        bytes.withUnsafeBytes { bytesReceived($0, now: now) }
     }
 
-    private mutating func afterInput(now: HTTPInstant) -> [Action] {
-        var actions: [Action] = []
+    /// Like `bytesReceived(_:now:)`, appending to the caller's (reused) action list.
+    public mutating func bytesReceived(_ bytes: UnsafeRawBufferPointer, now: HTTPInstant, into actions: inout [Action]) {
+        guard !isClosed else { return }
+        parser.append(bytes)
         switch phase {
         case .idle, .readingHead, .readingBody:
-            parse(now: now, into: &actions)
-        case .awaitingResponse, .writingResponse:
-            if !readingPaused && parser.bufferedByteCount > maxBufferedBytes {
-                readingPaused = true
-                actions.append(.pauseReading)
-            }
+            parse(now: now, inputEnded: false, into: &actions)
+        case .awaitingResponse(var exchange):
+            if pauseIfBacklogged(&exchange, into: &actions) { phase = .awaitingResponse(exchange) }
+        case .writingResponse(var exchange, let closeAfter):
+            if pauseIfBacklogged(&exchange, into: &actions) { phase = .writingResponse(exchange, closeAfter: closeAfter) }
         case .closed:
             break
         }
-        return actions
+    }
+
+    /// Pauses reading when too many pipelined bytes wait behind the request in flight.
+    private func pauseIfBacklogged(_ exchange: inout Exchange, into actions: inout [Action]) -> Bool {
+        guard !exchange.readingPaused && parser.bufferedByteCount > maxBufferedBytes else { return false }
+        exchange.readingPaused = true
+        actions.append(.pauseReading)
+        return true
     }
 
     /// The application's response for the dispatched request.
     public mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant) -> [Action] {
-        guard case .awaitingResponse = phase, let head = currentHead else { return [] }
-        currentHead = nil
-        var keepAlive = head.keepAlive && !shuttingDown && !Self.asksToClose(response.headers)
-        let allowsBody = HTTPResponseSerializer.allowsBody(status: response.status, method: head.method)
         var actions: [Action] = []
+        responseReady(response, now: now, into: &actions)
+        return actions
+    }
+
+    /// Like `responseReady(_:now:)`, appending to the caller's (reused) action list. Only legal
+    /// while a request is dispatched; the socket shell guarantees that with its response
+    /// generations, so anything else is a bug (asserted; ignored in release builds).
+    public mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant, into actions: inout [Action]) {
+        guard case .awaitingResponse(var exchange) = phase else {
+            assert(isClosed, "responseReady without a dispatched request")
+            return
+        }
+        if exchange.keepAlive && Self.asksToClose(response.headers) { exchange.keepAlive = false }
+        let allowsBody = HTTPResponseSerializer.allowsBody(status: response.status, method: exchange.method)
+        let bodiless = response.status.code == 204 || response.status.code == 304
         switch response.body {
         case .bytes(let bytes):
-            let framing: HTTPResponseFraming =
-                (response.status.code == 204 || response.status.code == 304) ? .none : .contentLength(bytes.count)
-            var out = HTTPResponseSerializer.head(status: response.status, headers: response.headers, framing: framing,
-                                                  keepAlive: keepAlive, requestVersion: head.version, date: now.httpDate)
+            var out = HTTPResponseSerializer.head(status: response.status, headers: response.headers,
+                                                  framing: bodiless ? .none : .contentLength(bytes.count),
+                                                  keepAlive: exchange.keepAlive, requestVersion: exchange.version,
+                                                  date: now.httpDate, reservingBody: allowsBody ? bytes.count : 0)
             if allowsBody { out.append(contentsOf: bytes) }
             actions.append(.write(out))
         case .stream(let producer):
-            let chunked = head.version == .http1_1
-            if !chunked && allowsBody { keepAlive = false }
-            let framing: HTTPResponseFraming =
-                (response.status.code == 204 || response.status.code == 304) ? .none : (chunked ? .chunked : .untilClose)
-            let out = HTTPResponseSerializer.head(status: response.status, headers: response.headers, framing: framing,
-                                                  keepAlive: keepAlive, requestVersion: head.version, date: now.httpDate)
+            let chunked = exchange.version == .http1_1
+            if !chunked && allowsBody { exchange.keepAlive = false }
+            let out = HTTPResponseSerializer.head(status: response.status, headers: response.headers,
+                                                  framing: bodiless ? .none : (chunked ? .chunked : .untilClose),
+                                                  keepAlive: exchange.keepAlive, requestVersion: exchange.version, date: now.httpDate)
             actions.append(.write(out))
             // Bodiless responses never run the producer: there is nowhere for its bytes to go.
             if allowsBody { actions.append(.startStream(producer: producer, chunked: chunked)) }
         }
-        phase = .writingResponse(closeAfter: !keepAlive)
-        return actions
+        phase = .writingResponse(exchange, closeAfter: !exchange.keepAlive)
     }
 
     /// The response (or stream) has been handed to the socket layer completely.
     public mutating func responseWritten(now: HTTPInstant) -> [Action] {
-        guard case .writingResponse(let closeAfter) = phase else { return [] }
+        var actions: [Action] = []
+        responseWritten(now: now, into: &actions)
+        return actions
+    }
+
+    /// Like `responseWritten(now:)`, appending to the caller's (reused) action list. Only legal
+    /// while a response is being written (asserted; ignored in release builds).
+    public mutating func responseWritten(now: HTTPInstant, into actions: inout [Action]) {
+        guard case .writingResponse(let exchange, let closeAfter) = phase else {
+            assert(isClosed, "responseWritten without a response being written")
+            return
+        }
         if closeAfter {
             phase = .closed
-            return [.close(lingering: false)]
+            actions.append(.close(lingering: false))
+            return
         }
         phase = .idle(since: now.uptimeNanoseconds)
-        var actions: [Action] = []
-        if readingPaused {
-            readingPaused = false
-            actions.append(.resumeReading)
-        }
-        if shuttingDown && parser.isIdle {
-            phase = .closed
-            actions.append(.close(lingering: false))
-            return actions
-        }
-        parse(now: now, into: &actions)
-        return actions
+        if exchange.readingPaused { actions.append(.resumeReading) }
+        parse(now: now, inputEnded: exchange.inputEnded, into: &actions)
     }
 
     /// The peer will send nothing more (read returned 0).
     public mutating func peerHalfClosed(now: HTTPInstant) -> [Action] {
-        peerClosed = true
         switch phase {
         case .idle, .readingHead, .readingBody:
             // An unfinished request can never complete now.
             phase = .closed
             return [.close(lingering: false)]
-        case .awaitingResponse:
+        case .awaitingResponse(var exchange):
+            guard !exchange.inputEnded else { return [] }
+            exchange.inputEnded = true
+            phase = .awaitingResponse(exchange)
             return [.peerGone]
-        case .writingResponse, .closed:
+        case .writingResponse(var exchange, let closeAfter):
+            exchange.inputEnded = true
+            phase = .writingResponse(exchange, closeAfter: closeAfter)
+            return []
+        case .closed:
             return []
         }
     }
@@ -206,7 +239,7 @@ public struct HTTPConnectionStateMachine: Sendable {
             if Self.elapsed(from: since, to: time) >= timeouts.header {
                 return fail(HTTPParseError(status: .requestTimeout, detail: "The request head was not received in time."), now: now)
             }
-        case .readingBody(let lastProgress):
+        case .readingBody(_, _, let lastProgress, _):
             if Self.elapsed(from: lastProgress, to: time) >= timeouts.body {
                 return fail(HTTPParseError(status: .requestTimeout, detail: "The request body was not received in time."), now: now)
             }
@@ -218,27 +251,33 @@ public struct HTTPConnectionStateMachine: Sendable {
 
     /// Graceful shutdown: idle connections close now, a request in progress finishes with `Connection: close`.
     public mutating func shutdownRequested(now: HTTPInstant) -> [Action] {
-        shuttingDown = true
         switch phase {
         case .idle, .readingHead:
             phase = .closed
             return [.close(lingering: false)]
-        case .readingBody, .awaitingResponse, .closed:
-            return []
-        case .writingResponse:
+        case .readingBody(let head, let body, let lastProgress, _):
+            phase = .readingBody(head: head, body: body, lastProgress: lastProgress, closeAfter: true)
+        case .awaitingResponse(var exchange):
+            exchange.keepAlive = false
+            phase = .awaitingResponse(exchange)
+        case .writingResponse(let exchange, _):
             // The head may already say keep-alive; close once this response is out.
-            phase = .writingResponse(closeAfter: true)
-            return []
+            phase = .writingResponse(exchange, closeAfter: true)
+        case .closed:
+            break
         }
+        return []
     }
 
-    private mutating func parse(now: HTTPInstant, into actions: inout [Action]) {
+    /// Parses buffered input until a request is dispatched, more input is needed, or an error.
+    /// `inputEnded`: no more bytes will come, so a request that needs more can never complete.
+    private mutating func parse(now: HTTPInstant, inputEnded: Bool, into actions: inout [Action]) {
         let time = now.uptimeNanoseconds
         while true {
             switch phase {
             case .idle:
                 if parser.bufferedByteCount == 0 {
-                    if peerClosed {
+                    if inputEnded {
                         phase = .closed
                         actions.append(.close(lingering: false))
                     }
@@ -250,34 +289,44 @@ public struct HTTPConnectionStateMachine: Sendable {
             case .awaitingResponse, .writingResponse, .closed:
                 return
             }
-            guard let event = parser.next() else { return }
+            guard let event = parser.next() else {
+                if inputEnded {
+                    phase = .closed
+                    actions.append(.close(lingering: false))
+                }
+                return
+            }
             switch event {
             case .head(let head):
-                currentHead = head
-                currentBody = []
+                var body: [UInt8] = []
                 // Reserve up front, but never trust a declared length with more than 64 KiB before bytes arrive.
-                if case .contentLength(let length) = head.framing { currentBody.reserveCapacity(min(length, 64 * 1024)) }
+                if case .contentLength(let length) = head.framing, length > 0 { body.reserveCapacity(min(length, 64 * 1024)) }
                 // Only invite the body if the client is actually waiting for the invitation.
                 if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
                     actions.append(.write(HTTPResponseSerializer.continueResponse))
                 }
-                phase = .readingBody(lastProgress: time)
+                phase = .readingBody(head: head, body: body, lastProgress: time, closeAfter: false)
             case .body(let bytes):
-                currentBody.append(contentsOf: bytes)
-                phase = .readingBody(lastProgress: time)
+                guard case .readingBody(let head, var body, _, let closeAfter) = phase else {
+                    return parserOutOfOrder(now: now, into: &actions)
+                }
+                // Drop the phase's reference first, so the append below does not copy the body.
+                phase = .closed
+                body.append(contentsOf: bytes)
+                phase = .readingBody(head: head, body: body, lastProgress: time, closeAfter: closeAfter)
             case .end(let trailers):
-                guard let head = currentHead else { return }
+                guard case .readingBody(let head, let body, _, let closeAfter) = phase else {
+                    return parserOutOfOrder(now: now, into: &actions)
+                }
                 var headers = head.headers
                 for trailer in trailers { headers.add(trailer.name, trailer.value) }
                 let request = HTTPRequest(method: head.method, target: head.target, version: head.version,
-                                          headers: headers, body: currentBody)
-                currentBody = []
-                phase = .awaitingResponse
+                                          headers: headers, body: body)
+                var exchange = Exchange(version: head.version, method: head.method, keepAlive: head.keepAlive && !closeAfter,
+                                        inputEnded: inputEnded)
                 actions.append(.dispatch(request))
-                if !readingPaused && parser.bufferedByteCount > maxBufferedBytes {
-                    readingPaused = true
-                    actions.append(.pauseReading)
-                }
+                _ = pauseIfBacklogged(&exchange, into: &actions)
+                phase = .awaitingResponse(exchange)
                 return
             case .error(let error):
                 actions.append(contentsOf: fail(error, now: now))
@@ -286,11 +335,20 @@ public struct HTTPConnectionStateMachine: Sendable {
         }
     }
 
+    /// The parser gives `.head` before any `.body` or `.end`; should that ever break, the request
+    /// cannot be framed, so it is refused like any other framing error rather than trapping.
+    private mutating func parserOutOfOrder(now: HTTPInstant, into actions: inout [Action]) {
+        assertionFailure("the parser gave a body or end event before a head")
+        actions.append(contentsOf: fail(HTTPParseError(status: .badRequest, detail: "Malformed request."), now: now))
+    }
+
     private mutating func fail(_ error: HTTPParseError, now: HTTPInstant) -> [Action] {
-        let version = currentHead?.version ?? .http1_1
-        let method = currentHead?.method ?? .get
-        currentHead = nil
-        currentBody = []
+        var version = HTTPVersion.http1_1
+        var method = HTTPMethod.get
+        if case .readingBody(let head, _, _, _) = phase {
+            version = head.version
+            method = head.method
+        }
         phase = .closed
         let response = HTTPProblem.response(status: error.status, detail: error.detail)
         var out = HTTPResponseSerializer.head(status: error.status, headers: response.headers,
@@ -306,8 +364,9 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
-        for value in headers.values("Connection") {
-            for option in value.split(separator: ",") where String(option.trimmingASCIIWhitespace()).asciiCaseInsensitiveEquals("close") {
+        // Walks the fields in place: this runs for every response, which rarely has the header at all.
+        for field in headers.fields where field.name.asciiCaseInsensitiveEquals("Connection") {
+            for option in field.value.split(separator: ",") where String(option.trimmingASCIIWhitespace()).asciiCaseInsensitiveEquals("close") {
                 return true
             }
         }

@@ -209,7 +209,7 @@ public struct HTTPRequestParser: Sendable {
 
             case .requestLine:
                 switch scanLine(limit: limits.maxRequestLineLength,
-                                tooLong: HTTPParseError(status: .uriTooLong, detail: "The request line is longer than \(limits.maxRequestLineLength) bytes.")) {
+                                tooLong: .requestLine) {
                 case .needMore:
                     // Fail at once on a byte no method can hold (a TLS handshake, binary garbage)
                     // instead of waiting for a line end that may never come.
@@ -229,7 +229,7 @@ public struct HTTPRequestParser: Sendable {
             case .headerLines:
                 let budget = limits.maxHeaderBlockLength - headerBlockLength
                 switch scanLine(limit: max(budget - 2, 0),
-                                tooLong: HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "The header block is larger than \(limits.maxHeaderBlockLength) bytes.")) {
+                                tooLong: .headerBlock) {
                 case .needMore: return nil
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
@@ -266,7 +266,7 @@ public struct HTTPRequestParser: Sendable {
 
             case .chunkSizeLine:
                 switch scanLine(limit: limits.maxChunkLineLength,
-                                tooLong: HTTPParseError(status: .badRequest, detail: "A chunk-size line is longer than \(limits.maxChunkLineLength) bytes.")) {
+                                tooLong: .chunkSizeLine) {
                 case .needMore: return nil
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
@@ -310,7 +310,7 @@ public struct HTTPRequestParser: Sendable {
             case .trailerLines:
                 let budget = limits.maxHeaderBlockLength - trailerBlockLength
                 switch scanLine(limit: max(budget - 2, 0),
-                                tooLong: HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "The trailer section is larger than \(limits.maxHeaderBlockLength) bytes.")) {
+                                tooLong: .trailerSection) {
                 case .needMore: return nil
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
@@ -363,7 +363,25 @@ public struct HTTPRequestParser: Sendable {
 
     /// Finds the next CRLF-terminated line. Bare LF is refused: peers that disagree on line
     /// endings disagree on where a message ends.
-    private mutating func scanLine(limit: Int, tooLong: HTTPParseError) -> LineScan {
+    /// Which limit a line scan enforces; its error is only built when it is exceeded, not for every line.
+    private enum LineLimit {
+        case requestLine, headerBlock, chunkSizeLine, trailerSection
+
+        func error(_ limits: HTTPLimits) -> HTTPParseError {
+            switch self {
+            case .requestLine:
+                return HTTPParseError(status: .uriTooLong, detail: "The request line is longer than \(limits.maxRequestLineLength) bytes.")
+            case .headerBlock:
+                return HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "The header block is larger than \(limits.maxHeaderBlockLength) bytes.")
+            case .chunkSizeLine:
+                return HTTPParseError(status: .badRequest, detail: "A chunk-size line is longer than \(limits.maxChunkLineLength) bytes.")
+            case .trailerSection:
+                return HTTPParseError(status: .requestHeaderFieldsTooLarge, detail: "The trailer section is larger than \(limits.maxHeaderBlockLength) bytes.")
+            }
+        }
+    }
+
+    private mutating func scanLine(limit: Int, tooLong: LineLimit) -> LineScan {
         let start = readIndex
         // -1: a CR followed by something other than LF (a bare CR ends the line for some peers).
         let found: Int? = buffer.withUnsafeBufferPointer { bytes in
@@ -384,14 +402,14 @@ public struct HTTPRequestParser: Sendable {
             // A trailing CR is checked again once the byte after it arrives.
             scanIndex = buffer.count > start && buffer.last == ASCII.cr ? buffer.count - 1 : buffer.count
             // A CRLF may still complete a line of exactly `limit` bytes.
-            if buffer.count - start > limit + 1 { return .failure(tooLong) }
+            if buffer.count - start > limit + 1 { return .failure(tooLong.error(limits)) }
             return .needMore
         }
         guard lf > start, buffer[lf - 1] == ASCII.cr else {
             return .failure(HTTPParseError(status: .badRequest, detail: "Line ends with a bare LF instead of CRLF."))
         }
         let end = lf - 1
-        if end - start > limit { return .failure(tooLong) }
+        if end - start > limit { return .failure(tooLong.error(limits)) }
         readIndex = lf + 1
         scanIndex = readIndex
         return .line(start: start, end: end)

@@ -22,9 +22,11 @@ public enum HTTPResponseSerializer {
     /// `keepAlive` describes the connection after this response; `requestVersion` chooses between
     /// `Connection: keep-alive` (needed by HTTP/1.0 clients) and nothing (the 1.1 default).
     public static func head(status: HTTPStatus, headers: HTTPHeaders, framing: HTTPResponseFraming,
-                            keepAlive: Bool, requestVersion: HTTPVersion, date: String) -> [UInt8] {
+                            keepAlive: Bool, requestVersion: HTTPVersion, date: String,
+                            reservingBody bodyCount: Int = 0) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(160 + headers.count * 40)
+        // `bodyCount`: room for a body the caller appends next, so that append does not reallocate.
+        out.reserveCapacity(160 + headers.count * 40 + bodyCount)
         appendASCII("HTTP/1.1 ", to: &out)
         appendDecimal(status.code, to: &out)
         out.append(ASCII.space)
@@ -86,11 +88,25 @@ public enum HTTPResponseSerializer {
     }
 
     static func appendASCII(_ text: String, to out: inout [UInt8]) {
-        out.append(contentsOf: text.utf8)
+        if text.utf8.withContiguousStorageIfAvailable({ out.append(contentsOf: $0) }) == nil {
+            out.append(contentsOf: text.utf8)
+        }
+    }
+
+    /// Literals are copied from their static storage in one go.
+    static func appendASCII(_ text: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Application-supplied text never gets to inject CR, LF or other controls (response splitting).
     private static func appendSanitized(_ text: String, to out: inout [UInt8]) {
+        // Clean text (nearly all of it) is copied whole; the byte loop only runs when there is something to replace.
+        let copied: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        guard copied != true else { return }
         for byte in text.utf8 {
             out.append((byte < 0x20 && byte != ASCII.tab) || byte == 0x7F ? ASCII.space : byte)
         }

@@ -58,7 +58,8 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// Replaces every field named `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
-        remove(name)
+        // Usually the field is new: then nothing is removed and the array is not rewritten.
+        if fields.contains(where: { $0.name.asciiCaseInsensitiveEquals(name) }) { remove(name) }
         fields.append((name: name, value: value))
     }
 
@@ -101,14 +102,15 @@ public struct HTTPRequest: Sendable {
 
     /// The raw path (before `?`), not percent-decoded.
     public var path: Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        // Searched as bytes: the target is ASCII, and Character iteration costs more than the rest of routing.
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
         return target[...]
     }
 
     /// The raw query (after `?`), not decoded; nil when there is no `?`.
     public var rawQuery: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: q)...]
+        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        return target[target.utf8.index(after: q)...]
     }
 }
 

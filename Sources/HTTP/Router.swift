@@ -13,23 +13,18 @@ extension RouteMatch: Sendable where Handler: Sendable {}
 /// Literal segments win over parameters at the same position; a parameter matches one
 /// non-empty, percent-decoded segment (an encoded `/` stays inside its segment).
 public struct Router<Handler> {
-    // A value-type trie, so copies of a router never share state and Sendable comes for free.
-    fileprivate struct Node {
-        var literals: [String: Node] = [:]
-        var parameterName: String?
-        /// Zero or one element: the child for a `{parameter}` segment (an array gives recursion without boxing).
-        var parameterChild: [Node] = []
-        var handlers: [HTTPMethod: Handler] = [:]
-        var pattern = ""
-    }
-
     public enum RegistrationError: Error, Equatable {
         case invalidPattern(String)
         case conflictingParameterName(pattern: String)
     }
 
-    private var root = Node()
-    public private(set) var registeredRoutes: [(HTTPMethod, String)] = []
+    // The matching itself lives in a non-generic table of handler slots, so it is compiled once,
+    // fully optimized, in this module; only the slot-to-handler step below is generic (and
+    // inlinable, so callers get it specialized).
+    @usableFromInline var table = RouteTable()
+    @usableFromInline var handlers: [Handler] = []
+
+    public var registeredRoutes: [(HTTPMethod, String)] { table.registeredRoutes }
 
     public init() {}
 
@@ -45,39 +40,106 @@ public struct Router<Handler> {
 
     /// Like `register`, but reports a malformed pattern instead of stopping.
     public mutating func tryRegister(_ method: HTTPMethod, _ pattern: String, _ handler: Handler) throws {
-        guard pattern.hasPrefix("/") else { throw RegistrationError.invalidPattern(pattern) }
-        let segments = pattern.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        var isNew = false
-        try Self.insert(into: &root, segments[...], method, pattern, handler, &isNew)
-        if isNew { registeredRoutes.append((method, pattern)) }
-    }
-
-    private static func insert(into node: inout Node, _ segments: ArraySlice<Substring>, _ method: HTTPMethod,
-                               _ pattern: String, _ handler: Handler, _ isNew: inout Bool) throws {
-        guard let segment = segments.first else {
-            isNew = node.handlers[method] == nil
-            node.handlers[method] = handler
-            node.pattern = pattern
-            return
+        let slot: Int
+        switch table.insert(method, pattern, newSlot: handlers.count) {
+        case .success(let assigned): slot = assigned
+        case .failure(.invalidPattern): throw RegistrationError.invalidPattern(pattern)
+        case .failure(.conflictingParameterName): throw RegistrationError.conflictingParameterName(pattern: pattern)
         }
-        let rest = segments.dropFirst()
-        if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
-            let name = String(segment.dropFirst().dropLast())
-            if let existing = node.parameterName, existing != name {
-                throw RegistrationError.conflictingParameterName(pattern: pattern)
-            }
-            node.parameterName = name
-            if node.parameterChild.isEmpty { node.parameterChild = [Node()] }
-            try insert(into: &node.parameterChild[0], rest, method, pattern, handler, &isNew)
-        } else {
-            guard !segment.contains("{"), !segment.contains("}") else { throw RegistrationError.invalidPattern(pattern) }
-            try insert(into: &node.literals[String(segment), default: Node()], rest, method, pattern, handler, &isNew)
-        }
+        if slot == handlers.count { handlers.append(handler) } else { handlers[slot] = handler }
     }
 
     /// Matches a raw (not yet decoded) path such as `HTTPRequest.path`.
+    @inlinable
     public func match(method: HTTPMethod, path: Substring) -> RouteMatch<Handler> {
+        switch table.match(method: method, path: path) {
+        case .found(let slot, let parameters, let pattern): return .found(handlers[slot], parameters: parameters, pattern: pattern)
+        case .methodNotAllowed(let allowed): return .methodNotAllowed(allowed: allowed)
+        case .notFound: return .notFound
+        }
+    }
+
+    @inlinable
+    public func match(method: HTTPMethod, path: String) -> RouteMatch<Handler> {
+        match(method: method, path: path[...])
+    }
+}
+
+extension Router: Sendable where Handler: Sendable {}
+
+/// The router's trie over handler slots (indices into `Router.handlers`).
+@usableFromInline
+struct RouteTable: Sendable {
+    @usableFromInline
+    enum Match {
+        case found(slot: Int, parameters: [String: String], pattern: String)
+        case methodNotAllowed([HTTPMethod])
+        case notFound
+    }
+
+    enum Failure: Error { case invalidPattern, conflictingParameterName }
+
+    private struct Node: Sendable {
+        var literals: [String: Int] = [:]
+        var parameterName: String?
+        var parameterChild: Int?
+        var slots: [HTTPMethod: Int] = [:]
+        var pattern = ""
+    }
+
+    /// Node 0 is the root.
+    private var nodes = [Node()]
+    /// Patterns without parameters, by their exact text: most requests match one of these with a
+    /// single hash lookup instead of a segment-by-segment walk.
+    private var literalPatterns: [Substring: Int] = [:]
+    private(set) var registeredRoutes: [(HTTPMethod, String)] = []
+
+    @usableFromInline init() {}
+
+    /// The slot for (method, pattern): an existing one when this replaces a handler, else `newSlot`.
+    mutating func insert(_ method: HTTPMethod, _ pattern: String, newSlot: Int) -> Result<Int, Failure> {
+        guard pattern.hasPrefix("/") else { return .failure(.invalidPattern) }
+        var node = 0
+        var hasParameter = false
+        for segment in pattern.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
+                let name = String(segment.dropFirst().dropLast())
+                if let existing = nodes[node].parameterName, existing != name { return .failure(.conflictingParameterName) }
+                nodes[node].parameterName = name
+                if nodes[node].parameterChild == nil {
+                    nodes.append(Node())
+                    nodes[node].parameterChild = nodes.count - 1
+                }
+                node = nodes[node].parameterChild ?? 0
+                hasParameter = true
+            } else {
+                guard !segment.contains("{"), !segment.contains("}") else { return .failure(.invalidPattern) }
+                if let child = nodes[node].literals[String(segment)] {
+                    node = child
+                } else {
+                    nodes.append(Node())
+                    nodes[node].literals[String(segment)] = nodes.count - 1
+                    node = nodes.count - 1
+                }
+            }
+        }
+        nodes[node].pattern = pattern
+        if !hasParameter { literalPatterns[pattern[...]] = node }
+        if let existing = nodes[node].slots[method] { return .success(existing) }
+        nodes[node].slots[method] = newSlot
+        registeredRoutes.append((method, pattern))
+        return .success(newSlot)
+    }
+
+    @usableFromInline
+    func match(method: HTTPMethod, path: Substring) -> Match {
         guard path.utf8.first == UInt8(ascii: "/") else { return .notFound }
+        // A path without escapes that equals a literal pattern whose node takes this method is
+        // exactly what the walk below would find first (literals are tried before parameters).
+        if !path.utf8.contains(UInt8(ascii: "%")), let node = literalPatterns[path],
+           let slot = slot(in: nodes[node], for: method) {
+            return .found(slot: slot, parameters: [:], pattern: nodes[node].pattern)
+        }
         var segments: [String] = []
         for raw in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
             guard let decoded = PercentDecoding.decode(raw) else { return .notFound }
@@ -85,29 +147,25 @@ public struct Router<Handler> {
         }
         var parameters: [String: String] = [:]
         var allowedAtFirstPathMatch: [HTTPMethod]?
-        if let (pattern, handler) = Self.search(root, segments[...], method, &parameters, &allowedAtFirstPathMatch) {
-            return .found(handler, parameters: parameters, pattern: pattern)
+        if let (node, slot) = search(0, segments[...], method, &parameters, &allowedAtFirstPathMatch) {
+            return .found(slot: slot, parameters: parameters, pattern: nodes[node].pattern)
         }
-        if let allowed = allowedAtFirstPathMatch {
-            return .methodNotAllowed(allowed: allowed)
-        }
+        if let allowed = allowedAtFirstPathMatch { return .methodNotAllowed(allowed) }
         return .notFound
     }
 
-    public func match(method: HTTPMethod, path: String) -> RouteMatch<Handler> {
-        match(method: method, path: path[...])
+    private func slot(in node: Node, for method: HTTPMethod) -> Int? {
+        node.slots[method] ?? (method == .head ? node.slots[.get] : nil)
     }
 
-    private static func search(_ node: Node, _ segments: ArraySlice<String>, _ method: HTTPMethod,
-                               _ parameters: inout [String: String],
-                               _ allowedAtFirstPathMatch: inout [HTTPMethod]?) -> (String, Handler)? {
+    private func search(_ index: Int, _ segments: ArraySlice<String>, _ method: HTTPMethod,
+                        _ parameters: inout [String: String], _ allowedAtFirstPathMatch: inout [HTTPMethod]?) -> (node: Int, slot: Int)? {
+        let node = nodes[index]
         guard let segment = segments.first else {
-            guard !node.handlers.isEmpty else { return nil }
-            if let handler = node.handlers[method] ?? (method == .head ? node.handlers[.get] : nil) {
-                return (node.pattern, handler)
-            }
+            guard !node.slots.isEmpty else { return nil }
+            if let slot = slot(in: node, for: method) { return (index, slot) }
             if allowedAtFirstPathMatch == nil {
-                var allowed = Set(node.handlers.keys)
+                var allowed = Set(node.slots.keys)
                 if allowed.contains(.get) { allowed.insert(.head) }
                 allowedAtFirstPathMatch = allowed.sorted { $0.rawValue < $1.rawValue }
             }
@@ -118,7 +176,7 @@ public struct Router<Handler> {
            let result = search(child, rest, method, &parameters, &allowedAtFirstPathMatch) {
             return result
         }
-        if let name = node.parameterName, let child = node.parameterChild.first, !segment.isEmpty {
+        if let name = node.parameterName, let child = node.parameterChild, !segment.isEmpty {
             parameters[name] = segment
             if let result = search(child, rest, method, &parameters, &allowedAtFirstPathMatch) { return result }
             parameters[name] = nil
@@ -126,9 +184,6 @@ public struct Router<Handler> {
         return nil
     }
 }
-
-extension Router: Sendable where Handler: Sendable {}
-extension Router.Node: Sendable where Handler: Sendable {}
 
 public enum HTTPQueryError: Error, Equatable, Sendable {
     /// A `%` not followed by two hex digits, or escapes that decode to invalid UTF-8.
@@ -142,14 +197,15 @@ public enum HTTPQuery {
     /// `start=2026-03-08T09:30:00+01:00` unencoded, and reading that `+` as a space would corrupt them.
     public static func parse(_ raw: Substring) throws -> [(name: String, value: String)] {
         var pairs: [(name: String, value: String)] = []
-        for piece in raw.split(separator: "&") {
+        // Split as bytes: `&` and `=` are ASCII, and Character-by-Character splitting costs more than the decoding.
+        for piece in raw.utf8.split(separator: UInt8(ascii: "&")) {
             let name: Substring
             let value: Substring
-            if let equals = piece.firstIndex(of: "=") {
-                name = piece[..<equals]
-                value = piece[piece.index(after: equals)...]
+            if let equals = piece.firstIndex(of: UInt8(ascii: "=")) {
+                name = Substring(piece[..<equals])
+                value = Substring(piece[piece.index(after: equals)...])
             } else {
-                name = piece
+                name = Substring(piece)
                 value = ""
             }
             guard let decodedName = PercentDecoding.decode(name) else { throw HTTPQueryError.invalidPercentEncoding(String(name)) }

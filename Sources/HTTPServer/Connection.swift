@@ -3,43 +3,29 @@ import Glibc
 import HTTP
 import Synchronization
 
-/// One client socket. It drives an `HTTPConnectionStateMachine` and carries out its actions.
+/// One client socket. It drives an `HTTPConnectionStateMachine`, keeps its socket bookkeeping in
+/// an `HTTPConnectionBookkeeping` value, and makes the system calls both ask for.
 // @unchecked: all mutable state is only touched on `loop.queue`; other threads reach a
 // connection only through `loop.queue.async`.
 final class Connection: @unchecked Sendable {
-    private enum Work {
-        case action(HTTPConnectionStateMachine.Action)
-        /// A complete byte response is queued: report it written (now, or once output drains).
-        case responseQueued
-    }
-
-    /// Above this much unsent output, pipelined requests wait for the socket to drain.
-    private static let outputHighWater = 64 * 1024
-    private static let lingerSeconds: UInt64 = 2
-
     let fd: Int32
     let info: ConnectionInfo
     let loop: EventLoop
     // Strong: a late responder completion may still reach a closed connection; the cycle ends when the loop drops it.
     private let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
+    private var books = HTTPConnectionBookkeeping()
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
-    private var readSuspended = true
-    private var writeSuspended = true
     private var pendingCancels = 2
 
-    private var output: [UInt8] = []
-    private var outputOffset = 0
-    private var lastWriteProgress: UInt64 = 0
-
-    private var work: [Work] = []
+    /// The state machine's actions not yet carried out. The machine appends to it directly, and
+    /// its capacity is kept, so a request costs no action-list allocation.
+    private var work: [HTTPConnectionStateMachine.Action] = []
+    /// A complete response is queued once the work loop reaches this index: the state machine
+    /// then hears it is written (now, or once output drains). At most one response is pending.
+    private var responseCompleteAt: Int?
     private var running = false
-    private var waitingForDrain = false
-    private var closeAfterFlush = false
-    private var lingering = false
-    private var lingerDeadline: UInt64?
-    private var closed = false
     private var shutdownNoted = false
 
     private var responseGeneration: UInt64 = 0
@@ -48,8 +34,6 @@ final class Connection: @unchecked Sendable {
     private var responseReturnedDuringRespond: HTTPResponse?
 
     private var stream: ServerBodyStream?
-    /// Output bytes ahead of the stream's own bytes (its head), not counted against its backlog.
-    private var bytesAheadOfStream = 0
 
     init(fd: Int32, info: ConnectionInfo, loop: EventLoop, server: HTTPServer) {
         self.fd = fd
@@ -61,6 +45,7 @@ final class Connection: @unchecked Sendable {
                                                   now: DispatchTime.now().uptimeNanoseconds)
         self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
         self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+        work.reserveCapacity(4)
     }
 
     func start() {
@@ -74,22 +59,22 @@ final class Connection: @unchecked Sendable {
         readSource.setCancelHandler(handler: cancelHandler)
         writeSource.setEventHandler { [unowned self] in writable() }
         writeSource.setCancelHandler(handler: cancelHandler)
-        readSuspended = false
+        _ = books.resumeReading()
         readSource.activate()
     }
 
     // MARK: Events
 
     private func readable() {
-        guard !closed else { return }
+        guard !books.isClosed else { return }
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 {
-            if lingering { return }
-            enqueue(machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now()))
+            if books.lingering { return }
+            machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now(), into: &work)
             run()
         } else if count == 0 {
-            if lingering { closeNow(); return }
+            if books.lingering { closeNow(); return }
             enqueue(machine.peerHalfClosed(now: loop.now()))
             // Nothing more will arrive; keeping the source armed would spin on EOF.
             suspendReading()
@@ -100,31 +85,28 @@ final class Connection: @unchecked Sendable {
     }
 
     private func writable() {
-        guard !closed else { return }
+        guard !books.isClosed else { return }
         run()
     }
 
     func tick(_ instant: HTTPInstant) {
-        guard !closed else { return }
-        let time = instant.uptimeNanoseconds
-        if let deadline = lingerDeadline {
-            if time >= deadline { closeNow() }
+        guard !books.isClosed else { return }
+        switch books.timerStep(at: instant.uptimeNanoseconds, writeTimeout: loop.configuration.writeTimeout) {
+        case .close:
+            closeNow()
+        case .wait:
             return
+        case .checkStateMachine:
+            let actions = machine.tick(now: instant)
+            // Most ticks find nothing due; skip the work loop for those.
+            guard !actions.isEmpty else { return }
+            enqueue(actions)
+            run()
         }
-        if outputOffset < output.count {
-            let stalled = Double(time &- lastWriteProgress) / 1_000_000_000
-            if stalled >= loop.configuration.writeTimeout { closeNow() }
-            return
-        }
-        let actions = machine.tick(now: instant)
-        // Most ticks find nothing due; skip the work loop for those.
-        guard !actions.isEmpty else { return }
-        enqueue(actions)
-        run()
     }
 
     func shutdownRequested() {
-        guard !closed, !shutdownNoted else { return }
+        guard !books.isClosed, !shutdownNoted else { return }
         shutdownNoted = true
         enqueue(machine.shutdownRequested(now: loop.now()))
         run()
@@ -133,7 +115,7 @@ final class Connection: @unchecked Sendable {
     // MARK: Work loop
 
     private func enqueue(_ actions: [HTTPConnectionStateMachine.Action]) {
-        for action in actions { work.append(.action(action)) }
+        work.append(contentsOf: actions)
     }
 
     /// Carries out queued work, then flushes. Iterative, so synchronous responders answering a
@@ -145,46 +127,45 @@ final class Connection: @unchecked Sendable {
         defer { running = false }
         repeat {
             var index = 0
-            while index < work.count && !closed {
-                let item = work[index]
+            while !books.isClosed {
+                if responseCompleteAt == index {
+                    responseCompleteAt = nil
+                    if books.responseQueued() { responseWritten() }
+                }
+                guard index < work.count else { break }
+                let action = work[index]
                 index += 1
-                perform(item)
+                perform(action)
             }
             work.removeAll(keepingCapacity: true)
-            if closed { return }
+            if books.isClosed { return }
             flush()
-        } while !work.isEmpty && !closed
+        } while !work.isEmpty && !books.isClosed
     }
 
-    private func perform(_ item: Work) {
-        switch item {
-        case .responseQueued:
-            if output.count - outputOffset < Self.outputHighWater {
-                enqueue(machine.responseWritten(now: loop.now()))
-            } else {
-                waitingForDrain = true
-            }
-        case .action(let action):
-            switch action {
-            case .dispatch(let request):
-                dispatch(request)
-            case .write(let bytes):
-                output.append(contentsOf: bytes)
-            case .startStream(let producer, let chunked):
-                startStream(producer: producer, chunked: chunked)
-            case .pauseReading:
-                suspendReading()
-            case .resumeReading:
-                resumeReading()
-            case .close(let lingering):
-                closeAfterFlush = true
-                self.lingering = self.lingering || lingering
-            case .serverError(let status, let detail):
-                server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
-            case .peerGone:
-                info.disconnect.fire()
-            }
+    private func perform(_ action: HTTPConnectionStateMachine.Action) {
+        switch action {
+        case .dispatch(let request):
+            dispatch(request)
+        case .write(let bytes):
+            books.queue(bytes)
+        case .startStream(let producer, let chunked):
+            startStream(producer: producer, chunked: chunked)
+        case .pauseReading:
+            suspendReading()
+        case .resumeReading:
+            resumeReading()
+        case .close(let lingering):
+            books.closeRequested(lingering: lingering)
+        case .serverError(let status, let detail):
+            server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
+        case .peerGone:
+            info.disconnect.fire()
         }
+    }
+
+    private func responseWritten() {
+        machine.responseWritten(now: loop.now(), into: &work)
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -214,16 +195,16 @@ final class Connection: @unchecked Sendable {
 
     private func accept(_ response: HTTPResponse, generation: UInt64) {
         // A second completion, or one for a connection that died meanwhile, is ignored.
-        guard !closed, awaitingGeneration == generation else { return }
+        guard !books.isClosed, awaitingGeneration == generation else { return }
         info.disconnect.requestAnswered()
         awaitingGeneration = nil
         // Shutdown may have begun while this loop had not heard of it yet: this response then
         // already says `Connection: close`.
         if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
-        let actions = machine.responseReady(response, now: loop.now())
-        enqueue(actions)
-        let streams = actions.contains { if case .startStream = $0 { return true } else { return false } }
-        if !streams { work.append(.responseQueued) }
+        let first = work.count
+        machine.responseReady(response, now: loop.now(), into: &work)
+        let streams = work[first...].contains { if case .startStream = $0 { return true } else { return false } }
+        if !streams { responseCompleteAt = work.count }
     }
 
     // MARK: Streaming
@@ -234,14 +215,14 @@ final class Connection: @unchecked Sendable {
             self.loop.queue.async { self.streamHasData() }
         }
         self.stream = stream
-        bytesAheadOfStream = output.count - outputOffset
+        books.streamStarted()
         producer(stream)
     }
 
     private func streamHasData() {
-        guard !closed, let stream else { return }
+        guard !books.isClosed, let stream else { return }
         let taken = stream.take()
-        output.append(contentsOf: taken.bytes)
+        books.queue(taken.bytes)
         if taken.overflowed {
             // The consumer cannot keep up; dropping it bounds memory.
             closeNow()
@@ -249,7 +230,8 @@ final class Connection: @unchecked Sendable {
         }
         if taken.finished {
             self.stream = nil
-            work.append(.responseQueued)
+            books.streamEnded()
+            responseCompleteAt = work.count
         }
         run()
     }
@@ -257,18 +239,11 @@ final class Connection: @unchecked Sendable {
     // MARK: Output
 
     private func flush() {
-        while outputOffset < output.count {
-            let sent = output.withUnsafeBytes { bytes in
-                send(fd, bytes.baseAddress.map { $0 + outputOffset }, bytes.count - outputOffset, Int32(MSG_NOSIGNAL))
-            }
+        while books.unsentByteCount > 0 {
+            let sent = books.sendUnsent { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent > 0 {
-                outputOffset += sent
-                lastWriteProgress = DispatchTime.now().uptimeNanoseconds
-                if let stream {
-                    let ahead = min(sent, bytesAheadOfStream)
-                    bytesAheadOfStream -= ahead
-                    stream.acknowledge(sent - ahead)
-                }
+                let streamBytes = books.sent(sent, at: DispatchTime.now().uptimeNanoseconds)
+                if streamBytes > 0 { stream?.acknowledge(streamBytes) }
             } else if sent < 0 && errno == EINTR {
                 continue
             } else if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -278,43 +253,32 @@ final class Connection: @unchecked Sendable {
                 return
             }
         }
-        if outputOffset == output.count {
-            output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
-            outputOffset = 0
+        let step = books.flushStopped(at: DispatchTime.now().uptimeNanoseconds)
+        switch step {
+        case .idle:
             suspendWriting()
-            if closeAfterFlush {
-                finishClosing()
-                return
-            }
-        } else {
-            // Compact only when most of the buffer is sent, so a large response is not copied over and over.
-            if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
-                output.removeFirst(outputOffset)
-                outputOffset = 0
-            }
-            // The write-stall clock starts when output first has to wait.
-            if writeSuspended { lastWriteProgress = DispatchTime.now().uptimeNanoseconds }
+        case .waitForWritable:
             resumeWriting()
+        case .close:
+            suspendWriting()
+            closeNow()
+            return
+        case .linger:
+            suspendWriting()
+            // Half-close and read until the peer is done, so it sees the error response rather than a reset.
+            if books.beginLingering(at: DispatchTime.now().uptimeNanoseconds) {
+                Glibc.shutdown(fd, Int32(SHUT_WR))
+                resumeReading()
+            }
+            return
         }
-        if waitingForDrain && output.count - outputOffset < Self.outputHighWater {
-            waitingForDrain = false
-            enqueue(machine.responseWritten(now: loop.now()))
-        }
-    }
-
-    private func finishClosing() {
-        guard lingering else { closeNow(); return }
-        // Half-close and read until the peer is done, so it sees the error response rather than a reset.
-        guard lingerDeadline == nil else { return }
-        Glibc.shutdown(fd, Int32(SHUT_WR))
-        lingerDeadline = DispatchTime.now().uptimeNanoseconds + Self.lingerSeconds * 1_000_000_000
-        resumeReading()
+        if books.takeDrainedResponse() { responseWritten() }
     }
 
     func closeNow() {
-        guard !closed else { return }
-        closed = true
+        guard books.markClosed() else { return }
         work.removeAll()
+        responseCompleteAt = nil
         // A request still waiting for its answer has nobody to answer any more.
         info.disconnect.fire()
         if let stream {
@@ -331,27 +295,19 @@ final class Connection: @unchecked Sendable {
     }
 
     private func suspendReading() {
-        guard !readSuspended else { return }
-        readSuspended = true
-        readSource.suspend()
+        if books.suspendReading() { readSource.suspend() }
     }
 
     private func resumeReading() {
-        guard readSuspended else { return }
-        readSuspended = false
-        readSource.resume()
+        if books.resumeReading() { readSource.resume() }
     }
 
     private func suspendWriting() {
-        guard !writeSuspended else { return }
-        writeSuspended = true
-        writeSource.suspend()
+        if books.suspendWriting() { writeSource.suspend() }
     }
 
     private func resumeWriting() {
-        guard writeSuspended else { return }
-        writeSuspended = false
-        writeSource.resume()
+        if books.resumeWriting() { writeSource.resume() }
     }
 }
 

@@ -234,10 +234,12 @@ public final class HealthApplication: HTTPResponder {
             throw APIError.authenticationRequired("send Authorization: Bearer <token>")
         }
         let prefix = "Bearer "
-        guard header.count > prefix.count, header.prefix(prefix.count).lowercased() == "bearer " else {
+        guard header.utf8.count > prefix.utf8.count, header.utf8.prefix(prefix.utf8.count).elementsEqual("bearer ".utf8, by: {
+            ($0 >= 65 && $0 <= 90 ? $0 + 32 : $0) == $1
+        }) else {
             throw APIError.authenticationRequired("the Authorization header must be 'Bearer <token>'")
         }
-        let token = String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+        let token = Self.trimmedToken(header.dropFirst(prefix.count))
         let hash = TokenHashing.hash(token)
         let principal: Principal
         if TokenHashing.equals(hash, adminTokenHash) {
@@ -264,13 +266,44 @@ public final class HealthApplication: HTTPResponder {
     }
 }
 
+extension HealthApplication {
+    /// The token after `Bearer `, without surrounding whitespace. ASCII tokens (all real ones) are
+    /// trimmed as bytes; Foundation's Unicode-aware trim, which costs more than the rest of
+    /// authentication, only runs for the odd header with other characters.
+    static func trimmedToken(_ text: Substring) -> String {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return String(text).trimmingCharacters(in: .whitespaces) }
+        let utf8 = text.utf8
+        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let first = utf8.firstIndex(where: { !isBlank($0) }), let last = utf8.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(text[first...last])
+    }
+}
+
 /// Request ids: the connection and a process-wide counter, so a log line and a client's
 /// `X-Request-Id` point at each other.
 final class RequestCounter: Sendable {
-    private let value = Mutex<UInt64>(0)
+    private let value = Atomic<UInt64>(0)
     func next(connection: UInt64) -> String {
-        let n = value.withLock { v -> UInt64 in v &+= 1; return v }
-        return "\(String(connection, radix: 36))-\(String(n, radix: 36))"
+        // An atomic add: the event loops' threads take ids side by side without a lock.
+        let n = value.add(1, ordering: .relaxed).newValue
+        // `<connection>-<n>` in base 36, written into one small buffer (this runs for every request).
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 27) { buffer in
+            var end = 27
+            func prepend(_ number: UInt64) {
+                var rest = number
+                repeat {
+                    end -= 1
+                    let digit = UInt8(rest % 36)
+                    buffer[end] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                    rest /= 36
+                } while rest > 0
+            }
+            prepend(n)
+            end -= 1
+            buffer[end] = UInt8(ascii: "-")
+            prepend(connection)
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[end...]), as: UTF8.self)
+        }
     }
 }
 

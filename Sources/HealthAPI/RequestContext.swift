@@ -16,13 +16,14 @@ public enum Principal: Sendable {
 /// `rejectUnknown()`, so a misspelt parameter (`strictStartdate`) is a 400, never silently ignored.
 public struct QueryParameters: Sendable {
     private var pairs: [(name: String, value: String)]
-    private var consumed: Set<String> = []
+    /// Names read so far; a handful per request, so a list beats hashing each one.
+    private var consumed: [String] = []
 
     public init(_ pairs: [(name: String, value: String)]) { self.pairs = pairs }
 
     /// The value of `name`; a parameter given twice is a 400 (which one would win is a guess).
     public mutating func string(_ name: String) throws(APIError) -> String? {
-        consumed.insert(name)
+        if !consumed.contains(name) { consumed.append(name) }
         var found: String?
         for pair in pairs where pair.name == name {
             guard found == nil else { throw APIError.invalidField(name, "given more than once") }

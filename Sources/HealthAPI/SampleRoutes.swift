@@ -163,7 +163,7 @@ enum SampleRoutes {
         for index in 0..<list.count {
             do throws(JSONFieldError) {
                 var reader = try list.object(at: index)
-                let sample = try SampleCodec.decode(&reader)
+                let sample = try SampleCodec.decode(&reader, newUUID: HealthUUID.timeOrdered)
                 try reader.finish()
                 samples.append(sample)
             } catch {

@@ -1,10 +1,6 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Synchronization
-
 // Sample identifiers: RFC 4122 UUIDs without Foundation, stored as two words
-// so they hash, compare and pack into 16 bytes cheaply.
+// so they hash, compare and pack into 16 bytes cheaply. New uuids take their random bits and time
+// as parameters; the system clock and random source are the shells' (HealthStore's SystemUUIDs).
 
 /// A UUID. Parsing accepts the 36-character textual form in any letter case;
 /// `uuidString` is uppercase, as HealthKit's `UUID.uuidString` prints it.
@@ -70,11 +66,6 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
         return HealthUUID(high: high, low: low)
     }
 
-    public static func random() -> HealthUUID {
-        var generator = SystemRandomNumberGenerator()
-        return random(using: &generator)
-    }
-
     /// A version-7 UUID (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits.
     /// The server gives these to samples saved without a uuid: uuids made in the same minute sort
     /// together, so the store's uuid index grows at its end instead of dirtying a random page per
@@ -85,14 +76,6 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
         let high = milliseconds << 16 | 0x7000 | (generator.next() & 0x0FFF)
         let low = (generator.next() & ~(UInt64(0xC0) << 56)) | (UInt64(0x80) << 56)
         return HealthUUID(high: high, low: low)
-    }
-
-    /// A version-7 UUID for now (the system clock and random source).
-    public static func timeOrdered() -> HealthUUID {
-        var generator = BufferedSystemRandom()
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return timeOrdered(unixMilliseconds: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000, using: &generator)
     }
 
     /// The RFC 4122/9562 version nibble (4 random, 7 time-ordered, 8 the importer's content hash...).
@@ -141,45 +124,6 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     public static func < (lhs: HealthUUID, rhs: HealthUUID) -> Bool {
         (lhs.high, lhs.low) < (rhs.high, rhs.low)
     }
-}
-
-/// The system's random source read 4 KiB at a time: a batch of 10,000 samples without uuids
-/// otherwise makes 20,000 getrandom(2) calls (`SystemRandomNumberGenerator` reads 8 bytes per call).
-struct BufferedSystemRandom: RandomNumberGenerator {
-    private struct Buffer: ~Copyable {
-        var words = [UInt64](repeating: 0, count: 512)
-        var next = 512
-
-        mutating func take() -> UInt64 {
-            if next == words.count {
-                words.withUnsafeMutableBytes { bytes in
-                    // /dev/urandom is the kernel's CSPRNG, the same source getrandom(2) reads.
-                    var filled = 0
-                    let descriptor = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
-                    if descriptor >= 0 {
-                        while filled < bytes.count {
-                            let count = read(descriptor, bytes.baseAddress.map { $0 + filled }, bytes.count - filled)
-                            if count > 0 { filled += count } else if count < 0 && errno == EINTR { continue } else { break }
-                        }
-                        close(descriptor)
-                    }
-                    if filled < bytes.count {
-                        var system = SystemRandomNumberGenerator()
-                        for index in 0..<(bytes.count / 8) {
-                            bytes.storeBytes(of: system.next(), toByteOffset: index * 8, as: UInt64.self)
-                        }
-                    }
-                }
-                next = 0
-            }
-            defer { next += 1 }
-            return words[next]
-        }
-    }
-
-    private static let shared = Mutex(Buffer())
-
-    mutating func next() -> UInt64 { Self.shared.withLock { $0.take() } }
 }
 
 extension HealthUUID {

@@ -4,10 +4,12 @@ import JSON
 /// field by full path) and writes them back as response JSON. Pure.
 public enum SampleCodec {
     /// Decodes one sample object. `reader` is positioned at the sample (path like `samples[3]`);
-    /// unknown fields are rejected.
-    public static func decode(_ reader: inout JSONFieldReader, allowNested: Bool = true) throws(JSONFieldError) -> HealthSample {
+    /// unknown fields are rejected. A sample without a uuid gets `newUUID()` (the server passes
+    /// `HealthUUID.timeOrdered`, from the clock and the system's random source).
+    public static func decode(_ reader: inout JSONFieldReader, allowNested: Bool = true,
+                              newUUID: () -> HealthUUID) throws(JSONFieldError) -> HealthSample {
         do {
-            return try decodeValidated(&reader, allowNested: allowNested)
+            return try decodeValidated(&reader, allowNested: allowNested, newUUID: newUUID)
         } catch let error as JSONFieldError {
             throw error
         } catch let error as HealthValidationError {
@@ -17,7 +19,8 @@ public enum SampleCodec {
         }
     }
 
-    private static func decodeValidated(_ reader: inout JSONFieldReader, allowNested: Bool) throws -> HealthSample {
+    private static func decodeValidated(_ reader: inout JSONFieldReader, allowNested: Bool,
+                                        newUUID: () -> HealthUUID) throws -> HealthSample {
         if reader.contains("source") { throw reader.error("source", "is set by the server; leave it out") }
         if reader.contains("created") { throw reader.error("created", "is set by the server; leave it out") }
         let typeName = try reader.requiredString("type")
@@ -29,7 +32,7 @@ public enum SampleCodec {
         if let text = try reader.optionalString("uuid") {
             uuid = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.uuid(text, field: "uuid") }
         } else {
-            uuid = HealthUUID.timeOrdered()
+            uuid = newUUID()
         }
         let startText = try reader.requiredString("start")
         let start = try validating(reader) { () throws(HealthValidationError) in try HealthValidation.instant(startText, field: "start") }
@@ -78,7 +81,7 @@ public enum SampleCodec {
             var objects: [HealthSample] = []
             for index in 0..<objectsReader.count {
                 var objectReader = try objectsReader.object(at: index)
-                let object = try decode(&objectReader, allowNested: false)
+                let object = try decode(&objectReader, allowNested: false, newUUID: newUUID)
                 try objectReader.finish()
                 try HealthValidation.correlationObject(object.type, in: type, field: objectReader.path(of: "type"))
                 objects.append(object)

@@ -26,7 +26,7 @@ public enum HealthdExportLine {
             throw JSONFieldError(field: "uuid", detail: "is missing: each line of healthd's export has its uuid")
         }
         var reader = JSONFieldReader(withoutServerFields(object))
-        return SourcedSample(app: app, sample: try SampleCodec.decode(&reader))
+        return SourcedSample(app: app, sample: try SampleCodec.decode(&reader, newUUID: HealthUUID.timeOrdered))
     }
 
     /// The sample as a client would send it: without the fields the server sets, in its objects too.

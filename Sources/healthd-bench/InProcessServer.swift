@@ -7,14 +7,17 @@ import HealthStore
 /// benchmarks that need real HTTP plus direct access to the store.
 final class InProcessServer {
     let directory: String
+    private let keepsDirectory: Bool
     let store: HealthStore
     let application: HealthApplication
     let server: HTTPServer
     var port: Int { server.boundPort }
 
-    /// `connections`: how many connections the benchmark will hold open at once.
-    init(name: String, connections: Int = 0) throws {
-        directory = NSTemporaryDirectory() + "healthd-bench-\(name)-" + UUID().uuidString
+    /// `connections`: how many connections the benchmark will hold open at once. `directory`: an
+    /// existing data directory to serve (kept by `stop`) instead of a fresh temporary one.
+    init(name: String, connections: Int = 0, port: Int = 0, directory existing: String? = nil) throws {
+        directory = existing ?? NSTemporaryDirectory() + "healthd-bench-\(name)-" + UUID().uuidString
+        keepsDirectory = existing != nil
         var configuration = HealthdConfiguration()
         configuration.dataDirectory = directory
         configuration.accessLog = false
@@ -24,7 +27,7 @@ final class InProcessServer {
         store = try HealthStore(directory: directory)
         application = HealthApplication(configuration: configuration, store: store,
                                         adminToken: "bench-admin-token-0123456789", accessLog: nil)
-        var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
+        var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: port)
         serverConfiguration.limits.bodyLimitOverrides = [HealthAutoExportRoutes.bodyLimit(configuration.maxHealthAutoExportBodyBytes)]
         serverConfiguration.maxConnections = max(serverConfiguration.maxConnections, connections * 2 + 16)
         serverConfiguration.maxConnectionsPerAddress = max(serverConfiguration.maxConnectionsPerAddress, connections * 2 + 16)
@@ -39,6 +42,31 @@ final class InProcessServer {
         server.shutdown(deadline: 1) { done.signal() }
         done.wait()
         store.close()
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepsDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// `healthd-bench http-serve --port P [--work-dir DIR]`: serves until killed. It is the same
+    /// server and application as `healthd serve` (access log and abuse limits off), but it parks
+    /// the main thread instead of calling `dispatchMain`, which valgrind cannot run, so
+    /// Benchmarks/http-instructions.sh can count instructions per request.
+    static func serve(_ arguments: [String]) -> Int32 {
+        var port = 18090
+        var directory: String?
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            switch (flag, rest.popFirst()) {
+            case ("--port", let value?): port = Int(value) ?? port
+            case ("--work-dir", let value?): directory = value
+            default: benchFail("usage: healthd-bench http-serve [--port P] [--work-dir DIR]")
+            }
+        }
+        do {
+            let harness = try InProcessServer(name: "http", connections: 64, port: port, directory: directory)
+            FileHandle.standardOutput.write(Data("listening on http://127.0.0.1:\(harness.port)\n".utf8))
+            withExtendedLifetime(harness) { while true { sleep(3600) } }
+            return 0
+        } catch {
+            benchFail("\(error)")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HealthModel
+import HealthStore
 import JSON
 
 /// `samples-decode`: the CPU cost per sample of turning a POST /v1/samples body into validated
@@ -33,7 +34,7 @@ enum SampleDecodeBenchmark {
             for index in 0..<list.count {
                 do {
                     var sampleReader = try list.object(at: index)
-                    let sample = try SampleCodec.decode(&sampleReader)
+                    let sample = try SampleCodec.decode(&sampleReader, newUUID: HealthUUID.timeOrdered)
                     try sampleReader.finish()
                     checksum &+= Int(sample.start & 0xFF)
                 } catch {

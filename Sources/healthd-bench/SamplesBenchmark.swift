@@ -10,6 +10,7 @@ import Synchronization
 struct SamplesBenchmarkOptions {
     var healthdPath = ""
     var workDirectory = ""
+    var workDirectoryGiven = false
     var clients = 4
     var uuidSources = SamplesBenchmark.UUIDSource.allCases
     var batches = 40
@@ -207,29 +208,37 @@ enum SamplesBenchmark {
 
     // MARK: GET /v1/samples
 
+    /// Fills `directory` with `samples` generated samples (alternating stepCount and heartRate) for
+    /// the bench user, unless it already holds them, and returns a fresh app token that may read them.
+    static func seedStore(directory: String, samples: Int, batchSize: Int, log: String) throws -> String {
+        let (store, app, token) = try prepareUser(dataDirectory: directory)
+        defer { store.close() }
+        let existing = try store.samples(SampleQuery(type: "heartRate"), for: app, userExternalID: app.userID).samples.isEmpty
+        guard existing else {
+            print("\(log): reusing the store in \(directory)")
+            return token
+        }
+        var generator = SampleGenerator(seed: 5)
+        let began = nanosecondsNow()
+        var batch: [HealthSample] = []
+        batch.reserveCapacity(batchSize)
+        for index in 0..<samples {
+            batch.append(generator.sample(index))
+            if batch.count == batchSize || index == samples - 1 {
+                _ = try store.save(batch, by: app)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        let seconds = Double(nanosecondsNow() - began) / 1e9
+        print("\(log): built a store of \(samples) samples with HealthStore.save in \(format(seconds, decimals: 1)) s (\(Int(Double(samples) / seconds)) samples/s in-process)")
+        return token
+    }
+
     /// Builds (or reuses) a store of `storeSamples` samples, serves it, and times pages of 1,000.
     static func read(_ options: SamplesBenchmarkOptions) throws {
         let directory = options.workDirectory + "/read-\(options.storeSamples)"
-        let (store, app, token) = try prepareUser(dataDirectory: directory)
-        let existing = try store.samples(SampleQuery(type: "heartRate"), for: app, userExternalID: app.userID).samples.isEmpty
-        if existing {
-            var generator = SampleGenerator(seed: 5)
-            let began = nanosecondsNow()
-            var batch: [HealthSample] = []
-            batch.reserveCapacity(options.batchSize)
-            for index in 0..<options.storeSamples {
-                batch.append(generator.sample(index))
-                if batch.count == options.batchSize || index == options.storeSamples - 1 {
-                    _ = try store.save(batch, by: app)
-                    batch.removeAll(keepingCapacity: true)
-                }
-            }
-            let seconds = Double(nanosecondsNow() - began) / 1e9
-            print("samples-read: built a store of \(options.storeSamples) samples with HealthStore.save in \(format(seconds, decimals: 1)) s (\(Int(Double(options.storeSamples) / seconds)) samples/s in-process)")
-        } else {
-            print("samples-read: reusing the store in \(directory)")
-        }
-        store.close()
+        let token = try seedStore(directory: directory, samples: options.storeSamples, batchSize: options.batchSize,
+                                  log: "samples-read")
         if let size = try? FileManager.default.attributesOfItem(atPath: directory + "/healthd.sqlite")[.size] as? Int {
             print("  database file: \(mebibytes(size / 1024))")
         }

@@ -21,7 +21,7 @@ enum SamplesBenchmarkCommand {
             }
             switch flag {
             case "--healthd": options.healthdPath = value()
-            case "--work-dir": options.workDirectory = value()
+            case "--work-dir": options.workDirectory = value(); options.workDirectoryGiven = true
             case "--clients": options.clients = number()
             case "--batches": options.batches = number()
             case "--batch-size": options.batchSize = number()
@@ -48,7 +48,7 @@ enum SamplesBenchmarkCommand {
         if options.workDirectory.isEmpty {
             options.workDirectory = NSTemporaryDirectory() + "healthd-bench-\(getpid())"
         }
-        guard FileManager.default.isExecutableFile(atPath: options.healthdPath) || command == "sqlite-baseline" else {
+        guard FileManager.default.isExecutableFile(atPath: options.healthdPath) || command == "sqlite-baseline" || command == "seed-store" else {
             benchFail("no healthd binary at \(options.healthdPath) (build it: swift build -c release, or pass --healthd)")
         }
         print("healthd-bench \(command): \(ProcessInfo.processInfo.activeProcessorCount) cores, work dir \(options.workDirectory)")
@@ -66,6 +66,11 @@ enum SamplesBenchmarkCommand {
             case "samples-write":
                 for source in options.uuidSources { _ = try SamplesBenchmark.write(options, uuids: source) }
             case "samples-read": try SamplesBenchmark.read(options)
+            case "seed-store":
+                guard !options.workDirectory.isEmpty, options.workDirectoryGiven else { benchFail("seed-store needs --work-dir") }
+                let token = try SamplesBenchmark.seedStore(directory: options.workDirectory, samples: options.storeSamples,
+                                                           batchSize: options.batchSize, log: "seed-store")
+                print("token: \(token)")
             default: benchFail("unknown command '\(command)'\n\(samplesUsage)")
             }
         } catch {
@@ -83,6 +88,8 @@ let samplesUsage = """
       sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)
       samples-write     POST /v1/samples batches from concurrent keep-alive clients
       samples-read      GET /v1/samples pages of 1,000 from a large store
+      seed-store        fill --work-dir with --store-samples samples (kept if already there) and print
+                        an app token that reads them (Benchmarks/http.sh serves it)
 
     options:
       --healthd PATH      the healthd binary (default: next to this one)

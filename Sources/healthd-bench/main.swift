@@ -16,6 +16,10 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
     ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
     ("samples-decode", "CPU per sample of a POST /v1/samples body: JSON parse and SampleCodec, one thread", SampleDecodeBenchmark.run),
     ("samples-read", "GET /v1/samples pages of 1,000 from a large store", { SamplesBenchmarkCommand.run("samples-read", $0) }),
+    ("http-serve", "healthd's server and application in this process without dispatchMain, for valgrind (Benchmarks/http-instructions.sh)",
+     InProcessServer.serve),
+    ("seed-store", "fill --work-dir with --store-samples samples and print an app token (for Benchmarks/http.sh)",
+     { SamplesBenchmarkCommand.run("seed-store", $0) }),
     ("changes", "change feed: catch-up changes/s over HTTP, long-poll and SSE write-to-wake latency with idle subscribers",
      ChangeFeedBenchmark.run),
     ("statistics", "statistics through the route handlers over a year of steps (2 sources) and heart rate, cold and warm, "

@@ -54,10 +54,40 @@ struct ConnectionStateMachineTests {
         #expect(!machine.isClosed)
     }
 
-    @Test func responseBeforeDispatchIsIgnored() {
+    // The socket shell only reports a response for a dispatched request, and only reports it
+    // written after queueing it; anything else is a bug in the shell, which these assertions catch.
+    @Test func responseBeforeDispatchIsAnAssertionFailure() async {
+        await #expect(processExitsWith: .failure) {
+            var machine = HTTPConnectionStateMachine(now: 0)
+            _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        }
+    }
+
+    @Test func responseWrittenBeforeAResponseIsAnAssertionFailure() async {
+        await #expect(processExitsWith: .failure) {
+            var machine = HTTPConnectionStateMachine(now: 0)
+            _ = machine.bytesReceived(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8), now: at(0))
+            _ = machine.responseWritten(now: at(0))
+        }
+    }
+
+    @Test func aSecondResponseForOneRequestIsAnAssertionFailure() async {
+        await #expect(processExitsWith: .failure) {
+            var machine = HTTPConnectionStateMachine(now: 0)
+            _ = machine.bytesReceived(Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8), now: at(0))
+            _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+            _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        }
+    }
+
+    @Test func eventsAfterCloseAreIgnored() {
         var machine = Machine(now: 0)
+        #expect(describe(machine.peerHalfClosed(now: at(0))) == ["close"])
         #expect(machine.responseReady(HTTPResponse(status: .ok), now: at(0)).isEmpty)
         #expect(machine.responseWritten(now: at(0)).isEmpty)
+        #expect(machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0)).isEmpty)
+        #expect(machine.tick(now: at(1000)).isEmpty)
+        #expect(machine.shutdownRequested(now: at(0)).isEmpty)
     }
 
     @Test func keepAliveOnHTTP11AndCloseOnRequest() {
@@ -210,6 +240,57 @@ struct ConnectionStateMachineTests {
         #expect(busy.shutdownRequested(now: at(0)).isEmpty)
         #expect(writtenText(busy.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
         #expect(describe(busy.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func shutdownWhileABodyArrivesAnswersThatRequestThenCloses() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nab"), now: at(0))
+        #expect(machine.shutdownRequested(now: at(0)).isEmpty)
+        #expect(describe(machine.bytesReceived(bytes("cd"), now: at(0))) == ["dispatch POST /p body=abcd"])
+        #expect(writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+        #expect(machine.isClosed)
+    }
+
+    @Test func shutdownWhileAResponseIsWrittenClosesAfterIt() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        #expect(!writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection:"))
+        #expect(machine.shutdownRequested(now: at(0)).isEmpty)
+        // The pipelined request is not dispatched: the connection closes once this response is out.
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func pipelinedRequestsBufferedBeforeEndOfInputAreAllAnswered() {
+        var machine = Machine(now: 0)
+        let input = "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"
+        #expect(describe(machine.bytesReceived(bytes(input), now: at(0))) == ["dispatch GET /1 body="])
+        #expect(describe(machine.peerHalfClosed(now: at(0))) == ["peer gone"])
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        #expect(describe(machine.responseWritten(now: at(0))) == ["dispatch GET /2 body="])
+        // End of input is remembered across requests: the second one is reported gone at once...
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        // ...and once nothing is left, the connection closes.
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+    }
+
+    @Test func anUnfinishedPipelinedRequestAfterEndOfInputCloses() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHo"), now: at(0))
+        _ = machine.peerHalfClosed(now: at(0))
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        // The rest of /2 can never arrive: close now rather than wait for the header timeout.
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
+        #expect(machine.isClosed)
+    }
+
+    @Test func readingStaysPausedAcrossAResponseThatCloses() {
+        var machine = Machine(maxBufferedBytes: 10, now: 0)
+        _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), now: at(0))
+        #expect(describe(machine.bytesReceived(bytes("GET /next HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))) == ["pause"])
+        _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
+        // A closing connection never resumes reading.
+        #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
     }
 
     @Test func streamsAreChunkedOn11AndCloseDelimitedOn10() {

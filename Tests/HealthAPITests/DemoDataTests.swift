@@ -30,7 +30,7 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
                 }
                 let sent = JSONObject(written.members.filter { $0.key != "source" && $0.key != "created" })
                 var reader = JSONFieldReader(sent)
-                let decoded = try SampleCodec.decode(&reader)
+                let decoded = try SampleCodec.decode(&reader, newUUID: HealthUUID.timeOrdered)
                 try reader.finish()
                 #expect(decoded == sample)
             }

@@ -8,7 +8,7 @@ import JSON
         do {
             var reader = try JSONFieldReader(parsing: Array(json.utf8))
             reader = JSONFieldReader(reader.object, path: path)
-            _ = try SampleCodec.decode(&reader)
+            _ = try SampleCodec.decode(&reader) { HealthUUID(high: 0x7000, low: 0x8000_0000_0000_0000) }
             try reader.finish()
             return nil
         } catch {
@@ -37,13 +37,19 @@ import JSON
         #expect(decodeError(#"{"type":"heartRate","value":61,"unit":"count/min","start":"2026-03-08T09:00:00-05:00","metadata":{"HKHeartRateMotionContext":1}}"#) == nil)
     }
 
-    @Test func samplesWithoutAUUIDGetATimeOrderedOne() throws {
+    @Test func samplesWithoutAUUIDGetOneFromTheGivenSource() throws {
+        var generator = SplitMix64(seed: 7)
+        let minted = HealthUUID.timeOrdered(unixMilliseconds: 1_772_960_400_000, using: &generator)
+        var asked = 0
         func decode(_ json: String) throws -> HealthSample {
             var reader = try JSONFieldReader(parsing: Array(json.utf8))
-            return try SampleCodec.decode(&reader)
+            return try SampleCodec.decode(&reader) { asked += 1; return minted }
         }
         let assigned = try decode(#"{"type":"stepCount","value":5,"start":"2026-03-08T09:00:00Z"}"#)
-        #expect(assigned.uuid.version == 7)
+        #expect(assigned.uuid == minted && asked == 1)
+        let correlation = try decode(#"{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","uuid":"0b1f6f4e-9c1a-4c39-8d43-1f0c6f7f5c2a","objects":[{"type":"bloodPressureSystolic","value":120,"unit":"mmHg","start":"2026-03-08T09:00:00Z"}]}"#)
+        guard case .correlation(let objects) = correlation.content else { Issue.record("not a correlation"); return }
+        #expect(objects.first?.uuid == minted && asked == 2, "objects without a uuid get one from the same source")
         let given = try decode(#"{"type":"stepCount","value":5,"start":"2026-03-08T09:00:00Z","uuid":"0b1f6f4e-9c1a-4c39-8d43-1f0c6f7f5c2a"}"#)
         #expect(given.uuid == HealthUUID("0B1F6F4E-9C1A-4C39-8D43-1F0C6F7F5C2A"), "a client's uuid is kept as sent")
     }

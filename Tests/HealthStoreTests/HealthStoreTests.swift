@@ -168,3 +168,14 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         #expect(try t.store.samples(SampleQuery(type: "stepCount"), for: owner, userExternalID: user.id).samples.count == 2)
     }
 }
+
+@Suite struct SystemUUIDTests {
+    @Test func systemUUIDsHaveTheirVersionsAndStayDistinctAcrossRefills() {
+        #expect(HealthUUID.random().version == 4)
+        #expect(HealthUUID.timeOrdered().version == 7)
+        // The buffered random source refills every 512 words: uuids across refills stay distinct.
+        let many = (0..<3_000).map { _ in HealthUUID.timeOrdered() }
+        #expect(Set(many).count == many.count)
+        #expect(Set(many.map(\.low)).count == many.count)
+    }
+}

@@ -7,7 +7,7 @@ import Testing
 @Suite struct HealthdExportLineTests {
     private func sample(_ json: String) throws -> HealthSample {
         var reader = try JSONFieldReader(parsing: Array(json.utf8))
-        return try SampleCodec.decode(&reader)
+        return try SampleCodec.decode(&reader) { HealthUUID(high: 0x7000, low: 0x8000_0000_0000_0000) }
     }
 
     private func exported(_ sample: HealthSample, app: String) -> [UInt8] {
