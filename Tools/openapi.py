@@ -744,7 +744,7 @@ def document():
                            "appToken": {"type": "http", "scheme": "bearer",
                                         "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},
                            "adminToken": {"type": "http", "scheme": "bearer",
-                                          "description": "The server's admin token (HEALTHD_ADMIN_TOKEN, or generated at first start into DATA_DIR/admin-token): users, authorizations, characteristics, source priority and goals."}}},
+                                          "description": "The server's admin token (HEALTHD_ADMIN_TOKEN, or printed at first start): users, authorizations, characteristics, source priority and goals."}}},
     }
 
 
