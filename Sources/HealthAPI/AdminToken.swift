@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// The admin token: `HEALTHD_ADMIN_TOKEN` when set; otherwise generated on the first start,
-/// and kept in `DATA_DIR/admin-token`, readable by its owner only (the server prints the path, never the token).
+/// printed once, and kept in `DATA_DIR/admin-token`, readable by its owner only.
 public enum AdminToken {
     public enum Origin: Equatable, Sendable { case environment, file, generated }
 

@@ -233,7 +233,15 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
-        migrator.register("010-statistics-rollup-slots") { db in
+        migrator.register("010-authorization-read-disclosure") { db in
+            try db.execute("""
+                -- Whether the token may learn its own read list (GET /v1/authorizations/current). As in
+                -- HealthKit, read permission is never disclosed unless the admin opted this app in;
+                -- existing authorizations keep the default, off.
+                ALTER TABLE authorizations ADD COLUMN discloses_read INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
+        migrator.register("011-statistics-rollup-slots") { db in
             try db.execute("""
                 -- A cumulative day's body now holds its running integral at the 15-minute slot
                 -- boundaries only; the whole function moves to detail, read only by queries with a

@@ -55,7 +55,7 @@ public enum HelpText {
           HEALTHD_PUBLIC_DIR   as --public-dir
           HEALTHD_PORT         as --port
           HEALTHD_ADMIN_TOKEN  the admin token (at least 16 characters); otherwise one is generated on the
-                               first start and kept in DATA_DIR/admin-token (mode 0600; the path is printed, not the token)
+                               first start, printed once and kept in DATA_DIR/admin-token (mode 0600)
 
         SIGTERM and SIGINT stop it gracefully: in-flight requests finish, nothing acknowledged is lost.
         """

@@ -107,8 +107,7 @@ func runServe(_ options: ServeOptions) {
     switch admin.origin {
     case .environment: say("admin token: from HEALTHD_ADMIN_TOKEN")
     case .file: say("admin token: in \(adminTokenPath(configuration))")
-    // Only the path: standard output often ends up in logs, and the token would stay there.
-    case .generated: say("admin token: generated, in \(adminTokenPath(configuration)) (mode 0600)")
+    case .generated: say("admin token (shown once; also saved in \(adminTokenPath(configuration))): \(admin.token)")
     }
     let hasDashboard = application.hasDashboard && PublicDirectory.isDashboard(configuration.publicDirectory)
     if hasDashboard {

@@ -97,6 +97,17 @@ private struct RollupRows {
         }
     }
 
+    /// 5,000 samples over the same minute make a body far shorter than their count.
+    @Test func manySamplesWithTheSameTimesDecode() throws {
+        let samples = (0 ..< 5_000).map { StatisticsSample(id: Int64($0), start: 5 * day + hour, end: 5 * day + hour + 60_000, value: 2, source: 1) }
+        let row = try #require(DayRollup.encode(day: 5, samples: samples, style: .cumulative, priority: SourcePriority([1])))
+        #expect(row.body.count < 5_000)
+        let series = try RollupSeries(style: .cumulative, priority: SourcePriority([1]), days: 5...5, rows: [(5, row.body, nil)])
+        #expect(series.sampleCount == 5_000)
+        let sum = try series.statistics(start: 5 * day, end: 6 * day, options: .cumulativeSum).figures.sum
+        #expect(abs((sum ?? 0) - 10_000) < 1e-6, "\(String(describing: sum))")
+    }
+
     @Test func queriesOutsideTheDaysReadAndDamagedRowsAreErrors() throws {
         let sample = StatisticsSample(id: 1, start: 5 * day + hour, end: 5 * day + 2 * hour, value: 10, source: 1)
         let row = try #require(DayRollup.encode(day: 5, samples: [sample], style: .cumulative, priority: SourcePriority([1])))

@@ -506,9 +506,9 @@ def first_start_checks(binary, public):
                 try:
                     token_file = os.path.join(data, "admin-token")
                     check(f"{label}, {run} start: the admin token file's path is printed", token_file in out, out)
-                    token = open(token_file).read().strip()
-                    check(f"{label}, {run} start: the token itself is not printed", token not in out, out)
                     if run == "second":
+                        token = open(token_file).read().strip()
+                        check(f"{label}: a later start does not print the token", token not in out, out)
                         continue
                     check(f"{label}, started in /: serve --demo prints the dashboard URL", "dashboard: http" in out, out + "".join(errors))
                     for path in ("/", "/openapi.json"):
