@@ -4,7 +4,8 @@
 # point; JSON is a separate module because HealthModel imports it. Targets: the HTTP parser, sample
 # JSON bodies, HKUnit, instants, ISO 8601 calendar intervals, IMU CSV bodies (with the pedometer behind),
 # Apple Health export.xml (repair filter, XML tokenizer, mapper; HealthModel is a separate module
-# there because AppleHealthExport imports it). Usage: Fuzz/build.sh
+# there because AppleHealthExport imports it), Health Auto Export bodies (streaming scanner and
+# mapper; Crypto a module too). Usage: Fuzz/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build-fuzz
@@ -22,6 +23,10 @@ swiftc "${flags[@]}" -emit-library -static -emit-module -module-name HealthModel
   -emit-module-path "$out/modules/HealthModel.swiftmodule" -o "$out/modules/libHealthModel.a" Sources/HealthModel/*.swift
 swiftc "${flags[@]}" -module-name FuzzAppleHealthXML -I "$out/modules" -L "$out/modules" -lHealthModel -lJSON \
   -o "$out/fuzz-applehealthxml" Sources/AppleHealthExport/*.swift Fuzz/Targets/FuzzAppleHealthXML.swift
+swiftc "${flags[@]}" -emit-library -static -emit-module -module-name Crypto \
+  -emit-module-path "$out/modules/Crypto.swiftmodule" -o "$out/modules/libCrypto.a" Sources/Crypto/*.swift
+swiftc "${flags[@]}" -module-name FuzzHealthAutoExport -I "$out/modules" -L "$out/modules" -lHealthModel -lJSON -lCrypto \
+  -o "$out/fuzz-healthautoexport" Sources/HealthAutoExport/*.swift Fuzz/Targets/FuzzHealthAutoExport.swift
 swiftc "${flags[@]}" -module-name FuzzIMUCSV -o "$out/fuzz-imucsv" Sources/Pedometer/*.swift Fuzz/Targets/FuzzIMUCSV.swift
 swiftc "${flags[@]}" -module-name FuzzDuration -o "$out/fuzz-duration" Sources/Statistics/*.swift Fuzz/Targets/FuzzDuration.swift
 echo "fuzz: built $(ls "$out"/fuzz-* | tr '\n' ' ')"

@@ -8,8 +8,8 @@ seconds="${1:-30}"
 # The Swift runtime's backtracer trips AddressSanitizer after a fatalError; libFuzzer's report is enough.
 export SWIFT_BACKTRACE=enable=no
 [ -x .build-fuzz/fuzz-http ] && [ -x .build-fuzz/fuzz-duration ] && [ -x .build-fuzz/fuzz-imucsv ] \
-  && [ -x .build-fuzz/fuzz-applehealthxml ] || bash Fuzz/build.sh
-for target in http jsonbody unit instant duration imucsv applehealthxml; do
+  && [ -x .build-fuzz/fuzz-applehealthxml ] && [ -x .build-fuzz/fuzz-healthautoexport ] || bash Fuzz/build.sh
+for target in http jsonbody unit instant duration imucsv applehealthxml healthautoexport; do
   seeds=Fuzz/corpus/$target
   [ "$target" = jsonbody ] && seeds=Fuzz/corpus/json
   work=.build-fuzz/corpus-$target

@@ -124,7 +124,11 @@ public struct RollupSeries: Sendable {
             for row in rows {
                 try Self.check(row.day, after: dayNumbers.last, in: days)
                 var reader = try RollupReader(row.body)
-                count += Int(try reader.count())
+                // How many samples shaped the day: not a length, so not bounded by the body's size
+                // (many samples with the same times make a short body).
+                let samples = try reader.int64()
+                guard samples > 0 else { throw RollupError("bad sample count \(samples) in a rollup body") }
+                count += Int(samples)
                 var chunk = CumulativeChunk()
                 chunk.merged = try PrefixIntegral(from: &reader)
                 let sole = try reader.int64()

@@ -312,3 +312,24 @@ struct JSONStreamScannerTests {
         }
     }
 }
+
+@Suite("Health Auto Export cut payloads")
+struct HealthAutoExportCutPayloadTests {
+    /// A body cut anywhere (a dropped connection, a full buffer) is refused as a whole or, cut
+    /// after its last brace, read whole; it never crashes and never yields half a document.
+    @Test("every prefix of a payload is an error or the whole payload")
+    func prefixes() throws {
+        let bytes = try HAEFixtures.bytes("workouts-v2.json")
+        let whole = try HAEFixtures.items(bytes)
+        for length in 0..<bytes.count {
+            let prefix = Array(bytes[0..<length])
+            do {
+                let items = try HAEFixtures.items(prefix)
+                #expect(items == whole, "a prefix of \(length) bytes was read as a document")
+            } catch is HealthAutoExportError {
+            } catch {
+                Issue.record("prefix of \(length) bytes: unexpected \(error)")
+            }
+        }
+    }
+}

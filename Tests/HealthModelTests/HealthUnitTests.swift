@@ -230,7 +230,7 @@ extension HealthUnit {
     }
 
     private func written(_ content: SampleContent, type: String, unit: HealthUnit?) throws -> JSONObject {
-        let sample = HealthSample(uuid: .timeOrdered(), type: type, start: 0, end: 60_000, content: content)
+        let sample = HealthSample(uuid: HealthUUID(high: 0x7000, low: 0x8000_0000_0000_0000), type: type, start: 0, end: 60_000, content: content)
         var writer = JSONWriter()
         SampleCodec.write(StoredSample(sample: sample, source: SampleSource(app: "a", user: "u"), created: 0), unit: unit, into: &writer)
         return try #require(try JSONParser.parse(writer.bytes).objectValue)

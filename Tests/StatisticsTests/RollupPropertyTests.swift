@@ -93,6 +93,17 @@ private struct RollupRows {
         }
     }
 
+    /// 500 samples over the same minute make a body far shorter than their count.
+    @Test func manySamplesWithTheSameTimesDecode() throws {
+        let samples = (0 ..< 500).map { StatisticsSample(id: Int64($0), start: 5 * day + hour, end: 5 * day + hour + 60_000, value: 2, source: 1) }
+        let body = try #require(DayRollup.encode(day: 5, samples: samples, style: .cumulative, priority: SourcePriority([1])))
+        #expect(body.count < 500)
+        let series = try RollupSeries(style: .cumulative, priority: SourcePriority([1]), days: 5...5, rows: [(5, body)])
+        #expect(series.sampleCount == 500)
+        let sum = try series.statistics(start: 5 * day, end: 6 * day, options: .cumulativeSum).figures.sum
+        #expect(abs((sum ?? 0) - 1000) < 1e-6, "\(String(describing: sum))")
+    }
+
     @Test func queriesOutsideTheDaysReadAndDamagedRowsAreErrors() throws {
         let sample = StatisticsSample(id: 1, start: 5 * day + hour, end: 5 * day + 2 * hour, value: 10, source: 1)
         let body = try #require(DayRollup.encode(day: 5, samples: [sample], style: .cumulative, priority: SourcePriority([1])))

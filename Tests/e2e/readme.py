@@ -16,7 +16,8 @@ The convention for README blocks (also in the README's "Tests and CI"):
   checkout) and on PATH as `healthd` (as after the install step).
 - Every curl must fail on an HTTP error: `curl -fsS ...`, or, where the README shows an error,
   print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
-  before anything runs, as is a block that uses a file the repository does not have.
+  before anything runs, as is a block that uses a file the repository does not have, or a stream
+  (`curl -N`, `/stream`) left in the foreground without --max-time.
 - Output shown in comments is for people; it is not compared. Keep it real (paste what the
   server printed) or round it where a person reads it.
 """
@@ -76,6 +77,10 @@ def lint(line_number, source):
             arguments = match.group(1)
             fails = re.search(r"(^|\s)-[a-zA-Z]*f[a-zA-Z]*(\s|$)|--fail", arguments)
             reports = "%{http_code}" in arguments or "%{response_code}" in arguments
+            streams = re.search(r"(^|\s)(-N|--no-buffer)(\s|$)", arguments) or "/stream" in arguments
+            if streams and not re.search(r"&\s*$", command) and not re.search(r"(^|\s)(-m|--max-time)\s", arguments):
+                problems.append(f"README line {line_number}: a stream never ends: run it in the background (&) and kill it, "
+                                f"give it --max-time, or mark the block not run: curl {arguments.strip()[:60]}")
             if not (fails or reports):
                 problems.append(f"README line {line_number}: curl without -f (use curl -fsS, or -w '%{{http_code}}' "
                                 f"and compare): curl {arguments.strip()[:80]}")
