@@ -134,11 +134,13 @@ SCHEMAS = {
         },
     },
     "Authorization": {
-        "type": "object", "required": ["id", "token", "user", "app", "read", "share"],
+        "type": "object", "required": ["id", "token", "user", "app", "read", "share", "discloseRead"],
         "properties": {"id": {"type": "string"}, "token": {"type": "string", "description": "Shown once; only its hash is stored."},
                        "user": {"type": "string"}, "app": {"type": "string"},
                        "read": {"type": "array", "items": {"type": "string"}},
-                       "share": {"type": "array", "items": {"type": "string"}}},
+                       "share": {"type": "array", "items": {"type": "string"}},
+                       "discloseRead": {"type": "boolean", "description": "Whether the token may learn its own read list "
+                                        "(`GET /v1/authorizations/current`); as requested, false by default."}},
     },
     "Characteristics": {
         "type": "object", "additionalProperties": False,
@@ -195,7 +197,12 @@ PATHS = {
             "type": "object", "required": ["user", "app"], "additionalProperties": False,
             "properties": {"user": {"type": "string", "description": "User id (or name)."}, "app": {"type": "string"},
                            "read": {"type": "array", "items": {"type": "string"}, "description": "Types (and characteristics) the app may read."},
-                           "share": {"type": "array", "items": {"type": "string"}, "description": "Types the app may write and delete."}}}}}},
+                           "share": {"type": "array", "items": {"type": "string"}, "description": "Types the app may write and delete."},
+                           "discloseRead": {"type": "boolean", "default": False,
+                                            "description": "Let the token learn its own read list from `GET /v1/authorizations/current`. "
+                                                           "Off by default: as in HealthKit, read permission is never disclosed to an app "
+                                                           "(a denial could hint at what the user keeps private). Meant for the user's own "
+                                                           "viewer, such as a personal dashboard."}}}}}},
         "responses": {"201": ok_json(ref("Authorization"), "Created"), "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations/{id}": {"delete": {
         "summary": "Revoke an authorization at once (admin)", "tags": ["authorization"],
@@ -207,13 +214,18 @@ PATHS = {
         "responses": {"200": ok_json({"type": "object", "additionalProperties": {
             "type": "string", "enum": ["sharingAuthorized", "sharingDenied"]}}), **ERRORS_APP}}},
     "/v1/authorizations/current": {"get": {
-        "summary": "What the calling token was granted: its app, user, read and share types", "tags": ["authorization"],
-        "description": "The same lists `POST /v1/authorizations` returned with the token: the admin's grant, not anything about the "
-                       "user's data, so a dashboard can say \"not shared with this app\" instead of showing an empty figure as zero. "
-                       "Read privacy of samples is unchanged.",
-        "responses": {"200": ok_json({"type": "object", "required": ["id", "user", "app", "read", "share"], "properties": {
+        "summary": "What the calling token was granted: its app, user, share types, and read types if it may learn them",
+        "tags": ["authorization"],
+        "description": "The admin's grant, as `POST /v1/authorizations` returned it, so a dashboard can say \"not shared with this "
+                       "app\" instead of showing an empty figure as zero. `share` always comes back (`/v1/authorizations/status` "
+                       "says the same per type). `read` comes back only when the authorization was created with "
+                       "`\"discloseRead\": true`; otherwise the member is absent (not null, not empty): as in HealthKit, read "
+                       "permission is never disclosed to an app. Read privacy of samples is unchanged.",
+        "responses": {"200": ok_json({"type": "object", "required": ["id", "user", "app", "discloseRead", "share"], "properties": {
             "id": {"type": "string"}, "user": {"type": "string"}, "app": {"type": "string"},
-            "read": {"type": "array", "items": {"type": "string"}, "description": "Types (and characteristics) it may read, sorted."},
+            "discloseRead": {"type": "boolean", "description": "Whether this token may learn its read list (set by the admin)."},
+            "read": {"type": "array", "items": {"type": "string"},
+                     "description": "Types (and characteristics) it may read, sorted; present only when `discloseRead` is true."},
             "share": {"type": "array", "items": {"type": "string"}, "description": "Types it may write and delete, sorted."}}}),
             **ERRORS_APP}}},
     "/v1/samples": {

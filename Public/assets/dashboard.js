@@ -31,8 +31,9 @@ const state = {
   client: null,
   generation: 0, // bumped when the token changes, so answers for an old token are dropped
   settings: { age: null, goal: "fatBurn", sound: false, period: "day" },
-  // What the token was granted (GET /v1/authorizations/current); null when the server cannot say,
-  // and then every type is treated as shared.
+  // What the token was granted (GET /v1/authorizations/current); null when the server cannot say
+  // (no such endpoint, or a token not allowed to learn its read list), and then every type is
+  // treated as shared.
   grant: null,
   zone: null,
   // The target zone of a running workout session, from its `event: zone`; while set it wins over
@@ -184,7 +185,9 @@ async function loadGrant() {
   if (!client) return;
   try {
     const body = await client.getJSON("/v1/authorizations/current");
-    state.grant = { read: new Set(body.read || []), share: new Set(body.share || []) };
+    // Without `read` (the admin did not let this token learn its read list, as in HealthKit) the
+    // server cannot say what is not shared: a type missing from `share` may still be readable.
+    state.grant = Array.isArray(body.read) ? { read: new Set(body.read), share: new Set(body.share || []) } : null;
   } catch (error) {
     // A server without the endpoint: every type counts as shared; other failures surface in the cards.
     state.grant = null;

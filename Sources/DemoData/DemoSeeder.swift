@@ -123,9 +123,11 @@ public enum DemoSeeder {
                       lastDay: HealthDay(daysSinceEpoch: todaySoFar ? today : today - 1), types: types)
     }
 
-    /// A fresh read-only token (app `dashboard`) for everything the dashboard shows.
+    /// A fresh read-only token (app `dashboard`) for everything the dashboard shows. It may learn its
+    /// own read list (`disclosesRead`): the dashboard is the user's own viewer, and says "not shared
+    /// with this app" for a type it may not read instead of showing an empty figure as zero.
     public static func dashboardToken(store: HealthStore, user: User) throws -> String {
-        try store.createAuthorization(user: user, app: dashboardApp, read: dashboardReadTypes, share: []).token
+        try store.createAuthorization(user: user, app: dashboardApp, read: dashboardReadTypes, share: [], disclosesRead: true).token
     }
 
     /// Today in `timeZone`, as days since 1970.

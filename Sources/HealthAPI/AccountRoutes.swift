@@ -29,13 +29,16 @@ enum AccountRoutes {
         router.register(.post, "/v1/authorizations", Route(access: .admin) { context throws(APIError) in
             try context.query.rejectUnknown()
             var body = try RequestBody.json(context.request)
-            let (userKey, app, read, share) = try RequestBody.decode { () throws(JSONFieldError) in
+            let (userKey, app, read, share, discloseRead) = try RequestBody.decode { () throws(JSONFieldError) in
                 let user = try body.requiredString("user")
                 let app = try body.requiredString("app")
                 let read = try body.optionalArray("read")?.strings() ?? []
                 let share = try body.optionalArray("share")?.strings() ?? []
+                // Whether the token may learn its own read list (GET /v1/authorizations/current); off
+                // by default: as in HealthKit, read permission is never disclosed to the app.
+                let discloseRead = try body.optionalBool("discloseRead") ?? false
                 try body.finish()
-                return (user, app, read, share)
+                return (user, app, read, share, discloseRead)
             }
             guard !app.isEmpty, app.count <= 200 else { throw APIError.invalidField("app", "must be 1 to 200 characters") }
             let readTypes = try canonicalTypes(read, field: "read", allowCharacteristics: true)
@@ -43,7 +46,9 @@ enum AccountRoutes {
             guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
                 throw APIError.invalidField("user", "no user '\(userKey)'")
             }
-            let created = try storeCall { try store.createAuthorization(user: user, app: app, read: readTypes, share: shareTypes) }
+            let created = try storeCall {
+                try store.createAuthorization(user: user, app: app, read: readTypes, share: shareTypes, disclosesRead: discloseRead)
+            }
             return JSONResponse.write(status: .created) { writer in
                 writer.beginObject()
                 writer.field("id", created.authorization.id)
@@ -52,6 +57,7 @@ enum AccountRoutes {
                 writer.field("app", app)
                 writer.key("read"); writeStrings(readTypes.sorted(), into: &writer)
                 writer.key("share"); writeStrings(shareTypes.sorted(), into: &writer)
+                writer.field("discloseRead", discloseRead)
                 writer.endObject()
             }
         })

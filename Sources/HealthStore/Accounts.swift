@@ -21,15 +21,19 @@ public struct AppAuthorization: Sendable, Equatable {
     /// The source row this app writes as, for this user.
     public var sourceRowID: Int64
     public var access: AccessPolicy
+    /// Whether the token may learn its own read list. Off unless the admin opted in: as in
+    /// HealthKit, an app is never told what it may read (a denial could hint at private data).
+    public var disclosesRead: Bool
 
     public init(id: String, userRowID: Int64, userID: String, appName: String, sourceRowID: Int64,
-                read: Set<String>, share: Set<String>) {
+                read: Set<String>, share: Set<String>, disclosesRead: Bool = false) {
         self.id = id
         self.userRowID = userRowID
         self.userID = userID
         self.appName = appName
         self.sourceRowID = sourceRowID
         self.access = AccessPolicy(read: read, share: share, ownSourceRowID: sourceRowID)
+        self.disclosesRead = disclosesRead
     }
 
     public var read: Set<String> { access.read }

@@ -11,17 +11,16 @@ extension HealthStore {
         throws -> AppAuthorization {
         let candidates = try pool.read { db -> [AppAuthorization] in
             let statement = try db.cachedStatement("""
-                SELECT a.id, a.read_types, a.share_types, s.id FROM authorizations a
+                SELECT a.id, a.read_types, a.share_types, s.id, a.discloses_read FROM authorizations a
                 JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
                 WHERE a.user_id = ? AND a.app = ? AND a.revoked_ms IS NULL ORDER BY a.created_ms
                 """)
             try statement.bind([.integer(user.rowID), .text(app)])
             var found: [AppAuthorization] = []
             try statement.forEachRow { row in
-                func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
                 found.append(AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, appName: app,
-                                              sourceRowID: try row.int64(at: 3), read: types(try row.string(at: 1)),
-                                              share: types(try row.string(at: 2))))
+                                              sourceRowID: try row.int64(at: 3), read: Self.typeList(try row.string(at: 1)),
+                                              share: Self.typeList(try row.string(at: 2)), disclosesRead: try row.int64(at: 4) != 0))
             }
             return found
         }

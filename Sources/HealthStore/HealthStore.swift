@@ -161,7 +161,9 @@ public final class HealthStore: Sendable {
     // MARK: Authorizations
 
     /// Creates an authorization and returns it with its token, which is never stored or shown again.
-    public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>)
+    /// `disclosesRead`: the token may learn its own read list (off by default, as in HealthKit).
+    public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>,
+                                    disclosesRead: Bool = false)
         throws -> (authorization: AppAuthorization, token: String) {
         let token = SecureRandom.token(prefix: "hdt_")
         let hash = TokenHashing.hash(token)
@@ -169,13 +171,13 @@ public final class HealthStore: Sendable {
         let authorization = try pool.write { db -> AppAuthorization in
             let sourceRowID = try Self.sourceRowID(db, userRowID: user.rowID, app: app)
             try db.execute("""
-                INSERT INTO authorizations (id, user_id, app, token_hash, read_types, share_types, created_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO authorizations (id, user_id, app, token_hash, read_types, share_types, created_ms, discloses_read)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """, [.text(id), .integer(user.rowID), .text(app), .blob(hash),
                       .text(read.sorted().joined(separator: ",")), .text(share.sorted().joined(separator: ",")),
-                      .integer(Self.nowMilliseconds())])
+                      .integer(Self.nowMilliseconds()), .integer(disclosesRead ? 1 : 0)])
             return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app,
-                                    sourceRowID: sourceRowID, read: read, share: share)
+                                    sourceRowID: sourceRowID, read: read, share: share, disclosesRead: disclosesRead)
         }
         return (authorization, token)
     }
@@ -211,15 +213,15 @@ public final class HealthStore: Sendable {
         if let cached { return cached }
         let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
-                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id
+                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read
                 FROM authorizations a JOIN users u ON u.id = a.user_id
                 JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
                 """, [.blob(tokenHash)]) { row in
-                func types(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
-                return AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
-                                        appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
-                                        read: types(try row.string(at: 4)), share: types(try row.string(at: 5)))
+                AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
+                                 appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
+                                 read: Self.typeList(try row.string(at: 4)), share: Self.typeList(try row.string(at: 5)),
+                                 disclosesRead: try row.int64(at: 7) != 0)
             }
         }
         guard let authorization = found else { return nil }
@@ -228,6 +230,9 @@ public final class HealthStore: Sendable {
         }
         return authorization
     }
+
+    /// A stored permission list (comma-separated type ids) as a set.
+    static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",

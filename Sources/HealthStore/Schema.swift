@@ -235,6 +235,14 @@ enum Schema {
             // An existing database gets the rows of every series it holds.
             try StatisticsRollups.rebuildAll(db)
         }
+        migrator.register("010-authorization-read-disclosure") { db in
+            try db.execute("""
+                -- Whether the token may learn its own read list (GET /v1/authorizations/current). As in
+                -- HealthKit, read permission is never disclosed unless the admin opted this app in;
+                -- existing authorizations keep the default, off.
+                ALTER TABLE authorizations ADD COLUMN discloses_read INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

@@ -22,6 +22,14 @@ public struct DatabaseMigrator: Sendable {
 
     public var registeredNames: [String] { migrations.map(\.name) }
 
+    /// The migrations registered before `name` (all of them when there is no such one): the schema
+    /// an older build had, so a test can write a database as that build would and carry it forward.
+    public func registered(before name: String) -> DatabaseMigrator {
+        var older = DatabaseMigrator()
+        older.migrations = Array(migrations.prefix { $0.name != name })
+        return older
+    }
+
     /// Applies pending migrations in order, each in its own IMMEDIATE transaction, with foreign
     /// keys off (restored afterwards). Throws `MigrationError` if the database was migrated by a
     /// build that knows more migrations than this one, or if recorded names differ from

@@ -109,16 +109,52 @@ import JSON
 }
 
 @Suite struct CurrentAuthorizationAPITests {
-    @Test func aTokenLearnsItsOwnGrantAndNothingElse() throws {
+    /// POSTs an authorization with `extra` JSON members and returns the 201 answer.
+    static func authorize(_ server: TestServer, user: String, app: String, extra: String = "") -> TestServer.Reply {
+        let body = #"{"user":"\#(user)","app":"\#(app)","read":["stepCount","dateOfBirth"],"share":["heartRate"]\#(extra)}"#
+        return server.request(.post, "/v1/authorizations", token: TestServer.adminToken, json: body)
+    }
+
+    /// As in HealthKit, read permission is never disclosed by default: the token learns its share list only.
+    @Test func byDefaultATokenLearnsItsShareListButNotItsReadList() throws {
         let server = try TestServer()
         let user = server.createUser("gail")
-        let token = server.token(user: user, app: "dashboard", read: ["stepCount", "dateOfBirth"], share: [])
+        let created = Self.authorize(server, user: user, app: "phone")
+        #expect(created.status == 201 && created["discloseRead"]?.boolValue == false)
+        let token = try #require(created["token"]?.stringValue)
         let reply = server.request(.get, "/v1/authorizations/current", token: token)
         #expect(reply.status == 200)
-        #expect(reply["app"]?.stringValue == "dashboard" && reply["user"]?.stringValue == user)
-        #expect(reply["read"]?.arrayValue?.compactMap(\.stringValue) == ["dateOfBirth", "stepCount"])
-        #expect(reply["share"]?.arrayValue?.count == 0)
+        #expect(reply["app"]?.stringValue == "phone" && reply["user"]?.stringValue == user)
+        #expect(reply["share"]?.arrayValue?.compactMap(\.stringValue) == ["heartRate"])
+        #expect(reply["discloseRead"]?.boolValue == false)
+        #expect(reply["read"] == nil, "no read list, not even an empty one")
+        #expect(!reply.text.contains("stepCount") && !reply.text.contains("dateOfBirth"))
         #expect(server.request(.get, "/v1/authorizations/current").status == 401)
         #expect(server.request(.get, "/v1/authorizations/current?x=1", token: token).status == 400)
+    }
+
+    @Test func anOptedInTokenLearnsItsReadListToo() throws {
+        let server = try TestServer()
+        let user = server.createUser("gail")
+        let created = Self.authorize(server, user: user, app: "dashboard", extra: #","discloseRead":true"#)
+        #expect(created.status == 201 && created["discloseRead"]?.boolValue == true)
+        let token = try #require(created["token"]?.stringValue)
+        let reply = server.request(.get, "/v1/authorizations/current", token: token)
+        #expect(reply.status == 200 && reply["discloseRead"]?.boolValue == true)
+        #expect(reply["read"]?.arrayValue?.compactMap(\.stringValue) == ["dateOfBirth", "stepCount"])
+        #expect(reply["share"]?.arrayValue?.compactMap(\.stringValue) == ["heartRate"])
+        // An explicit false is the default.
+        let plain = Self.authorize(server, user: user, app: "phone", extra: #","discloseRead":false"#)
+        let plainToken = try #require(plain["token"]?.stringValue)
+        #expect(server.request(.get, "/v1/authorizations/current", token: plainToken)["read"] == nil)
+    }
+
+    @Test func aFlagThatIsNotABooleanIsA400NamingIt() throws {
+        let server = try TestServer()
+        let user = server.createUser("gail")
+        for bad in [#","discloseRead":"yes""#, #","discloseRead":1"#] {
+            let reply = Self.authorize(server, user: user, app: "phone", extra: bad)
+            #expect(reply.status == 400 && reply.text.contains("discloseRead"), "\(bad)")
+        }
     }
 }

@@ -38,9 +38,12 @@ import Statistics
         let version = try database.first("SELECT max(id) FROM schema_migrations", [], { try $0.int64(at: 0) }) ?? 0
         let rollupMigration = try database.first("SELECT id FROM schema_migrations WHERE name = '009-statistics-rollups'", [],
                                                  { try $0.int64(at: 0) })
-        #expect(rollupMigration == version, "the rollup migration is the latest; this test removes it to go back")
+        let rollupID = try #require(rollupMigration)
+        // Back to the schema before rollups: the rollup migration and the ones after it are undone.
+        #expect(version == rollupID + 1, "this test undoes every migration after the rollups' (the read disclosure flag)")
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
-        try database.execute("DELETE FROM schema_migrations WHERE id = \(version); PRAGMA user_version = \(version - 1)")
+        try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
+        try database.execute("DELETE FROM schema_migrations WHERE id >= \(rollupID); PRAGMA user_version = \(rollupID - 1)")
         database.close()
         try t.reopen()
         let rows = try t.store.pool.read { db in try db.first("SELECT count(*) FROM statistics_days", [], { try $0.int64(at: 0) }) }

@@ -244,7 +244,9 @@ class Fixture:
         user = self.admin("/v1/users", {"name": name})
         writer = self.admin("/v1/authorizations", {"user": user["id"], "app": "browser-test-phone",
                                                    "read": TYPES, "share": TYPES})["token"]
-        reader = self.admin("/v1/authorizations", {"user": user["id"], "app": "dashboard", "read": TYPES + ["dateOfBirth"]})["token"]
+        # A dashboard token opts in to learning its own read list, as `serve --demo`'s does.
+        reader = self.admin("/v1/authorizations", {"user": user["id"], "app": "dashboard", "read": TYPES + ["dateOfBirth"],
+                                                   "discloseRead": True})["token"]
         if with_data:
             self.writer = writer
             self.user = user["id"]
@@ -255,9 +257,11 @@ class Fixture:
                 raise RuntimeError(f"PUT /v1/characteristics: {status} {payload[:300]}")
         return reader
 
-    def token_reading(self, types):
-        """A token of the data user that may read only `types` (and shares nothing)."""
-        return self.admin("/v1/authorizations", {"user": self.user, "app": "partial-dashboard", "read": types})["token"]
+    def token_reading(self, types, disclose_read=True):
+        """A token of the data user that may read only `types` (and shares nothing); with `disclose_read`
+        it may learn that read list (GET /v1/authorizations/current)."""
+        return self.admin("/v1/authorizations", {"user": self.user, "app": "partial-dashboard", "read": types,
+                                                 "discloseRead": disclose_read})["token"]
 
     def local(self, day_offset, hour, minute=0):
         day = (self.today + timedelta(days=day_offset)).date()
@@ -819,6 +823,18 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
     for name, width, height in (("dashboard-forbidden.png", 1280, 2400), ("dashboard-forbidden-phone.png", 390, 4200)):
         path = os.path.abspath(os.path.join(artifacts, name))
         check(f"screenshot {name} written", browser.screenshot(url, path, width, height))
+    print("browser: a token that may not learn its read list")
+    hidden = fixture.token_reading(["stepCount", "heartRate"], disclose_read=False)
+    status, _, payload = http(port, "GET", "/v1/authorizations/current", token=hidden)
+    check("without the opt-in the server leaves `read` out", status == 200 and "read" not in js(payload), payload[:300])
+    dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(hidden)}&age={AGE}")
+    states = {panel: dom.attr(panel, "data-state") for panel in PANELS}
+    check("the page cannot tell 'not shared', so no card claims it", "forbidden" not in states.values()
+          and "not shared" not in " ".join(e["text"] for p in PANELS for e in dom_children(dom, p)), states)
+    check("types it may not read look empty (read privacy), never 0", states["card-energy"] == "empty"
+          and dom.text("energy-value") == "–" and states["panel-weight"] == "empty", (states, dom.text("energy-value")))
+    check("types it may read still show their data", states["card-steps"] == "ok" and states["card-heart"] == "ok"
+          and states["panel-period"] == "ok" and states["panel-trend"] == "ok", states)
     print("browser: bad token")
     dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token=not-a-real-token")
     check("a rejected token brings back the token form with a 401 message",
@@ -908,6 +924,10 @@ def demo_checks(binary, public, browser, artifacts):
         check("serve --demo prints a dashboard URL with a token in its fragment", url is not None)
         if url is None:
             return
+        status, _, payload = http(demo.port, "GET", "/v1/authorizations/current", token=urllib.parse.unquote(token))
+        grant = js(payload) if status == 200 else {}
+        check("demo: the dashboard token opted in to learning its read list (the user's own viewer)",
+              grant.get("discloseRead") is True and "stepCount" in (grant.get("read") or []), payload[:300])
         dom, _ = browser.dom(url + "&period=week")
         zone = ZoneInfo(TIME_ZONE)
         today = datetime.now(zone).date()

@@ -1,0 +1,122 @@
+import Dispatch
+import Foundation
+import HealthModel
+import HealthStore
+import JSON
+import Synchronization
+
+/// Publishes `event: zone` on the change streams while workout sessions run. Driven by the store's
+/// commit observer: a commit touching `heartRate` for a user with an active session makes the
+/// store judge that user's new readings (`advanceWorkoutZones`), and the changes go to the user's
+/// streams whose app may read heart rate. One judgement runs per user at a time, on the worker
+/// pool; a commit meanwhile makes it run once more, so readings are judged in commit order.
+final class WorkoutZoneMonitor: Sendable {
+    static let eventName = "zone"
+
+    let store: HealthStore
+    let feed: ChangeFeed
+    private let state: Mutex<State>
+
+    private struct State {
+        /// Running or paused sessions per user: commits of other users cost a dictionary lookup.
+        /// nil while unknown (the store could not be read at startup): then every heart-rate
+        /// commit is judged, and the counts are read again at the next judgement.
+        var activeSessions: [Int64: Int]?
+        var judging: Set<Int64> = []
+        var pending: Set<Int64> = []
+    }
+
+    init(store: HealthStore, feed: ChangeFeed) {
+        self.store = store
+        self.feed = feed
+        state = Mutex(State(activeSessions: nil))
+        // Starting with no sessions would silence the zone events of every session that was
+        // running before a restart: unknown counts judge every heart-rate commit instead.
+        loadActiveSessions()
+        store.addCommitObserver { [weak self] change in self?.committed(change) }
+    }
+
+    private func loadActiveSessions() {
+        do {
+            let counts = try store.activeWorkoutSessionCounts()
+            state.withLock { $0.activeSessions = counts }
+        } catch {
+            feed.log?.event("cannot read the active workout sessions; judging every heart-rate commit until it works",
+                            level: "warning", fields: [("error", String(describing: error))])
+        }
+    }
+
+    func sessionStarted(userRowID: Int64) {
+        state.withLock { $0.activeSessions?[userRowID, default: 0] += 1 }
+    }
+
+    func sessionEnded(userRowID: Int64) {
+        state.withLock { state in
+            guard state.activeSessions != nil else { return }
+            let remaining = (state.activeSessions?[userRowID] ?? 1) - 1
+            state.activeSessions?[userRowID] = remaining > 0 ? remaining : nil
+        }
+    }
+
+    private func committed(_ change: CommittedChange) {
+        guard change.typeIDs.contains("heartRate") else { return }
+        let user = change.userRowID
+        let start = state.withLock { state -> Bool in
+            if let counts = state.activeSessions, counts[user] == nil { return false }
+            if state.judging.contains(user) {
+                state.pending.insert(user)
+                return false
+            }
+            state.judging.insert(user)
+            return true
+        }
+        // The observer runs on the committing request's thread: the judgement goes to the pool.
+        if start { feed.workers.async { [self] in judge(user: user) } }
+    }
+
+    private func judge(user: Int64) {
+        while true {
+            let countsUnknown = state.withLock { state -> Bool in
+                state.pending.remove(user)
+                return state.activeSessions == nil
+            }
+            if countsUnknown { loadActiveSessions() }
+            let changes: [WorkoutZoneChange]
+            do {
+                changes = try store.advanceWorkoutZones(userRowID: user)
+            } catch {
+                // The stored progress is as it was (judging and progress share one transaction):
+                // the user's next heart-rate commit judges these readings again.
+                feed.log?.event("workout zone judgement failed; the next heart-rate commit retries it", level: "warning",
+                                fields: [("error", String(describing: error))])
+                changes = []
+            }
+            for change in changes {
+                feed.publish(event: Self.eventName, data: Self.eventData(change), userRowID: user, readableType: "heartRate")
+            }
+            let again = state.withLock { state -> Bool in
+                if state.pending.contains(user) { return true }
+                state.judging.remove(user)
+                return false
+            }
+            if !again { return }
+        }
+    }
+
+    /// `{"session","heartRate","state","date","zone":{"low","high"}}`.
+    static func eventData(_ change: WorkoutZoneChange) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128)
+        writer.beginObject()
+        writer.field("session", change.session)
+        writer.field("heartRate", change.heartRate)
+        writer.field("state", change.state.rawValue)
+        writer.field("date", RFC3339.format(change.date))
+        writer.key("zone")
+        writer.beginObject()
+        writer.field("low", change.zone.low)
+        writer.field("high", change.zone.high)
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+}
