@@ -16,9 +16,9 @@ swift build -c release --product healthd-bench 2>&1 | tail -1
 swift build -c release --product dispatch-floor 2>&1 | tail -1
 bin="$(swift build -c release --show-bin-path)"
 out="${OUT:-$(mktemp -d)}"
-data="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$data"' EXIT
-[ -n "$store" ] && data="$store"
+scratch="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
+data="${store:-$scratch}"   # a given store is used in place and kept
 
 token=""
 if [ -n "$store" ]; then

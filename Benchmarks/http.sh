@@ -8,8 +8,9 @@
 # healthd/nginx; p99 at 1,000 connections; healthd's RSS holding 1,000 idle keep-alive
 # connections; and GET /v1/samples?type=stepCount&limit=10 with an app token on a store of
 # 1M samples (built once by `healthd-bench seed-store` and kept in .build/http-bench-store).
-# BASELINE=path/to/an/older/healthd adds that binary (on a copy of the store) to the same run,
-# for before/after figures measured side by side. Installs wrk and nginx from Debian if missing.
+# BASELINE=path/to/an/older/healthd adds that binary's GET /healthz to the same run, for
+# before/after figures side by side; with BASELINE_STORE=dir (a store that binary can open, with
+# the token in BASELINE_TOKEN) its samples route too. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
@@ -62,7 +63,8 @@ HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port 180
 healthd_pid=$!
 ports="18080 18081 18082"
 if [ -n "${BASELINE:-}" ]; then
-  cp -r "$store" "$work/baseline-store"
+  mkdir -p "$work/baseline-store"
+  [ -n "${BASELINE_STORE:-}" ] && cp -r "$BASELINE_STORE"/. "$work/baseline-store/"
   HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$BASELINE" serve --port 18083 --data-dir "$work/baseline-store" \
     --config "$work/config.json" > "$work/baseline.log" 2>&1 &
   baseline_pid=$!
@@ -100,8 +102,8 @@ for c in 64 1000; do
   if [ -n "${BASELINE:-}" ]; then results+=("$(run baseline "$baseline_pid" http://127.0.0.1:18083/healthz $c)"); fi
 done
 samples_result=$(run samples "$healthd_pid" "$samples_url" 64 -H "Authorization: Bearer $token")
-if [ -n "${BASELINE:-}" ]; then
-  baseline_samples=$(run samples "$baseline_pid" "${samples_url/18080/18083}" 64 -H "Authorization: Bearer $token")
+if [ -n "${BASELINE_STORE:-}" ]; then
+  baseline_samples=$(run samples "$baseline_pid" "${samples_url/18080/18083}" 64 -H "Authorization: Bearer $BASELINE_TOKEN")
 fi
 
 # RSS holding 1,000 idle keep-alive connections (each made one request, then stays open).
@@ -150,7 +152,7 @@ done
 IFS='|' read -r _ c rps p99 cpu <<<"$samples_result"
 echo
 echo "| healthd GET /v1/samples?type=stepCount&limit=10 ($store_samples samples, app token) | $c | $rps | $p99 | $cpu µs | $(ratio "$rps" "$(field healthd 64 rps)") of /healthz |"
-if [ -n "${BASELINE:-}" ]; then
+if [ -n "${BASELINE_STORE:-}" ]; then
   IFS='|' read -r _ c brps bp99 bcpu <<<"$baseline_samples"
   echo "| baseline healthd, same route | $c | $brps | $bp99 | $bcpu µs | $(ratio "$rps" "$brps") after/before |"
 fi

@@ -10,7 +10,7 @@ import Synchronization
 final class Connection: @unchecked Sendable {
     let fd: Int32
     let info: ConnectionInfo
-    let loop: EventLoop
+    let loop: ConnectionQueue
     // Strong: a late responder completion may still reach a closed connection; the cycle ends when the loop drops it.
     private let server: HTTPServer
     private var machine: HTTPConnectionStateMachine
@@ -35,7 +35,7 @@ final class Connection: @unchecked Sendable {
 
     private var stream: ServerBodyStream?
 
-    init(fd: Int32, info: ConnectionInfo, loop: EventLoop, server: HTTPServer) {
+    init(fd: Int32, info: ConnectionInfo, loop: ConnectionQueue, server: HTTPServer) {
         self.fd = fd
         self.info = info
         self.loop = loop

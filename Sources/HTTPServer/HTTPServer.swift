@@ -15,7 +15,7 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let responder: any HTTPResponder
     let errorObserver: (@Sendable (HTTPServerErrorEvent) -> Void)?
-    let loops: [EventLoop]
+    let loops: [ConnectionQueue]
     private let acceptQueue = DispatchQueue(label: "healthd.http.accept")
     private let lifecycle = Mutex(Lifecycle())
     private let counters = Mutex(Counters())
@@ -48,7 +48,7 @@ public final class HTTPServer: Sendable {
         self.responder = responder
         self.errorObserver = errorObserver
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, Self.activeProcessorCount())
-        self.loops = (0 ..< count).map { EventLoop(index: $0, configuration: configuration) }
+        self.loops = (0 ..< count).map { ConnectionQueue(index: $0, configuration: configuration) }
     }
 
     private static func activeProcessorCount() -> Int {

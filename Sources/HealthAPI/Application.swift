@@ -284,7 +284,7 @@ extension HealthApplication {
 final class RequestCounter: Sendable {
     private let value = Atomic<UInt64>(0)
     func next(connection: UInt64) -> String {
-        // An atomic add: the event loops' threads take ids side by side without a lock.
+        // An atomic add: the connection queues' threads take ids side by side without a lock.
         let n = value.add(1, ordering: .relaxed).newValue
         // `<connection>-<n>` in base 36, written into one small buffer (this runs for every request).
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 27) { buffer in

@@ -166,6 +166,22 @@ import JSON
         return secrets
     }
 
+    /// Calls every registered route as `token` (a route without a call fails the walk); no answer
+    /// may be a 5xx; `check` sees each call, its reply and a label for messages.
+    static func walk(_ world: World, token: String, withheld type: String, lacking permission: String,
+                     _ check: (Call, TestServer.Reply, String) -> Void) {
+        for route in world.server.application.registeredRoutes {
+            guard let call = Self.call(route.method, route.pattern, type: type, world: world) else {
+                Issue.record("\(route.method.rawValue) \(route.pattern) has no call in the access walk")
+                continue
+            }
+            let reply = world.server.request(call.method, call.target, token: token, json: call.json)
+            let label = "\(call.method.rawValue) \(call.target) without \(permission) \(type)"
+            #expect(reply.status < 500, "\(label): \(reply.status) \(reply.text)")
+            check(call, reply, label)
+        }
+    }
+
     @Test func everyRouteKeepsDataFromATokenWithoutReadPermission() throws {
         let world = try World()
         let before = world.ownerData()
@@ -173,14 +189,7 @@ import JSON
             let probe = world.server.token(user: world.alice, app: "probe-noread-\(type)",
                                            read: Self.everything.filter { $0 != type }, share: Self.everything)
             let secrets = Self.secrets(world, withheld: type)
-            for route in world.server.application.registeredRoutes {
-                guard let call = Self.call(route.method, route.pattern, type: type, world: world) else {
-                    Issue.record("\(route.method.rawValue) \(route.pattern) has no call in the access walk")
-                    continue
-                }
-                let reply = world.server.request(call.method, call.target, token: probe, json: call.json)
-                let where_ = "\(call.method.rawValue) \(call.target) without read \(type)"
-                #expect(reply.status < 500, "\(where_): \(reply.status) \(reply.text)")
+            Self.walk(world, token: probe, withheld: type, lacking: "read") { call, reply, where_ in
                 if call.admin { #expect(reply.status == 403, "\(where_) is an admin route") }
                 // A 404 may echo the uuid the caller asked for; that discloses nothing. The owner's
                 // app name is a secret only where the call names the withheld type (the probe
@@ -203,14 +212,7 @@ import JSON
         for type in Self.types {
             let probe = world.server.token(user: world.alice, app: "probe-noshare-\(type)",
                                            read: Self.everything, share: Self.everything.filter { $0 != type })
-            for route in world.server.application.registeredRoutes {
-                guard let call = Self.call(route.method, route.pattern, type: type, world: world) else {
-                    Issue.record("\(route.method.rawValue) \(route.pattern) has no call in the access walk")
-                    continue
-                }
-                let reply = world.server.request(call.method, call.target, token: probe, json: call.json)
-                let where_ = "\(call.method.rawValue) \(call.target) without share \(type)"
-                #expect(reply.status < 500, "\(where_): \(reply.status) \(reply.text)")
+            Self.walk(world, token: probe, withheld: type, lacking: "share") { call, reply, where_ in
                 if call.writes || call.admin {
                     #expect(reply.status == 403, "\(where_): \(reply.status) \(reply.text)")
                     #expect(reply.code == "errorAuthorizationDenied", "\(where_): \(reply.text)")

@@ -100,15 +100,21 @@ import Testing
         #expect(throws: MigrationError.self) { try migrator.migrate(db) }
     }
 
+    /// A database with foreign keys on, every step migrated, and a sample pointing at a source.
+    private func migratedWithAReference() throws -> (Database, DatabaseMigrator) {
+        let db = try Database(path: ":memory:")
+        try db.execute("PRAGMA foreign_keys = ON")
+        let migrator = makeMigrator()
+        try migrator.migrate(db)
+        try db.execute("INSERT INTO sources VALUES (1, 'phone'); INSERT INTO samples VALUES (10, 1)")
+        return (db, migrator)
+    }
+
     /// SQLite's recipe for changing a column: build the new table, copy, drop the old one, rename.
     /// With foreign keys on, dropping `sources` would fail (or cascade) because samples point at
     /// it; the migrator runs with them off and checks the references afterwards.
     @Test func migrationCanRebuildAReferencedTable() throws {
-        let db = try Database(path: ":memory:")
-        try db.execute("PRAGMA foreign_keys = ON")
-        var migrator = makeMigrator()
-        try migrator.migrate(db)
-        try db.execute("INSERT INTO sources VALUES (1, 'phone'); INSERT INTO samples VALUES (10, 1)")
+        var (db, migrator) = try migratedWithAReference()
         migrator.register("sources_name_not_empty") { db in
             try db.execute("""
                 CREATE TABLE sources_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL CHECK (name <> ''));
@@ -125,11 +131,7 @@ import Testing
     }
 
     @Test func migrationLeavingDanglingReferencesRollsBack() throws {
-        let db = try Database(path: ":memory:")
-        try db.execute("PRAGMA foreign_keys = ON")
-        var migrator = makeMigrator()
-        try migrator.migrate(db)
-        try db.execute("INSERT INTO sources VALUES (1, 'phone'); INSERT INTO samples VALUES (10, 1)")
+        var (db, migrator) = try migratedWithAReference()
         migrator.register("drop_sources") { db in try db.execute("DELETE FROM sources") }
         do {
             try migrator.migrate(db)

@@ -3,9 +3,10 @@ import Glibc
 import HTTP
 import Synchronization
 
-/// One serial queue and the connections it owns.
+/// One serial Dispatch queue and the connections it owns: their sockets' read/write sources,
+/// parsing and writing all run on it (no event loop of its own; Dispatch does the polling).
 // @unchecked: every mutable property is only touched on `queue`.
-final class EventLoop: @unchecked Sendable {
+final class ConnectionQueue: @unchecked Sendable {
     let index: Int
     let queue: DispatchQueue
     let configuration: HTTPServerConfiguration
