@@ -127,12 +127,7 @@ struct DiscreteRollupDays: Sendable, BucketFiguresAnswering {
         var sources: [(Int32, DiscreteAccumulator)] = []
         guard start < end else { return (total, sources) }
         func addSource(_ source: Int32, _ accumulator: DiscreteAccumulator) {
-            guard accumulator.count > 0 else { return }
-            if let slot = sources.firstIndex(where: { $0.0 == source }) {
-                sources[slot].1.merge(accumulator)
-            } else {
-                sources.append((source, accumulator))
-            }
+            DiscreteAccumulator.merge(accumulator, of: source, into: &sources)
         }
         let length = DayRollup.dayLength
         let last = upperBound(days, floorDivide(end - 1, length))

@@ -190,6 +190,16 @@ struct DiscreteAccumulator: Sendable {
         return id > otherID
     }
 
+    /// Merges a source's aggregate into a per-source list (sources in first-seen order; empty ones left out).
+    static func merge(_ accumulator: DiscreteAccumulator, of source: Int32, into sources: inout [(Int32, DiscreteAccumulator)]) {
+        guard accumulator.count > 0 else { return }
+        if let slot = sources.firstIndex(where: { $0.0 == source }) {
+            sources[slot].1.merge(accumulator)
+        } else {
+            sources.append((source, accumulator))
+        }
+    }
+
     /// A bucket's answer from its merged aggregate and per-source ones (priority order, sources
     /// with figures only).
     static func bucketStatistics(_ bucket: CalendarBucket, _ total: DiscreteAccumulator,
