@@ -32,83 +32,93 @@ struct IMUBatchRequest {
     }
 }
 
-enum IMURoutes {
+struct IMURoutes: Sendable {
+    let store: HealthStore
+
     static let maximumSamplesPerBatch = 100_000
 
     static func register(into router: inout Router<Route>, store: HealthStore) {
-        // Deferred: the session is read on a reader, the pedometer runs with no transaction open,
-        // and only the conditional state update, the samples and the answer go to the writer's
-        // group commit (HealthStore.commitIMU); the worker moves on meanwhile.
-        router.register(.post, "/v1/ingest/imu", Route(access: .token, deferred: { context, respond throws(APIError) in
-            let app = try context.app()
-            try requireShare(app)
-            let batch = try decode(&context)
-            var accelerometer = batch.accelerometerBatch
-            do { accelerometer.unit = try AccelerationUnit(parsing: batch.unit) } catch {
-                throw APIError.invalidField("unit", "must be g or m/s2, not '\(batch.unit)'")
-            }
-            // Validate before touching the store, so a bad batch is a 400 even for a new session.
-            do throws(PedometerInputError) { try accelerometer.validate(limits: limits) } catch { throw invalid(error) }
-            let input = accelerometer
-            ingest(store: store, app: app, session: batch.session, seq: batch.seq, device: batch.device, respond: respond) {
-                state throws(APIError) -> IMUBatchResult in
-                var session = try restore(state, name: batch.session) ?? PedometerSession(heightCm: batch.heightCm)
-                let update: PedometerUpdate
-                do throws(PedometerInputError) { update = try session.process(input, limits: limits) } catch { throw invalid(error) }
-                let span = update.processedSpan ?? {
-                    let last = session.lastAccelerometerTimestamp ?? 0
-                    return last...last
-                }()
-                return result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device,
-                              spanStart: span.lowerBound, spanEnd: span.upperBound, ended: false)
-            }
-        }))
+        let routes = IMURoutes(store: store)
+        router.register(.post, "/v1/ingest/imu", Route(access: .token, deferred: routes.ingestBatch))
+        router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token, deferred: routes.endSession))
+        router.register(.get, "/v1/pedometer", Route(access: .token, handler: routes.pedometerTotals))
+    }
 
-        router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token, deferred: { context, respond throws(APIError) in
-            try context.query.rejectUnknown()
-            let app = try context.app()
-            try requireShare(app)
-            if !context.request.body.isEmpty {
-                let body = try RequestBody.json(context.request)
-                try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
-            }
-            let name = context.parameter("session")
-            try validateSessionName(name)
-            ingest(store: store, app: app, session: name, seq: nil, device: nil, respond: respond) {
-                state throws(APIError) -> IMUBatchResult in
-                guard var session = try restore(state, name: name) else {
-                    throw APIError.conflict("the stored state of session '\(name)' cannot be read")
-                }
-                let update = session.finish()
+    /// `POST /v1/ingest/imu`: ingests one accelerometer batch of an IMU session and saves the steps the pedometer finds in it.
+    /// Deferred: the session is read on a reader, the pedometer runs with no transaction open,
+    /// and only the conditional state update, the samples and the answer go to the writer's
+    /// group commit (HealthStore.commitIMU); the worker moves on meanwhile.
+    func ingestBatch(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
+        let app = try context.app()
+        try Self.requireShare(app)
+        let batch = try Self.decode(&context)
+        var accelerometer = batch.accelerometerBatch
+        do { accelerometer.unit = try AccelerationUnit(parsing: batch.unit) } catch {
+            throw APIError.invalidField("unit", "must be g or m/s2, not '\(batch.unit)'")
+        }
+        // Validate before touching the store, so a bad batch is a 400 even for a new session.
+        do throws(PedometerInputError) { try accelerometer.validate(limits: Self.limits) } catch { throw Self.invalid(error) }
+        let input = accelerometer
+        Self.ingest(store: store, app: app, session: batch.session, seq: batch.seq, device: batch.device, respond: respond) {
+            state throws(APIError) -> IMUBatchResult in
+            var session = try Self.restore(state, name: batch.session) ?? PedometerSession(heightCm: batch.heightCm)
+            let update: PedometerUpdate
+            do throws(PedometerInputError) { update = try session.process(input, limits: Self.limits) } catch { throw Self.invalid(error) }
+            let span = update.processedSpan ?? {
                 let last = session.lastAccelerometerTimestamp ?? 0
-                return result(for: update, session: session, name: name, seq: state.nextSeq - 1, device: nil,
-                              spanStart: update.stepTimestamps.first ?? last, spanEnd: max(last, update.stepTimestamps.last ?? last),
-                              ended: true)
-            }
-        }))
+                return last...last
+            }()
+            return Self.result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device,
+                          spanStart: span.lowerBound, spanEnd: span.upperBound, ended: false)
+        }
+    }
 
-        router.register(.get, "/v1/pedometer", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            guard let start = try QueryParsing.instant(&context.query, "start") else { throw APIError.invalidField("start", "is required") }
-            guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
-            try context.query.rejectUnknown()
-            guard end > start else { throw APIError.invalidField("end", "must be after start") }
-            let totals = try storeCall { try store.pedometerTotals(app: app, start: start, end: end) }
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("numberOfSteps", Int64(totals.steps.rounded()))
-                writer.field("distance", totals.distance)
-                writer.key("averageActivePace")
-                if totals.distance > 0 { writer.number(totals.activeSeconds / totals.distance) } else { writer.null() }
-                writer.key("currentPace")
-                if let pace = totals.currentPace { writer.number(pace) } else { writer.null() }
-                writer.key("currentCadence")
-                if let cadence = totals.currentCadence { writer.number(cadence) } else { writer.null() }
-                writer.field("floorsAscended", Int64(totals.floorsAscended.rounded()))
-                writer.field("floorsDescended", Int64(totals.floorsDescended.rounded()))
-                writer.endObject()
+    /// `POST /v1/ingest/imu/{session}/end`: ends an IMU session, flushing the pedometer's pending steps.
+    func endSession(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        try Self.requireShare(app)
+        if !context.request.body.isEmpty {
+            let body = try RequestBody.json(context.request)
+            try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
+        }
+        let name = context.parameter("session")
+        try Self.validateSessionName(name)
+        Self.ingest(store: store, app: app, session: name, seq: nil, device: nil, respond: respond) {
+            state throws(APIError) -> IMUBatchResult in
+            guard var session = try Self.restore(state, name: name) else {
+                throw APIError.conflict("the stored state of session '\(name)' cannot be read")
             }
-        })
+            let update = session.finish()
+            let last = session.lastAccelerometerTimestamp ?? 0
+            return Self.result(for: update, session: session, name: name, seq: state.nextSeq - 1, device: nil,
+                          spanStart: update.stepTimestamps.first ?? last, spanEnd: max(last, update.stepTimestamps.last ?? last),
+                          ended: true)
+        }
+    }
+
+    /// `GET /v1/pedometer`: step, distance, pace, cadence and floor totals in a time range (CMPedometerData).
+    func pedometerTotals(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        guard let start = try QueryParsing.instant(&context.query, "start") else { throw APIError.invalidField("start", "is required") }
+        guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
+        try context.query.rejectUnknown()
+        guard end > start else { throw APIError.invalidField("end", "must be after start") }
+        let totals = try storeCall { try store.pedometerTotals(app: app, start: start, end: end) }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("numberOfSteps", Int64(totals.steps.rounded()))
+            writer.field("distance", totals.distance)
+            writer.key("averageActivePace")
+            if totals.distance > 0 { writer.number(totals.activeSeconds / totals.distance) } else { writer.null() }
+            writer.key("currentPace")
+            if let pace = totals.currentPace { writer.number(pace) } else { writer.null() }
+            writer.key("currentCadence")
+            if let cadence = totals.currentCadence { writer.number(cadence) } else { writer.null() }
+            writer.field("floorsAscended", Int64(totals.floorsAscended.rounded()))
+            writer.field("floorsDescended", Int64(totals.floorsDescended.rounded()))
+            writer.endObject()
+        }
     }
 
     static let limits = PedometerInputLimits(maximumSamplesPerBatch: maximumSamplesPerBatch)

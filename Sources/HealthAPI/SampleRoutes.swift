@@ -4,145 +4,162 @@ import HealthStore
 import JSON
 
 /// Samples, sources and the type catalog (API.md, Samples).
-enum SampleRoutes {
+struct SampleRoutes: Sendable {
+    let store: HealthStore
+    let configuration: HealthdConfiguration
+
     static let cursorKind: UInt8 = 1
 
     static func register(into router: inout Router<Route>, store: HealthStore, configuration: HealthdConfiguration) {
-        // Deferred: the batch is decoded and checked on a worker, then handed to the store's group
-        // commit; the worker goes on to the next request instead of waiting for the writer's fsync.
-        router.register(.post, "/v1/samples", Route(access: .token, deferred: { context, respond throws(APIError) in
-            try context.query.rejectUnknown()
-            let app = try context.app()
-            let samples = try decodeBatch(context.request, maxBatchSize: configuration.maxBatchSize)
-            let problems = context.problems
-            // Share permission for every sample and object is the store's to check (AccessPolicy).
-            store.save(samples, by: app) { result in
-                switch result {
-                case .success(let saved):
-                    respond(JSONResponse.write(status: .created) { writer in
-                        writer.beginObject()
-                        writer.key("saved")
-                        writer.beginArray()
-                        for uuid in saved { writer.string(uuid.lowercasedString) }
-                        writer.endArray()
-                        writer.endObject()
-                    })
-                case .failure(let error):
-                    respond(problems.response(APIError(storeError: error)))
-                }
-            }
-        }))
+        let routes = SampleRoutes(store: store, configuration: configuration)
+        router.register(.post, "/v1/samples", Route(access: .token, deferred: routes.saveSamples))
+        router.register(.get, "/v1/samples", Route(access: .token, handler: routes.listSamples))
+        router.register(.get, "/v1/samples/{uuid}", Route(access: .token, handler: routes.readSample))
+        router.register(.delete, "/v1/samples/{uuid}", Route(access: .token, handler: routes.deleteSample))
+        router.register(.delete, "/v1/samples", Route(access: .token, handler: routes.deleteSamples))
+        router.register(.get, "/v1/sources", Route(access: .token, handler: routes.listSources))
+    }
 
-        router.register(.get, "/v1/samples", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let type = try QueryParsing.type(&context.query)
-            var query = SampleQuery(type: type.id)
-            query.start = try QueryParsing.instant(&context.query, "start")
-            query.end = try QueryParsing.instant(&context.query, "end")
-            query.strictStartDate = try context.query.boolean("strictStartDate") ?? false
-            query.strictEndDate = try context.query.boolean("strictEndDate") ?? false
-            query.sourceApp = try context.query.string("source")
-            switch try context.query.string("order") {
-            case nil, "asc": query.descending = false
-            case "desc": query.descending = true
-            case let other?: throw APIError.invalidField("order", "must be asc or desc, not '\(other)'")
-            }
-            query.limit = try context.query.integer("limit", in: 1...10_000) ?? 100
-            let unit = try QueryParsing.unit(&context.query, for: type)
-            let cursorText = try context.query.string("cursor")
-            try context.query.rejectUnknown()
-            if let start = query.start, let end = query.end, end < start {
-                throw APIError.invalidField("end", "is before start")
-            }
-            let fingerprint = SignedToken.fingerprint([
-                app.userID, type.id, "\(query.start ?? .min)", "\(query.end ?? .max)", "\(query.strictStartDate)",
-                "\(query.strictEndDate)", query.sourceApp ?? "", "\(query.descending)",
-            ])
-            if let cursorText {
-                guard let fields = SignedToken.decode(cursorText, kind: cursorKind, fieldCount: 3, secret: store.secret),
-                      fields[2] == fingerprint else {
-                    throw APIError.invalidField("cursor", "is not a cursor of this query (forged, altered, or from another query)")
-                }
-                query.after = SampleCursor(start: fields[0], seq: fields[1])
-            }
-            let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
-            // A quantity sample with a device and a little metadata writes about 500 bytes.
-            return JSONResponse.write(capacity: 512 * page.samples.count + 256) { writer in
-                writer.beginObject()
-                writer.key("samples")
-                writer.beginArray()
-                for sample in page.samples { SampleCodec.write(sample, unit: unit, into: &writer) }
-                writer.endArray()
-                writer.key("next")
-                if let next = page.next {
-                    writer.string(SignedToken.encode(kind: cursorKind, fields: [next.start, next.seq, fingerprint], secret: store.secret))
-                } else {
-                    writer.null()
-                }
-                writer.endObject()
-            }
-        })
-
-        router.register(.get, "/v1/samples/{uuid}", Route(access: .token) { context throws(APIError) in
-            let unitText = try context.query.string("unit")
-            try context.query.rejectUnknown()
-            let app = try context.app()
-            let uuid = try QueryParsing.uuid(context.parameter("uuid"))
-            guard let sample = try storeCall({ try store.sample(uuid, for: app, userExternalID: app.userID) }) else {
-                throw APIError.notFound("no sample \(uuid.lowercasedString)")
-            }
-            var unit: HealthUnit?
-            if let unitText, let type = HealthTypeCatalog.type(sample.sample.type) {
-                unit = try QueryParsing.unit(unitText, for: type)
-            }
-            return JSONResponse.write { writer in SampleCodec.write(sample, unit: unit, into: &writer) }
-        })
-
-        router.register(.delete, "/v1/samples/{uuid}", Route(access: .token) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            let app = try context.app()
-            let uuid = try QueryParsing.uuid(context.parameter("uuid"))
-            try storeCall { try store.deleteSample(uuid, by: app) }
-            return HTTPResponse(status: .noContent)
-        })
-
-        router.register(.delete, "/v1/samples", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let type = try QueryParsing.type(&context.query)
-            guard let start = try QueryParsing.instant(&context.query, "start") else { throw APIError.invalidField("start", "is required") }
-            guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
-            try context.query.rejectUnknown()
-            guard end >= start else { throw APIError.invalidField("end", "is before start") }
-            let deleted = try storeCall { try store.deleteSamples(type: type.id, start: start, end: end, by: app) }
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("deleted", deleted)
-                writer.endObject()
-            }
-        })
-
-        router.register(.get, "/v1/sources", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let type = try QueryParsing.type(&context.query)
-            try context.query.rejectUnknown()
-            let sources = try storeCall { try store.sources(type: type.id, for: app) }
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.key("sources")
-                writer.beginArray()
-                for source in sources {
+    /// `POST /v1/samples`: saves a batch of samples (all or nothing) and answers their uuids.
+    /// Deferred: the batch is decoded and checked on a worker, then handed to the store's group
+    /// commit; the worker goes on to the next request instead of waiting for the writer's fsync.
+    func saveSamples(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let samples = try Self.decodeBatch(context.request, maxBatchSize: configuration.maxBatchSize)
+        let problems = context.problems
+        // Share permission for every sample and object is the store's to check (AccessPolicy).
+        store.save(samples, by: app) { result in
+            switch result {
+            case .success(let saved):
+                respond(JSONResponse.write(status: .created) { writer in
                     writer.beginObject()
-                    writer.field("app", source.app)
-                    writer.key("devices")
+                    writer.key("saved")
                     writer.beginArray()
-                    for device in source.devices { SampleCodec.writeDevice(device, into: &writer) }
+                    for uuid in saved { writer.string(uuid.lowercasedString) }
                     writer.endArray()
                     writer.endObject()
-                }
+                })
+            case .failure(let error):
+                respond(problems.response(APIError(storeError: error)))
+            }
+        }
+    }
+
+    /// `GET /v1/samples`: one page of a sample query, in start order, with a signed cursor for the next page.
+    func listSamples(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let type = try QueryParsing.type(&context.query)
+        var query = SampleQuery(type: type.id)
+        query.start = try QueryParsing.instant(&context.query, "start")
+        query.end = try QueryParsing.instant(&context.query, "end")
+        query.strictStartDate = try context.query.boolean("strictStartDate") ?? false
+        query.strictEndDate = try context.query.boolean("strictEndDate") ?? false
+        query.sourceApp = try context.query.string("source")
+        switch try context.query.string("order") {
+        case nil, "asc": query.descending = false
+        case "desc": query.descending = true
+        case let other?: throw APIError.invalidField("order", "must be asc or desc, not '\(other)'")
+        }
+        query.limit = try context.query.integer("limit", in: 1...10_000) ?? 100
+        let unit = try QueryParsing.unit(&context.query, for: type)
+        let cursorText = try context.query.string("cursor")
+        try context.query.rejectUnknown()
+        if let start = query.start, let end = query.end, end < start {
+            throw APIError.invalidField("end", "is before start")
+        }
+        let fingerprint = SignedToken.fingerprint([
+            app.userID, type.id, "\(query.start ?? .min)", "\(query.end ?? .max)", "\(query.strictStartDate)",
+            "\(query.strictEndDate)", query.sourceApp ?? "", "\(query.descending)",
+        ])
+        if let cursorText {
+            guard let fields = SignedToken.decode(cursorText, kind: Self.cursorKind, fieldCount: 3, secret: store.secret),
+                  fields[2] == fingerprint else {
+                throw APIError.invalidField("cursor", "is not a cursor of this query (forged, altered, or from another query)")
+            }
+            query.after = SampleCursor(start: fields[0], seq: fields[1])
+        }
+        let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
+        // A quantity sample with a device and a little metadata writes about 500 bytes.
+        return JSONResponse.write(capacity: 512 * page.samples.count + 256) { writer in
+            writer.beginObject()
+            writer.key("samples")
+            writer.beginArray()
+            for sample in page.samples { SampleCodec.write(sample, unit: unit, into: &writer) }
+            writer.endArray()
+            writer.key("next")
+            if let next = page.next {
+                writer.string(SignedToken.encode(kind: Self.cursorKind, fields: [next.start, next.seq, fingerprint], secret: store.secret))
+            } else {
+                writer.null()
+            }
+            writer.endObject()
+        }
+    }
+
+    /// `GET /v1/samples/{uuid}`: one sample by uuid, optionally in another unit.
+    func readSample(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let unitText = try context.query.string("unit")
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let uuid = try QueryParsing.uuid(context.parameter("uuid"))
+        guard let sample = try storeCall({ try store.sample(uuid, for: app, userExternalID: app.userID) }) else {
+            throw APIError.notFound("no sample \(uuid.lowercasedString)")
+        }
+        var unit: HealthUnit?
+        if let unitText, let type = HealthTypeCatalog.type(sample.sample.type) {
+            unit = try QueryParsing.unit(unitText, for: type)
+        }
+        return JSONResponse.write { writer in SampleCodec.write(sample, unit: unit, into: &writer) }
+    }
+
+    /// `DELETE /v1/samples/{uuid}`: deletes one sample the app wrote.
+    func deleteSample(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let uuid = try QueryParsing.uuid(context.parameter("uuid"))
+        try storeCall { try store.deleteSample(uuid, by: app) }
+        return HTTPResponse(status: .noContent)
+    }
+
+    /// `DELETE /v1/samples`: deletes the app's samples of a type in a time range and answers the count.
+    func deleteSamples(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let type = try QueryParsing.type(&context.query)
+        guard let start = try QueryParsing.instant(&context.query, "start") else { throw APIError.invalidField("start", "is required") }
+        guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
+        try context.query.rejectUnknown()
+        guard end >= start else { throw APIError.invalidField("end", "is before start") }
+        let deleted = try storeCall { try store.deleteSamples(type: type.id, start: start, end: end, by: app) }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("deleted", deleted)
+            writer.endObject()
+        }
+    }
+
+    /// `GET /v1/sources`: the apps and devices that wrote samples of a type.
+    func listSources(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let type = try QueryParsing.type(&context.query)
+        try context.query.rejectUnknown()
+        let sources = try storeCall { try store.sources(type: type.id, for: app) }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.key("sources")
+            writer.beginArray()
+            for source in sources {
+                writer.beginObject()
+                writer.field("app", source.app)
+                writer.key("devices")
+                writer.beginArray()
+                for device in source.devices { SampleCodec.writeDevice(device, into: &writer) }
                 writer.endArray()
                 writer.endObject()
             }
-        })
+            writer.endArray()
+            writer.endObject()
+        }
     }
 
     /// Decodes `{"samples":[...]}`, collecting every invalid sample's errors (index, field, detail).

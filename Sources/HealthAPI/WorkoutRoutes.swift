@@ -65,106 +65,113 @@ public enum WorkoutHeartRate {
 
 /// `GET /v1/workouts`: the workouts in a range, newest first, each with its totals, active
 /// duration, heart-rate statistics and time in the target zone (what a fitness app lists).
-enum WorkoutRoutes {
+struct WorkoutRoutes: Sendable {
+    let store: HealthStore
+    let now: @Sendable () -> Int64
+
     static let maximumWorkouts = 500
 
     static func register(into router: inout Router<Route>, store: HealthStore, now: @escaping @Sendable () -> Int64) {
-        router.register(.get, "/v1/workouts", Route(access: .token) { context throws(APIError) in
-            let range = try StatisticsRoutes.requiredRange(&context.query)
-            let limit = try context.query.integer("limit", in: 1...maximumWorkouts) ?? 50
-            let givenAge = try context.query.integer("age", in: HeartRateZones.ages)
-            let goalText = try context.query.string("goal") ?? HeartRateZones.Goal.fatBurn.rawValue
-            guard let goal = HeartRateZones.Goal(rawValue: goalText) else {
-                throw APIError.invalidField("goal", "must be fatBurn, cardio or peak, not '\(goalText)'")
-            }
-            try context.query.rejectUnknown()
-            let app = try context.app()
+        let routes = WorkoutRoutes(store: store, now: now)
+        router.register(.get, "/v1/workouts", Route(access: .token, handler: routes.listWorkouts))
+    }
 
-            var query = SampleQuery(type: "workout")
-            query.start = range.start
-            query.end = range.end
-            query.descending = true
-            query.limit = limit
-            let workouts = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }.samples
-            // The zone as GET /v1/heart-rate/zones gives it; no age known means no zone, not an error.
-            let zone = try HeartRateZoneRoutes.zoneIfKnown(store: store, app: app, age: givenAge, goal: goal, now: now())
+    /// `GET /v1/workouts`: workouts in a range, newest first, each with its active duration, heart-rate summary and time in the heart-rate zone.
+    func listWorkouts(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let range = try StatisticsRoutes.requiredRange(&context.query)
+        let limit = try context.query.integer("limit", in: 1...Self.maximumWorkouts) ?? 50
+        let givenAge = try context.query.integer("age", in: HeartRateZones.ages)
+        let goalText = try context.query.string("goal") ?? HeartRateZones.Goal.fatBurn.rawValue
+        guard let goal = HeartRateZones.Goal(rawValue: goalText) else {
+            throw APIError.invalidField("goal", "must be fatBurn, cardio or peak, not '\(goalText)'")
+        }
+        try context.query.rejectUnknown()
+        let app = try context.app()
 
-            struct Row {
-                var stored: StoredSample
-                var details: WorkoutDetails
-                var activeMilliseconds: Int64
-                var heartRate: WorkoutHeartRate.Summary?
-                var inZone: Int64?
-            }
-            var rows: [Row] = []
-            for stored in workouts {
-                guard case .workout(let details) = stored.sample.content else { continue }
-                let sample = stored.sample
-                var readingsQuery = SampleQuery(type: "heartRate")
-                readingsQuery.start = sample.start
-                readingsQuery.end = sample.end
-                readingsQuery.limit = 10_000
-                var readings: [(date: Int64, bpm: Double)] = []
-                while true {
-                    let page = try storeCall { try store.samples(readingsQuery, for: app, userExternalID: app.userID) }
-                    for reading in page.samples {
-                        if let bpm = reading.sample.quantity { readings.append((reading.sample.start, bpm)) }
-                    }
-                    guard let next = page.next else { break }
-                    readingsQuery.after = next
+        var query = SampleQuery(type: "workout")
+        query.start = range.start
+        query.end = range.end
+        query.descending = true
+        query.limit = limit
+        let workouts = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }.samples
+        // The zone as GET /v1/heart-rate/zones gives it; no age known means no zone, not an error.
+        let zone = try HeartRateZoneRoutes.zoneIfKnown(store: store, app: app, age: givenAge, goal: goal, now: now())
+
+        struct Row {
+            var stored: StoredSample
+            var details: WorkoutDetails
+            var activeMilliseconds: Int64
+            var heartRate: WorkoutHeartRate.Summary?
+            var inZone: Int64?
+        }
+        var rows: [Row] = []
+        for stored in workouts {
+            guard case .workout(let details) = stored.sample.content else { continue }
+            let sample = stored.sample
+            var readingsQuery = SampleQuery(type: "heartRate")
+            readingsQuery.start = sample.start
+            readingsQuery.end = sample.end
+            readingsQuery.limit = 10_000
+            var readings: [(date: Int64, bpm: Double)] = []
+            while true {
+                let page = try storeCall { try store.samples(readingsQuery, for: app, userExternalID: app.userID) }
+                for reading in page.samples {
+                    if let bpm = reading.sample.quantity { readings.append((reading.sample.start, bpm)) }
                 }
-                let active = WorkoutHeartRate.activeIntervals(start: sample.start, end: sample.end, events: details.events)
-                rows.append(Row(stored: stored, details: details,
-                                activeMilliseconds: active.reduce(0) { $0 + $1.end - $1.start },
-                                heartRate: WorkoutHeartRate.summary(readings, start: sample.start, end: sample.end),
-                                inZone: zone.map { WorkoutHeartRate.timeInZone(readings, active: active, low: Double($0.low),
-                                                                                 high: Double($0.high)) }))
+                guard let next = page.next else { break }
+                readingsQuery.after = next
             }
-            return JSONResponse.write { writer in
+            let active = WorkoutHeartRate.activeIntervals(start: sample.start, end: sample.end, events: details.events)
+            rows.append(Row(stored: stored, details: details,
+                            activeMilliseconds: active.reduce(0) { $0 + $1.end - $1.start },
+                            heartRate: WorkoutHeartRate.summary(readings, start: sample.start, end: sample.end),
+                            inZone: zone.map { WorkoutHeartRate.timeInZone(readings, active: active, low: Double($0.low),
+                                                                             high: Double($0.high)) }))
+        }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.key("zone")
+            if let zone {
                 writer.beginObject()
-                writer.key("zone")
-                if let zone {
+                writer.field("goal", goal.rawValue)
+                writer.field("low", zone.low)
+                writer.field("high", zone.high)
+                writer.field("method", zone.method.rawValue)
+                writer.endObject()
+            } else {
+                writer.null()
+            }
+            writer.key("workouts")
+            writer.beginArray()
+            for row in rows {
+                writer.beginObject()
+                writer.field("uuid", row.stored.sample.uuid.lowercasedString)
+                writer.field("activityType", row.details.activityType)
+                writer.field("start", RFC3339.format(row.stored.sample.start))
+                writer.field("end", RFC3339.format(row.stored.sample.end))
+                writer.field("duration", FigureRounding.significant(Double(row.activeMilliseconds) / 1000))
+                writer.key("totalDistance")
+                if let distance = row.details.totalDistance { writer.number(distance) } else { writer.null() }
+                writer.key("totalEnergyBurned")
+                if let energy = row.details.totalEnergyBurned { writer.number(energy) } else { writer.null() }
+                writer.key("heartRate")
+                if let heart = row.heartRate {
                     writer.beginObject()
-                    writer.field("goal", goal.rawValue)
-                    writer.field("low", zone.low)
-                    writer.field("high", zone.high)
-                    writer.field("method", zone.method.rawValue)
+                    writer.field("average", FigureRounding.significant(heart.average))
+                    writer.field("minimum", heart.minimum)
+                    writer.field("maximum", heart.maximum)
+                    writer.field("readings", heart.readings)
                     writer.endObject()
                 } else {
                     writer.null()
                 }
-                writer.key("workouts")
-                writer.beginArray()
-                for row in rows {
-                    writer.beginObject()
-                    writer.field("uuid", row.stored.sample.uuid.lowercasedString)
-                    writer.field("activityType", row.details.activityType)
-                    writer.field("start", RFC3339.format(row.stored.sample.start))
-                    writer.field("end", RFC3339.format(row.stored.sample.end))
-                    writer.field("duration", FigureRounding.significant(Double(row.activeMilliseconds) / 1000))
-                    writer.key("totalDistance")
-                    if let distance = row.details.totalDistance { writer.number(distance) } else { writer.null() }
-                    writer.key("totalEnergyBurned")
-                    if let energy = row.details.totalEnergyBurned { writer.number(energy) } else { writer.null() }
-                    writer.key("heartRate")
-                    if let heart = row.heartRate {
-                        writer.beginObject()
-                        writer.field("average", FigureRounding.significant(heart.average))
-                        writer.field("minimum", heart.minimum)
-                        writer.field("maximum", heart.maximum)
-                        writer.field("readings", heart.readings)
-                        writer.endObject()
-                    } else {
-                        writer.null()
-                    }
-                    writer.key("timeInZone")
-                    if let inZone = row.inZone { writer.number(FigureRounding.significant(Double(inZone) / 1000)) } else { writer.null() }
-                    writer.field("source", row.stored.source.app)
-                    writer.endObject()
-                }
-                writer.endArray()
+                writer.key("timeInZone")
+                if let inZone = row.inZone { writer.number(FigureRounding.significant(Double(inZone) / 1000)) } else { writer.null() }
+                writer.field("source", row.stored.source.app)
                 writer.endObject()
             }
-        })
+            writer.endArray()
+            writer.endObject()
+        }
     }
 }
