@@ -3,7 +3,10 @@ import HealthModel
 import HealthStore
 
 /// The change feed (API.md, Change feed): anchored queries with long-poll, and Server-Sent Events.
-enum ChangeRoutes {
+struct ChangeRoutes: Sendable {
+    let feed: ChangeFeed
+    let store: HealthStore
+
     static let defaultLimit = 1_000
     static let maxLimit = 10_000
     static let maxWaitSeconds = 60
@@ -11,51 +14,55 @@ enum ChangeRoutes {
     static let streamPageSize = 500
 
     static func register(into router: inout Router<Route>, feed: ChangeFeed) {
-        let store = feed.store
+        let routes = ChangeRoutes(feed: feed, store: feed.store)
+        router.register(.get, "/v1/changes", Route(access: .token, deferred: routes.changes))
+        router.register(.get, "/v1/changes/stream", Route(access: .token, handler: routes.streamChanges))
+    }
 
-        router.register(.get, "/v1/changes", Route(access: .token, deferred: { context, respond throws(APIError) in
-            let app = try context.app()
-            let types = try requestedTypes(&context.query)
-            let limit = try context.query.integer("limit", in: 1...maxLimit) ?? defaultLimit
-            let anchorText = try context.query.string("anchor")
-            let wait = try context.query.integer("wait", in: 0...maxWaitSeconds) ?? 0
-            try context.query.rejectUnknown()
-            let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: store.secret, problems: context.problems)
-            let position = try anchorText.map { text throws(APIError) in try subscriber.position(fromAnchor: text, field: "anchor") }
-            try feed.longPoll(subscriber, after: position, wait: wait, disconnect: context.connection.disconnect, respond: respond)
-        }))
+    /// `GET /v1/changes`: an anchored query of added and deleted objects, long-polling up to `wait` seconds when there are none.
+    func changes(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
+        let app = try context.app()
+        let types = try Self.requestedTypes(&context.query)
+        let limit = try context.query.integer("limit", in: 1...Self.maxLimit) ?? Self.defaultLimit
+        let anchorText = try context.query.string("anchor")
+        let wait = try context.query.integer("wait", in: 0...Self.maxWaitSeconds) ?? 0
+        try context.query.rejectUnknown()
+        let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: store.secret, problems: context.problems)
+        let position = try anchorText.map { text throws(APIError) in try subscriber.position(fromAnchor: text, field: "anchor") }
+        try feed.longPoll(subscriber, after: position, wait: wait, disconnect: context.connection.disconnect, respond: respond)
+    }
 
-        router.register(.get, "/v1/changes/stream", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let types = try requestedTypes(&context.query)
-            let anchorText = try context.query.string("anchor")
-            try context.query.rejectUnknown()
-            let subscriber = ChangeSubscriber(app: app, types: types, limit: streamPageSize, secret: store.secret, problems: context.problems)
-            // A reconnecting EventSource keeps the URL it first used and adds Last-Event-ID, the newer position.
-            var position: ChangePosition?
-            if let lastEventID = context.request.headers["Last-Event-ID"], !lastEventID.isEmpty {
-                position = try subscriber.position(fromAnchor: lastEventID, field: "Last-Event-ID")
-            } else if let anchorText {
-                position = try subscriber.position(fromAnchor: anchorText, field: "anchor")
-            }
-            // Expired or not is decided now, while a 410 can still be the status line.
-            let start: ChangePosition
-            if let position {
-                let probe = ChangeSubscriber(app: app, types: types, limit: 1, secret: store.secret, problems: context.problems)
-                _ = try probe.read(after: position, store: store)
-                start = position
-            } else {
-                start = try storeCall { try store.currentChangePosition() }
-            }
-            var headers = HTTPHeaders()
-            headers.add("Content-Type", "text/event-stream; charset=utf-8")
-            headers.add("Cache-Control", "no-store")
-            // Tells nginx-style proxies not to buffer the stream.
-            headers.add("X-Accel-Buffering", "no")
-            let announce = position == nil
-            return HTTPResponse(status: .ok, headers: headers, body: .stream { output in
-                feed.openStream(subscriber, from: start, announce: announce, output: output)
-            })
+    /// `GET /v1/changes/stream`: the same changes as Server-Sent Events, from an anchor onwards.
+    func streamChanges(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let types = try Self.requestedTypes(&context.query)
+        let anchorText = try context.query.string("anchor")
+        try context.query.rejectUnknown()
+        let subscriber = ChangeSubscriber(app: app, types: types, limit: Self.streamPageSize, secret: store.secret, problems: context.problems)
+        // A reconnecting EventSource keeps the URL it first used and adds Last-Event-ID, the newer position.
+        var position: ChangePosition?
+        if let lastEventID = context.request.headers["Last-Event-ID"], !lastEventID.isEmpty {
+            position = try subscriber.position(fromAnchor: lastEventID, field: "Last-Event-ID")
+        } else if let anchorText {
+            position = try subscriber.position(fromAnchor: anchorText, field: "anchor")
+        }
+        // Expired or not is decided now, while a 410 can still be the status line.
+        let start: ChangePosition
+        if let position {
+            let probe = ChangeSubscriber(app: app, types: types, limit: 1, secret: store.secret, problems: context.problems)
+            _ = try probe.read(after: position, store: store)
+            start = position
+        } else {
+            start = try storeCall { try store.currentChangePosition() }
+        }
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "text/event-stream; charset=utf-8")
+        headers.add("Cache-Control", "no-store")
+        // Tells nginx-style proxies not to buffer the stream.
+        headers.add("X-Accel-Buffering", "no")
+        let announce = position == nil
+        return HTTPResponse(status: .ok, headers: headers, body: .stream { output in
+            feed.openStream(subscriber, from: start, announce: announce, output: output)
         })
     }
 
