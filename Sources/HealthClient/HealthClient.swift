@@ -350,7 +350,7 @@ public final class HealthClient: Sendable {
 
     // MARK: Plumbing
 
-    private struct Empty: Decodable {}
+    struct Empty: Decodable {}
 
     private struct Problem: Decodable {
         var status: Int?
@@ -397,6 +397,21 @@ public final class HealthClient: Sendable {
 
     private func call<Response: Decodable>(_ method: String, _ path: String, query: [(String, String?)] = [],
                                            body: (some Encodable)? = Optional<Int>.none) async throws(HealthClientError) -> Response {
+        let request = try makeRequest(method, path, query: query, body: body)
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw .transport(error.localizedDescription)
+        }
+        guard let http = response as? HTTPURLResponse else { throw .transport("not an HTTP response") }
+        return try Self.decodeResponse(status: http.statusCode, data: data)
+    }
+
+    /// The request a call sends: no I/O, so tests can check URL, query encoding, headers and body.
+    func makeRequest(_ method: String, _ path: String, query: [(String, String?)] = [],
+                     body: (some Encodable)? = Optional<Int>.none) throws(HealthClientError) -> URLRequest {
         guard var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false) else {
             throw .transport("bad base URL \(baseURL)")
         }
@@ -417,25 +432,22 @@ public final class HealthClient: Sendable {
             }
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch {
-            throw .transport(error.localizedDescription)
-        }
-        guard let http = response as? HTTPURLResponse else { throw .transport("not an HTTP response") }
-        guard (200..<300).contains(http.statusCode) else {
+        return request
+    }
+
+    /// What an answer means: the decoded body on 2xx, else the server's problem or the raw body.
+    static func decodeResponse<Response: Decodable>(status: Int, data: Data) throws(HealthClientError) -> Response {
+        guard (200..<300).contains(status) else {
             if let problem = try? JSONDecoder().decode(Problem.self, from: data), let code = problem.code {
-                throw .problem(status: http.statusCode, code: code, detail: problem.detail ?? "", errors: problem.errors ?? [])
+                throw .problem(status: status, code: code, detail: problem.detail ?? "", errors: problem.errors ?? [])
             }
-            throw .unexpectedResponse(status: http.statusCode, body: String(decoding: data, as: UTF8.self))
+            throw .unexpectedResponse(status: status, body: String(decoding: data, as: UTF8.self))
         }
         if Response.self == Empty.self, data.isEmpty, let empty = Empty() as? Response { return empty }
         do {
-            return try Self.decoder().decode(Response.self, from: data)
+            return try decoder().decode(Response.self, from: data)
         } catch {
-            throw .unexpectedResponse(status: http.statusCode, body: "undecodable (\(error)): " + String(decoding: data.prefix(200), as: UTF8.self))
+            throw .unexpectedResponse(status: status, body: "undecodable (\(error)): " + String(decoding: data.prefix(200), as: UTF8.self))
         }
     }
 }

@@ -136,3 +136,91 @@ struct RunningServerError: Error, CustomStringConvertible {
         #expect(server.stop() == 0, "SIGTERM stops healthd gracefully")
     }
 }
+
+/// Paging, anchors, deletes and statistics through the client, against the real binary.
+@Suite(.serialized) struct HealthClientPagingEndToEndTests {
+    static func client(_ server: RunningServer, read: [String], share: [String]) async throws -> HealthClient {
+        let user = try await server.admin("/v1/users", ["name": "paging-user"])
+        let userID = try #require(user["id"] as? String)
+        let authorization = try await server.admin("/v1/authorizations",
+                                                   ["user": userID, "app": "paging-client", "read": read, "share": share])
+        return HealthClient(baseURL: server.baseURL, token: try #require(authorization["token"] as? String))
+    }
+
+    @Test func cursorsAndAnchorsPageWithoutGapsOrRepeats() async throws {
+        let server = try RunningServer()
+        let client = try await Self.client(server, read: ["stepCount"], share: ["stepCount"])
+        let start = Date(timeIntervalSince1970: 1_772_960_400)
+        let saved = try await client.save((0..<7).map { i in
+            .quantity("stepCount", Double(10 + i), unit: "count", start: start.addingTimeInterval(Double(i) * 60),
+                      end: start.addingTimeInterval(Double(i) * 60 + 30))
+        })
+
+        // HKSampleQuery pages of 3: 3 + 3 + 1, in start order, then no cursor.
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let page = try await client.samples(type: "stepCount", limit: 3, cursor: cursor)
+            seen += page.samples.compactMap(\.uuid)
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 10
+        #expect(seen == saved)
+        #expect(pages == 3)
+        let newestFirst = try await client.samples(type: "stepCount", limit: 2, ascending: false)
+        #expect(newestFirst.samples.compactMap(\.uuid) == Array(saved.reversed().prefix(2)))
+
+        // HKAnchoredObjectQuery in pages of 4, then a delete after the last anchor.
+        var added: [String] = []
+        var anchor: String?
+        var more = true
+        while more {
+            let changes = try await client.changes(types: ["stepCount"], anchor: anchor, limit: 4)
+            added += changes.added.compactMap(\.uuid)
+            anchor = changes.anchor
+            more = changes.more && added.count < 100
+        }
+        #expect(Set(added) == Set(saved))
+        #expect(added.count == saved.count)
+        try await client.deleteSample(uuid: saved[0])
+        let afterDelete = try await client.changes(types: ["stepCount"], anchor: anchor)
+        #expect(afterDelete.added.isEmpty)
+        #expect(afterDelete.deleted.map(\.uuid) == [saved[0]])
+        #expect(!afterDelete.more)
+
+        // A forged anchor is the server's 400, surfaced as a typed problem.
+        do {
+            _ = try await client.changes(types: ["stepCount"], anchor: "forged")
+            Issue.record("a forged anchor was accepted")
+        } catch {
+            guard case .problem(400, let code, _, _) = error else { Issue.record("got \(error)"); return }
+            #expect(code == "errorInvalidArgument")
+        }
+
+        // Statistics over what is left: 11 + ... + 16.
+        let statistics = try await client.statistics(type: "stepCount", start: start, end: start.addingTimeInterval(3600),
+                                                     options: [.cumulativeSum])
+        #expect(statistics.sum == 81)
+        #expect(server.stop() == 0)
+    }
+
+    @Test func aMissingPermissionIsAuthorizationDenied() async throws {
+        let server = try RunningServer()
+        let client = try await Self.client(server, read: ["stepCount"], share: [])
+        do {
+            try await client.save([.quantity("stepCount", 1, unit: "count", start: Date(timeIntervalSince1970: 1_772_960_400))])
+            Issue.record("a save without share permission was accepted")
+        } catch {
+            #expect(error.isAuthorizationDenied)
+        }
+        do {
+            try await client.deleteSample(uuid: UUID().uuidString.lowercased())
+            Issue.record("deleting an unknown sample succeeded")
+        } catch {
+            guard case .problem(let status, _, _, _) = error else { Issue.record("got \(error)"); return }
+            #expect(status == 403 || status == 404)
+        }
+        #expect(server.stop() == 0)
+    }
+}
