@@ -43,36 +43,53 @@ enum JSONResponse {
     }
 }
 
-enum OperationsRoutes {
+struct OperationsRoutes: Sendable {
+    let store: HealthStore
+    let metrics: Metrics
+    let connections: ConnectionGauges
+    let changeFeed: ChangeFeed
+    let healthy: [UInt8]
+    let openAPIPath: String
+
     static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, store: HealthStore,
                          metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
-        let healthy = Array(#"{"status":"ok"}"#.utf8)
-        router.register(.get, "/healthz", Route(access: .open, execution: .inline) { _ throws(APIError) in
-            JSONResponse.ok(healthy)
-        })
-        router.register(.get, "/metrics", Route(access: .open) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            let server = connections.read()
-            var gauges = Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
-                                        storeBytes: store.sizeOnDisk())
-            gauges.parkedLongPolls = changeFeed.parkedCount
-            gauges.openChangeStreams = changeFeed.streamCount
-            let text = metrics.render(gauges: gauges)
-            var headers = HTTPHeaders()
-            headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-            headers.add("Cache-Control", "no-store")
-            return HTTPResponse(status: .ok, headers: headers, bytes: Array(text.utf8))
-        })
         let openAPIPath = URL(fileURLWithPath: configuration.publicDirectory).appendingPathComponent("openapi.json").path
-        router.register(.get, "/openapi.json", Route(access: .open) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            guard let data = FileManager.default.contents(atPath: openAPIPath) else {
-                throw APIError.notFound("the OpenAPI document is not installed (\(openAPIPath))")
-            }
-            var response = JSONResponse.ok([UInt8](data))
-            response.headers.set("Cache-Control", "no-cache")
-            return response
-        })
+        let routes = OperationsRoutes(store: store, metrics: metrics, connections: connections, changeFeed: changeFeed,
+                                      healthy: Array(#"{"status":"ok"}"#.utf8), openAPIPath: openAPIPath)
+        router.register(.get, "/healthz", Route(access: .open, execution: .inline, handler: routes.health))
+        router.register(.get, "/metrics", Route(access: .open, handler: routes.renderMetrics))
+        router.register(.get, "/openapi.json", Route(access: .open, handler: routes.openAPIDocument))
+    }
+
+    /// `GET /healthz`: a fixed ok for liveness probes.
+    func health(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        JSONResponse.ok(healthy)
+    }
+
+    /// `GET /metrics`: Prometheus text: request counters plus connection, store-size and change-feed gauges.
+    func renderMetrics(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let server = connections.read()
+        var gauges = Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
+                                    storeBytes: store.sizeOnDisk())
+        gauges.parkedLongPolls = changeFeed.parkedCount
+        gauges.openChangeStreams = changeFeed.streamCount
+        let text = metrics.render(gauges: gauges)
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        headers.add("Cache-Control", "no-store")
+        return HTTPResponse(status: .ok, headers: headers, bytes: Array(text.utf8))
+    }
+
+    /// `GET /openapi.json`: the installed OpenAPI document.
+    func openAPIDocument(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        guard let data = FileManager.default.contents(atPath: openAPIPath) else {
+            throw APIError.notFound("the OpenAPI document is not installed (\(openAPIPath))")
+        }
+        var response = JSONResponse.ok([UInt8](data))
+        response.headers.set("Cache-Control", "no-cache")
+        return response
     }
 }
 
