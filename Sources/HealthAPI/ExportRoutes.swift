@@ -6,21 +6,27 @@ import HealthStore
 import JSON
 
 /// `GET /v1/export`: every sample the token may read, as NDJSON, streamed page by page.
-enum ExportRoutes {
+struct ExportRoutes: Sendable {
+    let store: HealthStore
+
     static func register(into router: inout Router<Route>, store: HealthStore) {
-        router.register(.get, "/v1/export", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let types = try ExportScope.types(&context.query)
-            try context.query.rejectUnknown()
-            let scope = ExportScope(userRowID: app.userRowID, userExternalID: app.userID, types: types,
-                                    readable: app.read, ownSourceRowID: app.sourceRowID)
-            var headers = HTTPHeaders()
-            headers.add("Content-Type", "application/x-ndjson")
-            headers.add("Cache-Control", "no-store")
-            return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
-                DispatchQueue.global(qos: .utility).async { scope.stream(from: store, to: stream) }
-            }))
-        })
+        let routes = ExportRoutes(store: store)
+        router.register(.get, "/v1/export", Route(access: .token, handler: routes.export))
+    }
+
+    /// `GET /v1/export`: every sample the token may read, as NDJSON, streamed page by page.
+    func export(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let types = try ExportScope.types(&context.query)
+        try context.query.rejectUnknown()
+        let scope = ExportScope(userRowID: app.userRowID, userExternalID: app.userID, types: types,
+                                readable: app.read, ownSourceRowID: app.sourceRowID)
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/x-ndjson")
+        headers.add("Cache-Control", "no-store")
+        return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
+            DispatchQueue.global(qos: .utility).async { scope.stream(from: store, to: stream) }
+        }))
     }
 }
 
