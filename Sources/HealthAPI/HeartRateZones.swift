@@ -78,49 +78,56 @@ extension Int {
 }
 
 /// `GET /v1/heart-rate/zones` (API.md, Heart-rate zones).
-enum HeartRateZoneRoutes {
+struct HeartRateZoneRoutes: Sendable {
+    let store: HealthStore
+    let now: @Sendable () -> Int64
+
     static let restingHeartRates: ClosedRange<Double> = 20...250
 
     static func register(into router: inout Router<Route>, store: HealthStore,
                          now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
-        router.register(.get, "/v1/heart-rate/zones", Route(access: .token) { context throws(APIError) in
-            let givenAge = try context.query.integer("age", in: HeartRateZones.ages)
-            let goalText = try context.query.requiredString("goal")
-            guard let goal = HeartRateZones.Goal(rawValue: goalText) else {
-                throw APIError.invalidField("goal", "must be fatBurn, cardio or peak, not '\(goalText)'")
-            }
-            var givenRest: Double?
-            if let text = try context.query.string("restingHeartRate") {
-                guard let value = Double(text), value.isFinite, restingHeartRates.contains(value) else {
-                    throw APIError.invalidField("restingHeartRate", "must be a number of beats per minute from 20 to 250, not '\(text)'")
-                }
-                givenRest = value
-            }
-            try context.query.rejectUnknown()
-            let app = try context.app()
+        let routes = HeartRateZoneRoutes(store: store, now: now)
+        router.register(.get, "/v1/heart-rate/zones", Route(access: .token, handler: routes.heartRateZone))
+    }
 
-            let age: Int
-            if let givenAge { age = givenAge } else { age = try storedAge(store: store, app: app, today: utcDay(of: now())) }
-            let rest: Double?
-            if let givenRest { rest = givenRest } else { rest = try latestRestingHeartRate(store: store, app: app) }
-            guard let zone = HeartRateZones.zone(age: age, goal: goal, restingHeartRate: rest) else {
-                let maximum = Double(HeartRateZones.maximumTenths(age: age)) / 10
-                let detail = "a resting heart rate of \(PlainNumber.text(rest ?? 0)) is not below the maximum of \(PlainNumber.text(maximum)) for age \(age)"
-                throw APIError.invalidField(givenRest != nil ? "restingHeartRate" : "age", detail)
+    /// `GET /v1/heart-rate/zones`: the heart-rate zone of a goal, from the given age or the user's characteristics.
+    func heartRateZone(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let givenAge = try context.query.integer("age", in: HeartRateZones.ages)
+        let goalText = try context.query.requiredString("goal")
+        guard let goal = HeartRateZones.Goal(rawValue: goalText) else {
+            throw APIError.invalidField("goal", "must be fatBurn, cardio or peak, not '\(goalText)'")
+        }
+        var givenRest: Double?
+        if let text = try context.query.string("restingHeartRate") {
+            guard let value = Double(text), value.isFinite, Self.restingHeartRates.contains(value) else {
+                throw APIError.invalidField("restingHeartRate", "must be a number of beats per minute from 20 to 250, not '\(text)'")
             }
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("maxHeartRate", zone.maxHeartRate)
-                writer.field("low", zone.low)
-                writer.field("high", zone.high)
-                writer.field("method", zone.method.rawValue)
-                writer.field("goal", goal.rawValue)
-                writer.field("age", age)
-                writer.key("restingHeartRate")
-                if let rest { writer.number(rest) } else { writer.null() }
-                writer.endObject()
-            }
-        })
+            givenRest = value
+        }
+        try context.query.rejectUnknown()
+        let app = try context.app()
+
+        let age: Int
+        if let givenAge { age = givenAge } else { age = try Self.storedAge(store: store, app: app, today: Self.utcDay(of: now())) }
+        let rest: Double?
+        if let givenRest { rest = givenRest } else { rest = try Self.latestRestingHeartRate(store: store, app: app) }
+        guard let zone = HeartRateZones.zone(age: age, goal: goal, restingHeartRate: rest) else {
+            let maximum = Double(HeartRateZones.maximumTenths(age: age)) / 10
+            let detail = "a resting heart rate of \(PlainNumber.text(rest ?? 0)) is not below the maximum of \(PlainNumber.text(maximum)) for age \(age)"
+            throw APIError.invalidField(givenRest != nil ? "restingHeartRate" : "age", detail)
+        }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("maxHeartRate", zone.maxHeartRate)
+            writer.field("low", zone.low)
+            writer.field("high", zone.high)
+            writer.field("method", zone.method.rawValue)
+            writer.field("goal", goal.rawValue)
+            writer.field("age", age)
+            writer.key("restingHeartRate")
+            if let rest { writer.number(rest) } else { writer.null() }
+            writer.endObject()
+        }
     }
 
     /// The UTC calendar day (days since 1970) holding an instant: a birthday begins at UTC midnight.

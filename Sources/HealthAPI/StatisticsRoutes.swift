@@ -6,128 +6,140 @@ import JSON
 import Statistics
 
 /// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
-enum StatisticsRoutes {
+struct StatisticsRoutes: Sendable {
+    let store: HealthStore
+
     /// At most this many buckets per collection query: a year of hours fits, a year of minutes does not.
     static let bucketLimit = 50_000
 
     static func register(into router: inout Router<Route>, store: HealthStore) {
-        router.register(.get, "/v1/statistics", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let type = try quantityType(&context.query)
-            let style = try aggregationStyle(type)
-            let options = try parseOptions(&context.query, style: style)
-            let range = try requiredRange(&context.query)
-            let unit = try QueryParsing.unit(&context.query, for: type)
-            try context.query.rejectUnknown()
-            let interval = CalendarBucket(start: range.start, end: range.end, startOffsetSeconds: 0, endOffsetSeconds: 0)
-            guard let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: [interval],
-                                                            options: options).first else {
-                throw APIError.invalidArgument("no interval to compute")
-            }
-            let output = try UnitOutput(type: type, unit: unit)
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("type", type.id)
-                writer.field("start", RFC3339.format(range.start))
-                writer.field("end", RFC3339.format(range.end))
-                writer.field("unit", output.unitString)
-                write(answer, options: options, output: output, into: &writer)
-                writer.endObject()
-            }
-        })
+        let routes = StatisticsRoutes(store: store)
+        router.register(.get, "/v1/statistics", Route(access: .token, handler: routes.statistics))
+        router.register(.get, "/v1/statistics/collection", Route(access: .token, handler: routes.statisticsCollection))
+        router.register(.get, "/v1/sources/priority", Route(access: .token, handler: routes.readSourcePriority))
+        router.register(.put, "/v1/sources/priority", Route(access: .admin, handler: routes.writeSourcePriority))
+    }
 
-        router.register(.get, "/v1/statistics/collection", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let type = try quantityType(&context.query)
-            let style = try aggregationStyle(type)
-            let options = try parseOptions(&context.query, style: style)
-            let range = try requiredRange(&context.query)
-            let anchor = try QueryParsing.instant(&context.query, "anchor")
-            let intervalText = try context.query.requiredString("interval")
-            let zone = try context.query.string("timeZone")
-            let unit = try QueryParsing.unit(&context.query, for: type)
-            try context.query.rejectUnknown()
-            let interval: CalendarInterval
-            do throws(StatisticsError) { interval = try CalendarInterval.parse(intervalText) } catch {
-                throw APIError.invalidField("interval", error.description)
-            }
-            let calendar: BucketCalendar
-            do throws(StatisticsError) { calendar = try BucketCalendar(timeZoneIdentifier: zone) } catch {
-                throw APIError.invalidField("timeZone", "\(error.description) (an IANA name such as America/New_York)")
-            }
-            let buckets: [CalendarBucket]
-            do throws(StatisticsError) {
-                let alignment: Int64
-                if let anchor { alignment = anchor } else { alignment = try calendar.startOfDay(containing: range.start) }
-                buckets = try calendar.buckets(start: range.start, end: range.end, anchor: alignment, interval: interval,
-                                               limit: bucketLimit)
-            } catch {
-                throw APIError.invalidArgument(error.description)
-            }
-            let answers = try StatisticsReader.figures(store: store, app: app, type: type, buckets: buckets, options: options)
-            let output = try UnitOutput(type: type, unit: unit)
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("type", type.id)
-                writer.field("unit", output.unitString)
-                writer.key("buckets")
-                writer.beginArray()
-                for (bucket, answer) in zip(buckets, answers) {
-                    writer.beginObject()
-                    writer.field("start", RFC3339.format(bucket.start, offsetSeconds: Int(bucket.startOffsetSeconds)))
-                    writer.field("end", RFC3339.format(bucket.end, offsetSeconds: Int(bucket.endOffsetSeconds)))
-                    write(answer, options: options, output: output, into: &writer)
-                    writer.endObject()
-                }
-                writer.endArray()
-                writer.endObject()
-            }
-        })
+    /// `GET /v1/statistics`: one statistics query over a range (HKStatisticsQuery).
+    func statistics(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let type = try Self.quantityType(&context.query)
+        let style = try Self.aggregationStyle(type)
+        let options = try Self.parseOptions(&context.query, style: style)
+        let range = try Self.requiredRange(&context.query)
+        let unit = try QueryParsing.unit(&context.query, for: type)
+        try context.query.rejectUnknown()
+        let interval = CalendarBucket(start: range.start, end: range.end, startOffsetSeconds: 0, endOffsetSeconds: 0)
+        guard let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: [interval],
+                                                        options: options).first else {
+            throw APIError.invalidArgument("no interval to compute")
+        }
+        let output = try UnitOutput(type: type, unit: unit)
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("type", type.id)
+            writer.field("start", RFC3339.format(range.start))
+            writer.field("end", RFC3339.format(range.end))
+            writer.field("unit", output.unitString)
+            Self.write(answer, options: options, output: output, into: &writer)
+            writer.endObject()
+        }
+    }
 
-        router.register(.get, "/v1/sources/priority", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let type = try quantityType(&context.query)
-            try context.query.rejectUnknown()
-            var order = try storeCall { try store.sourcePriority(userRowID: app.userRowID, type: type) }
-            // Read privacy: without read permission the app learns of no other app.
-            if !app.mayRead(type.id) { order = order.filter { $0 == app.appName } }
-            return JSONResponse.write { writer in
+    /// `GET /v1/statistics/collection`: statistics per calendar bucket over a range (HKStatisticsCollectionQuery).
+    func statisticsCollection(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let type = try Self.quantityType(&context.query)
+        let style = try Self.aggregationStyle(type)
+        let options = try Self.parseOptions(&context.query, style: style)
+        let range = try Self.requiredRange(&context.query)
+        let anchor = try QueryParsing.instant(&context.query, "anchor")
+        let intervalText = try context.query.requiredString("interval")
+        let zone = try context.query.string("timeZone")
+        let unit = try QueryParsing.unit(&context.query, for: type)
+        try context.query.rejectUnknown()
+        let interval: CalendarInterval
+        do throws(StatisticsError) { interval = try CalendarInterval.parse(intervalText) } catch {
+            throw APIError.invalidField("interval", error.description)
+        }
+        let calendar: BucketCalendar
+        do throws(StatisticsError) { calendar = try BucketCalendar(timeZoneIdentifier: zone) } catch {
+            throw APIError.invalidField("timeZone", "\(error.description) (an IANA name such as America/New_York)")
+        }
+        let buckets: [CalendarBucket]
+        do throws(StatisticsError) {
+            let alignment: Int64
+            if let anchor { alignment = anchor } else { alignment = try calendar.startOfDay(containing: range.start) }
+            buckets = try calendar.buckets(start: range.start, end: range.end, anchor: alignment, interval: interval,
+                                           limit: Self.bucketLimit)
+        } catch {
+            throw APIError.invalidArgument(error.description)
+        }
+        let answers = try StatisticsReader.figures(store: store, app: app, type: type, buckets: buckets, options: options)
+        let output = try UnitOutput(type: type, unit: unit)
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("type", type.id)
+            writer.field("unit", output.unitString)
+            writer.key("buckets")
+            writer.beginArray()
+            for (bucket, answer) in zip(buckets, answers) {
                 writer.beginObject()
-                writer.field("type", type.id)
-                writer.key("order")
-                AccountRoutes.writeStrings(order, into: &writer)
+                writer.field("start", RFC3339.format(bucket.start, offsetSeconds: Int(bucket.startOffsetSeconds)))
+                writer.field("end", RFC3339.format(bucket.end, offsetSeconds: Int(bucket.endOffsetSeconds)))
+                Self.write(answer, options: options, output: output, into: &writer)
                 writer.endObject()
             }
-        })
+            writer.endArray()
+            writer.endObject()
+        }
+    }
 
-        router.register(.put, "/v1/sources/priority", Route(access: .admin) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            var body = try RequestBody.json(context.request)
-            let (userKey, typeText, order) = try RequestBody.decode { () throws(JSONFieldError) -> (String, String, [String]) in
-                let user = try body.requiredString("user")
-                let type = try body.requiredString("type")
-                let order = try body.requiredArray("order").strings()
-                try body.finish()
-                return (user, type, order)
-            }
-            guard let type = HealthTypeCatalog.type(typeText) else { throw APIError.invalidField("type", "unknown type '\(typeText)'") }
-            guard type.kind == .quantity else {
-                throw APIError.invalidField("type", "source priority applies to quantity types; \(type.id) is a \(type.kind.rawValue) type")
-            }
-            guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
-                throw APIError.invalidField("user", "no user '\(userKey)'")
-            }
-            try storeCall { try store.setSourcePriority(userRowID: user.rowID, type: type, apps: order) }
-            let effective = try storeCall { try store.sourcePriority(userRowID: user.rowID, type: type) }
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("user", user.id)
-                writer.field("type", type.id)
-                writer.key("order")
-                AccountRoutes.writeStrings(effective, into: &writer)
-                writer.endObject()
-            }
-        })
+    /// `GET /v1/sources/priority`: the order in which sources of a type count toward cumulative totals.
+    func readSourcePriority(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let type = try Self.quantityType(&context.query)
+        try context.query.rejectUnknown()
+        var order = try storeCall { try store.sourcePriority(userRowID: app.userRowID, type: type) }
+        // Read privacy: without read permission the app learns of no other app.
+        if !app.mayRead(type.id) { order = order.filter { $0 == app.appName } }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("type", type.id)
+            writer.key("order")
+            AccountRoutes.writeStrings(order, into: &writer)
+            writer.endObject()
+        }
+    }
+
+    /// `PUT /v1/sources/priority`: sets a user's source order for a type.
+    func writeSourcePriority(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        var body = try RequestBody.json(context.request)
+        let (userKey, typeText, order) = try RequestBody.decode { () throws(JSONFieldError) -> (String, String, [String]) in
+            let user = try body.requiredString("user")
+            let type = try body.requiredString("type")
+            let order = try body.requiredArray("order").strings()
+            try body.finish()
+            return (user, type, order)
+        }
+        guard let type = HealthTypeCatalog.type(typeText) else { throw APIError.invalidField("type", "unknown type '\(typeText)'") }
+        guard type.kind == .quantity else {
+            throw APIError.invalidField("type", "source priority applies to quantity types; \(type.id) is a \(type.kind.rawValue) type")
+        }
+        guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+            throw APIError.invalidField("user", "no user '\(userKey)'")
+        }
+        try storeCall { try store.setSourcePriority(userRowID: user.rowID, type: type, apps: order) }
+        let effective = try storeCall { try store.sourcePriority(userRowID: user.rowID, type: type) }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("user", user.id)
+            writer.field("type", type.id)
+            writer.key("order")
+            AccountRoutes.writeStrings(effective, into: &writer)
+            writer.endObject()
+        }
     }
 
     // MARK: Parameters

@@ -7,7 +7,9 @@ import Statistics
 
 /// The dashboard's period summary and HKActivitySummary (API.md, Statistics), computed through the
 /// same cached indexes and source merging as the statistics endpoints.
-enum SummaryRoutes {
+struct SummaryRoutes: Sendable {
+    let store: HealthStore
+
     /// At most this many days per activity-summaries request.
     static let maximumSummaryDays: Int64 = 1_000
 
@@ -24,162 +26,170 @@ enum SummaryRoutes {
     ]
 
     static func register(into router: inout Router<Route>, store: HealthStore) {
-        router.register(.get, "/v1/summary", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let day = try requiredDay(&context.query, "date")
-            let zone = try context.query.string("timeZone")
-            let periodText = try context.query.string("period") ?? Period.day.rawValue
-            try context.query.rejectUnknown()
-            guard let period = Period(rawValue: periodText) else {
-                throw APIError.invalidField("period", "must be day, week, month or year, not '\(periodText)'")
-            }
-            let calendar = try bucketCalendar(zone)
-            let (firstDay, dayCount) = periodDays(containing: day, period: period)
-            let start = try localMidnight(firstDay, calendar)
-            let end = try localMidnight(firstDay + dayCount, calendar)
-            let interval = [CalendarBucket(start: start, end: end, startOffsetSeconds: calendar.offsetSeconds(at: start),
-                                           endOffsetSeconds: calendar.offsetSeconds(at: end))]
-            var totals: [String: Double] = [:]
-            for figure in summaryFigures {
-                guard let type = HealthTypeCatalog.type(figure.type) else { continue }
-                let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: interval,
-                                                          options: .cumulativeSum).first
-                let sum = answer?.figures.sum ?? 0
-                totals[figure.field] = try convert(sum, type: type, to: figure.unit)
-            }
-            let distance = totals["distance"] ?? 0
-            var pace: Double?
-            if distance > 0, let distanceType = HealthTypeCatalog.type("distanceWalkingRunning") {
-                let covered = try storeCall {
-                    try store.coveredDuration(userRowID: app.userRowID, type: distanceType, start: start, end: end,
-                                              onlySource: app.access.visibleSource(of: distanceType.id))
-                }
-                pace = FigureRounding.significant(Double(covered) / 1000 / distance)
-            }
-            // Days not yet begun do not dilute the average: today counts, tomorrow does not.
-            let today = localDay(of: SummaryClock.now(), calendar)
-            let elapsedDays = max(1, min(dayCount, today - firstDay + 1))
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("date", day.description)
-                writer.field("period", period.rawValue)
-                writer.field("timeZone", zone ?? "UTC")  // as asked; Foundation on Linux names UTC "GMT"
-                writer.field("start", RFC3339.format(start, offsetSeconds: Int(calendar.offsetSeconds(at: start))))
-                writer.field("end", RFC3339.format(end, offsetSeconds: Int(calendar.offsetSeconds(at: end))))
-                writer.field("days", elapsedDays)
-                func figures(divisor: Double) {
-                    for figure in summaryFigures { writer.field(figure.field, FigureRounding.significant((totals[figure.field] ?? 0) / divisor)) }
-                    writer.key("averagePace")
-                    if let pace { writer.number(pace) } else { writer.null() }
-                }
-                figures(divisor: 1)
-                writer.key("dailyAverage")
-                writer.beginObject()
-                figures(divisor: Double(elapsedDays))
-                writer.endObject()
-                writer.endObject()
-            }
-        })
+        let routes = SummaryRoutes(store: store)
+        router.register(.get, "/v1/summary", Route(access: .token, handler: routes.summary))
+        router.register(.get, "/v1/activity-summaries", Route(access: .token, handler: routes.listActivitySummaries))
+        router.register(.put, "/v1/activity-goals", Route(access: .admin, handler: routes.setActivityGoals))
+    }
 
-        router.register(.get, "/v1/activity-summaries", Route(access: .token) { context throws(APIError) in
-            let app = try context.app()
-            let first = try requiredDay(&context.query, "start")
-            let last = try requiredDay(&context.query, "end")
-            let zone = try context.query.string("timeZone")
-            try context.query.rejectUnknown()
-            guard last.daysSinceEpoch >= first.daysSinceEpoch else { throw APIError.invalidField("end", "is before start") }
-            let dayCount = last.daysSinceEpoch - first.daysSinceEpoch + 1
-            guard dayCount <= maximumSummaryDays else {
-                throw APIError.invalidField("end", "at most \(maximumSummaryDays) days per request")
+    /// `GET /v1/summary`: the day's (or week's, month's, year's) totals of steps, distance, exercise time and active energy in a time zone.
+    func summary(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let day = try Self.requiredDay(&context.query, "date")
+        let zone = try context.query.string("timeZone")
+        let periodText = try context.query.string("period") ?? Period.day.rawValue
+        try context.query.rejectUnknown()
+        guard let period = Period(rawValue: periodText) else {
+            throw APIError.invalidField("period", "must be day, week, month or year, not '\(periodText)'")
+        }
+        let calendar = try Self.bucketCalendar(zone)
+        let (firstDay, dayCount) = Self.periodDays(containing: day, period: period)
+        let start = try Self.localMidnight(firstDay, calendar)
+        let end = try Self.localMidnight(firstDay + dayCount, calendar)
+        let interval = [CalendarBucket(start: start, end: end, startOffsetSeconds: calendar.offsetSeconds(at: start),
+                                       endOffsetSeconds: calendar.offsetSeconds(at: end))]
+        var totals: [String: Double] = [:]
+        for figure in Self.summaryFigures {
+            guard let type = HealthTypeCatalog.type(figure.type) else { continue }
+            let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: interval,
+                                                      options: .cumulativeSum).first
+            let sum = answer?.figures.sum ?? 0
+            totals[figure.field] = try Self.convert(sum, type: type, to: figure.unit)
+        }
+        let distance = totals["distance"] ?? 0
+        var pace: Double?
+        if distance > 0, let distanceType = HealthTypeCatalog.type("distanceWalkingRunning") {
+            let covered = try storeCall {
+                try store.coveredDuration(userRowID: app.userRowID, type: distanceType, start: start, end: end,
+                                          onlySource: app.access.visibleSource(of: distanceType.id))
             }
-            let calendar = try bucketCalendar(zone)
-            var midnights: [Int64] = []
-            for offset in 0...dayCount { midnights.append(try localMidnight(first.daysSinceEpoch + offset, calendar)) }
-            // A day a zone skipped (Pacific/Apia, 2011-12-30) has no time: no bucket, zero figures.
-            var buckets: [CalendarBucket] = []
-            var bucketOfDay: [Int?] = []
+            pace = FigureRounding.significant(Double(covered) / 1000 / distance)
+        }
+        // Days not yet begun do not dilute the average: today counts, tomorrow does not.
+        let today = Self.localDay(of: SummaryClock.now(), calendar)
+        let elapsedDays = max(1, min(dayCount, today - firstDay + 1))
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("date", day.description)
+            writer.field("period", period.rawValue)
+            writer.field("timeZone", zone ?? "UTC")  // as asked; Foundation on Linux names UTC "GMT"
+            writer.field("start", RFC3339.format(start, offsetSeconds: Int(calendar.offsetSeconds(at: start))))
+            writer.field("end", RFC3339.format(end, offsetSeconds: Int(calendar.offsetSeconds(at: end))))
+            writer.field("days", elapsedDays)
+            func figures(divisor: Double) {
+                for figure in Self.summaryFigures { writer.field(figure.field, FigureRounding.significant((totals[figure.field] ?? 0) / divisor)) }
+                writer.key("averagePace")
+                if let pace { writer.number(pace) } else { writer.null() }
+            }
+            figures(divisor: 1)
+            writer.key("dailyAverage")
+            writer.beginObject()
+            figures(divisor: Double(elapsedDays))
+            writer.endObject()
+            writer.endObject()
+        }
+    }
+
+    /// `GET /v1/activity-summaries`: one activity summary (rings and goals) per day from start to end (HKActivitySummary).
+    func listActivitySummaries(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let app = try context.app()
+        let first = try Self.requiredDay(&context.query, "start")
+        let last = try Self.requiredDay(&context.query, "end")
+        let zone = try context.query.string("timeZone")
+        try context.query.rejectUnknown()
+        guard last.daysSinceEpoch >= first.daysSinceEpoch else { throw APIError.invalidField("end", "is before start") }
+        let dayCount = last.daysSinceEpoch - first.daysSinceEpoch + 1
+        guard dayCount <= Self.maximumSummaryDays else {
+            throw APIError.invalidField("end", "at most \(Self.maximumSummaryDays) days per request")
+        }
+        let calendar = try Self.bucketCalendar(zone)
+        var midnights: [Int64] = []
+        for offset in 0...dayCount { midnights.append(try Self.localMidnight(first.daysSinceEpoch + offset, calendar)) }
+        // A day a zone skipped (Pacific/Apia, 2011-12-30) has no time: no bucket, zero figures.
+        var buckets: [CalendarBucket] = []
+        var bucketOfDay: [Int?] = []
+        for index in 0..<Int(dayCount) {
+            let start = midnights[index], end = midnights[index + 1]
+            if end > start {
+                bucketOfDay.append(buckets.count)
+                buckets.append(CalendarBucket(start: start, end: end, startOffsetSeconds: calendar.offsetSeconds(at: start),
+                                              endOffsetSeconds: calendar.offsetSeconds(at: end)))
+            } else {
+                bucketOfDay.append(nil)
+            }
+        }
+        let energy = try Self.dailySums(store: store, app: app, type: "activeEnergyBurned", unit: .kilocalorie, buckets: buckets)
+        let exercise = try Self.dailySums(store: store, app: app, type: "appleExerciseTime", unit: .minute, buckets: buckets)
+        let stood = try Self.stoodHours(store: store, app: app, start: midnights[0], end: midnights[Int(dayCount)],
+                                   firstDay: first.daysSinceEpoch, calendar: calendar)
+        let goals = try storeCall { try store.activityGoals(userRowID: app.userRowID) }
+        // A day imported from Apple Health keeps the goals the user had that day.
+        let imported = try storeCall { try store.activitySummaries(userRowID: app.userRowID, from: first, through: last) }
+        let importedByDay = Dictionary(imported.map { ($0.day.daysSinceEpoch, $0) }, uniquingKeysWith: { _, later in later })
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.key("summaries")
+            writer.beginArray()
             for index in 0..<Int(dayCount) {
-                let start = midnights[index], end = midnights[index + 1]
-                if end > start {
-                    bucketOfDay.append(buckets.count)
-                    buckets.append(CalendarBucket(start: start, end: end, startOffsetSeconds: calendar.offsetSeconds(at: start),
-                                                  endOffsetSeconds: calendar.offsetSeconds(at: end)))
-                } else {
-                    bucketOfDay.append(nil)
-                }
-            }
-            let energy = try dailySums(store: store, app: app, type: "activeEnergyBurned", unit: .kilocalorie, buckets: buckets)
-            let exercise = try dailySums(store: store, app: app, type: "appleExerciseTime", unit: .minute, buckets: buckets)
-            let stood = try stoodHours(store: store, app: app, start: midnights[0], end: midnights[Int(dayCount)],
-                                       firstDay: first.daysSinceEpoch, calendar: calendar)
-            let goals = try storeCall { try store.activityGoals(userRowID: app.userRowID) }
-            // A day imported from Apple Health keeps the goals the user had that day.
-            let imported = try storeCall { try store.activitySummaries(userRowID: app.userRowID, from: first, through: last) }
-            let importedByDay = Dictionary(imported.map { ($0.day.daysSinceEpoch, $0) }, uniquingKeysWith: { _, later in later })
-            return JSONResponse.write { writer in
+                let bucket = bucketOfDay[index]
+                let day = first.daysSinceEpoch + Int64(index)
+                let dayGoals = importedByDay[day]
                 writer.beginObject()
-                writer.key("summaries")
-                writer.beginArray()
-                for index in 0..<Int(dayCount) {
-                    let bucket = bucketOfDay[index]
-                    let day = first.daysSinceEpoch + Int64(index)
-                    let dayGoals = importedByDay[day]
-                    writer.beginObject()
-                    writer.field("date", HealthDay(daysSinceEpoch: day).description)
-                    writer.field("activeEnergyBurned", bucket.map { energy[$0] } ?? 0)
-                    writer.field("activeEnergyBurnedGoal", dayGoals?.activeEnergyBurnedGoal ?? goals.activeEnergyBurned)
-                    writer.field("appleExerciseTime", bucket.map { exercise[$0] } ?? 0)
-                    writer.field("appleExerciseTimeGoal", dayGoals?.appleExerciseTimeGoal ?? goals.appleExerciseTime)
-                    writer.field("appleStandHours", stood[index])
-                    writer.field("appleStandHoursGoal", dayGoals?.appleStandHoursGoal ?? goals.appleStandHours)
-                    writer.endObject()
-                }
-                writer.endArray()
+                writer.field("date", HealthDay(daysSinceEpoch: day).description)
+                writer.field("activeEnergyBurned", bucket.map { energy[$0] } ?? 0)
+                writer.field("activeEnergyBurnedGoal", dayGoals?.activeEnergyBurnedGoal ?? goals.activeEnergyBurned)
+                writer.field("appleExerciseTime", bucket.map { exercise[$0] } ?? 0)
+                writer.field("appleExerciseTimeGoal", dayGoals?.appleExerciseTimeGoal ?? goals.appleExerciseTime)
+                writer.field("appleStandHours", stood[index])
+                writer.field("appleStandHoursGoal", dayGoals?.appleStandHoursGoal ?? goals.appleStandHours)
                 writer.endObject()
             }
-        })
+            writer.endArray()
+            writer.endObject()
+        }
+    }
 
-        router.register(.put, "/v1/activity-goals", Route(access: .admin) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            var body = try RequestBody.json(context.request)
-            let fields: [(name: String, range: ClosedRange<Double>)] = [
-                ("activeEnergyBurnedGoal", 1...100_000), ("appleExerciseTimeGoal", 1...1_440), ("appleStandHoursGoal", 1...24),
-            ]
-            let (userKey, values) = try RequestBody.decode { () throws(JSONFieldError) -> (String, [Double?]) in
-                let user = try body.requiredString("user")
-                var values: [Double?] = []
-                for field in fields {
-                    let value = try body.optionalNumber(field.name)
-                    if let value, !field.range.contains(value) {
-                        throw body.error(field.name, "must be from \(field.range.lowerBound) to \(field.range.upperBound)")
-                    }
-                    values.append(value)
+    /// `PUT /v1/activity-goals`: sets a user's activity goals.
+    func setActivityGoals(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        var body = try RequestBody.json(context.request)
+        let fields: [(name: String, range: ClosedRange<Double>)] = [
+            ("activeEnergyBurnedGoal", 1...100_000), ("appleExerciseTimeGoal", 1...1_440), ("appleStandHoursGoal", 1...24),
+        ]
+        let (userKey, values) = try RequestBody.decode { () throws(JSONFieldError) -> (String, [Double?]) in
+            let user = try body.requiredString("user")
+            var values: [Double?] = []
+            for field in fields {
+                let value = try body.optionalNumber(field.name)
+                if let value, !field.range.contains(value) {
+                    throw body.error(field.name, "must be from \(field.range.lowerBound) to \(field.range.upperBound)")
                 }
-                try body.finish()
-                return (user, values)
+                values.append(value)
             }
-            guard values.contains(where: { $0 != nil }) else {
-                throw APIError.invalidArgument("give at least one of activeEnergyBurnedGoal, appleExerciseTimeGoal, appleStandHoursGoal")
-            }
-            guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
-                throw APIError.invalidField("user", "no user '\(userKey)'")
-            }
-            // Goals not given keep their current value.
-            var goals = try storeCall { try store.activityGoals(userRowID: user.rowID) }
-            if let value = values[0] { goals.activeEnergyBurned = value }
-            if let value = values[1] { goals.appleExerciseTime = value }
-            if let value = values[2] { goals.appleStandHours = value }
-            let stored = goals
-            try storeCall { try store.setActivityGoals(userRowID: user.rowID, stored) }
-            return JSONResponse.write { writer in
-                writer.beginObject()
-                writer.field("user", user.id)
-                writer.field("activeEnergyBurnedGoal", stored.activeEnergyBurned)
-                writer.field("appleExerciseTimeGoal", stored.appleExerciseTime)
-                writer.field("appleStandHoursGoal", stored.appleStandHours)
-                writer.endObject()
-            }
-        })
+            try body.finish()
+            return (user, values)
+        }
+        guard values.contains(where: { $0 != nil }) else {
+            throw APIError.invalidArgument("give at least one of activeEnergyBurnedGoal, appleExerciseTimeGoal, appleStandHoursGoal")
+        }
+        guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+            throw APIError.invalidField("user", "no user '\(userKey)'")
+        }
+        // Goals not given keep their current value.
+        var goals = try storeCall { try store.activityGoals(userRowID: user.rowID) }
+        if let value = values[0] { goals.activeEnergyBurned = value }
+        if let value = values[1] { goals.appleExerciseTime = value }
+        if let value = values[2] { goals.appleStandHours = value }
+        let stored = goals
+        try storeCall { try store.setActivityGoals(userRowID: user.rowID, stored) }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("user", user.id)
+            writer.field("activeEnergyBurnedGoal", stored.activeEnergyBurned)
+            writer.field("appleExerciseTimeGoal", stored.appleExerciseTime)
+            writer.field("appleStandHoursGoal", stored.appleStandHours)
+            writer.endObject()
+        }
     }
 
     // MARK: Helpers

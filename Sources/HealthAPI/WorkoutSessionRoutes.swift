@@ -7,59 +7,72 @@ import JSON
 import Synchronization
 
 /// `POST /v1/workout-sessions` and its state changes (API.md, Heart-rate zones and workout sessions).
-enum WorkoutSessionRoutes {
+struct WorkoutSessionRoutes: Sendable {
+    let store: HealthStore
+    let now: @Sendable () -> Int64
+    let monitor: WorkoutZoneMonitor
+
     static func register(into router: inout Router<Route>, store: HealthStore, feed: ChangeFeed,
                          now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }) {
         let monitor = WorkoutZoneMonitor(store: store, feed: feed)
-
-        router.register(.post, "/v1/workout-sessions", Route(access: .token) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            let app = try context.app()
-            let (activityType, zone) = try decodeStart(context.request)
-            let session = try storeCall { try store.startWorkoutSession(app: app, activityType: activityType, zone: zone, at: now()) }
-            monitor.sessionStarted(userRowID: app.userRowID)
-            return response(session, status: .created)
-        })
-
-        router.register(.get, "/v1/workout-sessions/{id}", Route(access: .token) { context throws(APIError) in
-            try context.query.rejectUnknown()
-            let app = try context.app()
-            let id = try sessionID(context)
-            guard let session = try storeCall({ try store.workoutSession(id: id, app: app) }) else {
-                throw APIError.notFound("no workout session \(id)")
-            }
-            return response(session)
-        })
-
+        let routes = WorkoutSessionRoutes(store: store, now: now, monitor: monitor)
+        router.register(.post, "/v1/workout-sessions", Route(access: .token, handler: routes.startSession))
+        router.register(.get, "/v1/workout-sessions/{id}", Route(access: .token, handler: routes.readSession))
         for action in WorkoutSessionAction.allCases {
             router.register(.post, "/v1/workout-sessions/{id}/\(action.rawValue)", Route(access: .token) { context throws(APIError) in
-                try context.query.rejectUnknown()
-                let app = try context.app()
-                let id = try sessionID(context)
-                // No fields yet; an empty body or {} (anything else is a typo worth hearing about).
-                if !context.request.body.isEmpty {
-                    let body = try RequestBody.json(context.request)
-                    try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
-                }
-                let session: WorkoutSession
-                do {
-                    switch action {
-                    case .pause, .resume:
-                        session = try store.changeWorkoutSession(id: id, app: app, action: action, now: now())
-                    case .end:
-                        session = try store.endWorkoutSession(id: id, app: app, now: now())
-                        monitor.sessionEnded(userRowID: app.userRowID)
-                    }
-                } catch let error as WorkoutSessionTransitionError {
-                    throw APIError.conflict(error.description, errors: [APIError.FieldIssue(field: "state", detail: error.current.rawValue)])
-                } catch let error as APIError {
-                    throw error
-                } catch {
-                    throw APIError(storeError: error)
-                }
-                return response(session)
+                try routes.changeSession(&context, action: action)
             })
         }
+    }
+
+    /// `POST /v1/workout-sessions`: starts a live workout session, optionally with a heart-rate zone to watch.
+    func startSession(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let (activityType, zone) = try Self.decodeStart(context.request)
+        let session = try storeCall { try store.startWorkoutSession(app: app, activityType: activityType, zone: zone, at: now()) }
+        monitor.sessionStarted(userRowID: app.userRowID)
+        return Self.response(session, status: .created)
+    }
+
+    /// `GET /v1/workout-sessions/{id}`: one workout session of the app.
+    func readSession(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let id = try Self.sessionID(context)
+        guard let session = try storeCall({ try store.workoutSession(id: id, app: app) }) else {
+            throw APIError.notFound("no workout session \(id)")
+        }
+        return Self.response(session)
+    }
+
+    /// `POST /v1/workout-sessions/{id}/pause`, `.../resume`, `.../end`: applies `action` to a workout session.
+    func changeSession(_ context: inout RequestContext, action: WorkoutSessionAction) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let id = try Self.sessionID(context)
+        // No fields yet; an empty body or {} (anything else is a typo worth hearing about).
+        if !context.request.body.isEmpty {
+            let body = try RequestBody.json(context.request)
+            try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
+        }
+        let session: WorkoutSession
+        do {
+            switch action {
+            case .pause, .resume:
+                session = try store.changeWorkoutSession(id: id, app: app, action: action, now: now())
+            case .end:
+                session = try store.endWorkoutSession(id: id, app: app, now: now())
+                monitor.sessionEnded(userRowID: app.userRowID)
+            }
+        } catch let error as WorkoutSessionTransitionError {
+            throw APIError.conflict(error.description, errors: [APIError.FieldIssue(field: "state", detail: error.current.rawValue)])
+        } catch let error as APIError {
+            throw error
+        } catch {
+            throw APIError(storeError: error)
+        }
+        return Self.response(session)
     }
 
     /// `{"activityType","zone":{"low","high"}}`; `zone` may be omitted for a session without zone events.
