@@ -46,11 +46,11 @@ let package = Package(
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
         // wiring to the store; a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
-                dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport"],
+                dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "HealthModel",
-                                         "JSON", "CZlib", "DemoData"],
+                                         "JSON", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData"]),
-        .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI"]),
+        .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
     ],

@@ -1,10 +1,9 @@
 import CZlib
 import Foundation
-import HealthdCommandLine
 
 /// Reads the main XML of the Health app's `export.zip` without unpacking it: finds the entry through
 /// the zip's central directory (zip64 included: real exports pass 4 GB) and inflates it as it is read.
-final class ZipExportSource: AppleHealthByteSource {
+public final class ZipExportSource: AppleHealthByteSource {
     struct Entry {
         var name: String
         var method: UInt16
@@ -22,9 +21,9 @@ final class ZipExportSource: AppleHealthByteSource {
     private var inflating = false
     private var ended = false
 
-    var totalBytes: Int64? { Int64(exactly: entry.uncompressedSize) }
+    public var totalBytes: Int64? { Int64(exactly: entry.uncompressedSize) }
 
-    init(path: String) throws {
+    public init(path: String) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw AppleHealthImportError.unreadable("cannot open \(path)")
         }
@@ -69,7 +68,7 @@ final class ZipExportSource: AppleHealthByteSource {
         }.max { $0.uncompressedSize < $1.uncompressedSize }
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard let base = buffer.baseAddress, buffer.count > 0, !ended else { return 0 }
         if !inflating {
             let want = Int(min(UInt64(buffer.count), remainingCompressed))
@@ -125,14 +124,18 @@ final class ZipExportSource: AppleHealthByteSource {
         var directoryOffset = UInt64(uint32(tail, end + 16))
         // Zip64: a locator 20 bytes before the end record points at the 64-bit end record.
         if end >= 20, uint32(tail, end - 20) == 0x0706_4b50 {
-            try handle.seek(toOffset: uint64(tail, end - 20 + 8))
+            let recordOffset = uint64(tail, end - 20 + 8)
+            guard recordOffset < size else { throw AppleHealthImportError.notAnExport("damaged zip64 end record locator") }
+            try handle.seek(toOffset: recordOffset)
             let record = try readExactly(handle, 56)
             guard uint32(record, 0) == 0x0606_4b50 else { throw AppleHealthImportError.notAnExport("damaged zip64 end record") }
             entryCount = uint64(record, 32)
             directorySize = uint64(record, 40)
             directoryOffset = uint64(record, 48)
         }
-        guard directorySize < 512 * 1024 * 1024, directoryOffset + directorySize <= size else {
+        // Checked without overflow: a damaged zip64 record can hold any 64-bit value.
+        let (directoryEnd, overflow) = directoryOffset.addingReportingOverflow(directorySize)
+        guard directorySize < 512 * 1024 * 1024, !overflow, directoryEnd <= size else {
             throw AppleHealthImportError.notAnExport("damaged zip: central directory out of range")
         }
         try handle.seek(toOffset: directoryOffset)
@@ -172,6 +175,10 @@ final class ZipExportSource: AppleHealthByteSource {
                     if entry.localHeaderOffset == 0xFFFF_FFFF, let value = next() { entry.localHeaderOffset = value }
                 }
                 extra += 4 + length
+            }
+            // An entry's data precedes the central directory; anything else is damage, and would seek out of the file.
+            guard entry.localHeaderOffset < directoryOffset, entry.compressedSize <= directoryOffset - entry.localHeaderOffset else {
+                throw AppleHealthImportError.notAnExport("damaged zip: entry \(entry.name) lies outside the archive")
             }
             entries.append(entry)
             position += 46 + nameLength + extraLength + commentLength
