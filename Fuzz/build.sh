@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build-fuzz
 mkdir -p "$out/modules"
-flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6)
+# -package-name: the sources use `package` access (shared between a module and its tests in SwiftPM).
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -package-name healthd)
 
 swiftc "${flags[@]}" -emit-library -static -emit-module -module-name JSON \
   -emit-module-path "$out/modules/JSON.swiftmodule" -o "$out/modules/libJSON.a" Sources/JSON/*.swift
