@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
+# A fixed seed (FUZZ_SEED) makes a CI run replay the same inputs; unset, each run explores anew.
+seed_option=()
+[ -n "${FUZZ_SEED:-}" ] && seed_option=(-seed="$FUZZ_SEED")
 # The Swift runtime's backtracer trips AddressSanitizer after a fatalError; libFuzzer's report is enough.
 export SWIFT_BACKTRACE=enable=no
 [ -x .build-fuzz/fuzz-http ] && [ -x .build-fuzz/fuzz-duration ] && [ -x .build-fuzz/fuzz-imucsv ] \
@@ -16,7 +19,7 @@ for target in http jsonbody unit instant duration imucsv applehealthxml healthau
   mkdir -p "$work"
   echo "fuzz: $target for ${seconds}s"
   ".build-fuzz/fuzz-$target" "$work" "$seeds" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=8192 -artifact_prefix=.build-fuzz/crash-$target- -print_final_stats=1 2>&1 \
+    -max_len=8192 "${seed_option[@]}" -artifact_prefix=.build-fuzz/crash-$target- -print_final_stats=1 2>&1 \
     | grep -E "^#[0-9]+ +DONE|stat::number_of_executed_units|ERROR|SUMMARY|panic|Fatal error|crash-" || true
   if ls .build-fuzz/crash-$target-* >/dev/null 2>&1; then
     echo "fuzz: $target crashed: $(ls .build-fuzz/crash-$target-*)"; exit 1

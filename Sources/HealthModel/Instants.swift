@@ -134,7 +134,8 @@ func withUTF8Bytes<S: StringProtocol, R>(
 ///   millisecond before the next minute, since instants here have no leap seconds.
 /// - Ranges are validated: month 1-12, day within its month (leap years included),
 ///   hour 0-23, minute 0-59, offset hours 0-23 and minutes 0-59. Years 0000-9999
-///   parse; the 1900-2200 sample window is a validator concern.
+///   parse, and the instant must stay within them in UTC (so it formats back); the
+///   1900-2200 sample window is a validator concern.
 public enum RFC3339 {
     public static func parse<S: StringProtocol>(_ string: S) -> HealthInstant? {
         try? parseOrThrow(string)
@@ -161,8 +162,20 @@ public enum RFC3339 {
         let timeOfDay = try scanTime(&scanner)
         let offsetSeconds = try scanOffset(&scanner)
         guard scanner.isAtEnd else { throw .malformed("unexpected characters after the offset") }
-        return days * GregorianCalendarMath.millisecondsPerDay + timeOfDay - Int64(offsetSeconds) * 1000
+        let instant = days * GregorianCalendarMath.millisecondsPerDay + timeOfDay - Int64(offsetSeconds) * 1000
+        // An offset can carry a year-0000 or year-9999 local time outside those years in UTC,
+        // where the instant would have no four-digit RFC 3339 spelling to be written back as.
+        guard instant >= earliestInstant, instant <= latestInstant else {
+            throw .outOfRange("the instant falls outside years 0000-9999 once converted to UTC")
+        }
+        return instant
     }
+
+    /// 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: what four-digit years can spell.
+    public static let earliestInstant: HealthInstant =
+        GregorianCalendarMath.daysSinceEpoch(year: 0, month: 1, day: 1) * GregorianCalendarMath.millisecondsPerDay
+    public static let latestInstant: HealthInstant =
+        (GregorianCalendarMath.daysSinceEpoch(year: 9999, month: 12, day: 31) + 1) * GregorianCalendarMath.millisecondsPerDay - 1
 
     /// `YYYY-MM-DD` -> days since epoch.
     static func scanDate(_ scanner: inout ASCIIScanner) throws(InstantParseError) -> Int64 {

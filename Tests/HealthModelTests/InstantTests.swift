@@ -51,6 +51,15 @@ struct InstantTests {
         #expect(throws: InstantParseError.malformed("the year has more than four digits; RFC 3339 dates run from year 0000 to 9999")) {
             try RFC3339.parseOrThrow("10000-01-01T00:00:00Z")
         }
+        // Local times at the edge of year 0000 or 9999 that leave those years in UTC have no
+        // four-digit spelling to format back to; the extreme instants still round-trip.
+        #expect(throws: InstantParseError.outOfRange("the instant falls outside years 0000-9999 once converted to UTC")) {
+            try RFC3339.parseOrThrow("0000-01-01T00:59:59.9+14:00")
+        }
+        #expect(RFC3339.parse("9999-12-31T23:30:00-01:00") == nil)
+        #expect(RFC3339.parse("0000-01-01T00:00:00Z") == RFC3339.earliestInstant)
+        #expect(RFC3339.parse("9999-12-31T23:59:59.999Z") == RFC3339.latestInstant)
+        #expect(RFC3339.format(RFC3339.latestInstant) == "9999-12-31T23:59:59.999Z")
         let bytes = Array("2026-03-08T09:30:00-05:00".utf8)
         #expect(bytes.withUnsafeBufferPointer { RFC3339.parse(utf8: $0) } == 1_772_980_200_000)
     }
