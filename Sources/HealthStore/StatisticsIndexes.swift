@@ -24,6 +24,15 @@ extension HealthStore {
         }, body)
     }
 
+    /// `HealthDataStore.statistics`: the collection from the cached series.
+    public func statistics(userRowID: Int64, type: HealthType, buckets: [CalendarBucket], options: StatisticsOptions)
+        throws -> StatisticsAnswer {
+        try withStatisticsIndex(userRowID: userRowID, type: type, buckets: buckets) { snapshot in
+            StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
+                             appNames: snapshot.appNames)
+        }
+    }
+
     /// One series as `StatisticsIndexCache` reads it, inside one reader's snapshot.
     private struct SQLiteRollupSnapshot: RollupSnapshotReading {
         let db: Database
