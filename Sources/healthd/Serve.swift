@@ -41,11 +41,16 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
         }
     }
     if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
+    if let database = common.database { configuration.database = database }
     return configuration
 }
 
 /// Opens (creating) the data directory's store, or exits with one line saying why not.
 func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
+    // Never fall back to SQLite when PostgreSQL was asked for: the data would go somewhere else.
+    if configuration.database != nil {
+        fail("--database (PostgreSQL) is not available in this build: the PostgreSQL store is not wired into healthd yet", status: 2)
+    }
     let directory = configuration.dataDirectory
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
