@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "PostgreSQL", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
-        .target(name: "PostgresStore", dependencies: ["HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
+        .target(name: "PostgresStore", dependencies: ["PostgreSQL", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
                 swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
@@ -55,7 +55,7 @@ let package = Package(
                 dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
-                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "HealthModel",
+                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "PostgresStore", "HealthModel",
                                          "JSON", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "HealthStore", "HealthModel"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),

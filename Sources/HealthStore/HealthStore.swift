@@ -238,7 +238,7 @@ public final class HealthStore: HealthDataStore {
     }
 
     /// A stored permission list (comma-separated type ids) as a set.
-    static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
+    package static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",

@@ -68,8 +68,8 @@ struct SampleRow: Sendable {
 /// How a sample maps to a row: quantities in `value`; everything that is not a column (category
 /// name, metadata, workout fields) in `body` as compact JSON, NULL when there is nothing (most
 /// step and heart-rate samples), which keeps rows small and inserts fast.
-enum SampleRowBody {
-    static func encode(_ sample: HealthSample) -> [UInt8]? {
+package enum SampleRowBody {
+    package static func encode(_ sample: HealthSample) -> [UInt8]? {
         var hasContent = !sample.metadata.isEmpty
         switch sample.content {
         case .category, .workout: hasContent = true
@@ -107,15 +107,17 @@ enum SampleRowBody {
         return writer.bytes
     }
 
-    struct Decoded {
-        var category: String?
-        var workout: WorkoutDetails?
-        var metadata: [MetadataEntry] = []
+    package struct Decoded {
+        package var category: String?
+        package var workout: WorkoutDetails?
+        package var metadata: [MetadataEntry] = []
+
+        package init() {}
     }
 
     /// Bodies are written only by `encode`; a body that does not parse means a damaged file, and
     /// is reported as empty rather than taking the server down.
-    static func decode(_ bytes: [UInt8]) -> Decoded {
+    package static func decode(_ bytes: [UInt8]) -> Decoded {
         var decoded = Decoded()
         guard case .object(let object)? = try? JSONParser.parse(bytes) else { return decoded }
         if case .string(let name)? = object["c"] { decoded.category = name }
@@ -146,14 +148,14 @@ enum SampleRowBody {
     }
 }
 
-enum DeviceBody {
-    static func encode(_ device: SampleDevice) -> [UInt8] {
+package enum DeviceBody {
+    package static func encode(_ device: SampleDevice) -> [UInt8] {
         var writer = JSONWriter(capacity: 96)
         SampleCodec.writeDevice(device, into: &writer)
         return writer.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> SampleDevice? {
+    package static func decode(_ bytes: [UInt8]) -> SampleDevice? {
         guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
         var device = SampleDevice()
         device.name = object["name"]?.stringValue

@@ -173,7 +173,7 @@ extension HealthStore {
         }
     }
 
-    static func encodeAppList(_ apps: [String]) -> String {
+    package static func encodeAppList(_ apps: [String]) -> String {
         var writer = JSONWriter()
         writer.beginArray()
         for app in apps { writer.string(app) }
@@ -181,7 +181,7 @@ extension HealthStore {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    static func decodeAppList(_ text: String) -> [String] {
+    package static func decodeAppList(_ text: String) -> [String] {
         guard let values = (try? JSONParser.parse(text))?.arrayValue else { return [] }
         return values.compactMap(\.stringValue)
     }
