@@ -72,7 +72,7 @@ enum SampleRowBody {
     static func encode(_ sample: HealthSample) -> [UInt8]? {
         var hasContent = !sample.metadata.isEmpty
         switch sample.content {
-        case .category, .workout: hasContent = true
+        case .category, .workout, .workoutRoute: hasContent = true
         case .quantity, .correlation: break
         }
         guard hasContent else { return nil }
@@ -97,6 +97,27 @@ enum SampleRowBody {
             }
             writer.endArray()
             writer.endObject()
+        case .workoutRoute(let route):
+            // {"w": workout uuid, "l": [[date, latitude, longitude, altitude, speed, course,
+            // horizontalAccuracy, verticalAccuracy], ...]}: arrays, not objects, since a route has
+            // thousands of locations; an unknown field is null.
+            writer.key("r")
+            writer.beginObject()
+            writer.key("w"); writer.string(route.workout.lowercasedString)
+            writer.key("l")
+            writer.beginArray()
+            for location in route.locations {
+                writer.beginArray()
+                writer.integer(location.date)
+                writer.number(location.latitude)
+                writer.number(location.longitude)
+                for (_, value) in location.optionalFields {
+                    if let value { writer.number(value) } else { writer.null() }
+                }
+                writer.endArray()
+            }
+            writer.endArray()
+            writer.endObject()
         case .quantity, .correlation: break
         }
         if !sample.metadata.isEmpty {
@@ -110,6 +131,7 @@ enum SampleRowBody {
     struct Decoded {
         var category: String?
         var workout: WorkoutDetails?
+        var route: WorkoutRoute?
         var metadata: [MetadataEntry] = []
     }
 
@@ -131,6 +153,20 @@ enum SampleRowBody {
             }
             decoded.workout = WorkoutDetails(activityType: activity, totalEnergyBurned: workout["e"]?.numberValue,
                                              totalDistance: workout["d"]?.numberValue, events: events)
+        }
+        if case .object(let route)? = object["r"], case .string(let workoutText)? = route["w"],
+           let workout = HealthUUID(workoutText), case .array(let rows)? = route["l"] {
+            var locations: [WorkoutRouteLocation] = []
+            locations.reserveCapacity(rows.count)
+            for case .array(let fields) in rows where fields.count == 8 {
+                guard case .number(let date) = fields[0], case .number(let latitude) = fields[1],
+                      case .number(let longitude) = fields[2] else { continue }
+                locations.append(WorkoutRouteLocation(
+                    date: Int64(date), latitude: latitude, longitude: longitude, altitude: fields[3].numberValue,
+                    speed: fields[4].numberValue, course: fields[5].numberValue,
+                    horizontalAccuracy: fields[6].numberValue, verticalAccuracy: fields[7].numberValue))
+            }
+            decoded.route = WorkoutRoute(workout: workout, locations: locations)
         }
         if case .object(let metadata)? = object["m"] {
             for member in metadata.members {

@@ -290,7 +290,8 @@ extension HealthStore {
         mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
             if let known = bodies[bytes] { return known }
             let decoded = SampleRowBody.decode(bytes)
-            if bodies.count < 256 { bodies[bytes] = decoded }
+            // Only small bodies repeat; a route's locations are unique and would pin megabytes.
+            if bodies.count < 256, bytes.count <= 1_024 { bodies[bytes] = decoded }
             return decoded
         }
     }
@@ -303,6 +304,8 @@ extension HealthStore {
             content = .category(category)
         } else if let workout = body.workout {
             content = .workout(workout)
+        } else if let route = body.route {
+            content = .workoutRoute(route)
         } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])
