@@ -9,7 +9,7 @@ struct HealthAutoExportIngest {
 
     let app: AppAuthorization
     let interval: HealthAutoExportInterval
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// Two passes over the body: the first maps everything and saves nothing, so a malformed
     /// payload is a 400 with nothing stored; the second saves batch by batch. Each batch is one

@@ -9,7 +9,7 @@ import HealthStore
 public struct HealthAutoExportRoutes: Sendable {
     public static let path = "/v1/ingest/health-auto-export"
 
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// This route's own body limit, with what the app's user can do about a 413.
     public static func bodyLimit(_ bytes: Int) -> HTTPBodyLimitOverride {
@@ -18,7 +18,7 @@ public struct HealthAutoExportRoutes: Sendable {
             hint: "Health Auto Export: choose a shorter export period (Since Last Sync, Today) or a coarser time grouping, or raise maxHealthAutoExportBodyBytes.")
     }
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = HealthAutoExportRoutes(store: store)
         router.register(.post, path, Route(access: .token, handler: routes.ingestHealthAutoExport))
     }

@@ -7,12 +7,12 @@ import Statistics
 
 /// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
 struct StatisticsRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// At most this many buckets per collection query: a year of hours fits, a year of minutes does not.
     static let bucketLimit = 50_000
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = StatisticsRoutes(store: store)
         router.register(.get, "/v1/statistics", Route(access: .token, handler: routes.statistics))
         router.register(.get, "/v1/statistics/collection", Route(access: .token, handler: routes.statisticsCollection))
@@ -260,25 +260,23 @@ struct IntervalFigures: Sendable {
 enum StatisticsReader {
     /// One answer per bucket. Without read permission for the type, the figures are those of the
     /// app's own samples only (its own source's unmerged figures), as if no other data existed.
-    static func figures(store: HealthStore, app: AppAuthorization, type: HealthType, buckets: [CalendarBucket],
+    static func figures(store: any HealthDataStore, app: AppAuthorization, type: HealthType, buckets: [CalendarBucket],
                         options: StatisticsOptions) throws(APIError) -> [IntervalFigures] {
         let mayRead = app.mayRead(type.id)
         let internalOptions = mayRead ? options : options.union(.separateBySource)
         let ownSource = Int32(exactly: app.sourceRowID)
-        return try statisticsCall {
-            try store.withStatisticsIndex(userRowID: app.userRowID, type: type, buckets: buckets) { snapshot -> [IntervalFigures] in
-                let results = try snapshot.index.statisticsCollection(buckets: buckets, options: internalOptions)
-                return results.map { result in
-                    if mayRead {
-                        return IntervalFigures(figures: result.figures, sources: result.sources.map { source in
-                            (app: snapshot.appNames[source.source] ?? "unknown", figures: source.figures)
-                        })
-                    }
-                    let own = result.sources.first(where: { $0.source == ownSource })?.figures ?? StatisticsFigures()
-                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.appName, figures: own)]
-                    return IntervalFigures(figures: own, sources: sources)
-                }
+        let answer = try statisticsCall {
+            try store.statistics(userRowID: app.userRowID, type: type, buckets: buckets, options: internalOptions)
+        }
+        return answer.buckets.map { result in
+            if mayRead {
+                return IntervalFigures(figures: result.figures, sources: result.sources.map { source in
+                    (app: answer.appNames[source.source] ?? "unknown", figures: source.figures)
+                })
             }
+            let own = result.sources.first(where: { $0.source == ownSource })?.figures ?? StatisticsFigures()
+            let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.appName, figures: own)]
+            return IntervalFigures(figures: own, sources: sources)
         }
     }
 }

@@ -68,8 +68,8 @@ struct SampleRow: Sendable {
 /// How a sample maps to a row: quantities in `value`; everything that is not a column (category
 /// name, metadata, workout fields) in `body` as compact JSON, NULL when there is nothing (most
 /// step and heart-rate samples), which keeps rows small and inserts fast.
-enum SampleRowBody {
-    static func encode(_ sample: HealthSample) -> [UInt8]? {
+package enum SampleRowBody {
+    package static func encode(_ sample: HealthSample) -> [UInt8]? {
         var hasContent = !sample.metadata.isEmpty
         switch sample.content {
         case .category, .workout, .workoutRoute: hasContent = true
@@ -128,16 +128,28 @@ enum SampleRowBody {
         return writer.bytes
     }
 
-    struct Decoded {
-        var category: String?
-        var workout: WorkoutDetails?
-        var route: WorkoutRoute?
-        var metadata: [MetadataEntry] = []
+    package struct Decoded {
+        package var category: String?
+        package var workout: WorkoutDetails?
+        package var route: WorkoutRoute?
+        package var metadata: [MetadataEntry] = []
+
+        package init() {}
+
+        /// The content a body holds by itself (a category value, a workout, a route); nil for
+        /// quantities (in `value`) and correlations (in child rows). Every store reads rows
+        /// through this, so a new kind of content is decoded in one place.
+        package var content: SampleContent? {
+            if let category { return .category(category) }
+            if let workout { return .workout(workout) }
+            if let route { return .workoutRoute(route) }
+            return nil
+        }
     }
 
     /// Bodies are written only by `encode`; a body that does not parse means a damaged file, and
     /// is reported as empty rather than taking the server down.
-    static func decode(_ bytes: [UInt8]) -> Decoded {
+    package static func decode(_ bytes: [UInt8]) -> Decoded {
         var decoded = Decoded()
         guard case .object(let object)? = try? JSONParser.parse(bytes) else { return decoded }
         if case .string(let name)? = object["c"] { decoded.category = name }
@@ -182,14 +194,30 @@ enum SampleRowBody {
     }
 }
 
-enum DeviceBody {
-    static func encode(_ device: SampleDevice) -> [UInt8] {
+/// Row bodies already decoded while materializing one result: they repeat (the same few metadata
+/// values), so each is parsed once, up to a bound. Only small bodies are kept: a route's
+/// locations are unique and would pin megabytes.
+package struct SampleBodyCache {
+    private var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+
+    package init() {}
+
+    package mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
+        if let known = bodies[bytes] { return known }
+        let decoded = SampleRowBody.decode(bytes)
+        if bodies.count < 256, bytes.count <= 1_024 { bodies[bytes] = decoded }
+        return decoded
+    }
+}
+
+package enum DeviceBody {
+    package static func encode(_ device: SampleDevice) -> [UInt8] {
         var writer = JSONWriter(capacity: 96)
         SampleCodec.writeDevice(device, into: &writer)
         return writer.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> SampleDevice? {
+    package static func decode(_ bytes: [UInt8]) -> SampleDevice? {
         guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
         var device = SampleDevice()
         device.name = object["name"]?.stringValue

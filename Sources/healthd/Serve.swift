@@ -41,11 +41,16 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
         }
     }
     if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
+    if let database = common.database { configuration.database = database }
     return configuration
 }
 
 /// Opens (creating) the data directory's store, or exits with one line saying why not.
 func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
+    // Never fall back to SQLite when PostgreSQL was asked for: the data would go somewhere else.
+    if configuration.database != nil {
+        fail("--database (PostgreSQL) is not available in this build: the PostgreSQL store is not wired into healthd yet", status: 2)
+    }
     let directory = configuration.dataDirectory
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -131,7 +136,7 @@ func runServe(_ options: ServeOptions) {
 /// is checkpointed. A second signal stops at once (nothing acknowledged is lost either way: every
 /// 2xx was durable before it was sent). Installed before the first line is printed, so a signal
 /// sent as soon as the server says it listens is never lost.
-func handleStopSignals(server: HTTPServer, application: HealthApplication, store: HealthStore,
+func handleStopSignals(server: HTTPServer, application: HealthApplication, store: any HealthDataStore,
                        log: AccessLog) -> [any DispatchSourceSignal] {
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
@@ -170,7 +175,7 @@ final class StopFlag: Sendable {
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
 /// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: HealthStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
+func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
         let now = currentMilliseconds()
