@@ -55,7 +55,7 @@ let package = Package(
                 dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
-                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "HealthModel",
+                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "PostgresStore", "HealthModel",
                                          "JSON", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",

@@ -10,8 +10,8 @@ import Statistics
 // instead of serving some routes wrong. The statistics side of the store replaces this file.
 
 extension PostgresHealthStore {
-    /// What this build cannot serve yet; empty once the store is complete.
-    public var unsupportedFeatures: [String] { ["statistics", "activity summaries", "IMU sessions", "workout sessions"] }
+    /// What this build cannot serve yet (`unsupportedFeatures`); empty once the store is complete.
+    static let pendingFeatures = ["statistics", "activity summaries", "IMU sessions", "workout sessions"]
 
     /// The statistics rollups' share of a sample write (the samples saved or deleted), in the
     /// writing transaction. Rollups are not kept yet: `statistics` refuses instead of reading them.

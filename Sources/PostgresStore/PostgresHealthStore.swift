@@ -94,6 +94,9 @@ public final class PostgresHealthStore: HealthDataStore {
         return codes
     }
 
+    /// Features this build of the store cannot serve; `healthd` refuses to start on it unless empty.
+    public var unsupportedFeatures: [String] { Self.pendingFeatures }
+
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }
 
