@@ -2,7 +2,8 @@ import JSON
 import SQLite
 
 extension HealthStore {
-    /// The user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings.
+    /// All of the user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings, for
+    /// the admin's paths (seeding, importing); a token reads `characteristics(for:)`.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.read { db in
             guard let body = try db.first("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)],
@@ -10,6 +11,12 @@ extension HealthStore {
                   case .object(let object) = try JSONParser.parse(body) else { return [] }
             return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
         }
+    }
+
+    /// The user's characteristics the token may read: a characteristic is readable like any type,
+    /// and one it may not read is simply absent (as in HealthKit, never an error).
+    public func characteristics(for app: AppAuthorization) throws -> [(String, String)] {
+        try characteristics(userRowID: app.userRowID).filter { app.access.mayRead($0.0) }
     }
 
     /// Replaces all of a user's characteristics (HealthKit has apps read them; only the admin writes).
