@@ -37,6 +37,9 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
+        .target(name: "PostgresStore", dependencies: ["HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
+                swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto", "HealthAutoExport"],
@@ -69,6 +72,7 @@ let package = Package(
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "HealthStore", "HealthModel"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),

@@ -57,7 +57,7 @@ public struct Route: Sendable {
 /// dashboard's static files, on top of any `HTTPServer`.
 public final class HealthApplication: HTTPResponder {
     public let configuration: HealthdConfiguration
-    public let store: HealthStore
+    public let store: any HealthDataStore
     public let metrics: Metrics
     public let connections = ConnectionGauges()
     let router: Router<Route>
@@ -75,7 +75,7 @@ public final class HealthApplication: HTTPResponder {
     public let changeFeed: ChangeFeed
     private let requestCounter = RequestCounter()
 
-    public init(configuration: HealthdConfiguration, store: HealthStore, adminToken: String,
+    public init(configuration: HealthdConfiguration, store: any HealthDataStore, adminToken: String,
                 metrics: Metrics = Metrics(), accessLog: AccessLog? = AccessLog()) {
         self.configuration = configuration
         self.store = store

@@ -5,10 +5,10 @@ import JSON
 
 /// The type catalog and characteristics (API.md, Samples).
 struct CatalogRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let catalog: [UInt8]
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         // The catalog is fixed for the life of the process: serialize it once.
         let catalog: [UInt8] = {
             var writer = JSONWriter(capacity: 32 * 1024)

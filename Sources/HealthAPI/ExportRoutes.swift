@@ -7,9 +7,9 @@ import JSON
 
 /// `GET /v1/export`: every sample the token may read, as NDJSON, streamed page by page.
 struct ExportRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = ExportRoutes(store: store)
         router.register(.get, "/v1/export", Route(access: .token, handler: routes.export))
     }
@@ -60,7 +60,7 @@ public struct ExportScope: Sendable {
     /// Reads every type oldest first (keyset pages on each type's start index) and merges them by
     /// (start, seq), handing `write` about `pageSize` lines at a time; `write` returns false to stop.
     /// Memory holds one page per type whatever the export's size.
-    public func forEachPage(from store: HealthStore, _ write: ([UInt8]) throws -> Bool) throws {
+    public func forEachPage(from store: any HealthDataStore, _ write: ([UInt8]) throws -> Bool) throws {
         let wanted = HealthTypeCatalog.all.filter { $0.kind != .characteristic && (types?.contains($0.id) ?? true) }
         struct Lane {
             var type: String
@@ -115,7 +115,7 @@ public struct ExportScope: Sendable {
         return bytes
     }
 
-    func stream(from store: HealthStore, to stream: any HTTPBodyStream) {
+    func stream(from store: any HealthDataStore, to stream: any HTTPBodyStream) {
         do {
             try forEachPage(from: store) { bytes in
                 // Wait for the socket to drain instead of letting the backlog grow (or be cut off).

@@ -18,7 +18,7 @@ public enum HealthAutoExportRoutes {
             hint: "Health Auto Export: choose a shorter export period (Since Last Sync, Today) or a coarser time grouping, or raise maxHealthAutoExportBodyBytes.")
     }
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         router.register(.post, path, Route(access: .token) { context throws(APIError) in
             let interval: HealthAutoExportInterval
             let intervalText = try context.query.string("interval")
@@ -54,7 +54,7 @@ public enum HealthAutoExportRoutes {
     /// transaction; uuids derive from content, so a payload cut short by a crash and posted
     /// again completes without storing anything twice.
     static func ingest(_ body: [UInt8], app: AppAuthorization, interval: HealthAutoExportInterval,
-                       store: HealthStore) throws(APIError) -> Report {
+                       store: any HealthDataStore) throws(APIError) -> Report {
         do {
             var check = HealthAutoExportReader(user: app.userID, interval: interval, batchSize: batchSize)
             check.mapper.computesUUIDs = false
@@ -80,7 +80,7 @@ public enum HealthAutoExportRoutes {
         return report
     }
 
-    private static func save(_ items: [HealthAutoExportItem], app: AppAuthorization, store: HealthStore, into report: inout Report) throws {
+    private static func save(_ items: [HealthAutoExportItem], app: AppAuthorization, store: any HealthDataStore, into report: inout Report) throws {
         var batch: [SourcedSample] = []
         batch.reserveCapacity(items.count)
         for item in items {

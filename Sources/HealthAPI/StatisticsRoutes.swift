@@ -7,12 +7,12 @@ import Statistics
 
 /// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
 struct StatisticsRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// At most this many buckets per collection query: a year of hours fits, a year of minutes does not.
     static let bucketLimit = 50_000
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = StatisticsRoutes(store: store)
         router.register(.get, "/v1/statistics", Route(access: .token, handler: routes.statistics))
         router.register(.get, "/v1/statistics/collection", Route(access: .token, handler: routes.statisticsCollection))

@@ -8,7 +8,7 @@ import Statistics
 /// The dashboard's period summary and HKActivitySummary (API.md, Statistics), computed through the
 /// same cached indexes and source merging as the statistics endpoints.
 struct SummaryRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// At most this many days per activity-summaries request.
     static let maximumSummaryDays: Int64 = 1_000
@@ -25,7 +25,7 @@ struct SummaryRoutes: Sendable {
         ("activeEnergy", "activeEnergyBurned", .kilocalorie),
     ]
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = SummaryRoutes(store: store)
         router.register(.get, "/v1/summary", Route(access: .token, handler: routes.summary))
         router.register(.get, "/v1/activity-summaries", Route(access: .token, handler: routes.listActivitySummaries))
@@ -247,7 +247,7 @@ struct SummaryRoutes: Sendable {
         }
     }
 
-    static func dailySums(store: HealthStore, app: AppAuthorization, type typeID: String, unit: HealthUnit,
+    static func dailySums(store: any HealthDataStore, app: AppAuthorization, type typeID: String, unit: HealthUnit,
                           buckets: [CalendarBucket]) throws(APIError) -> [Double] {
         guard let type = HealthTypeCatalog.type(typeID), !buckets.isEmpty else { return buckets.map { _ in 0 } }
         let answers = try statisticsCall { try store.statistics(type, buckets: buckets, options: .cumulativeSum, for: app) }
@@ -258,7 +258,7 @@ struct SummaryRoutes: Sendable {
 
     /// Per day from `firstDay`: the local hours in which an `appleStandHour` sample marked `stood`
     /// starts (HealthKit records one such sample per hour stood). Read privacy as for every read.
-    static func stoodHours(store: HealthStore, app: AppAuthorization, start: Int64, end: Int64, firstDay: Int64,
+    static func stoodHours(store: any HealthDataStore, app: AppAuthorization, start: Int64, end: Int64, firstDay: Int64,
                            calendar: BucketCalendar) throws(APIError) -> [Int] {
         let dayCount = Int(max(0, localDay(of: end - 1, calendar) - firstDay + 1))
         var hours = Array(repeating: Set<Int64>(), count: max(dayCount, 1))

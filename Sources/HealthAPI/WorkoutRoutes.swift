@@ -66,12 +66,12 @@ public enum WorkoutHeartRate {
 /// `GET /v1/workouts`: the workouts in a range, newest first, each with its totals, active
 /// duration, heart-rate statistics and time in the target zone (what a fitness app lists).
 struct WorkoutRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let now: @Sendable () -> Int64
 
     static let maximumWorkouts = 500
 
-    static func register(into router: inout Router<Route>, store: HealthStore, now: @escaping @Sendable () -> Int64) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore, now: @escaping @Sendable () -> Int64) {
         let routes = WorkoutRoutes(store: store, now: now)
         router.register(.get, "/v1/workouts", Route(access: .token, handler: routes.listWorkouts))
     }

@@ -8,11 +8,11 @@ import Synchronization
 
 /// `POST /v1/workout-sessions` and its state changes (API.md, Heart-rate zones and workout sessions).
 struct WorkoutSessionRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let now: @Sendable () -> Int64
     let monitor: WorkoutZoneMonitor
 
-    static func register(into router: inout Router<Route>, store: HealthStore, feed: ChangeFeed,
+    static func register(into router: inout Router<Route>, store: any HealthDataStore, feed: ChangeFeed,
                          now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }) {
         let monitor = WorkoutZoneMonitor(store: store, feed: feed)
         let routes = WorkoutSessionRoutes(store: store, now: now, monitor: monitor)

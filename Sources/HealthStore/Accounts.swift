@@ -9,6 +9,12 @@ public struct User: Sendable, Equatable {
     /// The id clients see.
     public var id: String
     public var name: String
+
+    public init(rowID: Int64, id: String, name: String) {
+        self.rowID = rowID
+        self.id = id
+        self.name = name
+    }
 }
 
 /// One app acting for one user, with what its token may read and share (`access`).

@@ -41,10 +41,9 @@ extension HealthStore {
 
     /// Milliseconds of [start, end) covered by at least one sample of `type` with a positive value
     /// (the union of their intervals, so overlapping sources count once): the time behind a distance
-    /// when computing a pace. Read privacy: without read permission only the app's own samples count.
-    public func coveredDuration(type: HealthType, start: Int64, end: Int64, for app: AppAuthorization) throws -> Int64 {
-        let userRowID = app.userRowID
-        let onlySource = app.access.visibleSource(of: type.id)
+    /// when computing a pace. `onlySource` restricts to one app's samples (read privacy).
+    public func coveredDuration(userRowID: Int64, type: HealthType, start: Int64, end: Int64,
+                                onlySource: Int64?) throws -> Int64 {
         guard let typeCode = typeCode(for: type.id), start < end else { return 0 }
         return try pool.read { db in
             let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",

@@ -15,7 +15,7 @@ public struct ChangePosition: Sendable, Hashable {
     }
 
     /// Tombstones with a seq above this are reported.
-    var tombstonesAfter: Int64 { max(seq, tombstoneFloor) }
+    package var tombstonesAfter: Int64 { max(seq, tombstoneFloor) }
 }
 
 /// What to read: the types (nil = every type the app can see), where to start (nil = from the
@@ -133,8 +133,9 @@ extension HealthStore {
         }
     }
 
-    /// The position of "now": a client starting here sees only later changes.
-    public func currentChangePosition() throws -> ChangePosition {
+    /// The position of "now": a client starting here sees only later changes. (One sequence numbers
+    /// every user's changes here, so the user does not matter.)
+    public func currentChangePosition(userRowID: Int64) throws -> ChangePosition {
         try pool.read { db in
             let current = try ChangeSequence.current(db)
             return ChangePosition(seq: current, tombstoneFloor: current)
@@ -181,11 +182,5 @@ extension HealthStore {
                 """)
             return db.changes
         }
-    }
-
-    /// Purges tombstones older than `days` days.
-    @discardableResult
-    public func purgeTombstones(retentionDays days: Int) throws -> Int {
-        try purgeTombstones(deletedBefore: Self.nowMilliseconds() - Int64(days) * 86_400_000)
     }
 }

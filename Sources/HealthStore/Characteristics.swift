@@ -13,12 +13,6 @@ extension HealthStore {
         }
     }
 
-    /// The user's characteristics the token may read: a characteristic is readable like any type,
-    /// and one it may not read is simply absent (as in HealthKit, never an error).
-    public func characteristics(for app: AppAuthorization) throws -> [(String, String)] {
-        try characteristics(userRowID: app.userRowID).filter { app.access.mayRead($0.0) }
-    }
-
     /// Replaces all of a user's characteristics (HealthKit has apps read them; only the admin writes).
     public func replaceCharacteristics(userRowID: Int64, _ values: [(String, String)]) throws {
         var writer = JSONWriter()

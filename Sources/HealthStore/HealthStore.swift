@@ -7,7 +7,7 @@ import Synchronization
 
 /// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
 /// returned has survived a crash or power loss. One writer connection, a few readers.
-public final class HealthStore: Sendable {
+public final class HealthStore: HealthDataStore {
     public let databasePath: String
     let pool: DatabasePool
     /// Token hash -> authorization. Filled lazily; revocation removes the entry in the same call
@@ -111,11 +111,11 @@ public final class HealthStore: Sendable {
     public func close() { try? pool.close() }
 
     /// Bytes on disk: the database and its write-ahead log.
-    public func sizeOnDisk() -> Int64 {
+    public func storedBytes() -> Int64 {
         pool.statistics().totalBytes
     }
 
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    static func nowMilliseconds() -> Int64 { StoreClock.nowMilliseconds() }
 
     static func newIdentifier() -> String { UUID().uuidString.lowercased() }
 
@@ -168,7 +168,7 @@ public final class HealthStore: Sendable {
     /// Creates an authorization and returns it with its token, which is never stored or shown again.
     /// `disclosesRead`: the token may learn its own read list (off by default, as in HealthKit).
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>,
-                                    disclosesRead: Bool = false)
+                                    disclosesRead: Bool)
         throws -> (authorization: AppAuthorization, token: String) {
         let token = SecureRandom.token(prefix: "hdt_")
         let hash = TokenHashing.hash(token)

@@ -46,8 +46,14 @@ public struct IMUSessionState: Sendable, Equatable {
     public var detectorState: [UInt8]?
     /// The seq the next batch must carry.
     public var nextSeq: Int
-    /// Nil for a new session.
-    var sessionRowID: Int64?
+    /// The stored session's row, nil for a new session.
+    public var sessionRowID: Int64?
+
+    public init(detectorState: [UInt8]?, nextSeq: Int, sessionRowID: Int64?) {
+        self.detectorState = detectorState
+        self.nextSeq = nextSeq
+        self.sessionRowID = sessionRowID
+    }
 }
 
 /// What a batch (or a session's end) meets in the store.
@@ -77,6 +83,8 @@ public struct PedometerTotals: Sendable, Equatable {
     public var activeSeconds: Double = 0
     public var currentCadence: Double?
     public var currentPace: Double?
+
+    public init() {}
 }
 
 extension HealthStore {

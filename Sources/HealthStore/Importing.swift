@@ -242,11 +242,9 @@ extension HealthStore {
 
     /// One page of a user's top-level samples of one type (a correlation carries its objects), oldest
     /// first by (start, seq), after `after`: keyset paging on the (user, type, start) index.
-    /// `scope` applies read privacy: a token sees only its own samples of a type it may not read.
-    public func exportPage(type: String, scope: ReadScope, after: SampleCursor?,
-                           limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
-        let userRowID = scope.userRowID, userExternalID = scope.userExternalID
-        let onlySource = scope.visibleSource(of: type)
+    /// `onlySource` limits it to one app's samples (read privacy for types the token may not read).
+    public func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
+                           after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
         guard let typeCode = typeCode(for: type) else { return [] }
         return try pool.read { db in
             var conditions = ["user_id = ?1", "type_id = ?2", "parent_seq IS NULL"]

@@ -30,6 +30,11 @@ public struct SampleCursor: Sendable, Equatable {
 public struct SamplePage: Sendable {
     public var samples: [StoredSample]
     public var next: SampleCursor?
+
+    public init(samples: [StoredSample], next: SampleCursor?) {
+        self.samples = samples
+        self.next = next
+    }
 }
 
 /// A save that could not be done; `index` is the position in the request's batch.
@@ -37,13 +42,26 @@ public struct SampleConflict: Error, Sendable, Equatable {
     public var index: Int
     public var uuid: HealthUUID
     public var detail: String
+
+    public init(index: Int, uuid: HealthUUID, detail: String) {
+        self.index = index
+        self.uuid = uuid
+        self.detail = detail
+    }
 }
 
 /// What a commit changed, for commit observers (the change feed, the workout zone monitor).
 public struct CommittedChange: Sendable {
     public var userRowID: Int64
     public var typeIDs: Set<String>
+    /// The user's change sequence number after the commit.
     public var lastSeq: Int64
+
+    public init(userRowID: Int64, typeIDs: Set<String>, lastSeq: Int64) {
+        self.userRowID = userRowID
+        self.typeIDs = typeIDs
+        self.lastSeq = lastSeq
+    }
 }
 
 extension HealthStore {

@@ -165,6 +165,15 @@ extension HealthStore {
         return result
     }
 
+    /// `HealthDataStore.statistics`: the collection from the cached series.
+    public func statistics(userRowID: Int64, type: HealthType, buckets: [CalendarBucket], options: StatisticsOptions)
+        throws -> StatisticsAnswer {
+        try withStatisticsIndex(userRowID: userRowID, type: type, buckets: buckets) { snapshot in
+            StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
+                             appNames: snapshot.appNames)
+        }
+    }
+
     /// What one snapshot read for a series.
     private struct RollupLoad {
         var version: Int64

@@ -16,6 +16,18 @@ public struct WorkoutSession: Sendable, Equatable {
     public var timeline: WorkoutSessionTimeline
     /// The `workout` sample saved by `end`.
     public var workoutUUID: HealthUUID?
+
+    public init(id: String, userRowID: Int64, sourceRowID: Int64, activityType: String, zone: HeartRateZoneBounds?,
+                state: WorkoutSessionState, timeline: WorkoutSessionTimeline, workoutUUID: HealthUUID?) {
+        self.id = id
+        self.userRowID = userRowID
+        self.sourceRowID = sourceRowID
+        self.activityType = activityType
+        self.zone = zone
+        self.state = state
+        self.timeline = timeline
+        self.workoutUUID = workoutUUID
+    }
 }
 
 /// A change of zone state to publish: the reading that caused it and the state it is in.
@@ -27,6 +39,14 @@ public struct WorkoutZoneChange: Sendable, Equatable {
     public var date: Int64
     /// The session's zone the reading was judged against.
     public var zone: HeartRateZoneBounds
+
+    public init(session: String, heartRate: Double, state: HeartRateZoneState, date: Int64, zone: HeartRateZoneBounds) {
+        self.session = session
+        self.heartRate = heartRate
+        self.state = state
+        self.date = date
+        self.zone = zone
+    }
 }
 
 /// The columns of `workout_sessions` that `ownedWorkoutSession` reads, in SELECT order.
@@ -120,7 +140,7 @@ extension HealthStore {
     /// running stretches, pro-rated by overlap; the app sees other apps' samples of a type only
     /// with read permission for it. A type with no sample there gives no total (absent, not 0).
     public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64,
-                                  workoutUUID: HealthUUID = .random()) throws -> WorkoutSession {
+                                  workoutUUID: HealthUUID) throws -> WorkoutSession {
         try app.access.requireShare("workout", detail: Self.workoutShareDetail)
         let created = Self.nowMilliseconds()
         let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in

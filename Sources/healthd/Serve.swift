@@ -131,7 +131,7 @@ func runServe(_ options: ServeOptions) {
 /// is checkpointed. A second signal stops at once (nothing acknowledged is lost either way: every
 /// 2xx was durable before it was sent). Installed before the first line is printed, so a signal
 /// sent as soon as the server says it listens is never lost.
-func handleStopSignals(server: HTTPServer, application: HealthApplication, store: HealthStore,
+func handleStopSignals(server: HTTPServer, application: HealthApplication, store: any HealthDataStore,
                        log: AccessLog) -> [any DispatchSourceSignal] {
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
@@ -170,7 +170,7 @@ final class StopFlag: Sendable {
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
 /// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: HealthStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
+func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
         let now = currentMilliseconds()

@@ -13,7 +13,7 @@ import Synchronization
 final class WorkoutZoneMonitor: Sendable {
     static let eventName = "zone"
 
-    let store: HealthStore
+    let store: any HealthDataStore
     let feed: ChangeFeed
     private let state: Mutex<State>
 
@@ -26,7 +26,7 @@ final class WorkoutZoneMonitor: Sendable {
         var pending: Set<Int64> = []
     }
 
-    init(store: HealthStore, feed: ChangeFeed) {
+    init(store: any HealthDataStore, feed: ChangeFeed) {
         self.store = store
         self.feed = feed
         state = Mutex(State(activeSessions: nil))
