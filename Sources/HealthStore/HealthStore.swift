@@ -68,6 +68,7 @@ public final class HealthStore: HealthDataStore {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    let streamEventObservers = StreamEventObservers()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
     /// as prepared rows in the writer's group.
@@ -237,7 +238,7 @@ public final class HealthStore: HealthDataStore {
     }
 
     /// A stored permission list (comma-separated type ids) as a set.
-    static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
+    package static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",

@@ -302,25 +302,17 @@ extension HealthStore {
     struct RowLookups {
         var devices: [Int64: SampleDevice?] = [:]
         var appNames: [Int64: String] = [:]
-        /// Row bodies repeat (the same few metadata values): parsed once each, up to a bound.
-        var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+        var bodies = SampleBodyCache()
 
-        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
-            if let known = bodies[bytes] { return known }
-            let decoded = SampleRowBody.decode(bytes)
-            if bodies.count < 256 { bodies[bytes] = decoded }
-            return decoded
-        }
+        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
         let typeName = typeName(for: row.typeCode) ?? "unknown"
         let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
         let content: SampleContent
-        if let category = body.category {
-            content = .category(category)
-        } else if let workout = body.workout {
-            content = .workout(workout)
+        if let bodyContent = body.content {
+            content = bodyContent
         } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])
@@ -365,7 +357,7 @@ extension HealthStore {
 /// in arrival order, once enough has been committed. A flood of saves therefore parks request
 /// bodies, while every worker thread stays free for reads. A batch larger than the whole budget
 /// still goes through, alone.
-final class WriteBacklog: Sendable {
+package final class WriteBacklog: Sendable {
     private struct Waiting {
         var count: Int
         var start: @Sendable () -> Void
@@ -383,14 +375,14 @@ final class WriteBacklog: Sendable {
     private let state = Mutex(State())
     let limit: Int
 
-    init(limit: Int) { self.limit = limit }
+    package init(limit: Int) { self.limit = limit }
 
     /// Work waiting for budget (for tests and metrics).
     var waitingCount: Int { state.withLock { $0.waiting.count - $0.head } }
 
     /// Runs `start` when `count` fits: now, on the calling thread, or later from `release`.
     /// Earlier waiting work goes first, so a large batch is not overtaken forever.
-    func acquire(_ count: Int, then start: @escaping @Sendable () -> Void) {
+    package func acquire(_ count: Int, then start: @escaping @Sendable () -> Void) {
         let runNow = state.withLock { state -> Bool in
             if state.head == state.waiting.count && state.fits(count, limit: limit) {
                 state.inFlight += count
@@ -403,7 +395,7 @@ final class WriteBacklog: Sendable {
     }
 
     /// Returns `count` to the budget and starts the waiting work that now fits.
-    func release(_ count: Int) {
+    package func release(_ count: Int) {
         let ready = state.withLock { state -> [Waiting] in
             state.inFlight -= count
             var ready: [Waiting] = []

@@ -19,6 +19,7 @@ public enum PostgresSchema {
     public static let migrations: [(name: String, sql: String)] = [
         ("001-users-authorizations-samples", usersAuthorizationsSamples),
         ("002-statistics-rollups-activity", statisticsRollupsActivity),
+        (PostgresSessionsSchema.migrationName, PostgresSessionsSchema.sql),
     ]
 
     /// The shared tables: replicated to every node by `create_reference_table`.
@@ -29,7 +30,7 @@ public enum PostgresSchema {
         "samples", "change_counters", "sources", "devices", "source_types", "deleted_samples", "change_horizons",
         "source_priorities", "characteristics", "type_extents", "activity_goals", "activity_summaries",
         "statistics_days", "statistics_series",
-    ]
+    ] + PostgresSessionsSchema.distributedTables
 
     /// What distributes this schema on a Citus cluster (run once, after the first start has made
     /// the tables and before data arrives; README, "More than one machine").
