@@ -148,6 +148,35 @@ package enum SampleRowBody {
     }
 }
 
+extension SampleRowBody {
+    /// A row's content from its decoded body, its `value` column and (for a correlation) its
+    /// objects, read only for a correlation. Nil for a quantity row without a value: a damaged
+    /// row, which the caller reports in its driver's words rather than as 0.
+    package static func content(_ body: Decoded, typeName: String, value: Double?,
+                                objects: () throws -> [HealthSample]) rethrows -> SampleContent? {
+        if let category = body.category { return .category(category) }
+        if let workout = body.workout { return .workout(workout) }
+        if HealthTypeCatalog.type(typeName)?.kind == .correlation { return .correlation(try objects()) }
+        return value.map { .quantity($0) }
+    }
+
+    /// Row bodies repeat within a result (the same few metadata values): each is parsed once, up
+    /// to a bound.
+    package struct Cache {
+        private var bodies: [[UInt8]: Decoded] = [:]
+
+        package init() {}
+
+        package mutating func decoded(_ bytes: [UInt8]?) -> Decoded {
+            guard let bytes else { return Decoded() }
+            if let known = bodies[bytes] { return known }
+            let decoded = SampleRowBody.decode(bytes)
+            if bodies.count < 256 { bodies[bytes] = decoded }
+            return decoded
+        }
+    }
+}
+
 package enum DeviceBody {
     package static func encode(_ device: SampleDevice) -> [UInt8] {
         var writer = JSONWriter(capacity: 96)
