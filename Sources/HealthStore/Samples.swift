@@ -302,22 +302,32 @@ extension HealthStore {
     struct RowLookups {
         var devices: [Int64: SampleDevice?] = [:]
         var appNames: [Int64: String] = [:]
-        var bodies = SampleRowBody.Cache()
+        var bodies = SampleBodyCache()
+
+        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
         let typeName = typeName(for: row.typeCode) ?? "unknown"
-        let body = lookups.bodies.decoded(row.body)
-        guard let content = try SampleRowBody.content(body, typeName: typeName, value: row.value, objects: {
+        let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
+        let content: SampleContent
+        if let bodyContent = body.content {
+            content = bodyContent
+        } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])
             var children: [SampleRow] = []
             try statement.forEachRow { children.append(try SampleRow($0)) }
-            return try children.map { try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups).sample }
-        }) else {
-            // A quantity without its value is a damaged row: say so instead of reporting 0.
-            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.value.name,
-                                   problem: "is NULL for \(typeName) sample seq \(row.seq)")
+            content = .correlation(try children.map {
+                try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups).sample
+            })
+        } else {
+            guard let value = row.value else {
+                // A quantity without its value is a damaged row: say so instead of reporting 0.
+                throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.value.name,
+                                       problem: "is NULL for \(typeName) sample seq \(row.seq)")
+            }
+            content = .quantity(value)
         }
         var device: SampleDevice?
         if let id = row.deviceRowID {

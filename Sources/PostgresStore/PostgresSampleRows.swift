@@ -87,7 +87,7 @@ extension PostgresHealthStore {
         let userExternalID: String
         private var devices: [Int64: SampleDevice?] = [:]
         private var appNames: [Int64: String]?
-        private var bodies = SampleRowBody.Cache()
+        private var bodies = SampleBodyCache()
 
         init(store: PostgresHealthStore, connection: PostgresConnection, userRowID: Int64, userExternalID: String) {
             self.store = store
@@ -98,15 +98,21 @@ extension PostgresHealthStore {
 
         mutating func sample(_ row: PostgresSampleRow) throws -> StoredSample {
             let typeName = store.typeName(for: row.typeCode) ?? "unknown"
-            let body = bodies.decoded(row.body)
-            guard let content = try SampleRowBody.content(body, typeName: typeName, value: row.value, objects: {
+            let body = row.body.map { decoded($0) } ?? SampleRowBody.Decoded()
+            let content: SampleContent
+            if let bodyContent = body.content {
+                content = bodyContent
+            } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
                 let children = try connection.map("""
                     SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
                     """, [.int64(userRowID), .int64(row.seq)], PostgresSampleRow.init)
-                return try children.map { try self.sample($0).sample }
-            }) else {
-                // A quantity without its value is a damaged row: say so instead of reporting 0.
-                throw PostgresDecodingError(table: "samples", column: "value", problem: "is NULL for \(typeName) sample seq \(row.seq)")
+                content = .correlation(try children.map { try self.sample($0).sample })
+            } else {
+                guard let value = row.value else {
+                    // A quantity without its value is a damaged row: say so instead of reporting 0.
+                    throw PostgresDecodingError(table: "samples", column: "value", problem: "is NULL for \(typeName) sample seq \(row.seq)")
+                }
+                content = .quantity(value)
             }
             var device: SampleDevice?
             if let id = row.deviceRowID {
@@ -123,6 +129,10 @@ extension PostgresHealthStore {
             let restored = HealthSample(uuid: row.uuid, type: typeName, start: row.start, end: row.end, content: content,
                                         metadata: body.metadata, device: device)
             return StoredSample(sample: restored, source: SampleSource(app: app, user: userExternalID), created: row.created)
+        }
+
+        private mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
+            bodies.decoded(bytes)
         }
     }
 }

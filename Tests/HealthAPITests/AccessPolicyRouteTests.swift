@@ -113,6 +113,8 @@ import JSON
         case (.get, "/v1/authorizations/status"): return Call(method: .get, target: "\(pattern)?types=\(type)")
         case (.get, "/v1/authorizations/current"): return Call(method: .get, target: pattern)
         case (.get, "/v1/workouts"): return Call(method: .get, target: "\(pattern)?\(range)")
+        case (.get, "/v1/workouts/{uuid}/route"):
+            return Call(method: .get, target: "/v1/workouts/\(world.ownerUUIDs["workout"] ?? uuid)/route")
         case (.post, "/v1/ingest/health-auto-export"):
             // Types the token may not share are counted as refused in a 200 (the app cannot split
             // its export); the owner's data staying intact is what the walk checks.

@@ -23,6 +23,20 @@ def check(name, condition, detail=""):
         print(f"  FAIL {name} {detail}")
 
 
+def fresh_database(base_url, prefix="healthd_e2e"):
+    """Creates an empty database on the server of `base_url` (a postgres:// URL) and returns its URL,
+    so every server a check starts begins from nothing, as with a fresh data directory. Uses psql."""
+    name = f"{prefix}_{os.getpid()}_{int(time.time() * 1000) % 10**9}_{fresh_database.count}"
+    fresh_database.count += 1
+    subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", base_url, "-c", f"CREATE DATABASE {name}"],
+                   check=True, capture_output=True, timeout=60)
+    head, _, query = base_url.partition("?")
+    return head.rsplit("/", 1)[0] + "/" + name + (("?" + query) if query else "")
+
+
+fresh_database.count = 0
+
+
 class Server:
     def __init__(self, binary, public, data_dir=None, extra=(), drain=False):
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="healthd-e2e-")
