@@ -32,13 +32,22 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// shared by several nodes also reports the other nodes' commits here.
     func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void)
 
+    /// Hands a stream event (a workout zone change) to the streams of every node serving this
+    /// data, this one included: this node's observers get it at once, other nodes' through the
+    /// database. Throws only when the other nodes could not be told.
+    func broadcast(_ event: StreamEvent) throws
+    /// Called for every stream event broadcast by any node serving this data.
+    func addStreamEventObserver(_ observer: @escaping @Sendable (StreamEvent) -> Void)
+    /// True when other processes may serve the same data (the PostgreSQL store): what this
+    /// process remembers about the data (running workout sessions...) may then be out of date.
+    var isSharedByNodes: Bool { get }
+
     func close()
 
     // MARK: Users and authorizations
 
+    /// A `conflict` when the name is taken.
     func createUser(name: String) throws -> User
-    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
-    func userCreatingIfNeeded(name: String) throws -> User
     func user(named name: String) throws -> User?
     /// By the id clients see or, for convenience in admin calls, by name.
     func user(idOrName: String) throws -> User?
@@ -149,6 +158,16 @@ public protocol HealthDataStore: AnyObject, Sendable {
 }
 
 extension HealthDataStore {
+    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
+    public func userCreatingIfNeeded(name: String) throws -> User {
+        if let user = try user(named: name) { return user }
+        do { return try createUser(name: name) } catch StoreError.conflict {
+            // Another request (or node) created it between the two calls.
+            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
+            return user
+        }
+    }
+
     /// An authorization that may not learn its own read list (HealthKit's default).
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>)
         throws -> (authorization: AppAuthorization, token: String) {

@@ -66,6 +66,7 @@ public final class HealthStore: HealthDataStore {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    let streamEventObservers = StreamEventObservers()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
     /// as prepared rows in the writer's group.
@@ -128,16 +129,6 @@ public final class HealthStore: HealthDataStore {
             try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
                            [.text(id), .text(name), .integer(Self.nowMilliseconds())])
             return User(rowID: db.lastInsertRowID, id: id, name: name)
-        }
-    }
-
-    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
-    public func userCreatingIfNeeded(name: String) throws -> User {
-        if let user = try user(named: name) { return user }
-        do { return try createUser(name: name) } catch StoreError.conflict {
-            // Another writer created it between the two calls.
-            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
-            return user
         }
     }
 

@@ -302,25 +302,17 @@ extension HealthStore {
     struct RowLookups {
         var devices: [Int64: SampleDevice?] = [:]
         var appNames: [Int64: String] = [:]
-        /// Row bodies repeat (the same few metadata values): parsed once each, up to a bound.
-        var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+        var bodies = SampleBodyCache()
 
-        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
-            if let known = bodies[bytes] { return known }
-            let decoded = SampleRowBody.decode(bytes)
-            if bodies.count < 256 { bodies[bytes] = decoded }
-            return decoded
-        }
+        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
         let typeName = typeName(for: row.typeCode) ?? "unknown"
         let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
         let content: SampleContent
-        if let category = body.category {
-            content = .category(category)
-        } else if let workout = body.workout {
-            content = .workout(workout)
+        if let bodyContent = body.content {
+            content = bodyContent
         } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])

@@ -1,6 +1,5 @@
 import HealthModel
 import HealthStore
-import JSON
 import PostgreSQL
 
 extension PostgresHealthStore {
@@ -9,20 +8,14 @@ extension PostgresHealthStore {
     /// The user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.withConnection { connection in
-            guard let body = try connection.first("SELECT body FROM characteristics WHERE user_id = $1", [.int64(userRowID)],
-                                                  { try $0.bytes(at: 0) }),
-                  case .object(let object) = try JSONParser.parse(body) else { return [] }
-            return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
+            try connection.first("SELECT body FROM characteristics WHERE user_id = $1", [.int64(userRowID)],
+                                 { try CharacteristicsBody.decode(try $0.bytes(at: 0)) }) ?? []
         }
     }
 
     /// Replaces all of a user's characteristics.
     public func replaceCharacteristics(userRowID: Int64, _ values: [(String, String)]) throws {
-        var writer = JSONWriter()
-        writer.beginObject()
-        for (key, value) in values { writer.field(key, value) }
-        writer.endObject()
-        let body = writer.bytes
+        let body = CharacteristicsBody.encode(values)
         _ = try pool.withConnection { connection in
             try connection.execute("""
                 INSERT INTO characteristics (user_id, body) VALUES ($1, $2)
@@ -56,38 +49,11 @@ extension PostgresHealthStore {
 
     // MARK: Source priority
 
-    /// The user's effective source order for a type: the apps of their chosen order first (as
-    /// listed), then every other source that saved the type, the one that saved it first first.
-    static func effectiveSourcePriority(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64) throws
-        -> [(source: Int64, app: String)] {
-        var order: [(source: Int64, app: String)] = []
-        var listed = Set<Int64>()
-        let names = Self.sourceNumbers(byApp: try appNames(connection, userRowID: userRowID))
-        if let text = try connection.first("SELECT apps FROM source_priorities WHERE user_id = $1 AND type_id = $2",
-                                           [.int64(userRowID), .int64(typeCode)], { try $0.string(at: 0) }) {
-            for name in HealthStore.decodeAppList(text) {
-                guard let id = names[name], listed.insert(id).inserted else { continue }
-                order.append((id, name))
-            }
-        }
-        for (id, app) in try connection.map("""
-            SELECT st.source_id, s.app, min(st.first_seq) AS first FROM source_types st
-            JOIN sources s ON s.user_id = st.user_id AND s.id = st.source_id
-            WHERE st.user_id = $1 AND st.type_id = $2 GROUP BY st.source_id, s.app ORDER BY first, st.source_id
-            """, [.int64(userRowID), .int64(typeCode)], { (try $0.int64(at: 0), try $0.string(at: 1)) }) where !listed.contains(id) {
-            order.append((id, app))
-        }
-        return order
-    }
-
-    /// App name -> source number, from `appNames`.
-    private static func sourceNumbers(byApp names: [Int64: String]) -> [String: Int64] {
-        Dictionary(names.map { ($0.value, $0.key) }, uniquingKeysWith: min)
-    }
-
     public func sourcePriority(userRowID: Int64, type: HealthType) throws -> [String] {
         guard let typeCode = typeCode(for: type.id) else { return [] }
-        return try pool.read { connection in try Self.effectiveSourcePriority(connection, userRowID: userRowID, typeCode: typeCode).map(\.app) }
+        return try pool.read { connection in
+            try PostgresSourcePriority.effective(connection, userRowID: userRowID, typeCode: typeCode).map(\.app)
+        }
     }
 
     /// Stores the user's order for a type; every app must be one of the user's sources, listed

@@ -87,8 +87,7 @@ extension PostgresHealthStore {
         let userExternalID: String
         private var devices: [Int64: SampleDevice?] = [:]
         private var appNames: [Int64: String]?
-        /// Row bodies repeat (the same few metadata values): parsed once each, up to a bound.
-        private var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+        private var bodies = SampleBodyCache()
 
         init(store: PostgresHealthStore, connection: PostgresConnection, userRowID: Int64, userExternalID: String) {
             self.store = store
@@ -101,10 +100,8 @@ extension PostgresHealthStore {
             let typeName = store.typeName(for: row.typeCode) ?? "unknown"
             let body = row.body.map { decoded($0) } ?? SampleRowBody.Decoded()
             let content: SampleContent
-            if let category = body.category {
-                content = .category(category)
-            } else if let workout = body.workout {
-                content = .workout(workout)
+            if let bodyContent = body.content {
+                content = bodyContent
             } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
                 let children = try connection.map("""
                     SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
@@ -135,10 +132,7 @@ extension PostgresHealthStore {
         }
 
         private mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
-            if let known = bodies[bytes] { return known }
-            let decoded = SampleRowBody.decode(bytes)
-            if bodies.count < 256 { bodies[bytes] = decoded }
-            return decoded
+            bodies.decoded(bytes)
         }
     }
 }

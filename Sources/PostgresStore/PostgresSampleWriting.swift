@@ -197,24 +197,35 @@ extension PostgresHealthStore {
         return stored.map { Int($0 - base - 1) }
     }
 
-    /// Every row not stored whose uuid was taken before must be the same sample from the same app
+    /// Every row not stored must be the same sample from the same app as the one holding its uuid
     /// (objects of a correlation that was not stored are judged with it).
     private func checkIdempotent(_ batch: PostgresSampleBatch, inserted: [Int], userRowID: Int64, userExternalID: String,
                                  _ connection: PostgresConnection) throws {
         let insertedSet = Set(inserted)
+        let judged = batch.rows.indices.filter { position in
+            !insertedSet.contains(position) && batch.rows[position].parent.map(insertedSet.contains) ?? true
+        }
+        // The stored rows of those uuids, 1,000 per query (a whole re-sent batch is one or a few reads).
+        var stored: [HealthUUID: PostgresSampleRow] = [:]
+        var start = 0
+        while start < judged.count {
+            let chunk = judged[start..<min(judged.count, start + 1_000)].map { batch.rows[$0].sample.uuid }
+            for row in try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
+                """, [.int64(userRowID), Self.uuidArray(chunk)], PostgresSampleRow.init) {
+                stored[row.uuid] = row
+            }
+            start += 1_000
+        }
         var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: userExternalID)
-        for position in batch.rows.indices where !insertedSet.contains(position) {
+        for position in judged {
             let row = batch.rows[position]
-            if let parent = row.parent, !insertedSet.contains(parent) { continue }
-            guard let existing = try connection.first("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2
-                """, [.int64(userRowID), row.sample.uuid.parameter], PostgresSampleRow.init) else {
+            guard let existing = stored[row.sample.uuid] else {
                 throw SampleConflict(index: row.index, uuid: row.sample.uuid,
                                      detail: "uuid \(row.sample.uuid.lowercasedString) could not be saved")
             }
-            let stored = try materializer.sample(existing)
             guard existing.sourceRowID == row.sourceRowID, existing.parentSeq == nil || row.parent != nil,
-                  stored.sample == row.sample else {
+                  try materializer.sample(existing).sample == row.sample else {
                 throw SampleConflict(index: row.index, uuid: row.sample.uuid,
                                      detail: "uuid \(row.sample.uuid.lowercasedString) exists with different content")
             }

@@ -4,6 +4,7 @@ import Foundation
 import HealthAPI
 import HealthdCommandLine
 import HealthStore
+import PostgresStore
 import HTTPServer
 import Synchronization
 
@@ -45,11 +46,24 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
     return configuration
 }
 
-/// Opens (creating) the data directory's store, or exits with one line saying why not.
-func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
+/// Opens the PostgreSQL store when `database` names one, otherwise (creating) the data
+/// directory's SQLite store, or exits with one line saying why not.
+func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     // Never fall back to SQLite when PostgreSQL was asked for: the data would go somewhere else.
-    if configuration.database != nil {
-        fail("--database (PostgreSQL) is not available in this build: the PostgreSQL store is not wired into healthd yet", status: 2)
+    if let url = configuration.database {
+        let store: PostgresHealthStore
+        do {
+            store = try PostgresHealthStore(url: url)
+        } catch {
+            fail("cannot open the PostgreSQL database: \(error)")
+        }
+        // A route the store cannot serve must not answer wrong: refuse to start instead.
+        if !store.unsupportedFeatures.isEmpty {
+            store.close()
+            fail("the PostgreSQL store of this build does not support \(store.unsupportedFeatures.joined(separator: ", ")) yet; "
+                 + "serve without --database (SQLite)", status: 2)
+        }
+        return store
     }
     let directory = configuration.dataDirectory
     do {

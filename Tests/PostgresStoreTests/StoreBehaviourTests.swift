@@ -244,6 +244,11 @@ enum StoreBehaviour {
         #expect(try t.store.sourcePriority(userRowID: user.rowID, type: stepType) == ["watch", "phone"])
         #expect(throws: StoreError.self) { try t.store.setSourcePriority(userRowID: user.rowID, type: stepType, apps: ["nobody"]) }
         #expect(throws: StoreError.self) { try t.store.setSourcePriority(userRowID: user.rowID, type: stepType, apps: ["phone", "phone"]) }
+        try t.store.setSourcePriority(userRowID: user.rowID, type: stepType, apps: ["phone"])
+        #expect(try t.store.sourcePriority(userRowID: user.rowID, type: stepType) == ["phone", "watch"])
+        #expect(throws: StoreError.self) {
+            try t.store.setSourcePriority(userRowID: user.rowID, type: try #require(HealthTypeCatalog.type("sleepAnalysis")), apps: [])
+        }
     }
 
     static func importsDecideLikeOneByOneSaves(_ t: TestStore) throws {
