@@ -53,7 +53,7 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     if let url = configuration.database {
         let store: PostgresHealthStore
         do {
-            store = try PostgresHealthStore(url: url)
+            store = try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
         } catch {
             fail("cannot open the PostgreSQL database: \(error)")
         }
