@@ -31,7 +31,7 @@ import PostgresStore
         let startAnchors: [String: String]
         let bobUUIDs: [String]
 
-        init(_ backend: TestServer.Backend) throws {
+        init(_ backend: TestServer.Backend = .sqlite) throws {
             server = try TestServer(backend: backend)
             alice = server.createUser("alice")
             let bob = server.createUser("bob")
