@@ -60,7 +60,7 @@ let package = Package(
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
-                                         "HealthStore", "HealthAPI", "HealthAutoExport"],
+                                         "HealthStore", "HealthAPI", "HealthAutoExport", "PostgreSQL", "PostgresStore"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),

@@ -46,10 +46,10 @@ struct CatalogRoutes: Sendable {
     func readCharacteristics(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
         let app = try context.app()
-        let values = try storeCall { try store.characteristics(userRowID: app.userRowID) }
+        let values = try storeCall { try store.characteristics(for: app) }
         return JSONResponse.write { writer in
             writer.beginObject()
-            for (key, value) in values where app.mayRead(key) { writer.field(key, value) }
+            for (key, value) in values { writer.field(key, value) }
             writer.endObject()
         }
     }

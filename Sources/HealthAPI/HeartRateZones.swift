@@ -157,8 +157,7 @@ struct HeartRateZoneRoutes: Sendable {
 
     /// Completed years since the user's `dateOfBirth`, when the token may read it and it is set.
     static func birthdayAge(store: any HealthDataStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int? {
-        guard app.mayRead("dateOfBirth") else { return nil }
-        let birth = try storeCall { try store.characteristics(userRowID: app.userRowID) }
+        let birth = try storeCall { try store.characteristics(for: app) }
             .first { $0.0 == "dateOfBirth" }.flatMap { HealthDate.parseDay($0.1) }
         return birth.map { HeartRateZones.age(born: $0, on: HealthDay(daysSinceEpoch: today)) }
     }

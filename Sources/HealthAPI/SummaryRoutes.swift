@@ -51,8 +51,8 @@ struct SummaryRoutes: Sendable {
         var totals: [String: Double] = [:]
         for figure in Self.summaryFigures {
             guard let type = HealthTypeCatalog.type(figure.type) else { continue }
-            let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: interval,
-                                                      options: .cumulativeSum).first
+            let answer = try statisticsCall { try store.statistics(type, buckets: interval, options: .cumulativeSum, for: app) }
+                .first
             let sum = answer?.figures.sum ?? 0
             totals[figure.field] = try Self.convert(sum, type: type, to: figure.unit)
         }
@@ -60,8 +60,7 @@ struct SummaryRoutes: Sendable {
         var pace: Double?
         if distance > 0, let distanceType = HealthTypeCatalog.type("distanceWalkingRunning") {
             let covered = try storeCall {
-                try store.coveredDuration(userRowID: app.userRowID, type: distanceType, start: start, end: end,
-                                          onlySource: app.access.visibleSource(of: distanceType.id))
+                try store.coveredDuration(type: distanceType, start: start, end: end, for: app)
             }
             pace = FigureRounding.significant(Double(covered) / 1000 / distance)
         }
@@ -251,7 +250,7 @@ struct SummaryRoutes: Sendable {
     static func dailySums(store: any HealthDataStore, app: AppAuthorization, type typeID: String, unit: HealthUnit,
                           buckets: [CalendarBucket]) throws(APIError) -> [Double] {
         guard let type = HealthTypeCatalog.type(typeID), !buckets.isEmpty else { return buckets.map { _ in 0 } }
-        let answers = try StatisticsReader.figures(store: store, app: app, type: type, buckets: buckets, options: .cumulativeSum)
+        let answers = try statisticsCall { try store.statistics(type, buckets: buckets, options: .cumulativeSum, for: app) }
         var sums: [Double] = []
         for answer in answers { sums.append(try convert(answer.figures.sum ?? 0, type: type, to: unit)) }
         return sums

@@ -97,6 +97,36 @@ public struct AccessPolicy: Sendable, Equatable {
     }
 }
 
+/// Whose data a read covers, for reads that serve both a token and the admin's command line.
+public enum ReadScope: Sendable, Equatable {
+    /// One app's token: read privacy applies (`AccessPolicy`).
+    case app(AppAuthorization)
+    /// All of one user's data: the admin's own export (`healthd export`), which has no token.
+    case wholeUser(User)
+
+    public var userRowID: Int64 {
+        switch self {
+        case .app(let app): return app.userRowID
+        case .wholeUser(let user): return user.rowID
+        }
+    }
+
+    public var userExternalID: String {
+        switch self {
+        case .app(let app): return app.userID
+        case .wholeUser(let user): return user.id
+        }
+    }
+
+    /// The one source whose data of `type` the scope sees, or nil when it sees every source.
+    public func visibleSource(of type: String) -> Int64? {
+        switch self {
+        case .app(let app): return app.access.visibleSource(of: type)
+        case .wholeUser: return nil
+        }
+    }
+}
+
 extension AccessPolicy {
     /// Narrows a `samples` query on `type` to the token's own rows when it may not read the type.
     func narrow(_ type: String, conditions: inout [String], values: inout [SQLValue]) {

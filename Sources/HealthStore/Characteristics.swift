@@ -2,7 +2,8 @@ import JSON
 import SQLite
 
 extension HealthStore {
-    /// The user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings.
+    /// All of the user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings, for
+    /// the admin's paths (seeding, importing); a token reads `characteristics(for:)`.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.read { db in
             guard let body = try db.first("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)],

@@ -29,7 +29,7 @@ public struct PostgresConfiguration: Sendable, Hashable {
         guard let options = PQconninfoParse(url, &message) else {
             let text = message.map { String(cString: $0) } ?? "not a valid connection URL"
             PQfreemem(message)
-            throw PostgresError.misuse("invalid PostgreSQL URL: \(text.trimmingTrailingNewlines)")
+            throw PostgresError.misuse("invalid PostgreSQL URL: \(text.asOneLine)")
         }
         PQconninfoFree(options)
         self.url = url
@@ -76,10 +76,11 @@ public struct PostgresConfiguration: Sendable, Hashable {
 }
 
 extension String {
-    var trimmingTrailingNewlines: String {
-        var text = self
-        while text.last?.isNewline == true { text.removeLast() }
-        return text
+    /// libpq's messages end with a newline and some span lines ("…failed: Connection refused\n\tIs
+    /// the server running…"): one line, so a log line or an error printed at start-up stays one line.
+    var asOneLine: String {
+        split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .joined(separator: " ")
     }
 
     fileprivate var replacingBackslashesAndSpaces: String {

@@ -44,7 +44,7 @@ public final class PostgresConnection {
             }
         }
         guard let connection, PQstatus(connection) == CONNECTION_OK else {
-            let message = connection.map { String(cString: PQerrorMessage($0)).trimmingTrailingNewlines }
+            let message = connection.map { String(cString: PQerrorMessage($0)).asOneLine }
                 ?? "out of memory"
             PQfinish(connection)
             throw PostgresError(kind: .unavailable, message: "cannot connect to \(configuration.redactedURL): \(message)")
@@ -250,7 +250,7 @@ public final class PostgresConnection {
         let handle = try openHandle()
         guard PQconsumeInput(handle) == 1 else {
             throw PostgresError(kind: .unavailable,
-                                message: String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines)
+                                message: String(cString: PQerrorMessage(handle)).asOneLine)
         }
         var notifications: [PostgresNotification] = []
         while let notify = PQnotifies(handle) {

@@ -51,7 +51,7 @@ public final class PostgresResult {
             return String(cString: text)
         }
         guard let state = field("C"), PQstatus(connection) == CONNECTION_OK else {
-            let message = field("M") ?? String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines
+            let message = field("M") ?? String(cString: PQresultErrorMessage(result)).asOneLine
             let kind: PostgresError.Kind = PQstatus(connection) == CONNECTION_OK
                 ? (field("C").map { PostgresError.kind(sqlState: $0) } ?? .other) : .unavailable
             return PostgresError(kind: kind, sqlState: field("C"), message: message.isEmpty ? "the connection failed" : message, sql: sql)
@@ -62,7 +62,7 @@ public final class PostgresResult {
     }
 
     static func connectionError(_ connection: OpaquePointer, sql: String?) -> PostgresError {
-        let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines
+        let message = String(cString: PQerrorMessage(connection)).asOneLine
         return PostgresError(kind: PQstatus(connection) == CONNECTION_OK ? .other : .unavailable,
                              message: message.isEmpty ? "no result from the server" : message, sql: sql)
     }

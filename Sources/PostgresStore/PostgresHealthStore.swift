@@ -30,13 +30,17 @@ public final class PostgresHealthStore: HealthDataStore {
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     let authorizationCache = Mutex(AuthorizationCache())
     private let listener = Mutex<PostgresListener?>(nil)
+    /// Stream events (workout zone changes) from every node, this one included.
+    let streamEventObservers = StreamEventObservers()
+    /// Tells this process's own broadcasts apart when the listener hears them back.
+    let nodeID = UInt64.random(in: 1...UInt64.max)
 
     /// How long a cached authorization is used before it is read again: the bound on how long a
     /// token revoked on another node can still work if that node's revocation NOTIFY was lost.
     public static let authorizationRevalidation: Int64 = 5_000
 
     /// The channel every node LISTENs on. Payloads: `c <user> <seq> <type,type...>` for a commit,
-    /// `r <authorization id>` for a revocation.
+    /// `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).
     static let channel = "healthd_changes"
 
     /// Connects (failing at once when the database cannot be reached), applies pending migrations,
@@ -149,6 +153,10 @@ public final class PostgresHealthStore: HealthDataStore {
     /// Another node's commit (or revocation). This node's own commits were published when they
     /// returned; hearing them again only wakes readers that find nothing new.
     private func received(_ notification: PostgresNotification) {
+        if notification.payload.hasPrefix(Self.streamEventPrefix) {
+            receivedStreamEvent(notification.payload)
+            return
+        }
         let fields = notification.payload.split(separator: " ", omittingEmptySubsequences: false)
         switch fields.first {
         case "c" where fields.count == 4:

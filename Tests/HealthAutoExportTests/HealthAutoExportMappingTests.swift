@@ -321,6 +321,8 @@ struct JSONStreamScannerTests {
         (#"[[],1]"#, true), (#"{"a":{},"b":[{}]}"#, true), (#" "x\"\u00e9" "#, true), (#"-1.5e3"#, true), (#"[true,false,null]"#, true),
         (#"[1:2]"#, false), (#"{"a" 1}"#, false), (#"{1:2}"#, false), (#"[1,2"#, false), (#""abc"#, false), (#""\q""#, false),
         (#"[tru]"#, false), (#"{"a":1,}"#, false),
+        // A \u escape cut short by the end of input once looped forever (found by the fuzzer).
+        (#""\u12"#, false), (#"{"c:\u5"#, false), (#""\u"#, false),
     ])
     func skipping(text: String, valid: Bool) {
         switch skip(text) {
