@@ -134,16 +134,6 @@ public final class HealthStore: HealthDataStore {
         }
     }
 
-    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
-    public func userCreatingIfNeeded(name: String) throws -> User {
-        if let user = try user(named: name) { return user }
-        do { return try createUser(name: name) } catch StoreError.conflict {
-            // Another writer created it between the two calls.
-            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
-            return user
-        }
-    }
-
     public func user(named name: String) throws -> User? {
         try pool.read { db in
             try db.first("SELECT id, external_id, name FROM users WHERE name = ?", [.text(name)]) { row in
