@@ -25,6 +25,9 @@ public final class PostgresHealthStore: HealthDataStore {
     /// Samples handed to writers but not yet committed: past the limit, asynchronous saves wait as
     /// queued work (not as threads) until earlier ones commit.
     let writeBacklog: WriteBacklog
+    /// Batches being written at once: two connections fewer than the pool holds, so reads always
+    /// find one and no writer thread waits for a connection (the rest wait as queued work).
+    let writerSlots: WriteBacklog
     /// Runs asynchronous saves; concurrency is bounded by the pool's connections.
     let writers = DispatchQueue(label: "healthd.postgres.writers", attributes: .concurrent)
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
@@ -59,6 +62,7 @@ public final class PostgresHealthStore: HealthDataStore {
         poolConfiguration.maxConnections = maxConnections
         pool = try PostgresPool(configuration: poolConfiguration)
         writeBacklog = WriteBacklog(limit: writeBacklogLimit)
+        writerSlots = WriteBacklog(limit: max(1, maxConnections - 2))
         try pool.withConnection { connection in try Self.migrator().migrate(connection) }
         let codes = try pool.transaction { connection in try Self.synchronizeTypeCodes(connection) }
         typeCodes = codes
