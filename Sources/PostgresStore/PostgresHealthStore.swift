@@ -48,7 +48,7 @@ public final class PostgresHealthStore: HealthDataStore {
     /// token revoked on another node can still work if that node's revocation NOTIFY was lost.
     public static let authorizationRevalidation: Int64 = 5_000
 
-    /// The channel every node LISTENs on. Payloads: `c <user> <seq> <type,type...>` for a commit,
+    /// The channel every node LISTENs on. Payloads: `c <node> <user> <seq> <type,type...>` for a commit,
     /// `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).
     static let channel = "healthd_changes"
 
@@ -154,7 +154,7 @@ public final class PostgresHealthStore: HealthDataStore {
     /// and never for a rolled-back transaction).
     func notifyCommit(_ change: CommittedChange, _ connection: PostgresConnection) throws {
         guard !change.typeIDs.isEmpty else { return }
-        let payload = "c \(change.userRowID) \(change.lastSeq) \(change.typeIDs.sorted().joined(separator: ","))"
+        let payload = "c \(nodeID) \(change.userRowID) \(change.lastSeq) \(change.typeIDs.sorted().joined(separator: ","))"
         try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
     }
 
@@ -167,7 +167,7 @@ public final class PostgresHealthStore: HealthDataStore {
     }
 
     /// Another node's commit (or revocation). This node's own commits were published when they
-    /// returned; hearing them again only wakes readers that find nothing new.
+    /// committed, so their echo is ignored.
     private func received(_ notification: PostgresNotification) {
         if notification.payload.hasPrefix(Self.streamEventPrefix) {
             receivedStreamEvent(notification.payload)
@@ -175,9 +175,9 @@ public final class PostgresHealthStore: HealthDataStore {
         }
         let fields = notification.payload.split(separator: " ", omittingEmptySubsequences: false)
         switch fields.first {
-        case "c" where fields.count == 4:
-            guard let user = Int64(fields[1]), let seq = Int64(fields[2]) else { return }
-            publish(CommittedChange(userRowID: user, typeIDs: Set(fields[3].split(separator: ",").map(String.init)), lastSeq: seq))
+        case "c" where fields.count == 5:
+            guard let node = UInt64(fields[1]), node != nodeID, let user = Int64(fields[2]), let seq = Int64(fields[3]) else { return }
+            publish(CommittedChange(userRowID: user, typeIDs: Set(fields[4].split(separator: ",").map(String.init)), lastSeq: seq))
         case "r" where fields.count == 2:
             forgetAuthorization(id: String(fields[1]))
         default:
