@@ -46,9 +46,8 @@ public protocol HealthDataStore: AnyObject, Sendable {
 
     // MARK: Users and authorizations
 
+    /// A `conflict` when the name is taken.
     func createUser(name: String) throws -> User
-    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
-    func userCreatingIfNeeded(name: String) throws -> User
     func user(named name: String) throws -> User?
     /// By the id clients see or, for convenience in admin calls, by name.
     func user(idOrName: String) throws -> User?
@@ -159,6 +158,16 @@ public protocol HealthDataStore: AnyObject, Sendable {
 }
 
 extension HealthDataStore {
+    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
+    public func userCreatingIfNeeded(name: String) throws -> User {
+        if let user = try user(named: name) { return user }
+        do { return try createUser(name: name) } catch StoreError.conflict {
+            // Another request (or node) created it between the two calls.
+            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
+            return user
+        }
+    }
+
     /// An authorization that may not learn its own read list (HealthKit's default).
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>)
         throws -> (authorization: AppAuthorization, token: String) {

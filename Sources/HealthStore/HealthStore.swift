@@ -47,9 +47,7 @@ public final class HealthStore: HealthDataStore {
         }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
-        rollupStyles = codes.reduce(into: [:]) { styles, entry in
-            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
-        }
+        rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         secret = try pool.write { db -> [UInt8] in
             if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
                 return existing
@@ -131,16 +129,6 @@ public final class HealthStore: HealthDataStore {
             try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
                            [.text(id), .text(name), .integer(Self.nowMilliseconds())])
             return User(rowID: db.lastInsertRowID, id: id, name: name)
-        }
-    }
-
-    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
-    public func userCreatingIfNeeded(name: String) throws -> User {
-        if let user = try user(named: name) { return user }
-        do { return try createUser(name: name) } catch StoreError.conflict {
-            // Another writer created it between the two calls.
-            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
-            return user
         }
     }
 

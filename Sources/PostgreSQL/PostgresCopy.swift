@@ -39,29 +39,18 @@ public final class PostgresCopyWriter {
         buffer.appendBigEndian(Int32(-1))
     }
 
-    public func append(int64 value: Int64) throws(PostgresError) {
+    public func append(int64 value: Int64) throws(PostgresError) { try appendInteger(value) }
+    public func append(int32 value: Int32) throws(PostgresError) { try appendInteger(value) }
+    public func append(int16 value: Int16) throws(PostgresError) { try appendInteger(value) }
+
+    /// bigint, integer, smallint: the field length, then the value big-endian.
+    private func appendInteger<T: FixedWidthInteger>(_ value: T) throws(PostgresError) {
         try field()
-        buffer.appendBigEndian(Int32(8))
+        buffer.appendBigEndian(Int32(MemoryLayout<T>.size))
         buffer.appendBigEndian(value)
     }
 
-    public func append(int32 value: Int32) throws(PostgresError) {
-        try field()
-        buffer.appendBigEndian(Int32(4))
-        buffer.appendBigEndian(value)
-    }
-
-    public func append(int16 value: Int16) throws(PostgresError) {
-        try field()
-        buffer.appendBigEndian(Int32(2))
-        buffer.appendBigEndian(value)
-    }
-
-    public func append(double value: Double) throws(PostgresError) {
-        try field()
-        buffer.appendBigEndian(Int32(8))
-        buffer.appendBigEndian(value.bitPattern)
-    }
+    public func append(double value: Double) throws(PostgresError) { try appendInteger(value.bitPattern) }
 
     public func append(bool value: Bool) throws(PostgresError) {
         try field()

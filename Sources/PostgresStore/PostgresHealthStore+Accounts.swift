@@ -30,15 +30,6 @@ extension PostgresHealthStore {
         }
     }
 
-    public func userCreatingIfNeeded(name: String) throws -> User {
-        if let user = try user(named: name) { return user }
-        do { return try createUser(name: name) } catch StoreError.conflict {
-            // Another request or node created it between the two calls.
-            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
-            return user
-        }
-    }
-
     public func user(named name: String) throws -> User? {
         try pool.withConnection { connection in
             try connection.first("SELECT id, external_id, name FROM users WHERE name = $1", [.text(name)], Self.user)

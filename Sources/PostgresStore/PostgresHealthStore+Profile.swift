@@ -1,6 +1,5 @@
 import HealthModel
 import HealthStore
-import JSON
 import PostgreSQL
 
 extension PostgresHealthStore {
@@ -9,20 +8,14 @@ extension PostgresHealthStore {
     /// The user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.withConnection { connection in
-            guard let body = try connection.first("SELECT body FROM characteristics WHERE user_id = $1", [.int64(userRowID)],
-                                                  { try $0.bytes(at: 0) }),
-                  case .object(let object) = try JSONParser.parse(body) else { return [] }
-            return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
+            try connection.first("SELECT body FROM characteristics WHERE user_id = $1", [.int64(userRowID)],
+                                 { try CharacteristicsBody.decode(try $0.bytes(at: 0)) }) ?? []
         }
     }
 
     /// Replaces all of a user's characteristics.
     public func replaceCharacteristics(userRowID: Int64, _ values: [(String, String)]) throws {
-        var writer = JSONWriter()
-        writer.beginObject()
-        for (key, value) in values { writer.field(key, value) }
-        writer.endObject()
-        let body = writer.bytes
+        let body = CharacteristicsBody.encode(values)
         _ = try pool.withConnection { connection in
             try connection.execute("""
                 INSERT INTO characteristics (user_id, body) VALUES ($1, $2)

@@ -21,16 +21,20 @@ extension PostgresHealthStore {
         return samples.map(\.uuid)
     }
 
-    /// `save` on the writers' queue: batches past the write backlog wait as queued work, so a
-    /// flood of saves holds no request threads.
+    /// `save` on the writers' queue: batches past the write backlog (in samples) or the writer
+    /// slots (in connections) wait as queued work, so a flood of saves holds no request threads and
+    /// never takes every connection from the reads.
     public func save(_ samples: [HealthSample], by app: AppAuthorization,
                      completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
         let count = max(1, samples.count)
         writeBacklog.acquire(count) { [self] in
-            writers.async { [self] in
-                let result = Result { try save(samples, by: app) }
-                writeBacklog.release(count)
-                completion(result)
+            writerSlots.acquire(1) { [self] in
+                writers.async { [self] in
+                    let result = Result { try save(samples, by: app) }
+                    writerSlots.release(1)
+                    writeBacklog.release(count)
+                    completion(result)
+                }
             }
         }
     }

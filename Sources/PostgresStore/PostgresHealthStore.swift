@@ -3,6 +3,7 @@ import Dispatch
 import HealthModel
 import HealthStore
 import PostgreSQL
+import Statistics
 import Synchronization
 
 /// healthd's data in PostgreSQL: the same `HealthDataStore` as the SQLite store, for several
@@ -22,9 +23,17 @@ public final class PostgresHealthStore: HealthDataStore {
     public let secret: [UInt8]
     let typeCodes: [String: Int64]
     let typeNames: [Int64: String]
+    /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
+    let rollupStyles: [Int64: AggregationStyle]
+    /// This node's decoded rollups, checked against the series' version in the database before
+    /// every use (see `PostgresRollups`), within `statisticsMemoryBudget` bytes.
+    let statisticsIndexes: StatisticsIndexCache
     /// Samples handed to writers but not yet committed: past the limit, asynchronous saves wait as
     /// queued work (not as threads) until earlier ones commit.
     let writeBacklog: WriteBacklog
+    /// Batches being written at once: two connections fewer than the pool holds, so reads always
+    /// find one and no writer thread waits for a connection (the rest wait as queued work).
+    let writerSlots: WriteBacklog
     /// Runs asynchronous saves; concurrency is bounded by the pool's connections.
     let writers = DispatchQueue(label: "healthd.postgres.writers", attributes: .concurrent)
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
@@ -39,30 +48,36 @@ public final class PostgresHealthStore: HealthDataStore {
     /// token revoked on another node can still work if that node's revocation NOTIFY was lost.
     public static let authorizationRevalidation: Int64 = 5_000
 
-    /// The channel every node LISTENs on. Payloads: `c <user> <seq> <type,type...>` for a commit,
+    /// The channel every node LISTENs on. Payloads: `c <node> <user> <seq> <type,type...>` for a commit,
     /// `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).
     static let channel = "healthd_changes"
 
     /// Connects (failing at once when the database cannot be reached), applies pending migrations,
     /// makes sure the type catalog's codes and the signing secret exist, and starts listening for
     /// other nodes' commits.
-    public convenience init(url: String, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000, listen: Bool = true) throws {
+    /// `statisticsMemoryBudget`: bytes of decoded statistics rollups this node keeps in memory (the
+    /// SQLite store's setting and default).
+    public convenience init(url: String, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000, listen: Bool = true,
+                            statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
         try self.init(configuration: PostgresConfiguration(url: url), maxConnections: maxConnections,
-                      writeBacklogLimit: writeBacklogLimit, listen: listen)
+                      writeBacklogLimit: writeBacklogLimit, listen: listen, statisticsMemoryBudget: statisticsMemoryBudget)
     }
 
     /// `configuration.settings` may name a `search_path`: the schema holding healthd's tables.
     public init(configuration: PostgresConfiguration, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000,
-                listen: Bool = true) throws {
+                listen: Bool = true, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
         self.configuration = configuration
+        statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
         var poolConfiguration = PostgresPool.Configuration(connection: configuration)
         poolConfiguration.maxConnections = maxConnections
         pool = try PostgresPool(configuration: poolConfiguration)
         writeBacklog = WriteBacklog(limit: writeBacklogLimit)
+        writerSlots = WriteBacklog(limit: max(1, maxConnections - 2))
         try pool.withConnection { connection in try Self.migrator().migrate(connection) }
         let codes = try pool.transaction { connection in try Self.synchronizeTypeCodes(connection) }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         secret = try pool.transaction { connection -> [UInt8] in
             try connection.execute("INSERT INTO meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING",
                                    [.bytes(SecureRandom.bytes(32))])
@@ -99,7 +114,8 @@ public final class PostgresHealthStore: HealthDataStore {
     }
 
     /// Features this build of the store cannot serve; `healthd` refuses to start on it unless empty.
-    public var unsupportedFeatures: [String] { Self.pendingFeatures }
+    public static var unsupportedFeatures: [String] { pendingFeatures }
+    public var unsupportedFeatures: [String] { Self.unsupportedFeatures }
 
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }
@@ -138,7 +154,7 @@ public final class PostgresHealthStore: HealthDataStore {
     /// and never for a rolled-back transaction).
     func notifyCommit(_ change: CommittedChange, _ connection: PostgresConnection) throws {
         guard !change.typeIDs.isEmpty else { return }
-        let payload = "c \(change.userRowID) \(change.lastSeq) \(change.typeIDs.sorted().joined(separator: ","))"
+        let payload = "c \(nodeID) \(change.userRowID) \(change.lastSeq) \(change.typeIDs.sorted().joined(separator: ","))"
         try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
     }
 
@@ -151,7 +167,7 @@ public final class PostgresHealthStore: HealthDataStore {
     }
 
     /// Another node's commit (or revocation). This node's own commits were published when they
-    /// returned; hearing them again only wakes readers that find nothing new.
+    /// committed, so their echo is ignored.
     private func received(_ notification: PostgresNotification) {
         if notification.payload.hasPrefix(Self.streamEventPrefix) {
             receivedStreamEvent(notification.payload)
@@ -159,9 +175,9 @@ public final class PostgresHealthStore: HealthDataStore {
         }
         let fields = notification.payload.split(separator: " ", omittingEmptySubsequences: false)
         switch fields.first {
-        case "c" where fields.count == 4:
-            guard let user = Int64(fields[1]), let seq = Int64(fields[2]) else { return }
-            publish(CommittedChange(userRowID: user, typeIDs: Set(fields[3].split(separator: ",").map(String.init)), lastSeq: seq))
+        case "c" where fields.count == 5:
+            guard let node = UInt64(fields[1]), node != nodeID, let user = Int64(fields[2]), let seq = Int64(fields[3]) else { return }
+            publish(CommittedChange(userRowID: user, typeIDs: Set(fields[4].split(separator: ",").map(String.init)), lastSeq: seq))
         case "r" where fields.count == 2:
             forgetAuthorization(id: String(fields[1]))
         default:

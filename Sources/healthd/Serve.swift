@@ -51,9 +51,12 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
 func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     // Never fall back to SQLite when PostgreSQL was asked for: the data would go somewhere else.
     if let url = configuration.database {
+        // The data directory then holds only the generated admin token (without HEALTHD_ADMIN_TOKEN);
+        // if it cannot be made, writing the token says so in one line.
+        try? FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         let store: PostgresHealthStore
         do {
-            store = try PostgresHealthStore(url: url)
+            store = try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
         } catch {
             fail("cannot open the PostgreSQL database: \(error)")
         }

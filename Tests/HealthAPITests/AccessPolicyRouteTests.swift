@@ -3,6 +3,7 @@ import Testing
 import HTTP
 import JSON
 @testable import HealthAPI
+import PostgresStore
 
 /// Walks every registered route with tokens that lack one permission each, and checks the
 /// contract (API.md, Authorization): without read permission a type behaves as if the only data
@@ -30,8 +31,8 @@ import JSON
         let startAnchors: [String: String]
         let bobUUIDs: [String]
 
-        init() throws {
-            server = try TestServer()
+        init(_ backend: TestServer.Backend = .sqlite) throws {
+            server = try TestServer(backend: backend)
             alice = server.createUser("alice")
             let bob = server.createUser("bob")
             owner = server.token(user: alice, app: "ownerapp", read: AccessPolicyRouteTests.everything,
@@ -210,7 +211,15 @@ import JSON
     }
 
     @Test func everyRouteKeepsDataFromATokenWithoutReadPermission() throws {
-        let world = try World()
+        try Self.keepsDataFromATokenWithoutReadPermission(.sqlite)
+    }
+
+    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
+        try Self.refusesWritesOfATokenWithoutSharePermission(.sqlite)
+    }
+
+    static func keepsDataFromATokenWithoutReadPermission(_ backend: TestServer.Backend) throws {
+        let world = try World(backend)
         let before = world.ownerData()
         for type in Self.types {
             let probe = world.server.token(user: world.alice, app: "probe-noread-\(type)",
@@ -233,8 +242,8 @@ import JSON
         #expect(world.ownerData() == before, "a token without read permission changed the owner's data")
     }
 
-    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
-        let world = try World()
+    static func refusesWritesOfATokenWithoutSharePermission(_ backend: TestServer.Backend) throws {
+        let world = try World(backend)
         let before = world.ownerData()
         for type in Self.types {
             let probe = world.server.token(user: world.alice, app: "probe-noshare-\(type)",
@@ -252,5 +261,18 @@ import JSON
             #expect(status[type]?.stringValue == "sharingDenied", "\(status.text)")
         }
         #expect(world.ownerData() == before, "a token without share permission changed the owner's data")
+    }
+}
+
+/// The same walk on the PostgreSQL store: its access control must hold exactly as SQLite's.
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to walk the routes on the PostgreSQL store"),
+       .enabled(if: PostgresHealthStore.unsupportedFeatures.isEmpty, "the PostgreSQL store of this build does not serve every route"))
+struct PostgresAccessPolicyRouteTests {
+    @Test func everyRouteKeepsDataFromATokenWithoutReadPermission() throws {
+        try AccessPolicyRouteTests.keepsDataFromATokenWithoutReadPermission(.postgres)
+    }
+
+    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
+        try AccessPolicyRouteTests.refusesWritesOfATokenWithoutSharePermission(.postgres)
     }
 }

@@ -21,12 +21,17 @@ struct PostgresNodeTests {
         }
         let heard = Heard()
         nodeB.addCommitObserver { change in heard.lock.withLock { heard.changes.append(change) } }
+        let own = Heard()
+        t.store.addCommitObserver { change in own.lock.withLock { own.changes.append(change) } }
         let user = try t.store.createUser(name: "alice")
         let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
         _ = try t.store.save([steps(5, start: t0)], by: app)
         let last = try t.store.currentChangePosition(userRowID: user.rowID).seq
         #expect(eventually { heard.lock.withLock { heard.changes.contains { $0.userRowID == user.rowID && $0.lastSeq == last } } })
         #expect(heard.lock.withLock { heard.changes.first?.typeIDs } == ["stepCount"])
+        // The writing node published its commit once, when it committed; its own NOTIFY echo is ignored.
+        usleep(200_000)
+        #expect(own.lock.withLock { own.changes.map(\.lastSeq) } == [last])
         // Node B reads what A wrote, and both sign anchors with the same secret.
         #expect(nodeB.secret == t.store.secret)
         let page = try nodeB.changes(ChangeRequest(types: nil, after: nil, limit: 10), for: app, userExternalID: user.id)
