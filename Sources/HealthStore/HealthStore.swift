@@ -47,9 +47,7 @@ public final class HealthStore: HealthDataStore {
         }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
-        rollupStyles = codes.reduce(into: [:]) { styles, entry in
-            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
-        }
+        rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         secret = try pool.write { db -> [UInt8] in
             if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
                 return existing

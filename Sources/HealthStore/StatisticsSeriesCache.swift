@@ -28,6 +28,14 @@ extension AggregationStyle {
         guard type.kind == .quantity, let aggregation = type.aggregation else { return nil }
         self = aggregation.isCumulative ? .cumulative : .discrete
     }
+
+    /// Type code -> style for every quantity type among a store's codes (name -> code): the series
+    /// whose statistics have rollups.
+    public static func styles(ofTypeCodes codes: [String: Int64]) -> [Int64: AggregationStyle] {
+        codes.reduce(into: [:]) { styles, entry in
+            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
+        }
+    }
 }
 
 /// One day's rollup row as a store keeps it (see `DayRollup`); `detail` only when it was asked for.

@@ -3,6 +3,7 @@ import Dispatch
 import HealthModel
 import HealthStore
 import PostgreSQL
+import Statistics
 import Synchronization
 
 /// healthd's data in PostgreSQL: the same `HealthDataStore` as the SQLite store, for several
@@ -22,6 +23,11 @@ public final class PostgresHealthStore: HealthDataStore {
     public let secret: [UInt8]
     let typeCodes: [String: Int64]
     let typeNames: [Int64: String]
+    /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
+    let rollupStyles: [Int64: AggregationStyle]
+    /// This node's decoded rollups, checked against the series' version in the database before
+    /// every use (see `PostgresRollups`), within `statisticsMemoryBudget` bytes.
+    let statisticsIndexes: StatisticsIndexCache
     /// Samples handed to writers but not yet committed: past the limit, asynchronous saves wait as
     /// queued work (not as threads) until earlier ones commit.
     let writeBacklog: WriteBacklog
@@ -49,15 +55,19 @@ public final class PostgresHealthStore: HealthDataStore {
     /// Connects (failing at once when the database cannot be reached), applies pending migrations,
     /// makes sure the type catalog's codes and the signing secret exist, and starts listening for
     /// other nodes' commits.
-    public convenience init(url: String, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000, listen: Bool = true) throws {
+    /// `statisticsMemoryBudget`: bytes of decoded statistics rollups this node keeps in memory (the
+    /// SQLite store's setting and default).
+    public convenience init(url: String, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000, listen: Bool = true,
+                            statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
         try self.init(configuration: PostgresConfiguration(url: url), maxConnections: maxConnections,
-                      writeBacklogLimit: writeBacklogLimit, listen: listen)
+                      writeBacklogLimit: writeBacklogLimit, listen: listen, statisticsMemoryBudget: statisticsMemoryBudget)
     }
 
     /// `configuration.settings` may name a `search_path`: the schema holding healthd's tables.
     public init(configuration: PostgresConfiguration, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000,
-                listen: Bool = true) throws {
+                listen: Bool = true, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
         self.configuration = configuration
+        statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
         var poolConfiguration = PostgresPool.Configuration(connection: configuration)
         poolConfiguration.maxConnections = maxConnections
         pool = try PostgresPool(configuration: poolConfiguration)
@@ -67,6 +77,7 @@ public final class PostgresHealthStore: HealthDataStore {
         let codes = try pool.transaction { connection in try Self.synchronizeTypeCodes(connection) }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         secret = try pool.transaction { connection -> [UInt8] in
             try connection.execute("INSERT INTO meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING",
                                    [.bytes(SecureRandom.bytes(32))])

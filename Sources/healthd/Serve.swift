@@ -56,7 +56,7 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
         try? FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         let store: PostgresHealthStore
         do {
-            store = try PostgresHealthStore(url: url)
+            store = try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
         } catch {
             fail("cannot open the PostgreSQL database: \(error)")
         }

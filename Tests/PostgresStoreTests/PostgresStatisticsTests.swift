@@ -75,7 +75,7 @@ struct RollupTestWriter {
 }
 
 /// A small seeded generator, so a failing seed replays.
-struct SplitMix {
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
