@@ -5,12 +5,12 @@ import JSON
 
 /// Samples, sources and the type catalog (API.md, Samples).
 struct SampleRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let configuration: HealthdConfiguration
 
     static let cursorKind: UInt8 = 1
 
-    static func register(into router: inout Router<Route>, store: HealthStore, configuration: HealthdConfiguration) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore, configuration: HealthdConfiguration) {
         let routes = SampleRoutes(store: store, configuration: configuration)
         router.register(.post, "/v1/samples", Route(access: .token, deferred: routes.saveSamples))
         router.register(.get, "/v1/samples", Route(access: .token, handler: routes.listSamples))

@@ -3,6 +3,8 @@
 /// HKObjectType's families.
 public enum HealthTypeKind: String, Sendable, Hashable, CaseIterable {
     case quantity, category, correlation, workout, characteristic
+    /// HKSeriesType: a sample holding a series (a workout's route).
+    case series
 
     /// HealthKit's identifier prefix for this kind (`HKQuantityTypeIdentifier`).
     public var identifierPrefix: String {
@@ -12,6 +14,7 @@ public enum HealthTypeKind: String, Sendable, Hashable, CaseIterable {
         case .correlation: return "HKCorrelationTypeIdentifier"
         case .workout: return "HKWorkoutTypeIdentifier"
         case .characteristic: return "HKCharacteristicTypeIdentifier"
+        case .series: return "HKSeriesTypeIdentifier"
         }
     }
 }
