@@ -195,7 +195,7 @@ final class StopFlag: Sendable {
 func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
-        let now = currentMilliseconds()
+        let now = StoreClock.nowMilliseconds()
         let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
                                          today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)

@@ -5,6 +5,8 @@ Starts two real healthd processes (A and B) with --database on a fresh database 
   - an authorization made on A works on B, and a change-feed anchor from A resumes on B;
   - a write on A wakes a long-poll parked on B within 200 ms, and reaches B's event stream;
   - statistics on B (after B cached the answer) reflect A's writes;
+  - a workout session started on A: heart rates written to A and to B reach event streams on both
+    nodes as one sequence of zone events each (judged once, broadcast to every node);
   - one IMU session's batches alternate between the nodes: seq continues across them, a repeated
     seq replays the first answer byte for byte on the other node, a gap is a 409 on either;
   - kill -9 of A while clients write to both loses nothing acknowledged (checked on B, and on A
@@ -108,6 +110,48 @@ def statistics_checks(a, b, token):
     after_delete = total(b.port)
     check("statistics on B reflect a deletion on A",
           status == 204 and expected is not None and after_delete == expected - samples[0]["value"], (status, after_delete))
+
+
+def zone_checks(a, b):
+    print("two nodes: workout zone events on every node")
+    _, coach = user_and_token(a.port, "two-nodes-runner", ["heartRate", "workout"])
+    status, body = request(a.port, "POST", "/v1/workout-sessions", {"activityType": "running", "zone": {"low": 120, "high": 150}},
+                           token=coach)
+    session = json.loads(body) if status == 201 else {}
+    check("a workout session starts on A", status == 201, body[:200])
+    start = session.get("start", "2026-01-01T00:00:00.000Z")
+    base = time.mktime(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+
+    def open_stream(port):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(f"GET /v1/changes/stream?types=heartRate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {coach}\r\n\r\n".encode())
+        return s, read_until(s, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+
+    streams = {"A": open_stream(a.port), "B": open_stream(b.port)}
+    # Written to both nodes, each reading a second apart: below, in, above.
+    for seconds, bpm, node in [(1, 100, a), (2, 135, b), (3, 170, a)]:
+        t = base + seconds
+        sample = {"type": "heartRate", "value": bpm, "unit": "count/min",
+                  "start": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t)), "end": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))}
+        request(node.port, "POST", "/v1/samples", {"samples": [sample]}, token=coach)
+        time.sleep(0.2)
+
+    def zone_states(data):
+        states = []
+        for block in data.split(b"\n\n"):
+            if b"event: zone" in block:
+                line = [l for l in block.split(b"\n") if l.startswith(b"data: ")]
+                states.append((js(line[0][6:]) or {}).get("state") if line else None)
+        return states
+
+    for name, (sock, data) in streams.items():
+        data = read_until(sock, data, lambda d: len(zone_states(d)) >= 3, timeout=5)
+        data = read_until(sock, data, lambda d: len(zone_states(d)) > 3, timeout=0.5)   # nothing twice
+        sock.close()
+        check(f"the stream on {name} carries the zone events below, in, above once each", zone_states(data) == ["below", "in", "above"],
+              (zone_states(data), data[-300:]))
+    status, _ = request(b.port, "POST", f"/v1/workout-sessions/{session.get('id')}/end", token=coach)
+    check("the session started on A ends on B", status == 200, status)
 
 
 def imu_checks(a, b, token):
@@ -219,7 +263,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     parser.add_argument("--database", required=True, help="a postgres:// URL; the test creates a fresh database on that server")
-    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,imu,faults,kill")
+    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,imu,faults,kill")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     public = os.path.abspath(args.public)
@@ -230,7 +274,7 @@ def main():
         _, token = user_and_token(a.port, "two-nodes", ["stepCount", "heartRate", WRITER_TYPE, DISCRETE_TYPE,
                                                         "distanceWalkingRunning", "flightsClimbed"])
         for part, run in (("feed", lambda: feed_checks(a, b, token)), ("statistics", lambda: statistics_checks(a, b, token)),
-                          ("imu", lambda: imu_checks(a, b, token)), ("faults", lambda: fault_checks(args.database, database, a, b, token)),
+                          ("zones", lambda: zone_checks(a, b)), ("imu", lambda: imu_checks(a, b, token)), ("faults", lambda: fault_checks(args.database, database, a, b, token)),
                           ("kill", lambda: kill_checks(args.binary, public, database, a, b, token))):
             if part in skip:
                 print(f"two nodes: {part}: skipped (--skip)")
