@@ -25,11 +25,15 @@ let package = Package(
         // System C libraries.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure cores: no I/O.
-        .target(name: "JSON", swiftSettings: strict),
-        .target(name: "HTTP", swiftSettings: hotPath),
-        .target(name: "HealthModel", dependencies: ["JSON"], swiftSettings: strict),
+        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON and HealthModel (HTTP
+        // is a protocol layer and must not depend on the health model).
+        .target(name: "Primitives", swiftSettings: strict),
+        .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
+        .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: hotPath),
+        .target(name: "HealthModel", dependencies: ["JSON", "Primitives"], swiftSettings: strict),
         .target(name: "Statistics", swiftSettings: strict),
         .target(name: "Pedometer", swiftSettings: strict),
         .target(name: "Crypto", swiftSettings: strict),
@@ -43,7 +47,12 @@ let package = Package(
         .target(name: "HealthClient", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        // A synchronous PostgreSQL driver over libpq (no health-domain code).
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
+        .target(name: "PostgresStore", dependencies: ["PostgreSQL", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
+                swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto", "HealthAutoExport"],
@@ -56,16 +65,17 @@ let package = Package(
                 dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
-                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "HealthModel",
+                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "PostgresStore", "HealthModel",
                                          "JSON", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Statistics", "Pedometer", "SQLite",
-                                         "HealthStore", "HealthAPI", "HealthAutoExport"],
+                                         "HealthStore", "HealthAPI", "HealthAutoExport", "PostgreSQL", "PostgresStore"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
+        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
@@ -75,8 +85,11 @@ let package = Package(
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel"]),
-        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics"]),
+        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
+                                                          "PostgresStore", "PostgreSQL"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),

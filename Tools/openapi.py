@@ -83,11 +83,24 @@ SCHEMAS = {
     "WorkoutEvent": {"type": "object", "required": ["type", "date"], "additionalProperties": False,
                      "properties": {"type": {"type": "string", "enum": ["pause", "resume", "lap", "marker", "segment"]},
                                     "date": instant}},
+    "RouteLocation": {
+        "type": "object", "additionalProperties": False, "required": ["date", "latitude", "longitude"],
+        "description": "One location of a workout route (CLLocation's fields). Unknown fields are left out.",
+        "properties": {"date": instant,
+                       "latitude": {"type": "number", "minimum": -90, "maximum": 90, "description": "WGS 84 degrees."},
+                       "longitude": {"type": "number", "minimum": -180, "maximum": 180, "description": "WGS 84 degrees."},
+                       "altitude": {"type": "number", "minimum": -12000, "maximum": 100000, "description": "Metres above sea level."},
+                       "speed": {"type": "number", "minimum": 0, "maximum": 1000, "description": "m/s."},
+                       "course": {"type": "number", "minimum": 0, "maximum": 360, "description": "Degrees clockwise from true north."},
+                       "horizontalAccuracy": {"type": "number", "minimum": 0, "description": "Metres."},
+                       "verticalAccuracy": {"type": "number", "minimum": 0, "description": "Metres."}}},
     "SampleInput": {
         "type": "object", "additionalProperties": False, "required": ["type", "start"],
         "description": "A sample to save. Quantity samples: value (+ unit, default the canonical unit). Category samples: "
                        "value as the case name (or raw integer), no unit. Correlations: objects. Workouts: activityType, "
-                       "totals, events. `end` defaults to `start`. `uuid` is assigned when missing.",
+                       "totals, events. Workout routes (workoutRoute, HKSeriesType.workoutRoute): workout (the workout's "
+                       "uuid) and locations in time order within [start, end], at most 100,000. `end` defaults to `start`. "
+                       "`uuid` is assigned when missing.",
         "properties": {
             "uuid": {"type": "string", "format": "uuid",
                      "description": "Any RFC 4122/9562 uuid, unique per user; a retry with the same uuid and content stores "
@@ -101,6 +114,8 @@ SCHEMAS = {
             "activityType": {"type": "string", "description": "HKWorkoutActivityType case name."},
             "totalEnergyBurned": ref("Quantity"), "totalDistance": ref("Quantity"),
             "events": {"type": "array", "items": ref("WorkoutEvent")},
+            "workout": {"type": "string", "format": "uuid", "description": "workoutRoute: the workout the route belongs to."},
+            "locations": {"type": "array", "items": ref("RouteLocation"), "minItems": 1, "maxItems": 100000},
         },
     },
     "Sample": {
@@ -116,13 +131,14 @@ SCHEMAS = {
             "objects": {"type": "array", "items": {"$ref": "#/components/schemas/Sample"}},
             "activityType": {"type": "string"}, "totalEnergyBurned": ref("Quantity"), "totalDistance": ref("Quantity"),
             "events": {"type": "array", "items": ref("WorkoutEvent")},
+            "workout": {"type": "string", "format": "uuid"}, "locations": {"type": "array", "items": ref("RouteLocation")},
         },
     },
     "HealthType": {
         "type": "object", "required": ["id", "kind", "aggregation", "canonicalUnit", "units", "maximumDuration", "range"],
         "properties": {
             "id": {"type": "string"},
-            "kind": {"type": "string", "enum": ["quantity", "category", "correlation", "workout", "characteristic"]},
+            "kind": {"type": "string", "enum": ["quantity", "category", "correlation", "workout", "series", "characteristic"]},
             "aggregation": {"type": ["string", "null"], "enum": ["cumulative", "discrete", None]},
             "canonicalUnit": {"type": ["string", "null"]},
             "units": {"type": "array", "items": {"type": "string"}},
@@ -244,7 +260,7 @@ PATHS = {
                     qparam("strictEndDate", "Require sample.end <= end.", {"type": "boolean"}),
                     qparam("source", "Only this app's samples."),
                     qparam("order", "By start.", {"type": "string", "enum": ["asc", "desc"], "default": "asc"}),
-                    qparam("limit", "Page size.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100}),
+                    qparam("limit", "Page size; workoutRoute pages hold at most 16 (a route can hold 100,000 locations), `next` goes on.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100}),
                     qparam("unit", "Unit for values (must fit the type)."),
                     qparam("cursor", "The previous page's `next`.")],
                 "responses": {"200": ok_json({"type": "object", "required": ["samples", "next"], "properties": {
@@ -306,9 +322,13 @@ PATHS = {
         "description": "The app's payload, unchanged: {\"data\":{\"metrics\":[{\"name\",\"units\",\"data\":[...]}],\"workouts\":[...]}}. "
                        "Each metric with a HealthKit counterpart is saved as that type in its unit (the README's table): "
                        "quantity samples, sleep stages as sleepAnalysis category samples, blood_pressure as a bloodPressure "
-                       "correlation, workouts with their totals and heart-rate samples. Dates keep their UTC offset (also "
+                       "correlation, workouts with their totals, heart-rate samples and a workoutRoute sample linked to "
+                       "the workout; symptoms as symptom category types, heart-rate notifications as high/low heart rate "
+                       "and irregular rhythm events, ECGs as electrocardiogram samples, state of mind as stateOfMind samples. "
+                       "Dates keep their UTC offset (also "
                        "stored as HKTimeZone metadata). Sample uuids derive from content (user, type, start, end, source, "
-                       "value), so overlapping re-sends store nothing twice. Unknown metrics and sections, and route points, "
+                       "value), so overlapping re-sends store nothing twice. Unknown metrics and sections (medications), and "
+                       "what is not stored (ECG voltages, the readings inside heart-rate notifications), "
                        "are counted in `unmapped`; types the token may not share in `refused`; values HealthKit refuses in "
                        "`invalid` (with the first 20 in `errors`). None of these fails the request; a malformed payload "
                        "(JSON syntax, the format's shape, a date or number that does not parse) is a 400 naming each field "
@@ -419,6 +439,19 @@ PATHS = {
                     "timeInZone": {"type": ["number", "null"], "description": "Seconds."},
                     "source": {"type": "string", "description": "The app that saved the workout."}}}}}}),
             **ERRORS_APP}}},
+    "/v1/workouts/{uuid}/route": {"get": {
+        "summary": "A workout's routes with their locations (HKWorkoutRouteQuery)", "tags": ["heart-rate"],
+        "description": "The workoutRoute samples linked to the workout (read privacy as for queries), oldest first, each with "
+                       "its locations in time order. A workout without a route answers an empty list.",
+        "parameters": [{"name": "uuid", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"},
+                        "description": "The workout's uuid."}],
+        "responses": {"200": ok_json({"type": "object", "required": ["workout", "routes"], "properties": {
+            "workout": {"type": "string", "format": "uuid"},
+            "routes": {"type": "array", "items": {"type": "object", "required": ["uuid", "start", "end", "source", "locations"],
+                "properties": {"uuid": {"type": "string", "format": "uuid"}, "start": instant, "end": instant,
+                               "source": {"type": "string", "description": "The app that saved the route."},
+                               "locations": {"type": "array", "items": ref("RouteLocation")}}}}}}),
+                      "404": problem("No such workout for this user (or not visible)."), **ERRORS_APP}}},
     "/v1/export": {"get": {
         "summary": "Every sample the token may read, as NDJSON (one Sample per line), streamed", "tags": ["export"],
         "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "

@@ -203,7 +203,7 @@ public struct AppleHealthExportMapper {
     /// Catalog types by export name: the catalog lowercases unknown spellings on each lookup.
     private var types: [String: HealthType?] = [:]
     /// The identifying content of a record, hashed into its uuid; kept to reuse its storage.
-    private var uuidScratch: [UInt8] = []
+    private var contentKey = ContentKey()
 
     public init() {}
 
@@ -546,79 +546,30 @@ public struct AppleHealthExportMapper {
         case text(String)
     }
 
-    /// The content uuid of one record (see `contentUUID(start:hashing:)`): its type, app, interval,
+    /// The content uuid of one record (see the note below): its type, app, interval,
     /// value and, for a correlation, its objects' uuids.
     private mutating func contentUUID(type: String, app: String, interval: (start: Int64, end: Int64), _ value: ContentKeyValue?,
                                       objects: [String] = []) -> HealthUUID {
-        // The bytes are those of the fields joined as text (`String(start)`, `String(bits, radix: 16)`),
-        // written in place: the uuids must stay the same as earlier imports made.
-        var bytes = uuidScratch
-        uuidScratch = []
-        bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: Self.contentKeyPrefix)
-        func field(_ text: String) {
-            bytes.append(0x1F)
-            bytes.append(contentsOf: text.utf8)
-        }
-        field(type)
-        field(app)
-        bytes.append(0x1F)
-        Self.appendDecimal(interval.start, to: &bytes)
-        bytes.append(0x1F)
-        Self.appendDecimal(interval.end, to: &bytes)
+        contentKey.reset(prefix: "healthd-apple-health-import")
+        contentKey.append(type)
+        contentKey.append(app)
+        contentKey.append(decimal: interval.start)
+        contentKey.append(decimal: interval.end)
         switch value {
-        case .hex(let bits)?:
-            bytes.append(0x1F)
-            Self.appendHex(bits, to: &bytes)
-        case .text(let text)?:
-            field(text)
-        case nil:
-            break
+        case .hex(let bits)?: contentKey.append(hex: bits)
+        case .text(let text)?: contentKey.append(text)
+        case nil: break
         }
-        for object in objects { field(object) }
-        let uuid = bytes.withUnsafeBytes { Self.contentUUID(start: interval.start, hashing: $0) }
-        uuidScratch = bytes
-        return uuid
+        for object in objects { contentKey.append(object) }
+        return contentKey.uuid(start: interval.start, hash: ContentHash.murmur3x64_128)
     }
 
-    private static let contentKeyPrefix: [UInt8] = Array("healthd-apple-health-import".utf8)
-
-    private static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // up to 20 digits, backwards
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-        }
-    }
-
-    private static func appendHex(_ value: UInt64, to bytes: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
-        var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 * 4 - 4)
-        while true {
-            bytes.append(digits.utf8Start[Int((value >> UInt64(shift)) & 0xF)])
-            if shift == 0 { break }
-            shift -= 4
-        }
-    }
-
-    /// A name-based UUID (RFC 9562 version 8) of a record's identifying content, so the same record
-    /// imported twice, or from an overlapping later export, gets the same uuid. Like version 7, the
-    /// first 48 bits are the sample's start (Unix ms): exports list each type's records in time
-    /// order, so inserts land at the end of the uuid index instead of at random pages (a third of
-    /// the import's time with random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the
-    /// content: far faster than SHA-256, and collisions would only matter between records of one
-    /// user's own export, which is not adversarial.
-    static func contentUUID(start: Int64, hashing bytes: UnsafeRawBufferPointer) -> HealthUUID {
-        let (hashHigh, hashLow) = ContentHash.murmur3x64_128(bytes)
-        return HealthUUID(contentStart: start, hashHigh: hashHigh, hashLow: hashLow)
-    }
+    // Content uuids (RFC 9562 version 8, see `ContentKey`): like version 7, the first 48 bits are
+    // the sample's start (Unix ms): exports list each type's records in time order, so inserts land
+    // at the end of the uuid index instead of at random pages (a third of the import's time with
+    // random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the content: far faster
+    // than SHA-256, and collisions would only matter between records of one user's own export,
+    // which is not adversarial.
 
     /// The catalog type an export name stands for, looked up once per distinct name.
     private mutating func catalogType(_ name: String) -> HealthType? {

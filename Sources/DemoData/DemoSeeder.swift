@@ -59,7 +59,7 @@ public enum DemoSeeder {
     /// on `now`. Saves in batches of at most `batchSize`; a rerun stores nothing twice (same uuids,
     /// same content). Also sets the user's date of birth when no characteristic is set, so
     /// heart-rate zones work without `age`.
-    public static func seed(store: HealthStore, userName: String, days: Int, today: Int64, now: Int64? = nil,
+    public static func seed(store: any HealthDataStore, userName: String, days: Int, today: Int64, now: Int64? = nil,
                             timeZone: TimeZone = DemoDataGenerator.utc, batchSize: Int = 10_000) throws -> Report {
         let user = try store.userCreatingIfNeeded(name: userName)
         let phone = try store.appAuthorizationCreatingIfNeeded(user: user, app: DemoSource.phoneApp, read: [],
@@ -126,7 +126,7 @@ public enum DemoSeeder {
     /// A fresh read-only token (app `dashboard`) for everything the dashboard shows. It may learn its
     /// own read list (`disclosesRead`): the dashboard is the user's own viewer, and says "not shared
     /// with this app" for a type it may not read instead of showing an empty figure as zero.
-    public static func dashboardToken(store: HealthStore, user: User) throws -> String {
+    public static func dashboardToken(store: any HealthDataStore, user: User) throws -> String {
         try store.createAuthorization(user: user, app: dashboardApp, read: dashboardReadTypes, share: [], disclosesRead: true).token
     }
 

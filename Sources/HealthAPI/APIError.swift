@@ -47,13 +47,30 @@ public struct APIError: Error, Sendable {
     /// Seconds a client is asked to wait before retrying a write refused for lack of disk space.
     public static let insufficientStorageRetrySeconds = 30
 
+    /// Seconds a client is asked to wait when the database could not be reached.
+    public static let storeUnavailableRetrySeconds = 2
+
+    /// 503 with Retry-After when the database cannot be reached (the driver already retried):
+    /// nothing is known to be stored, and an idempotent retry (client uuids) settles any doubt.
+    public static func storeUnavailable(_ cause: any Error) -> APIError {
+        retryLater(.serviceUnavailable, code: "errorServiceUnavailable", detail: "the database is unavailable right now; retry later",
+                   seconds: storeUnavailableRetrySeconds, cause: cause)
+    }
+
     /// 507 (RFC 4918) when the data directory's disk is full: the write was not stored, reads go
     /// on, and the same request succeeds once space returns (no restart needed).
     public static func insufficientStorage(_ cause: any Error) -> APIError {
+        retryLater(.insufficientStorage, code: "errorInsufficientStorage",
+                   detail: "the server's disk is full; nothing of this request was stored, retry later",
+                   seconds: insufficientStorageRetrySeconds, cause: cause)
+    }
+
+    /// A server-side refusal the same request may retry after `seconds` (Retry-After); the cause
+    /// goes to the log only.
+    private static func retryLater(_ status: HTTPStatus, code: String, detail: String, seconds: Int, cause: any Error) -> APIError {
         var headers = HTTPHeaders()
-        headers.set("Retry-After", String(insufficientStorageRetrySeconds))
-        var error = APIError(status: .insufficientStorage, code: "errorInsufficientStorage",
-                             detail: "the server's disk is full; nothing of this request was stored, retry later", headers: headers)
+        headers.set("Retry-After", String(seconds))
+        var error = APIError(status: status, code: code, detail: detail, headers: headers)
         error.cause = String(describing: cause)
         return error
     }

@@ -5,9 +5,9 @@ import JSON
 
 /// Users, authorizations and the share-status query (API.md, Authorization).
 struct AccountRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = AccountRoutes(store: store)
         router.register(.post, "/v1/users", Route(access: .admin, handler: routes.createUser))
         router.register(.post, "/v1/authorizations", Route(access: .admin, handler: routes.createAuthorization))

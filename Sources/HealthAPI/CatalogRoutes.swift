@@ -5,10 +5,10 @@ import JSON
 
 /// The type catalog and characteristics (API.md, Samples).
 struct CatalogRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let catalog: [UInt8]
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         // The catalog is fixed for the life of the process: serialize it once.
         let catalog: [UInt8] = {
             var writer = JSONWriter(capacity: 32 * 1024)
@@ -46,10 +46,10 @@ struct CatalogRoutes: Sendable {
     func readCharacteristics(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
         let app = try context.app()
-        let values = try storeCall { try store.characteristics(userRowID: app.userRowID) }
+        let values = try storeCall { try store.characteristics(for: app) }
         return JSONResponse.write { writer in
             writer.beginObject()
-            for (key, value) in values where app.mayRead(key) { writer.field(key, value) }
+            for (key, value) in values { writer.field(key, value) }
             writer.endObject()
         }
     }

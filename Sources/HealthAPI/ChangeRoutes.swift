@@ -5,7 +5,7 @@ import HealthStore
 /// The change feed (API.md, Change feed): anchored queries with long-poll, and Server-Sent Events.
 struct ChangeRoutes: Sendable {
     let feed: ChangeFeed
-    let store: HealthStore
+    let store: any HealthDataStore
 
     static let defaultLimit = 1_000
     static let maxLimit = 10_000
@@ -53,7 +53,7 @@ struct ChangeRoutes: Sendable {
             _ = try probe.read(after: position, store: store)
             start = position
         } else {
-            start = try storeCall { try store.currentChangePosition() }
+            start = try storeCall { try store.currentChangePosition(userRowID: app.userRowID) }
         }
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/event-stream; charset=utf-8")

@@ -4,6 +4,8 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var host = "127.0.0.1"
     public var port = 8080
     public var dataDirectory = "./healthd-data"
+    /// A `postgres://` URL selecting the PostgreSQL store; nil: SQLite in `dataDirectory`.
+    public var database: String?
     /// Where the dashboard's static files live. Relative paths are resolved against the working directory.
     public var publicDirectory = "./Public"
 
@@ -61,7 +63,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
     /// Every key `config.example.json` may hold, with what it sets. Unknown keys are an error,
     /// so a typo never silently falls back to a default.
     public static let fileKeys: [String] = [
-        "host", "port", "dataDir", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
+        "host", "port", "dataDir", "database", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
         "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
         "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",

@@ -34,8 +34,10 @@ extension APIError {
             }
         case let conflict as SampleConflict:
             self = .conflict(conflict.detail, errors: [APIError.FieldIssue(index: conflict.index, field: "uuid", detail: conflict.detail)])
-        case let error where HealthStore.isOutOfSpace(error):
+        case let error where StoreFault.of(error) == .outOfSpace:
             self = .insufficientStorage(error)
+        case let error where StoreFault.of(error) == .unavailable:
+            self = .storeUnavailable(error)
         default:
             self = .internalError(error)
         }
@@ -63,8 +65,8 @@ public struct ProblemResponder: Sendable {
         guard let cause = error.cause else {
             return error.status.code >= 500 ? error.response(requestID: requestID) : error.response
         }
-        log?.event(error.status.code == 507 ? "disk full" : "internal error",
-                   level: error.status.code == 507 ? "warning" : "error",
+        log?.event(error.status.code == 507 ? "disk full" : error.status.code == 503 ? "database unavailable" : "internal error",
+                   level: error.status.code == 507 || error.status.code == 503 ? "warning" : "error",
                    fields: [("id", requestID), ("status", String(error.status.code)), ("cause", cause)])
         return error.response(requestID: requestID)
     }

@@ -7,9 +7,9 @@ import JSON
 
 /// `GET /v1/export`: every sample the token may read, as NDJSON, streamed page by page.
 struct ExportRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = ExportRoutes(store: store)
         router.register(.get, "/v1/export", Route(access: .token, handler: routes.export))
     }
@@ -19,8 +19,7 @@ struct ExportRoutes: Sendable {
         let app = try context.app()
         let types = try ExportScope.types(&context.query)
         try context.query.rejectUnknown()
-        let scope = ExportScope(userRowID: app.userRowID, userExternalID: app.userID, types: types,
-                                readable: app.read, ownSourceRowID: app.sourceRowID)
+        let scope = ExportScope(.app(app), types: types)
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/x-ndjson")
         headers.add("Cache-Control", "no-store")
@@ -32,22 +31,15 @@ struct ExportRoutes: Sendable {
 
 /// Which samples an export holds, and the paging loop that writes them.
 public struct ExportScope: Sendable {
-    public var userRowID: Int64
-    public var userExternalID: String
+    /// Whose samples, with read privacy applied by the store: a token's, or a whole user's (the CLI).
+    public var reader: ReadScope
     /// Nil: every type.
     public var types: Set<String>?
-    /// Nil: every type is readable (the admin's CLI export); otherwise other types only from `ownSourceRowID`.
-    public var readable: Set<String>?
-    public var ownSourceRowID: Int64?
     public var pageSize = 1_000
 
-    public init(userRowID: Int64, userExternalID: String, types: Set<String>? = nil, readable: Set<String>? = nil,
-                ownSourceRowID: Int64? = nil) {
-        self.userRowID = userRowID
-        self.userExternalID = userExternalID
+    public init(_ reader: ReadScope, types: Set<String>? = nil) {
+        self.reader = reader
         self.types = types
-        self.readable = readable
-        self.ownSourceRowID = ownSourceRowID
     }
 
     /// Unsent bytes above which the producer waits for the socket rather than queueing more.
@@ -68,28 +60,30 @@ public struct ExportScope: Sendable {
     /// Reads every type oldest first (keyset pages on each type's start index) and merges them by
     /// (start, seq), handing `write` about `pageSize` lines at a time; `write` returns false to stop.
     /// Memory holds one page per type whatever the export's size.
-    public func forEachPage(from store: HealthStore, _ write: ([UInt8]) throws -> Bool) throws {
+    public func forEachPage(from store: any HealthDataStore, _ write: ([UInt8]) throws -> Bool) throws {
         let wanted = HealthTypeCatalog.all.filter { $0.kind != .characteristic && (types?.contains($0.id) ?? true) }
         struct Lane {
             var type: String
-            var onlySource: Int64?
             var buffer: [(sample: StoredSample, cursor: SampleCursor)] = []
             var next = 0
             var after: SampleCursor?
             var exhausted = false
         }
-        var lanes = wanted.map { type in
-            Lane(type: type.id, onlySource: (readable.map { $0.contains(type.id) } ?? true) ? nil : (ownSourceRowID ?? -1))
-        }
+        var lanes = wanted.map { Lane(type: $0.id) }
         let laneSize = max(1, min(pageSize, 1_000))
+        // Series samples (routes) are large: their lanes read few at a time, and a page holding
+        // that many of them goes out at once.
+        let seriesBound = HealthTypeCatalog.workoutRouteType.maximumPageSize
+        var seriesInPage = 0
         var out: [StoredSample] = []
         out.reserveCapacity(pageSize)
         while true {
             var best: Int?
             for index in lanes.indices where !lanes[index].exhausted {
                 if lanes[index].next >= lanes[index].buffer.count {
-                    let page = try store.exportPage(userRowID: userRowID, userExternalID: userExternalID, type: lanes[index].type,
-                                                    onlySource: lanes[index].onlySource, after: lanes[index].after, limit: laneSize)
+                    let bound = HealthTypeCatalog.type(lanes[index].type)?.maximumPageSize ?? laneSize
+                    let page = try store.exportPage(type: lanes[index].type, scope: reader, after: lanes[index].after,
+                                                    limit: min(laneSize, bound))
                     lanes[index].buffer = page
                     lanes[index].next = 0
                     if let last = page.last { lanes[index].after = last.cursor }
@@ -104,11 +98,14 @@ public struct ExportScope: Sendable {
                 }
             }
             guard let chosen = best else { break }
-            out.append(lanes[chosen].buffer[lanes[chosen].next].sample)
+            let sample = lanes[chosen].buffer[lanes[chosen].next].sample
+            if case .workoutRoute = sample.sample.content { seriesInPage += 1 }
+            out.append(sample)
             lanes[chosen].next += 1
-            if out.count >= pageSize {
+            if out.count >= pageSize || seriesInPage >= seriesBound {
                 guard try write(Self.ndjson(out)) else { return }
                 out.removeAll(keepingCapacity: true)
+                seriesInPage = 0
             }
         }
         if !out.isEmpty { _ = try write(Self.ndjson(out)) }
@@ -126,7 +123,7 @@ public struct ExportScope: Sendable {
         return bytes
     }
 
-    func stream(from store: HealthStore, to stream: any HTTPBodyStream) {
+    func stream(from store: any HealthDataStore, to stream: any HTTPBodyStream) {
         do {
             try forEachPage(from: store) { bytes in
                 // Wait for the socket to drain instead of letting the backlog grow (or be cut off).

@@ -79,13 +79,13 @@ extension Int {
 
 /// `GET /v1/heart-rate/zones` (API.md, Heart-rate zones).
 struct HeartRateZoneRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let now: @Sendable () -> Int64
 
     static let restingHeartRates: ClosedRange<Double> = 20...250
 
-    static func register(into router: inout Router<Route>, store: HealthStore,
-                         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore,
+                         now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
         let routes = HeartRateZoneRoutes(store: store, now: now)
         router.register(.get, "/v1/heart-rate/zones", Route(access: .token, handler: routes.heartRateZone))
     }
@@ -137,7 +137,7 @@ struct HeartRateZoneRoutes: Sendable {
 
     /// The latest resting rate this token can see: all of the user's when it may read the type,
     /// otherwise only its own samples (read privacy).
-    static func latestRestingHeartRate(store: HealthStore, app: AppAuthorization) throws(APIError) -> Double? {
+    static func latestRestingHeartRate(store: any HealthDataStore, app: AppAuthorization) throws(APIError) -> Double? {
         var query = SampleQuery(type: "restingHeartRate")
         query.descending = true
         query.limit = 1
@@ -147,7 +147,7 @@ struct HeartRateZoneRoutes: Sendable {
     /// The zone from `age`, or else from the stored date of birth, with the stored resting rate;
     /// nil when no age is known (or the resting rate leaves no reserve). For listings that show
     /// time in zone where they can, rather than failing where they cannot.
-    static func zoneIfKnown(store: HealthStore, app: AppAuthorization, age givenAge: Int?, goal: HeartRateZones.Goal,
+    static func zoneIfKnown(store: any HealthDataStore, app: AppAuthorization, age givenAge: Int?, goal: HeartRateZones.Goal,
                             now: Int64) throws(APIError) -> HeartRateZones.Zone? {
         var age = givenAge
         if age == nil { age = try birthdayAge(store: store, app: app, today: utcDay(of: now)) }
@@ -156,15 +156,14 @@ struct HeartRateZoneRoutes: Sendable {
     }
 
     /// Completed years since the user's `dateOfBirth`, when the token may read it and it is set.
-    static func birthdayAge(store: HealthStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int? {
-        guard app.mayRead("dateOfBirth") else { return nil }
-        let birth = try storeCall { try store.characteristics(userRowID: app.userRowID) }
+    static func birthdayAge(store: any HealthDataStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int? {
+        let birth = try storeCall { try store.characteristics(for: app) }
             .first { $0.0 == "dateOfBirth" }.flatMap { HealthDate.parseDay($0.1) }
         return birth.map { HeartRateZones.age(born: $0, on: HealthDay(daysSinceEpoch: today)) }
     }
 
     /// Age from the user's `dateOfBirth` characteristic, when the token may read it.
-    static func storedAge(store: HealthStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int {
+    static func storedAge(store: any HealthDataStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int {
         guard let age = try birthdayAge(store: store, app: app, today: today) else {
             throw APIError.invalidField("age", "is required (no dateOfBirth this token may read)")
         }

@@ -33,11 +33,11 @@ struct IMUBatchRequest {
 }
 
 struct IMURoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
     static let maximumSamplesPerBatch = 100_000
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = IMURoutes(store: store)
         router.register(.post, "/v1/ingest/imu", Route(access: .token, deferred: routes.ingestBatch))
         router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token, deferred: routes.endSession))
@@ -136,7 +136,7 @@ struct IMURoutes: Sendable {
 
     /// Reads the session, runs `process` (the pedometer) outside any transaction, commits the
     /// outcome if the session has not moved meanwhile (otherwise reads it again), and answers.
-    static func ingest(store: HealthStore, app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+    static func ingest(store: any HealthDataStore, app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
                        attempt: Int = 1, respond: @escaping @Sendable (HTTPResponse) -> Void,
                        _ process: @escaping @Sendable (IMUSessionState) throws(APIError) -> IMUBatchResult) {
         let basis: IMUSessionState

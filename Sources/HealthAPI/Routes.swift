@@ -7,7 +7,7 @@ import Synchronization
 extension HealthApplication {
     /// The whole API surface in one place, in API.md's order.
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
-                               store: HealthStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
+                               store: any HealthDataStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, store: store)
@@ -22,7 +22,7 @@ extension HealthApplication {
         StatisticsRoutes.register(into: &router, store: store)
         SummaryRoutes.register(into: &router, store: store)
         WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
-        WorkoutRoutes.register(into: &router, store: store, now: { SummaryClock.now() })
+        WorkoutRoutes.register(into: &router, store: store, now: StoreClock.nowMilliseconds)
     }
 }
 
@@ -44,14 +44,14 @@ enum JSONResponse {
 }
 
 struct OperationsRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let metrics: Metrics
     let connections: ConnectionGauges
     let changeFeed: ChangeFeed
     let healthy: [UInt8]
     let openAPIPath: String
 
-    static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, store: HealthStore,
+    static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, store: any HealthDataStore,
                          metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         let openAPIPath = URL(fileURLWithPath: configuration.publicDirectory).appendingPathComponent("openapi.json").path
         let routes = OperationsRoutes(store: store, metrics: metrics, connections: connections, changeFeed: changeFeed,
@@ -71,7 +71,7 @@ struct OperationsRoutes: Sendable {
         try context.query.rejectUnknown()
         let server = connections.read()
         var gauges = Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
-                                    storeBytes: store.sizeOnDisk())
+                                    storeBytes: try storeCall { try store.storedBytes() })
         gauges.parkedLongPolls = changeFeed.parkedCount
         gauges.openChangeStreams = changeFeed.streamCount
         let text = metrics.render(gauges: gauges)

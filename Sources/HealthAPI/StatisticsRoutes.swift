@@ -7,12 +7,12 @@ import Statistics
 
 /// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
 struct StatisticsRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// At most this many buckets per collection query: a year of hours fits, a year of minutes does not.
     static let bucketLimit = 50_000
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = StatisticsRoutes(store: store)
         router.register(.get, "/v1/statistics", Route(access: .token, handler: routes.statistics))
         router.register(.get, "/v1/statistics/collection", Route(access: .token, handler: routes.statisticsCollection))
@@ -30,8 +30,8 @@ struct StatisticsRoutes: Sendable {
         let unit = try QueryParsing.unit(&context.query, for: type)
         try context.query.rejectUnknown()
         let interval = CalendarBucket(start: range.start, end: range.end, startOffsetSeconds: 0, endOffsetSeconds: 0)
-        guard let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: [interval],
-                                                        options: options).first else {
+        guard let answer = try statisticsCall({ try store.statistics(type, buckets: [interval], options: options, for: app) })
+            .first else {
             throw APIError.invalidArgument("no interval to compute")
         }
         let output = try UnitOutput(type: type, unit: unit)
@@ -75,7 +75,7 @@ struct StatisticsRoutes: Sendable {
         } catch {
             throw APIError.invalidArgument(error.description)
         }
-        let answers = try StatisticsReader.figures(store: store, app: app, type: type, buckets: buckets, options: options)
+        let answers = try statisticsCall { try store.statistics(type, buckets: buckets, options: options, for: app) }
         let output = try UnitOutput(type: type, unit: unit)
         return JSONResponse.write { writer in
             writer.beginObject()
@@ -100,9 +100,7 @@ struct StatisticsRoutes: Sendable {
         let app = try context.app()
         let type = try Self.quantityType(&context.query)
         try context.query.rejectUnknown()
-        var order = try storeCall { try store.sourcePriority(userRowID: app.userRowID, type: type) }
-        // Read privacy: without read permission the app learns of no other app.
-        if !app.mayRead(type.id) { order = order.filter { $0 == app.appName } }
+        let order = try storeCall { try store.sourcePriority(type: type, for: app) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("type", type.id)
@@ -248,39 +246,6 @@ enum FigureRounding {
 extension Double {
     /// ⌊log10(self)⌋ for a positive finite value.
     fileprivate var exponentOf10: Double { log10(self).rounded(.down) }
-}
-
-/// The figures of one interval as the API reports them: merged, and per app when asked.
-struct IntervalFigures: Sendable {
-    var figures: StatisticsFigures
-    var sources: [(app: String, figures: StatisticsFigures)]
-}
-
-/// Statistics through the store's cached index, with HealthKit's read privacy applied.
-enum StatisticsReader {
-    /// One answer per bucket. Without read permission for the type, the figures are those of the
-    /// app's own samples only (its own source's unmerged figures), as if no other data existed.
-    static func figures(store: HealthStore, app: AppAuthorization, type: HealthType, buckets: [CalendarBucket],
-                        options: StatisticsOptions) throws(APIError) -> [IntervalFigures] {
-        let mayRead = app.mayRead(type.id)
-        let internalOptions = mayRead ? options : options.union(.separateBySource)
-        let ownSource = Int32(exactly: app.sourceRowID)
-        return try statisticsCall {
-            try store.withStatisticsIndex(userRowID: app.userRowID, type: type, buckets: buckets) { snapshot -> [IntervalFigures] in
-                let results = try snapshot.index.statisticsCollection(buckets: buckets, options: internalOptions)
-                return results.map { result in
-                    if mayRead {
-                        return IntervalFigures(figures: result.figures, sources: result.sources.map { source in
-                            (app: snapshot.appNames[source.source] ?? "unknown", figures: source.figures)
-                        })
-                    }
-                    let own = result.sources.first(where: { $0.source == ownSource })?.figures ?? StatisticsFigures()
-                    let sources = own.isEmpty || !options.contains(.separateBySource) ? [] : [(app: app.appName, figures: own)]
-                    return IntervalFigures(figures: own, sources: sources)
-                }
-            }
-        }
-    }
 }
 
 /// `storeCall` for statistics: engine errors (bad range, bucket limits) are the client's, a 400.

@@ -8,7 +8,7 @@ import Statistics
 /// The dashboard's period summary and HKActivitySummary (API.md, Statistics), computed through the
 /// same cached indexes and source merging as the statistics endpoints.
 struct SummaryRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
 
     /// At most this many days per activity-summaries request.
     static let maximumSummaryDays: Int64 = 1_000
@@ -25,7 +25,7 @@ struct SummaryRoutes: Sendable {
         ("activeEnergy", "activeEnergyBurned", .kilocalorie),
     ]
 
-    static func register(into router: inout Router<Route>, store: HealthStore) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
         let routes = SummaryRoutes(store: store)
         router.register(.get, "/v1/summary", Route(access: .token, handler: routes.summary))
         router.register(.get, "/v1/activity-summaries", Route(access: .token, handler: routes.listActivitySummaries))
@@ -51,8 +51,8 @@ struct SummaryRoutes: Sendable {
         var totals: [String: Double] = [:]
         for figure in Self.summaryFigures {
             guard let type = HealthTypeCatalog.type(figure.type) else { continue }
-            let answer = try StatisticsReader.figures(store: store, app: app, type: type, buckets: interval,
-                                                      options: .cumulativeSum).first
+            let answer = try statisticsCall { try store.statistics(type, buckets: interval, options: .cumulativeSum, for: app) }
+                .first
             let sum = answer?.figures.sum ?? 0
             totals[figure.field] = try Self.convert(sum, type: type, to: figure.unit)
         }
@@ -60,13 +60,12 @@ struct SummaryRoutes: Sendable {
         var pace: Double?
         if distance > 0, let distanceType = HealthTypeCatalog.type("distanceWalkingRunning") {
             let covered = try storeCall {
-                try store.coveredDuration(userRowID: app.userRowID, type: distanceType, start: start, end: end,
-                                          onlySource: app.access.visibleSource(of: distanceType.id))
+                try store.coveredDuration(type: distanceType, start: start, end: end, for: app)
             }
             pace = FigureRounding.significant(Double(covered) / 1000 / distance)
         }
         // Days not yet begun do not dilute the average: today counts, tomorrow does not.
-        let today = Self.localDay(of: SummaryClock.now(), calendar)
+        let today = Self.localDay(of: StoreClock.nowMilliseconds(), calendar)
         let elapsedDays = max(1, min(dayCount, today - firstDay + 1))
         return JSONResponse.write { writer in
             writer.beginObject()
@@ -248,10 +247,10 @@ struct SummaryRoutes: Sendable {
         }
     }
 
-    static func dailySums(store: HealthStore, app: AppAuthorization, type typeID: String, unit: HealthUnit,
+    static func dailySums(store: any HealthDataStore, app: AppAuthorization, type typeID: String, unit: HealthUnit,
                           buckets: [CalendarBucket]) throws(APIError) -> [Double] {
         guard let type = HealthTypeCatalog.type(typeID), !buckets.isEmpty else { return buckets.map { _ in 0 } }
-        let answers = try StatisticsReader.figures(store: store, app: app, type: type, buckets: buckets, options: .cumulativeSum)
+        let answers = try statisticsCall { try store.statistics(type, buckets: buckets, options: .cumulativeSum, for: app) }
         var sums: [Double] = []
         for answer in answers { sums.append(try convert(answer.figures.sum ?? 0, type: type, to: unit)) }
         return sums
@@ -259,7 +258,7 @@ struct SummaryRoutes: Sendable {
 
     /// Per day from `firstDay`: the local hours in which an `appleStandHour` sample marked `stood`
     /// starts (HealthKit records one such sample per hour stood). Read privacy as for every read.
-    static func stoodHours(store: HealthStore, app: AppAuthorization, start: Int64, end: Int64, firstDay: Int64,
+    static func stoodHours(store: any HealthDataStore, app: AppAuthorization, start: Int64, end: Int64, firstDay: Int64,
                            calendar: BucketCalendar) throws(APIError) -> [Int] {
         let dayCount = Int(max(0, localDay(of: end - 1, calendar) - firstDay + 1))
         var hours = Array(repeating: Set<Int64>(), count: max(dayCount, 1))
@@ -282,9 +281,4 @@ struct SummaryRoutes: Sendable {
         }
         return hours.map(\.count)
     }
-}
-
-/// The wall clock, in one place so the summary's "days begun so far" reads the same instant throughout.
-enum SummaryClock {
-    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }

@@ -66,14 +66,60 @@ public enum WorkoutHeartRate {
 /// `GET /v1/workouts`: the workouts in a range, newest first, each with its totals, active
 /// duration, heart-rate statistics and time in the target zone (what a fitness app lists).
 struct WorkoutRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let now: @Sendable () -> Int64
 
     static let maximumWorkouts = 500
 
-    static func register(into router: inout Router<Route>, store: HealthStore, now: @escaping @Sendable () -> Int64) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore, now: @escaping @Sendable () -> Int64) {
         let routes = WorkoutRoutes(store: store, now: now)
         router.register(.get, "/v1/workouts", Route(access: .token, handler: routes.listWorkouts))
+        router.register(.get, "/v1/workouts/{uuid}/route", Route(access: .token, handler: routes.workoutRoute))
+    }
+
+    /// `GET /v1/workouts/{uuid}/route`: the workout's routes and their locations (HKWorkoutRouteQuery).
+    func workoutRoute(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let app = try context.app()
+        let uuid = try QueryParsing.uuid(context.parameter("uuid"))
+        guard let workout = try storeCall({ try store.sample(uuid, for: app, userExternalID: app.userID) }),
+              case .workout = workout.sample.content else {
+            throw APIError.notFound("no workout \(uuid.lowercasedString)")
+        }
+        // Routes are samples of their own, linked by the workout's uuid; they lie within the
+        // workout's time (a GPS fix may come a little before the start or after the end, hence
+        // a margin), so only the routes around it are read.
+        let margin: Int64 = 3_600_000
+        var query = SampleQuery(type: HealthTypeCatalog.workoutRouteType.id)
+        query.start = workout.sample.start - margin
+        query.end = workout.sample.end + margin
+        query.limit = HealthTypeCatalog.workoutRouteType.maximumPageSize
+        var routes: [(StoredSample, WorkoutRoute)] = []
+        while true {
+            let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
+            for stored in page.samples {
+                if case .workoutRoute(let route) = stored.sample.content, route.workout == uuid { routes.append((stored, route)) }
+            }
+            guard let next = page.next else { break }
+            query.after = next
+        }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("workout", uuid.lowercasedString)
+            writer.key("routes")
+            writer.beginArray()
+            for (stored, route) in routes {
+                writer.beginObject()
+                writer.field("uuid", stored.sample.uuid.lowercasedString)
+                writer.field("start", RFC3339.format(stored.sample.start))
+                writer.field("end", RFC3339.format(stored.sample.end))
+                writer.field("source", stored.source.app)
+                writer.key("locations"); SampleCodec.writeLocations(route.locations, into: &writer)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
     }
 
     /// `GET /v1/workouts`: workouts in a range, newest first, each with its active duration, heart-rate summary and time in the heart-rate zone.

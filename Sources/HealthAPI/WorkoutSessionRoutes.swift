@@ -8,12 +8,12 @@ import Synchronization
 
 /// `POST /v1/workout-sessions` and its state changes (API.md, Heart-rate zones and workout sessions).
 struct WorkoutSessionRoutes: Sendable {
-    let store: HealthStore
+    let store: any HealthDataStore
     let now: @Sendable () -> Int64
     let monitor: WorkoutZoneMonitor
 
-    static func register(into router: inout Router<Route>, store: HealthStore, feed: ChangeFeed,
-                         now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }) {
+    static func register(into router: inout Router<Route>, store: any HealthDataStore, feed: ChangeFeed,
+                         now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
         let monitor = WorkoutZoneMonitor(store: store, feed: feed)
         let routes = WorkoutSessionRoutes(store: store, now: now, monitor: monitor)
         router.register(.post, "/v1/workout-sessions", Route(access: .token, handler: routes.startSession))

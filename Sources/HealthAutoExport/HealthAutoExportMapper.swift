@@ -49,7 +49,7 @@ public struct HealthAutoExportMapper {
     /// False for a checking pass: samples get no uuid (hashing is most of a point's cost).
     public var computesUUIDs = true
     private var items: [HealthAutoExportItem] = []
-    private var uuidBytes: [UInt8] = []
+    private var contentKey = ContentKey()
     /// HKTimeZone names by offset: a payload has one or two.
     private var zoneNames: [Int: String] = [:]
 
@@ -376,21 +376,218 @@ public struct HealthAutoExportMapper {
     }
 
     private mutating func category(metric: String, stage: String, _ start: Int64, _ end: Int64, _ metadata: [MetadataEntry]) {
-        guard let type = HealthTypeCatalog.type("sleepAnalysis") else { return }
+        category(metric: metric, typeID: "sleepAnalysis", value: stage, start, end, metadata, fields: ("startDate", "endDate"))
+    }
+
+    /// A category sample of `typeID` with a case name of its value set, or `.invalid` when its
+    /// interval is not one HealthKit would save.
+    private mutating func category(metric: String, typeID: String, value: String, _ start: Int64, _ end: Int64,
+                                   _ metadata: [MetadataEntry], fields: (start: String, end: String) = ("start", "end")) {
+        guard let type = HealthTypeCatalog.type(typeID) else { return items.append(.unmapped(metric)) }
         do {
-            try HealthValidation.interval(start: start, end: end, for: type, startField: "startDate", endField: "endDate")
-            emit(type: type.id, start: start, end: end, content: .category(stage), source: metadata, metric: metric)
+            try HealthValidation.interval(start: start, end: end, for: type, startField: fields.start, endField: fields.end)
+            try HealthValidation.metadata(keyCount: metadata.count)
+            emit(type: type.id, start: start, end: end, content: .category(value), source: metadata, metric: metric)
         } catch {
             items.append(.invalid(metric: metric, field: error.field, detail: error.detail))
         }
+    }
+
+    // MARK: Newer sections
+
+    /// Sections of `data` besides metrics and workouts that map to HealthKit types, one sample per
+    /// entry. Others (`medications`: healthd has no medication dose type; `cycleTracking`) are
+    /// counted as unmapped by section name.
+    public static let mappedSections: Set<String> = ["symptoms", "heartRateNotifications", "ecg", "stateOfMind"]
+
+    /// One entry of a newer section.
+    mutating func sectionEntry(_ section: String, _ entry: JSONObject) throws(MalformedField) {
+        switch section {
+        case "symptoms": try symptom(entry)
+        case "heartRateNotifications": try heartRateNotification(entry)
+        case "ecg": try electrocardiogram(entry)
+        case "stateOfMind": try stateOfMind(entry)
+        default: items.append(.unmapped(section))
+        }
+    }
+
+    /// Words of a display name as a Swift case name: `Shortness of Breath` → `shortnessOfBreath`,
+    /// `Rapid, Pounding, or Fluttering Heartbeat` → `rapidPoundingOrFlutteringHeartbeat`.
+    static func caseName(_ text: String) -> String {
+        let words = text.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+        return words.enumerated().map { index, word in
+            index == 0 ? word.lowercased() : word.prefix(1).uppercased() + word.dropFirst().lowercased()
+        }.joined()
+    }
+
+    /// The symptom category type a display name stands for (HealthKit's symptom types all take
+    /// HKCategoryValueSeverity); nil for a symptom healthd has no type for.
+    static func symptomType(_ name: String) -> HealthType? {
+        let aliases = ["cough": "coughing", "bodyAndMuscleAches": "generalizedBodyAche", "bodyAche": "generalizedBodyAche",
+                       "fever": "fever", "hotFlash": "hotFlashes"]
+        let key = caseName(name)
+        guard let type = HealthTypeCatalog.type(aliases[key] ?? key), type.kind == .category,
+              type.values == HealthValueSets.severity else { return nil }
+        return type
+    }
+
+    /// `{"name","start","end","severity","userEntered","source"}`: a symptom category sample with
+    /// HKCategoryValueSeverity; `userEntered` is HKWasUserEntered.
+    private mutating func symptom(_ entry: JSONObject) throws(MalformedField) {
+        let metric = "symptoms"
+        guard let name = try Self.optionalString(entry, "name") else { throw MalformedField("name", "is required (the symptom, e.g. Headache)") }
+        let start = try Self.requiredDate(entry, "start")
+        let end = try Self.optionalDate(entry, "end") ?? start
+        let severityText = try Self.optionalString(entry, "severity")
+        var metadata = commonMetadata(start, source: try Self.optionalString(entry, "source"))
+        if let userEntered = try Self.optionalBool(entry, "userEntered") {
+            metadata.append(MetadataEntry(key: "HKWasUserEntered", value: .bool(userEntered)))
+        }
+        guard let type = Self.symptomType(name) else { return items.append(.unmapped("symptoms.\(name)")) }
+        let severity: String
+        switch severityText.map({ Self.caseName($0).lowercased() }) {
+        case nil, "", "unspecified", "present", "notset": severity = "unspecified"
+        case "notpresent": severity = "notPresent"
+        case "mild": severity = "mild"
+        case "moderate": severity = "moderate"
+        case "severe": severity = "severe"
+        case .some:
+            return items.append(.invalid(metric: metric, field: "severity",
+                                         detail: "'\(severityText ?? "")' is not a severity (Not Present, Mild, Moderate, Severe, Unspecified)"))
+        }
+        category(metric: metric, typeID: type.id, value: severity, start.instant, end.instant, metadata)
+    }
+
+    /// A threshold at or above this (count/min) is a high heart-rate notification's: the Watch
+    /// offers 100-150 for high and 40-50 for low, and the entry does not say which it is.
+    static let highHeartRateThresholdFloor = 80.0
+
+    /// `{"start","end","threshold","heartRate":[...],"heartRateVariation":[...]}`: with a threshold,
+    /// `highHeartRateEvent` (threshold 80 or more) or `lowHeartRateEvent`, the threshold as
+    /// HKHeartRateEventThreshold; without one, `irregularHeartRhythmEvent`. The readings inside are
+    /// not stored (the `heart_rate` and `heart_rate_variability` metrics carry them): they are
+    /// counted as unmapped `heartRateNotifications.heartRate` and `.heartRateVariation`.
+    private mutating func heartRateNotification(_ entry: JSONObject) throws(MalformedField) {
+        let metric = "heartRateNotifications"
+        let start = try Self.requiredDate(entry, "start")
+        let end = try Self.optionalDate(entry, "end") ?? start
+        let threshold = try Self.optionalNumber(entry, "threshold")
+        var metadata = commonMetadata(start, source: try Self.optionalString(entry, "source"))
+        let typeID: String
+        if let threshold {
+            guard threshold.isFinite, threshold > 0, threshold <= 300 else {
+                return items.append(.invalid(metric: metric, field: "threshold", detail: "must be a heart rate (count/min), not \(threshold)"))
+            }
+            typeID = threshold >= Self.highHeartRateThresholdFloor ? "highHeartRateEvent" : "lowHeartRateEvent"
+            metadata.append(MetadataEntry(key: "HKHeartRateEventThreshold", value: .number(threshold)))
+        } else {
+            typeID = "irregularHeartRhythmEvent"
+        }
+        category(metric: metric, typeID: typeID, value: "notApplicable", start.instant, end.instant, metadata)
+        for key in ["heartRate", "heartRateVariation"] {
+            switch entry[key] {
+            case nil, .null?: break
+            case .array(let readings)?:
+                for _ in readings { items.append(.unmapped("\(metric).\(key)")) }
+            case let other?: throw MalformedField(key, "must be an array, not \(other.typeDescription)")
+            }
+        }
+    }
+
+    /// The app's ECG classifications, lowercased without spaces, as HKElectrocardiogram.Classification.
+    static let electrocardiogramClassifications: [String: String] = [
+        "sinusrhythm": "sinusRhythm", "atrialfibrillation": "atrialFibrillation",
+        "highheartrate": "inconclusiveHighHeartRate", "inconclusivehighheartrate": "inconclusiveHighHeartRate",
+        "lowheartrate": "inconclusiveLowHeartRate", "inconclusivelowheartrate": "inconclusiveLowHeartRate",
+        "poorrecording": "inconclusivePoorReading", "poorreading": "inconclusivePoorReading",
+        "inconclusivepoorreading": "inconclusivePoorReading", "inconclusive": "inconclusiveOther",
+        "inconclusiveother": "inconclusiveOther", "unrecognized": "unrecognized", "notset": "notSet", "": "notSet",
+    ]
+
+    /// `{"start","end","classification","averageHeartRate","numberOfVoltageMeasurements",
+    /// "samplingFrequency","voltageMeasurements","source"}`: an `electrocardiogram` sample whose value
+    /// is the classification; the numbers are metadata `averageHeartRate` (count/min),
+    /// `samplingFrequency` (Hz) and `numberOfVoltageMeasurements`. The voltages themselves are not
+    /// stored: an ECG that carries them counts one unmapped `ecg.voltageMeasurements`.
+    private mutating func electrocardiogram(_ entry: JSONObject) throws(MalformedField) {
+        let metric = "ecg"
+        let start = try Self.requiredDate(entry, "start")
+        let end = try Self.optionalDate(entry, "end") ?? start
+        let classificationText = try Self.optionalString(entry, "classification") ?? ""
+        let averageHeartRate = try Self.optionalNumber(entry, "averageHeartRate")
+        let samplingFrequency = try Self.optionalNumber(entry, "samplingFrequency")
+        let count = try Self.optionalNumber(entry, "numberOfVoltageMeasurements")
+        var metadata = commonMetadata(start, source: try Self.optionalString(entry, "source"))
+        guard let classification = Self.electrocardiogramClassifications[Self.caseName(classificationText).lowercased()] else {
+            return items.append(.invalid(metric: metric, field: "classification", detail: "'\(classificationText)' is not an ECG classification"))
+        }
+        let numbers: [(String, Double?, ClosedRange<Double>)] = [
+            ("averageHeartRate", averageHeartRate, 0...300), ("samplingFrequency", samplingFrequency, 0...100_000),
+            ("numberOfVoltageMeasurements", count, 0...10_000_000),
+        ]
+        for (key, value, range) in numbers {
+            guard let value else { continue }
+            guard value.isFinite, range.contains(value) else {
+                return items.append(.invalid(metric: metric, field: key, detail: "\(value) is out of range"))
+            }
+            metadata.append(MetadataEntry(key: key, value: .number(value)))
+        }
+        category(metric: metric, typeID: "electrocardiogram", value: classification, start.instant, end.instant, metadata)
+        switch entry["voltageMeasurements"] {
+        case nil, .null?: break
+        case .array(let voltages)?: if !voltages.isEmpty { items.append(.unmapped("ecg.voltageMeasurements")) }
+        case let other?: throw MalformedField("voltageMeasurements", "must be an array, not \(other.typeDescription)")
+        }
+    }
+
+    /// HKStateOfMind.ValenceClassification of a valence in [-1, 1]: seven equal bands, from
+    /// veryUnpleasant (below -5/7) to veryPleasant (5/7 and above).
+    static func valenceClassification(_ valence: Double) -> String {
+        let band = min(6, max(0, Int(((valence + 1) / 2 * 7).rounded(.down))))
+        return HealthValueSets.stateOfMindValenceClassification.caseName(forRawValue: band + 1) ?? "neutral"
+    }
+
+    /// `{"id","start","end","kind","valence","labels","associations"}`: a `stateOfMind` sample whose
+    /// value is the valence's classification; metadata `valence` (-1 to 1), `kind` (dailyMood or
+    /// momentaryEmotion), `labels` and `associations` (comma-separated), `HKExternalUUID` = `id`.
+    private mutating func stateOfMind(_ entry: JSONObject) throws(MalformedField) {
+        let metric = "stateOfMind"
+        let start = try Self.requiredDate(entry, "start")
+        let end = try Self.optionalDate(entry, "end") ?? start
+        guard let valence = try Self.optionalNumber(entry, "valence") else { throw MalformedField("valence", "is required (a number from -1 to 1)") }
+        var metadata = commonMetadata(start, source: try Self.optionalString(entry, "source"))
+        guard valence.isFinite, (-1...1).contains(valence) else {
+            return items.append(.invalid(metric: metric, field: "valence", detail: "\(valence) is not a valence (-1 to 1)"))
+        }
+        metadata.append(MetadataEntry(key: "valence", value: .number(valence)))
+        if let kind = try Self.optionalString(entry, "kind") {
+            let key = Self.caseName(kind).lowercased()
+            let name = key.contains("emotion") || key == "momentary" ? "momentaryEmotion" : "dailyMood"
+            metadata.append(MetadataEntry(key: "kind", value: .string(name)))
+        }
+        for key in ["labels", "associations"] {
+            switch entry[key] {
+            case nil, .null?: break
+            case .array(let values)?:
+                var names: [String] = []
+                for (index, value) in values.enumerated() {
+                    guard let text = value.stringValue else { throw MalformedField("\(key)[\(index)]", "must be a string, not \(value.typeDescription)") }
+                    names.append(Self.caseName(text))
+                }
+                if !names.isEmpty { metadata.append(MetadataEntry(key: key, value: .string(names.joined(separator: ",")))) }
+            case let other?: throw MalformedField(key, "must be an array of strings, not \(other.typeDescription)")
+            }
+        }
+        if let id = try Self.optionalString(entry, "id") { metadata.append(MetadataEntry(key: "HKExternalUUID", value: .string(id))) }
+        category(metric: metric, typeID: "stateOfMind", value: Self.valenceClassification(valence), start.instant, end.instant, metadata)
     }
 
     // MARK: Workouts
 
     /// One workout, v1 or v2: `name`, `start`, `end`, totals as `{qty, units}` (`activeEnergyBurned`
     /// in v2, `activeEnergy` in v1; `distance`), `heartRateData` points and `route` points.
-    /// Heart-rate points become `heartRate` samples; route points have no type in healthd and are
-    /// counted as unmapped (`workouts.route`).
+    /// Heart-rate points become `heartRate` samples (linked to the workout by time, as HealthKit's
+    /// are); route points become one `workoutRoute` sample linked to the workout by its uuid.
     mutating func workout(_ workout: JSONObject) throws(MalformedField) {
         let metric = "workouts"
         guard let name = try Self.optionalString(workout, "name") else { throw MalformedField("name", "is required (a string)") }
@@ -413,12 +610,13 @@ public struct HealthAutoExportMapper {
         case .array(let points)?: heartRates = points
         case let other?: throw MalformedField("heartRateData", "must be an array, not \(other.typeDescription)")
         }
-        let routePoints: Int
+        let routePoints: [JSONValue]
         switch workout["route"] {
-        case nil, .null?: routePoints = 0
-        case .array(let points)?: routePoints = points.count
+        case nil, .null?: routePoints = []
+        case .array(let points)?: routePoints = points
         case let other?: throw MalformedField("route", "must be an array, not \(other.typeDescription)")
         }
+        let locations = try Self.routeLocations(routePoints)
         // Malformed heart-rate points fail the payload like any other malformed point.
         var heartRateObjects: [JSONObject] = []
         for (index, point) in heartRates.enumerated() {
@@ -440,9 +638,13 @@ public struct HealthAutoExportMapper {
             }
             try HealthValidation.metadata(keyCount: metadata.count)
             let details = WorkoutDetails(activityType: activityType, totalEnergyBurned: energyTotal, totalDistance: distanceTotal)
-            emit(type: type.id, start: start.instant, end: end.instant, content: .workout(details), source: metadata, metric: metric)
+            let workoutUUID = emit(type: type.id, start: start.instant, end: end.instant, content: .workout(details), source: metadata,
+                                   metric: metric)
+            if !locations.isEmpty { route(locations, workout: workoutUUID, metadata: metadata.filter { $0.key == "HKTimeZone" || $0.key == "HealthAutoExportSource" }) }
         } catch {
             items.append(.invalid(metric: metric, field: error.field, detail: error.detail))
+            // A route belongs to a saved workout: without one it is not stored either.
+            if !locations.isEmpty { items.append(.invalid(metric: "workouts.route", field: "route", detail: "its workout is invalid")) }
         }
         for (index, point) in heartRateObjects.enumerated() {
             do throws(MalformedField) {
@@ -451,7 +653,57 @@ public struct HealthAutoExportMapper {
                 throw MalformedField("heartRateData[\(index)].\(error.field)", error.detail)
             }
         }
-        for _ in 0..<routePoints { items.append(.unmapped("workouts.route")) }
+    }
+
+    /// A workout's `route` points (`{latitude, longitude, altitude, course, speed,
+    /// horizontalAccuracy, verticalAccuracy, timestamp}`, CLLocation's fields) as locations in
+    /// time order. CLLocation writes -1 for an unknown speed, course or accuracy: those become nil.
+    static func routeLocations(_ points: [JSONValue]) throws(MalformedField) -> [WorkoutRouteLocation] {
+        var locations: [WorkoutRouteLocation] = []
+        locations.reserveCapacity(points.count)
+        for (index, point) in points.enumerated() {
+            guard let object = point.objectValue else {
+                throw MalformedField("route[\(index)]", "must be an object, not \(point.typeDescription)")
+            }
+            do throws(MalformedField) {
+                let dateKey = object["timestamp"] != nil ? "timestamp" : "date"
+                let date = try requiredDate(object, dateKey)
+                func known(_ key: String) throws(MalformedField) -> Double? {
+                    guard let value = try optionalNumber(object, key), value >= 0 else { return nil }
+                    return value
+                }
+                // Version 1 spells the coordinates `lat` and `lon`.
+                let latitudeKey = object["latitude"] == nil && object["lat"] != nil ? "lat" : "latitude"
+                let longitudeKey = object["longitude"] == nil && object["lon"] != nil ? "lon" : "longitude"
+                locations.append(WorkoutRouteLocation(
+                    date: date.instant, latitude: try requiredNumber(object, latitudeKey), longitude: try requiredNumber(object, longitudeKey),
+                    altitude: try optionalNumber(object, "altitude"), speed: try known("speed"), course: try known("course"),
+                    horizontalAccuracy: try known("horizontalAccuracy"), verticalAccuracy: try known("verticalAccuracy")))
+            } catch {
+                throw MalformedField("route[\(index)].\(error.field)", error.detail)
+            }
+        }
+        // HKWorkoutRouteBuilder takes locations in any order; the route keeps them in time order.
+        if zip(locations, locations.dropFirst()).contains(where: { $0.date > $1.date }) {
+            locations = locations.enumerated().sorted { ($0.element.date, $0.offset) < ($1.element.date, $1.offset) }.map(\.element)
+        }
+        return locations
+    }
+
+    /// The workout's route: one `workoutRoute` sample from its first location to its last, linked
+    /// to the workout by uuid. Invalid when a location is off the globe or out of range.
+    private mutating func route(_ locations: [WorkoutRouteLocation], workout: HealthUUID, metadata: [MetadataEntry]) {
+        let metric = "workouts.route"
+        guard let first = locations.first?.date, let last = locations.last?.date else { return }
+        do {
+            try HealthValidation.interval(start: first, end: last, for: HealthTypeCatalog.workoutRouteType, startField: "route", endField: "route")
+            try HealthValidation.workoutRoute(locations, start: first, end: last, field: "route")
+            let route = WorkoutRoute(workout: workout, locations: locations)
+            emit(type: HealthTypeCatalog.workoutRouteType.id, start: first, end: last, content: .workoutRoute(route), source: metadata,
+                 metric: metric)
+        } catch {
+            items.append(.invalid(metric: metric, field: error.field, detail: error.detail))
+        }
     }
 
     /// The app's workout names ("Outdoor Run", "Traditional Strength Training") as
@@ -547,7 +799,9 @@ public struct HealthAutoExportMapper {
         return ""
     }
 
-    private mutating func emit(type: String, start: Int64, end: Int64, content: SampleContent, source metadata: [MetadataEntry], metric: String) {
+    @discardableResult
+    private mutating func emit(type: String, start: Int64, end: Int64, content: SampleContent, source metadata: [MetadataEntry],
+                               metric: String) -> HealthUUID {
         let value: ContentValue
         switch content {
         case .quantity(let number): value = .number(number)
@@ -555,10 +809,14 @@ public struct HealthAutoExportMapper {
         case .workout(let details):
             value = .text("\(details.activityType)/\(details.totalEnergyBurned?.bitPattern ?? 0)/\(details.totalDistance?.bitPattern ?? 0)")
         case .correlation: value = .text("")
+        case .workoutRoute(let route):
+            // The workout (itself content-derived) and the locations' extent identify the route.
+            value = .text("\(route.workout.lowercasedString)/\(route.locations.count)")
         }
         let sample = HealthSample(uuid: uuid(type, start, end, Self.sourceName(metadata), value), type: type, start: start, end: end,
                                   content: content, metadata: metadata)
         items.append(.sample(sample, metric: metric))
+        return sample.uuid
     }
 
     enum ContentValue {
@@ -572,23 +830,28 @@ public struct HealthAutoExportMapper {
     /// inserts land at the end of the uuid index; the other 74 bits come from SHA-256 of the fields.
     private mutating func uuid(_ type: String, _ start: Int64, _ end: Int64, _ source: String, _ value: ContentValue) -> HealthUUID {
         guard computesUUIDs else { return HealthUUID(high: 0, low: 0) }
-        uuidBytes.removeAll(keepingCapacity: true)
-        uuidBytes.append(contentsOf: "healthd-health-auto-export".utf8)
-        for field in [user, type, String(start), String(end), source] {
-            uuidBytes.append(0x1F)
-            uuidBytes.append(contentsOf: field.utf8)
-        }
-        uuidBytes.append(0x1F)
+        contentKey.reset(prefix: "healthd-health-auto-export")
+        contentKey.append(user)
+        contentKey.append(type)
+        contentKey.append(decimal: start)
+        contentKey.append(decimal: end)
+        contentKey.append(source)
         switch value {
-        case .number(let number): uuidBytes.append(contentsOf: String(number.bitPattern, radix: 16).utf8)
-        case .text(let text): uuidBytes.append(contentsOf: text.utf8)
+        case .number(let number): contentKey.append(hex: number.bitPattern)
+        case .text(let text): contentKey.append(text)
         }
-        let digest = SHA256.hash(uuidBytes)
-        var hashHigh: UInt64 = 0
-        var hashLow: UInt64 = 0
-        for index in 0..<8 { hashHigh = hashHigh << 8 | UInt64(digest[index]) }
-        for index in 8..<16 { hashLow = hashLow << 8 | UInt64(digest[index]) }
-        return HealthUUID(contentStart: start, hashHigh: hashHigh, hashLow: hashLow)
+        return contentKey.uuid(start: start, hash: Self.sha256Words)
+    }
+
+    /// The first 128 bits of SHA-256, as two big-endian words.
+    private static func sha256Words(_ bytes: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        // The key's storage is an [UInt8]: bound to UInt8, so SHA-256 takes it without a copy.
+        let digest = SHA256.hash(bytes.assumingMemoryBound(to: UInt8.self))
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 { high = high << 8 | UInt64(digest[index]) }
+        for index in 8..<16 { low = low << 8 | UInt64(digest[index]) }
+        return (high, low)
     }
 
     // MARK: Field readers

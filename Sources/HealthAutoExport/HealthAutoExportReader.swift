@@ -30,10 +30,10 @@ public struct HealthAutoExportError: Error, Sendable, Equatable, CustomStringCon
 /// batches of at most `batchSize` items. Memory is the body plus one point and one batch.
 ///
 /// The shape: `{"data":{"metrics":[{"name","units","data":[...]}],"workouts":[...],
-/// "stateOfMind":[...],...}}`. Other top-level keys and a metric's other keys are ignored; sections
-/// of `data` other than `metrics` and `workouts` (state of mind, ECG, heart-rate notifications,
-/// symptoms, medications, cycle tracking) have no HealthKit sample type in healthd and are counted
-/// as unmapped by their section name. JSON syntax errors stop the read at once; malformed entries
+/// "stateOfMind":[...],...}}`. Other top-level keys and a metric's other keys are ignored. The
+/// sections symptoms, heart-rate notifications, ECG and state of mind map one sample per entry
+/// (`HealthAutoExportMapper.mappedSections`); others (medications, cycle tracking) have no
+/// HealthKit sample type in healthd and are counted as unmapped by their section name. JSON syntax errors stop the read at once; malformed entries
 /// (a date that does not parse, a number that is a string) are collected, up to `maxIssues`, and
 /// thrown together at the end, so a caller can check a whole payload before saving any of it.
 public struct HealthAutoExportReader {
@@ -106,6 +106,17 @@ public struct HealthAutoExportReader {
                     }
                     do throws(MalformedField) { try mapper.workout(object) } catch {
                         issue("data.workouts[\(index)].\(error.field)", error.detail)
+                    }
+                    try collect(emit)
+                }
+            case _ where HealthAutoExportMapper.mappedSections.contains(section):
+                try scanner.forEachElement { (scanner, index) in
+                    let value = try scanner.readValue()
+                    guard let object = value.objectValue else {
+                        return issue("data.\(section)[\(index)]", "must be an object, not \(value.typeDescription)")
+                    }
+                    do throws(MalformedField) { try mapper.sectionEntry(section, object) } catch {
+                        issue("data.\(section)[\(index)].\(error.field)", error.detail)
                     }
                     try collect(emit)
                 }

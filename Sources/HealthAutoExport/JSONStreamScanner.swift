@@ -243,7 +243,8 @@ public struct JSONStreamScanner {
                      UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     position += 2
                 case UInt8(ascii: "u"):
-                    guard position + 6 <= bytes.count else { break }
+                    // `break` here would leave only the switch and spin on the same byte forever.
+                    guard position + 6 <= bytes.count else { throw error("unexpected end of input in a \\u escape") }
                     for offset in 2..<6 where !Self.isHexDigit(bytes[position + offset]) {
                         throw error("invalid \\u escape")
                     }

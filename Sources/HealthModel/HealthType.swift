@@ -3,6 +3,8 @@
 /// HKObjectType's families.
 public enum HealthTypeKind: String, Sendable, Hashable, CaseIterable {
     case quantity, category, correlation, workout, characteristic
+    /// HKSeriesType: a sample holding a series (a workout's route).
+    case series
 
     /// HealthKit's identifier prefix for this kind (`HKQuantityTypeIdentifier`).
     public var identifierPrefix: String {
@@ -12,6 +14,7 @@ public enum HealthTypeKind: String, Sendable, Hashable, CaseIterable {
         case .correlation: return "HKCorrelationTypeIdentifier"
         case .workout: return "HKWorkoutTypeIdentifier"
         case .characteristic: return "HKCharacteristicTypeIdentifier"
+        case .series: return "HKSeriesTypeIdentifier"
         }
     }
 }
@@ -90,6 +93,10 @@ public struct HealthType: Sendable, Hashable, Identifiable, CustomStringConverti
     public var description: String { id }
 
     public var isCumulative: Bool { aggregation?.isCumulative ?? false }
+
+    /// At most this many samples of the type per page of a query or an export: a series sample
+    /// (a route) can hold 100,000 locations, so a page of 1,000 could be gigabytes.
+    public var maximumPageSize: Int { kind == .series ? 16 : .max }
 
     /// Sample types can be saved as samples; characteristics cannot.
     public var isSampleType: Bool { kind != .characteristic }

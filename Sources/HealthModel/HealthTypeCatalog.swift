@@ -13,8 +13,8 @@
 // bounds cover a 4-day sample.
 
 public enum HealthTypeCatalog {
-    /// Every type, in a stable order (quantity, category, correlation, workout, characteristic).
-    public static let all: [HealthType] = quantityTypes + categoryTypes + correlationTypes + [workoutType]
+    /// Every type, in a stable order (quantity, category, correlation, workout, series, characteristic).
+    public static let all: [HealthType] = quantityTypes + categoryTypes + correlationTypes + [workoutType, workoutRouteType]
         + characteristicTypes
 
     private static let typesByID: [String: HealthType] = {
@@ -224,6 +224,37 @@ public enum HealthTypeCatalog {
         category("bloating", HealthValueSets.severity),
         category("lowerBackPain", HealthValueSets.severity),
         category("hotFlashes", HealthValueSets.severity),
+        category("acne", HealthValueSets.severity),
+        category("bladderIncontinence", HealthValueSets.severity),
+        category("breastPain", HealthValueSets.severity),
+        category("chestTightnessOrPain", HealthValueSets.severity),
+        category("chills", HealthValueSets.severity),
+        category("constipation", HealthValueSets.severity),
+        category("diarrhea", HealthValueSets.severity),
+        category("drySkin", HealthValueSets.severity),
+        category("fainting", HealthValueSets.severity),
+        category("generalizedBodyAche", HealthValueSets.severity),
+        category("hairLoss", HealthValueSets.severity),
+        category("heartburn", HealthValueSets.severity),
+        category("lossOfSmell", HealthValueSets.severity),
+        category("lossOfTaste", HealthValueSets.severity),
+        category("memoryLapse", HealthValueSets.severity),
+        category("nightSweats", HealthValueSets.severity),
+        category("pelvicPain", HealthValueSets.severity),
+        category("rapidPoundingOrFlutteringHeartbeat", HealthValueSets.severity),
+        category("sinusCongestion", HealthValueSets.severity),
+        category("skippedHeartbeat", HealthValueSets.severity),
+        category("vaginalDryness", HealthValueSets.severity),
+        category("vomiting", HealthValueSets.severity),
+        category("wheezing", HealthValueSets.severity),
+        // HKElectrocardiogram and HKStateOfMind are classes of their own in HealthKit; here they are
+        // category samples whose value is the ECG's classification or the valence's classification,
+        // with their numbers (average heart rate, sampling frequency, valence) and lists (labels,
+        // associations) as metadata. Voltage series are not stored.
+        HealthType(id: "electrocardiogram", kind: .category, values: HealthValueSets.electrocardiogramClassification,
+                   longIdentifier: "HKDataTypeIdentifierElectrocardiogram"),
+        HealthType(id: "stateOfMind", kind: .category, values: HealthValueSets.stateOfMindValenceClassification,
+                   longIdentifier: "HKDataTypeIdentifierStateOfMind"),
     ]
 
     // MARK: - Correlations, workout, characteristics
@@ -240,6 +271,12 @@ public enum HealthTypeCatalog {
     public static let workoutType = HealthType(
         id: "workout", kind: .workout, maximumDuration: cumulativeMaximumDuration,
         values: HealthValueSets.workoutActivityType)
+
+    /// HKSeriesType.workoutRoute(): a workout's locations, a sample linked to its workout. As
+    /// long as a workout may be.
+    public static let workoutRouteType = HealthType(
+        id: "workoutRoute", kind: .series, maximumDuration: cumulativeMaximumDuration,
+        longIdentifier: "HKWorkoutRouteTypeIdentifier")
 
     /// Units workout totals are stored and returned in unless `unit` asks otherwise.
     public static let workoutTotalEnergyBurnedUnit = HealthUnit.kilocalorie

@@ -109,6 +109,20 @@ public enum HealthValueSets {
         cases: [.init("unspecified", 0), .init("notPresent", 1), .init("mild", 2), .init("moderate", 3),
                 .init("severe", 4)])
 
+    /// HKElectrocardiogram.Classification: an ECG's result (`electrocardiogram` samples).
+    public static let electrocardiogramClassification = HealthValueSet(
+        exportPrefix: "HKElectrocardiogramClassification",
+        cases: [.init("notSet", 0), .init("sinusRhythm", 1), .init("atrialFibrillation", 2),
+                .init("inconclusiveLowHeartRate", 3), .init("inconclusiveHighHeartRate", 4),
+                .init("inconclusivePoorReading", 5), .init("inconclusiveOther", 6), .init("unrecognized", 100)])
+
+    /// HKStateOfMind.ValenceClassification: how pleasant a logged emotion or mood was
+    /// (`stateOfMind` samples).
+    public static let stateOfMindValenceClassification = HealthValueSet(
+        exportPrefix: "HKStateOfMindValenceClassification",
+        cases: [.init("veryUnpleasant", 1), .init("unpleasant", 2), .init("slightlyUnpleasant", 3), .init("neutral", 4),
+                .init("slightlyPleasant", 5), .init("pleasant", 6), .init("veryPleasant", 7)])
+
     public static let environmentalAudioExposureEvent = HealthValueSet(
         exportPrefix: "HKCategoryValueEnvironmentalAudioExposureEvent", cases: [.init("momentaryLimit", 1)])
 

@@ -72,6 +72,8 @@ public indirect enum SampleContent: Sendable, Hashable {
     /// The objects of a correlation (`bloodPressure`, `food`).
     case correlation([HealthSample])
     case workout(WorkoutDetails)
+    /// A workout's route (`workoutRoute`).
+    case workoutRoute(WorkoutRoute)
 }
 
 /// One sample as an app sends it; the store adds its source and creation time.

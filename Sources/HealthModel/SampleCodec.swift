@@ -113,6 +113,12 @@ public enum SampleCodec {
                 }
             }
             content = .workout(WorkoutDetails(activityType: activity, totalEnergyBurned: energy, totalDistance: distance, events: events))
+        case .series:
+            for field in ["value", "unit"] where reader.contains(field) {
+                throw reader.error(field, "a workout route carries workout and locations, not a value")
+            }
+            guard allowNested else { throw reader.error("type", "a correlation cannot hold a workout route") }
+            content = .workoutRoute(try decodeRoute(&reader, start: start, end: end))
         case .characteristic:
             throw reader.error("type", "\(type.id) is a characteristic: use PUT /v1/characteristics")
         }
@@ -180,6 +186,57 @@ public enum SampleCodec {
         return bound
     }
 
+    /// A workout route's `workout` (the uuid of the workout it belongs to) and `locations`
+    /// (`{date, latitude, longitude, altitude?, speed?, course?, horizontalAccuracy?, verticalAccuracy?}`).
+    private static func decodeRoute(_ reader: inout JSONFieldReader, start: Int64, end: Int64) throws -> WorkoutRoute {
+        let workoutText = try reader.requiredString("workout")
+        let workout = try validating(reader) { () throws(HealthValidationError) in
+            try HealthValidation.uuid(workoutText, field: "workout")
+        }
+        let locationsReader = try reader.requiredArray("locations")
+        var locations: [WorkoutRouteLocation] = []
+        locations.reserveCapacity(min(locationsReader.count, HealthValidation.maximumRouteLocations))
+        for index in 0..<min(locationsReader.count, HealthValidation.maximumRouteLocations + 1) {
+            var locationReader = try locationsReader.object(at: index)
+            let dateText = try locationReader.requiredString("date")
+            let date = try validating(locationReader) { () throws(HealthValidationError) in
+                try HealthValidation.instant(dateText, field: "date")
+            }
+            var location = WorkoutRouteLocation(date: date, latitude: try locationReader.requiredNumber("latitude"),
+                                                longitude: try locationReader.requiredNumber("longitude"))
+            location.altitude = try locationReader.optionalNumber("altitude")
+            location.speed = try locationReader.optionalNumber("speed")
+            location.course = try locationReader.optionalNumber("course")
+            location.horizontalAccuracy = try locationReader.optionalNumber("horizontalAccuracy")
+            location.verticalAccuracy = try locationReader.optionalNumber("verticalAccuracy")
+            try locationReader.finish()
+            locations.append(location)
+        }
+        if locationsReader.count > HealthValidation.maximumRouteLocations {
+            throw locationsReader.error("a route holds at most \(HealthValidation.maximumRouteLocations) locations, not \(locationsReader.count)")
+        }
+        try validating(reader) { () throws(HealthValidationError) in
+            try HealthValidation.workoutRoute(locations, start: start, end: end)
+        }
+        return WorkoutRoute(workout: workout, locations: locations)
+    }
+
+    /// A route's locations as API JSON (`GET /v1/samples`, the export, `GET /v1/workouts/{uuid}/route`).
+    public static func writeLocations(_ locations: [WorkoutRouteLocation], into writer: inout JSONWriter) {
+        writer.beginArray()
+        for location in locations {
+            writer.beginObject()
+            writer.key("date"); writer.string(RFC3339.format(location.date))
+            writer.key("latitude"); writer.number(location.latitude)
+            writer.key("longitude"); writer.number(location.longitude)
+            for (name, value) in location.optionalFields {
+                if let value { writer.key(name); writer.number(value) }
+            }
+            writer.endObject()
+        }
+        writer.endArray()
+    }
+
     private static func workoutTotal(_ reader: inout JSONFieldReader, _ key: String, canonical: HealthUnit) throws -> Double? {
         guard var total = try reader.optionalObject(key) else { return nil }
         let value = try total.requiredNumber("value")
@@ -239,6 +296,9 @@ public enum SampleCodec {
                 writer.endObject()
             }
             writer.endArray()
+        case .workoutRoute(let route):
+            writer.key("workout"); writer.string(route.workout.lowercasedString)
+            writer.key("locations"); writeLocations(route.locations, into: &writer)
         }
         writer.key("start"); writer.string(RFC3339.format(sample.start))
         writer.key("end"); writer.string(RFC3339.format(sample.end))

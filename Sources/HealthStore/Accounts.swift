@@ -9,6 +9,12 @@ public struct User: Sendable, Equatable {
     /// The id clients see.
     public var id: String
     public var name: String
+
+    public init(rowID: Int64, id: String, name: String) {
+        self.rowID = rowID
+        self.id = id
+        self.name = name
+    }
 }
 
 /// One app acting for one user, with what its token may read and share (`access`).
@@ -87,6 +93,36 @@ public struct AccessPolicy: Sendable, Equatable {
             for type in [sample.type] + sample.objectTypes where !mayShare(type) {
                 throw SharingDenied(type: type, index: index, detail: "this token may not share \(type)")
             }
+        }
+    }
+}
+
+/// Whose data a read covers, for reads that serve both a token and the admin's command line.
+public enum ReadScope: Sendable, Equatable {
+    /// One app's token: read privacy applies (`AccessPolicy`).
+    case app(AppAuthorization)
+    /// All of one user's data: the admin's own export (`healthd export`), which has no token.
+    case wholeUser(User)
+
+    public var userRowID: Int64 {
+        switch self {
+        case .app(let app): return app.userRowID
+        case .wholeUser(let user): return user.rowID
+        }
+    }
+
+    public var userExternalID: String {
+        switch self {
+        case .app(let app): return app.userID
+        case .wholeUser(let user): return user.id
+        }
+    }
+
+    /// The one source whose data of `type` the scope sees, or nil when it sees every source.
+    public func visibleSource(of type: String) -> Int64? {
+        switch self {
+        case .app(let app): return app.access.visibleSource(of: type)
+        case .wholeUser: return nil
         }
     }
 }

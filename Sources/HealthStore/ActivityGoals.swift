@@ -61,23 +61,33 @@ extension HealthStore {
             sql += " ORDER BY start_ms"
             let statement = try db.cachedStatement(sql)
             try statement.bind(values)
-            var covered: Int64 = 0
-            var runStart: Int64 = 0
-            var runEnd: Int64 = Int64.min
-            try statement.forEachRow { row in
-                let sampleStart = max(try row.int64(at: 0), start)
-                let sampleEnd = min(try row.int64(at: 1), end)
-                guard sampleEnd > sampleStart else { return }
-                if sampleStart > runEnd {
-                    if runEnd > runStart { covered += runEnd - runStart }
-                    runStart = sampleStart
-                    runEnd = sampleEnd
-                } else if sampleEnd > runEnd {
-                    runEnd = sampleEnd
-                }
-            }
-            if runEnd > runStart { covered += runEnd - runStart }
-            return covered
+            var intervals: [(Int64, Int64)] = []
+            try statement.forEachRow { row in intervals.append((try row.int64(at: 0), try row.int64(at: 1))) }
+            return CoveredTime.union(of: intervals, within: start, end)
         }
+    }
+}
+
+/// The time a set of intervals covers, shared by the stores' `coveredDuration`.
+package enum CoveredTime {
+    /// Milliseconds of [start, end) inside at least one of `intervals` (sorted by start).
+    package static func union(of intervals: [(Int64, Int64)], within start: Int64, _ end: Int64) -> Int64 {
+        var covered: Int64 = 0
+        var runStart: Int64 = 0
+        var runEnd: Int64 = Int64.min
+        for (intervalStart, intervalEnd) in intervals {
+            let sampleStart = max(intervalStart, start)
+            let sampleEnd = min(intervalEnd, end)
+            guard sampleEnd > sampleStart else { continue }
+            if sampleStart > runEnd {
+                if runEnd > runStart { covered += runEnd - runStart }
+                runStart = sampleStart
+                runEnd = sampleEnd
+            } else if sampleEnd > runEnd {
+                runEnd = sampleEnd
+            }
+        }
+        if runEnd > runStart { covered += runEnd - runStart }
+        return covered
     }
 }

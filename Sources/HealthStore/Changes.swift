@@ -15,7 +15,7 @@ public struct ChangePosition: Sendable, Hashable {
     }
 
     /// Tombstones with a seq above this are reported.
-    var tombstonesAfter: Int64 { max(seq, tombstoneFloor) }
+    package var tombstonesAfter: Int64 { max(seq, tombstoneFloor) }
 }
 
 /// What to read: the types (nil = every type the app can see), where to start (nil = from the
@@ -59,6 +59,41 @@ public struct ChangePage: Sendable {
     }
 }
 
+extension ChangePage {
+    /// Merges a snapshot's added rows and tombstones after `position` (each list in seq order, up to
+    /// `limit + 1` long) into one page of at most `limit` changes in seq order. When the page is not
+    /// full, `next` is the snapshot's `current` sequence number, which no later commit can fall
+    /// below; otherwise the last listed change. Only the rows listed are materialized.
+    package init<Row>(merging rows: [Row], seq: (Row) -> Int64, tombstones: [(seq: Int64, deleted: DeletedSample?)],
+                      after position: ChangePosition, current: Int64, limit: Int,
+                      materialize: (Row) throws -> StoredSample) rethrows {
+        var added: [StoredSample] = []
+        var deleted: [DeletedSample] = []
+        var sampleIndex = 0, tombstoneIndex = 0, taken = 0
+        var lastSeq = position.seq
+        while taken < limit && (sampleIndex < rows.count || tombstoneIndex < tombstones.count) {
+            let takeSample = tombstoneIndex >= tombstones.count
+                || (sampleIndex < rows.count && seq(rows[sampleIndex]) < tombstones[tombstoneIndex].seq)
+            if takeSample {
+                let row = rows[sampleIndex]
+                sampleIndex += 1
+                added.append(try materialize(row))
+                lastSeq = seq(row)
+            } else {
+                let tombstone = tombstones[tombstoneIndex]
+                tombstoneIndex += 1
+                if let gone = tombstone.deleted { deleted.append(gone) }
+                lastSeq = tombstone.seq
+            }
+            taken += 1
+        }
+        let more = sampleIndex < rows.count || tombstoneIndex < tombstones.count
+        self.init(added: added, deleted: deleted,
+                  next: ChangePosition(seq: more ? lastSeq : max(position.seq, current), tombstoneFloor: position.tombstoneFloor),
+                  more: more)
+    }
+}
+
 public enum ChangeFeedError: Error, Sendable, Equatable {
     /// Tombstones after the anchor were purged (retention): the client must start over without one.
     case anchorExpired
@@ -80,11 +115,12 @@ extension HealthStore {
             let horizon = try db.first("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(app.userRowID)],
                                        { try $0.int64(at: 0) }) ?? 0
             if horizon > position.tombstonesAfter { throw ChangeFeedError.anchorExpired }
-            let visibility = visibilityCondition(types: request.types, app: app)
+            let visibility = Self.visibilityCondition(types: request.types, app: app, sourceParameter: "?3",
+                                                      code: { typeCode(for: $0) })
             let limit = request.limit
 
             var rows: [SampleRow] = []
-            var tombstones: [(seq: Int64, uuid: [UInt8], typeCode: Int64)] = []
+            var tombstones: [(seq: Int64, deleted: DeletedSample?)] = []
             if let visibility {
                 let sampleStatement = try db.prepare("""
                     SELECT \(Self.sampleColumns) FROM samples INDEXED BY samples_by_user_seq
@@ -101,64 +137,45 @@ extension HealthStore {
                     """)
                 try tombstoneStatement.bind([.integer(app.userRowID), .integer(position.tombstonesAfter),
                                              .integer(app.sourceRowID), .integer(Int64(limit + 1))])
-                try tombstoneStatement.forEachRow { tombstones.append((seq: try $0.int64(at: 0), uuid: try $0.blob(at: 1), typeCode: try $0.int64(at: 2))) }
-            }
-
-            // Merge both lists in seq order and keep the first `limit` changes.
-            var added: [StoredSample] = []
-            var deleted: [DeletedSample] = []
-            var sampleIndex = 0, tombstoneIndex = 0, taken = 0
-            var lastSeq = position.seq
-            while taken < limit && (sampleIndex < rows.count || tombstoneIndex < tombstones.count) {
-                let takeSample = tombstoneIndex >= tombstones.count
-                    || (sampleIndex < rows.count && rows[sampleIndex].seq < tombstones[tombstoneIndex].seq)
-                if takeSample {
-                    let row = rows[sampleIndex]
-                    sampleIndex += 1
-                    added.append(try materialize(row, db: db, userExternalID: userExternalID))
-                    lastSeq = row.seq
-                } else {
-                    let tombstone = tombstones[tombstoneIndex]
-                    tombstoneIndex += 1
-                    if let uuid = HealthUUID(bytes: tombstone.uuid) {
-                        deleted.append(DeletedSample(uuid: uuid, type: typeName(for: tombstone.typeCode) ?? "unknown"))
-                    }
-                    lastSeq = tombstone.seq
+                try tombstoneStatement.forEachRow { row in
+                    let type = typeName(for: try row.int64(at: 2)) ?? "unknown"
+                    tombstones.append((seq: try row.int64(at: 0),
+                                       deleted: HealthUUID(bytes: try row.blob(at: 1)).map { DeletedSample(uuid: $0, type: type) }))
                 }
-                taken += 1
             }
-            let more = sampleIndex < rows.count || tombstoneIndex < tombstones.count
-            let next = ChangePosition(seq: more ? lastSeq : max(position.seq, current), tombstoneFloor: position.tombstoneFloor)
-            return ChangePage(added: added, deleted: deleted, next: next, more: more)
+            return try ChangePage(merging: rows, seq: \.seq, tombstones: tombstones, after: position, current: current,
+                                  limit: limit) { try materialize($0, db: db, userExternalID: userExternalID) }
         }
     }
 
-    /// The position of "now": a client starting here sees only later changes.
-    public func currentChangePosition() throws -> ChangePosition {
+    /// The position of "now": a client starting here sees only later changes. (One sequence numbers
+    /// every user's changes here, so the user does not matter.)
+    public func currentChangePosition(userRowID: Int64) throws -> ChangePosition {
         try pool.read { db in
             let current = try ChangeSequence.current(db)
             return ChangePosition(seq: current, tombstoneFloor: current)
         }
     }
 
-    /// The SQL condition (over `type_id` and `source_id`, with ?3 the app's source) selecting the
-    /// rows `app` may see among `types`: every source for readable types, its own rows for the rest
-    /// (HealthKit's read privacy). Nil when nothing can match. Type codes are integers from the
-    /// catalog map, never client text.
-    private func visibilityCondition(types: Set<String>?, app: AppAuthorization) -> String? {
-        func codes(_ names: some Sequence<String>) -> [Int64] { names.compactMap { typeCode(for: $0) }.sorted() }
+    /// The SQL condition (over `type_id` and `source_id`, with `sourceParameter` the app's source)
+    /// selecting the rows `app` may see among `types`: every source for readable types, its own rows
+    /// for the rest (HealthKit's read privacy). Nil when nothing can match. Type codes are integers
+    /// from the catalog map (`code`), never client text.
+    package static func visibilityCondition(types: Set<String>?, app: AppAuthorization, sourceParameter own: String,
+                                            code: (String) -> Int64?) -> String? {
+        func codes(_ names: some Sequence<String>) -> [Int64] { names.compactMap(code).sorted() }
         func list(_ codes: [Int64]) -> String { codes.map(String.init).joined(separator: ",") }
         if let types {
             let all = codes(types)
             let readable = codes(app.access.readable(types))
             guard !all.isEmpty else { return nil }
             if readable.count == all.count { return "type_id IN (\(list(all)))" }
-            if readable.isEmpty { return "(source_id = ?3 AND type_id IN (\(list(all))))" }
-            return "(type_id IN (\(list(readable))) OR (source_id = ?3 AND type_id IN (\(list(all)))))"
+            if readable.isEmpty { return "(source_id = \(own) AND type_id IN (\(list(all))))" }
+            return "(type_id IN (\(list(readable))) OR (source_id = \(own) AND type_id IN (\(list(all)))))"
         }
         let readable = codes(app.read)
-        if readable.isEmpty { return "source_id = ?3" }
-        return "(type_id IN (\(list(readable))) OR source_id = ?3)"
+        if readable.isEmpty { return "source_id = \(own)" }
+        return "(type_id IN (\(list(readable))) OR source_id = \(own))"
     }
 
     // MARK: Tombstone retention
@@ -181,11 +198,5 @@ extension HealthStore {
                 """)
             return db.changes
         }
-    }
-
-    /// Purges tombstones older than `days` days.
-    @discardableResult
-    public func purgeTombstones(retentionDays days: Int) throws -> Int {
-        try purgeTombstones(deletedBefore: Self.nowMilliseconds() - Int64(days) * 86_400_000)
     }
 }

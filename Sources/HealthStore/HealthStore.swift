@@ -7,7 +7,7 @@ import Synchronization
 
 /// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
 /// returned has survived a crash or power loss. One writer connection, a few readers.
-public final class HealthStore: Sendable {
+public final class HealthStore: HealthDataStore {
     public let databasePath: String
     let pool: DatabasePool
     /// Token hash -> authorization. Filled lazily; revocation removes the entry in the same call
@@ -47,9 +47,7 @@ public final class HealthStore: Sendable {
         }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
-        rollupStyles = codes.reduce(into: [:]) { styles, entry in
-            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
-        }
+        rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         secret = try pool.write { db -> [UInt8] in
             if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
                 return existing
@@ -68,6 +66,7 @@ public final class HealthStore: Sendable {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    let streamEventObservers = StreamEventObservers()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
     /// as prepared rows in the writer's group.
@@ -111,11 +110,11 @@ public final class HealthStore: Sendable {
     public func close() { try? pool.close() }
 
     /// Bytes on disk: the database and its write-ahead log.
-    public func sizeOnDisk() -> Int64 {
+    public func storedBytes() -> Int64 {
         pool.statistics().totalBytes
     }
 
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    static func nowMilliseconds() -> Int64 { StoreClock.nowMilliseconds() }
 
     static func newIdentifier() -> String { UUID().uuidString.lowercased() }
 
@@ -130,16 +129,6 @@ public final class HealthStore: Sendable {
             try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
                            [.text(id), .text(name), .integer(Self.nowMilliseconds())])
             return User(rowID: db.lastInsertRowID, id: id, name: name)
-        }
-    }
-
-    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
-    public func userCreatingIfNeeded(name: String) throws -> User {
-        if let user = try user(named: name) { return user }
-        do { return try createUser(name: name) } catch StoreError.conflict {
-            // Another writer created it between the two calls.
-            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
-            return user
         }
     }
 
@@ -168,7 +157,7 @@ public final class HealthStore: Sendable {
     /// Creates an authorization and returns it with its token, which is never stored or shown again.
     /// `disclosesRead`: the token may learn its own read list (off by default, as in HealthKit).
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>,
-                                    disclosesRead: Bool = false)
+                                    disclosesRead: Bool)
         throws -> (authorization: AppAuthorization, token: String) {
         let token = SecureRandom.token(prefix: "hdt_")
         let hash = TokenHashing.hash(token)
@@ -237,7 +226,7 @@ public final class HealthStore: Sendable {
     }
 
     /// A stored permission list (comma-separated type ids) as a set.
-    static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
+    package static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",

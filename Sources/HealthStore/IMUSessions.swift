@@ -46,8 +46,14 @@ public struct IMUSessionState: Sendable, Equatable {
     public var detectorState: [UInt8]?
     /// The seq the next batch must carry.
     public var nextSeq: Int
-    /// Nil for a new session.
-    var sessionRowID: Int64?
+    /// The stored session's row, nil for a new session.
+    public var sessionRowID: Int64?
+
+    public init(detectorState: [UInt8]?, nextSeq: Int, sessionRowID: Int64?) {
+        self.detectorState = detectorState
+        self.nextSeq = nextSeq
+        self.sessionRowID = sessionRowID
+    }
 }
 
 /// What a batch (or a session's end) meets in the store.
@@ -77,6 +83,35 @@ public struct PedometerTotals: Sendable, Equatable {
     public var activeSeconds: Double = 0
     public var currentCadence: Double?
     public var currentPace: Double?
+
+    public init() {}
+}
+
+/// Sums IMU batches into `PedometerTotals` as CMPedometer.queryPedometerData does: each batch's
+/// figures pro-rated by its time overlap with [start, end); active seconds are the overlap of
+/// batches with steps; current cadence and pace are the latest batch's. Batches go in in end order.
+public struct PedometerTotalsAccumulator {
+    let start: Int64
+    let end: Int64
+    public private(set) var totals = PedometerTotals()
+
+    public init(start: Int64, end: Int64) {
+        self.start = start
+        self.end = end
+    }
+
+    public mutating func add(batchStart: Int64, batchEnd: Int64, steps: Int64, distance: Double, floorsUp: Int64,
+                             floorsDown: Int64, cadence: Double?, pace: Double?) {
+        let overlap = max(0, min(batchEnd, end) - max(batchStart, start))
+        let fraction = batchEnd > batchStart ? Double(overlap) / Double(batchEnd - batchStart) : 1
+        totals.steps += Double(steps) * fraction
+        totals.distance += distance * fraction
+        totals.floorsAscended += Double(floorsUp) * fraction
+        totals.floorsDescended += Double(floorsDown) * fraction
+        if steps > 0 { totals.activeSeconds += Double(overlap) / 1000 }
+        if let cadence { totals.currentCadence = cadence }
+        if let pace { totals.currentPace = pace }
+    }
 }
 
 extension HealthStore {
@@ -184,7 +219,7 @@ extension HealthStore {
     /// batch's in the range.
     public func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals {
         try pool.read { db in
-            var totals = PedometerTotals()
+            var accumulator = PedometerTotalsAccumulator(start: start, end: end)
             let statement = try db.cachedStatement("""
                 SELECT b.start_ms, b.end_ms, b.steps, b.distance, b.floors_up, b.floors_down, b.cadence, b.pace
                 FROM imu_batches b JOIN imu_sessions s ON s.id = b.session_id
@@ -193,19 +228,11 @@ extension HealthStore {
                 """)
             try statement.bind([.integer(app.userRowID), .integer(app.sourceRowID), .integer(end), .integer(start), .integer(start)])
             try statement.forEachRow { row in
-                let batchStart = try row.int64(at: 0), batchEnd = try row.int64(at: 1)
-                let overlap = max(0, min(batchEnd, end) - max(batchStart, start))
-                let fraction = batchEnd > batchStart ? Double(overlap) / Double(batchEnd - batchStart) : 1
-                let steps = Double(try row.int64(at: 2))
-                totals.steps += steps * fraction
-                totals.distance += try row.double(at: 3) * fraction
-                totals.floorsAscended += Double(try row.int64(at: 4)) * fraction
-                totals.floorsDescended += Double(try row.int64(at: 5)) * fraction
-                if steps > 0 { totals.activeSeconds += Double(overlap) / 1000 }
-                if !row.isNull(at: 6) { totals.currentCadence = try row.double(at: 6) }
-                if !row.isNull(at: 7) { totals.currentPace = try row.double(at: 7) }
+                accumulator.add(batchStart: try row.int64(at: 0), batchEnd: try row.int64(at: 1), steps: try row.int64(at: 2),
+                                distance: try row.double(at: 3), floorsUp: try row.int64(at: 4), floorsDown: try row.int64(at: 5),
+                                cadence: row.doubleIfPresent(at: 6), pace: row.doubleIfPresent(at: 7))
             }
-            return totals
+            return accumulator.totals
         }
     }
 }

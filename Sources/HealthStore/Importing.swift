@@ -27,6 +27,7 @@ extension HealthStore {
         let created = Self.nowMilliseconds()
         let (outcomes, change) = try pool.write { db -> ([ImportOutcome], CommittedChange) in
             var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
+            var lookups = RowLookups()
             var sourceRows: [String: Int64] = [:]
             var outcomes: [ImportOutcome] = []
             outcomes.reserveCapacity(batch.count)
@@ -38,7 +39,10 @@ extension HealthStore {
                     sourceRowID = try Self.sourceRowID(db, userRowID: userRowID, app: item.app)
                     sourceRows[item.app] = sourceRowID
                 }
-                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID, store: self, db: db))
+                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID,
+                                                     isKnown: { typeCode(for: $0) != nil }) { row in
+                    (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
+                })
             }
             var touched: Set<String> = []
             for group in decisions.insertsBySource() {
@@ -149,43 +153,45 @@ extension HealthStore {
 }
 
 /// Decides each sample of an import batch, in order, as a save one by one would: against what is
-/// stored and what the batch inserts before it.
-private struct ImportDecisions {
+/// stored and what the batch inserts before it. `StoredRow` is a store's row type, read into a
+/// sample only when first compared.
+package struct ImportDecisions<StoredRow> {
     /// What a uuid is taken by: a stored row (read in full only when first compared), or a sample of
     /// this batch, by position (a correlation's object by its position in the correlation too), so
     /// no sample is copied.
     private enum Taken {
-        case stored(SampleRow)
+        case stored(StoredRow)
         case materialized(sourceRowID: Int64, sample: HealthSample)
         case batch(sourceRowID: Int64, index: Int, object: Int?)
     }
 
     private var taken: [HealthUUID: Taken] = [:]
-    private var lookups = HealthStore.RowLookups()
     /// Indices of the samples to insert, with their source.
     private var inserts: [(index: Int, sourceRowID: Int64)] = []
     /// Correlation index -> objects stored before, to adopt once it is inserted.
-    private(set) var adoptions: [Int: [HealthUUID]] = [:]
+    package private(set) var adoptions: [Int: [HealthUUID]] = [:]
 
-    init(stored: [HealthUUID: SampleRow], batchCount: Int) {
+    package init(stored: [HealthUUID: StoredRow], batchCount: Int) {
         taken.reserveCapacity(stored.count + batchCount * 2)
         for (uuid, row) in stored { taken[uuid] = .stored(row) }
     }
 
-    mutating func decide(_ index: Int, of batch: [SourcedSample], sourceRowID: Int64, store: HealthStore, db: Database) throws -> ImportOutcome {
+    /// `isKnown`: whether the store has a code for a type; `read`: a stored row's source and sample.
+    package mutating func decide(_ index: Int, of batch: [SourcedSample], sourceRowID: Int64, isKnown: (String) -> Bool,
+                                 read: (StoredRow) throws -> (sourceRowID: Int64, sample: HealthSample)) throws -> ImportOutcome {
         let sample = batch[index].sample
-        guard store.typeCode(for: sample.type) != nil else { return .conflict("unknown type \(sample.type)") }
+        guard isKnown(sample.type) else { return .conflict("unknown type \(sample.type)") }
         if taken[sample.uuid] != nil {
-            return try isSame(sample, sourceRowID: sourceRowID, batch: batch, store: store, db: db)
+            return try isSame(sample, sourceRowID: sourceRowID, batch: batch, read: read)
                 ? .alreadyStored : .conflict("uuid \(sample.uuid.lowercasedString) exists with different content")
         }
         var adopted: [HealthUUID] = []
         if case .correlation(let objects) = sample.content {
             // Check the objects first, so a conflict leaves nothing half-saved.
             for object in objects {
-                guard store.typeCode(for: object.type) != nil else { return .conflict("unknown type \(object.type)") }
+                guard isKnown(object.type) else { return .conflict("unknown type \(object.type)") }
                 guard taken[object.uuid] != nil else { continue }
-                guard try isSame(object, sourceRowID: sourceRowID, batch: batch, store: store, db: db) else {
+                guard try isSame(object, sourceRowID: sourceRowID, batch: batch, read: read) else {
                     return .conflict("object \(object.uuid.lowercasedString) exists with different content")
                 }
                 adopted.append(object.uuid)
@@ -201,8 +207,8 @@ private struct ImportDecisions {
     }
 
     /// Whether `sample`'s uuid is taken by the same sample from the same source (a harmless repeat).
-    private mutating func isSame(_ sample: HealthSample, sourceRowID: Int64, batch: [SourcedSample], store: HealthStore,
-                                 db: Database) throws -> Bool {
+    private mutating func isSame(_ sample: HealthSample, sourceRowID: Int64, batch: [SourcedSample],
+                                 read: (StoredRow) throws -> (sourceRowID: Int64, sample: HealthSample)) throws -> Bool {
         switch taken[sample.uuid] {
         case .batch(let takenSource, let index, let object)?:
             guard takenSource == sourceRowID else { return false }
@@ -212,17 +218,17 @@ private struct ImportDecisions {
         case .materialized(let takenSource, let earlier)?:
             return takenSource == sourceRowID && earlier == sample
         case .stored(let row)?:
-            let existing = try store.materialize(row, db: db, userExternalID: "", lookups: &lookups).sample
+            let existing = try read(row)
             // Read once: later repeats of the uuid compare with the materialized sample.
-            taken[sample.uuid] = .materialized(sourceRowID: row.sourceRowID, sample: existing)
-            return row.sourceRowID == sourceRowID && existing == sample
+            taken[sample.uuid] = .materialized(sourceRowID: existing.sourceRowID, sample: existing.sample)
+            return existing.sourceRowID == sourceRowID && existing.sample == sample
         case nil:
             return false
         }
     }
 
     /// The samples to insert grouped by source (first-seen order), each group in batch order.
-    func insertsBySource() -> [(sourceRowID: Int64, indices: [Int])] {
+    package func insertsBySource() -> [(sourceRowID: Int64, indices: [Int])] {
         var groups: [(sourceRowID: Int64, indices: [Int])] = []
         var position: [Int64: Int] = [:]
         for insert in inserts {

@@ -68,11 +68,11 @@ struct SampleRow: Sendable {
 /// How a sample maps to a row: quantities in `value`; everything that is not a column (category
 /// name, metadata, workout fields) in `body` as compact JSON, NULL when there is nothing (most
 /// step and heart-rate samples), which keeps rows small and inserts fast.
-enum SampleRowBody {
-    static func encode(_ sample: HealthSample) -> [UInt8]? {
+package enum SampleRowBody {
+    package static func encode(_ sample: HealthSample) -> [UInt8]? {
         var hasContent = !sample.metadata.isEmpty
         switch sample.content {
-        case .category, .workout: hasContent = true
+        case .category, .workout, .workoutRoute: hasContent = true
         case .quantity, .correlation: break
         }
         guard hasContent else { return nil }
@@ -97,6 +97,27 @@ enum SampleRowBody {
             }
             writer.endArray()
             writer.endObject()
+        case .workoutRoute(let route):
+            // {"w": workout uuid, "l": [[date, latitude, longitude, altitude, speed, course,
+            // horizontalAccuracy, verticalAccuracy], ...]}: arrays, not objects, since a route has
+            // thousands of locations; an unknown field is null.
+            writer.key("r")
+            writer.beginObject()
+            writer.key("w"); writer.string(route.workout.lowercasedString)
+            writer.key("l")
+            writer.beginArray()
+            for location in route.locations {
+                writer.beginArray()
+                writer.integer(location.date)
+                writer.number(location.latitude)
+                writer.number(location.longitude)
+                for (_, value) in location.optionalFields {
+                    if let value { writer.number(value) } else { writer.null() }
+                }
+                writer.endArray()
+            }
+            writer.endArray()
+            writer.endObject()
         case .quantity, .correlation: break
         }
         if !sample.metadata.isEmpty {
@@ -107,15 +128,28 @@ enum SampleRowBody {
         return writer.bytes
     }
 
-    struct Decoded {
-        var category: String?
-        var workout: WorkoutDetails?
-        var metadata: [MetadataEntry] = []
+    package struct Decoded {
+        package var category: String?
+        package var workout: WorkoutDetails?
+        package var route: WorkoutRoute?
+        package var metadata: [MetadataEntry] = []
+
+        package init() {}
+
+        /// The content a body holds by itself (a category value, a workout, a route); nil for
+        /// quantities (in `value`) and correlations (in child rows). Every store reads rows
+        /// through this, so a new kind of content is decoded in one place.
+        package var content: SampleContent? {
+            if let category { return .category(category) }
+            if let workout { return .workout(workout) }
+            if let route { return .workoutRoute(route) }
+            return nil
+        }
     }
 
     /// Bodies are written only by `encode`; a body that does not parse means a damaged file, and
     /// is reported as empty rather than taking the server down.
-    static func decode(_ bytes: [UInt8]) -> Decoded {
+    package static func decode(_ bytes: [UInt8]) -> Decoded {
         var decoded = Decoded()
         guard case .object(let object)? = try? JSONParser.parse(bytes) else { return decoded }
         if case .string(let name)? = object["c"] { decoded.category = name }
@@ -132,6 +166,20 @@ enum SampleRowBody {
             decoded.workout = WorkoutDetails(activityType: activity, totalEnergyBurned: workout["e"]?.numberValue,
                                              totalDistance: workout["d"]?.numberValue, events: events)
         }
+        if case .object(let route)? = object["r"], case .string(let workoutText)? = route["w"],
+           let workout = HealthUUID(workoutText), case .array(let rows)? = route["l"] {
+            var locations: [WorkoutRouteLocation] = []
+            locations.reserveCapacity(rows.count)
+            for case .array(let fields) in rows where fields.count == 8 {
+                guard case .number(let date) = fields[0], case .number(let latitude) = fields[1],
+                      case .number(let longitude) = fields[2] else { continue }
+                locations.append(WorkoutRouteLocation(
+                    date: Int64(date), latitude: latitude, longitude: longitude, altitude: fields[3].numberValue,
+                    speed: fields[4].numberValue, course: fields[5].numberValue,
+                    horizontalAccuracy: fields[6].numberValue, verticalAccuracy: fields[7].numberValue))
+            }
+            decoded.route = WorkoutRoute(workout: workout, locations: locations)
+        }
         if case .object(let metadata)? = object["m"] {
             for member in metadata.members {
                 switch member.value {
@@ -146,14 +194,30 @@ enum SampleRowBody {
     }
 }
 
-enum DeviceBody {
-    static func encode(_ device: SampleDevice) -> [UInt8] {
+/// Row bodies already decoded while materializing one result: they repeat (the same few metadata
+/// values), so each is parsed once, up to a bound. Only small bodies are kept: a route's
+/// locations are unique and would pin megabytes.
+package struct SampleBodyCache {
+    private var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+
+    package init() {}
+
+    package mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
+        if let known = bodies[bytes] { return known }
+        let decoded = SampleRowBody.decode(bytes)
+        if bodies.count < 256, bytes.count <= 1_024 { bodies[bytes] = decoded }
+        return decoded
+    }
+}
+
+package enum DeviceBody {
+    package static func encode(_ device: SampleDevice) -> [UInt8] {
         var writer = JSONWriter(capacity: 96)
         SampleCodec.writeDevice(device, into: &writer)
         return writer.bytes
     }
 
-    static func decode(_ bytes: [UInt8]) -> SampleDevice? {
+    package static func decode(_ bytes: [UInt8]) -> SampleDevice? {
         guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
         var device = SampleDevice()
         device.name = object["name"]?.stringValue

@@ -30,6 +30,11 @@ public struct SampleCursor: Sendable, Equatable {
 public struct SamplePage: Sendable {
     public var samples: [StoredSample]
     public var next: SampleCursor?
+
+    public init(samples: [StoredSample], next: SampleCursor?) {
+        self.samples = samples
+        self.next = next
+    }
 }
 
 /// A save that could not be done; `index` is the position in the request's batch.
@@ -37,13 +42,26 @@ public struct SampleConflict: Error, Sendable, Equatable {
     public var index: Int
     public var uuid: HealthUUID
     public var detail: String
+
+    public init(index: Int, uuid: HealthUUID, detail: String) {
+        self.index = index
+        self.uuid = uuid
+        self.detail = detail
+    }
 }
 
 /// What a commit changed, for commit observers (the change feed, the workout zone monitor).
 public struct CommittedChange: Sendable {
     public var userRowID: Int64
     public var typeIDs: Set<String>
+    /// The user's change sequence number after the commit.
     public var lastSeq: Int64
+
+    public init(userRowID: Int64, typeIDs: Set<String>, lastSeq: Int64) {
+        self.userRowID = userRowID
+        self.typeIDs = typeIDs
+        self.lastSeq = lastSeq
+    }
 }
 
 extension HealthStore {
@@ -284,25 +302,17 @@ extension HealthStore {
     struct RowLookups {
         var devices: [Int64: SampleDevice?] = [:]
         var appNames: [Int64: String] = [:]
-        /// Row bodies repeat (the same few metadata values): parsed once each, up to a bound.
-        var bodies: [[UInt8]: SampleRowBody.Decoded] = [:]
+        var bodies = SampleBodyCache()
 
-        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
-            if let known = bodies[bytes] { return known }
-            let decoded = SampleRowBody.decode(bytes)
-            if bodies.count < 256 { bodies[bytes] = decoded }
-            return decoded
-        }
+        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
         let typeName = typeName(for: row.typeCode) ?? "unknown"
         let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
         let content: SampleContent
-        if let category = body.category {
-            content = .category(category)
-        } else if let workout = body.workout {
-            content = .workout(workout)
+        if let bodyContent = body.content {
+            content = bodyContent
         } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])
@@ -347,7 +357,7 @@ extension HealthStore {
 /// in arrival order, once enough has been committed. A flood of saves therefore parks request
 /// bodies, while every worker thread stays free for reads. A batch larger than the whole budget
 /// still goes through, alone.
-final class WriteBacklog: Sendable {
+package final class WriteBacklog: Sendable {
     private struct Waiting {
         var count: Int
         var start: @Sendable () -> Void
@@ -365,14 +375,14 @@ final class WriteBacklog: Sendable {
     private let state = Mutex(State())
     let limit: Int
 
-    init(limit: Int) { self.limit = limit }
+    package init(limit: Int) { self.limit = limit }
 
     /// Work waiting for budget (for tests and metrics).
     var waitingCount: Int { state.withLock { $0.waiting.count - $0.head } }
 
     /// Runs `start` when `count` fits: now, on the calling thread, or later from `release`.
     /// Earlier waiting work goes first, so a large batch is not overtaken forever.
-    func acquire(_ count: Int, then start: @escaping @Sendable () -> Void) {
+    package func acquire(_ count: Int, then start: @escaping @Sendable () -> Void) {
         let runNow = state.withLock { state -> Bool in
             if state.head == state.waiting.count && state.fits(count, limit: limit) {
                 state.inFlight += count
@@ -385,7 +395,7 @@ final class WriteBacklog: Sendable {
     }
 
     /// Returns `count` to the budget and starts the waiting work that now fits.
-    func release(_ count: Int) {
+    package func release(_ count: Int) {
         let ready = state.withLock { state -> [Waiting] in
             state.inFlight -= count
             var ready: [Waiting] = []

@@ -2,104 +2,6 @@ import HealthModel
 import JSON
 import SQLite
 import Statistics
-import Synchronization
-
-/// What a statistics query sees of one (user, type): the series decoded from its rollup rows for
-/// the days asked about, current as of one SQLite snapshot, and the names of the user's sources so
-/// answers can say which app each figure came from.
-public struct StatisticsSnapshot: Sendable {
-    public let index: RollupSeries
-    /// Source row id (as the series' `source`) -> app name.
-    public let appNames: [Int32: String]
-    /// The series' rollup version the answer reflects (bumped by every commit that changed its rows).
-    public let sequence: Int64
-
-    /// The source id of `app` for this user, if it ever wrote or was authorized.
-    public func source(ofApp app: String) -> Int32? {
-        appNames.first(where: { $0.value == app })?.key
-    }
-}
-
-/// Decoded rollup rows per (user, type), kept while their series' version is unchanged. The rows
-/// are the truth (kept current in the writers' transactions); this cache only saves decoding them
-/// again, so dropping an entry costs one cold read of the days a query asks for.
-final class StatisticsIndexCache: Sendable {
-    struct Key: Hashable, Sendable {
-        var userRowID: Int64
-        var typeCode: Int64
-    }
-
-    /// The per-(user, type) state; its lock serializes loads and queries of one series only.
-    final class Entry: Sendable {
-        struct State: Sendable {
-            var series: RollupSeries?
-            var version: Int64 = -1
-            var appNames: [Int32: String] = [:]
-        }
-        let state = Mutex(State())
-    }
-
-    private struct Slot {
-        let entry: Entry
-        var bytes: Int
-        var lastUse: UInt64
-    }
-
-    private struct Slots {
-        var byKey: [Key: Slot] = [:]
-        var clock: UInt64 = 0
-        var evictions = 0
-    }
-
-    private let slots = Mutex(Slots())
-    /// Decoded series beyond this many bytes in all are dropped, least recently used first.
-    let memoryBudget: Int
-    init(memoryBudget: Int) { self.memoryBudget = memoryBudget }
-
-    func entry(_ key: Key) -> Entry {
-        slots.withLock { slots in
-            slots.clock += 1
-            if let existing = slots.byKey[key] {
-                slots.byKey[key]?.lastUse = slots.clock
-                return existing.entry
-            }
-            let created = Entry()
-            slots.byKey[key] = Slot(entry: created, bytes: 0, lastUse: slots.clock)
-            return created
-        }
-    }
-
-    /// Records a series' size after a query and evicts others while the total is over budget.
-    func record(_ key: Key, bytes: Int) {
-        slots.withLock { slots in
-            slots.byKey[key]?.bytes = bytes
-            var total = slots.byKey.values.reduce(0) { $0 + $1.bytes }
-            while total > memoryBudget {
-                guard let victim = slots.byKey.filter({ $0.key != key }).min(by: { $0.value.lastUse < $1.value.lastUse }) else { break }
-                total -= victim.value.bytes
-                slots.byKey[victim.key] = nil
-                slots.evictions += 1
-            }
-        }
-    }
-
-    /// Bytes held by every cached series, as last recorded.
-    var memoryBytes: Int { slots.withLock { $0.byKey.values.reduce(0) { $0 + $1.bytes } } }
-
-    var count: Int { slots.withLock { $0.byKey.count } }
-
-    /// Series dropped to stay within the budget since the start.
-    var evictions: Int { slots.withLock { $0.evictions } }
-
-    func removeAll() { slots.withLock { $0.byKey.removeAll() } }
-}
-
-extension AggregationStyle {
-    init?(_ type: HealthType) {
-        guard type.kind == .quantity, let aggregation = type.aggregation else { return nil }
-        self = aggregation.isCumulative ? .cumulative : .discrete
-    }
-}
 
 extension HealthStore {
     // MARK: Statistics indexes
@@ -114,67 +16,46 @@ extension HealthStore {
         guard let style = AggregationStyle(type), let typeCode = typeCode(for: type.id) else {
             throw StoreError.invalid("statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
         }
-        let start = buckets.map(\.start).min() ?? 0
-        let wanted = DayRollup.days(from: start, to: max(buckets.map(\.end).max() ?? start, start + 1))
-        let wantedSlots = DayRollup.edgeSlots(of: buckets, style: style)
-        let wantedDetail = DayRollup.detailDays(of: buckets, style: style)
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
-        let entry = statisticsIndexes.entry(key)
-        let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
-            // Read in one snapshot, decode with the reader returned.
-            let cached = state.series
-            let cachedVersion = state.version
-            let load = try pool.read { db -> RollupLoad? in
-                let version = try StatisticsRollups.version(db, userRowID: userRowID, typeCode: typeCode)
-                var days = wanted
-                var slots = wantedSlots
-                var detailDays = wantedDetail
-                if let cached, version == cachedVersion {
-                    if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound),
-                       wantedSlots.isSubset(of: cached.edgeSlots), wantedDetail.isSubset(of: cached.detailDays) { return nil }
-                    // Same rows, more days: read the span of both so one series keeps answering both.
-                    days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
-                    slots.formUnion(cached.edgeSlots)
-                    detailDays.formUnion(cached.detailDays)
-                }
-                var edgeSamples: [StatisticsSample] = []
-                for range in DayRollup.instants(ofSlots: slots) {
-                    edgeSamples += try StatisticsRollups.samples(db, userRowID: userRowID, typeCode: typeCode,
-                                                                 from: range.lowerBound, to: range.upperBound)
-                }
-                let order = try Self.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode)
-                return RollupLoad(version: version, priority: SourcePriority(order.map(\.source)),
-                                  appNames: try Self.appNames(db, userRowID: userRowID), days: days,
-                                  rows: try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days,
-                                                                   detailDays: detailDays),
-                                  detailDays: detailDays, edgeSlots: slots, edgeSamples: edgeSamples)
+        return try statisticsIndexes.withSeries(key, style: style, buckets: buckets, inSnapshot: { plan in
+            try pool.read { db in
+                try plan(SQLiteRollupSnapshot(db: db, userRowID: userRowID, typeCode: typeCode))
             }
-            if let load {
-                state.series = nil  // the old decoding is freed before the new one is made
-                state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows,
-                                                detailDays: load.detailDays, edgeSlots: load.edgeSlots,
-                                                edgeSamples: load.edgeSamples)
-                state.version = load.version
-                state.appNames = load.appNames
-            }
-            guard let series = state.series else { throw StoreError.invalid("statistics series could not be read") }
-            let result = try body(StatisticsSnapshot(index: series, appNames: state.appNames, sequence: state.version))
-            return (result, series.memoryBytes)
-        }
-        statisticsIndexes.record(key, bytes: bytes)
-        return result
+        }, body)
     }
 
-    /// What one snapshot read for a series.
-    private struct RollupLoad {
-        var version: Int64
-        var priority: SourcePriority
-        var appNames: [Int32: String]
-        var days: ClosedRange<Int64>
-        var rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)]
-        var detailDays: Set<Int64>
-        var edgeSlots: Set<Int64>
-        var edgeSamples: [StatisticsSample]
+    /// `HealthDataStore.statistics`: the collection from the cached series.
+    public func statistics(userRowID: Int64, type: HealthType, buckets: [CalendarBucket], options: StatisticsOptions)
+        throws -> StatisticsAnswer {
+        try withStatisticsIndex(userRowID: userRowID, type: type, buckets: buckets) { snapshot in
+            StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
+                             appNames: snapshot.appNames)
+        }
+    }
+
+    /// One series as `StatisticsIndexCache` reads it, inside one reader's snapshot.
+    private struct SQLiteRollupSnapshot: RollupSnapshotReading {
+        let db: Database
+        let userRowID: Int64
+        let typeCode: Int64
+
+        func rollupVersion() throws -> Int64 {
+            try StatisticsRollups.version(db, userRowID: userRowID, typeCode: typeCode)
+        }
+
+        func rollupRows(days: ClosedRange<Int64>, detailDays: Set<Int64>) throws -> [RollupRow] {
+            try StatisticsRollups.rows(db, userRowID: userRowID, typeCode: typeCode, days: days, detailDays: detailDays)
+        }
+
+        func statisticsSamples(from: Int64, to: Int64) throws -> [StatisticsSample] {
+            try StatisticsRollups.samples(db, userRowID: userRowID, typeCode: typeCode, from: from, to: to)
+        }
+
+        func sourcePriority() throws -> SourcePriority {
+            SourcePriority(try HealthStore.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
+        }
+
+        func appNames() throws -> [Int32: String] { try HealthStore.appNames(db, userRowID: userRowID) }
     }
 
     /// Bytes held by all cached statistics series.
@@ -292,7 +173,7 @@ extension HealthStore {
         }
     }
 
-    static func encodeAppList(_ apps: [String]) -> String {
+    package static func encodeAppList(_ apps: [String]) -> String {
         var writer = JSONWriter()
         writer.beginArray()
         for app in apps { writer.string(app) }
@@ -300,7 +181,7 @@ extension HealthStore {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    static func decodeAppList(_ text: String) -> [String] {
+    package static func decodeAppList(_ text: String) -> [String] {
         guard let values = (try? JSONParser.parse(text))?.arrayValue else { return [] }
         return values.compactMap(\.stringValue)
     }

@@ -3,35 +3,24 @@ import HealthModel
 import SQLite
 import Statistics
 
-/// The days of each quantity type a transaction's saves and deletes shaped; their rollup rows are
-/// rewritten before the transaction commits, so rollups and samples never disagree.
+/// The statistics rollup days a transaction's saves and deletes shaped (`RollupDayChanges`); their
+/// rows are rewritten before the transaction commits, so rollups and samples never disagree.
 struct RollupChanges {
-    private var days: [Int64: Set<Int64>] = [:]
-    /// The last day noted, so a batch of samples in one day costs one set insert.
-    private var last: (typeCode: Int64, day: Int64)?
+    private var changes = RollupDayChanges()
 
-    var isEmpty: Bool { days.isEmpty }
-
-    /// Notes a saved or deleted sample. Samples the statistics never count (no value, or not valid
-    /// for them, see `HealthStore.indexable`) change no rollup.
+    /// Notes a saved or deleted sample (see `RollupDayChanges.note`).
     mutating func note(typeCode: Int64, style: AggregationStyle?, start: Int64, end: Int64, value: Double?) {
-        guard let style, let value else { return }
-        let sample = StatisticsSample(id: 0, start: start, end: end, value: value, source: 0)
-        do { try sample.validate() } catch { return }
-        let touched = DayRollup.days(of: sample, style: style)
-        if touched.count == 1, let last, last.typeCode == typeCode, last.day == touched.lowerBound { return }
-        days[typeCode, default: []].formUnion(touched)
-        last = (typeCode, touched.upperBound)
+        changes.note(typeCode: typeCode, style: style, start: start, end: end, value: value)
     }
 
     /// Rewrites the rollup rows of every noted day.
     func apply(_ db: Database, userRowID: Int64, store: HealthStore) throws {
-        guard !days.isEmpty else { return }
+        guard !changes.isEmpty else { return }
         let began = DispatchTime.now().uptimeNanoseconds
         defer { store.rollupNanoseconds.add(DispatchTime.now().uptimeNanoseconds - began, ordering: .relaxed) }
-        for (typeCode, touched) in days.sorted(by: { $0.key < $1.key }) {
-            guard let style = store.rollupStyles[typeCode] else { continue }
-            try StatisticsRollups.refresh(db, userRowID: userRowID, typeCode: typeCode, style: style, days: touched)
+        for series in changes.series {
+            guard let style = store.rollupStyles[series.typeCode] else { continue }
+            try StatisticsRollups.refresh(db, userRowID: userRowID, typeCode: series.typeCode, style: style, days: series.days)
         }
     }
 }
@@ -47,19 +36,11 @@ enum StatisticsRollups {
         let priority = try priority(db, userRowID: userRowID, typeCode: typeCode, style: style)
         // A cumulative day also takes samples that started before it and run into it.
         let reach = style == .cumulative ? try longestDuration(db, userRowID: userRowID, typeCode: typeCode) : 0
-        let sorted = days.sorted()
-        var runStart = 0
-        while runStart < sorted.count {
-            var runEnd = runStart
-            while runEnd + 1 < sorted.count, sorted[runEnd + 1] == sorted[runEnd] + 1 { runEnd += 1 }
-            let first = sorted[runStart]
-            let last = sorted[runEnd]
-            let samples = try samples(db, userRowID: userRowID, typeCode: typeCode,
-                                      from: first * dayLength - reach, to: (last + 1) * dayLength)
-            try write(db, userRowID: userRowID, typeCode: typeCode, style: style, days: first...last,
-                      samples: samples, priority: priority)
-            runStart = runEnd + 1
-        }
+        try DayRollup.refresh(days: days, style: style, priority: priority, reach: reach, samples: { from, to in
+            try samples(db, userRowID: userRowID, typeCode: typeCode, from: from, to: to)
+        }, write: { day, row in
+            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
+        })
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
 
@@ -69,13 +50,8 @@ enum StatisticsRollups {
         let priority = try priority(db, userRowID: userRowID, typeCode: typeCode, style: style)
         try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ?", [.integer(userRowID), .integer(typeCode)])
         let samples = try HealthStore.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
-        var byDay: [Int64: [StatisticsSample]] = [:]
-        for sample in samples {
-            for day in DayRollup.days(of: sample, style: style) { byDay[day, default: []].append(sample) }
-        }
-        for (day, shaping) in byDay {
-            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day,
-                       row: DayRollup.encode(day: day, samples: shaping, style: style, priority: priority))
+        for (day, row) in DayRollup.rows(of: samples, style: style, priority: priority) {
+            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
         }
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
@@ -150,20 +126,6 @@ enum StatisticsRollups {
             if let sample = try HealthStore.indexable(row) { samples.append(sample) }
         }
         return samples
-    }
-
-    private static func write(_ db: Database, userRowID: Int64, typeCode: Int64, style: AggregationStyle,
-                              days: ClosedRange<Int64>, samples: [StatisticsSample], priority: SourcePriority) throws {
-        var byDay: [Int64: [StatisticsSample]] = [:]
-        for sample in samples {
-            let shaped = DayRollup.days(of: sample, style: style)
-            guard shaped.overlaps(days) else { continue }
-            for day in shaped.clamped(to: days) { byDay[day, default: []].append(sample) }
-        }
-        for day in days {
-            let row = byDay[day].flatMap { DayRollup.encode(day: day, samples: $0, style: style, priority: priority) }
-            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
-        }
     }
 
     /// Writes a day's row, or removes it when no sample shapes the day any more.

@@ -16,6 +16,38 @@ public struct WorkoutSession: Sendable, Equatable {
     public var timeline: WorkoutSessionTimeline
     /// The `workout` sample saved by `end`.
     public var workoutUUID: HealthUUID?
+
+    public init(id: String, userRowID: Int64, sourceRowID: Int64, activityType: String, zone: HeartRateZoneBounds?,
+                state: WorkoutSessionState, timeline: WorkoutSessionTimeline, workoutUUID: HealthUUID?) {
+        self.id = id
+        self.userRowID = userRowID
+        self.sourceRowID = sourceRowID
+        self.activityType = activityType
+        self.zone = zone
+        self.state = state
+        self.timeline = timeline
+        self.workoutUUID = workoutUUID
+    }
+}
+
+extension WorkoutSession {
+    /// The merged sum (as statistics merge sources, pro-rated by overlap) of one cumulative type's
+    /// samples over a session's running stretches, cut at `end`; nil without samples.
+    public static func runningTotal(of samples: [StatisticsSample], intervals: [Range<Int64>], end: Int64,
+                                    priority: SourcePriority) throws -> Double? {
+        guard !samples.isEmpty else { return nil }
+        let buckets = intervals.map { CalendarBucket(start: $0.lowerBound, end: min($0.upperBound, end), startOffsetSeconds: 0, endOffsetSeconds: 0) }
+        let answers = try statisticsCollection(of: samples, buckets: buckets, style: .cumulative, options: .cumulativeSum,
+                                               priority: priority)
+        let sums = answers.compactMap(\.figures.sum)
+        return sums.isEmpty ? nil : sums.reduce(0, +)
+    }
+
+    /// The pause and resume events as stored: JSON [[type, ms], ...].
+    public static func encodeEvents(_ events: [WorkoutEvent]) -> String { HealthStore.encodeEvents(events) }
+
+    /// Stored events back; anything unreadable is dropped rather than failing a request.
+    public static func decodeEvents(_ text: String) -> [WorkoutEvent] { HealthStore.decodeEvents(text) }
 }
 
 /// A change of zone state to publish: the reading that caused it and the state it is in.
@@ -27,6 +59,14 @@ public struct WorkoutZoneChange: Sendable, Equatable {
     public var date: Int64
     /// The session's zone the reading was judged against.
     public var zone: HeartRateZoneBounds
+
+    public init(session: String, heartRate: Double, state: HeartRateZoneState, date: Int64, zone: HeartRateZoneBounds) {
+        self.session = session
+        self.heartRate = heartRate
+        self.state = state
+        self.date = date
+        self.zone = zone
+    }
 }
 
 /// The columns of `workout_sessions` that `ownedWorkoutSession` reads, in SELECT order.
@@ -120,7 +160,7 @@ extension HealthStore {
     /// running stretches, pro-rated by overlap; the app sees other apps' samples of a type only
     /// with read permission for it. A type with no sample there gives no total (absent, not 0).
     public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64,
-                                  workoutUUID: HealthUUID = .random()) throws -> WorkoutSession {
+                                  workoutUUID: HealthUUID) throws -> WorkoutSession {
         try app.access.requireShare("workout", detail: Self.workoutShareDetail)
         let created = Self.nowMilliseconds()
         let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in
@@ -253,12 +293,9 @@ extension HealthStore {
             StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2), value: try row.double(at: 3),
                              source: Int32(truncatingIfNeeded: try row.int64(at: 4)))
         }
-        guard !samples.isEmpty else { return nil }
-        let buckets = intervals.map { CalendarBucket(start: $0.lowerBound, end: min($0.upperBound, end), startOffsetSeconds: 0, endOffsetSeconds: 0) }
-        let answers = try statisticsCollection(of: samples, buckets: buckets, style: .cumulative, options: .cumulativeSum,
-                                               priority: SourcePriority(try Self.effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
-        let sums = answers.compactMap(\.figures.sum)
-        return sums.isEmpty ? nil : sums.reduce(0, +)
+        return try WorkoutSession.runningTotal(
+            of: samples, intervals: intervals, end: end,
+            priority: SourcePriority(try Self.effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
     }
 
     /// The user's source order for a type, as statistics use it: their chosen apps first, then the

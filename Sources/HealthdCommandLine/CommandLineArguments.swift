@@ -16,9 +16,12 @@ public enum HealthdCommand: Equatable, Sendable {
 public struct CommonOptions: Equatable, Sendable {
     public var configFile: String?
     public var dataDirectory: String?
-    public init(configFile: String? = nil, dataDirectory: String? = nil) {
+    /// A `postgres://` URL: the PostgreSQL store instead of the data directory's SQLite file.
+    public var database: String?
+    public init(configFile: String? = nil, dataDirectory: String? = nil, database: String? = nil) {
         self.configFile = configFile
         self.dataDirectory = dataDirectory
+        self.database = database
     }
 }
 
@@ -146,6 +149,11 @@ public enum CommandLineParser {
         switch flag {
         case "--config": common.configFile = try value(for: flag, &rest); return true
         case "--data-dir": common.dataDirectory = try value(for: flag, &rest); return true
+        case "--database":
+            let url = try value(for: flag, &rest)
+            guard DatabaseSetting.isPostgresURL(url) else { throw UsageError("--database \(DatabaseSetting.requirement), not '\(url)'") }
+            common.database = url
+            return true
         default: return false
         }
     }
@@ -174,5 +182,16 @@ public enum CommandLineParser {
 
     private static func unknown(_ flag: String, _ command: String) -> UsageError {
         UsageError("unknown option '\(flag)' for '\(command)'; run 'healthd \(command) --help'")
+    }
+}
+
+/// Where the data lives: the data directory's SQLite file by default, or a PostgreSQL database
+/// named by a URL (`--database`, `"database"` in the config file). Only the URL's form is checked
+/// here; libpq parses it fully when the store opens, and an unreachable server stops start-up.
+public enum DatabaseSetting {
+    static let requirement = "takes a PostgreSQL URL (postgres://user@host:port/database); SQLite, the default, needs no setting (--data-dir)"
+
+    public static func isPostgresURL(_ text: String) -> Bool {
+        (text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")) && !text.contains(where: \.isWhitespace)
     }
 }

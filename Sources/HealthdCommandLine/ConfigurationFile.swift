@@ -23,6 +23,10 @@ public enum ConfigurationFile {
             if let host = try reader.optionalString("host") { configuration.host = host }
             try integer("port", 0...65_535) { configuration.port = $0 }
             if let dir = try reader.optionalString("dataDir") { configuration.dataDirectory = dir }
+            if let url = try reader.optionalString("database") {
+                guard DatabaseSetting.isPostgresURL(url) else { throw reader.error("database", DatabaseSetting.requirement) }
+                configuration.database = url
+            }
             if let dir = try reader.optionalString("publicDir") { configuration.publicDirectory = dir }
             try integer("maxHeaderBytes", 1_024...1_048_576) { configuration.maxHeaderBytes = $0 }
             try integer("maxHeaderCount", 8...1_000) { configuration.maxHeaderCount = $0 }

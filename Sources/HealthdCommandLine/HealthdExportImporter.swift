@@ -54,7 +54,7 @@ public final class HealthdExportImporter {
     /// A line longer than this is not a sample of ours (the largest, a workout, is a few KB).
     static let maxLineBytes = 16 * 1024 * 1024
 
-    public init(store: HealthStore, userRowID: Int64, batchSize: Int = 5_000) {
+    public init(store: any HealthDataStore, userRowID: Int64, batchSize: Int = 5_000) {
         writer = ImportWriter(store: store, userRowID: userRowID)
         self.batchSize = max(1, batchSize)
     }

@@ -14,6 +14,8 @@ public enum HelpText {
     static let common = """
           --config FILE     read settings from FILE (JSON; see config.example.json)
           --data-dir DIR    where the SQLite database and the admin token live (default ./healthd-data)
+          --database URL    use PostgreSQL at URL (postgres://user@host:port/db) instead of SQLite;
+                            several 'serve' nodes may share one (README, More than one machine)
           -h, --help        show this help
         """
 
@@ -30,12 +32,12 @@ public enum HelpText {
           import    import an Apple Health export (export.zip or export.xml) or healthd's own NDJSON export
           export    write every sample of a user as NDJSON
 
-        Every command takes --config FILE and --data-dir DIR. Run 'healthd COMMAND --help' for its options.
+        Every command takes --config FILE, --data-dir DIR and --database URL. Run 'healthd COMMAND --help' for its options.
         The admin token is HEALTHD_ADMIN_TOKEN, or generated on first start and kept in DATA_DIR/admin-token.
         """
 
     public static let serve = """
-        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--public-dir DIR]
+        Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--database URL] [--public-dir DIR]
                              [--demo [--time-zone ZONE]]
 
         Runs the HTTP server. Flags override the config file, which overrides the defaults.

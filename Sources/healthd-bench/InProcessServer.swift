@@ -15,7 +15,9 @@ final class InProcessServer {
 
     /// `connections`: how many connections the benchmark will hold open at once. `directory`: an
     /// existing data directory to serve (kept by `stop`) instead of a fresh temporary one.
-    init(name: String, connections: Int = 0, port: Int = 0, directory existing: String? = nil) throws {
+    /// `healthAutoExportBodyLimit`: the Health Auto Export route's body limit when not the default.
+    init(name: String, connections: Int = 0, port: Int = 0, directory existing: String? = nil,
+         healthAutoExportBodyLimit: Int? = nil) throws {
         directory = existing ?? NSTemporaryDirectory() + "healthd-bench-\(name)-" + UUID().uuidString
         keepsDirectory = existing != nil
         var configuration = HealthdConfiguration()
@@ -28,7 +30,9 @@ final class InProcessServer {
         application = HealthApplication(configuration: configuration, store: store,
                                         adminToken: "bench-admin-token-0123456789", accessLog: nil)
         var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: port)
-        serverConfiguration.limits.bodyLimitOverrides = [HealthAutoExportRoutes.bodyLimit(configuration.maxHealthAutoExportBodyBytes)]
+        serverConfiguration.limits.bodyLimitOverrides = [
+            HealthAutoExportRoutes.bodyLimit(healthAutoExportBodyLimit ?? configuration.maxHealthAutoExportBodyBytes),
+        ]
         serverConfiguration.maxConnections = max(serverConfiguration.maxConnections, connections * 2 + 16)
         serverConfiguration.maxConnectionsPerAddress = max(serverConfiguration.maxConnectionsPerAddress, connections * 2 + 16)
         server = HTTPServer(configuration: serverConfiguration, responder: application)

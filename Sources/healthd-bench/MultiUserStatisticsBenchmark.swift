@@ -1,19 +1,39 @@
 import Foundation
 import HealthModel
 import HealthStore
+import PostgreSQL
+import PostgresStore
 
-/// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]`:
-/// many users' data written through `HealthStore.save` (steps from a phone and a watch whose samples
-/// overlap, heart rate), then a real `healthd serve` started on that directory (a restart: nothing
+/// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
+/// [--backend sqlite|postgres|both] [--postgres URL]`:
+/// many users' data written through the store's `save` (steps from a phone and a watch whose samples
+/// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
-/// server's RSS read from /proc after each pass.
+/// server's RSS read from /proc after each pass. Each pass also times `GET /healthz` on the same
+/// server and connection: the HTTP round trip every figure is given as a multiple of.
+///
+/// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
+/// created for the run and dropped after it; `both` runs SQLite and then PostgreSQL on the same data
+/// and prints them side by side.
 enum MultiUserStatisticsBenchmark {
+    enum Backend: String { case sqlite, postgres, both }
+
     struct Options {
         var users = 24
         var days = 91
         var budgetMiB: Int?
         var healthdPath = ""
         var directory: String?
+        var backend = Backend.sqlite
+        var postgresURL = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"]
+    }
+
+    /// One pass's figures of one backend (milliseconds), for the side-by-side table.
+    struct Figures {
+        var backend: String
+        var pass: String
+        var floor: LatencySummary
+        var queries: [(name: String, latency: LatencySummary)]
     }
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -33,14 +53,26 @@ enum MultiUserStatisticsBenchmark {
             case "--budget": options.budgetMiB = number()
             case "--healthd": options.healthdPath = remaining.popFirst() ?? options.healthdPath
             case "--keep": options.directory = remaining.popFirst()
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]")
+            case "--backend":
+                guard let text = remaining.popFirst(), let backend = Backend(rawValue: text) else {
+                    benchFail("--backend takes sqlite, postgres or both")
+                }
+                options.backend = backend
+            case "--postgres": options.postgresURL = remaining.popFirst()
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
             benchFail("no healthd binary at \(options.healthdPath) (build it: swift build -c release, or pass --healthd)")
         }
+        if options.backend != .sqlite, options.postgresURL?.isEmpty ?? true {
+            benchFail("PostgreSQL needs --postgres URL (or HEALTHD_TEST_POSTGRES_URL); start one with Tests/postgres/cluster.sh start")
+        }
         do {
-            try run(options)
+            var figures: [Figures] = []
+            if options.backend != .postgres { figures += try run(options, postgres: nil) }
+            if options.backend != .sqlite, let url = options.postgresURL { figures += try run(options, postgres: url) }
+            printSideBySide(figures)
             return 0
         } catch {
             FileHandle.standardError.write(Data("healthd-bench statistics-users: \(error)\n".utf8))
@@ -52,14 +84,24 @@ enum MultiUserStatisticsBenchmark {
     static let origin: Int64 = 1_767_589_200_000
     static let zone = "America/New_York"
 
-    static func run(_ options: Options) throws {
+    static func run(_ options: Options, postgres adminURL: String?) throws -> [Figures] {
+        let backend = adminURL == nil ? "SQLite" : "PostgreSQL"
         let directory = options.directory ?? NSTemporaryDirectory() + "healthd-bench-users-" + UUID().uuidString
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var database: BenchDatabase?
+        defer { database?.drop() }
+        let store: any HealthDataStore
+        if let adminURL {
+            let created = try BenchDatabase(adminURL: adminURL)
+            database = created
+            store = try PostgresHealthStore(url: created.url, listen: false)
+        } else {
+            store = try HealthStore(directory: directory, readers: 1)
+        }
         let slots = options.days * 720
-        print("statistics-users: \(options.users) users x \(options.days) days; per user \(slots) phone and \(slots) watch step samples "
+        print("statistics-users on \(backend): \(options.users) users x \(options.days) days; per user \(slots) phone and \(slots) watch step samples "
               + "(2-minute samples, the watch's shifted by 1 minute so every minute overlaps) and \(slots) heart-rate readings (every 2 minutes)")
-        let store = try HealthStore(directory: directory, readers: 1)
         var tokens: [String] = []
         var generator = SplitMix64(seed: 2_026)
         let loadStart = StatisticsBenchmark.now()
@@ -92,15 +134,20 @@ enum MultiUserStatisticsBenchmark {
             if !batch.isEmpty { saved += try store.save(batch, by: watch).count }
         }
         let loadSeconds = StatisticsBenchmark.seconds(since: loadStart)
-        let maintenance = Double(store.rollupMaintenanceNanoseconds) / 1e9
-        print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through HealthStore.save); rollup maintenance %.1f s of it (%.1f %%)",
-                     saved, loadSeconds, Double(saved) / loadSeconds, maintenance, 100 * maintenance / loadSeconds))
+        if let sqlite = store as? HealthStore {
+            let maintenance = Double(sqlite.rollupMaintenanceNanoseconds) / 1e9
+            print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through HealthStore.save); rollup maintenance %.1f s of it (%.1f %%)",
+                         saved, loadSeconds, Double(saved) / loadSeconds, maintenance, 100 * maintenance / loadSeconds))
+        } else {
+            print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through PostgresHealthStore.save, rollups included)",
+                         saved, loadSeconds, Double(saved) / loadSeconds))
+        }
+        print(String(format: "database: %.0f MiB", Double(try store.storedBytes()) / 1_048_576))
         store.close()
-        let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/healthd.sqlite")[.size] as? Int) ?? 0
-        print(String(format: "database: %.0f MiB", Double(size) / 1_048_576))
 
         if let budget = options.budgetMiB { setenv("HEALTHD_STATISTICS_MEMORY_MIB", "\(budget)", 1) }
-        let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory)
+        let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory,
+                                       extraArguments: database.map { ["--database", $0.url] } ?? [])
         defer { server.stop() }
         let client = try BenchHTTPClient(port: server.port)
         let idle = server.memory()
@@ -112,9 +159,14 @@ enum MultiUserStatisticsBenchmark {
             ("daily heart rate avg/min/max, \(options.days) days",
              "/v1/statistics/collection?type=heartRate&options=discreteAverage,discreteMin,discreteMax&interval=P1D&\(range)"),
         ]
+        var figures: [Figures] = []
         for pass in ["cold (first ask after the restart)", "warm (asked again)"] {
             var timings = dashboard.map { _ in [UInt64]() }
+            var floor: [UInt64] = []
             for token in tokens {
+                let started = nanosecondsNow()
+                _ = try client.request("GET", "/healthz", token: nil)
+                floor.append(nanosecondsNow() - started)
                 for (position, query) in dashboard.enumerated() {
                     let start = nanosecondsNow()
                     let response = try client.request("GET", query.target, token: token)
@@ -124,12 +176,60 @@ enum MultiUserStatisticsBenchmark {
                     }
                 }
             }
-            print("\(pass), each of \(tokens.count) users once, over HTTP:")
+            let floorSummary = LatencySummary(floor)
+            print("\(pass), each of \(tokens.count) users once, over HTTP (floor: GET /healthz \(floorSummary)):")
             for (position, query) in dashboard.enumerated() {
-                print("  \(query.name): \(LatencySummary(timings[position]))")
+                let summary = LatencySummary(timings[position])
+                print("  \(query.name): \(summary), p50 \(format(summary.p50 / floorSummary.p50, decimals: 1))x the floor")
             }
             let memory = server.memory()
             print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+            figures.append(Figures(backend: backend, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
+                                   queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }))
         }
+        return figures
+    }
+
+    /// Both backends' p50s (ms, and as multiples of that run's /healthz floor), one line per query and pass.
+    static func printSideBySide(_ figures: [Figures]) {
+        let backends = Array(Set(figures.map(\.backend))).sorted(by: >)
+        guard backends.count > 1 else { return }
+        print("side by side (p50 ms, and x the same server's GET /healthz p50):")
+        for pass in ["cold", "warm"] {
+            guard let names = figures.first(where: { $0.pass == pass })?.queries.map(\.name) else { continue }
+            for name in names {
+                let cells = backends.compactMap { backend -> String? in
+                    guard let run = figures.first(where: { $0.backend == backend && $0.pass == pass }),
+                          let query = run.queries.first(where: { $0.name == name }) else { return nil }
+                    return "\(backend) \(format(query.latency.p50)) ms (\(format(query.latency.p50 / run.floor.p50, decimals: 1))x)"
+                }
+                print("  \(pass) \(name): " + cells.joined(separator: " | "))
+            }
+        }
+    }
+}
+
+/// A PostgreSQL database of the benchmark's own on the server `adminURL` names, dropped at the end.
+final class BenchDatabase {
+    let url: String
+    private let adminURL: String
+    private let name: String
+
+    init(adminURL: String) throws {
+        self.adminURL = adminURL
+        name = "healthd_bench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        guard var components = URLComponents(string: adminURL) else { throw BenchError("not a URL: \(adminURL)") }
+        components.path = "/" + name
+        guard let url = components.string else { throw BenchError("cannot name a database in \(adminURL)") }
+        self.url = url
+        let admin = try PostgresConnection(url: adminURL)
+        defer { admin.close() }
+        try admin.execute("CREATE DATABASE \(name)")
+    }
+
+    func drop() {
+        guard let admin = try? PostgresConnection(url: adminURL) else { return }
+        try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        admin.close()
     }
 }

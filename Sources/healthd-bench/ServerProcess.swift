@@ -8,12 +8,14 @@ final class ServerProcess {
     let logPath: String
 
     /// Starts `healthd serve --port 0` and waits for its "listening on" line.
-    init(executable: String, dataDirectory: String) throws {
+    /// `extraArguments` go after the defaults (e.g. `--database postgres://…`).
+    init(executable: String, dataDirectory: String, extraArguments: [String] = []) throws {
+        try? FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         logPath = dataDirectory + "/healthd.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         guard let log = FileHandle(forWritingAtPath: logPath) else { throw BenchError("cannot write \(logPath)") }
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory]
+        process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["HEALTHD_ADMIN_TOKEN"] = "hda_bench_admin_token_not_used_for_samples_0123456789"
         process.environment = environment

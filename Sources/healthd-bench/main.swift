@@ -28,6 +28,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      + "vs SQLite GROUP BY and DuckDB; write throughput with and without cached indexes", StatisticsBenchmark.main),
     ("statistics-users", "many users' dashboards after a restart: daily steps (2 overlapping sources) and heart rate, cold and warm "
      + "over HTTP, server RSS; rollup maintenance share of the load", MultiUserStatisticsBenchmark.run),
+    ("postgres", "PostgreSQL beside SQLite: HTTP ingest vs raw binary COPY, statistics reads on two nodes vs one (--database URL)",
+     PostgresBenchmark.run),
     ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
      WorkoutSessionBenchmark.run),
 ]

@@ -136,7 +136,7 @@ func runExport(_ options: ExportOptions) {
     } else {
         output = FileHandle.standardOutput
     }
-    let scope = ExportScope(userRowID: user.rowID, userExternalID: user.id)
+    let scope = ExportScope(.wholeUser(user))
     var count = 0
     do {
         try scope.forEachPage(from: store) { bytes in

@@ -4,6 +4,7 @@ import Foundation
 import HealthAPI
 import HealthdCommandLine
 import HealthStore
+import PostgresStore
 import HTTPServer
 import Synchronization
 
@@ -41,11 +42,24 @@ func loadConfiguration(_ common: CommonOptions) -> HealthdConfiguration {
         }
     }
     if let dataDirectory = common.dataDirectory { configuration.dataDirectory = dataDirectory }
+    if let database = common.database { configuration.database = database }
     return configuration
 }
 
-/// Opens (creating) the data directory's store, or exits with one line saying why not.
-func openStore(_ configuration: HealthdConfiguration) -> HealthStore {
+/// Opens the PostgreSQL store when `database` names one, otherwise (creating) the data
+/// directory's SQLite store, or exits with one line saying why not.
+func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
+    // Never fall back to SQLite when PostgreSQL was asked for: the data would go somewhere else.
+    if let url = configuration.database {
+        // The data directory then holds only the generated admin token (without HEALTHD_ADMIN_TOKEN);
+        // if it cannot be made, writing the token says so in one line.
+        try? FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        do {
+            return try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
+        } catch {
+            fail("cannot open the PostgreSQL database: \(error)")
+        }
+    }
     let directory = configuration.dataDirectory
     do {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -131,7 +145,7 @@ func runServe(_ options: ServeOptions) {
 /// is checkpointed. A second signal stops at once (nothing acknowledged is lost either way: every
 /// 2xx was durable before it was sent). Installed before the first line is printed, so a signal
 /// sent as soon as the server says it listens is never lost.
-func handleStopSignals(server: HTTPServer, application: HealthApplication, store: HealthStore,
+func handleStopSignals(server: HTTPServer, application: HealthApplication, store: any HealthDataStore,
                        log: AccessLog) -> [any DispatchSourceSignal] {
     signal(SIGTERM, SIG_IGN)
     signal(SIGINT, SIG_IGN)
@@ -170,10 +184,10 @@ final class StopFlag: Sendable {
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
 /// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: HealthStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
+func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
-        let now = currentMilliseconds()
+        let now = StoreClock.nowMilliseconds()
         let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
                                          today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)

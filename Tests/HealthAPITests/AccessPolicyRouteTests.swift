@@ -11,7 +11,9 @@ import JSON
 /// tokens cannot call admin routes. A route added without an entry here fails the walk.
 @Suite struct AccessPolicyRouteTests {
     /// The types the walk withholds one at a time, with the owner's distinctive value for each.
-    static let types = ["stepCount", "distanceWalkingRunning", "heartRate", "workout", "dateOfBirth"]
+    static let types = sampleTypes + ["dateOfBirth"]
+    /// The withheld types that are samples (the rest are characteristics).
+    static let sampleTypes = ["stepCount", "distanceWalkingRunning", "heartRate", "workout", "activeEnergyBurned"]
     static let everything = types + ["flightsClimbed"]
     static let day = "2026-03-08"
 
@@ -24,19 +26,26 @@ import JSON
         let ownerSession: String
         /// Uuid of the owner's sample of each type.
         let ownerUUIDs: [String: String]
+        /// Per sample type, an anchor of the change feed from before any sample was saved.
+        let startAnchors: [String: String]
         let bobUUIDs: [String]
 
-        init() throws {
-            server = try TestServer()
+        init(_ backend: TestServer.Backend = .sqlite) throws {
+            server = try TestServer(backend: backend)
             alice = server.createUser("alice")
             let bob = server.createUser("bob")
             owner = server.token(user: alice, app: "ownerapp", read: AccessPolicyRouteTests.everything,
                                  share: AccessPolicyRouteTests.everything)
             let bobToken = server.token(user: bob, app: "bobapp", read: AccessPolicyRouteTests.everything,
                                         share: AccessPolicyRouteTests.everything)
+            var anchors: [String: String] = [:]
+            for type in AccessPolicyRouteTests.sampleTypes {
+                anchors[type] = server.request(.get, "/v1/changes?types=\(type)", token: owner)["anchor"]?.stringValue
+            }
+            startAnchors = anchors
             var uuids: [String: String] = [:]
             var bobs: [String] = []
-            for (index, type) in ["stepCount", "distanceWalkingRunning", "heartRate", "workout"].enumerated() {
+            for (index, type) in AccessPolicyRouteTests.sampleTypes.enumerated() {
                 let mine = String(format: "aaaaaaaa-0000-4000-8000-%012d", index)
                 let theirs = String(format: "bbbbbbbb-0000-4000-8000-%012d", index)
                 for (token, uuid) in [(owner, mine), (bobToken, theirs)] {
@@ -65,22 +74,36 @@ import JSON
     }
 
     /// One sample of `type`; the owners' values are distinctive (4321 steps, 9876.5 m, 187.25 bpm,
-    /// a 7777.5 m hike), a probe's are small.
-    static func sample(_ type: String, uuid: String? = nil, owner: Bool) -> String {
+    /// a 7777.5 m hike, 654.5 kcal), a probe's are small, and a probe's own kept sample (`own`)
+    /// has values of its own (`ownValues`), so a reply shows whose data it holds.
+    static func sample(_ type: String, uuid: String? = nil, owner: Bool, own: Bool = false) -> String {
         let id = uuid.map { #""uuid":"\#($0)","# } ?? ""
-        let start = owner ? "\(day)T08:00:00Z" : "\(day)T09:00:00Z"
-        let end = owner ? "\(day)T08:30:00Z" : "\(day)T09:30:00Z"
+        let hour = owner ? "08" : own ? "10" : "09"
+        let start = "\(day)T\(hour):00:00Z"
+        let end = "\(day)T\(hour):30:00Z"
+        func value(_ ownerValue: String, _ probeValue: String) -> String {
+            owner ? ownerValue : own ? (ownValues[type] ?? probeValue) : probeValue
+        }
         switch type {
         case "distanceWalkingRunning":
-            return #"{\#(id)"type":"distanceWalkingRunning","value":\#(owner ? 9876.5 : 3),"unit":"m","start":"\#(start)","end":"\#(end)"}"#
+            return #"{\#(id)"type":"distanceWalkingRunning","value":\#(value("9876.5", "3")),"unit":"m","start":"\#(start)","end":"\#(end)"}"#
         case "heartRate":
-            return #"{\#(id)"type":"heartRate","value":\#(owner ? 187.25 : 61),"unit":"count/min","start":"\#(start)","end":"\#(start)"}"#
+            return #"{\#(id)"type":"heartRate","value":\#(value("187.25", "61")),"unit":"count/min","start":"\#(start)","end":"\#(start)"}"#
         case "workout":
-            return #"{\#(id)"type":"workout","activityType":"hiking","totalDistance":{"value":\#(owner ? 7777.5 : 1),"unit":"m"},"start":"\#(start)","end":"\#(end)"}"#
+            return #"{\#(id)"type":"workout","activityType":"hiking","totalDistance":{"value":\#(value("7777.5", "1")),"unit":"m"},"start":"\#(start)","end":"\#(end)"}"#
+        case "activeEnergyBurned":
+            return #"{\#(id)"type":"activeEnergyBurned","value":\#(value("654.5", "4")),"unit":"kcal","start":"\#(start)","end":"\#(end)"}"#
         default:
-            return #"{\#(id)"type":"stepCount","value":\#(owner ? 4321 : 2),"unit":"count","start":"\#(start)","end":"\#(end)"}"#
+            return #"{\#(id)"type":"stepCount","value":\#(value("4321", "2")),"unit":"count","start":"\#(start)","end":"\#(end)"}"#
         }
     }
+
+    /// The owner's value of each withheld type as replies write it (`dateOfBirth`: its year).
+    static let ownerValues = ["stepCount": "4321", "distanceWalkingRunning": "9876.5", "heartRate": "187.25",
+                              "workout": "7777.5", "activeEnergyBurned": "654.5", "dateOfBirth": "1961"]
+    /// The value of a probe's own kept sample of each sample type.
+    static let ownValues = ["stepCount": "555", "distanceWalkingRunning": "333.25", "heartRate": "66.5",
+                            "workout": "2222.5", "activeEnergyBurned": "44.5"]
 
     /// What a route is called with for withheld type `type`, and whether it writes `type`.
     struct Call {
@@ -94,7 +117,8 @@ import JSON
     /// The call for each registered route, for withheld type `type`.
     static func call(_ method: HTTPMethod, _ pattern: String, type: String, world: World) -> Call? {
         let range = "start=\(day)T00:00:00Z&end=\(day)T23:59:59Z"
-        let options = ["stepCount": "cumulativeSum", "distanceWalkingRunning": "cumulativeSum"][type] ?? "discreteAverage"
+        let options = ["stepCount": "cumulativeSum", "distanceWalkingRunning": "cumulativeSum",
+                       "activeEnergyBurned": "cumulativeSum"][type] ?? "discreteAverage"
         let uuid = world.ownerUUIDs[type] ?? world.ownerUUIDs["stepCount"] ?? ""
         let imu = #"{"session":"probe-\#(type)","seq":0,"unit":"g","t0":"\#(day)T10:00:00Z","samples":{"t":[0,0.02,0.04],"x":[0,0,0],"y":[0,0,0],"z":[1,1,1]}}"#
         switch (method, pattern) {
@@ -113,6 +137,8 @@ import JSON
         case (.get, "/v1/authorizations/status"): return Call(method: .get, target: "\(pattern)?types=\(type)")
         case (.get, "/v1/authorizations/current"): return Call(method: .get, target: pattern)
         case (.get, "/v1/workouts"): return Call(method: .get, target: "\(pattern)?\(range)")
+        case (.get, "/v1/workouts/{uuid}/route"):
+            return Call(method: .get, target: "/v1/workouts/\(world.ownerUUIDs["workout"] ?? uuid)/route")
         case (.post, "/v1/ingest/health-auto-export"):
             // Types the token may not share are counted as refused in a 200 (the app cannot split
             // its export); the owner's data staying intact is what the walk checks.
@@ -139,7 +165,7 @@ import JSON
         case (.get, "/v1/changes/stream"): return Call(method: .get, target: "\(pattern)?types=\(type)")
         case (.get, "/v1/statistics"): return Call(method: .get, target: "\(pattern)?type=\(type)&options=\(options)&\(range)")
         case (.get, "/v1/statistics/collection"):
-            return Call(method: .get, target: "\(pattern)?type=\(type)&options=\(options)&\(range)&anchor=\(day)T00:00:00Z&interval=hour")
+            return Call(method: .get, target: "\(pattern)?type=\(type)&options=\(options)&\(range)&anchor=\(day)T00:00:00Z&interval=PT1H")
         case (.get, "/v1/sources/priority"): return Call(method: .get, target: "\(pattern)?type=\(type)")
         case (.get, "/v1/summary"): return Call(method: .get, target: "\(pattern)?date=\(day)")
         case (.get, "/v1/activity-summaries"): return Call(method: .get, target: "\(pattern)?start=\(day)&end=\(day)")
@@ -161,6 +187,7 @@ import JSON
         case "distanceWalkingRunning": secrets += [world.ownerUUIDs[type] ?? "", "9876.5", "9.8765", "ownerapp"]
         case "heartRate": secrets += [world.ownerUUIDs[type] ?? "", "187.25", "ownerapp"]
         case "workout": secrets += [world.ownerUUIDs[type] ?? "", "7777.5", "ownerapp"]
+        case "activeEnergyBurned": secrets += [world.ownerUUIDs[type] ?? "", "654.5", "ownerapp"]
         default: secrets += ["1961"]
         }
         return secrets
@@ -183,7 +210,15 @@ import JSON
     }
 
     @Test func everyRouteKeepsDataFromATokenWithoutReadPermission() throws {
-        let world = try World()
+        try Self.keepsDataFromATokenWithoutReadPermission(.sqlite)
+    }
+
+    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
+        try Self.refusesWritesOfATokenWithoutSharePermission(.sqlite)
+    }
+
+    static func keepsDataFromATokenWithoutReadPermission(_ backend: TestServer.Backend) throws {
+        let world = try World(backend)
         let before = world.ownerData()
         for type in Self.types {
             let probe = world.server.token(user: world.alice, app: "probe-noread-\(type)",
@@ -206,8 +241,8 @@ import JSON
         #expect(world.ownerData() == before, "a token without read permission changed the owner's data")
     }
 
-    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
-        let world = try World()
+    static func refusesWritesOfATokenWithoutSharePermission(_ backend: TestServer.Backend) throws {
+        let world = try World(backend)
         let before = world.ownerData()
         for type in Self.types {
             let probe = world.server.token(user: world.alice, app: "probe-noshare-\(type)",
@@ -225,5 +260,17 @@ import JSON
             #expect(status[type]?.stringValue == "sharingDenied", "\(status.text)")
         }
         #expect(world.ownerData() == before, "a token without share permission changed the owner's data")
+    }
+}
+
+/// The same walk on the PostgreSQL store: its access control must hold exactly as SQLite's.
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to walk the routes on the PostgreSQL store"))
+struct PostgresAccessPolicyRouteTests {
+    @Test func everyRouteKeepsDataFromATokenWithoutReadPermission() throws {
+        try AccessPolicyRouteTests.keepsDataFromATokenWithoutReadPermission(.postgres)
+    }
+
+    @Test func everyWriteRouteRefusesATokenWithoutSharePermission() throws {
+        try AccessPolicyRouteTests.refusesWritesOfATokenWithoutSharePermission(.postgres)
     }
 }

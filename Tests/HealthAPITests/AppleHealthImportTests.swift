@@ -141,8 +141,7 @@ enum Fixtures {
             return true
         }
         let user = try #require(try server.store.user(named: "jane"))
-        let page = try server.store.exportPage(userRowID: user.rowID, userExternalID: user.id, type: "stepCount", onlySource: nil,
-                                               after: nil, limit: 10)
+        let page = try server.store.exportPage(type: "stepCount", scope: .wholeUser(user), after: nil, limit: 10)
         #expect(page.count == 1)
     }
 
@@ -283,7 +282,7 @@ final class CollectingBodyStream: HTTPBodyStream, Sendable {
         #expect(Set(lines.compactMap { $0["type"]?.stringValue }) == ["stepCount"])
 
         // Paging: small pages give the same lines in the same order.
-        var scope = ExportScope(userRowID: user.rowID, userExternalID: userID)
+        var scope = ExportScope(.wholeUser(user))
         scope.pageSize = 3
         var paged: [UInt8] = []
         try scope.forEachPage(from: server.store) { paged += $0; return true }

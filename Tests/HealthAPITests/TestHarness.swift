@@ -5,17 +5,58 @@ import JSON
 import Synchronization
 @testable import HealthAPI
 @testable import HealthStore
+import PostgreSQL
+import PostgresStore
 
-/// A HealthApplication on a fresh temporary store, driven without sockets.
+/// `HEALTHD_TEST_POSTGRES_URL`: where the PostgreSQL variants of API suites run (skipped without it).
+enum TestPostgres {
+    static let url = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    static var isAvailable: Bool { url != nil }
+}
+
+/// A schema of its own for one test server, dropped with it.
+final class TestPostgresSchema: Sendable {
+    let name = "hd_api_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+    let configuration: PostgresConfiguration
+
+    init() throws {
+        guard let url = TestPostgres.url else { throw PostgresError(kind: .misuse, message: "HEALTHD_TEST_POSTGRES_URL is not set") }
+        let admin = try PostgresConnection(url: url)
+        defer { admin.close() }
+        try admin.execute("CREATE SCHEMA \(name)")
+        var configuration = try PostgresConfiguration(url: url)
+        configuration.settings["search_path"] = name
+        self.configuration = configuration
+    }
+
+    deinit {
+        guard let url = TestPostgres.url, let admin = try? PostgresConnection(url: url) else { return }
+        try? admin.execute("DROP SCHEMA \(name) CASCADE")
+        admin.close()
+    }
+}
+
+/// A HealthApplication on a fresh temporary store, driven without sockets: SQLite by default, or
+/// PostgreSQL (a schema of its own on `HEALTHD_TEST_POSTGRES_URL`) for the suites that walk the
+/// API on both backends.
 final class TestServer: Sendable {
     static let adminToken = "test-admin-token-0123456789"
+    enum Backend: Sendable { case sqlite, postgres }
+
     let application: HealthApplication
-    let store: HealthStore
+    let backend: any HealthDataStore
     let directory: String
     private let ownsDirectory: Bool
+    private let postgresSchema: TestPostgresSchema?
+
+    /// The SQLite store, for the tests that look inside it (they run on SQLite only).
+    var store: HealthStore {
+        guard let store = backend as? HealthStore else { fatalError("this test reaches into the SQLite store") }
+        return store
+    }
 
     /// A server on a fresh directory, or on `directory` (a restart: the caller owns that directory).
-    init(directory existing: String? = nil, log: AccessLog? = nil,
+    init(directory existing: String? = nil, log: AccessLog? = nil, backend kind: Backend = .sqlite,
          configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
         directory = existing ?? NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
         ownsDirectory = existing == nil
@@ -24,12 +65,20 @@ final class TestServer: Sendable {
         configuration.accessLog = false
         configuration.publicDirectory = directory + "/Public"
         configure(&configuration)
-        store = try HealthStore(directory: directory, readers: 2)
-        application = HealthApplication(configuration: configuration, store: store, adminToken: Self.adminToken, accessLog: log)
+        switch kind {
+        case .sqlite:
+            postgresSchema = nil
+            backend = try HealthStore(directory: directory, readers: 2)
+        case .postgres:
+            let schema = try TestPostgresSchema()
+            postgresSchema = schema
+            backend = try PostgresHealthStore(configuration: schema.configuration, maxConnections: 4)
+        }
+        application = HealthApplication(configuration: configuration, store: backend, adminToken: Self.adminToken, accessLog: log)
     }
 
     deinit {
-        store.close()
+        backend.close()
         if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 

@@ -80,7 +80,10 @@ struct HealthAutoExportMappingTests {
         #expect(objects.map(\.type) == ["bloodPressureSystolic", "bloodPressureDiastolic"])
         #expect(objects.map(\.quantity) == [121, 79])
 
-        #expect(HAEFixtures.unmapped(items) == ["physical_effort": 2, "stateOfMind": 1, "symptoms": 1])
+        #expect(HAEFixtures.unmapped(items) == ["physical_effort": 2])
+        // The newer sections of the same payload: a symptom and a state of mind.
+        #expect(of("headache").map(\.content) == [.category("mild")])
+        #expect(of("stateOfMind").map(\.content) == [.category("slightlyPleasant")])
     }
 
     @Test("aggregated sleep becomes stage samples laid end to end from sleepStart, and in-bed time")
@@ -140,7 +143,7 @@ struct HealthAutoExportMappingTests {
         #expect(day.end == HAEFixtures.instant("2024-02-07T00:00:00-08:00"))
     }
 
-    @Test("workouts v1: totals converted, heart-rate samples, route points counted as unmapped")
+    @Test("workouts v1: totals converted, heart-rate samples, a route linked to the workout")
     func workoutsVersion1() throws {
         let items = try HAEFixtures.items(try HAEFixtures.bytes("workouts-v1.json"))
         let samples = HAEFixtures.samples(items)
@@ -153,7 +156,14 @@ struct HealthAutoExportMappingTests {
         #expect(workout.end == HAEFixtures.instant("2023-06-01T22:40:00Z"))
         let expectedRates: [Double?] = [98, 112]
         #expect(samples.filter { $0.type == "heartRate" }.map(\.quantity) == expectedRates)
-        #expect(HAEFixtures.unmapped(items) == ["workouts.route": 3])
+        #expect(HAEFixtures.unmapped(items).isEmpty)
+        // Version 1 spells the coordinates lat and lon.
+        let route = try #require(samples.first { $0.type == "workoutRoute" })
+        guard case .workoutRoute(let locations) = route.content else { Issue.record("not a route"); return }
+        #expect(locations.workout == workout.uuid)
+        #expect(locations.locations.map(\.latitude) == [40.7812, 40.7815, 40.7819])
+        #expect(locations.locations.map(\.altitude) == [41.2, 41.9, 42.3])
+        #expect(route.start == HAEFixtures.instant("2023-06-01T22:00:05Z") && route.end == HAEFixtures.instant("2023-06-01T22:00:15Z"))
     }
 
     @Test("workouts v2: activity type from the name, indoor flag, id kept, heart-rate points")
@@ -177,7 +187,14 @@ struct HealthAutoExportMappingTests {
         let heartRates = HAEFixtures.samples(items).filter { $0.type == "heartRate" }
         let expected: [Double?] = [146, 155.5]
         #expect(heartRates.map(\.quantity) == expected)
-        #expect(HAEFixtures.unmapped(items) == ["workouts.route": 2])
+        #expect(HAEFixtures.unmapped(items).isEmpty)
+        let route = try #require(HAEFixtures.samples(items).first { $0.type == "workoutRoute" })
+        guard case .workoutRoute(let path) = route.content else { Issue.record("not a route"); return }
+        #expect(path.workout == workouts[0].uuid)
+        #expect(path.locations.first == WorkoutRouteLocation(
+            date: HAEFixtures.instant("2024-02-06T15:00:02Z"), latitude: 37.7749, longitude: -122.4194, altitude: 12.5, speed: 2.9,
+            course: 90, horizontalAccuracy: 3.1, verticalAccuracy: 2.2))
+        #expect(metadataValue(route, "HKTimeZone") == .string("GMT-0800"))
     }
 
     @Test("workout names", arguments: [
@@ -304,6 +321,8 @@ struct JSONStreamScannerTests {
         (#"[[],1]"#, true), (#"{"a":{},"b":[{}]}"#, true), (#" "x\"\u00e9" "#, true), (#"-1.5e3"#, true), (#"[true,false,null]"#, true),
         (#"[1:2]"#, false), (#"{"a" 1}"#, false), (#"{1:2}"#, false), (#"[1,2"#, false), (#""abc"#, false), (#""\q""#, false),
         (#"[tru]"#, false), (#"{"a":1,}"#, false),
+        // A \u escape cut short by the end of input once looped forever (found by the fuzzer).
+        (#""\u12"#, false), (#"{"c:\u5"#, false), (#""\u"#, false),
     ])
     func skipping(text: String, valid: Bool) {
         switch skip(text) {

@@ -50,3 +50,31 @@ import Testing
         #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--statistics-memory", "lots"]) }
     }
 }
+
+@Suite struct DatabaseSettingTests {
+    /// SQLite in the data directory unless a PostgreSQL URL is given, by flag or by the file; anything
+    /// else is refused up front instead of quietly falling back to SQLite.
+    @Test func postgresURLComesFromTheFileOrTheFlag() throws {
+        #expect(HealthdConfiguration().database == nil)
+        let file = try ConfigurationFile.apply(Array(#"{"database": "postgres://healthd@db:5432/healthd"}"#.utf8), to: HealthdConfiguration())
+        #expect(file.database == "postgres://healthd@db:5432/healthd")
+        for bad in [#"{"database": "healthd.sqlite"}"#, #"{"database": "mysql://db/x"}"#, #"{"database": 5432}"#,
+                    #"{"database": "postgres://db/x y"}"#] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try ConfigurationFile.apply(Array(bad.utf8), to: HealthdConfiguration()) }
+        }
+        for command in ["serve", "seed", "import", "export"] {
+            let extra = command == "serve" ? [] : (command == "import" ? ["f.zip", "--user", "u"] : ["--user", "u"])
+            let parsed = try CommandLineParser.parse([command, "--database", "postgresql://u@h/db"] + extra)
+            let common: CommonOptions? = switch parsed {
+            case .serve(let options): options.common
+            case .seed(let options): options.common
+            case .importFile(let options): options.common
+            case .export(let options): options.common
+            default: nil
+            }
+            #expect(common?.database == "postgresql://u@h/db", "\(command)")
+        }
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--database", "./data.sqlite"]) }
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["serve", "--database"]) }
+    }
+}

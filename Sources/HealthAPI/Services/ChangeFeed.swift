@@ -44,7 +44,7 @@ struct ChangeSubscriber: Sendable {
         return !types.isDisjoint(with: typeIDs)
     }
 
-    func read(after position: ChangePosition?, store: HealthStore) throws(APIError) -> ChangePage {
+    func read(after position: ChangePosition?, store: any HealthDataStore) throws(APIError) -> ChangePage {
         do {
             return try store.changes(ChangeRequest(types: types, after: position, limit: limit), for: app, userExternalID: app.userID)
         } catch ChangeFeedError.anchorExpired {
@@ -88,7 +88,7 @@ public final class ChangeFeed: Sendable {
         status: .gone, code: "errorAnchorExpired",
         detail: "the anchor is older than the retained deletion history; start over without an anchor")
 
-    let store: HealthStore
+    let store: any HealthDataStore
     let workers: DispatchQueue
     /// A stream whose unsent backlog exceeds this is cut off (after a final `event: error`).
     let streamBacklogLimit: Int
@@ -120,7 +120,7 @@ public final class ChangeFeed: Sendable {
         var respond: @Sendable (HTTPResponse) -> Void
     }
 
-    init(store: HealthStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
+    init(store: any HealthDataStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
          log: AccessLog? = nil) {
         self.store = store
         self.log = log

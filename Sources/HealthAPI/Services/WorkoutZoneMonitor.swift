@@ -10,10 +10,16 @@ import Synchronization
 /// store judge that user's new readings (`advanceWorkoutZones`), and the changes go to the user's
 /// streams whose app may read heart rate. One judgement runs per user at a time, on the worker
 /// pool; a commit meanwhile makes it run once more, so readings are judged in commit order.
+///
+/// Several nodes on one database: every node hears every node's commits, the judgement's progress
+/// is stored (so a reading is judged once, by whichever node gets there first), and the zone
+/// changes go out through `HealthDataStore.broadcast`, so every node's streams send them. A node
+/// learns of sessions started elsewhere by re-reading the running sessions every few seconds; the
+/// readings in between are not lost, only judged at the next commit after that.
 final class WorkoutZoneMonitor: Sendable {
     static let eventName = "zone"
 
-    let store: HealthStore
+    let store: any HealthDataStore
     let feed: ChangeFeed
     private let state: Mutex<State>
 
@@ -24,9 +30,13 @@ final class WorkoutZoneMonitor: Sendable {
         var activeSessions: [Int64: Int]?
         var judging: Set<Int64> = []
         var pending: Set<Int64> = []
+        var refreshTimer: (any DispatchSourceTimer)?
     }
 
-    init(store: HealthStore, feed: ChangeFeed) {
+    /// How often a node serving a shared database re-reads the running sessions.
+    static let sharedRefreshSeconds = 5
+
+    init(store: any HealthDataStore, feed: ChangeFeed) {
         self.store = store
         self.feed = feed
         state = Mutex(State(activeSessions: nil))
@@ -34,6 +44,23 @@ final class WorkoutZoneMonitor: Sendable {
         // running before a restart: unknown counts judge every heart-rate commit instead.
         loadActiveSessions()
         store.addCommitObserver { [weak self] change in self?.committed(change) }
+        store.addStreamEventObserver { [weak feed] event in
+            _ = feed?.publish(event: event.name, data: event.data, userRowID: event.userRowID, readableType: event.readableType)
+        }
+        if store.isSharedByNodes {
+            state.withLock { state in
+                let timer = DispatchSource.makeTimerSource(queue: feed.workers)
+                let interval = DispatchTimeInterval.seconds(Self.sharedRefreshSeconds)
+                timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
+                timer.setEventHandler { [weak self] in self?.loadActiveSessions() }
+                timer.resume()
+                state.refreshTimer = timer
+            }
+        }
+    }
+
+    deinit {
+        state.withLock { $0.refreshTimer?.cancel() }
     }
 
     private func loadActiveSessions() {
@@ -92,7 +119,14 @@ final class WorkoutZoneMonitor: Sendable {
                 changes = []
             }
             for change in changes {
-                feed.publish(event: Self.eventName, data: Self.eventData(change), userRowID: user, readableType: "heartRate")
+                do {
+                    try store.broadcast(StreamEvent(userRowID: user, name: Self.eventName, data: Self.eventData(change),
+                                                    readableType: "heartRate"))
+                } catch {
+                    // This node's streams have it; other nodes' streams miss this one event.
+                    feed.log?.event("a workout zone event could not reach the other nodes", level: "warning",
+                                    fields: [("error", String(describing: error))])
+                }
             }
             let again = state.withLock { state -> Bool in
                 if state.pending.contains(user) { return true }

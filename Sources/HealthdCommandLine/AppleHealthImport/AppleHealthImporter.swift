@@ -95,7 +95,7 @@ public final class AppleHealthImporter {
     private static let chunkSize = 256 * 1024
     private static let progressInterval = 50_000
 
-    public init(store: HealthStore, userRowID: Int64, batchSize: Int = 5_000) {
+    public init(store: any HealthDataStore, userRowID: Int64, batchSize: Int = 5_000) {
         writer = ImportWriter(store: store, userRowID: userRowID)
         self.batchSize = max(1, batchSize)
     }
@@ -212,19 +212,19 @@ final class ImportWriter: Sendable {
         var failure: String?
     }
 
-    private let store: HealthStore
+    private let store: any HealthDataStore
     private let userRowID: Int64
     private let queue = DispatchQueue(label: "healthd.import.writer")
     private let slots = DispatchSemaphore(value: 2)
     private let pending = DispatchGroup()
     private let counts = Mutex(Counts())
 
-    init(store: HealthStore, userRowID: Int64) {
+    init(store: any HealthDataStore, userRowID: Int64) {
         self.store = store
         self.userRowID = userRowID
     }
 
-    func submit(_ work: @escaping @Sendable (HealthStore, Int64, inout Counts) throws -> Void) throws {
+    func submit(_ work: @escaping @Sendable (any HealthDataStore, Int64, inout Counts) throws -> Void) throws {
         try throwIfFailed()
         slots.wait()
         pending.enter()

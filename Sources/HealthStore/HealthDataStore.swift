@@ -1,0 +1,229 @@
+import Foundation
+import HealthModel
+import Statistics
+
+/// Everything the HTTP layer, the change feed, the workout zone monitor, the importers and the
+/// demo seeder ask of a store, whatever keeps the data: the embedded SQLite `HealthStore` (the
+/// default) or the PostgreSQL store (`PostgresStore`, for several nodes on one database).
+///
+/// The value types (users, authorizations and their `AccessPolicy`, sample queries and pages,
+/// change positions, statistics answers...) live beside it in this module, so both backends speak
+/// the same words. Every read and write applies the caller's `AccessPolicy` inside the store, so a
+/// route cannot forget it. Calls are coarse (one per request, one per batch): the cost of calling
+/// through `any HealthDataStore` is one indirect call per request, never one per sample.
+///
+/// Errors: `StoreError`, `SharingDenied`, `SampleConflict`, `ChangeFeedError`, `IMUIngestError`,
+/// `WorkoutSessionTransitionError` mean what the API says; a backend's own error that conforms to
+/// `StoreFaultReporting` may say the database is full or unreachable; anything else is a server
+/// fault whose text goes to the log only.
+public protocol HealthDataStore: AnyObject, Sendable {
+    // MARK: The store itself
+
+    /// The server's key for signing cursors and anchors: made once and kept in the database, so
+    /// tokens stay valid across restarts and on every node that serves the same data.
+    var secret: [UInt8] { get }
+
+    /// Bytes the store occupies (the `healthd_store_bytes` gauge): the SQLite file and its WAL, or
+    /// the PostgreSQL tables and indexes.
+    func storedBytes() throws -> Int64
+
+    /// Called after every commit that added or deleted samples, once the data is durable: the
+    /// change feed wakes its waiters and the workout zone monitor judges new heart rates. A store
+    /// shared by several nodes also reports the other nodes' commits here.
+    func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void)
+
+    /// Hands a stream event (a workout zone change) to the streams of every node serving this
+    /// data, this one included: this node's observers get it at once, other nodes' through the
+    /// database. Throws only when the other nodes could not be told.
+    func broadcast(_ event: StreamEvent) throws
+    /// Called for every stream event broadcast by any node serving this data.
+    func addStreamEventObserver(_ observer: @escaping @Sendable (StreamEvent) -> Void)
+    /// True when other processes may serve the same data (the PostgreSQL store): what this
+    /// process remembers about the data (running workout sessions...) may then be out of date.
+    var isSharedByNodes: Bool { get }
+
+    func close()
+
+    // MARK: Users and authorizations
+
+    /// A `conflict` when the name is taken.
+    func createUser(name: String) throws -> User
+    func user(named name: String) throws -> User?
+    /// By the id clients see or, for convenience in admin calls, by name.
+    func user(idOrName: String) throws -> User?
+
+    /// Creates an authorization and returns it with its token, which is never stored or shown again.
+    func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>, disclosesRead: Bool)
+        throws -> (authorization: AppAuthorization, token: String)
+    /// A live authorization of `app` for `user` that may read and share at least the given types,
+    /// created with exactly those permissions when there is none (its token is never shown).
+    func appAuthorizationCreatingIfNeeded(user: User, app: String, read: Set<String>, share: Set<String>)
+        throws -> AppAuthorization
+    /// False when there is no such unrevoked authorization. How soon a revoked token stops working
+    /// is the backend's documented bound (at once for SQLite).
+    func revokeAuthorization(id: String) throws -> Bool
+    /// The authorization for a token hash if it is cached and still valid; nil says nothing. No I/O.
+    func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization?
+    /// The live authorization for a token hash, nil for unknown and revoked tokens. A failing read
+    /// throws: a database fault must not look like a wrong token.
+    func authorization(tokenHash: [UInt8]) throws -> AppAuthorization?
+
+    // MARK: Samples
+
+    /// Saves a batch atomically (all or none) and returns the uuids in request order. A uuid saved
+    /// before with identical content is accepted again without a second copy; with different
+    /// content the batch is a `SampleConflict`.
+    func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID]
+    /// `save` without holding the calling thread until the commit: `completion` gets the uuids (or
+    /// the error) once the batch is durable.
+    func save(_ samples: [HealthSample], by app: AppAuthorization,
+              completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void)
+    /// Samples of one type visible to `app`, one page in the query's order.
+    func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage
+    /// One sample by uuid, if the user has it and the app may see it.
+    func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample?
+    /// Deletes one sample the app saved, leaving a tombstone: another app's is `forbidden` (or
+    /// `notFound` when the app may not read the type), none is `notFound`.
+    func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws
+    /// Deletes the app's own top-level samples of a type in [start, end) (overlap); returns how many.
+    func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int
+    /// The apps (with their devices) that saved a type, first saver first (HKSourceQuery).
+    func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])]
+    /// How many samples (top-level and correlation objects) of `type` the user has from `app`.
+    func sampleCount(userRowID: Int64, type: String, app: String) throws -> Int
+    /// Milliseconds of [start, end) covered by samples of `type` with a positive value (their union).
+    func coveredDuration(userRowID: Int64, type: HealthType, start: Int64, end: Int64, onlySource: Int64?) throws -> Int64
+
+    // MARK: Change feed
+
+    /// Changes after `request.after` as `app` sees them: following `next` misses and repeats nothing.
+    func changes(_ request: ChangeRequest, for app: AppAuthorization, userExternalID: String) throws -> ChangePage
+    /// The position of "now" in the user's change sequence: a client starting here sees only later changes.
+    func currentChangePosition(userRowID: Int64) throws -> ChangePosition
+    /// Purges tombstones deleted before `cutoff` (Unix ms); older anchors become expired. Returns how many.
+    @discardableResult
+    func purgeTombstones(deletedBefore cutoff: Int64) throws -> Int
+
+    // MARK: Statistics and source priority
+
+    /// HKStatisticsCollectionQuery over the user's samples of a quantity type, merged by the user's
+    /// source priority, with each source's figures when `options` asks (or always, so a caller can
+    /// narrow to one source). Reflects every write committed before the call, on any node.
+    func statistics(userRowID: Int64, type: HealthType, buckets: [CalendarBucket], options: StatisticsOptions)
+        throws -> StatisticsAnswer
+    /// The effective source order for a type as app names.
+    func sourcePriority(userRowID: Int64, type: HealthType) throws -> [String]
+    /// Stores the user's order for a type; an unknown or repeated app is `invalid` and nothing is stored.
+    func setSourcePriority(userRowID: Int64, type: HealthType, apps: [String]) throws
+
+    // MARK: Characteristics, goals, activity summaries
+
+    func characteristics(userRowID: Int64) throws -> [(String, String)]
+    func replaceCharacteristics(userRowID: Int64, _ values: [(String, String)]) throws
+    func activityGoals(userRowID: Int64) throws -> ActivityGoals
+    func setActivityGoals(userRowID: Int64, _ goals: ActivityGoals) throws
+    /// Saves summaries in one transaction; a day already stored is replaced.
+    func saveActivitySummaries(_ summaries: [ActivitySummary], userRowID: Int64) throws
+    func activitySummaries(userRowID: Int64, from first: HealthDay, through last: HealthDay) throws -> [ActivitySummary]
+
+    // MARK: IMU sessions (the pedometer's exactly-once batches)
+
+    func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup
+    func commitIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+                   basis: IMUSessionState, result: IMUBatchResult,
+                   completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void)
+    func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals
+
+    // MARK: Workout sessions
+
+    func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+                             at start: Int64) throws -> WorkoutSession
+    func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession?
+    func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction,
+                              now: Int64) throws -> WorkoutSession
+    func endWorkoutSession(id: String, app: AppAuthorization, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession
+    /// Users with a running or paused session, and how many each has.
+    func activeWorkoutSessionCounts() throws -> [Int64: Int]
+    /// Judges heart-rate readings committed since the last call against the user's running
+    /// sessions with a zone; returns the state changes to publish.
+    func advanceWorkoutZones(userRowID: Int64) throws -> [WorkoutZoneChange]
+
+    // MARK: Import and export
+
+    /// Saves an import batch, each sample as its own app's source; see `ImportOutcome`.
+    func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome]
+    /// One page of a user's top-level samples of one type, oldest first, after `after`.
+    func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
+                    after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)]
+}
+
+extension HealthDataStore {
+    /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
+    public func userCreatingIfNeeded(name: String) throws -> User {
+        if let user = try user(named: name) { return user }
+        do { return try createUser(name: name) } catch StoreError.conflict {
+            // Another request (or node) created it between the two calls.
+            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
+            return user
+        }
+    }
+
+    /// An authorization that may not learn its own read list (HealthKit's default).
+    public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>)
+        throws -> (authorization: AppAuthorization, token: String) {
+        try createAuthorization(user: user, app: app, read: read, share: share, disclosesRead: false)
+    }
+
+    /// Ends a session, saving its workout under a fresh uuid.
+    public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64) throws -> WorkoutSession {
+        try endWorkoutSession(id: id, app: app, now: now, workoutUUID: .random())
+    }
+
+    /// Purges tombstones older than `days` days.
+    @discardableResult
+    public func purgeTombstones(retentionDays days: Int) throws -> Int {
+        try purgeTombstones(deletedBefore: StoreClock.nowMilliseconds() - Int64(days) * 86_400_000)
+    }
+}
+
+/// A statistics answer: one entry per bucket, and the app name of every source id its per-source
+/// figures use.
+public struct StatisticsAnswer: Sendable {
+    public var buckets: [BucketStatistics]
+    public var appNames: [Int32: String]
+
+    public init(buckets: [BucketStatistics], appNames: [Int32: String]) {
+        self.buckets = buckets
+        self.appNames = appNames
+    }
+}
+
+/// What a backend's error says about the database as a whole, beyond the request: the API answers
+/// 507 for `outOfSpace` and 503 with Retry-After for `unavailable`, and logs the error's text.
+public enum StoreFault: Sendable, Equatable {
+    /// The database's disk is full: nothing of the request was stored; retry once space returns.
+    case outOfSpace
+    /// The database cannot be reached right now (connection lost, server restarting, too many
+    /// connections): nothing is known to be stored; retry shortly.
+    case unavailable
+}
+
+/// An error that can say it is a `StoreFault`; drivers' error types conform in the store modules.
+public protocol StoreFaultReporting: Error {
+    /// Nil for any other failure.
+    var storeFault: StoreFault? { get }
+}
+
+extension StoreFault {
+    /// The fault `error` reports, if it is one.
+    public static func of(_ error: any Error) -> StoreFault? {
+        (error as? any StoreFaultReporting)?.storeFault
+    }
+}
+
+/// The wall clock in Unix milliseconds, the one helper the server reads "now" through (stores'
+/// timestamps, access logs, summaries, workout sessions, the seeder); code that must be tested at a
+/// fixed time takes a `() -> Int64` that defaults to it.
+public enum StoreClock {
+    public static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+}

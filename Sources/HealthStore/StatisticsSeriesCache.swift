@@ -1,0 +1,209 @@
+import HealthModel
+import Statistics
+import Synchronization
+
+// The statistics read path every store shares: which rollup rows a query needs, when a cached
+// decoding of them may answer, and the memory budget over all cached series. A backend supplies
+// only a snapshot reader (`RollupSnapshotReading`) for its own SQL.
+
+/// What a statistics query sees of one (user, type): the series decoded from its rollup rows for
+/// the days asked about, current as of one snapshot of the store, and the names of the user's sources so
+/// answers can say which app each figure came from.
+public struct StatisticsSnapshot: Sendable {
+    public let index: RollupSeries
+    /// Source row id (as the series' `source`) -> app name.
+    public let appNames: [Int32: String]
+    /// The series' rollup version the answer reflects (bumped by every commit that changed its rows).
+    public let sequence: Int64
+
+    /// The source id of `app` for this user, if it ever wrote or was authorized.
+    public func source(ofApp app: String) -> Int32? {
+        appNames.first(where: { $0.value == app })?.key
+    }
+}
+
+extension AggregationStyle {
+    /// The style of a quantity type's statistics; nil for types statistics do not apply to.
+    public init?(_ type: HealthType) {
+        guard type.kind == .quantity, let aggregation = type.aggregation else { return nil }
+        self = aggregation.isCumulative ? .cumulative : .discrete
+    }
+
+    /// Type code -> style for every quantity type among a store's codes (name -> code): the series
+    /// whose statistics have rollups.
+    public static func styles(ofTypeCodes codes: [String: Int64]) -> [Int64: AggregationStyle] {
+        codes.reduce(into: [:]) { styles, entry in
+            if let type = HealthTypeCatalog.type(entry.key), let style = AggregationStyle(type) { styles[entry.value] = style }
+        }
+    }
+}
+
+/// One day's rollup row as a store keeps it (see `DayRollup`); `detail` only when it was asked for.
+public typealias RollupRow = (day: Int64, body: [UInt8], detail: [UInt8]?)
+
+/// What a store reads of one series (one user's quantity type), every call inside the same
+/// snapshot of its database, so the version, the rows and the edge samples agree.
+public protocol RollupSnapshotReading {
+    /// Bumped by every commit that changed the series' rows (0 before the first): a cached
+    /// decoding may answer exactly while its version is the one read here. A store shared by
+    /// several nodes keeps it in the database, so another node's commit makes this node's
+    /// cache stale on its next query.
+    func rollupVersion() throws -> Int64
+    /// The rows of `days`, ascending, with their detail for `detailDays` only.
+    func rollupRows(days: ClosedRange<Int64>, detailDays: Set<Int64>) throws -> [RollupRow]
+    /// The series' samples starting in [from, to), as the statistics take them.
+    func statisticsSamples(from: Int64, to: Int64) throws -> [StatisticsSample]
+    /// The user's effective source order for the type (source ids as in the samples).
+    func sourcePriority() throws -> SourcePriority
+    /// Source id -> app name, for every source of the user.
+    func appNames() throws -> [Int32: String]
+}
+
+/// What one snapshot read for a series; made by `StatisticsIndexCache.withSeries` only.
+public struct RollupLoad {
+    var version: Int64
+    var priority: SourcePriority
+    var appNames: [Int32: String]
+    var days: ClosedRange<Int64>
+    var rows: [RollupRow]
+    var detailDays: Set<Int64>
+    var edgeSlots: Set<Int64>
+    var edgeSamples: [StatisticsSample]
+}
+
+/// Decoded rollup rows per (user, type), kept while their series' version is unchanged. The rows
+/// are the truth (kept current in the writers' transactions); this cache only saves decoding them
+/// again, so dropping an entry costs one cold read of the days a query asks for.
+public final class StatisticsIndexCache: Sendable {
+    public struct Key: Hashable, Sendable {
+        public var userRowID: Int64
+        public var typeCode: Int64
+
+        public init(userRowID: Int64, typeCode: Int64) {
+            self.userRowID = userRowID
+            self.typeCode = typeCode
+        }
+    }
+
+    /// The per-(user, type) state; its lock serializes loads and queries of one series only.
+    final class Entry: Sendable {
+        struct State: Sendable {
+            var series: RollupSeries?
+            var version: Int64 = -1
+            var appNames: [Int32: String] = [:]
+        }
+        let state = Mutex(State())
+    }
+
+    private struct Slot {
+        let entry: Entry
+        var bytes: Int
+        var lastUse: UInt64
+    }
+
+    private struct Slots {
+        var byKey: [Key: Slot] = [:]
+        var clock: UInt64 = 0
+        var evictions = 0
+    }
+
+    private let slots = Mutex(Slots())
+    /// Decoded series beyond this many bytes in all are dropped, least recently used first.
+    public let memoryBudget: Int
+    public init(memoryBudget: Int) { self.memoryBudget = memoryBudget }
+
+    func entry(_ key: Key) -> Entry {
+        slots.withLock { slots in
+            slots.clock += 1
+            if let existing = slots.byKey[key] {
+                slots.byKey[key]?.lastUse = slots.clock
+                return existing.entry
+            }
+            let created = Entry()
+            slots.byKey[key] = Slot(entry: created, bytes: 0, lastUse: slots.clock)
+            return created
+        }
+    }
+
+    /// Records a series' size after a query and evicts others while the total is over budget.
+    func record(_ key: Key, bytes: Int) {
+        slots.withLock { slots in
+            slots.byKey[key]?.bytes = bytes
+            var total = slots.byKey.values.reduce(0) { $0 + $1.bytes }
+            while total > memoryBudget {
+                guard let victim = slots.byKey.filter({ $0.key != key }).min(by: { $0.value.lastUse < $1.value.lastUse }) else { break }
+                total -= victim.value.bytes
+                slots.byKey[victim.key] = nil
+                slots.evictions += 1
+            }
+        }
+    }
+
+    /// Bytes held by every cached series, as last recorded.
+    public var memoryBytes: Int { slots.withLock { $0.byKey.values.reduce(0) { $0 + $1.bytes } } }
+
+    public var count: Int { slots.withLock { $0.byKey.count } }
+
+    /// Series dropped to stay within the budget since the start.
+    public var evictions: Int { slots.withLock { $0.evictions } }
+
+    public func removeAll() { slots.withLock { $0.byKey.removeAll() } }
+}
+
+extension StatisticsIndexCache {
+    /// Runs `body` on a series decoded from the rollup rows of the UTC days the buckets touch, as
+    /// of one snapshot: a query reads one row per day (and, for a discrete type, the samples of
+    /// 15-minute slots a bucket edge cuts), never all samples. `inSnapshot` opens one snapshot of
+    /// the store and calls the given reader function with it; that function first reads the
+    /// version and reads nothing more when the cached decoding is current and covers the buckets.
+    /// Another (user, type) never waits for this one. `body` must ask only about these buckets.
+    public func withSeries<Result: Sendable>(
+        _ key: Key, style: AggregationStyle, buckets: [CalendarBucket],
+        inSnapshot: (_ read: (any RollupSnapshotReading) throws -> RollupLoad?) throws -> RollupLoad?,
+        _ body: (StatisticsSnapshot) throws -> Result
+    ) throws -> Result {
+        let start = buckets.map(\.start).min() ?? 0
+        let wanted = DayRollup.days(from: start, to: max(buckets.map(\.end).max() ?? start, start + 1))
+        let wantedSlots = DayRollup.edgeSlots(of: buckets, style: style)
+        let wantedDetail = DayRollup.detailDays(of: buckets, style: style)
+        let entry = entry(key)
+        let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
+            let cached = state.series
+            let cachedVersion = state.version
+            let load = try inSnapshot { reader -> RollupLoad? in
+                let version = try reader.rollupVersion()
+                var days = wanted
+                var slots = wantedSlots
+                var detailDays = wantedDetail
+                if let cached, version == cachedVersion {
+                    if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound),
+                       wantedSlots.isSubset(of: cached.edgeSlots), wantedDetail.isSubset(of: cached.detailDays) { return nil }
+                    // Same rows, more days: read the span of both so one series keeps answering both.
+                    days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
+                    slots.formUnion(cached.edgeSlots)
+                    detailDays.formUnion(cached.detailDays)
+                }
+                var edgeSamples: [StatisticsSample] = []
+                for range in DayRollup.instants(ofSlots: slots) {
+                    edgeSamples += try reader.statisticsSamples(from: range.lowerBound, to: range.upperBound)
+                }
+                return RollupLoad(version: version, priority: try reader.sourcePriority(), appNames: try reader.appNames(),
+                                  days: days, rows: try reader.rollupRows(days: days, detailDays: detailDays),
+                                  detailDays: detailDays, edgeSlots: slots, edgeSamples: edgeSamples)
+            }
+            if let load {
+                state.series = nil  // the old decoding is freed before the new one is made
+                state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows,
+                                                detailDays: load.detailDays, edgeSlots: load.edgeSlots,
+                                                edgeSamples: load.edgeSamples)
+                state.version = load.version
+                state.appNames = load.appNames
+            }
+            guard let series = state.series else { throw StoreError.invalid("statistics series could not be read") }
+            let result = try body(StatisticsSnapshot(index: series, appNames: state.appNames, sequence: state.version))
+            return (result, series.memoryBytes)
+        }
+        record(key, bytes: bytes)
+        return result
+    }
+}

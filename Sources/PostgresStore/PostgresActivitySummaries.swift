@@ -1,0 +1,56 @@
+import HealthModel
+import HealthStore
+import PostgreSQL
+
+/// HKActivitySummary rows in PostgreSQL (`activity_summaries`, one per user and calendar day).
+enum PostgresActivitySummaries {
+    /// Saves summaries in the caller's transaction; a day already stored is replaced (a later
+    /// export knows the finished day).
+    static func save(_ summaries: [ActivitySummary], userRowID: Int64, on connection: PostgresConnection) throws {
+        for summary in summaries {
+            try connection.execute("""
+                INSERT INTO activity_summaries (user_id, day, active_energy_burned, active_energy_burned_goal,
+                    apple_move_time, apple_move_time_goal, apple_exercise_time, apple_exercise_time_goal,
+                    apple_stand_hours, apple_stand_hours_goal)
+                VALUES ($1, $2::date, $3, $4, $5, $6, $7, $8, $9, $10)
+                ON CONFLICT (user_id, day) DO UPDATE SET
+                    active_energy_burned = excluded.active_energy_burned,
+                    active_energy_burned_goal = excluded.active_energy_burned_goal,
+                    apple_move_time = excluded.apple_move_time, apple_move_time_goal = excluded.apple_move_time_goal,
+                    apple_exercise_time = excluded.apple_exercise_time,
+                    apple_exercise_time_goal = excluded.apple_exercise_time_goal,
+                    apple_stand_hours = excluded.apple_stand_hours, apple_stand_hours_goal = excluded.apple_stand_hours_goal
+                """, [.int64(userRowID), .text(summary.day.description),
+                      PostgresValue(summary.activeEnergyBurned), PostgresValue(summary.activeEnergyBurnedGoal),
+                      PostgresValue(summary.appleMoveTime), PostgresValue(summary.appleMoveTimeGoal),
+                      PostgresValue(summary.appleExerciseTime), PostgresValue(summary.appleExerciseTimeGoal),
+                      PostgresValue(summary.appleStandHours), PostgresValue(summary.appleStandHoursGoal)])
+        }
+    }
+
+    /// The user's summaries for days first...last, oldest first.
+    static func load(userRowID: Int64, from first: HealthDay, through last: HealthDay,
+                     on connection: PostgresConnection) throws -> [ActivitySummary] {
+        // to_char, not day::text: the text form of a date follows the session's DateStyle.
+        let result = try connection.query("""
+            SELECT to_char(day, 'YYYY-MM-DD'), active_energy_burned, active_energy_burned_goal, apple_move_time,
+                apple_move_time_goal, apple_exercise_time, apple_exercise_time_goal, apple_stand_hours, apple_stand_hours_goal
+            FROM activity_summaries WHERE user_id = $1 AND day >= $2::date AND day <= $3::date ORDER BY day
+            """, [.int64(userRowID), .text(first.description), .text(last.description)])
+        var summaries: [ActivitySummary] = []
+        summaries.reserveCapacity(result.rowCount)
+        for index in 0..<result.rowCount {
+            let row = result[index]
+            let dayText = try row.string(at: 0)
+            guard let day = HealthDate.parseDay(dayText) else {
+                throw PostgresDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
+            }
+            func value(_ column: Int) throws -> Double? { try row.doubleIfPresent(at: column) }
+            summaries.append(ActivitySummary(
+                day: day, activeEnergyBurned: try value(1), activeEnergyBurnedGoal: try value(2), appleMoveTime: try value(3),
+                appleMoveTimeGoal: try value(4), appleExerciseTime: try value(5), appleExerciseTimeGoal: try value(6),
+                appleStandHours: try value(7), appleStandHoursGoal: try value(8)))
+        }
+        return summaries
+    }
+}

@@ -1,0 +1,251 @@
+import HealthModel
+import HealthStore
+import PostgreSQL
+
+extension PostgresHealthStore {
+    // MARK: Saving
+
+    /// One transaction per batch: all samples or none (see `write` for re-sent uuids).
+    public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
+        try app.access.requireShare(samples)
+        let batch = try PostgresSampleBatch(samples.map { ($0, app.sourceRowID) }, typeCodes: typeCodes)
+        let created = StoreClock.nowMilliseconds()
+        let change = try pool.transaction { connection -> CommittedChange in
+            let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, created: created, connection)
+            try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
+            let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
+            try notifyCommit(change, connection)
+            return change
+        }
+        if !change.typeIDs.isEmpty { publish(change) }
+        return samples.map(\.uuid)
+    }
+
+    /// `save` on the writers' queue: batches past the write backlog (in samples) or the writer
+    /// slots (in connections) wait as queued work, so a flood of saves holds no request threads and
+    /// never takes every connection from the reads.
+    public func save(_ samples: [HealthSample], by app: AppAuthorization,
+                     completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
+        let count = max(1, samples.count)
+        writeBacklog.acquire(count) { [self] in
+            writerSlots.acquire(1) { [self] in
+                writers.async { [self] in
+                    let result = Result { try save(samples, by: app) }
+                    writerSlots.release(1)
+                    writeBacklog.release(count)
+                    completion(result)
+                }
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    public func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage {
+        guard let typeCode = typeCode(for: query.type) else { return SamplePage(samples: [], next: nil) }
+        return try pool.read { connection in
+            var conditions = ["user_id = $1", "type_id = $2"]
+            var values: [PostgresValue] = [.int64(app.userRowID), .int64(typeCode)]
+            if let own = app.access.visibleSource(of: query.type) {
+                values.append(.int64(own))
+                conditions.append("source_id = $\(values.count)")
+            }
+            if let sourceApp = query.sourceApp {
+                values.append(.text(sourceApp))
+                conditions.append("source_id = (SELECT id FROM sources WHERE user_id = $1 AND app = $\(values.count))")
+            }
+            try appendDatePredicate(connection, start: query.start, end: query.end, strictStart: query.strictStartDate,
+                                    strictEnd: query.strictEndDate, typeCode: typeCode, userRowID: app.userRowID,
+                                    conditions: &conditions, values: &values)
+            if let cursor = query.after {
+                values.append(.int64(cursor.start))
+                let s = values.count
+                values.append(.int64(cursor.seq))
+                let q = values.count
+                conditions.append(query.descending ? "(start_ms, seq) < ($\(s), $\(q))" : "(start_ms, seq) > ($\(s), $\(q))")
+            }
+            let direction = query.descending ? "DESC" : "ASC"
+            values.append(.int64(Int64(query.limit + 1)))
+            var rows = try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
+                ORDER BY start_ms \(direction), seq \(direction) LIMIT $\(values.count)
+                """, values, PostgresSampleRow.init)
+            var next: SampleCursor?
+            if rows.count > query.limit {
+                rows.removeLast()
+                if let last = rows.last { next = SampleCursor(start: last.start, seq: last.seq) }
+            }
+            var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
+            return SamplePage(samples: try rows.map { try materializer.sample($0) }, next: next)
+        }
+    }
+
+    public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
+        try pool.read { connection in
+            guard let row = try connection.first("SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2",
+                                                 [.int64(app.userRowID), uuid.parameter], PostgresSampleRow.init) else { return nil }
+            guard app.access.sees(typeName(for: row.typeCode) ?? "", from: row.sourceRowID) else { return nil }
+            var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
+            return try materializer.sample(row)
+        }
+    }
+
+    /// The overlap (or strict) predicate of API.md, bounded below by the longest sample of the type
+    /// so the (user, type, start) index is used from both ends.
+    func appendDatePredicate(_ connection: PostgresConnection, start: Int64?, end: Int64?, strictStart: Bool, strictEnd: Bool,
+                             typeCode: Int64, userRowID: Int64, conditions: inout [String], values: inout [PostgresValue]) throws {
+        if let end {
+            values.append(.int64(end))
+            let e = values.count
+            // The strict flag adds its requirement to the overlap rule (start < end) rather than replacing it.
+            conditions.append("start_ms < $\(e)")
+            if strictEnd { conditions.append("end_ms <= $\(e)") }
+        }
+        if let start {
+            values.append(.int64(start))
+            let s = values.count
+            if strictStart {
+                conditions.append("start_ms >= $\(s)")
+            } else {
+                conditions.append("(end_ms > $\(s) OR (end_ms = start_ms AND start_ms >= $\(s)))")
+                let longest = try connection.scalarInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = $2",
+                                                         [.int64(userRowID), .int64(typeCode)]) ?? 0
+                values.append(.int64(start - longest))
+                conditions.append("start_ms >= $\(values.count)")
+            }
+        }
+    }
+
+    // MARK: Deleting
+
+    public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
+        let change = try pool.transaction { connection -> CommittedChange in
+            guard let row = try connection.first("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2 FOR UPDATE
+                """, [.int64(app.userRowID), uuid.parameter], PostgresSampleRow.init) else {
+                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
+            }
+            let typeName = typeName(for: row.typeCode) ?? ""
+            guard row.sourceRowID == app.sourceRowID else {
+                // Without read permission the app must not learn the sample exists at all.
+                if app.access.sees(typeName, from: row.sourceRowID) {
+                    throw StoreError.forbidden("sample \(uuid.lowercasedString) was saved by another app")
+                }
+                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
+            }
+            try app.access.requireShare(typeName)
+            return try delete([row], userRowID: app.userRowID, connection)
+        }
+        publish(change)
+    }
+
+    public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
+        try app.access.requireShare(type)
+        guard let typeCode = typeCode(for: type) else { return 0 }
+        let (count, change) = try pool.transaction { connection -> (Int, CommittedChange?) in
+            var conditions = ["user_id = $1", "type_id = $2", "source_id = $3", "parent_seq IS NULL"]
+            var values: [PostgresValue] = [.int64(app.userRowID), .int64(typeCode), .int64(app.sourceRowID)]
+            try appendDatePredicate(connection, start: start, end: end, strictStart: false, strictEnd: false, typeCode: typeCode,
+                                    userRowID: app.userRowID, conditions: &conditions, values: &values)
+            let rows = try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq FOR UPDATE
+                """, values, PostgresSampleRow.init)
+            guard !rows.isEmpty else { return (0, nil) }
+            return (rows.count, try delete(rows, userRowID: app.userRowID, connection))
+        }
+        if let change { publish(change) }
+        return count
+    }
+
+    /// Deletes rows (and a correlation's objects with it), leaving a tombstone each, numbered from
+    /// the user's change counter, in the caller's transaction.
+    func delete(_ rows: [PostgresSampleRow], userRowID: Int64, _ connection: PostgresConnection) throws -> CommittedChange {
+        var all: [PostgresSampleRow] = []
+        for row in rows {
+            // Objects first, as they were saved with their correlation.
+            all += try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
+                """, [.int64(userRowID), .int64(row.seq)], PostgresSampleRow.init)
+            all.append(row)
+        }
+        let last = try Self.reserveChangeNumbers(all.count, userRowID: userRowID, connection)
+        var seq = last - Int64(all.count)
+        let deletedAt = StoreClock.nowMilliseconds()
+        var touched: Set<String> = []
+        var rollups: [RollupTouch] = []
+        for row in all {
+            seq += 1
+            try connection.execute("""
+                INSERT INTO deleted_samples (user_id, seq, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                """, [.int64(userRowID), .int64(seq), row.uuid.parameter, .int64(row.typeCode), .int64(row.sourceRowID),
+                      .int64(deletedAt), .int64(row.seq), .int64(row.start), .int64(row.end), PostgresValue(row.value)])
+            try connection.execute("DELETE FROM samples WHERE user_id = $1 AND seq = $2", [.int64(userRowID), .int64(row.seq)])
+            rollups.append(RollupTouch(typeCode: row.typeCode, sourceRowID: row.sourceRowID, start: row.start, end: row.end, value: row.value))
+            if let name = typeName(for: row.typeCode) { touched.insert(name) }
+        }
+        try rollupsChanged(rollups, userRowID: userRowID, connection)
+        let change = CommittedChange(userRowID: userRowID, typeIDs: touched, lastSeq: last)
+        try notifyCommit(change, connection)
+        return change
+    }
+
+    // MARK: Sources and counts
+
+    public func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])] {
+        guard let typeCode = typeCode(for: type) else { return [] }
+        return try pool.read { connection in
+            var sql = """
+                SELECT s.app, d.body FROM source_types st JOIN sources s ON s.user_id = st.user_id AND s.id = st.source_id
+                LEFT JOIN devices d ON d.user_id = st.user_id AND d.id = st.device_id
+                WHERE st.user_id = $1 AND st.type_id = $2
+                """
+            var values: [PostgresValue] = [.int64(app.userRowID), .int64(typeCode)]
+            if let own = app.access.visibleSource(of: type) {
+                values.append(.int64(own))
+                sql += " AND st.source_id = $3"
+            }
+            sql += " ORDER BY st.first_seq"
+            var order: [String] = []
+            var devices: [String: [SampleDevice]] = [:]
+            for (name, body) in try connection.map(sql, values, { (try $0.string(at: 0), try $0.bytesIfPresent(at: 1)) }) {
+                if devices[name] == nil { order.append(name); devices[name] = [] }
+                if let body, let device = DeviceBody.decode(body), !(devices[name] ?? []).contains(device) {
+                    devices[name, default: []].append(device)
+                }
+            }
+            return order.map { (app: $0, devices: devices[$0] ?? []) }
+        }
+    }
+
+    public func sampleCount(userRowID: Int64, type: String, app: String) throws -> Int {
+        guard let typeCode = typeCode(for: type) else { return 0 }
+        return try pool.withConnection { connection in
+            Int(try connection.scalarInt64("""
+                SELECT count(*) FROM samples WHERE user_id = $1 AND type_id = $2
+                AND source_id = (SELECT id FROM sources WHERE user_id = $1 AND app = $3)
+                """, [.int64(userRowID), .int64(typeCode), .text(app)]) ?? 0)
+        }
+    }
+
+    /// The union of [start, end) covered by positive samples of `type`, as the SQLite store computes it.
+    public func coveredDuration(userRowID: Int64, type: HealthType, start: Int64, end: Int64, onlySource: Int64?) throws -> Int64 {
+        guard let typeCode = typeCode(for: type.id), start < end else { return 0 }
+        return try pool.read { connection in
+            let longest = try connection.scalarInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = $2",
+                                                     [.int64(userRowID), .int64(typeCode)]) ?? 0
+            var sql = """
+                SELECT start_ms, end_ms FROM samples
+                WHERE user_id = $1 AND type_id = $2 AND start_ms < $3 AND start_ms >= $4 AND end_ms > $5 AND value > 0
+                """
+            var values: [PostgresValue] = [.int64(userRowID), .int64(typeCode), .int64(end), .int64(start - longest), .int64(start)]
+            if let onlySource {
+                sql += " AND source_id = $6"
+                values.append(.int64(onlySource))
+            }
+            sql += " ORDER BY start_ms"
+            let intervals = try connection.map(sql, values) { (try $0.int64(at: 0), try $0.int64(at: 1)) }
+            return CoveredTime.union(of: intervals, within: start, end)
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import HealthModel
+import HealthStore
+import PostgreSQL
+
+extension PostgresHealthStore {
+    // MARK: Import
+
+    /// Saves an import batch in one transaction, each sample as its own app's source, deciding
+    /// every sample as the SQLite store does (`ImportDecisions`): a uuid stored with the same content
+    /// is `alreadyStored`, with other content a `conflict` (reported, not failing the batch), and a
+    /// correlation adopts objects stored before on their own.
+    public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
+        guard !batch.isEmpty else { return [] }
+        let created = StoreClock.nowMilliseconds()
+        let (outcomes, change) = try pool.transaction { connection -> ([ImportOutcome], CommittedChange) in
+            var decisions = ImportDecisions(stored: try storedRows(for: batch, userRowID: userRowID, connection),
+                                            batchCount: batch.count)
+            var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: "")
+            var sourceRows: [String: Int64] = [:]
+            var outcomes: [ImportOutcome] = []
+            outcomes.reserveCapacity(batch.count)
+            for (index, item) in batch.enumerated() {
+                let sourceRowID: Int64
+                if let known = sourceRows[item.app] {
+                    sourceRowID = known
+                } else {
+                    sourceRowID = try Self.sourceRowID(connection, userRowID: userRowID, app: item.app)
+                    sourceRows[item.app] = sourceRowID
+                }
+                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID, isKnown: { typeCode(for: $0) != nil }) {
+                    row in (row.sourceRowID, try materializer.sample(row).sample)
+                })
+            }
+            var inserts: [(sample: HealthSample, sourceRowID: Int64)] = []
+            var adoptions: [(correlation: HealthUUID, objects: [HealthUUID])] = []
+            for group in decisions.insertsBySource() {
+                for index in group.indices {
+                    inserts.append((batch[index].sample, group.sourceRowID))
+                    if let adopted = decisions.adoptions[index] { adoptions.append((batch[index].sample.uuid, adopted)) }
+                }
+            }
+            let prepared = try PostgresSampleBatch(inserts, typeCodes: typeCodes)
+            let (effects, last) = try write(prepared, userRowID: userRowID, userExternalID: "", created: created, connection)
+            for adoption in adoptions {
+                // Objects stored before (on their own) become the objects of the correlation stored now.
+                try connection.execute("""
+                    UPDATE samples SET parent_seq = p.seq FROM samples p
+                    WHERE p.user_id = $1 AND p.uuid = $2 AND samples.user_id = $1 AND samples.uuid = ANY($3::uuid[])
+                    AND samples.parent_seq IS NULL AND samples.seq <> p.seq
+                    """, [.int64(userRowID), adoption.correlation.parameter, Self.uuidArray(adoption.objects)])
+            }
+            try rollupsChanged(effects.rollups, userRowID: userRowID, connection)
+            let change = CommittedChange(userRowID: userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
+            try notifyCommit(change, connection)
+            return (outcomes, change)
+        }
+        if !change.typeIDs.isEmpty { publish(change) }
+        return outcomes
+    }
+
+    /// A uuid[] parameter in PostgreSQL's array text form (uuids need no quoting).
+    static func uuidArray(_ uuids: some Sequence<HealthUUID>) -> PostgresValue {
+        .text("{" + uuids.map(\.lowercasedString).joined(separator: ",") + "}")
+    }
+
+    /// The stored rows of the batch's uuids (samples and correlation objects), 1,000 per query.
+    private func storedRows(for batch: [SourcedSample], userRowID: Int64, _ connection: PostgresConnection) throws
+        -> [HealthUUID: PostgresSampleRow] {
+        var uuids: [HealthUUID] = []
+        uuids.reserveCapacity(batch.count)
+        for item in batch {
+            uuids.append(item.sample.uuid)
+            if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
+        }
+        var rows: [HealthUUID: PostgresSampleRow] = [:]
+        var start = 0
+        while start < uuids.count {
+            let chunk = uuids[start..<min(uuids.count, start + 1_000)]
+            for row in try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
+                """, [.int64(userRowID), Self.uuidArray(chunk)], PostgresSampleRow.init) {
+                rows[row.uuid] = row
+            }
+            start += 1_000
+        }
+        return rows
+    }
+
+    // MARK: Export
+
+    /// One page of a user's top-level samples of one type, oldest first by (start, seq), after
+    /// `after`: keyset paging on the (user, type, start) index.
+    public func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
+                           after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
+        guard let typeCode = typeCode(for: type) else { return [] }
+        return try pool.read { connection in
+            var conditions = ["user_id = $1", "type_id = $2", "parent_seq IS NULL"]
+            var values: [PostgresValue] = [.int64(userRowID), .int64(typeCode)]
+            if let onlySource {
+                values.append(.int64(onlySource))
+                conditions.append("source_id = $\(values.count)")
+            }
+            if let after {
+                values.append(.int64(after.start))
+                values.append(.int64(after.seq))
+                conditions.append("(start_ms, seq) > ($\(values.count - 1), $\(values.count))")
+            }
+            values.append(.int64(Int64(limit)))
+            let rows = try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
+                ORDER BY start_ms, seq LIMIT $\(values.count)
+                """, values, PostgresSampleRow.init)
+            var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: userExternalID)
+            return try rows.map { row in (try materializer.sample(row), SampleCursor(start: row.start, seq: row.seq)) }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import HealthModel
+import HealthStore
+
+// Workout sessions on PostgreSQL (`PostgresWorkoutSessions`); ending one saves its workout sample
+// through the store's sample writer in the same transaction. Zone events reach every node: the
+// zone monitor of each node judges after commits it is told of, its own and (by NOTIFY) the others'.
+
+extension PostgresHealthStore {
+    /// Starting and ending a session need share permission for `workout`: ending saves one as the app.
+    static let workoutShareDetail = "a workout session saves a workout sample: this token may not share workout"
+
+    public func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+                                    at start: Int64) throws -> WorkoutSession {
+        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        return try pool.transaction { connection in
+            // Heart rates judged for the zone are those committed from now on.
+            let current = try Self.currentChangeNumber(userRowID: app.userRowID, connection)
+            return try PostgresWorkoutSessions.start(app: app, activityType: activityType, zone: zone, at: start,
+                                                     currentChange: current, on: connection)
+        }
+    }
+
+    public func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession? {
+        try pool.read { connection in try PostgresWorkoutSessions.owned(id: id, app: app, on: connection) }
+    }
+
+    public func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction, now: Int64) throws
+        -> WorkoutSession {
+        try pool.transaction { connection in
+            try PostgresWorkoutSessions.change(id: id, app: app, action: action, now: now, on: connection)
+        }
+    }
+
+    public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession {
+        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        let created = StoreClock.nowMilliseconds()
+        let (session, change) = try pool.transaction { connection in
+            try PostgresWorkoutSessions.end(id: id, app: app, now: now, workoutUUID: workoutUUID, typeCode: typeCode(for:),
+                                            on: connection) { workout -> CommittedChange in
+                let batch = try PostgresSampleBatch([(workout, app.sourceRowID)], typeCodes: typeCodes)
+                let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, created: created,
+                                                connection)
+                try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
+                let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
+                try notifyCommit(change, connection)
+                return change
+            }
+        }
+        if !change.typeIDs.isEmpty { publish(change) }
+        return session
+    }
+
+    public func activeWorkoutSessionCounts() throws -> [Int64: Int] {
+        try pool.read { connection in try PostgresWorkoutSessions.activeCounts(on: connection) }
+    }
+
+    public func advanceWorkoutZones(userRowID: Int64) throws -> [WorkoutZoneChange] {
+        guard let heartRate = typeCode(for: "heartRate") else { return [] }
+        return try pool.transaction { connection in
+            try PostgresWorkoutSessions.advanceZones(userRowID: userRowID, heartRateCode: heartRate, on: connection)
+        }
+    }
+}

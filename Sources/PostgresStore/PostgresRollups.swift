@@ -1,0 +1,221 @@
+import HealthModel
+import HealthStore
+import PostgreSQL
+import Statistics
+
+/// The statistics rollups in PostgreSQL (`statistics_days`, `statistics_series`): the same rows as
+/// the SQLite store's, written by the same rules (`DayRollup.refresh`, `DayRollup.rows`) and read
+/// through the same cache (`StatisticsIndexCache.withSeries`); only the SQL is PostgreSQL's.
+///
+/// Across nodes: the rows are rewritten inside the transaction that changes the samples or the
+/// source order, and each such transaction bumps the series' version there. A node answers from its
+/// in-memory decoding only after reading that version in the query's own snapshot, so whatever
+/// another node committed before the query began is in the answer.
+public enum PostgresRollups {
+    /// Rewrites the rollup rows of every day `changes` noted, inside the caller's open write
+    /// transaction (the one that saved or deleted the samples, after their `source_types` rows, so a
+    /// source saving a type for the first time has its place in the default order).
+    ///
+    /// Each series is locked (its version bumped) before its samples are read back: a concurrent
+    /// transaction rewriting the same series waits for this one and then reads its samples, so
+    /// neither overwrites a day with a merge that misses the other's samples. Series are taken in
+    /// ascending type order, the same in every transaction.
+    public static func apply(_ changes: RollupDayChanges, userRowID: Int64, styles: [Int64: AggregationStyle],
+                             on connection: PostgresConnection) throws {
+        for series in changes.series {
+            guard let style = styles[series.typeCode] else { continue }
+            let reach = try lockSeries(connection, userRowID: userRowID, typeCode: series.typeCode,
+                                       longest: series.longestDuration)
+            let priority = style == .cumulative
+                ? try sourcePriority(connection, userRowID: userRowID, typeCode: series.typeCode) : SourcePriority([])
+            try DayRollup.refresh(days: series.days, style: style, priority: priority, reach: reach, samples: { from, to in
+                try samples(connection, userRowID: userRowID, typeCode: series.typeCode, from: from, to: to)
+            }, write: { day, row in
+                try write(connection, userRowID: userRowID, typeCode: series.typeCode, day: day, row: row)
+            })
+        }
+    }
+
+    /// HKStatisticsCollectionQuery over one series, from the rows of the days its buckets touch,
+    /// read in one REPEATABLE READ snapshot; `cache` keeps the decoding while the series' version
+    /// (read first, in the same snapshot) is unchanged, so a warm query costs one indexed read.
+    public static func statistics(userRowID: Int64, typeCode: Int64, style: AggregationStyle, buckets: [CalendarBucket],
+                                  options: StatisticsOptions, cache: StatisticsIndexCache,
+                                  pool: PostgresPool) throws -> StatisticsAnswer {
+        let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
+        return try cache.withSeries(key, style: style, buckets: buckets, inSnapshot: { plan in
+            try pool.read { connection in try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode)) }
+        }) { snapshot in
+            StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
+                             appNames: snapshot.appNames)
+        }
+    }
+
+    /// Rewrites every row of one series from all its samples, inside the caller's open transaction:
+    /// after its source order changed (a new order changes which source wins every overlap).
+    public static func rebuild(userRowID: Int64, typeCode: Int64, style: AggregationStyle,
+                               on connection: PostgresConnection) throws {
+        _ = try lockSeries(connection, userRowID: userRowID, typeCode: typeCode, longest: 0)
+        let priority = style == .cumulative
+            ? try sourcePriority(connection, userRowID: userRowID, typeCode: typeCode) : SourcePriority([])
+        try connection.execute("DELETE FROM statistics_days WHERE user_id = $1 AND type_id = $2",
+                               [.int64(userRowID), .int64(typeCode)])
+        let all = try samples(connection, userRowID: userRowID, typeCode: typeCode, from: Int64.min, to: Int64.max)
+        for (day, row) in DayRollup.rows(of: all, style: style, priority: priority) {
+            try write(connection, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
+        }
+    }
+
+    /// Bumps the series' version, taking its row lock until the transaction ends, and returns how
+    /// far back a sample shaping a day can start: the longest sample of the series committed so far
+    /// (`type_extents`, read after the lock, so it includes every transaction that rewrote the series
+    /// before this one) or saved by this transaction.
+    private static func lockSeries(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64,
+                                   longest: Int64) throws -> Int64 {
+        try connection.execute("""
+            INSERT INTO statistics_series AS s (user_id, type_id, version) VALUES ($1, $2, 1)
+            ON CONFLICT (user_id, type_id) DO UPDATE SET version = s.version + 1
+            """, [.int64(userRowID), .int64(typeCode)])
+        let committed = try connection.scalarInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = $2",
+                                                   [.int64(userRowID), .int64(typeCode)]) ?? 0
+        return max(committed, longest, 0)
+    }
+
+    /// Writes a day's row, or removes it when no sample shapes the day any more.
+    private static func write(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64, day: Int64,
+                              row: DayRollup.Row?) throws {
+        guard let row else {
+            try connection.execute("DELETE FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day = $3",
+                                   [.int64(userRowID), .int64(typeCode), .int64(day)])
+            return
+        }
+        try connection.execute("""
+            INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
+            """, [.int64(userRowID), .int64(typeCode), .int64(day), .bytes(row.body), PostgresValue(row.detail)])
+    }
+
+    /// The series' samples starting in [from, to), as the statistics take them (see `statisticsSample`).
+    static func samples(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64,
+                        from: Int64, to: Int64) throws -> [StatisticsSample] {
+        let result = try connection.query("""
+            SELECT seq, start_ms, end_ms, value, source_id FROM samples
+            WHERE user_id = $1 AND type_id = $2 AND start_ms >= $3 AND start_ms < $4 AND value IS NOT NULL
+            """, [.int64(userRowID), .int64(typeCode), .int64(from), .int64(to)])
+        var samples: [StatisticsSample] = []
+        samples.reserveCapacity(result.rowCount)
+        for index in 0..<result.rowCount {
+            if let sample = try statisticsSample(result[index]) { samples.append(sample) }
+        }
+        return samples
+    }
+
+    /// A row (seq, start, end, value, source) as the statistics take it; nil for a sample they
+    /// cannot hold (see `StatisticsSample.validate`), left out the same way on save and delete.
+    static func statisticsSample(_ row: PostgresRow) throws -> StatisticsSample? {
+        guard let source = Int32(exactly: try row.int64(at: 4)) else { return nil }
+        let sample = StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2),
+                                      value: try row.double(at: 3), source: source)
+        do { try sample.validate() } catch { return nil }
+        return sample
+    }
+
+    /// The version a query's snapshot sees (0 before the series' first row).
+    static func version(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64) throws -> Int64 {
+        try connection.scalarInt64("SELECT version FROM statistics_series WHERE user_id = $1 AND type_id = $2",
+                                   [.int64(userRowID), .int64(typeCode)]) ?? 0
+    }
+
+    /// The rows of `days`, ascending, with their detail for `detailDays` only.
+    static func rows(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>,
+                     detailDays: Set<Int64>) throws -> [RollupRow] {
+        let result = try connection.query("""
+            SELECT day, body FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day BETWEEN $3 AND $4 ORDER BY day
+            """, [.int64(userRowID), .int64(typeCode), .int64(days.lowerBound), .int64(days.upperBound)])
+        var rows: [RollupRow] = []
+        rows.reserveCapacity(result.rowCount)
+        for index in 0..<result.rowCount { rows.append((try result[index].int64(at: 0), try result[index].bytes(at: 1), nil)) }
+        guard !detailDays.isEmpty else { return rows }
+        for index in rows.indices where detailDays.contains(rows[index].day) {
+            guard let detail = try connection.first("""
+                SELECT detail FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day = $3
+                """, [.int64(userRowID), .int64(typeCode), .int64(rows[index].day)], { try $0.bytesIfPresent(at: 0) }),
+                let detail else {
+                throw StoreError.invalid("statistics rollup of day \(rows[index].day) has no detail")
+            }
+            rows[index].detail = detail
+        }
+        return rows
+    }
+
+    /// One series as `StatisticsIndexCache` reads it, inside one REPEATABLE READ snapshot.
+    struct Snapshot: RollupSnapshotReading {
+        let connection: PostgresConnection
+        let userRowID: Int64
+        let typeCode: Int64
+
+        func rollupVersion() throws -> Int64 { try version(connection, userRowID: userRowID, typeCode: typeCode) }
+
+        func rollupRows(days: ClosedRange<Int64>, detailDays: Set<Int64>) throws -> [RollupRow] {
+            try rows(connection, userRowID: userRowID, typeCode: typeCode, days: days, detailDays: detailDays)
+        }
+
+        func statisticsSamples(from: Int64, to: Int64) throws -> [StatisticsSample] {
+            try samples(connection, userRowID: userRowID, typeCode: typeCode, from: from, to: to)
+        }
+
+        func sourcePriority() throws -> SourcePriority {
+            try PostgresRollups.sourcePriority(connection, userRowID: userRowID, typeCode: typeCode)
+        }
+
+        func appNames() throws -> [Int32: String] {
+            let result = try connection.query("SELECT id, app FROM sources WHERE user_id = $1", [.int64(userRowID)])
+            var names: [Int32: String] = [:]
+            for index in 0..<result.rowCount {
+                if let id = Int32(exactly: try result[index].int64(at: 0)) { names[id] = try result[index].string(at: 1) }
+            }
+            return names
+        }
+    }
+
+    /// The user's effective source order for a type, as source ids.
+    static func sourcePriority(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64) throws -> SourcePriority {
+        SourcePriority(try PostgresSourcePriority.effective(connection, userRowID: userRowID, typeCode: typeCode).map(\.source))
+    }
+}
+
+/// The user's effective source order for a type, as the statistics merge by it: the apps of their
+/// chosen order (`source_priorities`) first, as listed (unknown apps skipped, repeats counted once),
+/// then every other source that saved the type, the one that saved it first ranking first. One
+/// statement, so a cold statistics query pays one round trip for it.
+enum PostgresSourcePriority {
+    static func effective(_ connection: PostgresConnection, userRowID: Int64,
+                          typeCode: Int64) throws -> [(source: Int32, app: String)] {
+        let result = try connection.query("""
+            WITH listed AS (
+                SELECT s.id, s.app, min(l.position) AS position
+                FROM source_priorities p
+                CROSS JOIN LATERAL jsonb_array_elements_text(p.apps::jsonb) WITH ORDINALITY AS l(app, position)
+                JOIN sources s ON s.user_id = p.user_id AND s.app = l.app
+                WHERE p.user_id = $1 AND p.type_id = $2
+                GROUP BY s.id, s.app
+            ), savers AS (
+                SELECT st.source_id AS id, s.app, min(st.first_seq) AS first
+                FROM source_types st JOIN sources s ON s.user_id = st.user_id AND s.id = st.source_id
+                WHERE st.user_id = $1 AND st.type_id = $2
+                GROUP BY st.source_id, s.app
+            )
+            SELECT id, app FROM (
+                SELECT id, app, 0 AS rank, position AS first, 0::bigint AS tie FROM listed
+                UNION ALL
+                SELECT id, app, 1, first, id FROM savers WHERE id NOT IN (SELECT id FROM listed)
+            ) ordered ORDER BY rank, first, tie
+            """, [.int64(userRowID), .int64(typeCode)])
+        var order: [(source: Int32, app: String)] = []
+        for index in 0..<result.rowCount {
+            guard let id = Int32(exactly: try result[index].int64(at: 0)) else { continue }
+            order.append((id, try result[index].string(at: 1)))
+        }
+        return order
+    }
+}

@@ -1,0 +1,269 @@
+import HealthModel
+import HealthStore
+import PostgreSQL
+
+/// A batch turned into row values before any connection is taken, so the transaction only sends
+/// them: type codes, bodies, device ids and in-batch repeats are worked out here. A correlation's
+/// objects follow it, pointing back at its position.
+struct PostgresSampleBatch: Sendable {
+    struct Row: Sendable {
+        /// The sample's position in the request (a correlation's objects share it).
+        var index: Int
+        var sample: HealthSample
+        var typeCode: Int64
+        var sourceRowID: Int64
+        var body: [UInt8]?
+        var deviceID: Int64?
+        /// Position in `rows` of the correlation this object belongs to.
+        var parent: Int?
+    }
+
+    private(set) var rows: [Row] = []
+    /// Distinct devices of the batch: (id, stored body).
+    private(set) var devices: [(id: Int64, body: [UInt8])] = []
+
+    /// Throws `SampleConflict` for an unknown type, or a uuid repeated in the batch with other
+    /// content; a repeat with the same content is stored once.
+    init(_ samples: [(sample: HealthSample, sourceRowID: Int64)], typeCodes: [String: Int64]) throws(SampleConflict) {
+        rows.reserveCapacity(samples.count)
+        var seen: [HealthUUID: Int] = [:]
+        seen.reserveCapacity(samples.count)
+        var deviceIDs: [SampleDevice: Int64] = [:]
+        for (index, item) in samples.enumerated() {
+            if let earlier = seen[item.sample.uuid] {
+                guard samples[earlier].sample == item.sample, samples[earlier].sourceRowID == item.sourceRowID else {
+                    throw SampleConflict(index: index, uuid: item.sample.uuid, detail:
+                        "uuid \(item.sample.uuid.lowercasedString) appears twice in the batch with different content")
+                }
+                continue
+            }
+            seen[item.sample.uuid] = index
+            let position = rows.count
+            try append(item.sample, index: index, sourceRowID: item.sourceRowID, parent: nil, typeCodes: typeCodes, deviceIDs: &deviceIDs)
+            if case .correlation(let objects) = item.sample.content {
+                for object in objects {
+                    try append(object, index: index, sourceRowID: item.sourceRowID, parent: position, typeCodes: typeCodes,
+                               deviceIDs: &deviceIDs)
+                }
+            }
+        }
+    }
+
+    private mutating func append(_ sample: HealthSample, index: Int, sourceRowID: Int64, parent: Int?,
+                                 typeCodes: [String: Int64], deviceIDs: inout [SampleDevice: Int64]) throws(SampleConflict) {
+        guard let typeCode = typeCodes[sample.type] else {
+            throw SampleConflict(index: index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
+        }
+        var deviceID: Int64?
+        if let device = sample.device {
+            if let known = deviceIDs[device] {
+                deviceID = known
+            } else {
+                let body = DeviceBody.encode(device)
+                let id = DeviceID.of(body: body)
+                deviceIDs[device] = id
+                devices.append((id, body))
+                deviceID = id
+            }
+        }
+        rows.append(Row(index: index, sample: sample, typeCode: typeCode, sourceRowID: sourceRowID,
+                        body: SampleRowBody.encode(sample), deviceID: deviceID, parent: parent))
+    }
+
+    var isEmpty: Bool { rows.isEmpty }
+}
+
+/// A sample a write changed, for the statistics rollups (saved or deleted; kept in the order done).
+struct RollupTouch: Sendable, Equatable {
+    var typeCode: Int64
+    var sourceRowID: Int64
+    var start: Int64
+    var end: Int64
+    var value: Double?
+}
+
+/// What one write transaction did to a user's samples: for the commit's observers and NOTIFY, and
+/// for the statistics rollups.
+struct SampleWriteEffects {
+    var touchedTypes: Set<String> = []
+    var rollups: [RollupTouch] = []
+    /// Positions (in the batch) of rows stored now, in order.
+    var inserted: [Int] = []
+}
+
+extension PostgresHealthStore {
+    /// Reserves `count` change numbers for the user and returns the last one. Holds the user's
+    /// counter row locked until the transaction ends: that is what orders one user's changes by
+    /// commit, whichever node writes.
+    static func reserveChangeNumbers(_ count: Int, userRowID: Int64, _ connection: PostgresConnection) throws -> Int64 {
+        guard let last = try connection.scalarInt64("""
+            INSERT INTO change_counters (user_id, seq) VALUES ($1, $2)
+            ON CONFLICT (user_id) DO UPDATE SET seq = change_counters.seq + excluded.seq
+            RETURNING seq
+            """, [.int64(userRowID), .int64(Int64(count))]) else {
+            throw StoreError.notFound("the change counter of user \(userRowID) vanished")
+        }
+        return last
+    }
+
+    /// The user's last change number, as seen by the connection's snapshot.
+    static func currentChangeNumber(userRowID: Int64, _ connection: PostgresConnection) throws -> Int64 {
+        try connection.scalarInt64("SELECT seq FROM change_counters WHERE user_id = $1", [.int64(userRowID)]) ?? 0
+    }
+
+    static let copySamples = """
+        COPY samples (user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
+        FROM STDIN (FORMAT binary)
+        """
+
+    /// Writes a prepared batch inside the caller's transaction.
+    ///
+    /// New uuids (the usual case) go straight into `samples` by binary COPY. When the batch holds a
+    /// uuid the user already has (a re-sent batch, an import repeating itself), the COPY fails on the
+    /// key and is undone to its savepoint; the batch then goes through a temporary table and
+    /// `INSERT ... ON CONFLICT DO NOTHING`, and every row not stored is compared with what is
+    /// stored: the same sample from the same app is the idempotent success the API promises,
+    /// anything else a `SampleConflict` that rolls the whole batch back.
+    func write(_ batch: PostgresSampleBatch, userRowID: Int64, userExternalID: String, created: Int64,
+               _ connection: PostgresConnection) throws -> (effects: SampleWriteEffects, lastSeq: Int64) {
+        var effects = SampleWriteEffects()
+        guard !batch.isEmpty else { return (effects, try Self.currentChangeNumber(userRowID: userRowID, connection)) }
+        let last = try Self.reserveChangeNumbers(batch.rows.count, userRowID: userRowID, connection)
+        let base = last - Int64(batch.rows.count)
+        for device in batch.devices {
+            try connection.execute("INSERT INTO devices (user_id, id, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                                   [.int64(userRowID), .int64(device.id), .bytes(device.body)])
+        }
+        let copied: Bool
+        do {
+            copied = try connection.savepoint {
+                try connection.copyIn(Self.copySamples) { try Self.writeRows(batch, userRowID: userRowID, base: base, created: created, to: $0) }
+            } == batch.rows.count
+        } catch let error as PostgresError where error.isUniqueViolation {
+            copied = false
+        }
+        if copied {
+            effects.inserted = Array(batch.rows.indices)
+        } else {
+            effects.inserted = try insertSkippingStored(batch, userRowID: userRowID, base: base, last: last, created: created, connection)
+            try checkIdempotent(batch, inserted: effects.inserted, userRowID: userRowID, userExternalID: userExternalID, connection)
+        }
+        try recordInserted(batch, effects: &effects, userRowID: userRowID, base: base, connection)
+        return (effects, last)
+    }
+
+    private static func writeRows(_ batch: PostgresSampleBatch, userRowID: Int64, base: Int64, created: Int64,
+                                  to copy: PostgresCopyWriter) throws {
+        for position in batch.rows.indices {
+            let row = batch.rows[position]
+            try copy.beginRow(fieldCount: 12)
+            try copy.append(int64: userRowID)
+            try withUnsafeBytes(of: (row.sample.uuid.high.bigEndian, row.sample.uuid.low.bigEndian)) { bytes in
+                try copy.append(uuid: bytes)
+            }
+            try copy.append(int64: base + 1 + Int64(position))
+            try copy.append(int32: Int32(truncatingIfNeeded: row.typeCode))
+            try copy.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
+            if let device = row.deviceID { try copy.append(int64: device) } else { try copy.appendNull() }
+            try copy.append(int64: row.sample.start)
+            try copy.append(int64: row.sample.end)
+            if let value = row.sample.quantity { try copy.append(double: value) } else { try copy.appendNull() }
+            if let parent = row.parent { try copy.append(int64: base + 1 + Int64(parent)) } else { try copy.appendNull() }
+            try copy.append(int64: created)
+            if let body = row.body { try copy.append(bytes: body) } else { try copy.appendNull() }
+        }
+    }
+
+    /// The slow path: stores the rows whose uuid is free (a correlation's objects only with their
+    /// correlation) and returns their positions.
+    private func insertSkippingStored(_ batch: PostgresSampleBatch, userRowID: Int64, base: Int64, last: Int64, created: Int64,
+                                      _ connection: PostgresConnection) throws -> [Int] {
+        // Dropped at commit; a transaction writes one batch, so it is created once per transaction.
+        try connection.execute("CREATE TEMPORARY TABLE incoming_samples (LIKE samples) ON COMMIT DROP")
+        try connection.copyIn(Self.copySamples.replacingOccurrences(of: "COPY samples", with: "COPY incoming_samples")) {
+            try Self.writeRows(batch, userRowID: userRowID, base: base, created: created, to: $0)
+        }
+        try connection.execute("""
+            INSERT INTO samples SELECT * FROM incoming_samples WHERE parent_seq IS NULL ON CONFLICT DO NOTHING
+            """, [])
+        // Objects of the correlations stored just now (their seqs are this batch's, in the reserved range).
+        try connection.execute("""
+            INSERT INTO samples SELECT i.* FROM incoming_samples i
+            WHERE i.parent_seq IS NOT NULL AND EXISTS (SELECT 1 FROM samples s WHERE s.user_id = $1 AND s.seq = i.parent_seq)
+            ON CONFLICT DO NOTHING
+            """, [.int64(userRowID)])
+        let stored = try connection.map("SELECT seq FROM samples WHERE user_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+                                        [.int64(userRowID), .int64(base), .int64(last)], { try $0.int64(at: 0) })
+        return stored.map { Int($0 - base - 1) }
+    }
+
+    /// Every row not stored must be the same sample from the same app as the one holding its uuid
+    /// (objects of a correlation that was not stored are judged with it).
+    private func checkIdempotent(_ batch: PostgresSampleBatch, inserted: [Int], userRowID: Int64, userExternalID: String,
+                                 _ connection: PostgresConnection) throws {
+        let insertedSet = Set(inserted)
+        let judged = batch.rows.indices.filter { position in
+            !insertedSet.contains(position) && batch.rows[position].parent.map(insertedSet.contains) ?? true
+        }
+        // The stored rows of those uuids, 1,000 per query (a whole re-sent batch is one or a few reads).
+        var stored: [HealthUUID: PostgresSampleRow] = [:]
+        var start = 0
+        while start < judged.count {
+            let chunk = judged[start..<min(judged.count, start + 1_000)].map { batch.rows[$0].sample.uuid }
+            for row in try connection.map("""
+                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
+                """, [.int64(userRowID), Self.uuidArray(chunk)], PostgresSampleRow.init) {
+                stored[row.uuid] = row
+            }
+            start += 1_000
+        }
+        var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: userExternalID)
+        for position in judged {
+            let row = batch.rows[position]
+            guard let existing = stored[row.sample.uuid] else {
+                throw SampleConflict(index: row.index, uuid: row.sample.uuid,
+                                     detail: "uuid \(row.sample.uuid.lowercasedString) could not be saved")
+            }
+            guard existing.sourceRowID == row.sourceRowID, existing.parentSeq == nil || row.parent != nil,
+                  try materializer.sample(existing).sample == row.sample else {
+                throw SampleConflict(index: row.index, uuid: row.sample.uuid,
+                                     detail: "uuid \(row.sample.uuid.lowercasedString) exists with different content")
+            }
+        }
+    }
+
+    /// Source types, type extents and rollup touches of the rows stored now.
+    private func recordInserted(_ batch: PostgresSampleBatch, effects: inout SampleWriteEffects, userRowID: Int64, base: Int64,
+                                _ connection: PostgresConnection) throws {
+        struct Group: Hashable { var typeCode: Int64; var sourceRowID: Int64; var deviceID: Int64 }
+        var firstSeq: [Group: Int64] = [:]
+        var longest: [Int64: Int64] = [:]
+        var groupOrder: [Group] = []
+        for position in effects.inserted {
+            let row = batch.rows[position]
+            let group = Group(typeCode: row.typeCode, sourceRowID: row.sourceRowID, deviceID: row.deviceID ?? 0)
+            if firstSeq[group] == nil {
+                firstSeq[group] = base + 1 + Int64(position)
+                groupOrder.append(group)
+            }
+            longest[row.typeCode] = max(longest[row.typeCode] ?? 0, row.sample.end - row.sample.start)
+            effects.rollups.append(RollupTouch(typeCode: row.typeCode, sourceRowID: row.sourceRowID, start: row.sample.start,
+                                               end: row.sample.end, value: row.sample.quantity))
+        }
+        for group in groupOrder {
+            if let name = typeName(for: group.typeCode) { effects.touchedTypes.insert(name) }
+            try connection.execute("""
+                INSERT INTO source_types (user_id, type_id, source_id, device_id, first_seq) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT DO NOTHING
+                """, [.int64(userRowID), .int64(group.typeCode), .int64(group.sourceRowID), .int64(group.deviceID),
+                      .int64(firstSeq[group] ?? 0)])
+        }
+        for (typeCode, duration) in longest.sorted(by: { $0.key < $1.key }) {
+            try connection.execute("""
+                INSERT INTO type_extents (user_id, type_id, max_duration_ms) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id, type_id) DO UPDATE
+                SET max_duration_ms = greatest(type_extents.max_duration_ms, excluded.max_duration_ms)
+                """, [.int64(userRowID), .int64(typeCode), .int64(duration)])
+        }
+    }
+}

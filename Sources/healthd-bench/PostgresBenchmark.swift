@@ -1,0 +1,293 @@
+import Dispatch
+import Foundation
+import HealthStore
+import PostgreSQL
+import PostgresStore
+import Synchronization
+
+/// `healthd-bench postgres`: the PostgreSQL backend beside SQLite in one run (BENCHMARKS.md,
+/// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:
+/// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
+///   PostgreSQL, and raw binary `COPY` of the same number of rows, in batches of the same size,
+///   one transaction each, from as many connections, into the same `samples` table: the floor;
+/// - statistics reads: 91 daily buckets of steps over HTTP from concurrent keep-alive clients,
+///   against one node, then split over two nodes on the same database.
+enum PostgresBenchmark {
+    struct Options {
+        var healthdPath = ""
+        var database = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"] ?? ""
+        var clients = 4
+        var batches = 40
+        var batchSize = 10_000
+        var readClients = 8
+        var readSeconds = 10.0
+        var workDirectory = NSTemporaryDirectory() + "healthd-bench-postgres-\(getpid())"
+    }
+
+    static let usage = """
+        Usage: healthd-bench postgres [--database URL] [--healthd PATH] [--clients N] [--batches N] [--batch-size N]
+                                      [--read-clients N] [--read-seconds S]
+          --database URL     a PostgreSQL server (default: HEALTHD_TEST_POSTGRES_URL); the benchmark makes
+                             fresh databases on it (CREATE DATABASE) and drops them at the end
+          --healthd PATH     the healthd binary (default: next to this one)
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options = Options()
+        options.healthdPath = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                                  ?? CommandLine.arguments[0]).deletingLastPathComponent().path + "/healthd"
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let value = rest.popFirst() else { benchFail("\(flag) needs a value\n\(usage)") }
+            switch flag {
+            case "--database": options.database = value
+            case "--healthd": options.healthdPath = value
+            case "--clients": options.clients = Int(value) ?? options.clients
+            case "--batches": options.batches = Int(value) ?? options.batches
+            case "--batch-size": options.batchSize = Int(value) ?? options.batchSize
+            case "--read-clients": options.readClients = Int(value) ?? options.readClients
+            case "--read-seconds": options.readSeconds = Double(value) ?? options.readSeconds
+            default: benchFail("unknown option \(flag)\n\(usage)")
+            }
+        }
+        guard PostgresConfiguration.isPostgresURL(options.database) else { benchFail("needs --database postgres://…\n\(usage)") }
+        guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
+            benchFail("no healthd binary at \(options.healthdPath) (swift build -c release, or pass --healthd)")
+        }
+        let databases = Databases(base: options.database)
+        defer {
+            databases.dropAll()
+            try? FileManager.default.removeItem(atPath: options.workDirectory)
+        }
+        do {
+            print("healthd-bench postgres — \(machineDescription()), \(Date())")
+            print("command: healthd-bench \(( ["postgres"] + arguments).joined(separator: " "))")
+            print("server: \(try databases.serverVersion())")
+            var generator = SampleGenerator(seed: 11)
+            let bodies = (0..<options.batches).map { generator.batchJSON(firstIndex: $0 * options.batchSize, count: options.batchSize) }
+            let total = options.batches * options.batchSize
+
+            let sqliteDirectory = options.workDirectory + "/sqlite"
+            let (sqliteStore, _, sqliteToken) = try prepareUser(dataDirectory: sqliteDirectory)
+            sqliteStore.close()
+            let sqliteServer = try ServerProcess(executable: options.healthdPath, dataDirectory: sqliteDirectory)
+            let sqlite = try ingest(port: sqliteServer.port, token: sqliteToken, bodies: bodies, clients: options.clients)
+            sqliteServer.stop()
+
+            let url = try databases.fresh()
+            let token = try postgresUser(url: url)
+            let nodeA = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-a",
+                                          extraArguments: ["--database", url])
+            defer { nodeA.stop() }
+            let postgres = try ingest(port: nodeA.port, token: token, bodies: bodies, clients: options.clients)
+            let bodyBytes = try PostgresConnection(url: url).first("SELECT coalesce(avg(length(body)), 0)::float8 FROM samples") {
+                try $0.double(at: 0)
+            } ?? 0
+
+            let floorURL = try databases.fresh()
+            let floor = try rawCopy(url: floorURL, batches: options.batches, batchSize: options.batchSize, clients: options.clients,
+                                    bodyBytes: Int(bodyBytes.rounded()))
+
+            print("ingest: \(options.batches) batches x \(options.batchSize) samples (client uuids), \(options.clients) clients, keep-alive")
+            print("  SQLite over HTTP:      \(Int(sqlite.rate)) samples/s (batch p50 \(format(sqlite.p50Milliseconds)) ms)")
+            print("  PostgreSQL over HTTP:  \(Int(postgres.rate)) samples/s (batch p50 \(format(postgres.p50Milliseconds)) ms)")
+            print("  raw binary COPY floor: \(Int(floor)) samples/s (same table, batch size, connections; \(Int(bodyBytes)) B bodies)")
+            print("  ratios: PostgreSQL HTTP / raw COPY = \(format(postgres.rate / floor))x (target >= 0.7), "
+                  + "PostgreSQL / SQLite over HTTP = \(format(postgres.rate / sqlite.rate))x, "
+                  + "PostgreSQL HTTP = \(format(postgres.rate / 100_000))x of 100k samples/s")
+            print("  (\(total) samples per run)")
+
+            // Statistics reads: one node, then two on the same database.
+            let target = "/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&timeZone=UTC"
+                + "&start=2026-01-01T00:00:00Z&end=2026-04-02T00:00:00Z"
+            let probe = try BenchHTTPClient(port: nodeA.port).request("GET", target, token: token)
+            guard probe.status == 200 else {
+                print("statistics reads: not measured: GET returned \(probe.status): \(String(decoding: probe.body.prefix(300), as: UTF8.self))")
+                return 0
+            }
+            let one = try reads(ports: [nodeA.port], token: token, target: target, clients: options.readClients, seconds: options.readSeconds)
+            let nodeB = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-b",
+                                          extraArguments: ["--database", url])
+            defer { nodeB.stop() }
+            _ = try BenchHTTPClient(port: nodeB.port).request("GET", target, token: token)
+            let two = try reads(ports: [nodeA.port, nodeB.port], token: token, target: target, clients: options.readClients,
+                                seconds: options.readSeconds)
+            print("statistics reads: 91 daily buckets of steps, warm, \(options.readClients) keep-alive clients, \(format(options.readSeconds, decimals: 0)) s each")
+            print("  one node:  \(Int(one.rate)) requests/s (p50 \(format(one.p50Milliseconds)) ms)")
+            print("  two nodes: \(Int(two.rate)) requests/s (p50 \(format(two.p50Milliseconds)) ms), clients split evenly")
+            print("  ratio: two nodes / one node = \(format(two.rate / one.rate))x (target >= 1.6; \(ProcessInfo.processInfo.activeProcessorCount) cores "
+                  + "shared by both nodes, PostgreSQL and the clients)")
+            return 0
+        } catch {
+            benchFail("\(error)")
+        }
+    }
+
+    struct Throughput {
+        var rate: Double
+        var p50Milliseconds: Double
+    }
+
+    /// POSTs every body once, spread over `clients` keep-alive connections.
+    static func ingest(port: Int, token: String, bodies: [[UInt8]], clients: Int) throws -> Throughput {
+        var warmUpGenerator = SampleGenerator(seed: 99)
+        let warmUp = try BenchHTTPClient(port: port).request("POST", "/v1/samples", token: token,
+                                                             body: warmUpGenerator.batchJSON(firstIndex: 100_000_000, count: 100))
+        guard warmUp.status == 201 else { throw BenchError("warm-up POST returned \(warmUp.status)") }
+        let latencies = Mutex<[UInt64]>([])
+        let failures = Mutex<[String]>([])
+        let samples = bodies.count
+        let began = nanosecondsNow()
+        DispatchQueue.concurrentPerform(iterations: clients) { client in
+            do {
+                let connection = try BenchHTTPClient(port: port)
+                for batch in stride(from: client, to: samples, by: clients) {
+                    let sent = nanosecondsNow()
+                    let response = try connection.request("POST", "/v1/samples", token: token, body: bodies[batch])
+                    guard response.status == 201 else {
+                        throw BenchError("POST returned \(response.status): \(String(decoding: response.body.prefix(300), as: UTF8.self))")
+                    }
+                    latencies.withLock { $0.append(nanosecondsNow() - sent) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        let seconds = Double(nanosecondsNow() - began) / 1e9
+        if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
+        let perBatch = bodies.isEmpty ? 0 : (try? sampleCount(bodies[0])) ?? 0
+        return Throughput(rate: Double(bodies.count * perBatch) / seconds, p50Milliseconds: LatencySummary(latencies.withLock { $0 }).p50)
+    }
+
+    private static func sampleCount(_ body: [UInt8]) throws -> Int {
+        // Each sample object carries exactly one "type" key.
+        let needle = Array("\"type\":".utf8)
+        var count = 0
+        var index = 0
+        while index + needle.count <= body.count {
+            if body[index] == needle[0], Array(body[index..<(index + needle.count)]) == needle { count += 1; index += needle.count } else { index += 1 }
+        }
+        return count
+    }
+
+    /// Raw binary COPY into the healthd schema's `samples` table: what PostgreSQL itself can take
+    /// with no HTTP, JSON, validation, change numbering or rollups.
+    static func rawCopy(url: String, batches: Int, batchSize: Int, clients: Int, bodyBytes: Int) throws -> Double {
+        // The store creates the schema (migrations), exactly as healthd would.
+        PostgresHealthStoreFactory.close(try PostgresHealthStoreFactory.open(url: url))
+        let nextSeq = Atomic<Int64>(0)
+        let failures = Mutex<[String]>([])
+        let copy = """
+            COPY samples (user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
+            FROM STDIN (FORMAT binary)
+            """
+        let body = [UInt8](repeating: 0x2A, count: bodyBytes)
+        let began = nanosecondsNow()
+        DispatchQueue.concurrentPerform(iterations: clients) { client in
+            do {
+                let connection = try PostgresConnection(url: url)
+                var random = SplitMix64(seed: UInt64(client + 1))
+                for batch in stride(from: client, to: batches, by: clients) {
+                    _ = try connection.transaction { connection in
+                        try connection.copyIn(copy) { writer in
+                            for index in 0..<batchSize {
+                                let seq = nextSeq.add(1, ordering: .relaxed).newValue
+                                let start = SampleGenerator.epoch + Int64(batch * batchSize + index) * SampleGenerator.spacingMilliseconds
+                                var uuid = [UInt8](repeating: 0, count: 16)
+                                for k in 0..<16 { uuid[k] = UInt8(truncatingIfNeeded: random.next()) }
+                                try writer.beginRow(fieldCount: 12)
+                                try writer.append(int64: 1)
+                                try writer.append(uuid: uuid)
+                                try writer.append(int64: seq)
+                                try writer.append(int32: index % 2 == 0 ? 1 : 2)
+                                try writer.append(int32: 1)
+                                try writer.append(int64: 1)
+                                try writer.append(int64: start)
+                                try writer.append(int64: start + (index % 2 == 0 ? 60_000 : 0))
+                                try writer.append(double: Double(index % 120))
+                                try writer.appendNull()
+                                try writer.append(int64: start)
+                                try writer.append(bytes: body)
+                            }
+                        }
+                    }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        let seconds = Double(nanosecondsNow() - began) / 1e9
+        if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
+        return Double(batches * batchSize) / seconds
+    }
+
+    /// GETs `target` for `seconds` from `clients` keep-alive connections spread over `ports`.
+    static func reads(ports: [Int], token: String, target: String, clients: Int, seconds: Double) throws -> Throughput {
+        let latencies = Mutex<[UInt64]>([])
+        let failures = Mutex<[String]>([])
+        let deadline = nanosecondsNow() + UInt64(seconds * 1e9)
+        let began = nanosecondsNow()
+        DispatchQueue.concurrentPerform(iterations: clients) { client in
+            do {
+                let connection = try BenchHTTPClient(port: ports[client % ports.count])
+                var mine: [UInt64] = []
+                while nanosecondsNow() < deadline {
+                    let sent = nanosecondsNow()
+                    let response = try connection.request("GET", target, token: token)
+                    guard response.status == 200 else { throw BenchError("GET returned \(response.status)") }
+                    mine.append(nanosecondsNow() - sent)
+                }
+                latencies.withLock { $0.append(contentsOf: mine) }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        let elapsed = Double(nanosecondsNow() - began) / 1e9
+        if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
+        let all = latencies.withLock { $0 }
+        return Throughput(rate: Double(all.count) / elapsed, p50Milliseconds: LatencySummary(all).p50)
+    }
+
+    /// The benchmark user and an app token, made in the store before the nodes start.
+    static func postgresUser(url: String) throws -> String {
+        let store = try PostgresHealthStoreFactory.open(url: url)
+        defer { PostgresHealthStoreFactory.close(store) }
+        let user = try store.userCreatingIfNeeded(name: "bench")
+        let types: Set<String> = ["stepCount", "heartRate"]
+        return try store.createAuthorization(user: user, app: "bench-phone", read: types, share: types).token
+    }
+
+    /// Fresh databases on one server, dropped at the end.
+    final class Databases {
+        let base: String
+        private var created: [String] = []
+
+        init(base: String) { self.base = base }
+
+        func serverVersion() throws -> String {
+            try PostgresConnection(url: base).first("SELECT current_setting('server_version')") { try $0.string(at: 0) } ?? "?"
+        }
+
+        func fresh() throws -> String {
+            let name = "healthd_bench_\(getpid())_\(created.count)"
+            try PostgresConnection(url: base).execute("CREATE DATABASE \(name)")
+            created.append(name)
+            let (head, query) = base.firstIndex(of: "?").map { (String(base[..<$0]), String(base[$0...])) } ?? (base, "")
+            guard let slash = head.lastIndex(of: "/"), head[..<slash].hasSuffix(":") == false else {
+                throw BenchError("--database needs a path naming a database: postgres://user@host:port/postgres")
+            }
+            return head[..<slash] + "/" + name + query
+        }
+
+        func dropAll() {
+            guard let admin = try? PostgresConnection(url: base) else { return }
+            for name in created { try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+        }
+    }
+}
+
+/// Opens the PostgreSQL store the way `healthd serve --database` does, without its listener.
+enum PostgresHealthStoreFactory {
+    static func open(url: String) throws -> PostgresHealthStore { try PostgresHealthStore(url: url, maxConnections: 2, listen: false) }
+    static func close(_ store: PostgresHealthStore) { store.close() }
+}

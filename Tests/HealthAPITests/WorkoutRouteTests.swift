@@ -1,0 +1,104 @@
+import Foundation
+import HealthdCommandLine
+import JSON
+import Testing
+@testable import HealthAPI
+
+/// Workout routes (HKSeriesType.workoutRoute) through POST /v1/samples, GET /v1/samples, the
+/// export, and GET /v1/workouts/{uuid}/route.
+@Suite("Workout routes")
+struct WorkoutRouteTests {
+    static let workoutUUID = "0195c8a4-1f00-7000-8000-0000000000a1"
+    static let routeUUID = "0195c8a4-1f00-7000-8000-0000000000a2"
+
+    static func batch(latitude: String = "51.5007") -> String {
+        #"""
+        {"samples":[
+          {"uuid":"\#(workoutUUID)","type":"workout","activityType":"running","start":"2026-03-08T09:00:00+00:00","end":"2026-03-08T09:30:00+00:00"},
+          {"uuid":"\#(routeUUID)","type":"workoutRoute","workout":"\#(workoutUUID)","start":"2026-03-08T09:00:00+00:00","end":"2026-03-08T09:29:00+00:00",
+           "locations":[{"date":"2026-03-08T09:00:00Z","latitude":\#(latitude),"longitude":-0.1246,"altitude":11,"speed":3.1,"course":45,"horizontalAccuracy":4},
+                        {"date":"2026-03-08T09:29:00Z","latitude":51.5033,"longitude":-0.1196}]}]}
+        """#
+    }
+
+    @Test("a route saved with its workout comes back with its locations, in the export too")
+    func roundTrip() throws {
+        let server = try TestServer()
+        let user = server.createUser("jane")
+        let token = server.token(user: user, app: "runner", read: ["workout", "workoutRoute"], share: ["workout", "workoutRoute"])
+        let saved = server.request(.post, "/v1/samples", token: token, json: Self.batch())
+        #expect(saved.status == 201, "\(saved.text)")
+
+        let sample = server.request(.get, "/v1/samples/\(Self.routeUUID)", token: token)
+        #expect(sample["workout"]?.stringValue == Self.workoutUUID)
+        let locations = sample["locations"]?.arrayValue ?? []
+        #expect(locations.count == 2)
+        #expect(locations.first?.objectValue?["course"]?.numberValue == 45)
+        // Unknown fields stay unknown rather than becoming zeros.
+        #expect(locations.last?.objectValue?["speed"] == nil && locations.last?.objectValue?["altitude"] == nil)
+
+        let route = server.request(.get, "/v1/workouts/\(Self.workoutUUID)/route", token: token)
+        #expect(route["routes"]?.arrayValue?.first?.objectValue?["uuid"]?.stringValue == Self.routeUUID)
+        #expect(route["routes"]?.arrayValue?.first?.objectValue?["locations"]?.arrayValue?.count == 2)
+
+        // A sample's JSON is an export line (both are SampleCodec.write): restoring it gives the same route.
+        let restored = try HealthdExportLine.decode(ArraySlice(sample.body))
+        guard case .workoutRoute(let restoredRoute) = restored.sample.content else {
+            Issue.record("not a route: \(restored.sample.content)")
+            return
+        }
+        #expect(restoredRoute.workout.lowercasedString == Self.workoutUUID)
+        #expect(restoredRoute.locations.map(\.latitude) == [51.5007, 51.5033])
+        #expect(restoredRoute.locations.first?.horizontalAccuracy == 4 && restoredRoute.locations.last?.course == nil)
+    }
+
+    @Test("a location off the globe, out of the route's time, or a route without its workout is a 400 naming the field")
+    func invalid() throws {
+        let server = try TestServer()
+        let user = server.createUser("jane")
+        let token = server.token(user: user, app: "runner", read: [], share: ["workout", "workoutRoute"])
+        let offGlobe = server.request(.post, "/v1/samples", token: token, json: Self.batch(latitude: "95"))
+        #expect(offGlobe.status == 400)
+        #expect(offGlobe.text.contains("samples[1].locations[0].latitude"))
+        let late = Self.batch().replacingOccurrences(of: #""date":"2026-03-08T09:29:00Z""#, with: #""date":"2026-03-08T09:45:00Z""#)
+        let outside = server.request(.post, "/v1/samples", token: token, json: late)
+        #expect(outside.status == 400)
+        #expect(outside.text.contains("locations[1].date"))
+        let orphan = Self.batch().replacingOccurrences(of: #""workout":"\#(Self.workoutUUID)","#, with: "")
+        #expect(server.request(.post, "/v1/samples", token: token, json: orphan).status == 400)
+    }
+}
+
+@Suite("Workout route pages")
+struct WorkoutRoutePageTests {
+    @Test("routes come at most 16 a page, and paging with next reaches every one")
+    func pages() throws {
+        let server = try TestServer()
+        let user = server.createUser("jane")
+        let token = server.token(user: user, app: "runner", read: ["workoutRoute"], share: ["workout", "workoutRoute"])
+        var samples: [String] = []
+        for index in 0..<20 {
+            let minute = String(format: "%02d", index)
+            samples.append(#"""
+                {"type":"workoutRoute","workout":"0195c8a4-1f00-7000-8000-0000000000a1","start":"2026-03-08T09:\#(minute):00Z",
+                 "locations":[{"date":"2026-03-08T09:\#(minute):00Z","latitude":51.5,"longitude":-0.12}]}
+                """#)
+        }
+        #expect(server.request(.post, "/v1/samples", token: token, json: #"{"samples":[\#(samples.joined(separator: ","))]}"#).status == 201)
+        let first = server.request(.get, "/v1/samples?type=workoutRoute&limit=100", token: token)
+        #expect(first["samples"]?.arrayValue?.count == 16)
+        let next = try #require(first["next"]?.stringValue)
+        let second = server.request(.get, "/v1/samples?type=workoutRoute&limit=100&cursor=\(next)", token: token)
+        #expect(second["samples"]?.arrayValue?.count == 4)
+        #expect(second["next"] == .null)
+
+        // The export writes a page as soon as it holds 16 routes, and still every route once.
+        let stored = try #require(try server.store.user(named: "jane"))
+        var pages: [Int] = []
+        try ExportScope(.wholeUser(stored)).forEachPage(from: server.store) { bytes in
+            pages.append(bytes.filter { $0 == 0x0A }.count)
+            return true
+        }
+        #expect(pages == [16, 4])
+    }
+}

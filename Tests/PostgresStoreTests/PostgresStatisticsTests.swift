@@ -1,0 +1,218 @@
+import Foundation
+import HealthStore
+import PostgreSQL
+@testable import PostgresStore
+import Statistics
+import Testing
+
+/// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
+/// user's change counter) and keeps the rollups with `PostgresRollups.apply` in the same
+/// transaction; the statistics tests drive it with random writes and deletes.
+struct RollupTestWriter {
+    static let user: Int64 = 77
+    static let steps: Int64 = 1  // cumulative
+    static let heartRate: Int64 = 2  // discrete
+    static let styles: [Int64: AggregationStyle] = [steps: .cumulative, heartRate: .discrete]
+
+    static func prepare(_ connection: PostgresConnection, sources: Int) throws {
+        try connection.execute("INSERT INTO change_counters (user_id, seq) VALUES ($1, 0)", [.int64(user)])
+        for source in 1...sources {
+            try connection.execute("INSERT INTO sources (user_id, id, app) VALUES ($1, $2, $3)",
+                                   [.int64(user), .int64(Int64(source)), .text("app-\(source)")])
+        }
+    }
+
+    /// Saves samples (ids are ignored: the user's change numbers become them) and returns them as stored.
+    static func save(_ samples: [StatisticsSample], typeCode: Int64, on connection: PostgresConnection) throws -> [StatisticsSample] {
+        try connection.transaction { connection in
+            var changes = RollupDayChanges()
+            var saved: [StatisticsSample] = []
+            for var sample in samples {
+                sample.id = try connection.scalarInt64(
+                    "UPDATE change_counters SET seq = seq + 1 WHERE user_id = $1 RETURNING seq", [.int64(user)]) ?? 0
+                try connection.execute("""
+                    INSERT INTO samples (user_id, uuid, seq, type_id, source_id, start_ms, end_ms, value, created_ms)
+                    VALUES ($1, gen_random_uuid(), $2, $3, $4, $5, $6, $7, 0)
+                    """, [.int64(user), .int64(sample.id), .int64(typeCode), .int64(Int64(sample.source)), .int64(sample.start),
+                          .int64(sample.end), .double(sample.value)])
+                try connection.execute("""
+                    INSERT INTO source_types (user_id, type_id, source_id, first_seq) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+                    """, [.int64(user), .int64(typeCode), .int64(Int64(sample.source)), .int64(sample.id)])
+                try connection.execute("""
+                    INSERT INTO type_extents AS t (user_id, type_id, max_duration_ms) VALUES ($1, $2, $3)
+                    ON CONFLICT (user_id, type_id) DO UPDATE SET max_duration_ms = greatest(t.max_duration_ms, excluded.max_duration_ms)
+                    """, [.int64(user), .int64(typeCode), .int64(sample.end - sample.start)])
+                changes.note(typeCode: typeCode, style: styles[typeCode], start: sample.start, end: sample.end, value: sample.value)
+                saved.append(sample)
+            }
+            try PostgresRollups.apply(changes, userRowID: user, styles: styles, on: connection)
+            return saved
+        }
+    }
+
+    static func delete(_ samples: [StatisticsSample], typeCode: Int64, on connection: PostgresConnection) throws {
+        try connection.transaction { connection in
+            var changes = RollupDayChanges()
+            for sample in samples {
+                try connection.execute("DELETE FROM samples WHERE user_id = $1 AND seq = $2", [.int64(user), .int64(sample.id)])
+                changes.note(typeCode: typeCode, style: styles[typeCode], start: sample.start, end: sample.end, value: sample.value)
+            }
+            try PostgresRollups.apply(changes, userRowID: user, styles: styles, on: connection)
+        }
+    }
+
+    /// Stores the user's order for the cumulative type and rebuilds its rows, as a priority change does.
+    static func setPriority(_ sources: [Int32], on connection: PostgresConnection) throws {
+        let apps = "[" + sources.map { "\"app-\($0)\"" }.joined(separator: ",") + "]"
+        try connection.transaction { connection in
+            try connection.execute("""
+                INSERT INTO source_priorities (user_id, type_id, apps) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id, type_id) DO UPDATE SET apps = excluded.apps
+                """, [.int64(user), .int64(steps), .text(apps)])
+            try PostgresRollups.rebuild(userRowID: user, typeCode: steps, style: .cumulative, on: connection)
+        }
+    }
+}
+
+/// A small seeded generator, so a failing seed replays.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func integer(_ range: ClosedRange<Int64>) -> Int64 {
+        range.lowerBound + Int64(next() % UInt64(range.upperBound - range.lowerBound + 1))
+    }
+}
+
+@Suite(.enabled(if: PGTestServer.isAvailable, PGTestServer.skipReason))
+struct PostgresStatisticsTests {
+    static let hour: Int64 = 3_600_000
+    static let day: Int64 = 86_400_000
+    /// 2026-03-01T00:00Z: New York's DST change (2026-03-08) falls inside the ranges below.
+    static let base: Int64 = 1_772_323_200_000
+
+    static let cumulativeOptions: StatisticsOptions = [.cumulativeSum, .separateBySource]
+    static let discreteOptions: StatisticsOptions = [.discreteAverage, .discreteMin, .discreteMax, .mostRecent, .separateBySource]
+
+    /// Daily buckets in New York (a 23-hour day among them) and 40-minute buckets on an anchor off
+    /// every 15-minute slot (edges inside slots: detail and edge-sample reads).
+    static func bucketSets() throws -> [[CalendarBucket]] {
+        let newYork = try BucketCalendar(timeZoneIdentifier: "America/New_York")
+        let utc = try BucketCalendar(timeZoneIdentifier: "UTC")
+        return [
+            try newYork.buckets(start: base - 2 * day, end: base + 14 * day, anchor: base + 5 * hour,
+                                interval: CalendarInterval(unit: .day, count: 1)),
+            try utc.buckets(start: base + 6 * day, end: base + 9 * day, anchor: base + 7 * 60_000,
+                            interval: CalendarInterval(unit: .minute, count: 40)),
+        ]
+    }
+
+    static func randomSamples(_ random: inout SplitMix, count: Int, style: AggregationStyle) -> [StatisticsSample] {
+        (0..<count).map { _ in
+            let start = base + random.integer(-day...(12 * day))
+            let length = style == .cumulative ? random.integer(0...(3 * hour)) * (random.integer(0...9) == 0 ? 20 : 1) : 0
+            return StatisticsSample(id: 0, start: start, end: start + length, value: Double(random.integer(0...500)),
+                                    source: Int32(random.integer(1...3)))
+        }
+    }
+
+    /// Answers equal up to floating-point noise (the direct path sums in another order).
+    static func same(_ a: [BucketStatistics], _ b: [BucketStatistics]) -> Bool {
+        func close(_ x: Double?, _ y: Double?) -> Bool {
+            switch (x, y) {
+            case (nil, nil): true
+            case let (x?, y?): abs(x - y) <= 1e-6 * max(1, abs(x), abs(y))
+            default: false
+            }
+        }
+        func close(_ x: StatisticsFigures, _ y: StatisticsFigures) -> Bool {
+            close(x.sum, y.sum) && close(x.average, y.average) && close(x.minimum, y.minimum)
+                && close(x.maximum, y.maximum) && x.mostRecent?.value == y.mostRecent?.value
+        }
+        return a.count == b.count && zip(a, b).allSatisfy { x, y in
+            x.bucket == y.bucket && close(x.figures, y.figures) && x.sources.count == y.sources.count
+                && zip(x.sources, y.sources).allSatisfy { $0.source == $1.source && close($0.figures, $1.figures) }
+        }
+    }
+
+    /// Random saves, deletes and source-priority changes written through node A, with queries
+    /// alternating between node A's and node B's caches (two pools, two caches: two healthd nodes on
+    /// one database): every answer equals the direct computation over the samples present, so the
+    /// rollups are exact (pro-rating, merging by priority, DST days, edges inside slots, discrete
+    /// figures, separateBySource) and a node's cache never answers from before another's write.
+    @Test(arguments: 1...4)
+    func rollupsMatchDirectStatisticsAcrossTwoNodes(seed: Int) throws {
+        let schema = try PGTestSchema()
+        let writer = try schema.connect()
+        try RollupTestWriter.prepare(writer, sources: 3)
+        let nodes = [(try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20)),
+                     (try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20))]
+        var random = SplitMix(state: UInt64(seed) &* 7_919)
+        var present: [Int64: [StatisticsSample]] = [RollupTestWriter.steps: [], RollupTestWriter.heartRate: []]
+        var order: [Int32] = []
+        let bucketSets = try Self.bucketSets()
+        for step in 0..<12 {
+            let typeCode = random.integer(0...1) == 0 ? RollupTestWriter.steps : RollupTestWriter.heartRate
+            let style = RollupTestWriter.styles[typeCode] ?? .cumulative
+            switch random.integer(0...9) {
+            case 0...5:
+                let saved = try RollupTestWriter.save(Self.randomSamples(&random, count: Int(random.integer(1...30)), style: style),
+                                                      typeCode: typeCode, on: writer)
+                present[typeCode, default: []] += saved
+            case 6...7:
+                var kept = present[typeCode] ?? []
+                guard !kept.isEmpty else { continue }
+                var removed: [StatisticsSample] = []
+                for _ in 0..<min(kept.count, Int(random.integer(1...6))) {
+                    removed.append(kept.remove(at: Int(random.integer(0...Int64(kept.count - 1)))))
+                }
+                try RollupTestWriter.delete(removed, typeCode: typeCode, on: writer)
+                present[typeCode] = kept
+            default:
+                order = [Int32(random.integer(1...3)), Int32(random.integer(1...3))]
+                try RollupTestWriter.setPriority(order, on: writer)
+            }
+            for (index, buckets) in bucketSets.enumerated() {
+                for typeCode in [RollupTestWriter.steps, RollupTestWriter.heartRate] {
+                    let style = RollupTestWriter.styles[typeCode] ?? .cumulative
+                    let options = style == .cumulative ? Self.cumulativeOptions : Self.discreteOptions
+                    let node = nodes[(step + index + Int(typeCode)) % 2]
+                    let answer = try PostgresRollups.statistics(userRowID: RollupTestWriter.user, typeCode: typeCode, style: style,
+                                                                buckets: buckets, options: options, cache: node.1, pool: node.0)
+                    let priority = try writer.transaction { connection in
+                        try PostgresRollups.sourcePriority(connection, userRowID: RollupTestWriter.user, typeCode: typeCode)
+                    }
+                    let expected = try statisticsCollection(of: present[typeCode] ?? [], buckets: buckets, style: style,
+                                                            options: options, priority: priority)
+                    let same = Self.same(answer.buckets, expected)
+                    #expect(same, "seed \(seed) step \(step) type \(typeCode) buckets \(index)")
+                }
+            }
+        }
+        #expect(Set(present.values.joined().map(\.source)).count > 1, "several sources overlapped")
+    }
+
+    /// The effective order: the user's listed apps first (unknown ones skipped, repeats once),
+    /// then the others in the order they first saved the type.
+    @Test func sourcePriorityListsChosenAppsThenFirstSavers() throws {
+        let schema = try PGTestSchema()
+        let connection = try schema.connect()
+        try RollupTestWriter.prepare(connection, sources: 3)
+        let sample = { (source: Int32) in StatisticsSample(id: 0, start: Self.base, end: Self.base + 60_000, value: 1, source: source) }
+        _ = try RollupTestWriter.save([sample(2)], typeCode: RollupTestWriter.steps, on: connection)
+        _ = try RollupTestWriter.save([sample(3), sample(1)], typeCode: RollupTestWriter.steps, on: connection)
+        func order() throws -> [String] {
+            try PostgresSourcePriority.effective(connection, userRowID: RollupTestWriter.user, typeCode: RollupTestWriter.steps).map(\.app)
+        }
+        #expect(try order() == ["app-2", "app-3", "app-1"])
+        try connection.execute("""
+            INSERT INTO source_priorities (user_id, type_id, apps) VALUES ($1, $2, '["app-1","nobody","app-1"]')
+            """, [.int64(RollupTestWriter.user), .int64(RollupTestWriter.steps)])
+        #expect(try order() == ["app-1", "app-2", "app-3"])
+    }
+}
