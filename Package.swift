@@ -21,9 +21,12 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure cores: no I/O.
-        .target(name: "JSON", swiftSettings: strict),
-        .target(name: "HTTP", swiftSettings: strict),
-        .target(name: "HealthModel", dependencies: ["JSON"], swiftSettings: strict),
+        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON and HealthModel (HTTP
+        // is a protocol layer and must not depend on the health model).
+        .target(name: "Primitives", swiftSettings: strict),
+        .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
+        .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: strict),
+        .target(name: "HealthModel", dependencies: ["JSON", "Primitives"], swiftSettings: strict),
         .target(name: "Statistics", swiftSettings: strict),
         .target(name: "Pedometer", swiftSettings: strict),
         .target(name: "Crypto", swiftSettings: strict),
@@ -65,6 +68,7 @@ let package = Package(
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
+        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),

@@ -260,7 +260,7 @@ PATHS = {
                     qparam("strictEndDate", "Require sample.end <= end.", {"type": "boolean"}),
                     qparam("source", "Only this app's samples."),
                     qparam("order", "By start.", {"type": "string", "enum": ["asc", "desc"], "default": "asc"}),
-                    qparam("limit", "Page size.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100}),
+                    qparam("limit", "Page size; workoutRoute pages hold at most 16 (a route can hold 100,000 locations), `next` goes on.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 100}),
                     qparam("unit", "Unit for values (must fit the type)."),
                     qparam("cursor", "The previous page's `next`.")],
                 "responses": {"200": ok_json({"type": "object", "required": ["samples", "next"], "properties": {

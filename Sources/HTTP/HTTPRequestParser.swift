@@ -4,6 +4,8 @@
 // It is strict on purpose: every framing ambiguity that could enable request smuggling is an
 // error that closes the connection.
 
+import Primitives
+
 /// Size limits enforced while parsing; each maps to the status RFC 9110 assigns to it.
 public struct HTTPLimits: Sendable, Equatable {
     /// Longest request line (method, target, version) before 414.
@@ -810,14 +812,8 @@ enum ASCII {
     static func isDigit(_ byte: UInt8) -> Bool { byte >= 48 && byte <= 57 }
     static func isLetter(_ byte: UInt8) -> Bool { (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) }
 
-    static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case 48 ... 57: return Int(byte - 48)
-        case 65 ... 70: return Int(byte - 55)
-        case 97 ... 102: return Int(byte - 87)
-        default: return nil
-        }
-    }
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> Int? { HexDigit.value(byte).map(Int.init) }
 
     /// tchar from RFC 9110 §5.6.2.
     static func isTokenByte(_ byte: UInt8) -> Bool { tokenTable[Int(byte)] }

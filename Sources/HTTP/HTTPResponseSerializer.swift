@@ -1,5 +1,7 @@
 // Response heads on the wire, the HTTP date format and server-generated problem documents.
 
+import Primitives
+
 /// How a response body is delimited on the wire.
 public enum HTTPResponseFraming: Sendable, Equatable {
     /// No body and no length header (HEAD of a stream, 204, 304).
@@ -144,7 +146,7 @@ public enum HTTPDate {
     public static func imfFixdate(unixSeconds: Int) -> String {
         let days = unixSeconds >= 0 ? unixSeconds / 86_400 : (unixSeconds - 86_399) / 86_400
         let secondsOfDay = unixSeconds - days * 86_400
-        let (year, month, day) = civilDate(daysSinceEpoch: days)
+        let (year, month, day) = CivilDate.of(daysSinceEpoch: Int64(days))
         // 1970-01-01 was a Thursday.
         let weekday = ((days % 7) + 7 + 4) % 7
         let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
@@ -154,20 +156,6 @@ public enum HTTPDate {
     }
 
     private static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-
-    /// Proleptic Gregorian date from days since 1970-01-01 (the well-known era-based conversion).
-    private static func civilDate(daysSinceEpoch: Int) -> (year: Int, month: Int, day: Int) {
-        let shifted = daysSinceEpoch + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return (year, month, day)
-    }
 }
 
 /// RFC 9457 problem documents for errors the server itself produces.

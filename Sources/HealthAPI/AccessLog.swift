@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HealthModel
+import HealthStore
 import JSON
 import Synchronization
 
@@ -30,7 +31,7 @@ public final class AccessLog: Sendable {
                        seconds: Double, remote: String) {
         var writer = JSONWriter()
         writer.beginObject()
-        writer.key("time"); writer.string(RFC3339.format(Self.nowMilliseconds()))
+        writer.key("time"); writer.string(RFC3339.format(StoreClock.nowMilliseconds()))
         writer.key("level"); writer.string("info")
         writer.key("msg"); writer.string("request")
         writer.key("id"); writer.string(requestID)
@@ -50,7 +51,7 @@ public final class AccessLog: Sendable {
     public func event(_ message: String, level: String = "info", fields: [(String, String)] = []) {
         var writer = JSONWriter()
         writer.beginObject()
-        writer.key("time"); writer.string(RFC3339.format(Self.nowMilliseconds()))
+        writer.key("time"); writer.string(RFC3339.format(StoreClock.nowMilliseconds()))
         writer.key("level"); writer.string(level)
         writer.key("msg"); writer.string(message)
         for (key, value) in fields { writer.key(key); writer.string(value) }
@@ -83,6 +84,4 @@ public final class AccessLog: Sendable {
             }
         }
     }
-
-    static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }

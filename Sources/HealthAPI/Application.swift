@@ -139,25 +139,27 @@ public final class HealthApplication: HTTPResponder {
             completion(response)
         }
 
-        // The address budget is for traffic without a valid token. A request without any token
-        // is counted before routing, so a flood costs one bucket update each; one with a token is
-        // counted against its token once authenticated, or against the address if that fails or
-        // the route takes no token.
         let hasCredentials = request.headers.contains("Authorization")
-        let chargeAddress: @Sendable () -> Bool = { [rateLimits] in
-            guard let wait = rateLimits.perAddress.take(client) else { return true }
+        let isPreflight = cors.isEnabled && CORSPolicy.isPreflight(request)
+        let method = request.method == .head ? HTTPMethod.get : request.method
+        let match = isPreflight ? nil : router.match(method: method, path: path)
+        // The address budget is for traffic without a valid token, and it is charged here, once,
+        // before any work: every request without a token, and one with a token that no token route
+        // answers (a preflight, an unmatched path, an open route, which ignores tokens). A token
+        // route counts the request against its token once authenticated; a failed authentication
+        // charges the address in `context(for:)`.
+        var chargesAddress = true
+        if hasCredentials, case .found(let route, _, _)? = match { chargesAddress = route.access == .open }
+        if chargesAddress, let wait = rateLimits.perAddress.take(client) {
             finish(APIError.rateLimitedAddress(retryAfterSeconds: wait).response, "rate-limited")
-            return false
+            return
         }
-        if !hasCredentials && !chargeAddress() { return }
-        if cors.isEnabled && CORSPolicy.isPreflight(request) {
-            if hasCredentials && !chargeAddress() { return }
+        guard let match else {
             finish(cors.preflightResponse(for: request), "preflight")
             return
         }
 
-        let method = request.method == .head ? HTTPMethod.get : request.method
-        switch router.match(method: method, path: path) {
+        switch match {
         case .found(let route, let parameters, let pattern):
             let run: @Sendable () -> Void = { [self] in
                 do throws(APIError) {
@@ -178,10 +180,8 @@ public final class HealthApplication: HTTPResponder {
             case .worker: workers.async(execute: run)
             }
         case .methodNotAllowed(let allowed):
-            if hasCredentials && !chargeAddress() { return }
             finish(APIError.methodNotAllowed(allowed).response, "unmatched")
         case .notFound:
-            if hasCredentials && !chargeAddress() { return }
             if !path.hasPrefix("/v1/") && path != "/v1", let staticFiles, method == .get {
                 workers.async {
                     let response = staticFiles.response(for: request)
@@ -198,10 +198,7 @@ public final class HealthApplication: HTTPResponder {
                          client: String, hasCredentials: Bool) throws(APIError) -> RequestContext {
         let principal: Principal?
         if route.access == .open {
-            // An open route ignores any token: the request is the address's traffic.
-            if hasCredentials, let wait = rateLimits.perAddress.take(client) {
-                throw APIError.rateLimitedAddress(retryAfterSeconds: wait)
-            }
+            // An open route ignores any token (its address was charged in `respond`).
             principal = nil
         } else {
             do throws(APIError) {

@@ -71,14 +71,19 @@ public struct ExportScope: Sendable {
         }
         var lanes = wanted.map { Lane(type: $0.id) }
         let laneSize = max(1, min(pageSize, 1_000))
+        // Series samples (routes) are large: their lanes read few at a time, and a page holding
+        // that many of them goes out at once.
+        let seriesBound = HealthTypeCatalog.workoutRouteType.maximumPageSize
+        var seriesInPage = 0
         var out: [StoredSample] = []
         out.reserveCapacity(pageSize)
         while true {
             var best: Int?
             for index in lanes.indices where !lanes[index].exhausted {
                 if lanes[index].next >= lanes[index].buffer.count {
+                    let bound = HealthTypeCatalog.type(lanes[index].type)?.maximumPageSize ?? laneSize
                     let page = try store.exportPage(type: lanes[index].type, scope: reader, after: lanes[index].after,
-                                                    limit: laneSize)
+                                                    limit: min(laneSize, bound))
                     lanes[index].buffer = page
                     lanes[index].next = 0
                     if let last = page.last { lanes[index].after = last.cursor }
@@ -93,11 +98,14 @@ public struct ExportScope: Sendable {
                 }
             }
             guard let chosen = best else { break }
-            out.append(lanes[chosen].buffer[lanes[chosen].next].sample)
+            let sample = lanes[chosen].buffer[lanes[chosen].next].sample
+            if case .workoutRoute = sample.sample.content { seriesInPage += 1 }
+            out.append(sample)
             lanes[chosen].next += 1
-            if out.count >= pageSize {
+            if out.count >= pageSize || seriesInPage >= seriesBound {
                 guard try write(Self.ndjson(out)) else { return }
                 out.removeAll(keepingCapacity: true)
+                seriesInPage = 0
             }
         }
         if !out.isEmpty { _ = try write(Self.ndjson(out)) }

@@ -85,7 +85,7 @@ struct HeartRateZoneRoutes: Sendable {
     static let restingHeartRates: ClosedRange<Double> = 20...250
 
     static func register(into router: inout Router<Route>, store: any HealthDataStore,
-                         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+                         now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
         let routes = HeartRateZoneRoutes(store: store, now: now)
         router.register(.get, "/v1/heart-rate/zones", Route(access: .token, handler: routes.heartRateZone))
     }

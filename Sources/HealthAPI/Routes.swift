@@ -22,7 +22,7 @@ extension HealthApplication {
         StatisticsRoutes.register(into: &router, store: store)
         SummaryRoutes.register(into: &router, store: store)
         WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
-        WorkoutRoutes.register(into: &router, store: store, now: { SummaryClock.now() })
+        WorkoutRoutes.register(into: &router, store: store, now: StoreClock.nowMilliseconds)
     }
 }
 

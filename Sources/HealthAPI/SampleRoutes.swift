@@ -61,7 +61,8 @@ struct SampleRoutes: Sendable {
         case "desc": query.descending = true
         case let other?: throw APIError.invalidField("order", "must be asc or desc, not '\(other)'")
         }
-        query.limit = try context.query.integer("limit", in: 1...10_000) ?? 100
+        // Fewer than asked for is a full page too (`next` goes on): routes come 16 at a time.
+        query.limit = min(try context.query.integer("limit", in: 1...10_000) ?? 100, type.maximumPageSize)
         let unit = try QueryParsing.unit(&context.query, for: type)
         let cursorText = try context.query.string("cursor")
         try context.query.rejectUnknown()

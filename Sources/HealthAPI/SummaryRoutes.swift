@@ -65,7 +65,7 @@ struct SummaryRoutes: Sendable {
             pace = FigureRounding.significant(Double(covered) / 1000 / distance)
         }
         // Days not yet begun do not dilute the average: today counts, tomorrow does not.
-        let today = Self.localDay(of: SummaryClock.now(), calendar)
+        let today = Self.localDay(of: StoreClock.nowMilliseconds(), calendar)
         let elapsedDays = max(1, min(dayCount, today - firstDay + 1))
         return JSONResponse.write { writer in
             writer.beginObject()
@@ -281,9 +281,4 @@ struct SummaryRoutes: Sendable {
         }
         return hours.map(\.count)
     }
-}
-
-/// The wall clock, in one place so the summary's "days begun so far" reads the same instant throughout.
-enum SummaryClock {
-    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }

@@ -93,7 +93,7 @@ struct WorkoutRoutes: Sendable {
         var query = SampleQuery(type: HealthTypeCatalog.workoutRouteType.id)
         query.start = workout.sample.start - margin
         query.end = workout.sample.end + margin
-        query.limit = 1_000
+        query.limit = HealthTypeCatalog.workoutRouteType.maximumPageSize
         var routes: [(StoredSample, WorkoutRoute)] = []
         while true {
             let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }

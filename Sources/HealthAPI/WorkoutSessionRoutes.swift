@@ -13,7 +13,7 @@ struct WorkoutSessionRoutes: Sendable {
     let monitor: WorkoutZoneMonitor
 
     static func register(into router: inout Router<Route>, store: any HealthDataStore, feed: ChangeFeed,
-                         now: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }) {
+                         now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
         let monitor = WorkoutZoneMonitor(store: store, feed: feed)
         let routes = WorkoutSessionRoutes(store: store, now: now, monitor: monitor)
         router.register(.post, "/v1/workout-sessions", Route(access: .token, handler: routes.startSession))

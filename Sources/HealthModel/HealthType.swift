@@ -94,6 +94,10 @@ public struct HealthType: Sendable, Hashable, Identifiable, CustomStringConverti
 
     public var isCumulative: Bool { aggregation?.isCumulative ?? false }
 
+    /// At most this many samples of the type per page of a query or an export: a series sample
+    /// (a route) can hold 100,000 locations, so a page of 1,000 could be gigabytes.
+    public var maximumPageSize: Int { kind == .series ? 16 : .max }
+
     /// Sample types can be saved as samples; characteristics cannot.
     public var isSampleType: Bool { kind != .characteristic }
 

@@ -2,6 +2,8 @@
 // so they hash, compare and pack into 16 bytes cheaply. New uuids take their random bits and time
 // as parameters; the system clock and random source are the shells' (HealthStore's SystemUUIDs).
 
+import Primitives
+
 /// A UUID. Parsing accepts the 36-character textual form in any letter case;
 /// `uuidString` is uppercase, as HealthKit's `UUID.uuidString` prints it.
 /// Equality is on the bytes, so the case a client used never matters.
@@ -51,7 +53,7 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
                 guard byte == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            guard let nibble = Self.hexValue(byte) else { return nil }
+            guard let nibble = HexDigit.value(byte) else { return nil }
             if nibbleCount < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
             nibbleCount += 1
         }
@@ -109,15 +111,6 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
                 position += 1
             }
             return position
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
         }
     }
 

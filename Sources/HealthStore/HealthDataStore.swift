@@ -221,7 +221,9 @@ extension StoreFault {
     }
 }
 
-/// The wall clock as the stores read it (Unix milliseconds).
+/// The wall clock in Unix milliseconds, the one helper the server reads "now" through (stores'
+/// timestamps, access logs, summaries, workout sessions, the seeder); code that must be tested at a
+/// fixed time takes a `() -> Int64` that defaults to it.
 public enum StoreClock {
     public static func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }

@@ -1,3 +1,4 @@
+import Primitives
 /// A syntax error in a JSON document: where it is and what is wrong.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset into the input at which the problem was detected.
@@ -387,12 +388,7 @@ private struct Parser {
         for offset in start..<(start + 4) {
             guard offset < input.count else { throw endOfInput() }
             let byte = input[offset]
-            let digit: UInt8
-            switch byte {
-            case Byte.zero...Byte.nine: digit = byte - Byte.zero
-            case 0x61...0x66: digit = byte - 0x61 + 10  // a-f
-            case 0x41...0x46: digit = byte - 0x41 + 10  // A-F
-            default:
+            guard let digit = HexDigit.value(byte) else {
                 throw JSONParseError(offset: offset, reason: "invalid hex digit \(describe(byte)) in \\u escape")
             }
             unit = unit << 4 | UInt32(digit)

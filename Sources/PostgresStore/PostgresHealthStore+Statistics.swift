@@ -7,9 +7,6 @@ import Statistics
 // the statistics cache every node checks against the database (see `PostgresRollups`).
 
 extension PostgresHealthStore {
-    /// Parts of `HealthDataStore` this store does not serve (`unsupportedFeatures`): none.
-    static let pendingFeatures: [String] = []
-
     /// The statistics rollups' share of a sample write (the samples saved or deleted), in the
     /// writing transaction, after the samples and their `source_types` rows.
     func rollupsChanged(_ touches: [RollupTouch], userRowID: Int64, _ connection: PostgresConnection) throws {

@@ -113,10 +113,6 @@ public final class PostgresHealthStore: HealthDataStore {
         return codes
     }
 
-    /// Features this build of the store cannot serve; `healthd` refuses to start on it unless empty.
-    public static var unsupportedFeatures: [String] { pendingFeatures }
-    public var unsupportedFeatures: [String] { Self.unsupportedFeatures }
-
     func typeCode(for type: String) -> Int64? { typeCodes[type] }
     func typeName(for code: Int64) -> String? { typeNames[code] }
 

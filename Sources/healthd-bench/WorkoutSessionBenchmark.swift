@@ -49,7 +49,7 @@ enum WorkoutSessionBenchmark {
             let client = try BenchHTTPClient(port: port)
             print("healthd-bench workouts: \(machineDescription())")
 
-            let base = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+            let base = StoreClock.nowMilliseconds() + 60_000
             func reading(_ n: Int, _ bpm: Int) -> [UInt8] {
                 let time = RFC3339.format(base + Int64(n) * 1000)
                 return Array(#"{"samples":[{"type":"heartRate","value":\#(bpm),"unit":"count/min","start":"\#(time)"}]}"#.utf8)

@@ -12,7 +12,7 @@ func runSeed(_ options: SeedOptions) {
     let report: DemoSeeder.Report
     do {
         let zone = demoTimeZone(options.timeZone)
-        let now = currentMilliseconds()
+        let now = StoreClock.nowMilliseconds()
         report = try DemoSeeder.seed(store: store, userName: options.user, days: options.days,
                                      today: DemoSeeder.today(nowMilliseconds: now, timeZone: zone), now: now, timeZone: zone)
     } catch {
@@ -31,5 +31,3 @@ func demoTimeZone(_ identifier: String?) -> TimeZone {
     }
     return zone
 }
-
-func currentMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }

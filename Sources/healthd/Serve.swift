@@ -54,19 +54,11 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
         // The data directory then holds only the generated admin token (without HEALTHD_ADMIN_TOKEN);
         // if it cannot be made, writing the token says so in one line.
         try? FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let store: PostgresHealthStore
         do {
-            store = try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
+            return try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
         } catch {
             fail("cannot open the PostgreSQL database: \(error)")
         }
-        // A route the store cannot serve must not answer wrong: refuse to start instead.
-        if !store.unsupportedFeatures.isEmpty {
-            store.close()
-            fail("the PostgreSQL store of this build does not support \(store.unsupportedFeatures.joined(separator: ", ")) yet; "
-                 + "serve without --database (SQLite)", status: 2)
-        }
-        return store
     }
     let directory = configuration.dataDirectory
     do {
@@ -195,7 +187,7 @@ final class StopFlag: Sendable {
 func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
     let started = Date()
     do {
-        let now = currentMilliseconds()
+        let now = StoreClock.nowMilliseconds()
         let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
                                          today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)

@@ -80,6 +80,22 @@ struct AbuseLimitTests {
         #expect(server.request(.get, "/healthz").status == 429)
     }
 
+    @Test func aTokenOnlySparesTheAddressOnTokenRoutes() throws {
+        // Admin calls set the test up before the budget is small enough to matter.
+        let server = try TestServer { $0.rateLimitPerAddressPerSecond = 0.01; $0.rateLimitPerAddressBurst = 4 }
+        let user = server.createUser("abuse-user")
+        let token = server.token(user: user, app: "phone", read: ["stepCount"], share: [])
+        for _ in 0 ..< 10 { #expect(server.request(.get, "/v1/samples?type=stepCount", token: token).status == 200) }
+        // With a token, an open route, an unmatched path and a wrong method still cost the address.
+        #expect(server.request(.get, "/healthz", token: token).status == 200)
+        #expect(server.request(.get, "/v1/nothing-here", token: token).status == 404)
+        #expect(server.request(.put, "/v1/samples", token: token).status == 405)
+        #expect(server.request(.get, "/metrics", token: token).status == 200)
+        #expect(server.request(.get, "/healthz", token: token).status == 429)
+        // The token route is still answered: its request counts against the token.
+        #expect(server.request(.get, "/v1/samples?type=stepCount", token: token).status == 200)
+    }
+
     @Test func defaultsLetNormalTrafficThrough() throws {
         let server = try TestServer()
         let user = server.createUser("abuse-user")

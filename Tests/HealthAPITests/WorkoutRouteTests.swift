@@ -1,3 +1,4 @@
+import Foundation
 import HealthdCommandLine
 import JSON
 import Testing
@@ -65,5 +66,39 @@ struct WorkoutRouteTests {
         #expect(outside.text.contains("locations[1].date"))
         let orphan = Self.batch().replacingOccurrences(of: #""workout":"\#(Self.workoutUUID)","#, with: "")
         #expect(server.request(.post, "/v1/samples", token: token, json: orphan).status == 400)
+    }
+}
+
+@Suite("Workout route pages")
+struct WorkoutRoutePageTests {
+    @Test("routes come at most 16 a page, and paging with next reaches every one")
+    func pages() throws {
+        let server = try TestServer()
+        let user = server.createUser("jane")
+        let token = server.token(user: user, app: "runner", read: ["workoutRoute"], share: ["workout", "workoutRoute"])
+        var samples: [String] = []
+        for index in 0..<20 {
+            let minute = String(format: "%02d", index)
+            samples.append(#"""
+                {"type":"workoutRoute","workout":"0195c8a4-1f00-7000-8000-0000000000a1","start":"2026-03-08T09:\#(minute):00Z",
+                 "locations":[{"date":"2026-03-08T09:\#(minute):00Z","latitude":51.5,"longitude":-0.12}]}
+                """#)
+        }
+        #expect(server.request(.post, "/v1/samples", token: token, json: #"{"samples":[\#(samples.joined(separator: ","))]}"#).status == 201)
+        let first = server.request(.get, "/v1/samples?type=workoutRoute&limit=100", token: token)
+        #expect(first["samples"]?.arrayValue?.count == 16)
+        let next = try #require(first["next"]?.stringValue)
+        let second = server.request(.get, "/v1/samples?type=workoutRoute&limit=100&cursor=\(next)", token: token)
+        #expect(second["samples"]?.arrayValue?.count == 4)
+        #expect(second["next"] == .null)
+
+        // The export writes a page as soon as it holds 16 routes, and still every route once.
+        let stored = try #require(try server.store.user(named: "jane"))
+        var pages: [Int] = []
+        try ExportScope(.wholeUser(stored)).forEachPage(from: server.store) { bytes in
+            pages.append(bytes.filter { $0 == 0x0A }.count)
+            return true
+        }
+        #expect(pages == [16, 4])
     }
 }

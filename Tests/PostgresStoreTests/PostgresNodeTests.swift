@@ -31,7 +31,8 @@ struct PostgresNodeTests {
         #expect(heard.lock.withLock { heard.changes.first?.typeIDs } == ["stepCount"])
         // The writing node published its commit once, when it committed; its own NOTIFY echo is ignored.
         usleep(200_000)
-        #expect(own.lock.withLock { own.changes.map(\.lastSeq) } == [last])
+        // (Other tests' stores share the database's channel: only this user's changes count.)
+        #expect(own.lock.withLock { own.changes.filter { $0.userRowID == user.rowID }.map(\.lastSeq) } == [last])
         // Node B reads what A wrote, and both sign anchors with the same secret.
         #expect(nodeB.secret == t.store.secret)
         let page = try nodeB.changes(ChangeRequest(types: nil, after: nil, limit: 10), for: app, userExternalID: user.id)
@@ -99,5 +100,33 @@ struct PostgresNodeTests {
         #expect(saved.failures == 0)
         #expect(seen.count == Set(seen).count, "no change listed twice")
         #expect(Set(seen) == saved.uuids, "no committed change missed")
+    }
+
+    @Test func theSameBatchSentToBothNodesAtOnceIsStoredOnceAndAcceptedTwice() throws {
+        let t = try TestStore(.postgres)
+        let nodeB = try t.secondNode()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let nodes: [any HealthDataStore] = [t.store, nodeB]
+        for round in 0..<5 {
+            let batch = (0..<200).map { steps(1, start: t0 + Int64(round * 1_000 + $0) * 60_000) }
+            final class Answers: @unchecked Sendable {
+                let lock = NSLock()
+                var values: [Result<[HealthUUID], any Error>] = []
+            }
+            let answers = Answers()
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                let result = Result { try nodes[index].save(batch, by: app) }
+                answers.lock.withLock { answers.values.append(result) }
+            }
+            // A lost answer re-sent to another node is the idempotent success the API promises.
+            #expect(answers.values.count == 2)
+            #expect(answers.values.allSatisfy { (try? $0.get()) == batch.map(\.uuid) })
+        }
+        var query = SampleQuery(type: "stepCount")
+        query.limit = 5_000
+        #expect(try t.store.samples(query, for: app, userExternalID: user.id).samples.count == 1_000)
+        let feed = try nodeB.changes(ChangeRequest(types: nil, after: nil, limit: 5_000), for: app, userExternalID: user.id)
+        #expect(feed.added.count == 1_000 && Set(feed.added.map(\.sample.uuid)).count == 1_000)
     }
 }

@@ -1,0 +1,14 @@
+/// Hexadecimal digits, the one decoder for every parser that reads them (HTTP chunk sizes and
+/// percent-escapes, JSON `\u` escapes, uuids). Inlinable: parsers call it once per byte.
+public enum HexDigit {
+    /// The value of an ASCII hex digit (`0-9`, `a-f`, `A-F`), or nil for any other byte.
+    @inlinable
+    public static func value(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte &- UInt8(ascii: "A") &+ 10
+        default: return nil
+        }
+    }
+}
