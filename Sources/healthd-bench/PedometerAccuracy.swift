@@ -18,6 +18,8 @@ public enum PedometerAccuracyReport {
         let z: [Double]
         /// Contact times (s) of each foot sensor (0→1 transitions), when `stepcounter.csv` is present.
         let footContacts: [[Double]]
+        /// The foot sensors' count with their faults corrected; nil without `stepcounter.csv`.
+        let reference: FootContactReference?
     }
 
     static let batchSeconds = 5.0
@@ -85,7 +87,7 @@ public enum PedometerAccuracyReport {
         printPerTrace(traces: traces, parameters: parameters)
         if let stepsDirectory { writeStepTimes(traces: traces, parameters: parameters, directory: stepsDirectory) }
         if !quick {
-            printReferenceCheck(traces: traces, parameters: parameters)
+            printReferenceCorrections(traces: traces)
             printLeaveOneUserOut(traces: traces, base: parameters)
             printThroughput(traces: traces, parameters: parameters)
         }
@@ -143,80 +145,74 @@ public enum PedometerAccuracyReport {
         Double(detected - truth) / Double(truth)
     }
 
-    static func meanAbsoluteError(_ traces: [Trace], parameters: StepDetectionParameters) -> (mean: Double, worst: Double) {
-        var sum = 0.0
-        var worst = 0.0
-        for trace in traces {
-            let error = abs(relativeError(detected: countSteps(trace, parameters: parameters), truth: trace.truth))
-            sum += error
-            worst = max(worst, error)
+    /// Which reference a figure is measured against.
+    enum Reference: CaseIterable {
+        /// The data set's count: every contact of either foot sensor.
+        case recorded
+        /// The foot sensors' re-triggers taken out and missed contacts put back
+        /// (`FootContactReference`); the recorded count where a trace has no sensor file.
+        case corrected
+
+        var label: String { self == .recorded ? "recorded truth" : "corrected truth" }
+
+        func steps(_ trace: Trace) -> Int {
+            switch self {
+            case .recorded: trace.truth
+            case .corrected: trace.reference.map { max($0.correctedSteps, 1) } ?? trace.truth
+            }
         }
-        return (sum / Double(max(traces.count, 1)), worst)
+    }
+
+    static func summary(_ errors: [Double]) -> (mean: Double, worst: Double) {
+        (errors.reduce(0, +) / Double(max(errors.count, 1)), errors.max() ?? 0)
     }
 
     static func percent(_ value: Double) -> String { String(format: "%6.2f%%", value * 100) }
 
     static func printPerTrace(traces: [Trace], parameters: StepDetectionParameters) {
-        print("Per trace (5 s batches):")
-        print("  trace                                     detected  truth    error")
-        var byPosition: [String: [Double]] = [:]
-        var all: [(name: String, error: Double)] = []
+        print("Per trace (5 s batches; error = (detected - truth) / truth):")
+        print("  trace                                    detected  recorded   error  corrected   error")
+        var byPosition: [String: [[Double]]] = [:]
+        var all: [[Double]] = [[], []]
+        var worstNames = ["", ""]
         for trace in traces {
             let detected = countSteps(trace, parameters: parameters)
-            let error = relativeError(detected: detected, truth: trace.truth)
-            byPosition[trace.position, default: []].append(abs(error))
-            all.append((trace.name, abs(error)))
+            let errors = Reference.allCases.map { relativeError(detected: detected, truth: $0.steps(trace)) }
+            for (index, error) in errors.enumerated() {
+                byPosition[trace.position, default: [[], []]][index].append(abs(error))
+                if abs(error) > (all[index].max() ?? -1) { worstNames[index] = trace.name }
+                all[index].append(abs(error))
+            }
             let name = trace.name.padding(toLength: 40, withPad: " ", startingAt: 0)
-            print("  \(name) \(String(format: "%8d %6d", detected, trace.truth)) \(percent(error))")
+            print("  \(name) \(String(format: "%8d %9d", detected, trace.truth)) \(percent(errors[0])) \(String(format: "%9d", Reference.corrected.steps(trace))) \(percent(errors[1]))")
         }
-        print("Per position (mean / worst absolute error):")
+        print("Per position (mean / worst absolute error; recorded truth, then corrected truth):")
         for (position, errors) in byPosition.sorted(by: { $0.key < $1.key }) {
-            let mean = errors.reduce(0, +) / Double(errors.count)
             let name = position.padding(toLength: 12, withPad: " ", startingAt: 0)
-            print("  \(name) n=\(String(format: "%2d", errors.count))  \(percent(mean)) / \(percent(errors.max() ?? 0))")
+            let figures = errors.map { summary($0) }
+            print("  \(name) n=\(String(format: "%2d", errors[0].count))  \(percent(figures[0].mean)) / \(percent(figures[0].worst))    \(percent(figures[1].mean)) / \(percent(figures[1].worst))")
         }
-        let mean = all.map(\.error).reduce(0, +) / Double(all.count)
-        let sortedErrors = all.map(\.error).sorted()
-        let median = sortedErrors[sortedErrors.count / 2]
-        if let worst = all.max(by: { $0.error < $1.error }) {
-            print("Overall: mean absolute error \(percent(mean)), median \(percent(median)), worst \(percent(worst.error)) (\(worst.name))")
+        for (index, reference) in Reference.allCases.enumerated() {
+            let figures = summary(all[index])
+            let sorted = all[index].sorted()
+            print("Overall, \(reference.label): mean absolute error \(percent(figures.mean)), median \(percent(sorted[sorted.count / 2])), worst \(percent(figures.worst)) (\(worstNames[index]))")
         }
     }
 
-    // MARK: Reference check
+    // MARK: Reference corrections
 
-    /// Contacts of one foot that follow that foot's previous contact by less than half its
-    /// median contact interval (half a stride): a foot cannot land twice that fast while
-    /// walking, so these are the foot sensor re-triggering, and the file's count includes them.
-    static func footRetriggers(_ contacts: [Double]) -> Int {
-        guard contacts.count > 2 else { return 0 }
-        let intervals = zip(contacts.dropFirst(), contacts).map { $0 - $1 }
-        let median = intervals.sorted()[intervals.count / 2]
-        return intervals.filter { $0 < 0.5 * median }.count
-    }
-
-    /// Diagnostic only (the targets are measured against the file's counts): how far the
-    /// detector is from each reference once the foot sensors' re-triggers are taken out.
-    static func printReferenceCheck(traces: [Trace], parameters: StepDetectionParameters) {
-        let withFeet = traces.filter { !$0.footContacts.isEmpty }
-        guard !withFeet.isEmpty else { return }
-        print("Reference check (foot contacts < half a stride after the same foot's previous one are re-triggers):")
-        var correctedErrors: [Double] = []
-        var worstName = ""
-        for trace in withFeet {
-            let retriggers = trace.footContacts.map(footRetriggers).reduce(0, +)
-            let detected = countSteps(trace, parameters: parameters)
-            let corrected = trace.truth - retriggers
-            let correctedError = relativeError(detected: detected, truth: max(corrected, 1))
-            if abs(correctedError) > (correctedErrors.max() ?? -1) { worstName = trace.name }
-            correctedErrors.append(abs(correctedError))
-            guard retriggers >= 3 else { continue }
-            let feet = trace.footContacts.map { String($0.count) }.joined(separator: "/")
+    /// The foot-sensor faults taken out of each trace's reference (`FootContactReference`).
+    static func printReferenceCorrections(traces: [Trace]) {
+        let corrected = traces.filter { $0.reference.map { $0.correctedSteps != $0.recordedSteps } ?? false }
+        print("Reference corrections (re-trigger: a foot's contact < 0.5 of its median stride after its previous one; missed: one foot's interval spans k strides while the other lands k times, regularly):")
+        for trace in corrected {
+            guard let reference = trace.reference else { continue }
             let name = trace.name.padding(toLength: 40, withPad: " ", startingAt: 0)
-            print("  \(name) file \(trace.truth), contacts per foot \(feet), re-triggers \(retriggers) → \(corrected); detected \(detected): \(percent(relativeError(detected: detected, truth: trace.truth))) vs file, \(percent(correctedError)) vs corrected")
+            let feet = trace.footContacts.map { String($0.count) }.joined(separator: "/")
+            print("  \(name) contacts per foot \(feet) = \(reference.recordedSteps); re-triggers -\(reference.retriggers.map(String.init).joined(separator: "/")), missed +\(reference.missed.map(String.init).joined(separator: "/")) → \(reference.correctedSteps)")
         }
-        let mean = correctedErrors.reduce(0, +) / Double(correctedErrors.count)
-        print("  against corrected counts (all \(withFeet.count) traces): mean \(percent(mean)), worst \(percent(correctedErrors.max() ?? 0)) (\(worstName))")
+        let withFeet = traces.filter { $0.reference != nil }.count
+        print("  \(corrected.count) of \(withFeet) traces with foot-sensor files corrected; \(traces.count - withFeet) without such files keep the recorded count")
     }
 
     // MARK: Leave one user out
@@ -227,38 +223,59 @@ public enum PedometerAccuracyReport {
     /// Corners below ~3 Hz would cut running cadences, so they are not candidates.
     static let cutoffCandidates = [3.0, 3.5, 4.0]
 
+    static func candidates(base: StepDetectionParameters) -> [StepDetectionParameters] {
+        var result: [StepDetectionParameters] = []
+        for prominence in prominenceCandidates {
+            for cutoff in cutoffCandidates {
+                var candidate = base
+                candidate.relativeProminence = prominence
+                candidate.lowPassCutoffHz = cutoff
+                result.append(candidate)
+            }
+        }
+        return result
+    }
+
+    static func describe(_ parameters: StepDetectionParameters) -> String {
+        "prominence \(parameters.relativeProminence), cutoff \(parameters.lowPassCutoffHz) Hz"
+    }
+
     static func printLeaveOneUserOut(traces: [Trace], base: StepDetectionParameters) {
         let users = Array(Set(traces.map(\.user))).sorted()
         guard users.count > 1 else { return }
-        print("Leave one user out (tune relativeProminence × lowPassCutoffHz on the others, test on the user):")
-        var heldOutErrors: [Double] = []
-        for user in users {
-            let training = traces.filter { $0.user != user }
-            let testing = traces.filter { $0.user == user }
-            var best = base
-            var bestScore = Double.infinity
-            for prominence in prominenceCandidates {
-                for cutoff in cutoffCandidates {
-                    var candidate = base
-                    candidate.relativeProminence = prominence
-                    candidate.lowPassCutoffHz = cutoff
-                    let score = meanAbsoluteError(training, parameters: candidate).mean
-                    if score < bestScore {
+        let grid = candidates(base: base)
+        // Every candidate's count on every trace, once; the folds only select among them.
+        let counts = grid.map { candidate in traces.map { countSteps($0, parameters: candidate) } }
+        let shipped = traces.map { countSteps($0, parameters: base) }
+        for reference in Reference.allCases {
+            print("Leave one user out, \(reference.label) (tune \(grid.count) candidates on the other users, test on the held-out one):")
+            func errors(_ detected: [Int], _ indices: [Int]) -> [Double] {
+                indices.map { abs(relativeError(detected: detected[$0], truth: reference.steps(traces[$0]))) }
+            }
+            var heldOut: [(name: String, error: Double)] = []
+            for user in users {
+                let training = traces.indices.filter { traces[$0].user != user }
+                let testing = traces.indices.filter { traces[$0].user == user }
+                var best = 0
+                var bestScore = Double.infinity
+                for index in grid.indices {
+                    let score = summary(errors(counts[index], training)).mean
+                    // Ties keep the earlier (listed first) candidate, so the choice is deterministic.
+                    if score < bestScore - 1e-12 {
                         bestScore = score
-                        best = candidate
+                        best = index
                     }
                 }
+                let tested = errors(counts[best], testing)
+                heldOut += zip(testing, tested).map { (traces[$0].name, $1) }
+                let figures = summary(tested)
+                let name = user.padding(toLength: 8, withPad: " ", startingAt: 0)
+                print("  held out \(name) (n=\(String(format: "%2d", testing.count))): tuned \(describe(grid[best])); train \(percent(bestScore)), held-out mean \(percent(figures.mean)) worst \(percent(figures.worst)); shipped parameters on this user \(percent(summary(errors(shipped, testing)).mean))")
             }
-            let tested = meanAbsoluteError(testing, parameters: best)
-            let asShipped = meanAbsoluteError(testing, parameters: base)
-            for trace in testing {
-                heldOutErrors.append(abs(relativeError(detected: countSteps(trace, parameters: best), truth: trace.truth)))
-            }
-            let name = user.padding(toLength: 8, withPad: " ", startingAt: 0)
-            print("  held out \(name) (n=\(String(format: "%2d", testing.count))): tuned prominence \(best.relativeProminence), cutoff \(best.lowPassCutoffHz) Hz; train \(percent(bestScore)), held-out mean \(percent(tested.mean)) worst \(percent(tested.worst)); shipped parameters on this user \(percent(asShipped.mean))")
+            let figures = summary(heldOut.map(\.error))
+            let worst = heldOut.max { $0.error < $1.error }?.name ?? ""
+            print("  held-out overall: mean \(percent(figures.mean)), worst \(percent(figures.worst)) (\(worst))")
         }
-        let mean = heldOutErrors.reduce(0, +) / Double(heldOutErrors.count)
-        print("  held-out overall: mean \(percent(mean)), worst \(percent(heldOutErrors.max() ?? 0))")
     }
 
     // MARK: Throughput
@@ -348,7 +365,8 @@ public enum PedometerAccuracyReport {
                 .first { $0.lowercased() == fields[3].lowercased() } ?? fields[3]
             traces.append(Trace(name: fields[0], user: fields[1], position: position, truth: truth,
                                 timestamps: columns.timestamps, x: columns.x, y: columns.y, z: columns.z,
-                                footContacts: footContacts))
+                                footContacts: footContacts,
+                                reference: footContacts.isEmpty ? nil : FootContactReference(contacts: footContacts)))
         }
         return traces
     }

@@ -56,11 +56,31 @@ func mebibytes(_ kibibytes: Int) -> String { format(Double(kibibytes) / 1024, de
 enum SamplesBenchmark {
     // MARK: Raw SQLite baseline
 
+    /// How a raw-SQLite run shapes the samples table and its idempotency by client uuid: the
+    /// alternatives measured side by side in one run (BENCHMARKS.md, Ingest with random client uuids).
+    enum TableShape: String, CaseIterable {
+        /// The floor: no uuid index at all (idempotency would cost nothing).
+        case noUUIDIndex = "no uuid index"
+        /// The unique (user, uuid) index on 16-byte blobs, `ON CONFLICT DO NOTHING`.
+        case uuidIndex = "unique (user, uuid) index"
+        /// A 64-bit key hashed from (user, uuid) in a narrow non-unique index; a probe per row
+        /// compares the full uuid of any row with the same key before the plain insert.
+        case uuidKeyIndex = "64-bit uuid key index, probe then insert"
+        /// The 64-bit key as the rowid of a side table (key -> seq), `ON CONFLICT DO NOTHING`,
+        /// a collision looked up on conflict only.
+        case uuidKeyTable = "64-bit uuid key as a side table's rowid"
+        /// The 64-bit key in two side tables, (key, seq) `WITHOUT ROWID`: new keys go to a small
+        /// recent table (random inserts stay within a few hundred pages), merged in key order into
+        /// the main one when it has grown to a share of it; a probe per row looks in both.
+        case tieredKeys = "64-bit uuid key in a recent + main table, merged in bulk"
+        /// Rows clustered by (user, type, start, seq) `WITHOUT ROWID`, with (user, seq) and
+        /// (user, uuid) as secondary indexes.
+        case clustered = "clustered (user, type, start) WITHOUT ROWID + (user, uuid) index"
+    }
+
     /// The floor under the API's insert rate: the same rows bound straight into a table shaped like
-    /// `samples` (same indexes, WAL, synchronous=FULL), one prepared INSERT, one transaction per batch.
-    /// `uuidIndex: false` drops the unique (user, uuid) index: the floor a store would have if
-    /// idempotency by client uuid cost nothing.
-    static func sqliteBaseline(_ options: SamplesBenchmarkOptions, uuidIndex: Bool = true) throws -> Double {
+    /// `samples` (same indexes, WAL, synchronous=FULL), prepared statements, one transaction per batch.
+    static func sqliteBaseline(_ options: SamplesBenchmarkOptions, shape: TableShape) throws -> Double {
         let directory = options.workDirectory + "/baseline"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -68,19 +88,66 @@ enum SamplesBenchmark {
         _ = try db.setPragma("journal_mode", "WAL")
         try db.execute("PRAGMA synchronous = FULL")
         try db.execute("PRAGMA cache_size = -32768")
-        try db.execute("""
-            CREATE TABLE samples (
-                seq INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, uuid BLOB NOT NULL, type_id INTEGER NOT NULL,
-                source_id INTEGER NOT NULL, device_id INTEGER, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
-                value REAL, parent_seq INTEGER, created_ms INTEGER NOT NULL, body BLOB);
-            CREATE INDEX samples_by_type_start ON samples(user_id, type_id, start_ms);
+        let columns = """
+            seq INTEGER NOT NULL, user_id INTEGER NOT NULL, uuid BLOB NOT NULL, type_id INTEGER NOT NULL,
+            source_id INTEGER NOT NULL, device_id INTEGER, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,
+            value REAL, parent_seq INTEGER, created_ms INTEGER NOT NULL, body BLOB
+            """
+        let secondary = """
             CREATE INDEX samples_by_parent ON samples(parent_seq) WHERE parent_seq IS NOT NULL;
-            """)
-        if uuidIndex { try db.execute("CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid)") }
+            CREATE INDEX samples_by_user_seq ON samples(user_id, seq);
+            """
+        switch shape {
+        case .clustered:
+            try db.execute("""
+                CREATE TABLE samples (\(columns), PRIMARY KEY (user_id, type_id, start_ms, seq)) WITHOUT ROWID;
+                CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+                \(secondary)
+                """)
+        case .uuidKeyIndex:
+            try db.execute("""
+                CREATE TABLE samples (\(columns.replacingOccurrences(of: "seq INTEGER NOT NULL", with: "seq INTEGER PRIMARY KEY")), uuid_key INTEGER NOT NULL);
+                CREATE INDEX samples_by_type_start ON samples(user_id, type_id, start_ms);
+                CREATE INDEX samples_by_uuid_key ON samples(uuid_key);
+                \(secondary)
+                """)
+        default:
+            try db.execute("""
+                CREATE TABLE samples (\(columns.replacingOccurrences(of: "seq INTEGER NOT NULL", with: "seq INTEGER PRIMARY KEY")));
+                CREATE INDEX samples_by_type_start ON samples(user_id, type_id, start_ms);
+                \(secondary)
+                """)
+            if shape == .uuidIndex { try db.execute("CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid)") }
+            if shape == .tieredKeys {
+                try db.execute("""
+                    CREATE TABLE sample_keys (key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key, seq)) WITHOUT ROWID;
+                    CREATE TABLE sample_keys_recent (key INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (key, seq)) WITHOUT ROWID;
+                    """)
+            }
+            if shape == .uuidKeyTable {
+                try db.execute("CREATE TABLE sample_keys (key INTEGER PRIMARY KEY, seq INTEGER NOT NULL)")
+            }
+        }
+        let conflictClause = shape == .uuidIndex || shape == .clustered ? " ON CONFLICT(user_id, uuid) DO NOTHING" : ""
+        let keyColumn = shape == .uuidKeyIndex ? ", uuid_key" : ""
         let insert = try db.prepare("""
-            INSERT INTO samples (seq, user_id, uuid, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)\(uuidIndex ? " ON CONFLICT(user_id, uuid) DO NOTHING" : "")
+            INSERT INTO samples (seq, user_id, uuid, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body\(keyColumn))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?\(shape == .uuidKeyIndex ? ", ?" : ""))\(conflictClause)
             """)
+        let probe = switch shape {
+        case .uuidKeyIndex: try db.prepare("SELECT user_id, uuid FROM samples WHERE uuid_key = ?")
+        case .tieredKeys: try db.prepare("""
+            SELECT user_id, uuid FROM samples WHERE seq IN
+              (SELECT seq FROM sample_keys WHERE key = ?1 UNION ALL SELECT seq FROM sample_keys_recent WHERE key = ?1)
+            """)
+        default: Statement?.none
+        }
+        let keyInsert = switch shape {
+        case .uuidKeyTable: try db.prepare("INSERT INTO sample_keys (key, seq) VALUES (?, ?) ON CONFLICT DO NOTHING")
+        case .tieredKeys: try db.prepare("INSERT INTO sample_keys_recent (key, seq) VALUES (?, ?)")
+        default: Statement?.none
+        }
+        var recentKeys = 0
         // Rows are generated before timing, as the API benchmark's bodies are.
         var generator = SampleGenerator(seed: 7)
         let total = options.batches * options.batchSize
@@ -95,7 +162,23 @@ enum SamplesBenchmark {
             try db.transaction(.immediate) {
                 for index in batch..<min(total, batch + options.batchSize) {
                     let sample = samples[index]
+                    let key = SampleUUIDKey.key(userRowID: 1, uuid: sample.uuid)
+                    if let probe {
+                        // The store compares the uuid of any row with this key (a collision or a retry).
+                        probe.reset()
+                        try probe.bind(key, at: 1)
+                        var taken = false
+                        while try probe.step() { taken = true }
+                        if taken { continue }
+                    }
                     seq += 1
+                    if let keyInsert {
+                        keyInsert.reset()
+                        try keyInsert.bind(key, at: 1)
+                        try keyInsert.bind(seq, at: 2)
+                        _ = try keyInsert.step()
+                        if db.changes == 0 { continue }
+                    }
                     insert.reset()
                     try insert.bind(seq, at: 1)
                     try insert.bind(Int64(1), at: 2)
@@ -108,7 +191,15 @@ enum SamplesBenchmark {
                     try insert.bind(sample.quantity ?? 0, at: 9)
                     try insert.bind(Int64(1_767_225_600_000), at: 10)
                     if let body = bodies[index] { try insert.bind(body, at: 11) } else { try insert.bindNull(at: 11) }
+                    if shape == .uuidKeyIndex { try insert.bind(key, at: 12) }
                     _ = try insert.step()
+                }
+                if shape == .tieredKeys {
+                    recentKeys += options.batchSize
+                    if recentKeys >= max(65_536, Int(seq) / 8) {
+                        try db.execute("INSERT INTO sample_keys SELECT key, seq FROM sample_keys_recent ORDER BY key, seq; DELETE FROM sample_keys_recent")
+                        recentKeys = 0
+                    }
                 }
             }
         }
@@ -117,7 +208,7 @@ enum SamplesBenchmark {
         db.close()
         if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
         let rate = Double(total) / seconds
-        print("sqlite-baseline\(uuidIndex ? "" : " without the uuid index"): \(total) rows in \(options.batchSize)-row transactions: \(format(seconds, decimals: 3)) s, \(Int(rate)) rows/s")
+        print("sqlite-baseline, \(shape.rawValue): \(total) rows in \(options.batchSize)-row transactions: \(format(seconds, decimals: 3)) s, \(Int(rate)) rows/s")
         print("  CPU: \(format(cpu, decimals: 2)) s = \(format(1e6 * cpu / Double(total), decimals: 2)) µs per row (\(Int(Double(total) / max(cpu, 1e-9))) rows per CPU-second)")
         return rate
     }
@@ -301,5 +392,19 @@ enum SamplesBenchmark {
         print("  cursor walks (\(options.walks) x \(options.walkPages) pages): \(LatencySummary(walkLatencies))")
         print("  server CPU: \(format(1000 * serverCPU / Double(max(1, pages)), decimals: 2)) ms per page (\(pages) pages)")
         print("  server RSS: end \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+    }
+}
+
+/// The 64-bit key the key-based table shapes find a (user, uuid) by. Different uuids may share a
+/// key, so a store using it would always compare the full uuid of the rows it finds.
+enum SampleUUIDKey {
+    static func key(userRowID: Int64, uuid: HealthUUID) -> Int64 {
+        // A SplitMix64 finalizer over both halves and the user: v7 (time-ordered) and import
+        // uuids share their leading bytes, so no single half can serve as the key.
+        var z = uuid.high ^ (uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(bitPattern: userRowID) &* 0xD6E8_FEB8_6659_FD93)
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Int64(bitPattern: z)
     }
 }

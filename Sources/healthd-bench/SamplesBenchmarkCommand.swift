@@ -57,8 +57,15 @@ enum SamplesBenchmarkCommand {
             switch command {
             case "samples", "ingest":
                 // Both floors: the samples table as it is, and the same table without its uuid index.
-                let baseline = try SamplesBenchmark.sqliteBaseline(options)
-                let withoutUUIDIndex = try SamplesBenchmark.sqliteBaseline(options, uuidIndex: false)
+                let baseline = try SamplesBenchmark.sqliteBaseline(options, shape: .uuidIndex)
+                let withoutUUIDIndex = try SamplesBenchmark.sqliteBaseline(options, shape: .noUUIDIndex)
+                if command == "ingest" {
+                    // The other table shapes for uuid idempotency, beside both floors in the same run.
+                    for shape in SamplesBenchmark.TableShape.allCases where shape != .uuidIndex && shape != .noUUIDIndex {
+                        let rate = try SamplesBenchmark.sqliteBaseline(options, shape: shape)
+                        print("  / unique (user, uuid) index: \(format(rate / baseline)) x; / no uuid index: \(format(rate / withoutUUIDIndex)) x")
+                    }
+                }
                 for source in options.uuidSources {
                     let api = try SamplesBenchmark.write(options, uuids: source)
                     print("  API (\(source.rawValue) uuids) / raw SQLite: \(format(100 * api / baseline, decimals: 0)) %; "
@@ -66,8 +73,7 @@ enum SamplesBenchmarkCommand {
                 }
                 if command == "samples" { try SamplesBenchmark.read(options) }
             case "sqlite-baseline":
-                _ = try SamplesBenchmark.sqliteBaseline(options)
-                _ = try SamplesBenchmark.sqliteBaseline(options, uuidIndex: false)
+                for shape in SamplesBenchmark.TableShape.allCases { _ = try SamplesBenchmark.sqliteBaseline(options, shape: shape) }
             case "samples-write":
                 for source in options.uuidSources { _ = try SamplesBenchmark.write(options, uuids: source) }
             case "samples-read": try SamplesBenchmark.read(options)
@@ -90,7 +96,9 @@ let samplesUsage = """
 
     commands:
       samples           sqlite-baseline, samples-write and samples-read in one run
-      sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL)
+      sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL), one run per
+                        table shape for uuid idempotency (none, today's index, 64-bit keys, clustered)
+      ingest            both raw floors, the other table shapes, then samples-write
       samples-write     POST /v1/samples batches from concurrent keep-alive clients
       samples-read      GET /v1/samples pages of 1,000 from a large store
       seed-store        fill --work-dir with --store-samples samples (kept if already there) and print

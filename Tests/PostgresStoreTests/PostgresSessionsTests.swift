@@ -8,7 +8,7 @@ import Testing
 
 /// IMU sessions, workout sessions and activity summaries on PostgreSQL, with two pools on one
 /// database standing for two healthd nodes.
-@Suite(.enabled(if: PGTestServer.isAvailable, PGTestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct PostgresSessionsTests {
     static let app = AppAuthorization(id: "auth", userRowID: RollupTestWriter.user, userID: "user", appName: "app-1",
                                       sourceRowID: 1, read: ["heartRate"], share: ["workout", "heartRate"])

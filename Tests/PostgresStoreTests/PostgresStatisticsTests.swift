@@ -89,7 +89,7 @@ struct SplitMix: RandomNumberGenerator {
     }
 }
 
-@Suite(.enabled(if: PGTestServer.isAvailable, PGTestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct PostgresStatisticsTests {
     static let hour: Int64 = 3_600_000
     static let day: Int64 = 86_400_000
