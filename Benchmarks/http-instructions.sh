@@ -7,14 +7,19 @@
 # serve`) and, with a store seeded by `healthd-bench seed-store`, GET
 # /v1/samples?type=stepCount&limit=10, to 8 keep-alive clients sending one request at a time;
 # counting starts after a warm-up. Leaves callgrind.out.* in $OUT (default: a temporary
-# directory) for `callgrind_annotate`.
+# directory) for `callgrind_annotate`. BIN=dir uses healthd-bench and dispatch-floor from there
+# instead of building (e.g. copies of an older build, for before/after counts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 requests="${1:-8000}"
 store="${2:-}"
-swift build -c release --product healthd-bench 2>&1 | tail -1
-swift build -c release --product dispatch-floor 2>&1 | tail -1
-bin="$(swift build -c release --show-bin-path)"
+if [ -n "${BIN:-}" ]; then
+  bin="$BIN"
+else
+  swift build -c release --product healthd-bench 2>&1 | tail -1
+  swift build -c release --product dispatch-floor 2>&1 | tail -1
+  bin="$(swift build -c release --show-bin-path)"
+fi
 out="${OUT:-$(mktemp -d)}"
 scratch="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT

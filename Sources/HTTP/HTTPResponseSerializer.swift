@@ -26,40 +26,131 @@ public enum HTTPResponseSerializer {
     public static func head(status: HTTPStatus, headers: HTTPHeaders, framing: HTTPResponseFraming,
                             keepAlive: Bool, requestVersion: HTTPVersion, date: String,
                             reservingBody bodyCount: Int = 0) -> [UInt8] {
-        var out: [UInt8] = []
+        // Every response goes through here, so the head is written into one buffer sized up front
+        // with raw copies: an `Array.append` per piece cost more than the rest of serializing.
+        // Sanitizing replaces byte for byte, so the text's UTF-8 counts bound the size exactly.
+        // 64: the status line's and Date line's fixed parts with a code of up to 20 digits.
+        var capacity = 64 + status.reasonPhrase.utf8.count + date.utf8.count
+        for field in headers.fields { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
+        capacity += 72  // the framing line (at most 38), the Connection line (24) and the final CRLF
+        var out = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var writer = HeadWriter(buffer: buffer)
+            writer.literal("HTTP/1.1 ")
+            writer.decimal(status.code)
+            writer.byte(ASCII.space)
+            writer.sanitized(status.reasonPhrase)
+            writer.literal("\r\nDate: ")
+            writer.sanitized(date)
+            writer.literal("\r\n")
+            for field in headers.fields {
+                if isServerOwned(field.name) { continue }
+                writer.sanitized(field.name)
+                writer.literal(": ")
+                writer.sanitized(field.value)
+                writer.literal("\r\n")
+            }
+            switch framing {
+            case .none, .untilClose:
+                break
+            case .contentLength(let length):
+                writer.literal("Content-Length: ")
+                writer.decimal(length)
+                writer.literal("\r\n")
+            case .chunked:
+                writer.literal("Transfer-Encoding: chunked\r\n")
+            }
+            if !keepAlive {
+                writer.literal("Connection: close\r\n")
+            } else if requestVersion == .http1_0 {
+                writer.literal("Connection: keep-alive\r\n")
+            }
+            writer.literal("\r\n")
+            initialized = writer.count
+        }
         // `bodyCount`: room for a body the caller appends next, so that append does not reallocate.
-        out.reserveCapacity(160 + headers.count * 40 + bodyCount)
-        appendASCII("HTTP/1.1 ", to: &out)
-        appendDecimal(status.code, to: &out)
-        out.append(ASCII.space)
-        appendSanitized(status.reasonPhrase, to: &out)
-        appendASCII("\r\nDate: ", to: &out)
-        appendASCII(date, to: &out)
-        appendASCII("\r\n", to: &out)
-        for field in headers.fields {
-            if isServerOwned(field.name) { continue }
-            appendSanitized(field.name, to: &out)
-            appendASCII(": ", to: &out)
-            appendSanitized(field.value, to: &out)
-            appendASCII("\r\n", to: &out)
-        }
-        switch framing {
-        case .none, .untilClose:
-            break
-        case .contentLength(let length):
-            appendASCII("Content-Length: ", to: &out)
-            appendDecimal(length, to: &out)
-            appendASCII("\r\n", to: &out)
-        case .chunked:
-            appendASCII("Transfer-Encoding: chunked\r\n", to: &out)
-        }
-        if !keepAlive {
-            appendASCII("Connection: close\r\n", to: &out)
-        } else if requestVersion == .http1_0 {
-            appendASCII("Connection: keep-alive\r\n", to: &out)
-        }
-        appendASCII("\r\n", to: &out)
+        if bodyCount > 0 { out.reserveCapacity(out.count + bodyCount) }
         return out
+    }
+
+    /// Writes a response head into uninitialized memory sized by `head`, which counted every
+    /// piece; the precondition only guards against a miscount, never against input.
+    struct HeadWriter {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var count = 0
+
+        mutating func byte(_ value: UInt8) {
+            precondition(count < buffer.count, "response head larger than counted")
+            buffer[count] = value
+            count += 1
+        }
+
+        mutating func literal(_ text: StaticString) {
+            copy(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        }
+
+        private mutating func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let source = bytes.baseAddress, let target = buffer.baseAddress, !bytes.isEmpty else { return }
+            precondition(count + bytes.count <= buffer.count, "response head larger than counted")
+            (target + count).update(from: source, count: bytes.count)
+            count += bytes.count
+        }
+
+        /// Application-supplied text never gets to inject CR, LF or other controls (response splitting).
+        mutating func sanitized(_ text: String) {
+            // Clean text (nearly all of it) is copied whole; the byte loop only runs when there is something to replace.
+            let copied: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
+                guard Self.hasNoControls(bytes) else { return false }
+                copy(bytes)
+                return true
+            }
+            guard copied != true else { return }
+            for byte in text.utf8 { self.byte(isControl(byte) ? ASCII.space : byte) }
+        }
+
+        /// True when no byte is below 0x20 or DEL, eight bytes at a time (a byte-wise scan of
+        /// every header cost more than the rest of writing the head). A tab also answers false;
+        /// the byte loop then keeps it. Per word: a byte below 0x20 sets its high bit in
+        /// `(x - 0x20…) & ~x`, and DEL (the only byte that becomes 0x80 when 1 is added) in
+        /// `(x + 0x01…) & ~x` after masking off high bytes; neither term fires for bytes of
+        /// 0x80 and above.
+        static func hasNoControls(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard let base = bytes.baseAddress else { return true }
+            let raw = UnsafeRawPointer(base)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            var index = 0
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let low = word & ~highs
+                let control = (word &- ones &* 0x20) & ~word
+                let delete = (low &+ ones) & ~word
+                if (control | delete) & highs != 0 { return false }
+                index += 8
+            }
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte < 0x20 || byte == 0x7F { return false }
+                index += 1
+            }
+            return true
+        }
+
+        private func isControl(_ byte: UInt8) -> Bool {
+            (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F
+        }
+
+        /// At most 20 digits, which the counted slack covers.
+        mutating func decimal(_ value: Int) {
+            guard value > 0 else { byte(ASCII.zero); return }
+            var divisor = 1
+            while divisor <= value / 10 { divisor *= 10 }
+            var remaining = value
+            while divisor > 0 {
+                byte(ASCII.zero + UInt8(remaining / divisor))
+                remaining %= divisor
+                divisor /= 10
+            }
+        }
     }
 
     /// The interim response sent before reading a body announced with `Expect: 100-continue`.
@@ -98,20 +189,6 @@ public enum HTTPResponseSerializer {
     /// Literals are copied from their static storage in one go.
     static func appendASCII(_ text: StaticString, to out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
-
-    /// Application-supplied text never gets to inject CR, LF or other controls (response splitting).
-    private static func appendSanitized(_ text: String, to out: inout [UInt8]) {
-        // Clean text (nearly all of it) is copied whole; the byte loop only runs when there is something to replace.
-        let copied: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
-            for byte in bytes where (byte < 0x20 && byte != ASCII.tab) || byte == 0x7F { return false }
-            out.append(contentsOf: bytes)
-            return true
-        }
-        guard copied != true else { return }
-        for byte in text.utf8 {
-            out.append((byte < 0x20 && byte != ASCII.tab) || byte == 0x7F ? ASCII.space : byte)
-        }
     }
 
     static func appendDecimal(_ value: Int, to out: inout [UInt8]) {

@@ -35,6 +35,11 @@ final class Connection: @unchecked Sendable {
 
     private var stream: ServerBodyStream?
 
+    /// The time of the event being handled, read at most once per event: a request used to read
+    /// the clock five times on its way through here (parse, response, written, two in flush).
+    /// Every entry point clears it first, so it is never older than the event.
+    private var eventInstant: HTTPInstant?
+
     init(fd: Int32, info: ConnectionInfo, loop: ConnectionQueue, server: HTTPServer) {
         self.fd = fd
         self.info = info
@@ -66,16 +71,17 @@ final class Connection: @unchecked Sendable {
     // MARK: Events
 
     private func readable() {
+        eventInstant = nil
         guard !books.isClosed else { return }
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 {
             if books.lingering { return }
-            machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: loop.now(), into: &work)
+            machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: now(), into: &work)
             run()
         } else if count == 0 {
             if books.lingering { closeNow(); return }
-            enqueue(machine.peerHalfClosed(now: loop.now()))
+            enqueue(machine.peerHalfClosed(now: now()))
             // Nothing more will arrive; keeping the source armed would spin on EOF.
             suspendReading()
             run()
@@ -85,11 +91,13 @@ final class Connection: @unchecked Sendable {
     }
 
     private func writable() {
+        eventInstant = nil
         guard !books.isClosed else { return }
         run()
     }
 
     func tick(_ instant: HTTPInstant) {
+        eventInstant = instant
         guard !books.isClosed else { return }
         switch books.timerStep(at: instant.uptimeNanoseconds, writeTimeout: loop.configuration.writeTimeout) {
         case .close:
@@ -106,9 +114,10 @@ final class Connection: @unchecked Sendable {
     }
 
     func shutdownRequested() {
+        eventInstant = nil
         guard !books.isClosed, !shutdownNoted else { return }
         shutdownNoted = true
-        enqueue(machine.shutdownRequested(now: loop.now()))
+        enqueue(machine.shutdownRequested(now: now()))
         run()
     }
 
@@ -165,7 +174,14 @@ final class Connection: @unchecked Sendable {
     }
 
     private func responseWritten() {
-        machine.responseWritten(now: loop.now(), into: &work)
+        machine.responseWritten(now: now(), into: &work)
+    }
+
+    private func now() -> HTTPInstant {
+        if let eventInstant { return eventInstant }
+        let instant = loop.now()
+        eventInstant = instant
+        return instant
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -189,6 +205,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private func responseArrived(_ response: HTTPResponse, generation: UInt64) {
+        eventInstant = nil
         accept(response, generation: generation)
         run()
     }
@@ -202,7 +219,7 @@ final class Connection: @unchecked Sendable {
         // already says `Connection: close`.
         if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
         let first = work.count
-        machine.responseReady(response, now: loop.now(), into: &work)
+        machine.responseReady(response, now: now(), into: &work)
         let streams = work[first...].contains { if case .startStream = $0 { return true } else { return false } }
         if !streams { responseCompleteAt = work.count }
     }
@@ -220,6 +237,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private func streamHasData() {
+        eventInstant = nil
         guard !books.isClosed, let stream else { return }
         let taken = stream.take()
         books.queue(taken.bytes)
@@ -242,7 +260,7 @@ final class Connection: @unchecked Sendable {
         while books.unsentByteCount > 0 {
             let sent = books.sendUnsent { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent > 0 {
-                let streamBytes = books.sent(sent, at: DispatchTime.now().uptimeNanoseconds)
+                let streamBytes = books.sent(sent, at: now().uptimeNanoseconds)
                 if streamBytes > 0 { stream?.acknowledge(streamBytes) }
             } else if sent < 0 && errno == EINTR {
                 continue
@@ -253,7 +271,7 @@ final class Connection: @unchecked Sendable {
                 return
             }
         }
-        let step = books.flushStopped(at: DispatchTime.now().uptimeNanoseconds)
+        let step = books.flushStopped(at: now().uptimeNanoseconds)
         switch step {
         case .idle:
             suspendWriting()
@@ -266,7 +284,7 @@ final class Connection: @unchecked Sendable {
         case .linger:
             suspendWriting()
             // Half-close and read until the peer is done, so it sees the error response rather than a reset.
-            if books.beginLingering(at: DispatchTime.now().uptimeNanoseconds) {
+            if books.beginLingering(at: now().uptimeNanoseconds) {
                 Glibc.shutdown(fd, Int32(SHUT_WR))
                 resumeReading()
             }

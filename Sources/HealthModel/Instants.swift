@@ -300,6 +300,13 @@ public enum RFC3339 {
         }
 
         mutating func digits(_ value: Int, width: Int) {
+            // Month, day, hour, minute and second: five of an instant's seven fields, three
+            // instants per row of a sample page.
+            if width == 2 && (0 ..< 100).contains(value) {
+                append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 10))
+                append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10))
+                return
+            }
             var divisor = 1
             var digitCount = 1
             while value / divisor >= 10 {

@@ -97,6 +97,9 @@ public final class PostgresListener: @unchecked Sendable {
         source.resume()
         reconnectPause = 0.1
         setConnected(true)
+        // libpq may already hold notifications it read while running LISTEN; the socket will not
+        // signal those again, so look once now.
+        queue.async { [weak self] in self?.readAvailable() }
     }
 
     private func readAvailable() {

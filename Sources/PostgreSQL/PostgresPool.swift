@@ -69,7 +69,18 @@ public final class PostgresPool: @unchecked Sendable {
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         var attempt = 1
         while true {
-            let connection = try checkOut()
+            let connection: PostgresConnection
+            do {
+                connection = try checkOut()
+            } catch let failure {
+                // A server that refuses connections (restarting, failing over) gets the same
+                // bounded retries as a connection lost mid-request; a full pool does not, its
+                // wait was the bound.
+                guard failure.isConnectFailure, attempt < configuration.connectionAttempts else { throw failure.error }
+                pause(afterAttempt: attempt)
+                attempt += 1
+                continue
+            }
             do {
                 let result = try body(connection)
                 checkIn(connection)
@@ -77,8 +88,7 @@ public final class PostgresPool: @unchecked Sendable {
             } catch let error as PostgresError where error.isUnavailable {
                 checkIn(connection)
                 guard !error.commitOutcomeUnknown, attempt < configuration.connectionAttempts else { throw error }
-                let pause = configuration.reconnectPauseMilliseconds << min(attempt - 1, 6)
-                usleep(UInt32(clamping: pause * 1_000))
+                pause(afterAttempt: attempt)
                 attempt += 1
             } catch {
                 checkIn(connection)
@@ -100,15 +110,26 @@ public final class PostgresPool: @unchecked Sendable {
         try transaction(.repeatableRead, readOnly: true, body)
     }
 
+    private func pause(afterAttempt attempt: Int) {
+        let milliseconds = configuration.reconnectPauseMilliseconds << min(attempt - 1, 6)
+        usleep(UInt32(clamping: milliseconds * 1_000))
+    }
+
     // MARK: Checking connections out and in
 
-    private func checkOut() throws(PostgresError) -> PostgresConnection {
+    /// Why no connection could be had: the server refused a new one, or the pool stayed full.
+    private struct CheckOutFailure: Error {
+        let error: PostgresError
+        let isConnectFailure: Bool
+    }
+
+    private func checkOut() throws(CheckOutFailure) -> PostgresConnection {
         let deadline = Date(timeIntervalSinceNow: Double(configuration.acquireTimeoutMilliseconds) / 1_000)
         condition.lock()
         while true {
             if isClosed {
                 condition.unlock()
-                throw PostgresError(kind: .unavailable, message: "the database pool is closed")
+                throw CheckOutFailure(error: PostgresError(kind: .unavailable, message: "the database pool is closed"), isConnectFailure: false)
             }
             if let connection = idle.popLast() {
                 condition.unlock()
@@ -125,13 +146,14 @@ public final class PostgresPool: @unchecked Sendable {
                         openCount -= 1
                         condition.signal()
                     }
-                    throw error
+                    throw CheckOutFailure(error: error, isConnectFailure: true)
                 }
             }
             if !condition.wait(until: deadline) {
                 condition.unlock()
-                throw PostgresError(kind: .unavailable,
-                                    message: "no database connection became free within \(configuration.acquireTimeoutMilliseconds) ms (pool of \(configuration.maxConnections))")
+                throw CheckOutFailure(error: PostgresError(kind: .unavailable,
+                                                           message: "no database connection became free within \(configuration.acquireTimeoutMilliseconds) ms (pool of \(configuration.maxConnections))"),
+                                      isConnectFailure: false)
             }
         }
     }

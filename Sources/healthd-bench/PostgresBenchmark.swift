@@ -76,8 +76,11 @@ enum PostgresBenchmark {
 
             let url = try databases.fresh()
             let token = try postgresUser(url: url)
+            // Every benchmark client is one loopback address and one token: the abuse limits would measure themselves.
+            let config = options.workDirectory + "/no-rate-limits.json"
+            try Data(#"{"rateLimitPerAddressPerSecond": 0, "rateLimitPerTokenPerSecond": 0}"#.utf8).write(to: URL(fileURLWithPath: config))
             let nodeA = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-a",
-                                          extraArguments: ["--database", url])
+                                          extraArguments: ["--database", url, "--config", config])
             defer { nodeA.stop() }
             let postgres = try ingest(port: nodeA.port, token: token, bodies: bodies, clients: options.clients)
             let bodyBytes = try PostgresConnection(url: url).first("SELECT coalesce(avg(length(body)), 0)::float8 FROM samples") {
@@ -107,7 +110,7 @@ enum PostgresBenchmark {
             }
             let one = try reads(ports: [nodeA.port], token: token, target: target, clients: options.readClients, seconds: options.readSeconds)
             let nodeB = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-b",
-                                          extraArguments: ["--database", url])
+                                          extraArguments: ["--database", url, "--config", config])
             defer { nodeB.stop() }
             _ = try BenchHTTPClient(port: nodeB.port).request("GET", target, token: token)
             let two = try reads(ports: [nodeA.port, nodeB.port], token: token, target: target, clients: options.readClients,

@@ -153,6 +153,56 @@ struct SerializationTests {
         #expect(text.contains("\r\nContent-Length: \(length)\r\n"))
     }
 
+    /// The head is written into a buffer sized up front: the largest fixed pieces together (a
+    /// 20-digit length, `Connection: keep-alive`, an odd status code), many fields and multi-byte
+    /// text must all fit, and the reserved body room must not show up as bytes.
+    @Test func headSizedUpFrontHoldsEveryPiece() {
+        var headers = HTTPHeaders()
+        for index in 0 ..< 40 { headers.add("X-Field-\(index)", String(repeating: "é\u{7F}", count: index)) }
+        let status = HTTPStatus(code: Int.max, reasonPhrase: "Très\nLong")
+        let head = HTTPResponseSerializer.head(status: status, headers: headers, framing: .contentLength(Int.max),
+                                               keepAlive: true, requestVersion: .http1_0, date: "Thu, 01 Jan 1970 00:00:00 GMT",
+                                               reservingBody: 4096)
+        let text = String(decoding: head, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 \(Int.max) Très Long\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nX-Field-0: \r\n"))
+        #expect(text.contains("\r\nX-Field-3: é é é \r\n"))
+        #expect(text.hasSuffix("\r\nContent-Length: \(Int.max)\r\nConnection: keep-alive\r\n\r\n"))
+        #expect(head.capacity >= head.count + 4096)
+        let chunked = HTTPResponseSerializer.head(status: .ok, headers: HTTPHeaders(), framing: .chunked,
+                                                  keepAlive: false, requestVersion: .http1_1, date: "")
+        #expect(String(decoding: chunked, as: UTF8.self) == "HTTP/1.1 200 OK\r\nDate: \r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+    }
+
+    /// The word-at-a-time control check against a byte-by-byte one, for every byte value at
+    /// every offset of strings covering whole words and the tail.
+    @Test func controlCheckFindsEveryControlByteAtEveryOffset() {
+        for length in 1 ... 19 {
+            for offset in 0 ..< length {
+                for value in 0 ... 255 {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[offset] = UInt8(value)
+                    if length > 2 { bytes[(offset + 1) % length] = 0xFF }  // a high byte beside it
+                    let expected = !bytes.contains { $0 < 0x20 || $0 == 0x7F }
+                    let found = bytes.withUnsafeBufferPointer { HTTPResponseSerializer.HeadWriter.hasNoControls($0) }
+                    #expect(found == expected, "length \(length), byte \(value) at \(offset)")
+                }
+            }
+        }
+        var headers = HTTPHeaders()
+        headers.add("X-Tab", "a\tb\u{7F}c d")
+        let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: headers, framing: .none,
+                                                                keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
+        #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Tab: a\tb c d\r\n\r\n")
+    }
+
+    @Test(arguments: [("/healthz", "/healthz", nil), ("/v1/samples?type=stepCount&limit=10", "/v1/samples", "type=stepCount&limit=10"),
+                      ("/a?", "/a", ""), ("?x", "", "x"), ("/é?q=é?", "/é", "q=é?")] as [(String, String, String?)])
+    func pathAndQuerySplitAtTheFirstQuestionMark(_ target: String, _ path: String, _ query: String?) {
+        let request = HTTPRequest(method: .get, target: target)
+        #expect(request.path == path)
+        #expect(request.rawQuery.map(String.init) == query)
+    }
+
     @Test func chunkSizesInHex() {
         #expect(HTTPResponseSerializer.chunk([UInt8](repeating: 1, count: 256)).prefix(5) == Array("100\r\n".utf8)[...])
         #expect(HTTPResponseSerializer.chunk([UInt8](repeating: 1, count: 4095)).prefix(5) == Array("fff\r\n".utf8)[...])

@@ -128,3 +128,25 @@ func numbersUseShortestValidForm(value: Double, expected: String) throws {
     #expect(try JSONParser.parse(output) == ["a\"b\n": "v"])
     #expect(text { $0.string("x") } == #""x""#)
 }
+
+/// The word-at-a-time escape check against a byte-by-byte one: every byte that needs escaping,
+/// and its neighbours just outside the ranges, at every offset of strings long enough to cover
+/// both the eight-byte words and the tail, next to multi-byte UTF-8.
+@Test func escapeCheckFindsEveryByteAtEveryOffset() {
+    let special: [UInt8] = Array(0 ..< 0x20) + [0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xC3, 0xA9, 0xFF]
+    for length in 0 ... 19 {
+        for offset in 0 ..< max(length, 1) {
+            for byte in special {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                if length > 0 { bytes[offset] = byte }
+                if length > 2 && offset != 0 { bytes[0] = 0xE9 }  // a high byte elsewhere in the word
+                let expected = bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+                let found = bytes.withUnsafeBufferPointer { JSONWriter.needsEscaping($0) }
+                #expect(found == expected, "length \(length), byte \(byte) at \(offset)")
+            }
+        }
+    }
+    var writer = JSONWriter()
+    writer.string("0123456789abcdef\"tail\\x\u{1}é")
+    #expect(String(decoding: writer.bytes, as: UTF8.self) == #""0123456789abcdef\"tail\\x\u0001é""#)
+}
