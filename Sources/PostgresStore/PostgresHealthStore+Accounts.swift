@@ -124,7 +124,7 @@ extension PostgresHealthStore {
             let changed = try connection.execute("UPDATE authorizations SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL",
                                                  [.int64(StoreClock.nowMilliseconds()), .text(id)])
             guard changed > 0 else { return false }
-            try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text("r \(id)")])
+            try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text("r \(id)")])
             return true
         }
         if revoked { forgetAuthorization(id: id) }

@@ -21,7 +21,7 @@ extension PostgresHealthStore {
         let payload = Self.streamEventPrefix
             + "\(nodeID) \(event.userRowID) \(event.readableType) \(event.name) \(String(decoding: event.data, as: UTF8.self))"
         try pool.withConnection { connection in
-            _ = try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
+            _ = try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
         }
     }
 

@@ -48,9 +48,17 @@ public final class PostgresHealthStore: HealthDataStore {
     /// token revoked on another node can still work if that node's revocation NOTIFY was lost.
     public static let authorizationRevalidation: Int64 = 5_000
 
-    /// The channel every node LISTENs on. Payloads: `c <node> <user> <seq> <type,type...>` for a commit,
-    /// `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).
-    static let channel = "healthd_changes"
+    /// The channel every node of this deployment LISTENs on. Payloads: `c <node> <user> <seq> <type,type...>`
+    /// for a commit, `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).
+    /// NOTIFY channels are database-wide, so it is named for the schema the tables live in: two
+    /// deployments in two schemas of one database never hear each other (see `channel(forSchema:)`).
+    let channel: String
+
+    /// `healthd_changes` for the `public` schema; otherwise a suffix from the schema name's SHA-256,
+    /// so any schema name gives a valid, unquoted, lower-case identifier well under 63 bytes.
+    static func channel(forSchema schema: String) -> String {
+        schema == "public" ? "healthd_changes" : "healthd_changes_" + Hex.encode(Array(SHA256.hash(Array(schema.utf8)).prefix(8)))
+    }
 
     /// Connects (failing at once when the database cannot be reached), applies pending migrations,
     /// makes sure the type catalog's codes and the signing secret exist, and starts listening for
@@ -74,6 +82,10 @@ public final class PostgresHealthStore: HealthDataStore {
         writeBacklog = WriteBacklog(limit: writeBacklogLimit)
         writerSlots = WriteBacklog(limit: max(1, maxConnections - 2))
         try pool.withConnection { connection in try Self.migrator().migrate(connection) }
+        let schema = try pool.withConnection { connection in
+            try connection.first("SELECT current_schema()", [], { try $0.string(at: 0) })
+        }
+        channel = Self.channel(forSchema: schema ?? "public")
         let codes = try pool.transaction { connection in try Self.synchronizeTypeCodes(connection) }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
@@ -151,11 +163,11 @@ public final class PostgresHealthStore: HealthDataStore {
     func notifyCommit(_ change: CommittedChange, _ connection: PostgresConnection) throws {
         guard !change.typeIDs.isEmpty else { return }
         let payload = "c \(nodeID) \(change.userRowID) \(change.lastSeq) \(change.typeIDs.sorted().joined(separator: ","))"
-        try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.channel), .text(payload)])
+        try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(payload)])
     }
 
     private func startListening() throws {
-        let created = try PostgresListener(configuration: configuration, channels: [Self.channel],
+        let created = try PostgresListener(configuration: configuration, channels: [channel],
             onNotification: { [weak self] notification in self?.received(notification) },
             onReconnect: { [weak self] in self?.reconnected() })
         try created.start()

@@ -28,15 +28,34 @@ struct PostgresNodeTests {
         _ = try t.store.save([steps(5, start: t0)], by: app)
         let last = try t.store.currentChangePosition(userRowID: user.rowID).seq
         #expect(eventually { heard.lock.withLock { heard.changes.contains { $0.userRowID == user.rowID && $0.lastSeq == last } } })
-        #expect(heard.lock.withLock { heard.changes.first?.typeIDs } == ["stepCount"])
+        #expect(heard.lock.withLock { heard.changes.first { $0.userRowID == user.rowID }?.typeIDs } == ["stepCount"])
         // The writing node published its commit once, when it committed; its own NOTIFY echo is ignored.
         usleep(200_000)
-        // (Other tests' stores share the database's channel: only this user's changes count.)
+        // (Each test's schema has its own channel; counting only this user's changes keeps it exact anyway.)
         #expect(own.lock.withLock { own.changes.filter { $0.userRowID == user.rowID }.map(\.lastSeq) } == [last])
         // Node B reads what A wrote, and both sign anchors with the same secret.
         #expect(nodeB.secret == t.store.secret)
         let page = try nodeB.changes(ChangeRequest(types: nil, after: nil, limit: 10), for: app, userExternalID: user.id)
         #expect(page.added.count == 1 && page.next.seq == last)
+    }
+
+    @Test func storesInTwoSchemasOfOneDatabaseDoNotHearEachOther() throws {
+        let a = try TestStore(.postgres), b = try TestStore(.postgres)
+        final class Heard: @unchecked Sendable {
+            let lock = NSLock()
+            var changes: [CommittedChange] = []
+        }
+        let heardByB = Heard(), heardByA = Heard()
+        b.store.addCommitObserver { change in heardByB.lock.withLock { heardByB.changes.append(change) } }
+        let nodeA2 = try a.secondNode()
+        nodeA2.addCommitObserver { change in heardByA.lock.withLock { heardByA.changes.append(change) } }
+        let user = try a.store.createUser(name: "alice")
+        let (app, _) = try a.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        _ = try a.store.save([steps(5, start: t0)], by: app)
+        // The other node of schema A hears the commit; by then B's listener has had it too if it ever would.
+        #expect(eventually { heardByA.lock.withLock { !heardByA.changes.isEmpty } })
+        usleep(200_000)
+        #expect(heardByB.lock.withLock { heardByB.changes.isEmpty })
     }
 
     @Test func aRevocationOnOneNodeStopsTheTokenOnTheOther() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresStore
+@testable import PostgresStore
 import Testing
 
 /// The schema's promises to a Citus cluster, checked on its text (no database needed): every
@@ -65,5 +65,19 @@ import Testing
         #expect(statements.contains("SELECT create_distributed_table('samples', 'user_id');"))
         #expect(statements.contains("SELECT create_reference_table('users');"))
         #expect(statements.contains("SELECT create_distributed_table('devices', 'user_id', colocate_with => 'samples');"))
+    }
+}
+
+/// NOTIFY channels are database-wide; each schema's deployment gets a channel of its own.
+@Suite struct PostgresChannelNameTests {
+    @Test func eachSchemaHasItsOwnValidChannel() {
+        #expect(PostgresHealthStore.channel(forSchema: "public") == "healthd_changes")
+        let names = ["tenant_a", "tenant_b", "Tenant A", "\"quoted\"", String(repeating: "x", count: 200)]
+            .map(PostgresHealthStore.channel(forSchema:))
+        #expect(Set(names).count == names.count)
+        for name in names {
+            // Unquoted identifiers: lower case, digits and '_', at most 63 bytes.
+            #expect(name.utf8.count <= 63 && name.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }, "\(name)")
+        }
     }
 }
