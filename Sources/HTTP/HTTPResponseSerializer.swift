@@ -107,32 +107,11 @@ public enum HTTPResponseSerializer {
             for byte in text.utf8 { self.byte(isControl(byte) ? ASCII.space : byte) }
         }
 
-        /// True when no byte is below 0x20 or DEL, eight bytes at a time (a byte-wise scan of
+        /// True when no byte is below 0x20 or DEL, checked a word at a time (a byte-wise scan of
         /// every header cost more than the rest of writing the head). A tab also answers false;
-        /// the byte loop then keeps it. Per word: a byte below 0x20 sets its high bit in
-        /// `(x - 0x20…) & ~x`, and DEL (the only byte that becomes 0x80 when 1 is added) in
-        /// `(x + 0x01…) & ~x` after masking off high bytes; neither term fires for bytes of
-        /// 0x80 and above.
+        /// the byte loop then keeps it.
         static func hasNoControls(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-            guard let base = bytes.baseAddress else { return true }
-            let raw = UnsafeRawPointer(base)
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            var index = 0
-            while index + 8 <= bytes.count {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                let low = word & ~highs
-                let control = (word &- ones &* 0x20) & ~word
-                let delete = (low &+ ones) & ~word
-                if (control | delete) & highs != 0 { return false }
-                index += 8
-            }
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte < 0x20 || byte == 0x7F { return false }
-                index += 1
-            }
-            return true
+            !ByteScan.containsByte(below: 0x20, or: 0x7F, or: 0x7F, in: bytes)
         }
 
         private func isControl(_ byte: UInt8) -> Bool {

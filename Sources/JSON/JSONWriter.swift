@@ -1,3 +1,5 @@
+import Primitives
+
 /// Streams JSON as UTF-8 into a byte buffer.
 ///
 /// The writer places commas and colons; the caller is responsible for a sane
@@ -188,33 +190,10 @@ public struct JSONWriter: Sendable {
         bytes.append(0x22)
     }
 
-    /// True when some byte is a control character, a quote or a backslash. Eight bytes at a time: a page of
-    /// samples runs this over every uuid, date and name it writes, and a byte-wise scan was the
-    /// largest single cost of `GET /v1/samples`. Each term below has its byte's high bit set for
-    /// some byte exactly when a byte is below 0x20, or is a quote or a backslash (a zero byte after
-    /// the XOR); bytes of 0x80 and above never set it (the `& ~x` parts).
+    /// True when some byte is a control character, a quote or a backslash (checked a word at a
+    /// time: a page of samples runs this over every uuid, date and name it writes).
     static func needsEscaping(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = utf8.baseAddress else { return false }
-        let raw = UnsafeRawPointer(base)
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        var index = 0
-        while index + 8 <= utf8.count {
-            let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            let quote = word ^ (ones &* 0x22)
-            let backslash = word ^ (ones &* 0x5C)
-            let control = (word &- ones &* 0x20) & ~word
-            let isQuote = (quote &- ones) & ~quote
-            let isBackslash = (backslash &- ones) & ~backslash
-            if (control | isQuote | isBackslash) & highs != 0 { return true }
-            index += 8
-        }
-        while index < utf8.count {
-            let byte = utf8[index]
-            if byte < 0x20 || byte == 0x22 || byte == 0x5C { return true }
-            index += 1
-        }
-        return false
+        ByteScan.containsByte(below: 0x20, or: 0x22, or: 0x5C, in: utf8)
     }
 
     /// Copies runs of bytes that need no escaping in one go.
