@@ -69,14 +69,3 @@ public enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 }
-
-/// Secrets come from the system's CSPRNG (getrandom on Linux via SystemRandomNumberGenerator).
-public enum SecureRandom {
-    public static func bytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-    }
-
-    /// A bearer token of 256 random bits with a readable prefix that says what it is.
-    public static func token(prefix: String) -> String { prefix + Base64URL.encode(bytes(32)) }
-}

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HealthStore
 
 /// The admin token: `HEALTHD_ADMIN_TOKEN` when set; otherwise generated on the first start,
 /// printed once, and kept in `DATA_DIR/admin-token`, readable by its owner only.

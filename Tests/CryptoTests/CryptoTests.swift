@@ -70,10 +70,4 @@ import Testing
         #expect(Base64URL.decode("aQ") == [0x69])
         #expect(Base64URL.decode("ab") == nil)  // "b" leaves non-zero trailing bits
     }
-
-    @Test func tokensAreLongAndDistinct() {
-        let a = SecureRandom.token(prefix: "hd_"), b = SecureRandom.token(prefix: "hd_")
-        #expect(a != b)
-        #expect(a.hasPrefix("hd_") && a.count == 3 + 43)
-    }
 }
