@@ -18,7 +18,7 @@ FROM debian:bookworm-slim
 # Runtime libraries: SQLite and zlib (our system-library targets), tzdata for IANA time zones in
 # statistics, curl for the health check. (The importer's XML tokenizer is our own: no libxml2.)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g tzdata ca-certificates curl \
+ && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libpq5 tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/healthd --create-home healthd
 COPY --from=build /out/healthd /usr/local/bin/healthd

@@ -25,7 +25,7 @@ let package = Package(
         // System C libraries.
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
-        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
 
         // Pure cores: no I/O.
         // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON and HealthModel (HTTP

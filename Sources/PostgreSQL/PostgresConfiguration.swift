@@ -25,6 +25,7 @@ public struct PostgresConfiguration: Sendable, Hashable {
         guard PostgresConfiguration.isPostgresURL(url) else {
             throw PostgresError.misuse("a PostgreSQL URL starts with postgres:// or postgresql://")
         }
+        try PostgresConfiguration.requireLibPQ()
         var message: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(url, &message) else {
             let text = message.map { String(cString: $0) } ?? "not a valid connection URL"
@@ -33,6 +34,14 @@ public struct PostgresConfiguration: Sendable, Hashable {
         }
         PQconninfoFree(options)
         self.url = url
+    }
+
+    /// libpq is loaded at run time (see CLibPQ/shim.h): without it, PostgreSQL is a clear error
+    /// naming the package, never a call into a missing library.
+    static func requireLibPQ() throws(PostgresError) {
+        guard healthd_libpq_available() != 0 else {
+            throw PostgresError.misuse("PostgreSQL needs libpq (libpq.so.5), which is not installed: apt-get install libpq5")
+        }
     }
 
     /// True for the URL forms libpq accepts (`postgres://` and `postgresql://`).

@@ -37,6 +37,7 @@ public final class PostgresConnection {
     /// Connects, failing with `.unavailable` when the server cannot be reached.
     public init(configuration: PostgresConfiguration) throws(PostgresError) {
         self.configuration = configuration
+        try PostgresConfiguration.requireLibPQ()
         let parameters = configuration.connectionParameters()
         let connection = PostgresConnection.withCStrings(parameters.map(\.0)) { keywords in
             PostgresConnection.withCStrings(parameters.map(\.1)) { values in
