@@ -15,7 +15,8 @@ RUN swift build -c release --product healthd --static-swift-stdlib \
  && cp "$(swift build -c release --show-bin-path)/healthd" /out/healthd
 
 FROM debian:bookworm-slim
-# Runtime libraries: SQLite and zlib (our system-library targets), tzdata for IANA time zones in
+# Runtime libraries: SQLite and zlib (our system-library targets), libpq5 (loaded only for
+# --database postgres://...), tzdata for IANA time zones in
 # statistics, curl for the health check. (The importer's XML tokenizer is our own: no libxml2.)
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libpq5 tzdata ca-certificates curl \
