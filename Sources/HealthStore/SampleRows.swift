@@ -12,13 +12,14 @@ extension Statement {
     }
 }
 
-/// The columns of `samples` that `SampleRow` reads, in SELECT order.
-enum SampleColumn: Int, TableColumns {
+/// The columns of `samples` that `SampleRow` reads, in SELECT order. Both stores' `samples`
+/// tables have these columns; the PostgreSQL store decodes the same row type from its results.
+package enum SampleColumn: Int, TableColumns {
     case seq, uuid, typeID, sourceID, deviceID, start, end, value, body, created, parentSeq
 
-    static let table = "samples"
+    package static let table = "samples"
 
-    var name: String {
+    package var name: String {
         switch self {
         case .seq: "seq"
         case .uuid: "uuid"
@@ -37,18 +38,36 @@ enum SampleColumn: Int, TableColumns {
 
 /// One row of `samples`, copied out of the statement (selected with `SampleColumn.selectList`).
 /// A NULL in a NOT NULL column or a uuid that is not 16 bytes throws instead of reading as zero.
-struct SampleRow: Sendable {
-    var seq: Int64
-    var uuid: HealthUUID
-    var typeCode: Int64
-    var sourceRowID: Int64
-    var deviceRowID: Int64?
-    var start: Int64
-    var end: Int64
-    var value: Double?
-    var body: [UInt8]?
-    var created: Int64
-    var parentSeq: Int64?
+package struct SampleRow: Sendable {
+    package var seq: Int64
+    package var uuid: HealthUUID
+    package var typeCode: Int64
+    package var sourceRowID: Int64
+    package var deviceRowID: Int64?
+    package var start: Int64
+    package var end: Int64
+    package var value: Double?
+    package var body: [UInt8]?
+    package var created: Int64
+    package var parentSeq: Int64?
+
+    /// "seq, uuid, ...": the SELECT list in `SampleColumn` order.
+    package static let selectList = SampleColumn.selectList
+
+    package init(seq: Int64, uuid: HealthUUID, typeCode: Int64, sourceRowID: Int64, deviceRowID: Int64?, start: Int64,
+                 end: Int64, value: Double?, body: [UInt8]?, created: Int64, parentSeq: Int64?) {
+        self.seq = seq
+        self.uuid = uuid
+        self.typeCode = typeCode
+        self.sourceRowID = sourceRowID
+        self.deviceRowID = deviceRowID
+        self.start = start
+        self.end = end
+        self.value = value
+        self.body = body
+        self.created = created
+        self.parentSeq = parentSeq
+    }
 
     init(_ row: Row) throws(RowDecodingError) {
         seq = try row.int64(SampleColumn.seq)

@@ -16,16 +16,16 @@ extension PostgresHealthStore {
             let horizon = try connection.scalarInt64("SELECT seq FROM change_horizons WHERE user_id = $1", [.int64(app.userRowID)]) ?? 0
             if horizon > position.tombstonesAfter { throw ChangeFeedError.anchorExpired }
             let limit = request.limit
-            var rows: [PostgresSampleRow] = []
+            var rows: [SampleRow] = []
             var tombstones: [(seq: Int64, deleted: DeletedSample?)] = []
             if let visibility = HealthStore.visibilityCondition(types: request.types, app: app, sourceParameter: "$3",
                                                                  code: { typeCode(for: $0) }) {
                 rows = try connection.map("""
-                    SELECT \(PostgresSampleRow.selectList) FROM samples
+                    SELECT \(SampleRow.selectList) FROM samples
                     WHERE user_id = $1 AND seq > $2 AND parent_seq IS NULL AND \(visibility)
                     ORDER BY seq LIMIT $4
                     """, [.int64(app.userRowID), .int64(position.seq), .int64(app.sourceRowID), .int64(Int64(limit + 1))],
-                    PostgresSampleRow.init)
+                    SampleRow.init)
                 tombstones = try connection.map("""
                     SELECT seq, uuid, type_id FROM deleted_samples
                     WHERE user_id = $1 AND seq > $2 AND \(visibility)

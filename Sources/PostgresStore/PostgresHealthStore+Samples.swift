@@ -67,9 +67,9 @@ extension PostgresHealthStore {
             let direction = query.descending ? "DESC" : "ASC"
             values.append(.int64(Int64(query.limit + 1)))
             var rows = try connection.map("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
+                SELECT \(SampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
                 ORDER BY start_ms \(direction), seq \(direction) LIMIT $\(values.count)
-                """, values, PostgresSampleRow.init)
+                """, values, SampleRow.init)
             var next: SampleCursor?
             if rows.count > query.limit {
                 rows.removeLast()
@@ -82,8 +82,8 @@ extension PostgresHealthStore {
 
     public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
         try pool.read { connection in
-            guard let row = try connection.first("SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2",
-                                                 [.int64(app.userRowID), uuid.parameter], PostgresSampleRow.init) else { return nil }
+            guard let row = try connection.first("SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2",
+                                                 [.int64(app.userRowID), uuid.parameter], SampleRow.init) else { return nil }
             guard app.access.sees(typeName(for: row.typeCode) ?? "", from: row.sourceRowID) else { return nil }
             var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
             return try materializer.sample(row)
@@ -121,8 +121,8 @@ extension PostgresHealthStore {
     public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
         let change = try pool.transaction { connection -> CommittedChange in
             guard let row = try connection.first("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2 FOR UPDATE
-                """, [.int64(app.userRowID), uuid.parameter], PostgresSampleRow.init) else {
+                SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2 FOR UPDATE
+                """, [.int64(app.userRowID), uuid.parameter], SampleRow.init) else {
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
             let typeName = typeName(for: row.typeCode) ?? ""
@@ -148,8 +148,8 @@ extension PostgresHealthStore {
             try appendDatePredicate(connection, start: start, end: end, strictStart: false, strictEnd: false, typeCode: typeCode,
                                     userRowID: app.userRowID, conditions: &conditions, values: &values)
             let rows = try connection.map("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq FOR UPDATE
-                """, values, PostgresSampleRow.init)
+                SELECT \(SampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND ")) ORDER BY seq FOR UPDATE
+                """, values, SampleRow.init)
             guard !rows.isEmpty else { return (0, nil) }
             return (rows.count, try delete(rows, userRowID: app.userRowID, connection))
         }
@@ -159,13 +159,13 @@ extension PostgresHealthStore {
 
     /// Deletes rows (and a correlation's objects with it), leaving a tombstone each, numbered from
     /// the user's change counter, in the caller's transaction.
-    func delete(_ rows: [PostgresSampleRow], userRowID: Int64, _ connection: PostgresConnection) throws -> CommittedChange {
-        var all: [PostgresSampleRow] = []
+    func delete(_ rows: [SampleRow], userRowID: Int64, _ connection: PostgresConnection) throws -> CommittedChange {
+        var all: [SampleRow] = []
         for row in rows {
             // Objects first, as they were saved with their correlation.
             all += try connection.map("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
-                """, [.int64(userRowID), .int64(row.seq)], PostgresSampleRow.init)
+                SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
+                """, [.int64(userRowID), .int64(row.seq)], SampleRow.init)
             all.append(row)
         }
         let last = try Self.reserveChangeNumbers(all.count, userRowID: userRowID, connection)

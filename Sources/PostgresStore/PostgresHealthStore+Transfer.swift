@@ -65,20 +65,20 @@ extension PostgresHealthStore {
 
     /// The stored rows of the batch's uuids (samples and correlation objects), 1,000 per query.
     private func storedRows(for batch: [SourcedSample], userRowID: Int64, _ connection: PostgresConnection) throws
-        -> [HealthUUID: PostgresSampleRow] {
+        -> [HealthUUID: SampleRow] {
         var uuids: [HealthUUID] = []
         uuids.reserveCapacity(batch.count)
         for item in batch {
             uuids.append(item.sample.uuid)
             if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
         }
-        var rows: [HealthUUID: PostgresSampleRow] = [:]
+        var rows: [HealthUUID: SampleRow] = [:]
         var start = 0
         while start < uuids.count {
             let chunk = uuids[start..<min(uuids.count, start + 1_000)]
             for row in try connection.map("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
-                """, [.int64(userRowID), Self.uuidArray(chunk)], PostgresSampleRow.init) {
+                SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
+                """, [.int64(userRowID), Self.uuidArray(chunk)], SampleRow.init) {
                 rows[row.uuid] = row
             }
             start += 1_000
@@ -107,9 +107,9 @@ extension PostgresHealthStore {
             }
             values.append(.int64(Int64(limit)))
             let rows = try connection.map("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
+                SELECT \(SampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
                 ORDER BY start_ms, seq LIMIT $\(values.count)
-                """, values, PostgresSampleRow.init)
+                """, values, SampleRow.init)
             var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: userExternalID)
             return try rows.map { row in (try materializer.sample(row), SampleCursor(start: row.start, seq: row.seq)) }
         }

@@ -3,61 +3,20 @@ import HealthModel
 import HealthStore
 import PostgreSQL
 
-/// The columns of `samples` that `PostgresSampleRow` reads, in SELECT order.
-enum PostgresSampleColumn: Int, PostgresColumns {
-    case seq, uuid, typeID, sourceID, deviceID, start, end, value, body, created, parentSeq
+extension SampleColumn: PostgresColumns {}
 
-    static let table = "samples"
-
-    var name: String {
-        switch self {
-        case .seq: "seq"
-        case .uuid: "uuid"
-        case .typeID: "type_id"
-        case .sourceID: "source_id"
-        case .deviceID: "device_id"
-        case .start: "start_ms"
-        case .end: "end_ms"
-        case .value: "value"
-        case .body: "body"
-        case .created: "created_ms"
-        case .parentSeq: "parent_seq"
-        }
-    }
-}
-
-/// One row of `samples`, copied out of the result. A NULL in a NOT NULL column or a uuid that is
-/// not 16 bytes throws instead of reading as zero.
-struct PostgresSampleRow: Sendable {
-    var seq: Int64
-    var uuid: HealthUUID
-    var typeCode: Int64
-    var sourceRowID: Int64
-    var deviceRowID: Int64?
-    var start: Int64
-    var end: Int64
-    var value: Double?
-    var body: [UInt8]?
-    var created: Int64
-    var parentSeq: Int64?
-
-    static let selectList = PostgresSampleColumn.selectList
-
+extension SampleRow {
+    /// One row of `samples` from a PostgreSQL result. A NULL in a NOT NULL column or a uuid that
+    /// is not 16 bytes throws instead of reading as zero.
     init(_ row: PostgresRow) throws {
-        seq = try row.int64(PostgresSampleColumn.seq)
-        guard let uuid = HealthUUID(bytes: try row.bytes(PostgresSampleColumn.uuid)) else {
-            throw PostgresDecodingError(table: "samples", column: "uuid", problem: "is not 16 bytes")
+        guard let uuid = HealthUUID(bytes: try row.bytes(SampleColumn.uuid)) else {
+            throw PostgresDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is not 16 bytes")
         }
-        self.uuid = uuid
-        typeCode = try row.int64(PostgresSampleColumn.typeID)
-        sourceRowID = try row.int64(PostgresSampleColumn.sourceID)
-        deviceRowID = try row.int64IfPresent(PostgresSampleColumn.deviceID)
-        start = try row.int64(PostgresSampleColumn.start)
-        end = try row.int64(PostgresSampleColumn.end)
-        value = try row.doubleIfPresent(PostgresSampleColumn.value)
-        body = try row.bytesIfPresent(PostgresSampleColumn.body)
-        created = try row.int64(PostgresSampleColumn.created)
-        parentSeq = try row.int64IfPresent(PostgresSampleColumn.parentSeq)
+        self.init(seq: try row.int64(SampleColumn.seq), uuid: uuid, typeCode: try row.int64(SampleColumn.typeID),
+                  sourceRowID: try row.int64(SampleColumn.sourceID), deviceRowID: try row.int64IfPresent(SampleColumn.deviceID),
+                  start: try row.int64(SampleColumn.start), end: try row.int64(SampleColumn.end),
+                  value: try row.doubleIfPresent(SampleColumn.value), body: try row.bytesIfPresent(SampleColumn.body),
+                  created: try row.int64(SampleColumn.created), parentSeq: try row.int64IfPresent(SampleColumn.parentSeq))
     }
 }
 
@@ -96,7 +55,7 @@ extension PostgresHealthStore {
             self.userExternalID = userExternalID
         }
 
-        mutating func sample(_ row: PostgresSampleRow) throws -> StoredSample {
+        mutating func sample(_ row: SampleRow) throws -> StoredSample {
             let typeName = store.typeName(for: row.typeCode) ?? "unknown"
             let body = row.body.map { decoded($0) } ?? SampleRowBody.Decoded()
             let content: SampleContent
@@ -104,8 +63,8 @@ extension PostgresHealthStore {
                 content = bodyContent
             } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
                 let children = try connection.map("""
-                    SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
-                    """, [.int64(userRowID), .int64(row.seq)], PostgresSampleRow.init)
+                    SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
+                    """, [.int64(userRowID), .int64(row.seq)], SampleRow.init)
                 content = .correlation(try children.map { try self.sample($0).sample })
             } else {
                 guard let value = row.value else {

@@ -206,13 +206,13 @@ extension PostgresHealthStore {
             !insertedSet.contains(position) && batch.rows[position].parent.map(insertedSet.contains) ?? true
         }
         // The stored rows of those uuids, 1,000 per query (a whole re-sent batch is one or a few reads).
-        var stored: [HealthUUID: PostgresSampleRow] = [:]
+        var stored: [HealthUUID: SampleRow] = [:]
         var start = 0
         while start < judged.count {
             let chunk = judged[start..<min(judged.count, start + 1_000)].map { batch.rows[$0].sample.uuid }
             for row in try connection.map("""
-                SELECT \(PostgresSampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
-                """, [.int64(userRowID), Self.uuidArray(chunk)], PostgresSampleRow.init) {
+                SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
+                """, [.int64(userRowID), Self.uuidArray(chunk)], SampleRow.init) {
                 stored[row.uuid] = row
             }
             start += 1_000
