@@ -40,7 +40,7 @@ public final class PostgresHealthStore: HealthDataStore {
     let authorizationCache = Mutex(AuthorizationCache())
     private let listener = Mutex<PostgresListener?>(nil)
     /// Stream events (workout zone changes) from every node, this one included.
-    let streamEventObservers = StreamEventObservers()
+    public let streamEventLog = StreamEventLog()
     /// Tells this process's own broadcasts apart when the listener hears them back.
     let nodeID = UInt64.random(in: 1...UInt64.max)
 
