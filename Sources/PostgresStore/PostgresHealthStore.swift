@@ -210,18 +210,6 @@ struct AuthorizationCache {
     var generation: UInt64 = 0
 }
 
-/// Store-level errors of the PostgreSQL backend.
-public enum PostgresStoreError: Error, Sendable, CustomStringConvertible {
-    /// A feature this build of the PostgreSQL store does not provide yet (startup refuses it).
-    case unsupported(String)
-
-    public var description: String {
-        switch self {
-        case .unsupported(let what): "the PostgreSQL store does not support \(what) yet"
-        }
-    }
-}
-
 extension PostgresError: StoreFaultReporting {
     /// A full disk and an unreachable server are the database-wide faults the API reports.
     public var storeFault: StoreFault? {
