@@ -71,7 +71,7 @@ public final class HealthStore: HealthDataStore {
     private let appNames = Mutex<[Int64: String]>([:])
     private let devices = Mutex<[Int64: SampleDevice?]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
-    let streamEventObservers = StreamEventObservers()
+    public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
     /// as prepared rows in the writer's group.
