@@ -1,5 +1,6 @@
 import Crypto
 import HealthStore
+import Synchronization
 
 /// Opaque, tamper-evident tokens (paging cursors, change anchors): a payload of Int64 fields and
 /// an HMAC-SHA-256 over it with the server's secret, base64url-encoded. A forged or altered token,
@@ -90,10 +91,28 @@ struct SignedToken {
             bytes.append(contentsOf: UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount))
         }
 
-        var value: Int64 {
-            let digest = SHA256.hash(bytes)
+        var value: Int64 { SignedToken.fingerprints.value(of: bytes) }
+    }
+
+    static let fingerprints = FingerprintCache()
+
+    /// Fingerprints already computed, by their parts: a client paging through a query, and every
+    /// client polling the same one, repeat the same parts, and a lookup costs a fraction of the
+    /// SHA-256. Bounded: past `limit` entries it starts over.
+    final class FingerprintCache: Sendable {
+        private let entries = Mutex<[String: Int64]>([:])
+        static let limit = 4_096
+
+        func value(of parts: [UInt8]) -> Int64 {
+            let key = String(decoding: parts, as: UTF8.self)
+            if let known = entries.withLock({ $0[key] }) { return known }
+            let digest = SHA256.hash(parts)
             var value: Int64 = 0
             for byte in digest.prefix(8) { value = value << 8 | Int64(byte) }
+            entries.withLock { entries in
+                if entries.count >= Self.limit { entries.removeAll() }
+                entries[key] = value
+            }
             return value
         }
     }

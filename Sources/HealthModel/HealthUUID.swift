@@ -111,17 +111,18 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// Writes the 36-character textual form into `output` (at least 36 bytes); returns 36.
     /// JSON writers put a page's uuids straight into their buffer this way.
     public func write(into output: UnsafeMutableBufferPointer<UInt8>, uppercase: Bool = false) -> Int {
-        let letterBase = uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")
+        let letterBase = (uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")) &- 10
         var position = 0
-        for index in 0..<32 {
-            if index == 8 || index == 12 || index == 16 || index == 20 {
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 {
                 output[position] = UInt8(ascii: "-")
                 position += 1
             }
-            let word = index < 16 ? high : low
-            let nibble = UInt8(truncatingIfNeeded: (word >> UInt64(60 - 4 * (index % 16))) & 0xF)
-            output[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : letterBase + nibble - 10
-            position += 1
+            let byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> UInt64(56 - 8 * (index & 7)))
+            let upper = byte >> 4, lower = byte & 0xF
+            output[position] = upper < 10 ? UInt8(ascii: "0") &+ upper : letterBase &+ upper
+            output[position + 1] = lower < 10 ? UInt8(ascii: "0") &+ lower : letterBase &+ lower
+            position += 2
         }
         return position
     }

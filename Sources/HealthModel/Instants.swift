@@ -284,23 +284,27 @@ public enum RFC3339 {
         let millisecondOfDay = Int(localInstant - days * GregorianCalendarMath.millisecondsPerDay)
         let date = GregorianCalendarMath.civilDate(daysSinceEpoch: days)
         if (0...9999).contains(date.year) {
-            output.digits(date.year, width: 4)
+            output.twoDigits(date.year / 100)
+            output.twoDigits(date.year % 100)
         } else {
             output.append(date.year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
             output.digits(abs(date.year), width: 5)
         }
+        // Month, day and the time of day are always in range: two digits each, no loop.
         output.append(UInt8(ascii: "-"))
-        output.digits(date.month, width: 2)
+        output.twoDigits(date.month)
         output.append(UInt8(ascii: "-"))
-        output.digits(date.day, width: 2)
+        output.twoDigits(date.day)
         output.append(UInt8(ascii: "T"))
-        output.digits(millisecondOfDay / 3_600_000, width: 2)
+        output.twoDigits(millisecondOfDay / 3_600_000)
         output.append(UInt8(ascii: ":"))
-        output.digits(millisecondOfDay / 60_000 % 60, width: 2)
+        output.twoDigits(millisecondOfDay / 60_000 % 60)
         output.append(UInt8(ascii: ":"))
-        output.digits(millisecondOfDay / 1000 % 60, width: 2)
+        output.twoDigits(millisecondOfDay / 1000 % 60)
         output.append(UInt8(ascii: "."))
-        output.digits(millisecondOfDay % 1000, width: 3)
+        let milliseconds = millisecondOfDay % 1000
+        output.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: milliseconds / 100))
+        output.twoDigits(milliseconds % 100)
     }
 
     /// Appends ASCII into a fixed buffer the caller sized.
@@ -311,6 +315,13 @@ public enum RFC3339 {
         mutating func append(_ byte: UInt8) {
             buffer[position] = byte
             position += 1
+        }
+
+        /// 00-99 (the caller checks the range).
+        @inline(__always)
+        mutating func twoDigits(_ value: Int) {
+            append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+            append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
         }
 
         mutating func digits(_ value: Int, width: Int) {
