@@ -302,7 +302,8 @@ def cli_checks(binary, public, busy_port):
     tmp = tempfile.mkdtemp(prefix="healthd-e2e-cli-")
     try:
         code, out, err = run("serve", "--port", str(busy_port), *store_args(os.path.join(tmp, "d1")))
-        check("a busy port is one clear line", code == 1 and "address already in use" in err.lower() and err.count("\n") == 1, err)
+        check("a busy port is one clear line that says what to do", code == 1 and "another program is listening there" in err
+              and "--port" in err and err.count("\n") == 1, err)
         code, out, err = run("serve", "--config", os.path.join(tmp, "missing.json"))
         check("an unreadable config file is one clear line", code == 1 and "config file" in err and err.count("\n") == 1, err)
         bad = os.path.join(tmp, "bad.json")
