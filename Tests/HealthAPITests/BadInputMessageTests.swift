@@ -32,4 +32,12 @@ import JSON
         #expect(future.status == 400, "\(future.text)")
         #expect(issues(future).first?.field == "start" && issues(future).first?.detail.contains("0000 to 9999") == true, "\(future.text)")
     }
+
+    @Test func theHealthAutoExportBodySaysTheSame() throws {
+        let f = try Fixture()
+        let marked = f.server.request(.post, "/v1/ingest/health-auto-export", token: f.phone, json: "\u{FEFF}" + #"{"data":{}}"#)
+        #expect(marked.status == 400 && issues(marked).first?.detail.contains("byte-order mark") == true, "\(marked.text)")
+        let empty = f.server.request(.post, "/v1/ingest/health-auto-export", token: f.phone, json: " ")
+        #expect(empty.status == 400 && issues(empty).first?.detail.contains("the text is empty") == true, "\(empty.text)")
+    }
 }
