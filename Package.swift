@@ -49,9 +49,11 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
         .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        // What both database drivers share: row decoding errors, savepoints, the ordered named migrations runner.
+        .target(name: "SQLSupport", swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
-        .target(name: "PostgreSQL", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "SQLSupport"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
         .target(name: "PostgresStore", dependencies: ["PostgreSQL", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
