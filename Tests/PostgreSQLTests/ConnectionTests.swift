@@ -1,9 +1,10 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
 
 /// Parameters, rows and errors against a real server.
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct ConnectionTests {
     @Test func parametersRoundTripExactly() throws {
         let schema = try TestSchema()

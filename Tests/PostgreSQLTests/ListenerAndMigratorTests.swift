@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
+import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
 
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct ListenerTests {
     final class Inbox: Sendable {
         let received = Mutex<[PostgresNotification]>([])
@@ -69,7 +70,7 @@ struct ListenerTests {
     }
 }
 
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct PostgresMigratorTests {
     static func migrator(_ count: Int = 3) -> PostgresMigrator {
         var migrator = PostgresMigrator()
