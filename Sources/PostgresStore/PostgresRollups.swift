@@ -49,7 +49,8 @@ public enum PostgresRollups {
                                   options: StatisticsOptions, cache: StatisticsIndexCache,
                                   pool: PostgresPool) throws -> StatisticsAnswer {
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
-        return try cache.withSeries(key, style: style, buckets: buckets, inSnapshot: { plan in
+        return try cache.withSeries(key, style: style, buckets: buckets, perSource: options.contains(.separateBySource),
+                                    inSnapshot: { plan in
             try pool.read { connection in try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode)) }
         }) { snapshot in
             StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
