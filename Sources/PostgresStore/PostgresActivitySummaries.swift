@@ -43,7 +43,7 @@ enum PostgresActivitySummaries {
             let row = result[index]
             let dayText = try row.string(at: 0)
             guard let day = HealthDate.parseDay(dayText) else {
-                throw PostgresDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
+                throw RowDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
             }
             func value(_ column: Int) throws -> Double? { try row.doubleIfPresent(at: column) }
             summaries.append(ActivitySummary(
