@@ -28,8 +28,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
 
         // Pure cores: no I/O.
-        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON and HealthModel (HTTP
-        // is a protocol layer and must not depend on the health model).
+        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON, HealthModel and
+        // Statistics (HTTP is a protocol layer and must not depend on the health model).
         .target(name: "Primitives", swiftSettings: strict),
         .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
         .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: hotPath),
@@ -49,7 +49,8 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
         .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
-        // What both database drivers share: row decoding errors, savepoints, the ordered named migrations runner.
+        // What both database drivers share (no I/O of its own: the drivers run the SQL): row decoding
+        // errors, savepoints, the ordered named migrations runner.
         .target(name: "SQLSupport", swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
