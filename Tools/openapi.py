@@ -490,7 +490,7 @@ PATHS["/v1/changes"] = {
             "parameters": [
                 CHANGE_TYPES,
                 qparam("anchor", "From a previous response; absent = every matching sample now present (paged: follow `anchor` while `more`)."),
-                qparam("limit", "Changes per page, 1 to 10,000.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}),
+                qparam("limit", "Changes per page, 1 to 10,000. A page holds at most 16 workoutRoute samples (a route can hold 100,000 locations), as `GET /v1/samples` pages do: it ends before the 17th with `more: true`, and its `anchor` resumes at that route, so following it skips nothing.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}),
                 qparam("wait", "Long-poll: seconds (0 to 60) to hold the request when there is nothing new; it answers within milliseconds of a relevant commit, or with an empty page (and a current anchor) when the time is up.",
                        {"type": "integer", "minimum": 0, "maximum": 60, "default": 0}),
             ],
@@ -498,7 +498,7 @@ PATHS["/v1/changes"] = {
 }
 PATHS["/v1/changes/stream"] = {
     "get": {"summary": "Observer query as Server-Sent Events", "tags": ["changes"],
-            "description": "`text/event-stream`, chunked. Each event: `id: <anchor>`, `event: change`, `data: <ChangePage JSON>` (at most 500 changes per event). "
+            "description": "`text/event-stream`, chunked. Each event: `id: <anchor>`, `event: change`, `data: <ChangePage JSON>` (at most 500 changes per event, of them at most 16 workoutRoute samples). "
                            "Without an anchor or Last-Event-ID the stream starts at the present with one empty event carrying the current anchor. "
                            "A `: keep-alive` comment at least every 15 s (every 10 s). A client that cannot keep up (unsent backlog over half of "
                            "`maxStreamBacklogBytes`) gets `event: error` with `{\"code\":\"errorSlowConsumer\"}` and the stream ends: reconnect with Last-Event-ID. "

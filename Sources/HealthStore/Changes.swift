@@ -61,21 +61,32 @@ public struct ChangePage: Sendable {
 
 extension ChangePage {
     /// Merges a snapshot's added rows and tombstones after `position` (each list in seq order, up to
-    /// `limit + 1` long) into one page of at most `limit` changes in seq order. When the page is not
-    /// full, `next` is the snapshot's `current` sequence number, which no later commit can fall
-    /// below; otherwise the last listed change. Only the rows listed are materialized.
-    package init<Row>(merging rows: [Row], seq: (Row) -> Int64, tombstones: [(seq: Int64, deleted: DeletedSample?)],
+    /// `limit + 1` long) into one page of at most `limit` changes in seq order, and at most
+    /// `HealthType.maximumPageSize` samples of each type (`type` names a row's type), as a page of
+    /// samples would hold: a route can carry 100,000 locations. When the page ends before every row
+    /// read is listed, `next` is the last listed change, so the next page starts with the first one
+    /// left out; otherwise it is the snapshot's `current` sequence number, which no later commit can
+    /// fall below. Only the rows listed are materialized.
+    package init<Row>(merging rows: [Row], seq: (Row) -> Int64, type: (Row) -> String?,
+                      tombstones: [(seq: Int64, deleted: DeletedSample?)],
                       after position: ChangePosition, current: Int64, limit: Int,
                       materialize: (Row) throws -> StoredSample) rethrows {
         var added: [StoredSample] = []
         var deleted: [DeletedSample] = []
         var sampleIndex = 0, tombstoneIndex = 0, taken = 0
         var lastSeq = position.seq
+        var perType: [String: Int] = [:]
         while taken < limit && (sampleIndex < rows.count || tombstoneIndex < tombstones.count) {
             let takeSample = tombstoneIndex >= tombstones.count
                 || (sampleIndex < rows.count && seq(rows[sampleIndex]) < tombstones[tombstoneIndex].seq)
             if takeSample {
                 let row = rows[sampleIndex]
+                if let id = type(row), let capped = HealthTypeCatalog.type(id), capped.maximumPageSize != .max {
+                    let count = perType[id, default: 0]
+                    // The page ends before this sample, in seq order, so `next` skips nothing.
+                    guard count < capped.maximumPageSize else { break }
+                    perType[id] = count + 1
+                }
                 sampleIndex += 1
                 added.append(try materialize(row))
                 lastSeq = seq(row)
@@ -143,7 +154,8 @@ extension HealthStore {
                                        deleted: HealthUUID(bytes: try row.blob(at: 1)).map { DeletedSample(uuid: $0, type: type) }))
                 }
             }
-            return try ChangePage(merging: rows, seq: \.seq, tombstones: tombstones, after: position, current: current,
+            return try ChangePage(merging: rows, seq: \.seq, type: { typeName(for: $0.typeCode) },
+                                  tombstones: tombstones, after: position, current: current,
                                   limit: limit) { try materialize($0, db: db, userExternalID: userExternalID) }
         }
     }

@@ -36,7 +36,8 @@ extension PostgresHealthStore {
                 }
             }
             var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
-            return try ChangePage(merging: rows, seq: \.seq, tombstones: tombstones, after: position, current: current,
+            return try ChangePage(merging: rows, seq: \.seq, type: { typeName(for: $0.typeCode) },
+                                  tombstones: tombstones, after: position, current: current,
                                   limit: limit) { try materializer.sample($0) }
         }
     }

@@ -101,4 +101,39 @@ struct WorkoutRoutePageTests {
         }
         #expect(pages == [16, 4])
     }
+
+    @Test("a page of changes holds at most 16 routes too, and following its anchor lists every change once")
+    func changePages() throws {
+        let server = try TestServer()
+        let user = server.createUser("jane")
+        let token = server.token(user: user, app: "runner", read: ["workoutRoute", "stepCount"],
+                                 share: ["workout", "workoutRoute", "stepCount"])
+        var samples: [String] = []
+        for index in 0..<20 {
+            let minute = String(format: "%02d", index)
+            samples.append(#"""
+                {"type":"workoutRoute","workout":"0195c8a4-1f00-7000-8000-0000000000a1","start":"2026-03-08T09:\#(minute):00Z",
+                 "locations":[{"date":"2026-03-08T09:\#(minute):00Z","latitude":51.5,"longitude":-0.12}]}
+                """#)
+            // Steps between the routes: the cap must not hold back or drop the other types.
+            samples.append(#"{"type":"stepCount","start":"2026-03-08T09:\#(minute):00Z","end":"2026-03-08T09:\#(minute):30Z","value":10,"unit":"count"}"#)
+        }
+        #expect(server.request(.post, "/v1/samples", token: token, json: #"{"samples":[\#(samples.joined(separator: ","))]}"#).status == 201)
+
+        var seen: [String] = []
+        var routesPerPage: [Int] = []
+        var anchor: String?
+        for _ in 0..<10 {
+            let path = "/v1/changes?limit=1000" + (anchor.map { "&anchor=\($0)" } ?? "")
+            let page = server.request(.get, path, token: token)
+            #expect(page.status == 200, "\(page.text)")
+            let added = page["added"]?.arrayValue ?? []
+            routesPerPage.append(added.filter { $0.objectValue?["type"]?.stringValue == "workoutRoute" }.count)
+            seen += added.compactMap { $0.objectValue?["uuid"]?.stringValue }
+            anchor = page["anchor"]?.stringValue
+            if page["more"] != .bool(true) { break }
+        }
+        #expect(routesPerPage == [16, 4])
+        #expect(seen.count == 40 && Set(seen).count == 40)
+    }
 }
