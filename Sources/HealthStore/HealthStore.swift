@@ -79,6 +79,9 @@ public final class HealthStore: HealthDataStore {
     /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
     let rollupStyles: [Int64: AggregationStyle]
     let rollupNanoseconds = Atomic<UInt64>(0)
+    /// Off only in `healthd-bench ingest`, to measure what a write costs without rollup maintenance
+    /// (the rows then no longer match the samples, so statistics answer wrongly).
+    package let maintainsRollups = Atomic<Bool>(true)
 
     /// Time spent rewriting statistics rollup rows inside write transactions since the store
     /// opened: the cost of keeping them, for benchmarks.

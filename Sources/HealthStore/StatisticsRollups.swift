@@ -25,7 +25,7 @@ struct RollupChanges {
 
     /// Brings the rollup rows of every noted day up to date (`DayRollup.maintain`).
     func apply(_ db: Database, userRowID: Int64, store: HealthStore) throws {
-        guard !changes.isEmpty else { return }
+        guard !changes.isEmpty, store.maintainsRollups.load(ordering: .relaxed) else { return }
         let began = DispatchTime.now().uptimeNanoseconds
         defer { store.rollupNanoseconds.add(DispatchTime.now().uptimeNanoseconds - began, ordering: .relaxed) }
         for series in changes.series {

@@ -213,6 +213,42 @@ enum SamplesBenchmark {
         return rate
     }
 
+    // MARK: HealthStore.save with and without rollup maintenance
+
+    /// The same client-uuid batches saved in process through `HealthStore.save`, once with the
+    /// statistics rollups maintained and once without (the switch exists for this figure only):
+    /// what maintenance adds to a write, apart from HTTP and JSON. Returns samples/s (with, without).
+    static func storeSaves(_ options: SamplesBenchmarkOptions) throws -> (with: Double, without: Double) {
+        var generator = SampleGenerator(seed: 11)
+        let total = options.batches * options.batchSize
+        let samples = (0..<total).map { generator.sample($0) }
+        var rates: [Bool: Double] = [:]
+        for maintained in [true, false] {
+            let directory = options.workDirectory + "/store-save-\(maintained ? "rollups" : "no-rollups")"
+            try? FileManager.default.removeItem(atPath: directory)
+            let (store, app, _) = try prepareUser(dataDirectory: directory)
+            store.maintainsRollups.store(maintained, ordering: .relaxed)
+            let cpuBefore = processCPUSeconds(getpid())
+            let began = nanosecondsNow()
+            for batch in stride(from: 0, to: total, by: options.batchSize) {
+                _ = try store.save(Array(samples[batch..<min(total, batch + options.batchSize)]), by: app)
+            }
+            let seconds = Double(nanosecondsNow() - began) / 1e9
+            let cpu = processCPUSeconds(getpid()) - cpuBefore
+            let maintenance = Double(store.rollupMaintenanceNanoseconds) / 1e9
+            store.close()
+            if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+            rates[maintained] = Double(total) / seconds
+            print("HealthStore.save, rollup maintenance \(maintained ? "on" : "off"): \(total) samples in \(options.batchSize)-sample batches: "
+                  + "\(format(seconds, decimals: 3)) s, \(Int(Double(total) / seconds)) samples/s, CPU \(format(1e6 * cpu / Double(total), decimals: 2)) µs per sample"
+                  + (maintained ? "; maintenance \(format(1e6 * maintenance / Double(total), decimals: 2)) µs per sample (\(format(100 * maintenance / seconds, decimals: 1)) % of the time)" : ""))
+        }
+        let with = rates[true] ?? 0
+        let without = rates[false] ?? 0
+        print("  with maintenance / without: \(format(with / max(without, 1e-9))) x")
+        return (with, without)
+    }
+
     // MARK: POST /v1/samples
 
     /// Who picks the uuids of the posted samples.
