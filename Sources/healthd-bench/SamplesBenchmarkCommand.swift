@@ -100,7 +100,7 @@ let samplesUsage = """
       sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL), one run per
                         table shape for uuid idempotency (none, today's index, 64-bit keys, clustered)
       ingest            both raw floors, the other table shapes, samples-write, then HealthStore.save in
-                        process with and without statistics rollup maintenance
+                        process with statistics rollup maintenance incremental, re-reading days, and off
       samples-write     POST /v1/samples batches from concurrent keep-alive clients
       samples-read      GET /v1/samples pages of 1,000 from a large store
       seed-store        fill --work-dir with --store-samples samples (kept if already there) and print
