@@ -27,17 +27,23 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// the PostgreSQL tables and indexes.
     func storedBytes() throws -> Int64
 
+    /// What the statistics series cache did since the store opened (the `healthd_statistics_cache_*`
+    /// metrics): resident bytes against the budget, hits, misses, evictions.
+    var statisticsCacheFigures: StatisticsCacheFigures { get }
+
     /// Called after every commit that added or deleted samples, once the data is durable: the
     /// change feed wakes its waiters and the workout zone monitor judges new heart rates. A store
     /// shared by several nodes also reports the other nodes' commits here.
     func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void)
 
     /// Hands a stream event (a workout zone change) to the streams of every node serving this
-    /// data, this one included: this node's observers get it at once, other nodes' through the
+    /// data, this one included: this node's log gets it at once, other nodes' through the
     /// database. Throws only when the other nodes could not be told.
     func broadcast(_ event: StreamEvent) throws
-    /// Called for every stream event broadcast by any node serving this data.
-    func addStreamEventObserver(_ observer: @escaping @Sendable (StreamEvent) -> Void)
+    /// This process's recent stream events, broadcast by any node serving this data: streams learn
+    /// from its observers which user has news and read it back with `events(after:for:)`, which
+    /// gives an app only what it may read.
+    var streamEventLog: StreamEventLog { get }
     /// True when other processes may serve the same data (the PostgreSQL store): what this
     /// process remembers about the data (running workout sessions...) may then be out of date.
     var isSharedByNodes: Bool { get }

@@ -22,7 +22,7 @@ public final class HealthStore: HealthDataStore {
     }
 
     /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
-    /// `defaultStatisticsMemoryBudget`); past it the least recently used series are dropped.
+    /// `defaultStatisticsMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
     /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
     /// saves queue (their work, not their threads) until earlier ones commit.
     public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
@@ -66,7 +66,7 @@ public final class HealthStore: HealthDataStore {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
-    let streamEventObservers = StreamEventObservers()
+    public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
     /// as prepared rows in the writer's group.

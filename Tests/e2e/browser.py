@@ -674,6 +674,22 @@ def period_checks(port, browser, fixture, token):
     check("year: the steps card is the year's total", number(dom.attr("steps-value", "data-value")) == summary["steps"]
           and dom.text("steps-heading") == "Steps this year")
 
+    print("browser: month view")
+    dom, _ = browser.dom(base + "&period=month")
+    first = fixture.today.date().replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    start = datetime(first.year, first.month, 1, tzinfo=fixture.zone)
+    end = datetime(following.year, following.month, 1, tzinfo=fixture.zone)
+    buckets = period_chart_checks(port, token, dom, "month", start, end, "P1D")
+    check("month: one day bar per day of the calendar month", len(buckets) == (following - first).days, len(buckets))
+    status, summary = api(port, token, "/v1/summary", date=fixture.today.date().isoformat(), timeZone=TIME_ZONE, period="month")
+    check("month: the steps card, its daily average and day count are GET /v1/summary?period=month's",
+          status == 200 and number(dom.attr("steps-value", "data-value")) == summary["steps"]
+          and number(dom.attr("steps-average", "data-value")) == summary["dailyAverage"]["steps"]
+          and number(dom.attr("period-days", "data-value")) == summary["days"]
+          and dom.text("steps-heading") == "Steps this month" and dom.text("period-heading") == "Steps by day, this month",
+          (dom.text("steps-value"), dom.text("steps-heading"), dom.text("period-heading"), summary))
+
 
 PHONE_OVERLAPS = """(() => {
   const problems = [];
