@@ -4,6 +4,7 @@ import PostgreSQL
 @testable import PostgresStore
 import Statistics
 import TimeZoneDatabase
+import PostgresTestSupport
 import Testing
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
@@ -149,7 +150,7 @@ struct PostgresStatisticsTests {
     /// figures, separateBySource) and a node's cache never answers from before another's write.
     @Test(arguments: 1...4)
     func rollupsMatchDirectStatisticsAcrossTwoNodes(seed: Int) throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let writer = try schema.connect()
         try RollupTestWriter.prepare(writer, sources: 3)
         let nodes = [(try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20)),
@@ -202,7 +203,7 @@ struct PostgresStatisticsTests {
     /// The effective order: the user's listed apps first (unknown ones skipped, repeats once),
     /// then the others in the order they first saved the type.
     @Test func sourcePriorityListsChosenAppsThenFirstSavers() throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let connection = try schema.connect()
         try RollupTestWriter.prepare(connection, sources: 3)
         let sample = { (source: Int32) in StatisticsSample(id: 0, start: Self.base, end: Self.base + 60_000, value: 1, source: source) }
