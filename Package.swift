@@ -34,7 +34,8 @@ let package = Package(
         .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
         .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: hotPath),
         .target(name: "HealthModel", dependencies: ["JSON", "Primitives"], swiftSettings: strict),
-        .target(name: "Statistics", swiftSettings: strict),
+        // Time zones come in as rules (`TimeZoneRules`); the tz database is read by the shell `TimeZoneDatabase`.
+        .target(name: "Statistics", dependencies: ["Primitives"], swiftSettings: strict),
         .target(name: "Pedometer", swiftSettings: strict),
         .target(name: "Crypto", swiftSettings: strict),
         // Apple Health export.xml: byte-level XML tokenizer, repair filter and mapping to samples.
@@ -46,6 +47,8 @@ let package = Package(
         // A HealthKit-like async client for Swift apps; Foundation (URLSession) only.
         .target(name: "HealthClient", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
+        // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
+        .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
         .target(name: "PostgreSQL", dependencies: ["CLibPQ"], swiftSettings: strict),
@@ -55,7 +58,8 @@ let package = Package(
                 swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
-                dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "Pedometer", "Crypto", "HealthAutoExport"],
+                dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "TimeZoneDatabase", "Pedometer", "Crypto",
+                               "HealthAutoExport"],
                 swiftSettings: strict),
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
         .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore"], swiftSettings: strict),
@@ -82,12 +86,13 @@ let package = Package(
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
         .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
         .testTarget(name: "HealthAutoExportTests", dependencies: ["HealthAutoExport", "HealthModel", "JSON"]),
-        .testTarget(name: "StatisticsTests", dependencies: ["Statistics"]),
+        .testTarget(name: "StatisticsTests", dependencies: ["Statistics", "TimeZoneDatabase"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
         .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics"]),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics",
+                                                             "TimeZoneDatabase"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
                                                           "PostgresStore", "PostgreSQL"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),

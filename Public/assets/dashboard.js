@@ -621,7 +621,8 @@ function drawHeartChart() {
 async function loadZone(client, current) {
   const range = $("zone-range");
   const override = state.settings.age;
-  $("age-reset").hidden = !override;
+  // "Use my stored age" only where a stored date of birth could be read.
+  $("age-reset").hidden = !override || !shared("dateOfBirth");
   try {
     const parameters = { goal: state.settings.goal };
     if (override) parameters.age = String(override);
@@ -629,6 +630,7 @@ async function loadZone(client, current) {
     if (!current()) return;
     state.zone = { low: body.low, high: body.high };
     range.dataset.state = "ok";
+    delete range.dataset.reason;
     range.dataset.low = String(body.low);
     range.dataset.high = String(body.high);
     range.dataset.age = String(body.age);
@@ -646,9 +648,16 @@ async function loadZone(client, current) {
       range.dataset.state = "unavailable";
       range.textContent = "Target zones are not available on this server (GET /v1/heart-rate/zones answered 404).";
     } else if (error instanceof APIFailure && error.kind === "http" && !override) {
-      // No age sent and none stored (or not shared): ask for one.
+      // No age sent and no date of birth to use: ask for one, saying whether none is stored or the
+      // token may not read it (as the cards tell "No data yet" from "not shared with this app").
       range.dataset.state = "none";
-      range.textContent = "Enter your age to see your target zone (no date of birth is shared with this app).";
+      const reason = !state.grant ? "unknown" : shared("dateOfBirth") ? "empty" : "forbidden";
+      range.dataset.reason = reason;
+      range.textContent = "Enter your age to see your target zone (" + {
+        empty: "no date of birth is stored yet",
+        forbidden: "your date of birth is not shared with this app",
+        unknown: "no date of birth is stored, or it is not shared with this app",
+      }[reason] + ").";
     } else if (error instanceof APIFailure && error.kind === "http") {
       range.dataset.state = "error";
       range.textContent = `No zone: ${error.detail}`;

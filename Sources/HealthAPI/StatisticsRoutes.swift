@@ -4,6 +4,7 @@ import HealthModel
 import HealthStore
 import JSON
 import Statistics
+import TimeZoneDatabase
 
 /// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
 struct StatisticsRoutes: Sendable {

@@ -4,6 +4,7 @@ import HealthModel
 import HealthStore
 import JSON
 import Statistics
+import TimeZoneDatabase
 
 /// The dashboard's period summary and HKActivitySummary (API.md, Statistics), computed through the
 /// same cached indexes and source merging as the statistics endpoints.

@@ -33,11 +33,13 @@ public protocol HealthDataStore: AnyObject, Sendable {
     func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void)
 
     /// Hands a stream event (a workout zone change) to the streams of every node serving this
-    /// data, this one included: this node's observers get it at once, other nodes' through the
+    /// data, this one included: this node's log gets it at once, other nodes' through the
     /// database. Throws only when the other nodes could not be told.
     func broadcast(_ event: StreamEvent) throws
-    /// Called for every stream event broadcast by any node serving this data.
-    func addStreamEventObserver(_ observer: @escaping @Sendable (StreamEvent) -> Void)
+    /// This process's recent stream events, broadcast by any node serving this data: streams learn
+    /// from its observers which user has news and read it back with `events(after:for:)`, which
+    /// gives an app only what it may read.
+    var streamEventLog: StreamEventLog { get }
     /// True when other processes may serve the same data (the PostgreSQL store): what this
     /// process remembers about the data (running workout sessions...) may then be out of date.
     var isSharedByNodes: Bool { get }

@@ -66,7 +66,7 @@ public final class HealthStore: HealthDataStore {
     let typeNames: [Int64: String]
     private let appNames = Mutex<[Int64: String]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
-    let streamEventObservers = StreamEventObservers()
+    public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
     /// as prepared rows in the writer's group.

@@ -252,25 +252,10 @@ extension HealthStore {
     public func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
                            after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
         guard let typeCode = typeCode(for: type) else { return [] }
+        let query = ExportPageQuery(.sqlite, userRowID: userRowID, typeCode: typeCode, onlySource: onlySource, after: after, limit: limit)
         return try pool.read { db in
-            var conditions = ["user_id = ?1", "type_id = ?2", "parent_seq IS NULL"]
-            var values: [SQLValue] = [.integer(userRowID), .integer(typeCode)]
-            if let onlySource {
-                values.append(.integer(onlySource))
-                conditions.append("source_id = ?\(values.count)")
-            }
-            if let after {
-                values.append(.integer(after.start))
-                let s = values.count
-                values.append(.integer(after.seq))
-                conditions.append("(start_ms > ?\(s) OR (start_ms = ?\(s) AND seq > ?\(values.count)))")
-            }
-            values.append(.integer(Int64(limit)))
-            let statement = try db.cachedStatement("""
-                SELECT \(Self.sampleColumns) FROM samples WHERE \(conditions.joined(separator: " AND "))
-                ORDER BY start_ms, seq LIMIT ?\(values.count)
-                """)
-            try statement.bind(values)
+            let statement = try db.cachedStatement(query.sql)
+            try statement.bind(query.parameters.map(SQLValue.integer))
             var rows: [SampleRow] = []
             try statement.forEachRow { rows.append(try SampleRow($0)) }
             return try rows.map { row in

@@ -123,7 +123,7 @@ struct SampleWriter {
     private var groups: [PreparedBatch.Group] = []
     private var longest: [Int64] = []
     private var firstSeq: [Int64] = []
-    /// The statistics rollup days the inserted samples shape, rewritten by `finish()`.
+    /// The inserted samples, folded into the statistics rollup rows of the days they shape by `finish()`.
     private var rollups = RollupChanges()
     private let insert: Statement
 
@@ -190,8 +190,8 @@ struct SampleWriter {
         }
         lastSeq = seq
         touched[row.group] = true
-        rollups.note(typeCode: typeCode, style: store.rollupStyles[typeCode], start: row.sample.start, end: row.sample.end,
-                     value: row.sample.quantity)
+        rollups.noteSaved(typeCode: typeCode, style: store.rollupStyles[typeCode], seq: seq, source: sourceRowID,
+                          start: row.sample.start, end: row.sample.end, value: row.sample.quantity)
         longest[row.group] = max(longest[row.group], row.sample.end - row.sample.start)
         if firstSeq[row.group] == 0 { firstSeq[row.group] = seq }
         for child in row.children.indices { try insert(row.children[child], parentSeq: seq, touched: &touched) }
@@ -283,7 +283,7 @@ struct SampleDeleter {
                   .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
                   .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])
-        rollups.note(typeCode: row.typeCode, style: store.rollupStyles[row.typeCode], start: row.start, end: row.end, value: row.value)
+        rollups.noteDeleted(row, style: store.rollupStyles[row.typeCode])
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }
 

@@ -4,23 +4,32 @@ import SQLite
 import Statistics
 
 /// The statistics rollup days a transaction's saves and deletes shaped (`RollupDayChanges`); their
-/// rows are rewritten before the transaction commits, so rollups and samples never disagree.
+/// rows are brought up to date before the transaction commits, so rollups and samples never disagree.
 struct RollupChanges {
     private var changes = RollupDayChanges()
 
-    /// Notes a saved or deleted sample (see `RollupDayChanges.note`).
-    mutating func note(typeCode: Int64, style: AggregationStyle?, start: Int64, end: Int64, value: Double?) {
-        changes.note(typeCode: typeCode, style: style, start: start, end: end, value: value)
+    /// Notes a saved sample: `seq` is its row's sequence, `source` its `sources` row.
+    mutating func noteSaved(typeCode: Int64, style: AggregationStyle?, seq: Int64, source: Int64, start: Int64, end: Int64,
+                            value: Double?) {
+        guard let value, let source = Int32(exactly: source) else { return }
+        changes.noteSaved(typeCode: typeCode, style: style,
+                          sample: StatisticsSample(id: seq, start: start, end: end, value: value, source: source))
     }
 
-    /// Rewrites the rollup rows of every noted day.
+    /// Notes a deleted sample.
+    mutating func noteDeleted(_ row: SampleRow, style: AggregationStyle?) {
+        guard let value = row.value, let source = Int32(exactly: row.sourceRowID) else { return }
+        changes.noteDeleted(typeCode: row.typeCode, style: style,
+                            sample: StatisticsSample(id: row.seq, start: row.start, end: row.end, value: value, source: source))
+    }
+
+    /// Brings the rollup rows of every noted day up to date (`DayRollup.maintain`).
     func apply(_ db: Database, userRowID: Int64, store: HealthStore) throws {
         guard !changes.isEmpty else { return }
         let began = DispatchTime.now().uptimeNanoseconds
         defer { store.rollupNanoseconds.add(DispatchTime.now().uptimeNanoseconds - began, ordering: .relaxed) }
         for series in changes.series {
-            guard let style = store.rollupStyles[series.typeCode] else { continue }
-            try StatisticsRollups.refresh(db, userRowID: userRowID, typeCode: series.typeCode, style: style, days: series.days)
+            try StatisticsRollups.maintain(db, userRowID: userRowID, changes: series)
         }
     }
 }
@@ -29,19 +38,72 @@ struct RollupChanges {
 enum StatisticsRollups {
     static let dayLength = DayRollup.dayLength
 
-    /// Rewrites the rows of `days` from the samples shaping them, reading each run of consecutive
-    /// days in one range scan of `samples_by_type_start`.
-    static func refresh(_ db: Database, userRowID: Int64, typeCode: Int64, style: AggregationStyle, days: Set<Int64>) throws {
-        guard !days.isEmpty else { return }
-        let priority = try priority(db, userRowID: userRowID, typeCode: typeCode, style: style)
-        // A cumulative day also takes samples that started before it and run into it.
-        let reach = style == .cumulative ? try longestDuration(db, userRowID: userRowID, typeCode: typeCode) : 0
-        try DayRollup.refresh(days: days, style: style, priority: priority, reach: reach, samples: { from, to in
+    /// Brings the rows of one series' changed days up to date: saves folded into the rows read
+    /// back, days the rules say must be rebuilt read from `samples_by_type_start`, and every
+    /// changed row written in as few statements as the rows allow.
+    static func maintain(_ db: Database, userRowID: Int64, changes: RollupSeriesChanges) throws {
+        let typeCode = changes.typeCode
+        let style = changes.style
+        try DayRollup.maintain(changes, rows: { days in
+            try rowsForUpdate(db, userRowID: userRowID, typeCode: typeCode, days: days)
+        }, context: {
+            // A cumulative day also takes samples that started before it and run into it.
+            (try priority(db, userRowID: userRowID, typeCode: typeCode, style: style),
+             style == .cumulative ? try longestDuration(db, userRowID: userRowID, typeCode: typeCode) : 0)
+        }, samples: { from, to in
             try samples(db, userRowID: userRowID, typeCode: typeCode, from: from, to: to)
-        }, write: { day, row in
-            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
+        }, write: { rows in
+            try write(db, userRowID: userRowID, typeCode: typeCode, rows: rows)
         })
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
+    }
+
+    /// The rows of `days` (ascending) with their detail, in one range read.
+    private static func rowsForUpdate(_ db: Database, userRowID: Int64, typeCode: Int64,
+                                      days: [Int64]) throws -> [Int64: DayRollup.Row] {
+        guard let first = days.first, let last = days.last else { return [:] }
+        let wanted = Set(days)
+        let statement = try db.cachedStatement("""
+            SELECT day, body, detail FROM statistics_days WHERE user_id = ? AND type_id = ? AND day BETWEEN ? AND ?
+            """)
+        try statement.bind([.integer(userRowID), .integer(typeCode), .integer(first), .integer(last)])
+        var rows: [Int64: DayRollup.Row] = [:]
+        try statement.forEachRow { row in
+            let day = try row.int64(at: 0)
+            if wanted.contains(day) { rows[day] = (try row.blob(at: 1), row.blobIfPresent(at: 2)) }
+        }
+        return rows
+    }
+
+    /// Writes changed rows: one multi-row upsert per 64 rows kept, one delete per 64 rows removed.
+    private static func write(_ db: Database, userRowID: Int64, typeCode: Int64, rows: [(day: Int64, row: DayRollup.Row?)]) throws {
+        let kept = rows.compactMap { day, row in row.map { (day, $0) } }
+        for start in stride(from: 0, to: kept.count, by: 64) {
+            let part = kept[start..<min(kept.count, start + 64)]
+            var values: [SQLValue] = []
+            values.reserveCapacity(part.count * 5)
+            for (day, row) in part {
+                values += [.integer(userRowID), .integer(typeCode), .integer(day), .blob(row.body), row.detail.map { .blob($0) } ?? .null]
+            }
+            let tuples = Array(repeating: "(?, ?, ?, ?, ?)", count: part.count).joined(separator: ", ")
+            let sql = """
+                INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES \(tuples)
+                ON CONFLICT(user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
+                """
+            // The common shapes (a batch touching one or two days) stay prepared.
+            if part.count <= 2 {
+                try db.cachedStatement(sql).execute(values)
+            } else {
+                try db.execute(sql, values)
+            }
+        }
+        let removed = rows.filter { $0.row == nil }.map(\.day)
+        for start in stride(from: 0, to: removed.count, by: 64) {
+            let part = removed[start..<min(removed.count, start + 64)]
+            let marks = Array(repeating: "?", count: part.count).joined(separator: ", ")
+            try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ? AND day IN (\(marks))",
+                           [.integer(userRowID), .integer(typeCode)] + part.map { .integer($0) })
+        }
     }
 
     /// Rewrites every row of one series from all its samples: after a source-priority change, and
@@ -50,9 +112,8 @@ enum StatisticsRollups {
         let priority = try priority(db, userRowID: userRowID, typeCode: typeCode, style: style)
         try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ?", [.integer(userRowID), .integer(typeCode)])
         let samples = try HealthStore.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
-        for (day, row) in DayRollup.rows(of: samples, style: style, priority: priority) {
-            try upsert(db, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
-        }
+        try write(db, userRowID: userRowID, typeCode: typeCode,
+                  rows: DayRollup.rows(of: samples, style: style, priority: priority).map { ($0.day, $0.row) })
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
 
@@ -126,20 +187,6 @@ enum StatisticsRollups {
             if let sample = try HealthStore.indexable(row) { samples.append(sample) }
         }
         return samples
-    }
-
-    /// Writes a day's row, or removes it when no sample shapes the day any more.
-    private static func upsert(_ db: Database, userRowID: Int64, typeCode: Int64, day: Int64,
-                               row: (body: [UInt8], detail: [UInt8]?)?) throws {
-        guard let row else {
-            try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ? AND day = ?",
-                           [.integer(userRowID), .integer(typeCode), .integer(day)])
-            return
-        }
-        try db.execute("""
-            INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT(user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
-            """, [.integer(userRowID), .integer(typeCode), .integer(day), .blob(row.body), row.detail.map { .blob($0) } ?? .null])
     }
 
     private static func bumpVersion(_ db: Database, userRowID: Int64, typeCode: Int64) throws {

@@ -3,19 +3,15 @@ import PostgreSQL
 
 /// Stream events between nodes: a zone change worked out on one node is sent as a NOTIFY on the
 /// store's channel (`z <node> <user> <readable type> <event name> <JSON>`), which every node's
-/// listener turns into a call of its stream-event observers. The sending node delivers to its own
-/// observers at once and ignores its own NOTIFY when it comes back.
+/// listener appends to its own stream-event log. The sending node appends to its log at once and
+/// ignores its own NOTIFY when it comes back.
 extension PostgresHealthStore {
     static let streamEventPrefix = "z "
 
     public var isSharedByNodes: Bool { true }
 
-    public func addStreamEventObserver(_ observer: @escaping @Sendable (StreamEvent) -> Void) {
-        streamEventObservers.add(observer)
-    }
-
     public func broadcast(_ event: StreamEvent) throws {
-        streamEventObservers.deliver(event)
+        streamEventLog.append(event)
         // Outside any transaction: the other nodes hear it at once. NOTIFY payloads are text
         // (at most 8000 bytes); a zone event's JSON is about 150 bytes.
         let payload = Self.streamEventPrefix
@@ -29,7 +25,7 @@ extension PostgresHealthStore {
         let fields = payload.dropFirst(Self.streamEventPrefix.count).split(separator: " ", maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count == 5, let node = UInt64(fields[0]), let user = Int64(fields[1]) else { return }
         if node == nodeID { return }
-        streamEventObservers.deliver(StreamEvent(userRowID: user, name: String(fields[3]), data: Array(fields[4].utf8),
-                                                 readableType: String(fields[2])))
+        streamEventLog.append(StreamEvent(userRowID: user, name: String(fields[3]), data: Array(fields[4].utf8),
+                                          readableType: String(fields[2])))
     }
 }

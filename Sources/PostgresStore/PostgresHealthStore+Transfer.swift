@@ -93,23 +93,9 @@ extension PostgresHealthStore {
     public func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
                            after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
         guard let typeCode = typeCode(for: type) else { return [] }
+        let query = ExportPageQuery(.postgres, userRowID: userRowID, typeCode: typeCode, onlySource: onlySource, after: after, limit: limit)
         return try pool.read { connection in
-            var conditions = ["user_id = $1", "type_id = $2", "parent_seq IS NULL"]
-            var values: [PostgresValue] = [.int64(userRowID), .int64(typeCode)]
-            if let onlySource {
-                values.append(.int64(onlySource))
-                conditions.append("source_id = $\(values.count)")
-            }
-            if let after {
-                values.append(.int64(after.start))
-                values.append(.int64(after.seq))
-                conditions.append("(start_ms, seq) > ($\(values.count - 1), $\(values.count))")
-            }
-            values.append(.int64(Int64(limit)))
-            let rows = try connection.map("""
-                SELECT \(SampleRow.selectList) FROM samples WHERE \(conditions.joined(separator: " AND "))
-                ORDER BY start_ms, seq LIMIT $\(values.count)
-                """, values, SampleRow.init)
+            let rows = try connection.map(query.sql, query.parameters.map(PostgresValue.int64), SampleRow.init)
             var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: userExternalID)
             return try rows.map { row in (try materializer.sample(row), SampleCursor(start: row.start, seq: row.seq)) }
         }

@@ -40,7 +40,7 @@ public final class PostgresHealthStore: HealthDataStore {
     let authorizationCache = Mutex(AuthorizationCache())
     private let listener = Mutex<PostgresListener?>(nil)
     /// Stream events (workout zone changes) from every node, this one included.
-    let streamEventObservers = StreamEventObservers()
+    public let streamEventLog = StreamEventLog()
     /// Tells this process's own broadcasts apart when the listener hears them back.
     let nodeID = UInt64.random(in: 1...UInt64.max)
 
@@ -208,18 +208,6 @@ struct AuthorizationCache {
     var entries: [[UInt8]: (authorization: AppAuthorization, readAt: Int64)] = [:]
     /// Bumped by every revocation; a read caches its result only if none happened meanwhile.
     var generation: UInt64 = 0
-}
-
-/// Store-level errors of the PostgreSQL backend.
-public enum PostgresStoreError: Error, Sendable, CustomStringConvertible {
-    /// A feature this build of the PostgreSQL store does not provide yet (startup refuses it).
-    case unsupported(String)
-
-    public var description: String {
-        switch self {
-        case .unsupported(let what): "the PostgreSQL store does not support \(what) yet"
-        }
-    }
 }
 
 extension PostgresError: StoreFaultReporting {

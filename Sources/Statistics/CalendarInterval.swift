@@ -1,5 +1,3 @@
-import Foundation
-
 /// A bucket length of one calendar component, as `HKStatisticsCollectionQuery`'s `intervalComponents`.
 public struct CalendarInterval: Sendable, Hashable, CustomStringConvertible {
     public enum Unit: String, Sendable, Hashable, CaseIterable {

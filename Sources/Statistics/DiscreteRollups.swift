@@ -14,14 +14,29 @@ struct DiscreteRollupDay: Sendable {
     static let slotLength: Int64 = 900_000
     static let slotsPerDay = Int32(DayRollup.dayLength / slotLength)
 
-    static func encode(day: Int64, samples: [StatisticsSample], into writer: inout RollupWriter) {
+    /// A day's (slot, source) entries keyed `slot << 32 | source` (so sorting the keys sorts by slot, then source).
+    typealias Entries = [Int64: DiscreteAccumulator]
+
+    static func key(slot: Int64, source: Int32) -> Int64 { slot << 32 | Int64(UInt32(bitPattern: source)) }
+
+    static func slot(ofKey key: Int64) -> Int64 { key >> 32 }
+
+    /// Adds samples starting in the day to its entries.
+    static func add(_ samples: some Sequence<StatisticsSample>, day: Int64, to entries: inout Entries) {
         let origin = day * DayRollup.dayLength
-        var entries: [Int64: DiscreteAccumulator] = [:]  // slot << 32 | source
         for sample in samples {
-            let slot = (sample.start - origin) / slotLength
-            let key = slot << 32 | Int64(UInt32(bitPattern: sample.source))
-            entries[key, default: DiscreteAccumulator()].add(start: sample.start, end: sample.end, id: sample.id, value: sample.value)
+            entries[key(slot: (sample.start - origin) / slotLength, source: sample.source), default: DiscreteAccumulator()]
+                .add(start: sample.start, end: sample.end, id: sample.id, value: sample.value)
         }
+    }
+
+    static func encode(day: Int64, samples: [StatisticsSample], into writer: inout RollupWriter) {
+        var entries: Entries = [:]
+        add(samples, day: day, to: &entries)
+        encode(entries, into: &writer)
+    }
+
+    static func encode(_ entries: Entries, into writer: inout RollupWriter) {
         writer.int64(Int64(entries.count))
         for (key, accumulator) in entries.sorted(by: { $0.key < $1.key }) {
             writer.int32(Int32(truncatingIfNeeded: key >> 32))
@@ -68,6 +83,16 @@ struct DiscreteRollupDay: Sendable {
                 sourceTotals.append((source, accumulator))
             }
         }
+    }
+
+    /// The entries as `encode` takes them.
+    var entries: Entries {
+        var entries: Entries = [:]
+        entries.reserveCapacity(slots.count)
+        for index in slots.indices {
+            entries[Self.key(slot: Int64(slots[index]), source: sources[index])] = accumulators[index]
+        }
+        return entries
     }
 
     var bytes: Int {

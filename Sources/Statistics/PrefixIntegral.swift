@@ -61,22 +61,85 @@ struct PrefixIntegral: Sendable {
 
     /// F(offset): everything strictly before `offset`.
     func integral(upTo offset: Int32) -> Double {
-        var value = 0.0
-        let after = upperBound(times, offset)
-        if after > 0 {
-            let index = after - 1
-            if index == times.count - 1 || times[index] == offset {
-                value = cumulative[index]
-            } else {
-                // Linear inside a piece: the rate is constant there.
-                let width = Double(times[index + 1] - times[index])
-                let fraction = Double(offset - times[index]) / width
-                value = cumulative[index] + (cumulative[index + 1] - cumulative[index]) * fraction
-            }
-        }
+        var value = continuous(upTo: offset)
         let pointsBefore = lowerBound(pointTimes, offset)
         if pointsBefore > 0 { value += pointTotals[pointsBefore - 1] }
         return value
+    }
+
+    /// The continuous part of F(offset) (the pieces, without the zero-length values).
+    private func continuous(upTo offset: Int32) -> Double {
+        let after = upperBound(times, offset)
+        guard after > 0 else { return 0 }
+        let index = after - 1
+        if index == times.count - 1 || times[index] == offset { return cumulative[index] }
+        // Linear inside a piece: the rate is constant there.
+        let width = Double(times[index + 1] - times[index])
+        let fraction = Double(offset - times[index]) / width
+        return cumulative[index] + (cumulative[index + 1] - cumulative[index]) * fraction
+    }
+
+    /// The integral of the sum of both rate functions: what summarizing both functions' samples as
+    /// one source would give (a source's own overlapping samples add up), up to rounding. Rollup
+    /// maintenance folds a source's new samples into a day with it, without the day's other samples.
+    func adding(_ other: PrefixIntegral) -> PrefixIntegral {
+        if other.isEmpty { return self }
+        if isEmpty { return other }
+        var result = PrefixIntegral()
+        // Both continuous parts are linear between their breakpoints, so their sum is linear
+        // between the union of the breakpoints.
+        var mine = 0
+        var theirs = 0
+        result.times.reserveCapacity(times.count + other.times.count)
+        result.cumulative.reserveCapacity(times.count + other.times.count)
+        while mine < times.count || theirs < other.times.count {
+            let time: Int32
+            if theirs == other.times.count || (mine < times.count && times[mine] <= other.times[theirs]) {
+                time = times[mine]
+            } else {
+                time = other.times[theirs]
+            }
+            while mine < times.count, times[mine] == time { mine += 1 }
+            while theirs < other.times.count, other.times[theirs] == time { theirs += 1 }
+            result.times.append(time)
+            result.cumulative.append(continuous(upTo: time) + other.continuous(upTo: time))
+        }
+        // Zero-length values: the running total at each is both running totals there.
+        mine = 0
+        theirs = 0
+        while mine < pointTimes.count || theirs < other.pointTimes.count {
+            if theirs == other.pointTimes.count || (mine < pointTimes.count && pointTimes[mine] <= other.pointTimes[theirs]) {
+                result.pointTimes.append(pointTimes[mine])
+                mine += 1
+            } else {
+                result.pointTimes.append(other.pointTimes[theirs])
+                theirs += 1
+            }
+            result.pointTotals.append((mine > 0 ? pointTotals[mine - 1] : 0) + (theirs > 0 ? other.pointTotals[theirs - 1] : 0))
+        }
+        // Coverage: the union of both, touching stretches joined as a fresh summary joins them.
+        mine = 0
+        theirs = 0
+        while mine < coveredStarts.count || theirs < other.coveredStarts.count {
+            let start: Int32
+            let end: Int32
+            if theirs == other.coveredStarts.count
+                || (mine < coveredStarts.count && coveredStarts[mine] <= other.coveredStarts[theirs]) {
+                (start, end) = (coveredStarts[mine], coveredEnds[mine])
+                mine += 1
+            } else {
+                (start, end) = (other.coveredStarts[theirs], other.coveredEnds[theirs])
+                theirs += 1
+            }
+            if let last = result.coveredEnds.last, start <= last {
+                result.coveredEnds[result.coveredEnds.count - 1] = max(last, end)
+            } else {
+                result.coveredStarts.append(start)
+                result.coveredEnds.append(end)
+            }
+        }
+        result.total = total + other.total
+        return result
     }
 
     func sum(from start: Int32, to end: Int32) -> Double {

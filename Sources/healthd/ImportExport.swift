@@ -14,7 +14,12 @@ func runImport(_ options: ImportOptions) {
         guard FileManager.default.fileExists(atPath: options.file, isDirectory: &isDirectory), !isDirectory.boolValue else {
             fail("no such file: \(options.file)")
         }
-        guard let detected = ImportFormat.detect(head: try head(options.file)) else {
+        let first = try head(options.file)
+        // The whole file (shorter than the head) and nothing but white space in it.
+        guard first.count == 512 || first.contains(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else {
+            fail("\(options.file) is empty: nothing to import (an Apple Health export.zip or export.xml, or healthd's NDJSON export)")
+        }
+        guard let detected = ImportFormat.detect(head: first) else {
             fail("\(options.file) is neither an Apple Health export (export.zip or export.xml) nor healthd's NDJSON export")
         }
         format = detected

@@ -106,6 +106,10 @@ func runServe(_ options: ServeOptions) {
     }
     do {
         try server.start()
+    } catch HTTPServerError.addressInUse(let host, let port) {
+        // The usual first-run stumble: another healthd (or anything else) already has the port.
+        fail("cannot listen on \(host):\(port): another program is listening there (perhaps another healthd); "
+            + "stop it, or choose a port with --port P (--port 0 picks a free one and prints it)")
     } catch {
         fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
     }

@@ -80,6 +80,67 @@ import Statistics
         #expect(try Self.dailySums(t.store, user: user, type: type, days: 2) == [240, nil])
     }
 
+    /// The rows the writer keeps up to date (saves folded in, deletes and overlaps read back) answer
+    /// like rows rebuilt from every sample, for a cumulative and a discrete type, with buckets that
+    /// cut 15-minute slots; and the same days have rows.
+    @Test func maintainedRowsEqualRebuiltRows() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let types = ["stepCount", "heartRate"]
+        let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: Set(types), share: Set(types))
+        let (watch, _) = try t.store.createAuthorization(user: user, app: "watch", read: Set(types), share: Set(types))
+        var random = SeededGenerator(state: 23)
+        for _ in 0..<40 {
+            let app = Bool.random(using: &random) ? phone : watch
+            let typeID = types[Int.random(in: 0...1, using: &random)]
+            // Most batches stay in one app's own hours of the day, some stray into the other's.
+            let own: Int64 = app.appName == "phone" ? 0 : 12
+            let batch = (0..<Int.random(in: 1...30, using: &random)).map { _ -> HealthSample in
+                let hour = Int.random(in: 0..<10, using: &random) == 0 ? Int64.random(in: 0..<24, using: &random)
+                                                                          : own + Int64.random(in: 0..<12, using: &random)
+                let start = Self.day0 + Int64.random(in: 0..<3, using: &random) * 86_400_000 + hour * 3_600_000
+                    + Int64.random(in: 0..<3_600_000, using: &random)
+                let length = typeID == "heartRate" ? 0 : Int64.random(in: 0...1_800_000, using: &random)
+                return HealthSample(uuid: .random(), type: typeID, start: start, end: start + length,
+                                    content: .quantity(Double(Int.random(in: 40...180, using: &random))))
+            }
+            _ = try t.store.save(batch, by: app)
+            if Int.random(in: 0..<5, using: &random) == 0 {
+                let start = Self.day0 + Int64.random(in: 0..<(72 * 3_600_000), using: &random)
+                _ = try t.store.deleteSamples(type: typeID, start: start, end: start + 1_800_000, by: app)
+            }
+        }
+        let buckets = (0..<(3 * 24)).map { hour in
+            CalendarBucket(start: Self.day0 + 433_000 + Int64(hour) * 3_600_000, end: Self.day0 + 433_000 + Int64(hour + 1) * 3_600_000,
+                           startOffsetSeconds: 0, endOffsetSeconds: 0)
+        }
+        func answers() throws -> [[BucketStatistics]] {
+            try types.map { typeID in
+                guard let type = HealthTypeCatalog.type(typeID) else { return [] }
+                let options: StatisticsOptions = type.isCumulative ? [.cumulativeSum, .separateBySource]
+                    : [.discreteAverage, .discreteMin, .discreteMax, .mostRecent, .separateBySource]
+                return try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: buckets) { snapshot in
+                    try snapshot.index.statisticsCollection(buckets: buckets, options: options)
+                }
+            }
+        }
+        func days() throws -> [Int64] {
+            try t.store.pool.read { db in try db.map("SELECT type_id * 100000 + day FROM statistics_days ORDER BY 1", []) { try $0.int64(at: 0) } }
+        }
+        let maintained = try answers()
+        let maintainedDays = try days()
+        try t.store.pool.write { db in try StatisticsRollups.rebuildAll(db) }
+        let rebuilt = try answers()
+        #expect(try days() == maintainedDays)
+        #expect(maintained.map(\.count) == rebuilt.map(\.count))
+        for (mine, theirs) in zip(maintained.joined(), rebuilt.joined()) {
+            #expect(StatisticsIndexTests.same(mine.figures, theirs.figures), "bucket \(mine.bucket.start)")
+            #expect(mine.sources.map(\.source) == theirs.sources.map(\.source))
+            for (x, y) in zip(mine.sources, theirs.sources) { #expect(StatisticsIndexTests.same(x.figures, y.figures)) }
+        }
+        #expect(maintained.joined().contains { $0.figures.sum != nil || $0.figures.average != nil })
+    }
+
     /// Rows follow saves and deletes, and a day whose last sample goes loses its row.
     @Test func rowsFollowSavesAndDeletes() throws {
         let t = try TemporaryStore()

@@ -3,6 +3,7 @@ import HealthStore
 import PostgreSQL
 @testable import PostgresStore
 import Statistics
+import TimeZoneDatabase
 import Testing
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the

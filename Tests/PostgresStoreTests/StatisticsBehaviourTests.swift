@@ -4,6 +4,7 @@ import HealthModel
 import HealthStore
 import PostgresStore
 import Statistics
+import TimeZoneDatabase
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Statistics
+import TimeZoneDatabase
 
 @Suite struct CalendarBucketTests {
     @Test func realZonesResolveOnThisSystem() throws {
@@ -110,7 +111,7 @@ import Testing
     func bucketsTileTheRange(zoneName: String) throws {
         let calendar = zone(zoneName)
         var foundation = Calendar(identifier: .gregorian)
-        foundation.timeZone = calendar.timeZone
+        foundation.timeZone = try #require(TimeZone(identifier: zoneName))
         var generator = SeededGenerator(seed: 7)
         for text in ["PT1M", "PT15M", "PT1H", "PT5H", "P1D", "P3D", "P1W", "P2W", "P1M", "P2M", "P1Y"] {
             let interval = try CalendarInterval.parse(text)
@@ -125,7 +126,7 @@ import Testing
                     #expect(earlier.end == later.start && earlier.endOffsetSeconds == later.startOffsetSeconds)
                 }
                 for bucket in buckets {
-                    #expect(bucket.startOffsetSeconds == Int32(calendar.timeZone.secondsFromGMT(
+                    #expect(bucket.startOffsetSeconds == Int32(foundation.timeZone.secondsFromGMT(
                         for: Date(timeIntervalSince1970: Double(bucket.start) / 1000))))
                 }
                 // The first boundary must be reachable from the anchor in whole intervals.
@@ -150,5 +151,80 @@ import Testing
                 }
             }
         }
+    }
+
+    /// The pure arithmetic gives what Foundation's `Calendar` gives, boundary for boundary, over the
+    /// system's zone rules: days, weeks, months and years from anchors at any time of day, DST days
+    /// included (366 anchors over 2010-2023, at times of day that vary). Pacific/Apia is left out:
+    /// across its skipped day (2011-12-30) Foundation counts elapsed days, the arithmetic here
+    /// counts calendar days (`skippedDayIsAnEmptyBucket`).
+    @Test(arguments: ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kathmandu", "America/Sao_Paulo",
+                      "America/Havana", "Asia/Gaza"])
+    func matchesFoundationCalendar(zoneName: String) throws {
+        let calendar = zone(zoneName)
+        var foundation = Calendar(identifier: .gregorian)
+        foundation.timeZone = try #require(TimeZone(identifier: zoneName))
+        var generator = SeededGenerator(seed: 11)
+        let cases: [(CalendarInterval.Unit, Calendar.Component, Int)] = [(.day, .day, 1), (.week, .day, 7), (.month, .month, 1),
+                                                                          (.year, .year, 1)]
+        for dayIndex in 0..<366 {
+            let anchor = utc(2010, 1, 1) + Int64(dayIndex) * day * 41 / 3 + Int64.random(in: 0..<day, using: &generator)
+            let anchorDate = Date(timeIntervalSince1970: Double(anchor) / 1000)
+            #expect(try calendar.startOfDay(containing: anchor) == Int64(foundation.startOfDay(for: anchorDate).timeIntervalSince1970 * 1000))
+            for (unit, component, factor) in cases {
+                let interval = try CalendarInterval(unit: unit, count: 1)
+                for index in [-13, -1, 1, 2, 25] {
+                    let expected = try #require(foundation.date(byAdding: component, value: index * factor, to: anchorDate))
+                    let ours = try calendar.bucketStart(index: index, anchor: anchor, interval: interval)
+                    #expect(ours == Int64((expected.timeIntervalSince1970 * 1000).rounded()),
+                            "\(zoneName) \(anchorDate) + \(index) \(unit)")
+                }
+            }
+        }
+    }
+
+    /// Rules given as a value: the arithmetic needs no tz database, and a DST change behaves as in
+    /// the calendar (a skipped hour moves forward, a repeated hour is its first occurrence).
+    @Test func fixedRulesWithOneChange() throws {
+        struct OneChange: TimeZoneRules {
+            let identifier = "Test/OneChange"
+            let change: Int64
+            let before: Int32
+            let after: Int32
+            func offsetSeconds(at instant: Int64) -> Int32 { instant < change ? before : after }
+        }
+        let p1d = try CalendarInterval.parse("P1D")
+        // Spring forward at 02:00 local (-05:00 → -04:00) on 2024-03-10: 02:30 that day does not exist.
+        let spring = BucketCalendar(timeZone: OneChange(change: utc(2024, 3, 10, 7), before: -5 * 3600, after: -4 * 3600))
+        #expect(try spring.bucketStart(index: 1, anchor: utc(2024, 3, 9, 7, 30), interval: p1d) == utc(2024, 3, 10, 7, 30))
+        #expect(try spring.bucketStart(index: 2, anchor: utc(2024, 3, 9, 7, 30), interval: p1d) == utc(2024, 3, 11, 6, 30))
+        #expect(try spring.startOfDay(containing: utc(2024, 3, 10, 12)) == utc(2024, 3, 10, 5))
+        #expect(try spring.buckets(start: utc(2024, 3, 10, 5), end: utc(2024, 3, 11, 4), anchor: utc(2024, 3, 10, 5),
+                                   interval: p1d).map { $0.end - $0.start } == [23 * 3_600_000])
+        // Fall back at 02:00 local (-04:00 → -05:00) on 2024-11-03: 01:30 happens twice; the first counts.
+        let fall = BucketCalendar(timeZone: OneChange(change: utc(2024, 11, 3, 6), before: -4 * 3600, after: -5 * 3600))
+        #expect(try fall.bucketStart(index: 1, anchor: utc(2024, 11, 2, 5, 30), interval: p1d) == utc(2024, 11, 3, 5, 30))
+        #expect(try fall.buckets(start: utc(2024, 11, 3, 4), end: utc(2024, 11, 4, 4), anchor: utc(2024, 11, 3, 4),
+                                 interval: p1d).first.map { $0.end - $0.start } == 25 * 3_600_000)
+        // From the second 01:30 (EST) a day back is the second 01:30 again: the anchor's offset wins.
+        #expect(try fall.bucketStart(index: -1, anchor: utc(2024, 11, 4, 6, 30), interval: p1d) == utc(2024, 11, 3, 6, 30))
+        // Months clamp to the month's last day and keep the time of day.
+        let utcCalendar = BucketCalendar(timeZone: FixedOffsetTimeZone.utc)
+        let p1m = try CalendarInterval.parse("P1M")
+        #expect(try utcCalendar.bucketStart(index: 1, anchor: utc(2024, 1, 31, 9), interval: p1m) == utc(2024, 2, 29, 9))
+        #expect(try utcCalendar.bucketStart(index: -11, anchor: utc(2024, 1, 31, 9), interval: p1m) == utc(2023, 2, 28, 9))
+        #expect(try utcCalendar.bucketStart(index: 12, anchor: utc(2024, 2, 29), interval: p1m) == utc(2025, 2, 28))
+    }
+
+    @Test func skippedDayIsAnEmptyBucket() throws {
+        let apia = zone("Pacific/Apia")
+        // 2011-12-28T00:00-10:00 to 2012-01-02T00:00+14:00: the 30th never happened there.
+        let start = utc(2011, 12, 28, 10)
+        let buckets = try apia.buckets(start: start, end: utc(2012, 1, 1, 10), anchor: start, interval: CalendarInterval.parse("P1D"))
+        let expectedStarts: [Int64] = [utc(2011, 12, 28, 10), utc(2011, 12, 29, 10), utc(2011, 12, 30, 10), utc(2011, 12, 31, 10)]
+        #expect(buckets.map(\.start) == expectedStarts)
+        let expectedOffsets: [Int32] = [-36_000, -36_000, 50_400, 50_400]
+        #expect(buckets.map(\.startOffsetSeconds) == expectedOffsets)
+        #expect(buckets.allSatisfy { $0.end - $0.start == day })
     }
 }

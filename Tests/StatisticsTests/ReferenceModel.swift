@@ -1,5 +1,6 @@
 import Foundation
 @testable import Statistics
+import TimeZoneDatabase
 
 /// SplitMix64: a tiny seeded generator so every property test replays identically.
 struct SeededGenerator: RandomNumberGenerator {
@@ -115,7 +116,7 @@ func close(_ lhs: [SourceFigures], _ rhs: [SourceFigures]) -> Bool {
 }
 
 func zone(_ identifier: String) -> BucketCalendar {
-    guard let timeZone = TimeZone(identifier: identifier) else {
+    guard let timeZone = SystemTimeZone(identifier: identifier) else {
         fatalError("time zone \(identifier) missing on this system")
     }
     return BucketCalendar(timeZone: timeZone)

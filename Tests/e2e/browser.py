@@ -674,6 +674,22 @@ def period_checks(port, browser, fixture, token):
     check("year: the steps card is the year's total", number(dom.attr("steps-value", "data-value")) == summary["steps"]
           and dom.text("steps-heading") == "Steps this year")
 
+    print("browser: month view")
+    dom, _ = browser.dom(base + "&period=month")
+    first = fixture.today.date().replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    start = datetime(first.year, first.month, 1, tzinfo=fixture.zone)
+    end = datetime(following.year, following.month, 1, tzinfo=fixture.zone)
+    buckets = period_chart_checks(port, token, dom, "month", start, end, "P1D")
+    check("month: one day bar per day of the calendar month", len(buckets) == (following - first).days, len(buckets))
+    status, summary = api(port, token, "/v1/summary", date=fixture.today.date().isoformat(), timeZone=TIME_ZONE, period="month")
+    check("month: the steps card, its daily average and day count are GET /v1/summary?period=month's",
+          status == 200 and number(dom.attr("steps-value", "data-value")) == summary["steps"]
+          and number(dom.attr("steps-average", "data-value")) == summary["dailyAverage"]["steps"]
+          and number(dom.attr("period-days", "data-value")) == summary["days"]
+          and dom.text("steps-heading") == "Steps this month" and dom.text("period-heading") == "Steps by day, this month",
+          (dom.text("steps-value"), dom.text("steps-heading"), dom.text("period-heading"), summary))
+
 
 PHONE_OVERLAPS = """(() => {
   const problems = [];
@@ -797,6 +813,9 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
     check("no chart draws axes without data (no 1, 1, 1, 0, 0)", set(marks.values()) == {0}, marks)
     check("no zero figures pretend to be data", dom.text("steps-value") == "–" and dom.text("energy-value") == "–"
           and dom.attr("trend-average", "data-value") == "", (dom.text("steps-value"), dom.text("energy-value")))
+    check("no date of birth stored: the zone asks for an age and says none is stored, not 'not shared'",
+          dom.attr("zone-range", "data-state") == "none" and dom.attr("zone-range", "data-reason") == "empty"
+          and "no date of birth is stored yet" in (dom.text("zone-range") or ""), dom.text("zone-range"))
     os.makedirs(artifacts, exist_ok=True)
     for name, width, height in (("dashboard-empty.png", 1280, 1800), ("dashboard-empty-phone.png", 390, 3600)):
         path = os.path.abspath(os.path.join(artifacts, name))
@@ -820,6 +839,12 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
           (dom.text("distance-text"), dom.text("exercise-text")))
     check("no date of birth shared: the page asks for an age... unless one is given", dom.attr("zone-range", "data-state") == "ok"
           and dom.attr("zone-range", "data-age-from") == "override")
+    check("... and offers no 'Use my stored age' when the token may not read the date of birth",
+          "hidden" in dom.by_id["age-reset"]["attrs"])
+    bare, _ = browser.dom(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(partial)}")
+    check("without an age typed in, the zone says the date of birth is not shared with this app (not 'none stored')",
+          bare.attr("zone-range", "data-state") == "none" and bare.attr("zone-range", "data-reason") == "forbidden"
+          and "not shared with this app" in (bare.text("zone-range") or ""), bare.text("zone-range"))
     for name, width, height in (("dashboard-forbidden.png", 1280, 2400), ("dashboard-forbidden-phone.png", 390, 4200)):
         path = os.path.abspath(os.path.join(artifacts, name))
         check(f"screenshot {name} written", browser.screenshot(url, path, width, height))
@@ -970,6 +995,9 @@ def demo_checks(binary, public, browser, artifacts):
         path = os.path.join(artifacts, "dashboard-demo-phone.png")
         browser.screenshot(url, path, 390, 6400)
         print(f"browser: demo phone screenshot written to {path}")
+        path = os.path.join(artifacts, "dashboard-demo-phone-week.png")
+        browser.screenshot(url + "&period=week", path, 390, 6400)
+        print(f"browser: demo phone week screenshot written to {path}")
     finally:
         demo.stop()
         shutil.rmtree(demo.data_dir, ignore_errors=True)

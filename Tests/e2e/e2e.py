@@ -302,7 +302,8 @@ def cli_checks(binary, public, busy_port):
     tmp = tempfile.mkdtemp(prefix="healthd-e2e-cli-")
     try:
         code, out, err = run("serve", "--port", str(busy_port), *store_args(os.path.join(tmp, "d1")))
-        check("a busy port is one clear line", code == 1 and "address already in use" in err.lower() and err.count("\n") == 1, err)
+        check("a busy port is one clear line that says what to do", code == 1 and "another program is listening there" in err
+              and "--port" in err and err.count("\n") == 1, err)
         code, out, err = run("serve", "--config", os.path.join(tmp, "missing.json"))
         check("an unreadable config file is one clear line", code == 1 and "config file" in err and err.count("\n") == 1, err)
         bad = os.path.join(tmp, "bad.json")
@@ -677,6 +678,11 @@ def import_export_checks(binary, public):
             f.write(b"PK\x03\x04 this is no zip")
         bad = run("import", bad_path, "--user", "me")
         check("a broken zip is one clear error line, status 1", bad.returncode == 1 and bad.stderr.startswith("healthd:"), bad.stderr)
+        empty_path = os.path.join(data_dir, "empty.ndjson")
+        open(empty_path, "w").close()
+        empty = run("import", empty_path, "--user", "me")
+        check("an empty file is 'is empty', not 'neither an export nor NDJSON'", empty.returncode == 1
+              and "empty.ndjson is empty" in empty.stderr and empty.stderr.count("\n") == 1, empty.stderr)
         out_path = os.path.join(data_dir, "export.ndjson")
         exported = run("export", "--user", "me", "--output", out_path)
         lines = [json.loads(l) for l in open(out_path)] if exported.returncode == 0 else []
@@ -715,6 +721,21 @@ def round_trip_checks(binary, public):
         def run(data, *args):
             return subprocess.run([binary, *args, *store_args(os.path.join(tmp, data))], capture_output=True, text=True, timeout=300)
         seeded = run("old", "seed", "--user", "robin", "--days", "14")
+        # A workout with its route (HKWorkoutRoute), as an app would save them: routes go through the
+        # export and back too.
+        run_workout = "0195c8a4-1f00-7000-8000-0000000000a1"
+        extra = os.path.join(tmp, "route.ndjson")
+        with open(extra, "w") as out:
+            day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 3 * 86400))
+            out.write(json.dumps({"uuid": run_workout, "type": "workout", "activityType": "running",
+                                  "start": f"{day}T07:00:00Z", "end": f"{day}T07:30:00Z", "source": {"app": "route-app"}}) + "\n")
+            out.write(json.dumps({"uuid": "0195c8a4-1f00-7000-8000-0000000000a2", "type": "workoutRoute", "workout": run_workout,
+                                  "start": f"{day}T07:00:00Z", "end": f"{day}T07:15:00Z", "source": {"app": "route-app"}, "locations": [
+                                      {"date": f"{day}T07:00:00Z", "latitude": 40.7, "longitude": -74.0, "altitude": 10, "speed": 3.1},
+                                      {"date": f"{day}T07:15:00Z", "latitude": 40.71, "longitude": -74.01, "altitude": 12}]}) + "\n")
+        routed = run("old", "import", extra, "--user", "robin")
+        check("a workout and its route import into the server to back up", routed.returncode == 0
+              and "imported 2 new samples" in routed.stdout, routed.stdout[-300:] + routed.stderr)
         backup = os.path.join(tmp, "robin.ndjson")
         exported = run("old", "export", "--user", "robin", "--output", backup)
         check("seed and export for the round trip", seeded.returncode == 0 and exported.returncode == 0, seeded.stderr + exported.stderr)
@@ -730,7 +751,7 @@ def round_trip_checks(binary, public):
               "imported 0 new samples" in home.stdout, home.stdout[-300:])
 
         types = ["stepCount", "distanceWalkingRunning", "activeEnergyBurned", "heartRate", "restingHeartRate", "bodyMass",
-                 "appleExerciseTime", "appleStandTime", "appleStandHour", "sleepAnalysis", "workout", "flightsClimbed"]
+                 "appleExerciseTime", "appleStandTime", "appleStandHour", "sleepAnalysis", "workout", "workoutRoute", "flightsClimbed"]
         answers = {}
         for name in ("old", "new"):
             server = Server(binary, public, data_dir=os.path.join(tmp, name))
@@ -753,6 +774,8 @@ def round_trip_checks(binary, public):
                 for path in (f"/v1/summary?date={today}&period=week&timeZone=Europe/Berlin",
                              f"/v1/activity-summaries?start={start[:10]}&end={today}&timeZone=Europe/Berlin"):
                     got.append((path, *http(server.port, "GET", path, token=token)[::2]))
+                path = f"/v1/workouts/{run_workout}/route"
+                got.append((path, *http(server.port, "GET", path, token=token)[::2]))
                 st, _, b = http(server.port, "GET", "/v1/export", token=token)
                 got.append(("export uuids", st, sorted(json.loads(l)["uuid"] for l in b.decode().splitlines() if l)))
                 answers[name] = got
@@ -760,6 +783,7 @@ def round_trip_checks(binary, public):
                 server.stop()
         old, new = answers["old"], answers["new"]
         check("the compared answers hold figures", b'"sum"' in old[0][2] and b'"average"' in old[8][2], old[0][2][:200])
+        check("... and the route's locations", b'"latitude":40.71' in old[-2][2], old[-2][2][:200])
         check("every statistics answer is 200 on both servers", all(a[1] == 200 for a in old + new),
               [a[:2] for a in old + new if a[1] != 200][:3])
         differing = [o[0] for o, n in zip(old, new) if o[2] != n[2]]

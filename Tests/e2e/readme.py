@@ -18,8 +18,11 @@ The convention for README blocks (also in the README's "Tests and CI"):
   print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
   before anything runs, as is a block that uses a file the repository does not have, or a stream
   (`curl -N`, `/stream`) left in the foreground without --max-time.
-- Output shown in comments is for people; it is not compared. Keep it real (paste what the
-  server printed) or round it where a person reads it.
+- Output shown in comments is checked loosely against what the block printed: every
+  `"key":value` pair in a comment whose value is a number, a string, true, false or null must
+  appear with that key in the block's output, a number as printed or rounded to the digits shown
+  (35.6 for 35.586...), a string exactly; a value written `"…"` (or `...`) is not compared. So
+  paste what the server printed, rounded where a person reads it.
 """
 import argparse, os, re, shutil, socket, subprocess, sys, tempfile, time
 
@@ -93,6 +96,55 @@ def lint(line_number, source):
     return problems
 
 
+PAIR = re.compile(r'"([A-Za-z_]\w*)":\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)')
+
+
+def comments(source):
+    """The comment part of each line (after a # that is not inside quotes)."""
+    found = []
+    for line in source.split("\n"):
+        for match in re.finditer(r"(?:^|\s)#(?=\s|$)", line):
+            before = line[:match.start()]
+            if before.count("'") % 2 == 0 and before.count('"') % 2 == 0:
+                found.append(line[match.end():])
+                break
+    return found
+
+
+def shown_pairs(source):
+    """The `"key":value` pairs the block's comments show as output, except placeholders."""
+    pairs = []
+    for text in comments(source):
+        for key, value in PAIR.findall(text):
+            if "…" in value or "..." in value:
+                continue
+            pairs.append((key, value))
+    return pairs
+
+
+def matches(shown, printed):
+    """A printed value matches a shown one exactly, or a number rounded to the shown digits."""
+    if shown == printed:
+        return True
+    if shown.startswith('"') or printed.startswith('"') or shown in ("true", "false", "null"):
+        return False
+    try:
+        digits = len(shown.split(".")[1]) if "." in shown and "e" not in shown.lower() else 0
+        return abs(float(printed) - float(shown)) <= 0.5 * 10 ** -digits + 1e-12
+    except ValueError:
+        return False
+
+
+def output_problems(line_number, source, printed):
+    """Shown output pairs the block's output does not hold."""
+    found = {}
+    for key, value in PAIR.findall(printed):
+        found.setdefault(key, []).append(value)
+    return [f"README line {line_number}: the comment shows \"{key}\":{value}, but the block printed "
+            + (", ".join(sorted(set(found[key]))[:5]) if key in found else f"no \"{key}\"")
+            for key, value in shown_pairs(source) if not any(matches(value, p) for p in found.get(key, []))]
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -151,7 +203,7 @@ def main():
     for line, source, runnable, _ in found:
         if runnable:
             # A marker per block, so a failure names the README line it came from.
-            script.append(f"echo '--- README line {line}' >&2")
+            script.append(f"echo '--- README line {line}' >&2; echo; echo '--- README line {line}'")
             script.append(source)
     path = os.path.join(top, "readme.sh")
     open(path, "w").write("\n".join(script) + "\n")
@@ -168,8 +220,17 @@ def main():
             print(f"readme: FAIL: exit status {run.returncode} in the block at {last[-1][4:] if last else '?'}"
                   f" (server log: {server_log})")
             raise SystemExit(1)
+        # Each block's output, split at the markers the script printed before each block.
+        printed = dict((int(m.group(1)), m.group(2)) for m in
+                       re.finditer(r"^--- README line (\d+)\n(.*?)(?=^--- README line |\Z)", run.stdout, re.S | re.M))
+        shown = [p for line, source, runnable, _ in found if runnable for p in output_problems(line, source, printed.get(line, ""))]
+        if shown:
+            print("\n".join(shown))
+            print(f"readme: FAIL: {len(shown)} output(s) shown in comments differ from what the blocks printed")
+            raise SystemExit(1)
         ran = sum(1 for block in found if block[2])
-        print(f"readme: {ran} blocks ran in {time.time() - started:.1f} s, all passed")
+        compared = sum(len(shown_pairs(source)) for _, source, runnable, _ in found if runnable)
+        print(f"readme: {ran} blocks ran in {time.time() - started:.1f} s, all passed; {compared} values shown in comments match the output")
     finally:
         proc.terminate()
         try:

@@ -82,7 +82,10 @@ struct ChangeSubscriber: Sendable {
 
 /// Wakes long-polls and feeds event streams when the store commits, without a thread per reader:
 /// parked long-polls are entries in a table, woken by the store's commit observer or by a
-/// Dispatch deadline; streams are written by the worker pool when something relevant commits.
+/// Dispatch deadline; streams are written by the worker pool when something relevant commits or
+/// the store has a stream event (a workout zone change) for their user. Every event kind takes the
+/// same path: the observer only says which user has news, and the stream reads it from the store,
+/// which applies the app's `AccessPolicy`.
 public final class ChangeFeed: Sendable {
     static let anchorExpired = APIError(
         status: .gone, code: "errorAnchorExpired",
@@ -129,6 +132,7 @@ public final class ChangeFeed: Sendable {
         self.keepAliveSeconds = keepAliveSeconds
         self.retentionDays = retentionDays
         store.addCommitObserver { [weak self] change in self?.committed(change) }
+        store.streamEventLog.addObserver { [weak self] user in self?.streamEventArrived(userRowID: user) }
         startRetention()
     }
 
@@ -254,7 +258,8 @@ public final class ChangeFeed: Sendable {
     /// Starts feeding `output` from `position`; `announce` first sends an empty event carrying the
     /// starting anchor, so a client that connected without one has an id to resume from.
     func openStream(_ subscriber: ChangeSubscriber, from position: ChangePosition, announce: Bool, output: any HTTPBodyStream) {
-        let stream = ChangeStream(subscriber: subscriber, position: position, output: output, feed: self)
+        let stream = ChangeStream(subscriber: subscriber, position: position, eventPosition: store.streamEventLog.current,
+                                  output: output, feed: self)
         if announce {
             _ = stream.send(ChangeStream.event(subscriber, ChangePage(added: [], deleted: [], next: position, more: false)))
         }
@@ -274,21 +279,12 @@ public final class ChangeFeed: Sendable {
         stream.scheduleDelivery()
     }
 
-    /// Sends an extra named event (`event: <name>`, `data: <data>`) to every open stream of the user
-    /// whose app may read `readableType`, whatever types the stream follows. It carries no `id`: it
-    /// is not a position in the feed, so a client's Last-Event-ID stays the anchor of the last
-    /// change it saw. Each stream sends it after every change committed before this call, so it
-    /// never overtakes the change that caused it. Returns how many streams it was queued on.
-    @discardableResult
-    public func publish(event name: String, data: [UInt8], userRowID: Int64, readableType: String) -> Int {
-        var bytes = Array("event: \(name)\ndata: ".utf8)
-        bytes.append(contentsOf: data)
-        bytes.append(contentsOf: [10, 10])
-        let streams = state.withLock { state in
-            (state.streams[userRowID] ?? [:]).values.filter { $0.subscriber.app.mayRead(readableType) }
-        }
-        for stream in streams { stream.enqueue(bytes) }
-        return streams.count
+    /// A stream event for the user: each of the user's streams reads it (the store leaves out what
+    /// its app may not see), after every change committed before it, so an event never overtakes
+    /// the change that caused it.
+    private func streamEventArrived(userRowID: Int64) {
+        let streams = state.withLock { state in (state.streams[userRowID] ?? [:]).values }
+        for stream in streams { stream.scheduleDelivery() }
     }
 
     private func removeStream(user: Int64, id: UInt64) {
@@ -372,18 +368,28 @@ final class ChangeStream: Sendable {
 
     private struct Delivery {
         var position: ChangePosition
+        /// The last stream event read: the stream sends the store's events after it.
+        var eventPosition: StreamEventPosition
         var running = false
         var pending = false
         var ended = false
-        /// Extra events (`publish(event:...)`) waiting for the next delivery.
-        var extraEvents: [[UInt8]] = []
     }
 
-    init(subscriber: ChangeSubscriber, position: ChangePosition, output: any HTTPBodyStream, feed: ChangeFeed) {
+    init(subscriber: ChangeSubscriber, position: ChangePosition, eventPosition: StreamEventPosition, output: any HTTPBodyStream,
+         feed: ChangeFeed) {
         self.subscriber = subscriber
         self.output = output
         self.feed = feed
-        self.state = Mutex(Delivery(position: position))
+        self.state = Mutex(Delivery(position: position, eventPosition: eventPosition))
+    }
+
+    /// `event: <name>` and `data: <data>`, without an `id`: a stream event is not a position in the
+    /// feed, so a client's Last-Event-ID stays the anchor of the last change it saw.
+    static func event(_ event: StreamEvent) -> [UInt8] {
+        var bytes = Array("event: \(event.name)\ndata: ".utf8)
+        bytes.append(contentsOf: event.data)
+        bytes.append(contentsOf: [10, 10])
+        return bytes
     }
 
     static func event(_ subscriber: ChangeSubscriber, _ page: ChangePage) -> [UInt8] {
@@ -403,25 +409,15 @@ final class ChangeStream: Sendable {
         if start { feed.workers.async { [self] in deliver() } }
     }
 
-    /// Queues an extra event; the delivery sends it once it has read the changes committed so far.
-    func enqueue(_ bytes: [UInt8]) {
-        let queued = state.withLock { state -> Bool in
-            guard !state.ended else { return false }
-            state.extraEvents.append(bytes)
-            return true
-        }
-        if queued { scheduleDelivery() }
-    }
-
     private func deliver() {
         while true {
-            // Taken before reading: every change committed before they were queued is read (and
-            // sent) first, so an extra event never overtakes its cause.
-            let (start, extras) = state.withLock { state -> (ChangePosition, [[UInt8]]) in
+            // Stream events are read before the changes: every change committed before an event was
+            // logged is then read (and sent) first, so an event never overtakes its cause.
+            let (start, eventStart) = state.withLock { state -> (ChangePosition, StreamEventPosition) in
                 state.pending = false
-                defer { state.extraEvents = [] }
-                return (state.position, state.extraEvents)
+                return (state.position, state.eventPosition)
             }
+            let streamEvents = feed.store.streamEventLog.events(after: eventStart, for: subscriber.app)
             var position = start
             var more = true
             while more {
@@ -440,11 +436,12 @@ final class ChangeStream: Sendable {
                 more = page.more
                 state.withLock { $0.position = position }
             }
-            for extra in extras {
-                guard send(extra) else { return }
+            for event in streamEvents.events {
+                guard send(Self.event(event)) else { return }
             }
             let again = state.withLock { state -> Bool in
-                if (state.pending || !state.extraEvents.isEmpty) && !state.ended { return true }
+                state.eventPosition = streamEvents.next
+                if state.pending && !state.ended { return true }
                 state.running = false
                 return false
             }

@@ -7,8 +7,9 @@ import Synchronization
 
 /// Publishes `event: zone` on the change streams while workout sessions run. Driven by the store's
 /// commit observer: a commit touching `heartRate` for a user with an active session makes the
-/// store judge that user's new readings (`advanceWorkoutZones`), and the changes go to the user's
-/// streams whose app may read heart rate. One judgement runs per user at a time, on the worker
+/// store judge that user's new readings (`advanceWorkoutZones`), and the changes go back to the
+/// store as stream events (`broadcast`), which the change feed's streams read like changes: the
+/// store gives each stream only what its app may read (heart rate). One judgement runs per user at a time, on the worker
 /// pool; a commit meanwhile makes it run once more, so readings are judged in commit order.
 ///
 /// Several nodes on one database: every node hears every node's commits, the judgement's progress
@@ -44,9 +45,6 @@ final class WorkoutZoneMonitor: Sendable {
         // running before a restart: unknown counts judge every heart-rate commit instead.
         loadActiveSessions()
         store.addCommitObserver { [weak self] change in self?.committed(change) }
-        store.addStreamEventObserver { [weak feed] event in
-            _ = feed?.publish(event: event.name, data: event.data, userRowID: event.userRowID, readableType: event.readableType)
-        }
         if store.isSharedByNodes {
             state.withLock { state in
                 let timer = DispatchSource.makeTimerSource(queue: feed.workers)

@@ -7,6 +7,7 @@ import { summarizeSleep } from "/Public/assets/sleep.js";
 import { formatInteger, formatKilometres, formatHoursMinutes, formatCompact, formatMinutesLong, localMidnight, dayKey }
   from "/Public/assets/format.js";
 import { periodRange } from "/Public/assets/period.js";
+import { drawBars } from "/Public/assets/charts.js";
 
 const lines = [];
 let failed = 0;
@@ -89,6 +90,32 @@ check("a Monday starts its own week", span("week", new Date(2026, 2, 9, 0, 30)),
 check("a month", span("month", new Date(2026, 1, 28)), ["2026-02-01", "2026-03-01", "P1D"]);
 check("a year, by the month", span("year", new Date(2026, 11, 31, 23)), ["2026-01-01", "2027-01-01", "P1M"]);
 check("local days step by calendar, not by 24 h", dayKey(localMidnight(new Date(2026, 2, 8, 12), 1)), "2026-03-09");
+
+// Step bars at a phone's width: a 390 px screen gives the chart 324 px. Seven five-digit days (any
+// weekday of the real page may have fewer) are abbreviated, and no label touches another (1 px air).
+function drawnWeek(width, sums) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("class", "chart");
+  svg.style.width = `${width}px`;
+  document.body.append(svg);
+  const names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+  drawBars(svg, sums.map((sum, i) => ({ key: names[i], label: names[i], title: names[i], sum, current: i === 6, future: false })),
+    "Steps by day");
+  const boxes = [...svg.querySelectorAll("text")].map((t) => ({ text: t.textContent, box: t.getBoundingClientRect() }));
+  const touching = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i].box, b = boxes[j].box;
+    if (a.left < b.right + 1 && b.left < a.right + 1 && a.top < b.bottom && b.top < a.bottom) touching.push(`${boxes[i].text}|${boxes[j].text}`);
+  }
+  const labels = [...svg.querySelectorAll(".bar-label")].map((t) => t.textContent);
+  svg.remove();
+  return { labels, touching };
+}
+const week = [12100, 12740, 12960, 12456, 12049, 12111, 12999];  // a steady week: labels side by side
+check("phone week: seven five-digit days read 12.1k and touch nothing", drawnWeek(324, week),
+  { labels: week.map(formatCompact), touching: [] });
+check("... a 12.1k label, not 12,100", drawnWeek(324, week).labels[0], "12.1k");
+check("desktop week: the same days in full", drawnWeek(600, week), { labels: week.map(formatInteger), touching: [] });
 
 document.getElementById("results").textContent = lines.join("\n");
 document.body.dataset.failed = String(failed);
