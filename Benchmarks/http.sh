@@ -13,7 +13,8 @@
 # /healthz runs (the HTTP layer's own) and after the samples run (with the store's caches).
 # BASELINE=path/to/an/older/healthd adds that binary's GET /healthz to the same run, for
 # before/after figures side by side; with BASELINE_STORE=dir (a store that binary can open, with
-# the token in BASELINE_TOKEN) its samples route too. Installs wrk and nginx from Debian if missing.
+# the token in BASELINE_TOKEN) its samples route too. BIN=dir takes the three binaries from dir
+# instead of building them. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
@@ -23,10 +24,14 @@ if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq wrk nginx >/dev/null
 fi
-swift build -c release --product healthd 2>&1 | tail -1
-swift build -c release --product healthd-bench 2>&1 | tail -1
-swift build -c release --product dispatch-floor 2>&1 | tail -1
-bin="$(swift build -c release --show-bin-path)"
+if [ -n "${BIN:-}" ]; then
+  bin="$BIN"   # healthd, healthd-bench and dispatch-floor from there (e.g. saved release builds)
+else
+  swift build -c release --product healthd 2>&1 | tail -1
+  swift build -c release --product healthd-bench 2>&1 | tail -1
+  swift build -c release --product dispatch-floor 2>&1 | tail -1
+  bin="$(swift build -c release --show-bin-path)"
+fi
 work="$(mktemp -d)"
 store="$PWD/.build/http-bench-store-$store_samples"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
