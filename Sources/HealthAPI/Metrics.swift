@@ -1,4 +1,5 @@
 import Glibc
+import HealthStore
 import Synchronization
 
 /// Request counters and a latency histogram, rendered in the Prometheus text format (version 0.0.4).
@@ -69,6 +70,8 @@ public final class Metrics: Sendable {
         /// Change-feed long-polls waiting for a commit, and open SSE change streams.
         public var parkedLongPolls = 0
         public var openChangeStreams = 0
+        /// The statistics series cache's counters, when the store reports them.
+        public var statisticsCache: StatisticsCacheFigures?
         public init(openConnections: Int, acceptedConnections: UInt64, storeBytes: Int64, samples: Int64? = nil) {
             self.openConnections = openConnections
             self.acceptedConnections = acceptedConnections
@@ -114,6 +117,27 @@ public final class Metrics: Sendable {
             out += "# HELP healthd_samples Samples stored, all users.\n"
             out += "# TYPE healthd_samples gauge\n"
             out += "healthd_samples \(samples)\n"
+        }
+        if let cache = gauges.statisticsCache {
+            out += "# HELP healthd_statistics_cache_bytes Bytes of decoded statistics series held in memory.\n"
+            out += "# TYPE healthd_statistics_cache_bytes gauge\n"
+            out += "healthd_statistics_cache_bytes \(cache.residentBytes)\n"
+            out += "# HELP healthd_statistics_cache_budget_bytes The memory budget of the statistics series cache.\n"
+            out += "# TYPE healthd_statistics_cache_budget_bytes gauge\n"
+            out += "healthd_statistics_cache_budget_bytes \(cache.budgetBytes)\n"
+            out += "# HELP healthd_statistics_cache_series Decoded statistics series held in memory.\n"
+            out += "# TYPE healthd_statistics_cache_series gauge\n"
+            out += "healthd_statistics_cache_series \(cache.residentSeries)\n"
+            for (name, help, value) in [
+                ("hits", "Statistics queries answered from a decoded series in memory.", cache.hits),
+                ("misses", "Statistics queries that read and decoded rollup rows.", cache.misses),
+                ("evictions", "Decoded series dropped to make room for another.", cache.evictions),
+                ("rejections", "Decoded series not kept: asked less often than what they would displace.", cache.rejections),
+            ] {
+                out += "# HELP healthd_statistics_cache_\(name)_total \(help)\n"
+                out += "# TYPE healthd_statistics_cache_\(name)_total counter\n"
+                out += "healthd_statistics_cache_\(name)_total \(value)\n"
+            }
         }
         return out
     }

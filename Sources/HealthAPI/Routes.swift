@@ -74,6 +74,7 @@ struct OperationsRoutes: Sendable {
                                     storeBytes: try storeCall { try store.storedBytes() })
         gauges.parkedLongPolls = changeFeed.parkedCount
         gauges.openChangeStreams = changeFeed.streamCount
+        gauges.statisticsCache = store.statisticsCacheFigures
         let text = metrics.render(gauges: gauges)
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

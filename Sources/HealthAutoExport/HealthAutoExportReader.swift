@@ -54,6 +54,7 @@ public struct HealthAutoExportReader {
         var scanner = JSONStreamScanner(body)
         var sawData = false
         do {
+            if let problem = JSONParseError.atDocumentStart(body) { throw problem }
             guard try scanner.peekKind() == .object else {
                 throw HealthAutoExportError(issues: [.init(field: "", detail: "the body must be a JSON object {\"data\":{...}}")])
             }

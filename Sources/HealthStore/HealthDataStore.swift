@@ -27,6 +27,10 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// the PostgreSQL tables and indexes.
     func storedBytes() throws -> Int64
 
+    /// What the statistics series cache did since the store opened (the `healthd_statistics_cache_*`
+    /// metrics): resident bytes against the budget, hits, misses, evictions.
+    var statisticsCacheFigures: StatisticsCacheFigures { get }
+
     /// Called after every commit that added or deleted samples, once the data is durable: the
     /// change feed wakes its waiters and the workout zone monitor judges new heart rates. A store
     /// shared by several nodes also reports the other nodes' commits here.

@@ -22,7 +22,7 @@ public final class HealthStore: HealthDataStore {
     }
 
     /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
-    /// `defaultStatisticsMemoryBudget`); past it the least recently used series are dropped.
+    /// `defaultStatisticsMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
     /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
     /// saves queue (their work, not their threads) until earlier ones commit.
     public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,

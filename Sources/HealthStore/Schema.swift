@@ -252,6 +252,27 @@ enum Schema {
                 """)
             try StatisticsRollups.rebuildAll(db)
         }
+        migrator.register("012-statistics-days-rowid") { db in
+            try db.execute("""
+                -- statistics_days becomes an ordinary rowid table with its key in a separate index. As a
+                -- WITHOUT ROWID table every row was a key of the table's own B-tree, and SQLite reads a
+                -- whole key to compare it when the key overflows its page: each step of a range scan read
+                -- the day's detail (tens of KiB in overflow pages) though the query asked for the body
+                -- only. Now the scan compares the narrow index entries and reads a row's leading columns.
+                CREATE TABLE statistics_days_next (
+                    user_id INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    day INTEGER NOT NULL,
+                    body BLOB NOT NULL,
+                    detail BLOB,
+                    PRIMARY KEY (user_id, type_id, day)
+                );
+                INSERT INTO statistics_days_next (user_id, type_id, day, body, detail)
+                    SELECT user_id, type_id, day, body, detail FROM statistics_days ORDER BY user_id, type_id, day;
+                DROP TABLE statistics_days;
+                ALTER TABLE statistics_days_next RENAME TO statistics_days;
+                """)
+        }
         return migrator
     }
 }

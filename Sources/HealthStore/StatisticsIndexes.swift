@@ -10,14 +10,16 @@ extension HealthStore {
     /// UTC days the buckets touch, as of one snapshot: a query reads one row per day (and, for a
     /// discrete type, the samples of 15-minute slots a bucket edge cuts), never all samples. The
     /// decoding is cached while the series' version stays the same. Another (user, type) never
-    /// waits for this one. `body` must ask only about these buckets.
+    /// waits for this one. `body` must ask only about these buckets, and about each source apart
+    /// only with `perSource`.
     public func withStatisticsIndex<Result: Sendable>(userRowID: Int64, type: HealthType, buckets: [CalendarBucket],
+                                                      perSource: Bool = true,
                                                       _ body: (StatisticsSnapshot) throws -> Result) throws -> Result {
         guard let style = AggregationStyle(type), let typeCode = typeCode(for: type.id) else {
             throw StoreError.invalid("statistics need a quantity type; \(type.id) is a \(type.kind.rawValue) type")
         }
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
-        return try statisticsIndexes.withSeries(key, style: style, buckets: buckets, inSnapshot: { plan in
+        return try statisticsIndexes.withSeries(key, style: style, buckets: buckets, perSource: perSource, inSnapshot: { plan in
             try pool.read { db in
                 try plan(SQLiteRollupSnapshot(db: db, userRowID: userRowID, typeCode: typeCode))
             }
@@ -27,7 +29,8 @@ extension HealthStore {
     /// `HealthDataStore.statistics`: the collection from the cached series.
     public func statistics(userRowID: Int64, type: HealthType, buckets: [CalendarBucket], options: StatisticsOptions)
         throws -> StatisticsAnswer {
-        try withStatisticsIndex(userRowID: userRowID, type: type, buckets: buckets) { snapshot in
+        try withStatisticsIndex(userRowID: userRowID, type: type, buckets: buckets,
+                                perSource: options.contains(.separateBySource)) { snapshot in
             StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
                              appNames: snapshot.appNames)
         }
@@ -63,6 +66,9 @@ extension HealthStore {
 
     /// Cached series dropped to stay within the memory budget since the store opened.
     public var statisticsIndexEvictions: Int { statisticsIndexes.evictions }
+
+    /// What the statistics series cache did since the store opened.
+    public var statisticsCacheFigures: StatisticsCacheFigures { statisticsIndexes.figures }
 
     /// Drops every cached series (the next query reads its rollup rows): for benchmarks of the cold path.
     public func dropStatisticsIndexes() { statisticsIndexes.removeAll() }

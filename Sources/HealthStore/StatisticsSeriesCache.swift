@@ -69,6 +69,7 @@ public struct RollupLoad {
     var detailDays: Set<Int64>
     var edgeSlots: Set<Int64>
     var edgeSamples: [StatisticsSample]
+    var perSource: Bool
 }
 
 /// Decoded rollup rows per (user, type), kept while their series' version is unchanged. The rows
@@ -95,59 +96,98 @@ public final class StatisticsIndexCache: Sendable {
         let state = Mutex(State())
     }
 
-    private struct Slot {
-        let entry: Entry
-        var bytes: Int
-        var lastUse: UInt64
-    }
-
     private struct Slots {
-        var byKey: [Key: Slot] = [:]
-        var clock: UInt64 = 0
-        var evictions = 0
+        /// Every series being queried or resident; its lock is what concurrent queries of it share.
+        var entries: [Key: Entry] = [:]
+        var policy: SeriesCachePolicy<Key>
+        /// Queries, and those that had to read rows (a cold series, or a stale or too short one).
+        var queries = 0
+        var reads = 0
     }
 
-    private let slots = Mutex(Slots())
-    /// Decoded series beyond this many bytes in all are dropped, least recently used first.
+    private let slots: Mutex<Slots>
+    /// Decoded series beyond this many bytes in all are not kept (see `SeriesCachePolicy`).
     public let memoryBudget: Int
-    public init(memoryBudget: Int) { self.memoryBudget = memoryBudget }
+    public init(memoryBudget: Int) {
+        self.memoryBudget = memoryBudget
+        slots = Mutex(Slots(policy: SeriesCachePolicy(budget: memoryBudget)))
+    }
 
+    /// The entry to query `key` through, counting the ask as a hit or a miss.
     func entry(_ key: Key) -> Entry {
         slots.withLock { slots in
-            slots.clock += 1
-            if let existing = slots.byKey[key] {
-                slots.byKey[key]?.lastUse = slots.clock
-                return existing.entry
-            }
+            _ = slots.policy.ask(key)
+            if let existing = slots.entries[key] { return existing }
             let created = Entry()
-            slots.byKey[key] = Slot(entry: created, bytes: 0, lastUse: slots.clock)
+            slots.entries[key] = created
             return created
         }
     }
 
-    /// Records a series' size after a query and evicts others while the total is over budget.
-    func record(_ key: Key, bytes: Int) {
+    /// Records a series' size after a query (`read`: it read rows): the policy keeps it (dropping
+    /// others) or lets it go.
+    func record(_ key: Key, bytes: Int, read: Bool = true) {
         slots.withLock { slots in
-            slots.byKey[key]?.bytes = bytes
-            var total = slots.byKey.values.reduce(0) { $0 + $1.bytes }
-            while total > memoryBudget {
-                guard let victim = slots.byKey.filter({ $0.key != key }).min(by: { $0.value.lastUse < $1.value.lastUse }) else { break }
-                total -= victim.value.bytes
-                slots.byKey[victim.key] = nil
-                slots.evictions += 1
-            }
+            slots.queries += 1
+            if read { slots.reads += 1 }
+            let decision = slots.policy.store(key, bytes: bytes)
+            for victim in decision.evicted { slots.entries[victim] = nil }
+            if !decision.keep { slots.entries[key] = nil }
         }
     }
 
     /// Bytes held by every cached series, as last recorded.
-    public var memoryBytes: Int { slots.withLock { $0.byKey.values.reduce(0) { $0 + $1.bytes } } }
+    public var memoryBytes: Int { slots.withLock { $0.policy.bytes } }
 
-    public var count: Int { slots.withLock { $0.byKey.count } }
+    public var count: Int { slots.withLock { $0.policy.residentCount } }
 
     /// Series dropped to stay within the budget since the start.
-    public var evictions: Int { slots.withLock { $0.evictions } }
+    public var evictions: Int { slots.withLock { $0.policy.evictions } }
 
-    public func removeAll() { slots.withLock { $0.byKey.removeAll() } }
+    /// The cache's counters since the start, for `/metrics` and benchmarks.
+    public var figures: StatisticsCacheFigures {
+        slots.withLock { slots in
+            StatisticsCacheFigures(budgetBytes: memoryBudget, residentBytes: slots.policy.bytes, residentSeries: slots.policy.residentCount,
+                                   hits: slots.queries - slots.reads, misses: slots.reads, evictions: slots.policy.evictions,
+                                   rejections: slots.policy.rejections)
+        }
+    }
+
+    public func removeAll() {
+        slots.withLock { slots in
+            slots.entries.removeAll()
+            slots.policy.removeAll()
+        }
+    }
+}
+
+/// What the statistics series cache did since the store opened.
+public struct StatisticsCacheFigures: Sendable, Equatable {
+    public var budgetBytes = 0
+    public var residentBytes = 0
+    public var residentSeries = 0
+    /// Queries answered from a decoding in memory, reading nothing but the series' version.
+    public var hits = 0
+    /// Queries that read and decoded rollup rows (cold, or the rows changed, or more days were asked).
+    public var misses = 0
+    /// Resident series dropped to make room for another.
+    public var evictions = 0
+    /// Series decoded for one query and not kept (they did not outrank what they would displace).
+    public var rejections = 0
+
+    public init(budgetBytes: Int = 0, residentBytes: Int = 0, residentSeries: Int = 0, hits: Int = 0, misses: Int = 0,
+                evictions: Int = 0, rejections: Int = 0) {
+        self.budgetBytes = budgetBytes
+        self.residentBytes = residentBytes
+        self.residentSeries = residentSeries
+        self.hits = hits
+        self.misses = misses
+        self.evictions = evictions
+        self.rejections = rejections
+    }
+
+    /// Hits over all queries (0 before the first).
+    public var hitRatio: Double { hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses) }
 }
 
 extension StatisticsIndexCache {
@@ -158,7 +198,7 @@ extension StatisticsIndexCache {
     /// version and reads nothing more when the cached decoding is current and covers the buckets.
     /// Another (user, type) never waits for this one. `body` must ask only about these buckets.
     public func withSeries<Result: Sendable>(
-        _ key: Key, style: AggregationStyle, buckets: [CalendarBucket],
+        _ key: Key, style: AggregationStyle, buckets: [CalendarBucket], perSource: Bool = true,
         inSnapshot: (_ read: (any RollupSnapshotReading) throws -> RollupLoad?) throws -> RollupLoad?,
         _ body: (StatisticsSnapshot) throws -> Result
     ) throws -> Result {
@@ -167,7 +207,7 @@ extension StatisticsIndexCache {
         let wantedSlots = DayRollup.edgeSlots(of: buckets, style: style)
         let wantedDetail = DayRollup.detailDays(of: buckets, style: style)
         let entry = entry(key)
-        let (result, bytes) = try entry.state.withLock { state throws -> (Result, Int) in
+        let (result, bytes, read) = try entry.state.withLock { state throws -> (Result, Int, Bool) in
             let cached = state.series
             let cachedVersion = state.version
             let load = try inSnapshot { reader -> RollupLoad? in
@@ -175,13 +215,16 @@ extension StatisticsIndexCache {
                 var days = wanted
                 var slots = wantedSlots
                 var detailDays = wantedDetail
+                var sources = perSource
                 if let cached, version == cachedVersion {
                     if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound),
-                       wantedSlots.isSubset(of: cached.edgeSlots), wantedDetail.isSubset(of: cached.detailDays) { return nil }
+                       wantedSlots.isSubset(of: cached.edgeSlots), wantedDetail.isSubset(of: cached.detailDays),
+                       cached.perSource || !perSource { return nil }
                     // Same rows, more days: read the span of both so one series keeps answering both.
                     days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
                     slots.formUnion(cached.edgeSlots)
                     detailDays.formUnion(cached.detailDays)
+                    sources = sources || cached.perSource
                 }
                 var edgeSamples: [StatisticsSample] = []
                 for range in DayRollup.instants(ofSlots: slots) {
@@ -189,21 +232,21 @@ extension StatisticsIndexCache {
                 }
                 return RollupLoad(version: version, priority: try reader.sourcePriority(), appNames: try reader.appNames(),
                                   days: days, rows: try reader.rollupRows(days: days, detailDays: detailDays),
-                                  detailDays: detailDays, edgeSlots: slots, edgeSamples: edgeSamples)
+                                  detailDays: detailDays, edgeSlots: slots, edgeSamples: edgeSamples, perSource: sources)
             }
             if let load {
                 state.series = nil  // the old decoding is freed before the new one is made
                 state.series = try RollupSeries(style: style, priority: load.priority, days: load.days, rows: load.rows,
                                                 detailDays: load.detailDays, edgeSlots: load.edgeSlots,
-                                                edgeSamples: load.edgeSamples)
+                                                edgeSamples: load.edgeSamples, perSource: load.perSource)
                 state.version = load.version
                 state.appNames = load.appNames
             }
             guard let series = state.series else { throw StoreError.invalid("statistics series could not be read") }
             let result = try body(StatisticsSnapshot(index: series, appNames: state.appNames, sequence: state.version))
-            return (result, series.memoryBytes)
+            return (result, series.memoryBytes, load != nil)
         }
-        record(key, bytes: bytes)
+        record(key, bytes: bytes, read: read)
         return result
     }
 }

@@ -12,6 +12,23 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     public var description: String { "\(reason) at byte \(offset)" }
+
+    /// The two mistakes people make with files and editors, named so they know what to fix: a
+    /// UTF-8 byte-order mark, and no value at all. Nil when the text may start a JSON value.
+    public static func atDocumentStart(_ text: UnsafeRawBufferPointer) -> JSONParseError? {
+        if text.count >= 3, text[0] == 0xEF, text[1] == 0xBB, text[2] == 0xBF {
+            return JSONParseError(offset: 0, reason: "the text starts with a UTF-8 byte-order mark (EF BB BF), which JSON "
+                                  + "does not allow (RFC 8259, 8.1); save or send it without the mark")
+        }
+        var position = 0
+        while position < text.count, text[position] == 0x20 || text[position] == 0x09 || text[position] == 0x0A
+                || text[position] == 0x0D {
+            position += 1
+        }
+        guard position == text.count else { return nil }
+        return JSONParseError(offset: position, reason: "the text is empty" + (position > 0 ? " (only whitespace)" : "")
+                              + "; expected a JSON value")
+    }
 }
 
 /// Strict RFC 8259 parser.
@@ -119,16 +136,8 @@ private struct Parser {
     // MARK: Document structure
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        // Two mistakes people make with files and editors, named so they know what to fix.
-        if input.count >= 3, input[0] == 0xEF, input[1] == 0xBB, input[2] == 0xBF {
-            throw JSONParseError(offset: 0, reason: "the text starts with a UTF-8 byte-order mark (EF BB BF), which JSON "
-                                 + "does not allow (RFC 8259, 8.1); save or send it without the mark")
-        }
+        if let problem = JSONParseError.atDocumentStart(UnsafeRawBufferPointer(input)) { throw problem }
         skipWhitespace()
-        if position == input.count {
-            throw JSONParseError(offset: position, reason: "the text is empty" + (position > 0 ? " (only whitespace)" : "")
-                                 + "; expected a JSON value")
-        }
         nextValue: while true {
             // Here a value must start at `position` (whitespace already skipped).
             guard position < input.count else { throw endOfInput() }

@@ -42,7 +42,8 @@ public enum AccelerometerCSV {
         var columns = Columns()
         var row = 0
         var sawHeader = false
-        var lineStart = 0
+        // A spreadsheet's "CSV UTF-8" starts with a byte-order mark: skipped, as CSV readers do.
+        var lineStart = body.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         while lineStart < body.count {
             var lineEnd = lineStart
             while lineEnd < body.count && body[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }

@@ -39,6 +39,9 @@ extension PostgresHealthStore {
     /// Bytes held by this node's cached statistics series.
     public var statisticsIndexMemoryBytes: Int { statisticsIndexes.memoryBytes }
 
+    /// What this node's statistics series cache did since the store opened.
+    public var statisticsCacheFigures: StatisticsCacheFigures { statisticsIndexes.figures }
+
     /// Drops this node's cached series (the next query reads its rollup rows): for benchmarks of the cold path.
     public func dropStatisticsIndexes() { statisticsIndexes.removeAll() }
 }

@@ -13,27 +13,33 @@ import Statistics
 /// another node committed before the query began is in the answer.
 public enum PostgresRollups {
     /// Rewrites the rollup rows of every day `changes` noted, inside the caller's open write
-    /// transaction (the one that saved or deleted the samples, after their `source_types` rows, so a
-    /// source saving a type for the first time has its place in the default order).
+    /// transaction (the one that saved or deleted the samples, after their `source_types` and
+    /// `type_extents` rows, so a source saving a type for the first time has its place in the
+    /// default order and a long sample saved now reaches back as far as it must).
     ///
-    /// Each series is locked (its version bumped) before its samples are read back: a concurrent
-    /// transaction rewriting the same series waits for this one and then reads its samples, so
-    /// neither overwrites a day with a merge that misses the other's samples. Series are taken in
-    /// ascending type order, the same in every transaction.
+    /// The touched series are locked (their versions bumped) first, in one statement, before any of
+    /// their samples are read back: a concurrent transaction rewriting the same series waits for
+    /// this one and then reads its samples, so neither overwrites a day with a merge that misses the
+    /// other's samples. Series are taken in ascending type order, the same in every transaction.
+    /// Every changed row of every series is then written by one statement (`PostgresRollupRows`).
     public static func apply(_ changes: RollupDayChanges, userRowID: Int64, styles: [Int64: AggregationStyle],
                              on connection: PostgresConnection) throws {
-        for series in changes.series {
+        let touched = changes.series.filter { styles[$0.typeCode] != nil }
+        guard !touched.isEmpty else { return }
+        let reaches = try lockSeries(connection, userRowID: userRowID, typeCodes: touched.map(\.typeCode))
+        var rows = PostgresRollupRows()
+        for series in touched {
             guard let style = styles[series.typeCode] else { continue }
-            let reach = try lockSeries(connection, userRowID: userRowID, typeCode: series.typeCode,
-                                       longest: series.longestDuration)
             let priority = style == .cumulative
                 ? try sourcePriority(connection, userRowID: userRowID, typeCode: series.typeCode) : SourcePriority([])
+            let reach = max(reaches[series.typeCode] ?? 0, series.longestDuration, 0)
             try DayRollup.refresh(days: series.days, style: style, priority: priority, reach: reach, samples: { from, to in
                 try samples(connection, userRowID: userRowID, typeCode: series.typeCode, from: from, to: to)
             }, write: { day, row in
-                try write(connection, userRowID: userRowID, typeCode: series.typeCode, day: day, row: row)
+                rows.append(typeCode: series.typeCode, day: day, row: row)
             })
         }
+        try rows.write(connection, userRowID: userRowID)
     }
 
     /// HKStatisticsCollectionQuery over one series, from the rows of the days its buckets touch,
@@ -43,7 +49,8 @@ public enum PostgresRollups {
                                   options: StatisticsOptions, cache: StatisticsIndexCache,
                                   pool: PostgresPool) throws -> StatisticsAnswer {
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
-        return try cache.withSeries(key, style: style, buckets: buckets, inSnapshot: { plan in
+        return try cache.withSeries(key, style: style, buckets: buckets, perSource: options.contains(.separateBySource),
+                                    inSnapshot: { plan in
             try pool.read { connection in try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode)) }
         }) { snapshot in
             StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
@@ -55,44 +62,39 @@ public enum PostgresRollups {
     /// after its source order changed (a new order changes which source wins every overlap).
     public static func rebuild(userRowID: Int64, typeCode: Int64, style: AggregationStyle,
                                on connection: PostgresConnection) throws {
-        _ = try lockSeries(connection, userRowID: userRowID, typeCode: typeCode, longest: 0)
+        _ = try lockSeries(connection, userRowID: userRowID, typeCodes: [typeCode])
         let priority = style == .cumulative
             ? try sourcePriority(connection, userRowID: userRowID, typeCode: typeCode) : SourcePriority([])
         try connection.execute("DELETE FROM statistics_days WHERE user_id = $1 AND type_id = $2",
                                [.int64(userRowID), .int64(typeCode)])
         let all = try samples(connection, userRowID: userRowID, typeCode: typeCode, from: Int64.min, to: Int64.max)
+        var rows = PostgresRollupRows()
         for (day, row) in DayRollup.rows(of: all, style: style, priority: priority) {
-            try write(connection, userRowID: userRowID, typeCode: typeCode, day: day, row: row)
+            rows.append(typeCode: typeCode, day: day, row: row)
         }
+        try rows.write(connection, userRowID: userRowID)
     }
 
-    /// Bumps the series' version, taking its row lock until the transaction ends, and returns how
-    /// far back a sample shaping a day can start: the longest sample of the series committed so far
-    /// (`type_extents`, read after the lock, so it includes every transaction that rewrote the series
-    /// before this one) or saved by this transaction.
-    private static func lockSeries(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64,
-                                   longest: Int64) throws -> Int64 {
+    /// Bumps the versions of the series `typeCodes` (ascending), taking their row locks until the
+    /// transaction ends, and returns how far back a sample shaping a day of each can start: the
+    /// longest sample of the series committed so far or saved by this transaction (`type_extents`,
+    /// read by a statement of its own after the locks, so it includes every transaction that
+    /// rewrote the series before this one).
+    private static func lockSeries(_ connection: PostgresConnection, userRowID: Int64,
+                                   typeCodes: [Int64]) throws -> [Int64: Int64] {
+        let codes = PostgresArray.bigints(typeCodes)
         try connection.execute("""
-            INSERT INTO statistics_series AS s (user_id, type_id, version) VALUES ($1, $2, 1)
+            INSERT INTO statistics_series AS s (user_id, type_id, version)
+            SELECT $1, t, 1 FROM unnest($2::bigint[]) AS t ORDER BY t
             ON CONFLICT (user_id, type_id) DO UPDATE SET version = s.version + 1
-            """, [.int64(userRowID), .int64(typeCode)])
-        let committed = try connection.scalarInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = $2",
-                                                   [.int64(userRowID), .int64(typeCode)]) ?? 0
-        return max(committed, longest, 0)
-    }
-
-    /// Writes a day's row, or removes it when no sample shapes the day any more.
-    private static func write(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64, day: Int64,
-                              row: DayRollup.Row?) throws {
-        guard let row else {
-            try connection.execute("DELETE FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day = $3",
-                                   [.int64(userRowID), .int64(typeCode), .int64(day)])
-            return
+            """, [.int64(userRowID), codes])
+        var reaches: [Int64: Int64] = [:]
+        for (typeCode, longest) in try connection.map("""
+            SELECT type_id, max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = ANY($2::bigint[])
+            """, [.int64(userRowID), codes], { (try $0.int64(at: 0), try $0.int64(at: 1)) }) {
+            reaches[typeCode] = longest
         }
-        try connection.execute("""
-            INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
-            """, [.int64(userRowID), .int64(typeCode), .int64(day), .bytes(row.body), PostgresValue(row.detail)])
+        return reaches
     }
 
     /// The series' samples starting in [from, to), as the statistics take them (see `statisticsSample`).
@@ -217,5 +219,67 @@ enum PostgresSourcePriority {
             order.append((id, try result[index].string(at: 1)))
         }
         return order
+    }
+}
+
+/// The rollup rows a transaction changed, across its series, written together: one statement per
+/// 1,000 rows (a batch usually changes a few), removals folded into the first.
+struct PostgresRollupRows {
+    private var kept: [(typeCode: Int64, day: Int64, row: (body: [UInt8], detail: [UInt8]?))] = []
+    private var removed: [(typeCode: Int64, day: Int64)] = []
+
+    /// Notes a day's new row, or its removal (nil: no sample shapes the day any more).
+    mutating func append(typeCode: Int64, day: Int64, row: DayRollup.Row?) {
+        if let row { kept.append((typeCode, day, row)) } else { removed.append((typeCode, day)) }
+    }
+
+    /// Rows per statement: 4 parameters each, far below PostgreSQL's 65,535.
+    static let chunk = 1_000
+
+    func write(_ connection: PostgresConnection, userRowID: Int64) throws {
+        var values: [PostgresValue] = [.int64(userRowID)]
+        // A removal and an upsert of the same (type, day) cannot both be noted: a day gets one row or none.
+        var prefix = ""
+        if !removed.isEmpty {
+            values.append(PostgresArray.bigints(removed.map(\.typeCode)))
+            values.append(PostgresArray.bigints(removed.map(\.day)))
+            prefix = """
+                WITH removed AS (
+                    DELETE FROM statistics_days d USING unnest($2::bigint[], $3::bigint[]) AS r(type_id, day)
+                    WHERE d.user_id = $1 AND d.type_id = r.type_id AND d.day = r.day
+                )
+                """
+            guard !kept.isEmpty else {
+                try connection.execute(prefix + " SELECT 1", values)
+                return
+            }
+        }
+        var start = 0
+        while start < kept.count {
+            let part = kept[start..<min(kept.count, start + Self.chunk)]
+            var tuples: [String] = []
+            tuples.reserveCapacity(part.count)
+            for entry in part {
+                let first = values.count + 1
+                tuples.append("($1, $\(first), $\(first + 1), $\(first + 2), $\(first + 3))")
+                values += [.int64(entry.typeCode), .int64(entry.day), .bytes(entry.row.body), PostgresValue(entry.row.detail)]
+            }
+            let sql = prefix + """
+                INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES \(tuples.joined(separator: ", "))
+                ON CONFLICT (user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
+                """
+            // The common shapes (one or two days) stay prepared; others are sent once.
+            if part.count <= 2 { _ = try connection.execute(sql, values) } else { _ = try connection.queryOnce(sql, values) }
+            prefix = ""
+            values = [.int64(userRowID)]
+            start += Self.chunk
+        }
+    }
+}
+
+/// Array parameters in PostgreSQL's text form (numbers need no quoting).
+enum PostgresArray {
+    static func bigints(_ values: some Sequence<Int64>) -> PostgresValue {
+        .text("{" + values.map(String.init).joined(separator: ",") + "}")
     }
 }

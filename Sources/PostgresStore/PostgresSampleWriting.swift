@@ -130,10 +130,6 @@ extension PostgresHealthStore {
         guard !batch.isEmpty else { return (effects, try Self.currentChangeNumber(userRowID: userRowID, connection)) }
         let last = try Self.reserveChangeNumbers(batch.rows.count, userRowID: userRowID, connection)
         let base = last - Int64(batch.rows.count)
-        for device in batch.devices {
-            try connection.execute("INSERT INTO devices (user_id, id, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                                   [.int64(userRowID), .int64(device.id), .bytes(device.body)])
-        }
         let copied: Bool
         do {
             copied = try connection.savepoint {
@@ -252,18 +248,35 @@ extension PostgresHealthStore {
         }
         for group in groupOrder {
             if let name = typeName(for: group.typeCode) { effects.touchedTypes.insert(name) }
-            try connection.execute("""
-                INSERT INTO source_types (user_id, type_id, source_id, device_id, first_seq) VALUES ($1, $2, $3, $4, $5)
-                ON CONFLICT DO NOTHING
-                """, [.int64(userRowID), .int64(group.typeCode), .int64(group.sourceRowID), .int64(group.deviceID),
-                      .int64(firstSeq[group] ?? 0)])
         }
-        for (typeCode, duration) in longest.sorted(by: { $0.key < $1.key }) {
-            try connection.execute("""
-                INSERT INTO type_extents (user_id, type_id, max_duration_ms) VALUES ($1, $2, $3)
-                ON CONFLICT (user_id, type_id) DO UPDATE
-                SET max_duration_ms = greatest(type_extents.max_duration_ms, excluded.max_duration_ms)
-                """, [.int64(userRowID), .int64(typeCode), .int64(duration)])
+        // Devices, sources' types and type extents in one statement: a round trip, not one per row.
+        var values: [PostgresValue] = [.int64(userRowID)]
+        func tuples<T>(_ items: [T], _ row: (T) -> [PostgresValue]) -> String {
+            items.map { item in
+                let fields = row(item)
+                let first = values.count + 1
+                values += fields
+                return "($1, " + (first..<(first + fields.count)).map { "$\($0)" }.joined(separator: ", ") + ")"
+            }.joined(separator: ", ")
         }
+        var parts: [String] = []
+        if !batch.devices.isEmpty {
+            parts.append("devices AS (INSERT INTO devices (user_id, id, body) VALUES "
+                         + tuples(batch.devices) { [.int64($0.id), .bytes($0.body)] } + " ON CONFLICT DO NOTHING)")
+        }
+        if !groupOrder.isEmpty {
+            parts.append("source_types AS (INSERT INTO source_types (user_id, type_id, source_id, device_id, first_seq) VALUES "
+                         + tuples(groupOrder) { [.int64($0.typeCode), .int64($0.sourceRowID), .int64($0.deviceID), .int64(firstSeq[$0] ?? 0)] }
+                         + " ON CONFLICT DO NOTHING)")
+        }
+        let extents = longest.sorted { $0.key < $1.key }
+        guard !extents.isEmpty || !parts.isEmpty else { return }
+        let head = parts.isEmpty ? "" : "WITH " + parts.joined(separator: ", ") + " "
+        let sql = extents.isEmpty ? head + "SELECT 1" : head + """
+            INSERT INTO type_extents (user_id, type_id, max_duration_ms) VALUES \(tuples(extents) { [.int64($0.key), .int64($0.value)] })
+            ON CONFLICT (user_id, type_id) DO UPDATE
+            SET max_duration_ms = greatest(type_extents.max_duration_ms, excluded.max_duration_ms)
+            """
+        try connection.execute(sql, values)
     }
 }

@@ -20,6 +20,9 @@ struct CumulativeSlotTable: Sendable {
         }
     }
 
+    /// The length of `encode`'s bytes: the values at 97 boundaries and two bitmap words.
+    static let encodedBytes = (slots + 1) * 8 + 16
+
     func encode(into writer: inout RollupWriter) {
         for value in values { writer.double(value) }
         for word in data { writer.int64(Int64(bitPattern: word)) }
@@ -86,7 +89,10 @@ struct CumulativeRollupDay: Sendable {
     }
 
     /// Decodes a body (and its detail when given); returns the day and how many samples shaped it.
-    static func decode(body: [UInt8], detail: [UInt8]?) throws(RollupError) -> (day: CumulativeRollupDay, samples: Int) {
+    /// Without `perSource` the sources' own tables are checked for length but not decoded: a query
+    /// that does not separate by source needs the merged table only (a third of a two-source day).
+    static func decode(body: [UInt8], detail: [UInt8]?,
+                       perSource: Bool = true) throws(RollupError) -> (day: CumulativeRollupDay, samples: Int) {
         var reader = try RollupReader(body)
         let samples = try reader.int64()
         guard samples > 0 else { throw RollupError("bad sample count \(samples) in a rollup body") }
@@ -97,7 +103,11 @@ struct CumulativeRollupDay: Sendable {
             sources.append((try reader.int32(), merged))
         } else {
             guard count >= 0, count <= 1 << 20 else { throw RollupError("bad source count \(count) in a rollup body") }
-            for _ in 0..<count { sources.append((try reader.int32(), try CumulativeSlotTable(from: &reader))) }
+            if perSource {
+                for _ in 0..<count { sources.append((try reader.int32(), try CumulativeSlotTable(from: &reader))) }
+            } else {
+                try reader.skip(Int(count) * (4 + CumulativeSlotTable.encodedBytes))
+            }
         }
         try reader.finish()
         var day = CumulativeRollupDay(merged: merged, sources: sources, detail: nil)

@@ -107,18 +107,23 @@ public struct RollupSeries: Sendable {
     public let days: ClosedRange<Int64>
     /// How many samples shaped the rows (a cumulative sample spanning days counts once per day).
     public let sampleCount: Int
+    /// Whether `separateBySource` can be answered: a cumulative series decoded without it holds
+    /// the merged slot tables only (discrete rows keep their sources apart anyway).
+    public let perSource: Bool
     private let cumulative: CumulativeRollupDays?
     private let discrete: DiscreteRollupDays?
 
     /// `rows`: (day, body, detail) for days inside `days`, ascending, each day at most once; a
     /// cumulative row's detail is given for the days in `detailDays` (see `DayRollup.detailDays`).
     /// Discrete series also take the samples starting in `edgeSlots` (see `DayRollup.edgeSlots`).
+    /// Without `perSource`, cumulative days keep only their merged figures.
     public init(style: AggregationStyle, priority: SourcePriority, days: ClosedRange<Int64>,
                 rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)], detailDays: Set<Int64> = [],
-                edgeSlots: Set<Int64> = [], edgeSamples: [StatisticsSample] = []) throws(RollupError) {
+                edgeSlots: Set<Int64> = [], edgeSamples: [StatisticsSample] = [], perSource: Bool = true) throws(RollupError) {
         self.style = style
         self.priority = priority
         self.days = days
+        self.perSource = perSource || style == .discrete
         var dayNumbers: [Int64] = []
         dayNumbers.reserveCapacity(rows.count)
         var count = 0
@@ -131,7 +136,7 @@ public struct RollupSeries: Sendable {
                 guard (row.detail != nil) == detailDays.contains(row.day) else {
                     throw RollupError("day \(row.day): detail \(row.detail == nil ? "missing" : "not asked for")")
                 }
-                let decoded = try CumulativeRollupDay.decode(body: row.body, detail: row.detail)
+                let decoded = try CumulativeRollupDay.decode(body: row.body, detail: row.detail, perSource: perSource)
                 count += decoded.samples
                 rollups.append(decoded.day)
                 dayNumbers.append(row.day)
@@ -183,6 +188,7 @@ public struct RollupSeries: Sendable {
     public func statistics(start: Int64, end: Int64, options: StatisticsOptions) throws -> StatisticsResult {
         guard start < end else { throw StatisticsError.invalidRange(start: start, end: end) }
         try options.validate(for: style)
+        try checkSources(options)
         guard covers(from: start, to: end) else { throw RollupError("query outside the days read") }
         if let cumulative { return cumulative.statistics(start: start, end: end, options: options) }
         if let discrete { return discrete.statistics(start: start, end: end, options: options) }
@@ -192,12 +198,17 @@ public struct RollupSeries: Sendable {
     /// `HKStatisticsCollectionQuery` over buckets inside `days`.
     public func statisticsCollection(buckets: [CalendarBucket], options: StatisticsOptions) throws -> [BucketStatistics] {
         try options.validate(for: style)
+        try checkSources(options)
         for bucket in buckets where !covers(from: bucket.start, to: bucket.end) {
             throw RollupError("bucket \(bucket.start)..<\(bucket.end) outside the days read")
         }
         if let cumulative { return cumulative.statisticsCollection(buckets: buckets, options: options) }
         if let discrete { return discrete.statisticsCollection(buckets: buckets, options: options) }
         return []
+    }
+
+    private func checkSources(_ options: StatisticsOptions) throws(RollupError) {
+        guard perSource || !options.contains(.separateBySource) else { throw RollupError("per-source figures were not read") }
     }
 
     /// Bytes held by the decoded days, for memory budgeting.
@@ -243,6 +254,12 @@ struct RollupReader {
         for offset in 0..<width { bits |= UInt64(bytes[position + offset]) << UInt64(8 * offset) }
         position += width
         return bits
+    }
+
+    /// Steps over `width` bytes that must be there.
+    mutating func skip(_ width: Int) throws(RollupError) {
+        guard width >= 0, position + width <= bytes.count else { throw RollupError("rollup body cut short") }
+        position += width
     }
 
     mutating func int32() throws(RollupError) -> Int32 { Int32(bitPattern: UInt32(truncatingIfNeeded: try take(4))) }

@@ -3,14 +3,20 @@ import HealthModel
 import HealthStore
 import PostgreSQL
 import PostgresStore
+import SQLite
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
-/// [--backend sqlite|postgres|both] [--postgres URL]`:
+/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb]`:
 /// many users' data written through the store's `save` (steps from a phone and a watch whose samples
 /// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
 /// server's RSS read from /proc after each pass. Each pass also times `GET /healthz` on the same
-/// server and connection: the HTTP round trip every figure is given as a multiple of.
+/// server and connection: the HTTP round trip every figure is given as a multiple of. The server's
+/// `/metrics` give the statistics cache's hits, misses and evictions after each pass. On SQLite the
+/// same dashboards then run as raw SQLite `GROUP BY` over the samples (a fresh connection, then
+/// again) and, where DuckDB is installed, in DuckDB (`Benchmarks/statistics_users_duckdb.py`: a
+/// database file closed and opened again, then each user once and again): the floors the healthd
+/// figures are given as ratios of.
 ///
 /// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
 /// created for the run and dropped after it; `both` runs SQLite and then PostgreSQL on the same data
@@ -26,6 +32,7 @@ enum MultiUserStatisticsBenchmark {
         var directory: String?
         var backend = Backend.sqlite
         var postgresURL = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"]
+        var duckDB = true
     }
 
     /// One pass's figures of one backend (milliseconds), for the side-by-side table.
@@ -59,7 +66,8 @@ enum MultiUserStatisticsBenchmark {
                 }
                 options.backend = backend
             case "--postgres": options.postgresURL = remaining.popFirst()
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL]")
+            case "--no-duckdb": options.duckDB = false
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
@@ -103,6 +111,7 @@ enum MultiUserStatisticsBenchmark {
         print("statistics-users on \(backend): \(options.users) users x \(options.days) days; per user \(slots) phone and \(slots) watch step samples "
               + "(2-minute samples, the watch's shifted by 1 minute so every minute overlaps) and \(slots) heart-rate readings (every 2 minutes)")
         var tokens: [String] = []
+        var userRowIDs: [Int64] = []
         var generator = SplitMix64(seed: 2_026)
         let loadStart = StatisticsBenchmark.now()
         var saved = 0
@@ -112,6 +121,7 @@ enum MultiUserStatisticsBenchmark {
             let (phone, token) = try store.createAuthorization(user: user, app: "phone", read: types, share: types)
             let (watch, _) = try store.createAuthorization(user: user, app: "watch", read: types, share: types)
             tokens.append(token)
+            userRowIDs.append(user.rowID)
             for (app, shift) in [(phone, Int64(0)), (watch, Int64(60_000))] {
                 var batch: [HealthSample] = []
                 batch.reserveCapacity(10_000)
@@ -184,10 +194,125 @@ enum MultiUserStatisticsBenchmark {
             }
             let memory = server.memory()
             print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+            print("  statistics cache: " + (try cacheFigures(client)))
             figures.append(Figures(backend: backend, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
                                    queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }))
         }
+        if adminURL == nil {
+            let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end)
+            var compared = floors
+            if options.duckDB, let duck = duckDBFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end) {
+                compared.append(duck)
+            }
+            printRatios(figures, floors: compared)
+        }
         return figures
+    }
+
+    /// The server's statistics cache counters, from its `/metrics`.
+    static func cacheFigures(_ client: BenchHTTPClient) throws -> String {
+        let response = try client.request("GET", "/metrics", token: nil)
+        var values: [String: Double] = [:]
+        for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n")
+        where line.hasPrefix("healthd_statistics_cache_") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0].dropFirst("healthd_statistics_cache_".count))] = value }
+        }
+        let hits = values["hits_total"] ?? 0
+        let misses = values["misses_total"] ?? 0
+        return String(format: "%.0f series, %.1f of %.0f MiB; since the start %.0f hits, %.0f misses (hit ratio %.2f), %.0f evictions, %.0f not kept",
+                      values["series"] ?? 0, (values["bytes"] ?? 0) / 1_048_576, (values["budget_bytes"] ?? 0) / 1_048_576,
+                      hits, misses, hits + misses > 0 ? hits / (hits + misses) : 0, values["evictions_total"] ?? 0,
+                      values["rejections_total"] ?? 0)
+    }
+
+    /// A floor's p50 per pass ("cold", "warm") and query position (0 steps, 1 heart rate), in ms.
+    struct Floor {
+        var name: String
+        var p50: [String: [Double]]
+    }
+
+    /// The UTC offset the floors group local days by: New York's standard time (the floors ignore DST).
+    static let floorOffset: Int64 = -5 * 3_600_000
+
+    /// Raw SQLite `GROUP BY` over each user's samples (no pro-rating, no source merging, no DST): a
+    /// fresh read-only connection asked each user's dashboard once, then again.
+    static func sqliteFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64) throws -> [Floor] {
+        let database = try Database(path: databasePath, mode: .readOnly)
+        defer { database.close() }
+        let stepCode = try database.scalarInt64("SELECT id FROM type_codes WHERE name = 'stepCount'") ?? 0
+        let heartCode = try database.scalarInt64("SELECT id FROM type_codes WHERE name = 'heartRate'") ?? 0
+        let queries = [
+            ("SELECT (start_ms + \(floorOffset)) / 86400000 AS d, sum(value) FROM samples WHERE user_id = ? AND type_id = ? AND start_ms >= ? AND start_ms < ? GROUP BY d", stepCode),
+            ("SELECT (start_ms + \(floorOffset)) / 86400000 AS d, avg(value), min(value), max(value) FROM samples WHERE user_id = ? AND type_id = ? AND start_ms >= ? AND start_ms < ? GROUP BY d", heartCode),
+        ]
+        print("raw SQLite GROUP BY over the same samples (fixed offset, no pro-rating, no source merging), each user once, then again:")
+        var floor = Floor(name: "SQLite GROUP BY", p50: [:])
+        for pass in ["cold", "warm"] {
+            var timings = queries.map { _ in [UInt64]() }
+            for user in users {
+                for (position, query) in queries.enumerated() {
+                    let start = nanosecondsNow()
+                    _ = try database.map(query.0, [.integer(user), .integer(query.1), .integer(origin), .integer(end)]) { try $0.int64(at: 0) }
+                    timings[position].append(nanosecondsNow() - start)
+                }
+            }
+            let summaries = timings.map(LatencySummary.init)
+            print("  \(pass): daily steps \(summaries[0]); daily heart rate \(summaries[1])")
+            floor.p50[pass] = summaries.map(\.p50)
+        }
+        return [floor]
+    }
+
+    /// DuckDB's cold and warm p50s from `Benchmarks/statistics_users_duckdb.py`, nil where it cannot run.
+    static func duckDBFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64) -> Floor? {
+        let script = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Benchmarks/statistics_users_duckdb.py").path
+        print("DuckDB (\(script)):")
+        guard FileManager.default.fileExists(atPath: script) else {
+            print("  skipped: run from the repository root")
+            return nil
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, databasePath, "\(origin)", "\(end)", "\(floorOffset)"] + users.map(String.init)
+        let output = Pipe()
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            print("  skipped: \(error)")
+            return nil
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var floor: Floor?
+        for line in text.split(separator: "\n") {
+            guard line.hasPrefix("JSON ") else {
+                print(line)
+                continue
+            }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.dropFirst(5).utf8)) as? [String: [String: Double]] else { continue }
+            var p50: [String: [Double]] = [:]
+            for (pass, queries) in object {
+                p50[pass] = [queries["daily steps"] ?? .nan, queries["daily heart rate avg/min/max"] ?? .nan]
+            }
+            floor = Floor(name: "DuckDB", p50: p50)
+        }
+        return floor
+    }
+
+    /// healthd's p50 over HTTP as a ratio of each floor's p50 in the same pass.
+    static func printRatios(_ figures: [Figures], floors: [Floor]) {
+        print("healthd (HTTP, exact: pro-rated, source-merged, DST-correct) as a ratio of each floor's p50 (below 1: healthd faster):")
+        for run in figures {
+            for (position, query) in run.queries.enumerated() {
+                let cells = floors.compactMap { floor -> String? in
+                    guard let p50 = floor.p50[run.pass]?[position], p50 > 0, p50.isFinite else { return nil }
+                    return "\(format(query.latency.p50 / p50, decimals: 3))x \(floor.name) (\(format(p50)) ms)"
+                }
+                print("  \(run.pass) \(query.name): healthd \(format(query.latency.p50)) ms = " + cells.joined(separator: ", "))
+            }
+        }
     }
 
     /// Both backends' p50s (ms, and as multiples of that run's /healthz floor), one line per query and pass.

@@ -9,7 +9,10 @@ import Synchronization
 /// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:
 /// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
 ///   PostgreSQL, and raw binary `COPY` of the same number of rows, in batches of the same size,
-///   one transaction each, from as many connections, into the same `samples` table: the floor;
+///   one transaction each, from as many connections, into the same `samples` table: the floor.
+///   `--users N` spreads the clients over N users (client i writes for user i mod N), the floor's
+///   connections likewise: one user's batches commit one at a time (its change numbers follow
+///   commit order, see `PostgresHealthStore.reserveChangeNumbers`), different users' in parallel;
 /// - statistics reads: 91 daily buckets of steps over HTTP from concurrent keep-alive clients,
 ///   against one node, then split over two nodes on the same database.
 enum PostgresBenchmark {
@@ -17,6 +20,7 @@ enum PostgresBenchmark {
         var healthdPath = ""
         var database = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"] ?? ""
         var clients = 4
+        var users = 1
         var batches = 40
         var batchSize = 10_000
         var readClients = 8
@@ -25,11 +29,12 @@ enum PostgresBenchmark {
     }
 
     static let usage = """
-        Usage: healthd-bench postgres [--database URL] [--healthd PATH] [--clients N] [--batches N] [--batch-size N]
-                                      [--read-clients N] [--read-seconds S]
+        Usage: healthd-bench postgres [--database URL] [--healthd PATH] [--clients N] [--users N] [--batches N]
+                                      [--batch-size N] [--read-clients N] [--read-seconds S]
           --database URL     a PostgreSQL server (default: HEALTHD_TEST_POSTGRES_URL); the benchmark makes
                              fresh databases on it (CREATE DATABASE) and drops them at the end
           --healthd PATH     the healthd binary (default: next to this one)
+          --users N          ingest clients spread over N users, client i writing for user i mod N (default 1)
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -43,6 +48,7 @@ enum PostgresBenchmark {
             case "--database": options.database = value
             case "--healthd": options.healthdPath = value
             case "--clients": options.clients = Int(value) ?? options.clients
+            case "--users": options.users = max(1, Int(value) ?? options.users)
             case "--batches": options.batches = Int(value) ?? options.batches
             case "--batch-size": options.batchSize = Int(value) ?? options.batchSize
             case "--read-clients": options.readClients = Int(value) ?? options.readClients
@@ -68,30 +74,35 @@ enum PostgresBenchmark {
             let total = options.batches * options.batchSize
 
             let sqliteDirectory = options.workDirectory + "/sqlite"
-            let (sqliteStore, _, sqliteToken) = try prepareUser(dataDirectory: sqliteDirectory)
+            let sqliteStore = try HealthStore(directory: sqliteDirectory, readers: 1)
+            let sqliteTokens = try tokens(sqliteStore, users: options.users)
             sqliteStore.close()
             let sqliteServer = try ServerProcess(executable: options.healthdPath, dataDirectory: sqliteDirectory)
-            let sqlite = try ingest(port: sqliteServer.port, token: sqliteToken, bodies: bodies, clients: options.clients)
+            let sqlite = try ingest(port: sqliteServer.port, tokens: sqliteTokens, bodies: bodies, clients: options.clients)
             sqliteServer.stop()
 
             let url = try databases.fresh()
-            let token = try postgresUser(url: url)
+            let postgresStore = try PostgresHealthStoreFactory.open(url: url)
+            let postgresTokens = try tokens(postgresStore, users: options.users)
+            PostgresHealthStoreFactory.close(postgresStore)
+            let token = postgresTokens[0]
             // Every benchmark client is one loopback address and one token: the abuse limits would measure themselves.
             let config = options.workDirectory + "/no-rate-limits.json"
             try Data(#"{"rateLimitPerAddressPerSecond": 0, "rateLimitPerTokenPerSecond": 0}"#.utf8).write(to: URL(fileURLWithPath: config))
             let nodeA = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-a",
                                           extraArguments: ["--database", url, "--config", config])
             defer { nodeA.stop() }
-            let postgres = try ingest(port: nodeA.port, token: token, bodies: bodies, clients: options.clients)
+            let postgres = try ingest(port: nodeA.port, tokens: postgresTokens, bodies: bodies, clients: options.clients)
             let bodyBytes = try PostgresConnection(url: url).first("SELECT coalesce(avg(length(body)), 0)::float8 FROM samples") {
                 try $0.double(at: 0)
             } ?? 0
 
             let floorURL = try databases.fresh()
             let floor = try rawCopy(url: floorURL, batches: options.batches, batchSize: options.batchSize, clients: options.clients,
-                                    bodyBytes: Int(bodyBytes.rounded()))
+                                    users: options.users, bodyBytes: Int(bodyBytes.rounded()))
 
-            print("ingest: \(options.batches) batches x \(options.batchSize) samples (client uuids), \(options.clients) clients, keep-alive")
+            print("ingest: \(options.batches) batches x \(options.batchSize) samples (client uuids), \(options.clients) clients, keep-alive, "
+                  + "\(options.users) user\(options.users == 1 ? "" : "s")")
             print("  SQLite over HTTP:      \(Int(sqlite.rate)) samples/s (batch p50 \(format(sqlite.p50Milliseconds)) ms)")
             print("  PostgreSQL over HTTP:  \(Int(postgres.rate)) samples/s (batch p50 \(format(postgres.p50Milliseconds)) ms)")
             print("  raw binary COPY floor: \(Int(floor)) samples/s (same table, batch size, connections; \(Int(bodyBytes)) B bodies)")
@@ -131,12 +142,14 @@ enum PostgresBenchmark {
         var p50Milliseconds: Double
     }
 
-    /// POSTs every body once, spread over `clients` keep-alive connections.
-    static func ingest(port: Int, token: String, bodies: [[UInt8]], clients: Int) throws -> Throughput {
+    /// POSTs every body once, spread over `clients` keep-alive connections; client i uses token i mod tokens.count.
+    static func ingest(port: Int, tokens: [String], bodies: [[UInt8]], clients: Int) throws -> Throughput {
         var warmUpGenerator = SampleGenerator(seed: 99)
-        let warmUp = try BenchHTTPClient(port: port).request("POST", "/v1/samples", token: token,
-                                                             body: warmUpGenerator.batchJSON(firstIndex: 100_000_000, count: 100))
-        guard warmUp.status == 201 else { throw BenchError("warm-up POST returned \(warmUp.status)") }
+        for (index, token) in tokens.enumerated() {
+            let warmUp = try BenchHTTPClient(port: port).request("POST", "/v1/samples", token: token,
+                                                                 body: warmUpGenerator.batchJSON(firstIndex: 100_000_000 + index * 100, count: 100))
+            guard warmUp.status == 201 else { throw BenchError("warm-up POST returned \(warmUp.status)") }
+        }
         let latencies = Mutex<[UInt64]>([])
         let failures = Mutex<[String]>([])
         let samples = bodies.count
@@ -144,6 +157,7 @@ enum PostgresBenchmark {
         DispatchQueue.concurrentPerform(iterations: clients) { client in
             do {
                 let connection = try BenchHTTPClient(port: port)
+                let token = tokens[client % tokens.count]
                 for batch in stride(from: client, to: samples, by: clients) {
                     let sent = nanosecondsNow()
                     let response = try connection.request("POST", "/v1/samples", token: token, body: bodies[batch])
@@ -175,7 +189,7 @@ enum PostgresBenchmark {
 
     /// Raw binary COPY into the healthd schema's `samples` table: what PostgreSQL itself can take
     /// with no HTTP, JSON, validation, change numbering or rollups.
-    static func rawCopy(url: String, batches: Int, batchSize: Int, clients: Int, bodyBytes: Int) throws -> Double {
+    static func rawCopy(url: String, batches: Int, batchSize: Int, clients: Int, users: Int, bodyBytes: Int) throws -> Double {
         // The store creates the schema (migrations), exactly as healthd would.
         PostgresHealthStoreFactory.close(try PostgresHealthStoreFactory.open(url: url))
         let nextSeq = Atomic<Int64>(0)
@@ -199,7 +213,7 @@ enum PostgresBenchmark {
                                 var uuid = [UInt8](repeating: 0, count: 16)
                                 for k in 0..<16 { uuid[k] = UInt8(truncatingIfNeeded: random.next()) }
                                 try writer.beginRow(fieldCount: 12)
-                                try writer.append(int64: 1)
+                                try writer.append(int64: Int64(1 + client % users))
                                 try writer.append(uuid: uuid)
                                 try writer.append(int64: seq)
                                 try writer.append(int32: index % 2 == 0 ? 1 : 2)
@@ -251,13 +265,13 @@ enum PostgresBenchmark {
         return Throughput(rate: Double(all.count) / elapsed, p50Milliseconds: LatencySummary(all).p50)
     }
 
-    /// The benchmark user and an app token, made in the store before the nodes start.
-    static func postgresUser(url: String) throws -> String {
-        let store = try PostgresHealthStoreFactory.open(url: url)
-        defer { PostgresHealthStoreFactory.close(store) }
-        let user = try store.userCreatingIfNeeded(name: "bench")
+    /// The benchmark users and an app token each, made in the store before the server starts.
+    static func tokens(_ store: some HealthDataStore, users: Int) throws -> [String] {
         let types: Set<String> = ["stepCount", "heartRate"]
-        return try store.createAuthorization(user: user, app: "bench-phone", read: types, share: types).token
+        return try (0..<users).map { index in
+            let user = try store.userCreatingIfNeeded(name: index == 0 ? "bench" : "bench-\(index + 1)")
+            return try store.createAuthorization(user: user, app: "bench-phone", read: types, share: types).token
+        }
     }
 
     /// Fresh databases on one server, dropped at the end.

@@ -22,14 +22,23 @@ import JSON
         #expect(!reply.text.contains("invalidPercentEncoding"), "\(reply.text)")
     }
 
+    /// A JSON body with a byte-order mark, and an empty one, each get a 400 that names the mistake.
+    private func expectMarkAndEmptyNamed(_ f: Fixture, _ path: String, body: String) {
+        let marked = f.server.request(.post, path, token: f.phone, json: "\u{FEFF}" + body)
+        #expect(marked.status == 400 && issues(marked).first?.detail.contains("byte-order mark") == true, "\(marked.text)")
+        let empty = f.server.request(.post, path, token: f.phone, json: " ")
+        #expect(empty.status == 400 && issues(empty).first?.detail.contains("the text is empty") == true, "\(empty.text)")
+    }
+
     @Test func aByteOrderMarkAnEmptyBodyAndYear10000SayWhatToFix() throws {
         let f = try Fixture()
-        let marked = f.server.request(.post, "/v1/samples", token: f.phone, json: "\u{FEFF}" + #"{"samples":[]}"#)
-        #expect(marked.status == 400 && issues(marked).first?.detail.contains("byte-order mark") == true, "\(marked.text)")
-        let empty = f.server.request(.post, "/v1/samples", token: f.phone, json: "")
-        #expect(empty.status == 400 && issues(empty).first?.detail.contains("the text is empty") == true, "\(empty.text)")
+        expectMarkAndEmptyNamed(f, "/v1/samples", body: #"{"samples":[]}"#)
         let future = f.save(f.phone, Fixture.steps(1, "10000-01-01T00:00:00Z", "10000-01-01T00:01:00Z"))
         #expect(future.status == 400, "\(future.text)")
         #expect(issues(future).first?.field == "start" && issues(future).first?.detail.contains("0000 to 9999") == true, "\(future.text)")
+    }
+
+    @Test func theHealthAutoExportBodySaysTheSame() throws {
+        expectMarkAndEmptyNamed(try Fixture(), "/v1/ingest/health-auto-export", body: #"{"data":{}}"#)
     }
 }

@@ -38,6 +38,8 @@ import HTTP
         #expect(reply.text.contains(#"healthd_http_requests_total{route="/healthz",method="GET",status="200"} 1"#))
         #expect(reply.text.contains("healthd_http_request_duration_seconds_bucket{le=\"+Inf\"}"))
         #expect(reply.text.contains("healthd_store_bytes "))
+        #expect(reply.text.contains("healthd_statistics_cache_hits_total 0\n"))
+        #expect(reply.text.contains("healthd_statistics_cache_budget_bytes \(64 << 20)\n"))
     }
 
     @Test func metricsAddUpRequestsCountedOnManyThreads() {

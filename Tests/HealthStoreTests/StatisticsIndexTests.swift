@@ -154,7 +154,7 @@ struct SeededGenerator: RandomNumberGenerator {
         }
     }
 
-    @Test func cacheEvictsLeastRecentlyUsedIndexesOverBudget() {
+    @Test func cacheKeepsEntriesThePolicyKeeps() {
         let cache = StatisticsIndexCache(memoryBudget: 100)
         let a = StatisticsIndexCache.Key(userRowID: 1, typeCode: 1)
         let b = StatisticsIndexCache.Key(userRowID: 1, typeCode: 2)
@@ -164,14 +164,16 @@ struct SeededGenerator: RandomNumberGenerator {
         _ = cache.entry(b)
         cache.record(b, bytes: 40)
         #expect(cache.count == 2)
-        #expect(cache.entry(a) === first)  // a is now the most recently used
-        _ = cache.entry(c)
-        cache.record(c, bytes: 40)
-        #expect(cache.count == 2)
-        #expect(cache.memoryBytes == 80)
-        #expect(cache.entry(a) === first)  // b was evicted, not a
-        cache.record(a, bytes: 500)  // one index over budget alone stays: it is in use
-        #expect(cache.count == 1)
+        #expect(cache.entry(a) === first)  // resident: the same entry (and its decoding)
+        let once = cache.entry(c)
+        cache.record(c, bytes: 40)  // asked once, as often as b: not kept
+        #expect(cache.count == 2 && cache.memoryBytes == 80)
+        #expect(cache.entry(c) !== once)
+        cache.record(c, bytes: 40)  // asked twice now, more than b (the least recently used): b goes
+        #expect(cache.count == 2 && cache.evictions == 1)
+        #expect(cache.entry(a) === first)
+        cache.record(a, bytes: 90)  // a resident series that grows pushes the others out
+        #expect(cache.count == 1 && cache.memoryBytes == 90)
     }
 
     /// A sample saved and deleted between two queries never reached the index: its tombstone must not

@@ -41,7 +41,8 @@ import Statistics
             try $0.string(at: 0)
         }
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
-        #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots"],
+        #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
+                          "012-statistics-days-rowid"],
                 "this test undoes every migration from the rollups' on")
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
@@ -65,6 +66,51 @@ import Statistics
             try $0.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .discreteAverage).figures.average
         }
         #expect(average == 61)
+    }
+
+    /// A database whose `statistics_days` is the earlier `WITHOUT ROWID` table keeps its rows:
+    /// they move to the rowid table as they were (not rebuilt), and answer the same.
+    @Test func rowidMigrationCarriesTheRowsForward() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
+        let (watch, _) = try t.store.createAuthorization(user: user, app: "watch", read: [], share: ["stepCount"])
+        guard let type = HealthTypeCatalog.type("stepCount") else { return }
+        _ = try t.store.save((0..<80).map { steps(10, start: Self.day0 + Int64($0) * 2_400_000, seconds: 900) }, by: phone)
+        _ = try t.store.save((0..<80).map { steps(4, start: Self.day0 + Int64($0) * 2_400_000 + 300_000, seconds: 900) }, by: watch)
+        let before = try Self.dailySums(t.store, user: user, type: type, days: 3)
+        t.store.close()
+        let database = try Database(path: t.directory + "/healthd.sqlite")
+        let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '012-statistics-days-rowid'", [],
+                                                        { try $0.int64(at: 0) }))
+        #expect(try database.first("SELECT max(id) FROM schema_migrations", [], { try $0.int64(at: 0) }) == migration,
+                "this test undoes the last migration only")
+        // The table as the previous schema wrote it, holding the same rows.
+        try database.execute("""
+            CREATE TABLE statistics_days_before (user_id INTEGER NOT NULL, type_id INTEGER NOT NULL, day INTEGER NOT NULL,
+                body BLOB NOT NULL, detail BLOB, PRIMARY KEY (user_id, type_id, day)) WITHOUT ROWID;
+            INSERT INTO statistics_days_before SELECT user_id, type_id, day, body, detail FROM statistics_days;
+            DROP TABLE statistics_days;
+            ALTER TABLE statistics_days_before RENAME TO statistics_days;
+            DELETE FROM schema_migrations WHERE id >= \(migration); PRAGMA user_version = \(migration - 1);
+            """)
+        let everyRow = "SELECT user_id, type_id, day, body, detail FROM statistics_days ORDER BY 1, 2, 3"
+        func text(_ row: Row) throws -> String {
+            "\(try row.int64(at: 0)),\(try row.int64(at: 1)),\(try row.int64(at: 2)),\(try row.blob(at: 3)),\(String(describing: row.blobIfPresent(at: 4)))"
+        }
+        let rowsBefore = try database.map(everyRow, [], text)
+        database.close()
+        try t.reopen()
+        let (table, rowsAfter) = try t.store.pool.read { db in
+            (try db.first("SELECT sql FROM sqlite_master WHERE name = 'statistics_days'", [], { try $0.string(at: 0) }),
+             try db.map(everyRow, [], text))
+        }
+        #expect(!(table ?? "").uppercased().contains("WITHOUT ROWID"))
+        #expect(rowsBefore.count == 3 && rowsAfter == rowsBefore)
+        #expect(try Self.dailySums(t.store, user: user, type: type, days: 3) == before)
+        // Saves keep maintaining the moved rows.
+        _ = try t.store.save([steps(1, start: Self.day0 + 3 * 86_400_000)], by: phone)
+        #expect(try Self.dailySums(t.store, user: user, type: type, days: 4) == before + [1])
     }
 
     /// A query reads rollup rows, not samples: with the rows in place and the samples gone behind the
@@ -158,27 +204,61 @@ import Statistics
 }
 
 @Suite struct StatisticsMemoryBudgetTests {
-    /// Past the budget the least recently asked series are dropped, and asking again reads their rows.
-    @Test func seriesOverTheBudgetAreDroppedAndReadAgain() throws {
+    /// Polling users in turn when only two of three series fit: the two that fit stay and keep
+    /// answering warm, the third is read each time and not kept (LRU would read all three every
+    /// time); asked for more often than the others, it takes the least recently used one's place.
+    @Test func roundRobinPollsKeepWhatFitsAndFrequentSeriesWin() throws {
+        let directory = NSTemporaryDirectory() + "healthd-budget-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard let type = HealthTypeCatalog.type("stepCount") else { return }
+        var users: [User] = []
+        var size = 0
+        do {
+            let store = try HealthStore(directory: directory, readers: 1)
+            defer { store.close() }
+            for name in ["a", "b", "c"] {
+                let user = try store.createUser(name: name)
+                let (app, _) = try store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
+                _ = try store.save((0..<10).map { steps(2, start: StatisticsRollupTests.day0 + Int64($0) * 60_000) }, by: app)
+                users.append(user)
+            }
+            _ = try StatisticsRollupTests.dailySums(store, user: users[0], type: type, days: 1)
+            size = store.statisticsIndexMemoryBytes
+        }
+        #expect(size > 0)
+        let budget = 2 * size + size / 2
+        let store = try HealthStore(directory: directory, readers: 1, statisticsMemoryBudget: budget)
+        defer { store.close() }
+        for _ in 0..<3 {
+            for user in users {
+                #expect(try StatisticsRollupTests.dailySums(store, user: user, type: type, days: 1) == [20])
+            }
+        }
+        var figures = store.statisticsCacheFigures
+        #expect(figures.hits == 4 && figures.misses == 5, "\(figures)")
+        #expect(figures.evictions == 0 && figures.rejections == 3, "\(figures)")
+        #expect(figures.residentBytes == 2 * size && figures.residentBytes <= budget)
+        // c asked for once more than a and b: it displaces a, the least recently used.
+        #expect(try StatisticsRollupTests.dailySums(store, user: users[2], type: type, days: 1) == [20])
+        figures = store.statisticsCacheFigures
+        #expect(figures.evictions == 1 && figures.residentSeries == 2, "\(figures)")
+        #expect(try StatisticsRollupTests.dailySums(store, user: users[2], type: type, days: 1) == [20])
+        #expect(store.statisticsCacheFigures.hits == figures.hits + 1)
+    }
+
+    /// A budget smaller than any series keeps nothing, and every query still answers from the rows.
+    @Test func aBudgetBelowOneSeriesKeepsNothing() throws {
         let directory = NSTemporaryDirectory() + "healthd-budget-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = try HealthStore(directory: directory, readers: 1, statisticsMemoryBudget: 1)
         defer { store.close() }
         guard let type = HealthTypeCatalog.type("stepCount") else { return }
-        var users: [User] = []
-        for name in ["a", "b", "c"] {
-            let user = try store.createUser(name: name)
-            let (app, _) = try store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
-            _ = try store.save((0..<10).map { steps(2, start: StatisticsRollupTests.day0 + Int64($0) * 60_000) }, by: app)
-            users.append(user)
-        }
-        for _ in 0..<2 {
-            for user in users {
-                #expect(try StatisticsRollupTests.dailySums(store, user: user, type: type, days: 1) == [20])
-            }
-        }
-        #expect(store.statisticsIndexEvictions == 5, "each query but the first drops the one before")
-        #expect(store.statisticsIndexMemoryBytes > 0)
+        let user = try store.createUser(name: "a")
+        let (app, _) = try store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
+        _ = try store.save((0..<10).map { steps(2, start: StatisticsRollupTests.day0 + Int64($0) * 60_000) }, by: app)
+        for _ in 0..<3 { #expect(try StatisticsRollupTests.dailySums(store, user: user, type: type, days: 1) == [20]) }
+        let figures = store.statisticsCacheFigures
+        #expect(figures.misses == 3 && figures.hits == 0 && figures.rejections == 3 && figures.residentBytes == 0, "\(figures)")
     }
 }
 

@@ -14,6 +14,12 @@ import Testing
         #expect(columns.z == [1.0, 9.81])
     }
 
+    @Test func aSpreadsheetsByteOrderMarkIsSkipped() throws {
+        let columns = try parse("\u{FEFF}t,x,y,z\n0,0.01,-0.02,1.0\n")
+        #expect(columns.t == [0] && columns.z == [1.0])
+        #expect(throws: AccelerometerCSV.ParseError.empty) { try parse("\u{FEFF}") }
+    }
+
     @Test func aHeaderAloneIsAnEmptyBatch() throws {
         #expect(try parse("t,x,y,z\n").count == 0)
     }

@@ -19,7 +19,8 @@ private struct RollupRows {
         samples.flatMap { Array(DayRollup.days(of: $0, style: style)) }
     }
 
-    func series(for buckets: [CalendarBucket], priority: SourcePriority, present: [StatisticsSample]) throws -> RollupSeries {
+    func series(for buckets: [CalendarBucket], priority: SourcePriority, present: [StatisticsSample],
+                perSource: Bool = true) throws -> RollupSeries {
         let start = buckets.map(\.start).min() ?? 0
         let end = buckets.map(\.end).max() ?? 1
         let days = DayRollup.days(from: start, to: end)
@@ -31,7 +32,7 @@ private struct RollupRows {
         let ranges = DayRollup.instants(ofSlots: slots)
         let edgeSamples = present.filter { sample in ranges.contains { $0.contains(sample.start) } }
         return try RollupSeries(style: style, priority: priority, days: days, rows: read, detailDays: detailDays,
-                                edgeSlots: slots, edgeSamples: edgeSamples)
+                                edgeSlots: slots, edgeSamples: edgeSamples, perSource: perSource)
     }
 
     func series(from start: Int64, to end: Int64, priority: SourcePriority, present: [StatisticsSample]) throws -> RollupSeries {
@@ -119,6 +120,14 @@ private struct MaintainedRows {
             expectMatchesReference(try cumulativeSeries.statisticsCollection(buckets: buckets, options: PropertyTests.cumulativeOptions),
                                    present, style: .cumulative, options: PropertyTests.cumulativeOptions,
                                    priority: priority, context: context + " cumulative")
+            // Decoded without the sources' own tables: the same merged figures, and no per-source ones.
+            let mergedOnly = try cumulative.series(for: buckets, priority: priority, present: present, perSource: false)
+            let mergedOptions = PropertyTests.cumulativeOptions.subtracting(.separateBySource)
+            #expect(try mergedOnly.statisticsCollection(buckets: buckets, options: mergedOptions).map(\.figures)
+                    == (try cumulativeSeries.statisticsCollection(buckets: buckets, options: mergedOptions).map(\.figures)), "\(context) merged only")
+            #expect(throws: RollupError.self) {
+                try mergedOnly.statisticsCollection(buckets: buckets, options: [.cumulativeSum, .separateBySource])
+            }
             let discreteSeries = try discrete.series(for: buckets, priority: priority, present: present)
             expectMatchesReference(try discreteSeries.statisticsCollection(buckets: buckets, options: PropertyTests.discreteOptions),
                                    present, style: .discrete, options: PropertyTests.discreteOptions,

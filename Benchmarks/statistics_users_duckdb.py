@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""DuckDB beside `healthd-bench statistics-users`: each user's dashboard as GROUP BY queries, cold and warm.
+
+Usage: statistics_users_duckdb.py SQLITE_PATH ORIGIN_MS END_MS UTC_OFFSET_MS USER_ROW_ID...
+The steps and heart-rate rows are copied out of healthd's SQLite file (Python's sqlite3) through a CSV
+file into a DuckDB database file (DuckDB's sqlite extension would need a download). The file is then
+closed and opened again, as healthd is restarted: the first pass over the users is DuckDB's cold
+figure, the second its warm one. DuckDB answers an easier question than healthd: local days at a
+fixed UTC offset (no DST), each sample counted in the day it starts in (no pro-rating), and both
+step sources summed (no source merging). Needs `pip install duckdb` (a venv on PATH will do).
+The last line is JSON for the benchmark to read.
+"""
+import csv, json, os, sqlite3, sys, tempfile, time
+
+try:
+    import duckdb
+except ImportError:
+    print("  skipped: DuckDB is not installed (pip install duckdb)")
+    print("JSON null")
+    sys.exit(0)
+
+path, origin, end, offset = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+users = [int(user) for user in sys.argv[5:]]
+source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+codes = dict(source.execute("SELECT name, id FROM type_codes WHERE name IN ('stepCount', 'heartRate')"))
+directory = tempfile.mkdtemp(prefix="healthd-duckdb-")
+database = os.path.join(directory, "samples.duckdb")
+started = time.perf_counter()
+csv_path = os.path.join(directory, "samples.csv")
+with open(csv_path, "w", newline="") as handle:
+    writer = csv.writer(handle)
+    writer.writerow(["user_id", "type_id", "start_ms", "end_ms", "value", "source_id"])
+    cursor = source.execute("SELECT user_id, type_id, start_ms, end_ms, value, source_id FROM samples WHERE type_id IN (?, ?) "
+                            "ORDER BY user_id, type_id, start_ms", (codes["stepCount"], codes["heartRate"]))
+    rows = 0
+    while True:
+        chunk = cursor.fetchmany(100_000)
+        if not chunk:
+            break
+        writer.writerows(chunk)
+        rows += len(chunk)
+con = duckdb.connect(database)
+con.execute(f"CREATE TABLE samples AS SELECT * FROM read_csv('{csv_path}', header = true, "
+            "columns = {'user_id': 'BIGINT', 'type_id': 'INTEGER', 'start_ms': 'BIGINT', 'end_ms': 'BIGINT', "
+            "'value': 'DOUBLE', 'source_id': 'INTEGER'})")
+con.close()
+os.remove(csv_path)
+print(f"  loaded {rows} rows into {database} in {time.perf_counter() - started:.1f} s (DuckDB {duckdb.__version__}); "
+      "closed and opened again")
+
+queries = [
+    ("daily steps", f"SELECT (start_ms + {offset}) // 86400000 AS d, sum(value) FROM samples "
+                    f"WHERE user_id = ? AND type_id = {codes['stepCount']} AND start_ms >= {origin} AND start_ms < {end} GROUP BY d"),
+    ("daily heart rate avg/min/max", f"SELECT (start_ms + {offset}) // 86400000 AS d, avg(value), min(value), max(value) FROM samples "
+                                     f"WHERE user_id = ? AND type_id = {codes['heartRate']} AND start_ms >= {origin} AND start_ms < {end} GROUP BY d"),
+]
+con = duckdb.connect(database, read_only=True)
+figures = {}
+for name in ("cold", "warm"):
+    timings = [[] for _ in queries]
+    for user in users:
+        for position, (_, sql) in enumerate(queries):
+            t = time.perf_counter()
+            con.execute(sql, [user]).fetchall()
+            timings[position].append((time.perf_counter() - t) * 1000)
+    figures[name] = {}
+    for (query, _), values in zip(queries, timings):
+        values.sort()
+        p50 = values[(len(values) + 1) // 2 - 1]
+        p99 = values[max(0, min(len(values) - 1, -(-99 * len(values) // 100) - 1))]
+        figures[name][query] = p50
+        print(f"  DuckDB {name}, {query}: p50 {p50:.2f} ms, p99 {p99:.2f} ms ({len(values)} users)")
+con.close()
+os.remove(database)
+os.rmdir(directory)
+print("JSON " + json.dumps(figures))
