@@ -181,7 +181,8 @@ extension PostgresHealthStore {
                 """, [.int64(userRowID), .int64(seq), row.uuid.parameter, .int64(row.typeCode), .int64(row.sourceRowID),
                       .int64(deletedAt), .int64(row.seq), .int64(row.start), .int64(row.end), PostgresValue(row.value)])
             try connection.execute("DELETE FROM samples WHERE user_id = $1 AND seq = $2", [.int64(userRowID), .int64(row.seq)])
-            rollups.append(RollupTouch(typeCode: row.typeCode, sourceRowID: row.sourceRowID, start: row.start, end: row.end, value: row.value))
+            rollups.append(RollupTouch(typeCode: row.typeCode, seq: row.seq, sourceRowID: row.sourceRowID, start: row.start, end: row.end,
+                                       value: row.value, deleted: true))
             if let name = typeName(for: row.typeCode) { touched.insert(name) }
         }
         try rollupsChanged(rollups, userRowID: userRowID, connection)
