@@ -239,7 +239,7 @@ extension TableColumns {
 /// Read a table's columns through its `TableColumns` type; positions (`at:`) are for a query's
 /// own result list (aggregates, one-column lookups) written next to the read.
 public struct Row {
-    let handle: OpaquePointer
+    @usableFromInline let handle: OpaquePointer
 
     public var count: Int { Int(sqlite3_column_count(handle)) }
 
@@ -283,7 +283,9 @@ public struct Row {
     }
 
     /// Lends the column's bytes without copying; the buffer is valid only inside `body`.
-    /// NULL lends an empty buffer: check `isNull(at:)` first where that matters.
+    /// NULL lends an empty buffer: check `isNull(at:)` first where that matters. Inlinable, so
+    /// per-row decoders in other modules (a sample's uuid) call it without generic dispatch.
+    @inlinable
     public func withBlob<R, E: Error>(at index: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let column = Int32(truncatingIfNeeded: index)
         let base = sqlite3_column_blob(handle, column)
