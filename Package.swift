@@ -28,8 +28,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
 
         // Pure cores: no I/O.
-        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON and HealthModel (HTTP
-        // is a protocol layer and must not depend on the health model).
+        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON, HealthModel and
+        // Statistics (HTTP is a protocol layer and must not depend on the health model).
         .target(name: "Primitives", swiftSettings: strict),
         .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
         .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: hotPath),
@@ -49,9 +49,12 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
         .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        // What both database drivers share (no I/O of its own: the drivers run the SQL): row decoding
+        // errors, savepoints, the ordered named migrations runner.
+        .target(name: "SQLSupport", swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
-        .target(name: "PostgreSQL", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "SQLSupport"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
         .target(name: "PostgresStore", dependencies: ["PostgreSQL", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
@@ -62,7 +65,7 @@ let package = Package(
                                "HealthAutoExport"],
                 swiftSettings: strict),
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
-        .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore"], swiftSettings: strict),
+        .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore", "Primitives"], swiftSettings: strict),
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
         // wiring to the store; a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
@@ -73,28 +76,30 @@ let package = Package(
                                          "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
-                          dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite",
+                          dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",
                                          "HealthStore", "HealthAPI", "HealthAutoExport", "PostgreSQL", "PostgresStore"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
+        // What every PostgreSQL test needs: the test server's URL, a schema of its own per test, `eventually`.
+        .target(name: "PostgresTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgresTestSupport", swiftSettings: strict),
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer"]),
-        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer", "Primitives"]),
+        .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON", "Primitives"]),
         .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
         .testTarget(name: "HealthAutoExportTests", dependencies: ["HealthAutoExport", "HealthModel", "JSON"]),
-        .testTarget(name: "StatisticsTests", dependencies: ["Statistics", "TimeZoneDatabase"]),
+        .testTarget(name: "StatisticsTests", dependencies: ["Statistics", "TimeZoneDatabase", "Primitives"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL"]),
-        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport"]),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics", "Primitives"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics",
-                                                             "TimeZoneDatabase"]),
+                                                             "TimeZoneDatabase", "PostgresTestSupport", "Primitives"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
-                                                          "PostgresStore", "PostgreSQL"]),
+                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),

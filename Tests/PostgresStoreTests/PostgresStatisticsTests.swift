@@ -4,11 +4,14 @@ import PostgreSQL
 @testable import PostgresStore
 import Statistics
 import TimeZoneDatabase
+import PostgresTestSupport
 import Testing
+import Primitives
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
 /// user's change counter) and keeps the rollups with `PostgresRollups.apply` in the same
-/// transaction; the statistics tests drive it with random writes and deletes.
+/// transaction (saves folded into the rows, deletes and overlaps of sources read back); the
+/// statistics tests drive it with random writes and deletes.
 struct RollupTestWriter {
     static let user: Int64 = 77
     static let steps: Int64 = 1  // cumulative
@@ -43,10 +46,10 @@ struct RollupTestWriter {
                     INSERT INTO type_extents AS t (user_id, type_id, max_duration_ms) VALUES ($1, $2, $3)
                     ON CONFLICT (user_id, type_id) DO UPDATE SET max_duration_ms = greatest(t.max_duration_ms, excluded.max_duration_ms)
                     """, [.int64(user), .int64(typeCode), .int64(sample.end - sample.start)])
-                changes.note(typeCode: typeCode, style: styles[typeCode], start: sample.start, end: sample.end, value: sample.value)
+                changes.noteSaved(typeCode: typeCode, style: styles[typeCode], sample: sample)
                 saved.append(sample)
             }
-            try PostgresRollups.apply(changes, userRowID: user, styles: styles, on: connection)
+            try PostgresRollups.apply(changes, userRowID: user, on: connection)
             return saved
         }
     }
@@ -56,9 +59,9 @@ struct RollupTestWriter {
             var changes = RollupDayChanges()
             for sample in samples {
                 try connection.execute("DELETE FROM samples WHERE user_id = $1 AND seq = $2", [.int64(user), .int64(sample.id)])
-                changes.note(typeCode: typeCode, style: styles[typeCode], start: sample.start, end: sample.end, value: sample.value)
+                changes.noteDeleted(typeCode: typeCode, style: styles[typeCode], sample: sample)
             }
-            try PostgresRollups.apply(changes, userRowID: user, styles: styles, on: connection)
+            try PostgresRollups.apply(changes, userRowID: user, on: connection)
         }
     }
 
@@ -76,15 +79,9 @@ struct RollupTestWriter {
 }
 
 /// A small seeded generator, so a failing seed replays.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+typealias SplitMix = SplitMix64
+
+extension SplitMix64 {
     mutating func integer(_ range: ClosedRange<Int64>) -> Int64 {
         range.lowerBound + Int64(next() % UInt64(range.upperBound - range.lowerBound + 1))
     }
@@ -148,12 +145,12 @@ struct PostgresStatisticsTests {
     /// figures, separateBySource) and a node's cache never answers from before another's write.
     @Test(arguments: 1...4)
     func rollupsMatchDirectStatisticsAcrossTwoNodes(seed: Int) throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let writer = try schema.connect()
         try RollupTestWriter.prepare(writer, sources: 3)
         let nodes = [(try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20)),
                      (try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20))]
-        var random = SplitMix(state: UInt64(seed) &* 7_919)
+        var random = SplitMix(seed: UInt64(seed) &* 7_919)
         var present: [Int64: [StatisticsSample]] = [RollupTestWriter.steps: [], RollupTestWriter.heartRate: []]
         var order: [Int32] = []
         let bucketSets = try Self.bucketSets()
@@ -204,7 +201,7 @@ struct PostgresStatisticsTests {
     /// The effective order: the user's listed apps first (unknown ones skipped, repeats once),
     /// then the others in the order they first saved the type.
     @Test func sourcePriorityListsChosenAppsThenFirstSavers() throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let connection = try schema.connect()
         try RollupTestWriter.prepare(connection, sources: 3)
         let sample = { (source: Int32) in StatisticsSample(id: 0, start: Self.base, end: Self.base + 60_000, value: 1, source: source) }

@@ -6,6 +6,7 @@ import PostgresStore
 import Statistics
 import TimeZoneDatabase
 import Synchronization
+import PostgresTestSupport
 import Testing
 
 /// Statistics, IMU sessions, workout sessions and activity summaries through `HealthDataStore`,
@@ -35,7 +36,7 @@ enum StatisticsBehaviour {
             try utc.buckets(start: base + 6 * day, end: base + 8 * day, anchor: base + 7 * 60_000,
                             interval: CalendarInterval(unit: .minute, count: 40)),
         ]
-        var random = SplitMix(state: 4_242)
+        var random = SplitMix(seed: 4_242)
         var present: [HealthUUID: (sample: HealthSample, app: String)] = [:]
         for step in 0..<10 {
             switch random.integer(0...9) {
