@@ -305,4 +305,14 @@ enum PostgresArray {
     static func bigints(_ values: some Sequence<Int64>) -> PostgresValue {
         .text("{" + values.map(String.init).joined(separator: ",") + "}")
     }
+
+    /// Doubles exactly (Swift prints the shortest text that reads back to the same bits); nil as NULL.
+    static func doubles(_ values: some Sequence<Double?>) -> PostgresValue {
+        .text("{" + values.map { value in
+            guard let value else { return "NULL" }
+            if value.isNaN { return "NaN" }
+            if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+            return "\(value)"
+        }.joined(separator: ",") + "}")
+    }
 }
