@@ -5,6 +5,7 @@ import HealthStore
 import JSON
 import SQLite
 import Synchronization
+import Primitives
 
 /// Settings shared by the samples benchmarks (see `healthd-bench --help`).
 struct SamplesBenchmarkOptions {
@@ -213,6 +214,47 @@ enum SamplesBenchmark {
         return rate
     }
 
+    // MARK: HealthStore.save and the cost of rollup maintenance
+
+    /// The same client-uuid batches saved in process through `HealthStore.save`, with the statistics
+    /// rollups maintained as the store does (saves folded into the day rows), with every touched day
+    /// rewritten from all its samples instead, and with no maintenance at all (the modes exist for
+    /// these figures only): what maintenance adds to a write, apart from HTTP and JSON. CPU per sample
+    /// is the figure to read on a shared machine. Returns samples per CPU-second, by mode.
+    static func storeSaves(_ options: SamplesBenchmarkOptions) throws -> [RollupMaintenanceMode: Double] {
+        var generator = SampleGenerator(seed: 11)
+        let total = options.batches * options.batchSize
+        let samples = (0..<total).map { generator.sample($0) }
+        var rates: [RollupMaintenanceMode: Double] = [:]
+        let modes: [(RollupMaintenanceMode, String)] = [(.incremental, "incremental (the store's)"),
+                                                        (.rereadDays, "touched days re-read"), (.off, "off")]
+        for (mode, name) in modes {
+            let directory = options.workDirectory + "/store-save-\(mode.rawValue)"
+            try? FileManager.default.removeItem(atPath: directory)
+            let (store, app, _) = try prepareUser(dataDirectory: directory)
+            store.rollupMaintenance.store(mode.rawValue, ordering: .relaxed)
+            let cpuBefore = processCPUSeconds(getpid())
+            let began = nanosecondsNow()
+            for batch in stride(from: 0, to: total, by: options.batchSize) {
+                _ = try store.save(Array(samples[batch..<min(total, batch + options.batchSize)]), by: app)
+            }
+            let seconds = Double(nanosecondsNow() - began) / 1e9
+            let cpu = processCPUSeconds(getpid()) - cpuBefore
+            let maintenance = Double(store.rollupMaintenanceNanoseconds) / 1e9
+            store.close()
+            if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+            rates[mode] = Double(total) / max(cpu, 1e-9)
+            print("HealthStore.save, rollup maintenance \(name): \(total) samples in \(options.batchSize)-sample batches: "
+                  + "\(format(seconds, decimals: 3)) s, \(Int(Double(total) / seconds)) samples/s; "
+                  + "CPU \(format(1e6 * cpu / Double(total), decimals: 2)) µs per sample"
+                  + (mode == .off ? "" : "; inside maintenance \(format(1e6 * maintenance / Double(total), decimals: 2)) µs per sample"))
+        }
+        let off = rates[.off] ?? 0
+        print("  samples per CPU-second / maintenance off: incremental \(format((rates[.incremental] ?? 0) / max(off, 1e-9))) x, "
+              + "touched days re-read \(format((rates[.rereadDays] ?? 0) / max(off, 1e-9))) x")
+        return rates
+    }
+
     // MARK: POST /v1/samples
 
     /// Who picks the uuids of the posted samples.
@@ -401,10 +443,7 @@ enum SampleUUIDKey {
     static func key(userRowID: Int64, uuid: HealthUUID) -> Int64 {
         // A SplitMix64 finalizer over both halves and the user: v7 (time-ordered) and import
         // uuids share their leading bytes, so no single half can serve as the key.
-        var z = uuid.high ^ (uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(bitPattern: userRowID) &* 0xD6E8_FEB8_6659_FD93)
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Int64(bitPattern: z)
+        let user = UInt64(bitPattern: userRowID) &* 0xD6E8_FEB8_6659_FD93
+        return Int64(bitPattern: SplitMix64.mix(uuid.high ^ (uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ user))
     }
 }
