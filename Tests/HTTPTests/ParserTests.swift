@@ -282,6 +282,28 @@ struct ParserTests {
         #expect(parse([Array("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \(16 * 1024 * 1024 + 1)\r\n\r\n".utf8)], limits: limits).errorStatus == 413)
     }
 
+    @Test func pathOverridesSetTheBodyLimitOfRequestsWithBodies() {
+        // The per-path limit is looked up only for a request with a body; a bodiless request on the
+        // same connection must not leave its limit behind for the next one.
+        var limits = HTTPLimits.default
+        limits.maxBodyLength = 8
+        limits.bodyLimitOverrides = [HTTPBodyLimitOverride(path: "/big", maxBodyLength: 32, hint: "Send less.")]
+        let twenty = String(repeating: "b", count: 20)
+        #expect(parse([Array("POST /big?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(twenty)".utf8)], limits: limits).errorStatus == nil)
+        #expect(parse([Array("POST /small HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(twenty)".utf8)], limits: limits).errorStatus == 413)
+        let chunked = "Transfer-Encoding: chunked\r\n\r\n14\r\n\(twenty)\r\n0\r\n\r\n"
+        #expect(parse([Array("POST /big HTTP/1.1\r\nHost: a\r\n\(chunked)".utf8)], limits: limits).errorStatus == nil)
+        #expect(parse([Array("GET /big HTTP/1.1\r\nHost: a\r\n\r\nPOST /small HTTP/1.1\r\nHost: a\r\n\(chunked)".utf8)], limits: limits).errorStatus == 413)
+        var parser = HTTPRequestParser(limits: limits)
+        parser.append(contentsOf: Array("POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n".utf8))
+        guard case .error(let error) = parser.next() else {
+            Issue.record("expected a 413")
+            return
+        }
+        #expect(error.status == .contentTooLarge)
+        #expect(error.detail.contains("32 bytes") && error.detail.contains("Send less."))
+    }
+
     @Test func errorIsSticky() {
         var parser = HTTPRequestParser()
         parser.append(contentsOf: Array("GET / HTTP/1.1\nHost: a\r\n\r\n".utf8))
