@@ -28,8 +28,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
 
         // Pure cores: no I/O.
-        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON and HealthModel (HTTP
-        // is a protocol layer and must not depend on the health model).
+        // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON, HealthModel and
+        // Statistics (HTTP is a protocol layer and must not depend on the health model).
         .target(name: "Primitives", swiftSettings: strict),
         .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
         .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: hotPath),
@@ -49,9 +49,12 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
         .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        // What both database drivers share (no I/O of its own: the drivers run the SQL): row decoding
+        // errors, savepoints, the ordered named migrations runner.
+        .target(name: "SQLSupport", swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
-        .target(name: "PostgreSQL", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "PostgreSQL", dependencies: ["CLibPQ", "SQLSupport"], swiftSettings: strict),
         .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
         .target(name: "PostgresStore", dependencies: ["PostgreSQL", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
@@ -79,6 +82,8 @@ let package = Package(
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
+        // What every PostgreSQL test needs: the test server's URL, a schema of its own per test, `eventually`.
+        .target(name: "PostgresTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgresTestSupport", swiftSettings: strict),
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
@@ -89,12 +94,12 @@ let package = Package(
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics", "TimeZoneDatabase"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport"]),
         .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics",
-                                                             "TimeZoneDatabase"]),
+                                                             "TimeZoneDatabase", "PostgresTestSupport"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
-                                                          "PostgresStore", "PostgreSQL"]),
+                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),

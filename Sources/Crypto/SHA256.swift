@@ -64,26 +64,27 @@ public struct SHA256: Sendable {
 
     public consuming func finalize() -> [UInt8] {
         let bitLength = totalByteCount &* 8
-        var tail = pending
-        tail.append(0x80)
-        while tail.count % 64 != 56 { tail.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        tail.withUnsafeBufferPointer { tail in
-            var offset = 0
-            while offset < tail.count {
-                Self.compress(UnsafeBufferPointer(rebasing: tail[offset..<offset + 64]), into: &state)
-                offset += 64
+        // The padded tail (one or two blocks) is built on the stack: a token check, a cursor
+        // fingerprint and its signature each finalize once per request.
+        let blockCount = pending.count < 56 ? 1 : 2
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { tail in
+            let count = blockCount * 64
+            tail.initialize(repeating: 0)
+            for (index, byte) in pending.enumerated() { tail[index] = byte }
+            tail[pending.count] = 0x80
+            for index in 0..<8 { tail[count - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * index)) }
+            for block in 0..<blockCount {
+                Self.compress(UnsafeBufferPointer(rebasing: tail[(block * 64)..<(block * 64 + 64)]), into: &state)
             }
         }
-        var digest: [UInt8] = []
-        digest.reserveCapacity(32)
-        for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
-            digest.append(UInt8(truncatingIfNeeded: word >> 24))
-            digest.append(UInt8(truncatingIfNeeded: word >> 16))
-            digest.append(UInt8(truncatingIfNeeded: word >> 8))
-            digest.append(UInt8(truncatingIfNeeded: word))
+        let words = state
+        return [UInt8](unsafeUninitializedCapacity: 32) { digest, initialized in
+            withUnsafeBytes(of: (words.0.bigEndian, words.1.bigEndian, words.2.bigEndian, words.3.bigEndian,
+                                 words.4.bigEndian, words.5.bigEndian, words.6.bigEndian, words.7.bigEndian)) { raw in
+                for index in 0..<32 { digest[index] = raw[index] }
+            }
+            initialized = 32
         }
-        return digest
     }
 
     /// One 64-byte block.
@@ -104,15 +105,18 @@ public struct SHA256: Sendable {
             w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
         }
         var (a, b, c, d, e, f, g, h) = state
-        for t in 0..<64 {
-            let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-            let choice = (e & f) ^ (~e & g)
-            let temp1 = h &+ s1 &+ choice &+ Self.roundConstants[t] &+ w[t]
-            let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-            let majority = (a & b) ^ (a & c) ^ (b & c)
-            let temp2 = s0 &+ majority
-            h = g; g = f; f = e; e = d &+ temp1
-            d = c; c = b; b = a; a = temp1 &+ temp2
+        // The constants through a buffer pointer: no bounds check or global access per round.
+        Self.roundConstants.withUnsafeBufferPointer { k in
+            for t in 0..<64 {
+                let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                let choice = (e & f) ^ (~e & g)
+                let temp1 = h &+ s1 &+ choice &+ k[t] &+ w[t]
+                let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                let majority = (a & b) ^ (a & c) ^ (b & c)
+                let temp2 = s0 &+ majority
+                h = g; g = f; f = e; e = d &+ temp1
+                d = c; c = b; b = a; a = temp1 &+ temp2
+            }
         }
         state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d,
                  state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)
@@ -125,15 +129,33 @@ extension UInt32 {
 
 public enum HMACSHA256 {
     public static func authenticationCode(for message: some Sequence<UInt8>, key: [UInt8]) -> [UInt8] {
-        var block = key.count > 64 ? SHA256.hash(key) : key
-        block += [UInt8](repeating: 0, count: 64 - block.count)
-        var inner = SHA256()
-        inner.update(block.map { $0 ^ 0x36 })
-        inner.update(message)
-        var outer = SHA256()
-        outer.update(block.map { $0 ^ 0x5c })
-        outer.update(inner.finalize())
-        return outer.finalize()
+        Key(key).authenticationCode(for: message)
+    }
+
+    /// A key with its two padded blocks already hashed: a MAC then costs the message's blocks
+    /// plus two, not four more (a paging cursor is signed or checked on every page).
+    public struct Key: Sendable {
+        private let inner: SHA256
+        private let outer: SHA256
+
+        public init(_ key: [UInt8]) {
+            var block = key.count > 64 ? SHA256.hash(key) : key
+            block += [UInt8](repeating: 0, count: 64 - block.count)
+            var inner = SHA256()
+            inner.update(block.map { $0 ^ 0x36 })
+            var outer = SHA256()
+            outer.update(block.map { $0 ^ 0x5c })
+            self.inner = inner
+            self.outer = outer
+        }
+
+        public func authenticationCode(for message: some Sequence<UInt8>) -> [UInt8] {
+            var inner = self.inner
+            inner.update(message)
+            var outer = self.outer
+            outer.update(inner.finalize())
+            return outer.finalize()
+        }
     }
 }
 

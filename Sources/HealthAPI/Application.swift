@@ -231,9 +231,7 @@ public final class HealthApplication: HTTPResponder {
             throw APIError.authenticationRequired("send Authorization: Bearer <token>")
         }
         let prefix = "Bearer "
-        guard header.utf8.count > prefix.utf8.count, header.utf8.prefix(prefix.utf8.count).elementsEqual("bearer ".utf8, by: {
-            ($0 >= 65 && $0 <= 90 ? $0 + 32 : $0) == $1
-        }) else {
+        guard Self.hasBearerPrefix(header) else {
             throw APIError.authenticationRequired("the Authorization header must be 'Bearer <token>'")
         }
         let token = Self.trimmedToken(header.dropFirst(prefix.count))
@@ -264,6 +262,21 @@ public final class HealthApplication: HTTPResponder {
 }
 
 extension HealthApplication {
+    /// True when `header` is `Bearer ` (any case) and more. Compared as bytes: a generic
+    /// comparison of UTF-8 views cost more than hashing the token.
+    static func hasBearerPrefix(_ header: String) -> Bool {
+        var header = header
+        return header.withUTF8 { bytes in
+            let bearer: StaticString = "bearer "
+            guard bytes.count > bearer.utf8CodeUnitCount else { return false }
+            for index in 0..<bearer.utf8CodeUnitCount {
+                let byte = bytes[index]
+                if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != bearer.utf8Start[index] { return false }
+            }
+            return true
+        }
+    }
+
     /// The token after `Bearer `, without surrounding whitespace. ASCII tokens (all real ones) are
     /// trimmed as bytes; Foundation's Unicode-aware trim, which costs more than the rest of
     /// authentication, only runs for the odd header with other characters.

@@ -1,5 +1,6 @@
 import Crypto
 import HealthStore
+import Synchronization
 
 /// Opaque, tamper-evident tokens (paging cursors, change anchors): a payload of Int64 fields and
 /// an HMAC-SHA-256 over it with the server's secret, base64url-encoded. A forged or altered token,
@@ -8,21 +9,31 @@ struct SignedToken {
     static let macByteCount = 16
 
     static func encode(kind: UInt8, fields: [Int64], secret: [UInt8]) -> String {
+        encode(kind: kind, fields: fields, key: HMACSHA256.Key(secret))
+    }
+
+    /// `key`: the server's secret with its HMAC pads hashed once (routes keep it for their lifetime).
+    static func encode(kind: UInt8, fields: [Int64], key: HMACSHA256.Key) -> String {
         var payload: [UInt8] = [kind]
+        payload.reserveCapacity(1 + fields.count * 8 + macByteCount)
         for field in fields {
             for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8(truncatingIfNeeded: field >> Int64(shift))) }
         }
-        let mac = HMACSHA256.authenticationCode(for: payload, key: secret).prefix(macByteCount)
+        let mac = key.authenticationCode(for: payload).prefix(macByteCount)
         return Base64URL.encode(payload + mac)
     }
 
-    /// The fields, or nil when the token is malformed, of another kind, or its MAC does not match.
     static func decode(_ text: String, kind: UInt8, fieldCount: Int, secret: [UInt8]) -> [Int64]? {
+        decode(text, kind: kind, fieldCount: fieldCount, key: HMACSHA256.Key(secret))
+    }
+
+    /// The fields, or nil when the token is malformed, of another kind, or its MAC does not match.
+    static func decode(_ text: String, kind: UInt8, fieldCount: Int, key: HMACSHA256.Key) -> [Int64]? {
         guard text.utf8.count <= 256, let bytes = Base64URL.decode(text),
               bytes.count == 1 + fieldCount * 8 + macByteCount, bytes[0] == kind else { return nil }
         let payload = Array(bytes[0..<(1 + fieldCount * 8)])
         let mac = Array(bytes[(1 + fieldCount * 8)...])
-        let expected = Array(HMACSHA256.authenticationCode(for: payload, key: secret).prefix(macByteCount))
+        let expected = Array(key.authenticationCode(for: payload).prefix(macByteCount))
         guard constantTimeEquals(mac, expected) else { return nil }
         var fields: [Int64] = []
         for index in 0..<fieldCount {
@@ -35,9 +46,74 @@ struct SignedToken {
 
     /// A 64-bit fingerprint of a query's parameters, so a cursor works only for the query that made it.
     static func fingerprint(_ parts: [String]) -> Int64 {
-        let digest = SHA256.hash(Array(parts.joined(separator: "\u{1F}").utf8))
-        var value: Int64 = 0
-        for byte in digest.prefix(8) { value = value << 8 | Int64(byte) }
-        return value
+        var builder = Fingerprint()
+        for part in parts { builder.append(part) }
+        return builder.value
+    }
+
+    /// The parts of a fingerprint, written straight into one buffer: the SHA-256 of the parts'
+    /// UTF-8 joined by U+001F, integers and flags in their decimal and `true`/`false` spelling
+    /// (what string interpolation gives, so cursors stay valid across versions).
+    struct Fingerprint {
+        private var bytes: [UInt8] = []
+        private var isEmpty = true
+
+        init() { bytes.reserveCapacity(160) }
+
+        private mutating func separate() {
+            if !isEmpty { bytes.append(0x1F) }
+            isEmpty = false
+        }
+
+        mutating func append(_ text: String) {
+            separate()
+            bytes.append(contentsOf: text.utf8)
+        }
+
+        mutating func append(_ number: Int64) {
+            separate()
+            if number < 0 { bytes.append(UInt8(ascii: "-")) }
+            var magnitude = number.magnitude
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+                var cursor = 20
+                repeat {
+                    cursor -= 1
+                    buffer[cursor] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                } while magnitude > 0
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[cursor...]))
+            }
+        }
+
+        mutating func append(_ flag: Bool) {
+            separate()
+            let word: StaticString = flag ? "true" : "false"
+            bytes.append(contentsOf: UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount))
+        }
+
+        var value: Int64 { SignedToken.fingerprints.value(of: bytes) }
+    }
+
+    static let fingerprints = FingerprintCache()
+
+    /// Fingerprints already computed, by their parts: a client paging through a query, and every
+    /// client polling the same one, repeat the same parts, and a lookup costs a fraction of the
+    /// SHA-256. Bounded: past `limit` entries it starts over.
+    final class FingerprintCache: Sendable {
+        private let entries = Mutex<[String: Int64]>([:])
+        static let limit = 4_096
+
+        func value(of parts: [UInt8]) -> Int64 {
+            let key = String(decoding: parts, as: UTF8.self)
+            if let known = entries.withLock({ $0[key] }) { return known }
+            let digest = SHA256.hash(parts)
+            var value: Int64 = 0
+            for byte in digest.prefix(8) { value = value << 8 | Int64(byte) }
+            entries.withLock { entries in
+                if entries.count >= Self.limit { entries.removeAll() }
+                entries[key] = value
+            }
+            return value
+        }
     }
 }

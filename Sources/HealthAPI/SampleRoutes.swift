@@ -1,3 +1,4 @@
+import Crypto
 import HTTP
 import HealthModel
 import HealthStore
@@ -7,6 +8,14 @@ import JSON
 struct SampleRoutes: Sendable {
     let store: any HealthDataStore
     let configuration: HealthdConfiguration
+    /// The store's secret ready for signing cursors (its HMAC pads hashed once, not per page).
+    let cursorKey: HMACSHA256.Key
+
+    init(store: any HealthDataStore, configuration: HealthdConfiguration) {
+        self.store = store
+        self.configuration = configuration
+        cursorKey = HMACSHA256.Key(store.secret)
+    }
 
     static let cursorKind: UInt8 = 1
 
@@ -69,12 +78,18 @@ struct SampleRoutes: Sendable {
         if let start = query.start, let end = query.end, end < start {
             throw APIError.invalidField("end", "is before start")
         }
-        let fingerprint = SignedToken.fingerprint([
-            app.userID, type.id, "\(query.start ?? .min)", "\(query.end ?? .max)", "\(query.strictStartDate)",
-            "\(query.strictEndDate)", query.sourceApp ?? "", "\(query.descending)",
-        ])
+        var parts = SignedToken.Fingerprint()
+        parts.append(app.userID)
+        parts.append(type.id)
+        parts.append(query.start ?? .min)
+        parts.append(query.end ?? .max)
+        parts.append(query.strictStartDate)
+        parts.append(query.strictEndDate)
+        parts.append(query.sourceApp ?? "")
+        parts.append(query.descending)
+        let fingerprint = parts.value
         if let cursorText {
-            guard let fields = SignedToken.decode(cursorText, kind: Self.cursorKind, fieldCount: 3, secret: store.secret),
+            guard let fields = SignedToken.decode(cursorText, kind: Self.cursorKind, fieldCount: 3, key: cursorKey),
                   fields[2] == fingerprint else {
                 throw APIError.invalidField("cursor", "is not a cursor of this query (forged, altered, or from another query)")
             }
@@ -85,12 +100,10 @@ struct SampleRoutes: Sendable {
         return JSONResponse.write(capacity: 512 * page.samples.count + 256) { writer in
             writer.beginObject()
             writer.key("samples")
-            writer.beginArray()
-            for sample in page.samples { SampleCodec.write(sample, unit: unit, into: &writer) }
-            writer.endArray()
+            SampleCodec.write(page.samples, unit: unit, into: &writer)
             writer.key("next")
             if let next = page.next {
-                writer.string(SignedToken.encode(kind: Self.cursorKind, fields: [next.start, next.seq, fingerprint], secret: store.secret))
+                writer.string(SignedToken.encode(kind: Self.cursorKind, fields: [next.start, next.seq, fingerprint], key: cursorKey))
             } else {
                 writer.null()
             }

@@ -18,6 +18,14 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
         self.low = low
     }
 
+    /// From exactly 16 bytes in network order, as a store lends a uuid column (not generic: it
+    /// runs for every row read).
+    public init?(bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == 16 else { return nil }
+        self.init(high: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                  low: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+    }
+
     /// From exactly 16 bytes in network order.
     public init?<C: Collection>(bytes: C) where C.Element == UInt8 {
         guard bytes.count == 16 else { return nil }
@@ -97,21 +105,26 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
     public var description: String { uuidString }
 
     private func format(uppercase: Bool) -> String {
-        let letterBase = uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")
-        return String(unsafeUninitializedCapacity: 36) { output in
-            var position = 0
-            for index in 0..<32 {
-                if index == 8 || index == 12 || index == 16 || index == 20 {
-                    output[position] = UInt8(ascii: "-")
-                    position += 1
-                }
-                let word = index < 16 ? high : low
-                let nibble = UInt8(truncatingIfNeeded: (word >> UInt64(60 - 4 * (index % 16))) & 0xF)
-                output[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : letterBase + nibble - 10
+        String(unsafeUninitializedCapacity: 36) { write(into: $0, uppercase: uppercase) }
+    }
+
+    /// Writes the 36-character textual form into `output` (at least 36 bytes); returns 36.
+    /// JSON writers put a page's uuids straight into their buffer this way.
+    public func write(into output: UnsafeMutableBufferPointer<UInt8>, uppercase: Bool = false) -> Int {
+        let letterBase = (uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")) &- 10
+        var position = 0
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 {
+                output[position] = UInt8(ascii: "-")
                 position += 1
             }
-            return position
+            let byte = UInt8(truncatingIfNeeded: (index < 8 ? high : low) >> UInt64(56 - 8 * (index & 7)))
+            let upper = byte >> 4, lower = byte & 0xF
+            output[position] = upper < 10 ? UInt8(ascii: "0") &+ upper : letterBase &+ upper
+            output[position + 1] = lower < 10 ? UInt8(ascii: "0") &+ lower : letterBase &+ lower
+            position += 2
         }
+        return position
     }
 
     public static func < (lhs: HealthUUID, rhs: HealthUUID) -> Bool {

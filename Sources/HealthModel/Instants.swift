@@ -258,35 +258,53 @@ public enum RFC3339 {
     }
 
     private static func formatLocal(_ localInstant: HealthInstant, suffix: [UInt8]) -> String {
-        let days = GregorianCalendarMath.floorDivide(localInstant, GregorianCalendarMath.millisecondsPerDay)
-        let millisecondOfDay = Int(localInstant - days * GregorianCalendarMath.millisecondsPerDay)
-        let date = GregorianCalendarMath.civilDate(daysSinceEpoch: days)
-        // Written straight into the string's storage: one allocation per instant, as a page of
-        // samples formats three instants per row. 48 bytes hold any Int64 instant (a sign and at
-        // most 9 year digits, then 19 bytes) before the suffix.
-        return String(unsafeUninitializedCapacity: 48 + suffix.count) { buffer in
+        // Written straight into the string's storage: one allocation per instant.
+        String(unsafeUninitializedCapacity: maximumUTCByteCount - 1 + suffix.count) { buffer in
             var output = DigitWriter(buffer: buffer)
-            if (0...9999).contains(date.year) {
-                output.digits(date.year, width: 4)
-            } else {
-                output.append(date.year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
-                output.digits(abs(date.year), width: 5)
-            }
-            output.append(UInt8(ascii: "-"))
-            output.digits(date.month, width: 2)
-            output.append(UInt8(ascii: "-"))
-            output.digits(date.day, width: 2)
-            output.append(UInt8(ascii: "T"))
-            output.digits(millisecondOfDay / 3_600_000, width: 2)
-            output.append(UInt8(ascii: ":"))
-            output.digits(millisecondOfDay / 60_000 % 60, width: 2)
-            output.append(UInt8(ascii: ":"))
-            output.digits(millisecondOfDay / 1000 % 60, width: 2)
-            output.append(UInt8(ascii: "."))
-            output.digits(millisecondOfDay % 1000, width: 3)
+            writeLocal(localInstant, into: &output)
             for byte in suffix { output.append(byte) }
             return output.position
         }
+    }
+
+    /// Bytes `write(_:into:)` needs at most: a sign and 9 year digits, 19 more bytes, and `Z`.
+    public static let maximumUTCByteCount = 49
+
+    /// Writes `format(instant)` into `buffer` (at least `maximumUTCByteCount` bytes) and returns
+    /// its length: JSON writers put a page's instants (three per sample) straight into their buffer.
+    public static func write(_ instant: HealthInstant, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var output = DigitWriter(buffer: buffer)
+        writeLocal(instant, into: &output)
+        output.append(UInt8(ascii: "Z"))
+        return output.position
+    }
+
+    private static func writeLocal(_ localInstant: HealthInstant, into output: inout DigitWriter) {
+        let days = GregorianCalendarMath.floorDivide(localInstant, GregorianCalendarMath.millisecondsPerDay)
+        let millisecondOfDay = Int(localInstant - days * GregorianCalendarMath.millisecondsPerDay)
+        let date = GregorianCalendarMath.civilDate(daysSinceEpoch: days)
+        if (0...9999).contains(date.year) {
+            output.twoDigits(date.year / 100)
+            output.twoDigits(date.year % 100)
+        } else {
+            output.append(date.year < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+            output.digits(abs(date.year), width: 5)
+        }
+        // Month, day and the time of day are always in range: two digits each, no loop.
+        output.append(UInt8(ascii: "-"))
+        output.twoDigits(date.month)
+        output.append(UInt8(ascii: "-"))
+        output.twoDigits(date.day)
+        output.append(UInt8(ascii: "T"))
+        output.twoDigits(millisecondOfDay / 3_600_000)
+        output.append(UInt8(ascii: ":"))
+        output.twoDigits(millisecondOfDay / 60_000 % 60)
+        output.append(UInt8(ascii: ":"))
+        output.twoDigits(millisecondOfDay / 1000 % 60)
+        output.append(UInt8(ascii: "."))
+        let milliseconds = millisecondOfDay % 1000
+        output.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: milliseconds / 100))
+        output.twoDigits(milliseconds % 100)
     }
 
     /// Appends ASCII into a fixed buffer the caller sized.
@@ -299,12 +317,30 @@ public enum RFC3339 {
             position += 1
         }
 
+        /// 00-99 (the caller checks the range).
+        @inline(__always)
+        mutating func twoDigits(_ value: Int) {
+            append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+            append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
+        }
+
         mutating func digits(_ value: Int, width: Int) {
             // Month, day, hour, minute and second: five of an instant's seven fields, three
             // instants per row of a sample page.
             if width == 2 && (0 ..< 100).contains(value) {
                 append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 10))
                 append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10))
+                return
+            }
+            // Milliseconds and four-digit years: the other two fields of every instant.
+            if width == 3 && (0 ..< 1000).contains(value) {
+                append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 100))
+                digits(value % 100, width: 2)
+                return
+            }
+            if width == 4 && (0 ..< 10000).contains(value) {
+                digits(value / 100, width: 2)
+                digits(value % 100, width: 2)
                 return
             }
             var divisor = 1

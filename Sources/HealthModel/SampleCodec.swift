@@ -221,22 +221,6 @@ public enum SampleCodec {
         return WorkoutRoute(workout: workout, locations: locations)
     }
 
-    /// A route's locations as API JSON (`GET /v1/samples`, the export, `GET /v1/workouts/{uuid}/route`).
-    public static func writeLocations(_ locations: [WorkoutRouteLocation], into writer: inout JSONWriter) {
-        writer.beginArray()
-        for location in locations {
-            writer.beginObject()
-            writer.key("date"); writer.string(RFC3339.format(location.date))
-            writer.key("latitude"); writer.number(location.latitude)
-            writer.key("longitude"); writer.number(location.longitude)
-            for (name, value) in location.optionalFields {
-                if let value { writer.key(name); writer.number(value) }
-            }
-            writer.endObject()
-        }
-        writer.endArray()
-    }
-
     private static func workoutTotal(_ reader: inout JSONFieldReader, _ key: String, canonical: HealthUnit) throws -> Double? {
         guard var total = try reader.optionalObject(key) else { return nil }
         let value = try total.requiredNumber("value")
@@ -253,64 +237,180 @@ public enum SampleCodec {
 
     // MARK: Writing
 
+    /// Member names, encoded once: a page of samples writes about twenty per sample.
+    private enum Keys {
+        static let uuid = JSONWriter.Key("uuid"), type = JSONWriter.Key("type"), value = JSONWriter.Key("value")
+        static let unit = JSONWriter.Key("unit"), objects = JSONWriter.Key("objects")
+        static let activityType = JSONWriter.Key("activityType"), totalEnergyBurned = JSONWriter.Key("totalEnergyBurned")
+        static let totalDistance = JSONWriter.Key("totalDistance"), events = JSONWriter.Key("events")
+        static let date = JSONWriter.Key("date"), workout = JSONWriter.Key("workout"), locations = JSONWriter.Key("locations")
+        static let latitude = JSONWriter.Key("latitude"), longitude = JSONWriter.Key("longitude")
+        static let start = JSONWriter.Key("start"), end = JSONWriter.Key("end"), metadata = JSONWriter.Key("metadata")
+        static let device = JSONWriter.Key("device"), source = JSONWriter.Key("source"), app = JSONWriter.Key("app")
+        static let user = JSONWriter.Key("user"), created = JSONWriter.Key("created")
+        static let name = JSONWriter.Key("name"), manufacturer = JSONWriter.Key("manufacturer"), model = JSONWriter.Key("model")
+        static let hardwareVersion = JSONWriter.Key("hardwareVersion"), softwareVersion = JSONWriter.Key("softwareVersion")
+        static let localIdentifier = JSONWriter.Key("localIdentifier")
+        static let altitude = JSONWriter.Key("altitude"), speed = JSONWriter.Key("speed"), course = JSONWriter.Key("course")
+        static let horizontalAccuracy = JSONWriter.Key("horizontalAccuracy"), verticalAccuracy = JSONWriter.Key("verticalAccuracy")
+    }
+
+    /// Writes an instant as its RFC 3339 UTC string, formatted on the stack (no String per instant).
+    public static func writeInstant(_ instant: HealthInstant, into writer: inout JSONWriter) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumUTCByteCount) { buffer in
+            let count = RFC3339.write(instant, into: buffer)
+            writer.unescapedString(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+
+    /// Writes a uuid in lowercase, formatted on the stack (no String per uuid).
+    public static func writeUUID(_ uuid: HealthUUID, into writer: inout JSONWriter) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
+            let count = uuid.write(into: buffer)
+            writer.unescapedString(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+
+    /// A route's locations as API JSON (`GET /v1/samples`, the export, `GET /v1/workouts/{uuid}/route`).
+    public static func writeLocations(_ locations: [WorkoutRouteLocation], into writer: inout JSONWriter) {
+        writer.beginArray()
+        for location in locations {
+            writer.beginObject()
+            writer.key(Keys.date); writeInstant(location.date, into: &writer)
+            writer.key(Keys.latitude); writer.number(location.latitude)
+            writer.key(Keys.longitude); writer.number(location.longitude)
+            if let altitude = location.altitude { writer.key(Keys.altitude); writer.number(altitude) }
+            if let speed = location.speed { writer.key(Keys.speed); writer.number(speed) }
+            if let course = location.course { writer.key(Keys.course); writer.number(course) }
+            if let accuracy = location.horizontalAccuracy { writer.key(Keys.horizontalAccuracy); writer.number(accuracy) }
+            if let accuracy = location.verticalAccuracy { writer.key(Keys.verticalAccuracy); writer.number(accuracy) }
+            writer.endObject()
+        }
+        writer.endArray()
+    }
+
+    /// What writing a run of samples works out once rather than per sample. A page is mostly of
+    /// one type, so its unit conversion is found (a catalog lookup by name) for the first sample
+    /// and reused while the type stays the same; and its rows mostly repeat one device and one
+    /// source, whose JSON is serialized once and copied while they stay the same (compact
+    /// output only: a pretty-printed fragment depends on its depth).
+    private struct QuantityUnits {
+        let shown: HealthUnit?
+        var lastType: String?
+        var lastConversion = HealthUnitConversion.identity(.count)
+        var lastDevice: SampleDevice?
+        var lastDeviceJSON: [UInt8] = []
+        var lastSource: SampleSource?
+        var lastSourceJSON: [UInt8] = []
+
+        init(shown: HealthUnit?) { self.shown = shown }
+
+        mutating func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {
+            guard !writer.prettyPrinted else { return SampleCodec.writeDevice(device, into: &writer) }
+            if lastDevice != device {
+                var fragment = JSONWriter(capacity: 128)
+                SampleCodec.writeDevice(device, into: &fragment)
+                lastDevice = device
+                lastDeviceJSON = fragment.bytes
+            }
+            writer.serializedValue(lastDeviceJSON)
+        }
+
+        mutating func writeSource(_ source: SampleSource, into writer: inout JSONWriter) {
+            guard !writer.prettyPrinted else { return SampleCodec.writeSource(source, into: &writer) }
+            if lastSource != source {
+                var fragment = JSONWriter(capacity: 96)
+                SampleCodec.writeSource(source, into: &fragment)
+                lastSource = source
+                lastSourceJSON = fragment.bytes
+            }
+            writer.serializedValue(lastSourceJSON)
+        }
+
+        mutating func conversion(for type: String) -> HealthUnitConversion {
+            if let lastType, lastType == type { return lastConversion }
+            let canonical = HealthTypeCatalog.type(type)?.canonicalUnit ?? .count
+            lastConversion = shown.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
+            lastType = type
+            return lastConversion
+        }
+    }
+
     /// Writes a stored sample as API JSON. `unit`, when given, is the unit quantities are shown in
     /// (callers check that it fits the type); otherwise, or if it does not fit, the canonical unit:
     /// a value is never written under a unit it is not in.
     public static func write(_ stored: StoredSample, unit: HealthUnit? = nil, into writer: inout JSONWriter) {
+        var units = QuantityUnits(shown: unit)
+        write(stored, units: &units, into: &writer)
+    }
+
+    /// Writes samples as a JSON array, each as `write(_:unit:into:)` writes it.
+    public static func write(_ samples: [StoredSample], unit: HealthUnit? = nil, into writer: inout JSONWriter) {
+        var units = QuantityUnits(shown: unit)
+        writer.beginArray()
+        for stored in samples { write(stored, units: &units, into: &writer) }
+        writer.endArray()
+    }
+
+    private static func write(_ stored: StoredSample, units: inout QuantityUnits, into writer: inout JSONWriter) {
         let sample = stored.sample
         writer.beginObject()
-        writer.key("uuid"); writer.string(sample.uuid.lowercasedString)
-        writer.key("type"); writer.string(sample.type)
-        let type = HealthTypeCatalog.type(sample.type)
+        writer.key(Keys.uuid); writeUUID(sample.uuid, into: &writer)
+        writer.key(Keys.type); writer.string(sample.type)
         switch sample.content {
         case .quantity(let canonicalValue):
-            let canonical = type?.canonicalUnit ?? .count
-            let conversion = unit.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
-            writer.key("value"); writer.number(conversion.apply(canonicalValue))
-            writer.key("unit"); writer.string(conversion.target.unitString)
+            let conversion = units.conversion(for: sample.type)
+            writer.key(Keys.value); writer.number(conversion.apply(canonicalValue))
+            writer.key(Keys.unit); writer.string(conversion.target.unitString)
         case .category(let name):
-            writer.key("value"); writer.string(name)
+            writer.key(Keys.value); writer.string(name)
         case .correlation(let objects):
-            writer.key("objects")
+            // The objects show in their canonical units, whatever `unit` says.
+            var objectUnits = QuantityUnits(shown: nil)
+            writer.key(Keys.objects)
             writer.beginArray()
             for object in objects {
-                write(StoredSample(sample: object, source: stored.source, created: stored.created), unit: nil, into: &writer)
+                write(StoredSample(sample: object, source: stored.source, created: stored.created), units: &objectUnits, into: &writer)
             }
             writer.endArray()
         case .workout(let workout):
-            writer.key("activityType"); writer.string(workout.activityType)
+            writer.key(Keys.activityType); writer.string(workout.activityType)
             if let energy = workout.totalEnergyBurned {
-                writer.key("totalEnergyBurned")
-                writeQuantity(energy, canonical: .kilocalorie, shown: unit, into: &writer)
+                writer.key(Keys.totalEnergyBurned)
+                writeQuantity(energy, canonical: .kilocalorie, shown: units.shown, into: &writer)
             }
             if let distance = workout.totalDistance {
-                writer.key("totalDistance")
-                writeQuantity(distance, canonical: .meter, shown: unit, into: &writer)
+                writer.key(Keys.totalDistance)
+                writeQuantity(distance, canonical: .meter, shown: units.shown, into: &writer)
             }
-            writer.key("events")
+            writer.key(Keys.events)
             writer.beginArray()
             for event in workout.events {
                 writer.beginObject()
-                writer.key("type"); writer.string(event.type.rawValue)
-                writer.key("date"); writer.string(RFC3339.format(event.date))
+                writer.key(Keys.type); writer.string(event.type.rawValue)
+                writer.key(Keys.date); writeInstant(event.date, into: &writer)
                 writer.endObject()
             }
             writer.endArray()
         case .workoutRoute(let route):
-            writer.key("workout"); writer.string(route.workout.lowercasedString)
-            writer.key("locations"); writeLocations(route.locations, into: &writer)
+            writer.key(Keys.workout); writeUUID(route.workout, into: &writer)
+            writer.key(Keys.locations); writeLocations(route.locations, into: &writer)
         }
-        writer.key("start"); writer.string(RFC3339.format(sample.start))
-        writer.key("end"); writer.string(RFC3339.format(sample.end))
-        writer.key("metadata"); writeMetadata(sample.metadata, into: &writer)
-        writer.key("device")
-        if let device = sample.device { writeDevice(device, into: &writer) } else { writer.null() }
-        writer.key("source")
-        writer.beginObject()
-        writer.key("app"); writer.string(stored.source.app)
-        writer.key("user"); writer.string(stored.source.user)
+        writer.key(Keys.start); writeInstant(sample.start, into: &writer)
+        writer.key(Keys.end); writeInstant(sample.end, into: &writer)
+        writer.key(Keys.metadata); writeMetadata(sample.metadata, into: &writer)
+        writer.key(Keys.device)
+        if let device = sample.device { units.writeDevice(device, into: &writer) } else { writer.null() }
+        writer.key(Keys.source)
+        units.writeSource(stored.source, into: &writer)
+        writer.key(Keys.created); writeInstant(stored.created, into: &writer)
         writer.endObject()
-        writer.key("created"); writer.string(RFC3339.format(stored.created))
+    }
+
+    static func writeSource(_ source: SampleSource, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key(Keys.app); writer.string(source.app)
+        writer.key(Keys.user); writer.string(source.user)
         writer.endObject()
     }
 
@@ -319,8 +419,8 @@ public enum SampleCodec {
     private static func writeQuantity(_ canonicalValue: Double, canonical: HealthUnit, shown: HealthUnit?, into writer: inout JSONWriter) {
         let conversion = shown.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
         writer.beginObject()
-        writer.key("value"); writer.number(conversion.apply(canonicalValue))
-        writer.key("unit"); writer.string(conversion.target.unitString)
+        writer.key(Keys.value); writer.number(conversion.apply(canonicalValue))
+        writer.key(Keys.unit); writer.string(conversion.target.unitString)
         writer.endObject()
     }
 
@@ -354,12 +454,12 @@ public enum SampleCodec {
     public static func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {
         // Field by field rather than through `device.fields`: this runs for every row of a page.
         writer.beginObject()
-        if let name = device.name { writer.key("name"); writer.string(name) }
-        if let manufacturer = device.manufacturer { writer.key("manufacturer"); writer.string(manufacturer) }
-        if let model = device.model { writer.key("model"); writer.string(model) }
-        if let hardwareVersion = device.hardwareVersion { writer.key("hardwareVersion"); writer.string(hardwareVersion) }
-        if let softwareVersion = device.softwareVersion { writer.key("softwareVersion"); writer.string(softwareVersion) }
-        if let localIdentifier = device.localIdentifier { writer.key("localIdentifier"); writer.string(localIdentifier) }
+        if let name = device.name { writer.key(Keys.name); writer.string(name) }
+        if let manufacturer = device.manufacturer { writer.key(Keys.manufacturer); writer.string(manufacturer) }
+        if let model = device.model { writer.key(Keys.model); writer.string(model) }
+        if let hardwareVersion = device.hardwareVersion { writer.key(Keys.hardwareVersion); writer.string(hardwareVersion) }
+        if let softwareVersion = device.softwareVersion { writer.key(Keys.softwareVersion); writer.string(softwareVersion) }
+        if let localIdentifier = device.localIdentifier { writer.key(Keys.localIdentifier); writer.string(localIdentifier) }
         writer.endObject()
     }
 }

@@ -47,6 +47,7 @@ public final class HealthStore: HealthDataStore {
         }
         typeCodes = codes
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        correlationTypeCodes = Set(codes.compactMap { HealthTypeCatalog.type($0.key)?.kind == .correlation ? $0.value : nil })
         rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         secret = try pool.write { db -> [UInt8] in
             if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
@@ -64,7 +65,11 @@ public final class HealthStore: HealthDataStore {
 
     let typeCodes: [String: Int64]
     let typeNames: [Int64: String]
+    /// The codes of correlation types, whose rows hold their objects as child rows: a row read
+    /// checks its kind by code instead of looking its type up in the catalog by name.
+    let correlationTypeCodes: Set<Int64>
     private let appNames = Mutex<[Int64: String]>([:])
+    private let devices = Mutex<[Int64: SampleDevice?]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
@@ -94,6 +99,21 @@ public final class HealthStore: HealthDataStore {
         appNames.withLock { $0[sourceRowID] = name }
         return name
     }
+
+    /// Device rows are content-addressed and never change or go away, so a device read once is
+    /// kept: most pages name one or two devices, which then cost neither a query nor a parse.
+    /// Bounded: past `deviceCacheLimit` distinct devices the cache starts over.
+    func device(rowID: Int64, db: Database) throws -> SampleDevice? {
+        if let known = devices.withLock({ $0[rowID] }) { return known }
+        let device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(rowID)], { DeviceBody.decode(try $0.blob(at: 0)) }) ?? nil
+        devices.withLock { cache in
+            if cache.count >= Self.deviceCacheLimit { cache.removeAll() }
+            cache[rowID] = device
+        }
+        return device
+    }
+
+    static let deviceCacheLimit = 4_096
 
     /// Called after every commit that added or deleted samples (on the committing thread, after
     /// the data is durable): the change feed wakes its waiters and the workout zone monitor judges

@@ -28,21 +28,9 @@ extension HealthStore {
         let (outcomes, change) = try pool.write { db -> ([ImportOutcome], CommittedChange) in
             var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
             var lookups = RowLookups()
-            var sourceRows: [String: Int64] = [:]
-            var outcomes: [ImportOutcome] = []
-            outcomes.reserveCapacity(batch.count)
-            for (index, item) in batch.enumerated() {
-                let sourceRowID: Int64
-                if let known = sourceRows[item.app] {
-                    sourceRowID = known
-                } else {
-                    sourceRowID = try Self.sourceRowID(db, userRowID: userRowID, app: item.app)
-                    sourceRows[item.app] = sourceRowID
-                }
-                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID,
-                                                     isKnown: { typeCode(for: $0) != nil }) { row in
-                    (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
-                })
+            let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(db, userRowID: userRowID, app: $0) },
+                                                   isKnown: { typeCode(for: $0) != nil }) { row in
+                (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
             }
             var touched: Set<String> = []
             for group in decisions.insertsBySource() {
@@ -70,12 +58,7 @@ extension HealthStore {
     /// to scan (other samples in the same milliseconds) is looked up uuid by uuid instead. The
     /// rows found are then read in full, 500 per query.
     private func storedRows(for batch: [SourcedSample], db: Database, userRowID: Int64) throws -> [HealthUUID: SampleRow] {
-        var uuids: [HealthUUID] = []
-        uuids.reserveCapacity(batch.count)
-        for item in batch {
-            uuids.append(item.sample.uuid)
-            if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
-        }
+        var uuids = ImportDecisions<SampleRow>.uuids(of: batch)
         uuids.sort()
         let present = try presentUUIDs(sorted: uuids, db: db, userRowID: userRowID)
         var rows: [HealthUUID: SampleRow] = [:]
@@ -174,6 +157,37 @@ package struct ImportDecisions<StoredRow> {
     package init(stored: [HealthUUID: StoredRow], batchCount: Int) {
         taken.reserveCapacity(stored.count + batchCount * 2)
         for (uuid, row) in stored { taken[uuid] = .stored(row) }
+    }
+
+    /// The uuids an import batch may find stored: its samples' and their correlation objects'.
+    package static func uuids(of batch: [SourcedSample]) -> [HealthUUID] {
+        var uuids: [HealthUUID] = []
+        uuids.reserveCapacity(batch.count)
+        for item in batch {
+            uuids.append(item.sample.uuid)
+            if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
+        }
+        return uuids
+    }
+
+    /// Decides every sample of the batch in order. `sourceRowID` gives an app's source row (asked
+    /// once per app); `isKnown` and `read` as for `decide`.
+    package mutating func decideAll(_ batch: [SourcedSample], sourceRowID: (String) throws -> Int64, isKnown: (String) -> Bool,
+                                    read: (StoredRow) throws -> (sourceRowID: Int64, sample: HealthSample)) throws -> [ImportOutcome] {
+        var sourceRows: [String: Int64] = [:]
+        var outcomes: [ImportOutcome] = []
+        outcomes.reserveCapacity(batch.count)
+        for (index, item) in batch.enumerated() {
+            let source: Int64
+            if let known = sourceRows[item.app] {
+                source = known
+            } else {
+                source = try sourceRowID(item.app)
+                sourceRows[item.app] = source
+            }
+            outcomes.append(try decide(index, of: batch, sourceRowID: source, isKnown: isKnown, read: read))
+        }
+        return outcomes
     }
 
     /// `isKnown`: whether the store has a code for a type; `read`: a stored row's source and sample.

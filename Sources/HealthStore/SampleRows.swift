@@ -69,18 +69,32 @@ package struct SampleRow: Sendable {
         self.parentSeq = parentSeq
     }
 
+    /// Reads by position with non-generic getters (this runs for every row of every page); a
+    /// NULL in a NOT NULL column is reported under the column's name, as `Row`'s named getters do.
     init(_ row: Row) throws(RowDecodingError) {
-        seq = try row.int64(SampleColumn.seq)
-        uuid = try row.decode(SampleColumn.uuid, as: "a 16-byte uuid") { HealthUUID(bytes: $0) }
-        typeCode = try row.int64(SampleColumn.typeID)
-        sourceRowID = try row.int64(SampleColumn.sourceID)
-        deviceRowID = row.int64IfPresent(SampleColumn.deviceID)
-        start = try row.int64(SampleColumn.start)
-        end = try row.int64(SampleColumn.end)
-        value = row.doubleIfPresent(SampleColumn.value)
-        body = row.blobIfPresent(SampleColumn.body)
-        created = try row.int64(SampleColumn.created)
-        parentSeq = row.int64IfPresent(SampleColumn.parentSeq)
+        func required(_ column: SampleColumn) throws(RowDecodingError) -> Int64 {
+            guard let value = row.int64IfPresent(at: column.rawValue) else {
+                throw RowDecodingError(table: SampleColumn.table, column: column.name, problem: "is NULL")
+            }
+            return value
+        }
+        seq = try required(.seq)
+        guard !row.isNull(at: SampleColumn.uuid.rawValue) else {
+            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is NULL")
+        }
+        guard let uuid = row.withBlob(at: SampleColumn.uuid.rawValue, { HealthUUID(bytes: $0) }) else {
+            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is not a 16-byte uuid")
+        }
+        self.uuid = uuid
+        typeCode = try required(.typeID)
+        sourceRowID = try required(.sourceID)
+        deviceRowID = row.int64IfPresent(at: SampleColumn.deviceID.rawValue)
+        start = try required(.start)
+        end = try required(.end)
+        value = row.doubleIfPresent(at: SampleColumn.value.rawValue)
+        body = row.blobIfPresent(at: SampleColumn.body.rawValue)
+        created = try required(.created)
+        parentSeq = row.int64IfPresent(at: SampleColumn.parentSeq.rawValue)
     }
 }
 

@@ -313,7 +313,7 @@ extension HealthStore {
         let content: SampleContent
         if let bodyContent = body.content {
             content = bodyContent
-        } else if HealthTypeCatalog.type(typeName)?.kind == .correlation {
+        } else if correlationTypeCodes.contains(row.typeCode) {
             let statement = try db.cachedStatement("SELECT \(Self.sampleColumns) FROM samples WHERE parent_seq = ? ORDER BY seq")
             try statement.bind([.integer(row.seq)])
             var children: [SampleRow] = []
@@ -334,7 +334,7 @@ extension HealthStore {
             if let known = lookups.devices[id] {
                 device = known
             } else {
-                device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(id)], { DeviceBody.decode(try $0.blob(at: 0)) }) ?? nil
+                device = try self.device(rowID: id, db: db)
                 lookups.devices[id] = device
             }
         }

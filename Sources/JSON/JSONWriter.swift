@@ -56,11 +56,53 @@ public struct JSONWriter: Sendable {
         afterKey = true
     }
 
+    /// An object member name quoted, escaped and followed by its colon once, for writers that
+    /// emit the same names for every row of a page.
+    public struct Key: Sendable {
+        let encoded: [UInt8]
+
+        public init(_ name: String) {
+            var writer = JSONWriter(capacity: name.utf8.count + 3)
+            writer.appendQuoted(name)
+            writer.bytes.append(0x3A)  // :
+            encoded = writer.bytes
+        }
+    }
+
+    /// Writes a member name prepared as a `Key`; the same bytes as `key(_: String)`.
+    public mutating func key(_ name: Key) {
+        beginValue()
+        bytes.append(contentsOf: name.encoded)
+        if prettyPrinted { bytes.append(0x20) }
+        needsComma = false
+        afterKey = true
+    }
+
     // MARK: Scalars
 
     public mutating func string(_ value: String) {
         beginValue()
         appendQuoted(value)
+        needsComma = true
+    }
+
+    /// Writes a string from UTF-8 bytes the caller vouches need no escaping (digits, hex, ASCII
+    /// punctuation), formatted into a stack buffer: saves building a String for values formatted
+    /// per row (uuids, instants).
+    public mutating func unescapedString(_ utf8: UnsafeBufferPointer<UInt8>) {
+        beginValue()
+        bytes.append(0x22)
+        bytes.append(contentsOf: utf8)
+        bytes.append(0x22)
+        needsComma = true
+    }
+
+    /// Writes a value already serialized, compactly, by another JSONWriter (a device object that
+    /// repeats on every row of a page is serialized once). Only for writers that do not pretty-print.
+    public mutating func serializedValue(_ json: [UInt8]) {
+        precondition(!prettyPrinted, "a compact fragment in pretty-printed output")
+        beginValue()
+        bytes.append(contentsOf: json)
         needsComma = true
     }
 
@@ -176,16 +218,15 @@ public struct JSONWriter: Sendable {
 
     private mutating func appendQuoted(_ text: String) {
         bytes.append(0x22)
-        let handled: Void? = text.utf8.withContiguousStorageIfAvailable { utf8 in
-            // Most strings (uuids, dates, type names) need no escaping: copy them in one go.
+        // Native strings lend their UTF-8 in place (small ones from a stack copy). Most strings
+        // (names, units, device fields) need no escaping: copy them in one go.
+        var text = text
+        text.withUTF8 { utf8 in
             if !Self.needsEscaping(utf8) {
                 bytes.append(contentsOf: utf8)
             } else {
                 appendEscaped(utf8)
             }
-        }
-        if handled == nil {
-            appendEscaped(Array(text.utf8))
         }
         bytes.append(0x22)
     }

@@ -4,12 +4,15 @@
 /// Layout (little-endian): the magic bytes "PD", a format version (1 byte), then every field of the
 /// session in a fixed order: Doubles as their 8-byte bit patterns (exact round trip), integers as
 /// 8 bytes, flags as 1 byte, optionals as a flag then the value, arrays as a count then the values.
-/// About 400 bytes. States saved before this format (Foundation JSON, starting with `{`) still
+/// At most about 600 bytes. Version 1 (before the walk-start candidates were kept) still decodes,
+/// with no such candidates. States saved before this format (Foundation JSON, starting with `{`) still
 /// decode, through `Codable`, and are stored in this format from their next batch on.
 extension PedometerSession {
     static let magic: [UInt8] = [0x50, 0x44]  // "PD"
     /// Bump when the field list changes, and keep decoding the older versions.
-    static let formatVersion: UInt8 = 1
+    static let formatVersion: UInt8 = 2
+    /// Versions this build restores (the current one last).
+    static let readableVersions: ClosedRange<UInt8> = 1...formatVersion
 
     /// The session's state in the stored form.
     public func encoded() -> [UInt8] {
@@ -34,10 +37,10 @@ extension PedometerSession {
             return
         }
         guard bytes.count >= 3, Array(bytes[0..<2]) == Self.magic else { throw .unrecognized }
-        guard bytes[2] == Self.formatVersion else { throw .unsupportedVersion(bytes[2]) }
+        guard Self.readableVersions.contains(bytes[2]) else { throw .unsupportedVersion(bytes[2]) }
         var reader = SessionStateReader(bytes: bytes, position: 3)
         let heightCm = try reader.double()
-        let detector = try StepDetector(from: &reader)
+        let detector = try StepDetector(from: &reader, version: bytes[2])
         self.init(heightCm: heightCm, parameters: detector.parameters)
         self.detector = detector
         floors = try FloorCounter(from: &reader)
@@ -243,9 +246,10 @@ extension StepDetector {
         writer.double(lastAcceptedTime)
         writer.double(stepPeriod)
         writer.int(irregularIntervals)
+        writer.doubles(preludeTimes)
     }
 
-    init(from reader: inout SessionStateReader) throws(SessionStateError) {
+    init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
         self.init(parameters: try StepDetectionParameters(from: &reader))
         gridOrigin = try reader.double()
         gridIndex = try reader.int()
@@ -270,6 +274,7 @@ extension StepDetector {
         lastAcceptedTime = try reader.double()
         stepPeriod = try reader.double()
         irregularIntervals = try reader.int()
+        if version >= 2 { preludeTimes = try reader.doubles(limit: Self.preludeCapacity) }
         // The next grid point follows the last sample within one grid step; anything else (damage)
         // would make the resampler walk an unbounded number of points.
         let nextGridTime = gridOrigin + Double(gridIndex) * (1 / parameters.sampleRateHz)

@@ -43,11 +43,28 @@ struct StepDetector: Sendable, Codable, Equatable {
     var stepPeriod: Double = 0
     /// Consecutive steps in an active bout whose interval broke the rhythm.
     var irregularIntervals = 0
+    /// Candidates that slid out of `pendingTimes` unconfirmed since the last counted step or pause
+    /// (oldest first, at most `preludeCapacity`): the first steps of a walk whose confirmation came
+    /// later. Back-filled when a bout is confirmed, if they keep its rhythm.
+    var preludeTimes: [Double] = []
 
     private let gravityAlpha: Double
     private let amplitudeAlpha: Double
     private let gridStep: Double
     private static let periodAlpha = 0.3
+    /// Enough for the candidates (steps and stray bumps) of a walk's first ~10 s.
+    static let preludeCapacity = 24
+
+    /// The fields of the Foundation JSON form that sessions were stored in before the compact
+    /// format (`SessionEncoding.swift`); that form is only read now. State added since starts
+    /// empty when such a session is restored, as after a pause.
+    enum CodingKeys: String, CodingKey {
+        case parameters, gridOrigin, gridIndex, hasPrevious, previousTime, previousX, previousY, previousZ
+        case filtersStarted, gravity, lowPass, meanSquare, searchingPeak, extremeValue, extremeTime
+        case hasLastCandidate, lastCandidateTime, lastCandidateValue, pendingTimes, boutActive
+        case hasAcceptedStep, lastAcceptedTime, stepPeriod, irregularIntervals
+        case gravityAlpha, amplitudeAlpha, gridStep
+    }
 
     init(parameters: StepDetectionParameters) {
         self.parameters = parameters
@@ -57,6 +74,7 @@ struct StepDetector: Sendable, Codable, Equatable {
         amplitudeAlpha = step / (parameters.amplitudeTimeConstantSeconds + step)
         lowPass = .lowPass(cutoffHz: parameters.lowPassCutoffHz, sampleRateHz: parameters.sampleRateHz)
         pendingTimes.reserveCapacity(parameters.stepsToConfirmBout)
+        preludeTimes.reserveCapacity(Self.preludeCapacity)
     }
 
     /// RMS (m/s²) of the band-limited acceleration magnitude over the last few seconds.
@@ -163,6 +181,7 @@ struct StepDetector: Sendable, Codable, Equatable {
         irregularIntervals = 0
         stepPeriod = 0
         pendingTimes.removeAll(keepingCapacity: true)
+        preludeTimes.removeAll(keepingCapacity: true)
     }
 
     /// The newest candidate is held back until the next one is far enough away to
@@ -218,13 +237,49 @@ struct StepDetector: Sendable, Codable, Equatable {
         pendingTimes.append(time)
         if pendingTimes.count >= parameters.stepsToConfirmBout {
             if pendingAreRegular() {
+                let period = (pendingTimes[pendingTimes.count - 1] - pendingTimes[0]) / Double(pendingTimes.count - 1)
+                steps.append(contentsOf: Self.periodicPrelude(preludeTimes, before: pendingTimes[0], period: period))
                 steps.append(contentsOf: pendingTimes)
                 pendingTimes.removeAll(keepingCapacity: true)
+                preludeTimes.removeAll(keepingCapacity: true)
                 boutActive = true
             } else {
-                pendingTimes.removeFirst()
+                if preludeTimes.count == Self.preludeCapacity { preludeTimes.removeFirst() }
+                preludeTimes.append(pendingTimes.removeFirst())
             }
         }
+    }
+
+    /// Largest deviation of a back-filled step's interval from the confirmed step period.
+    static let preludeTolerance = 0.15
+
+    /// The candidates (increasing times, all before `first`) that continue a walk's rhythm
+    /// backwards from its first confirmed step at `first`: each one about `period` before the
+    /// step after it, the closest to `period` where stray bumps compete. Stops at the first
+    /// break, so handling before the walk is not counted.
+    static func periodicPrelude(_ candidates: [Double], before first: Double, period: Double) -> [Double] {
+        guard period > 0 else { return [] }
+        var kept: [Double] = []
+        var next = first
+        var index = candidates.count - 1
+        while index >= 0 {
+            var best = -1
+            var bestDeviation = preludeTolerance
+            while index >= 0 {
+                let deviation = abs((next - candidates[index]) / period - 1)
+                if candidates[index] < next - (1 + preludeTolerance) * period { break }
+                if deviation <= bestDeviation {
+                    bestDeviation = deviation
+                    best = index
+                }
+                index -= 1
+            }
+            guard best >= 0 else { break }
+            kept.append(candidates[best])
+            next = candidates[best]
+            index = best - 1
+        }
+        return kept.reversed()
     }
 
     /// Walking is periodic: step intervals may alternate (the carrying side moves

@@ -224,19 +224,7 @@ public final class PostgresConnection {
         guard isInTransaction else { throw PostgresError.misuse("savepoint needs an open transaction") }
         savepointDepth += 1
         defer { savepointDepth -= 1 }
-        let name = "healthd_savepoint_\(savepointDepth)"
-        try execute("SAVEPOINT \(name)")
-        let result: T
-        do {
-            result = try body()
-        } catch {
-            // Fails harmlessly when the session broke; the caller's error is the one that matters.
-            try? execute("ROLLBACK TO SAVEPOINT \(name)")
-            try? execute("RELEASE SAVEPOINT \(name)")
-            throw error
-        }
-        try execute("RELEASE SAVEPOINT \(name)")
-        return result
+        return try Savepoint.run(depth: savepointDepth, execute: { try execute($0) }, body)
     }
 
     private func rollbackIfOpen() {

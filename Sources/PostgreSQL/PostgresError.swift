@@ -106,24 +106,3 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// A column held a value its reader does not allow: NULL where the schema promises a value, or
-/// another type than the reader asked for. Names the column (and its table, for named columns).
-public struct PostgresDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let table: String?
-    public let column: String
-    public let problem: String
-    public let sql: String?
-
-    public init(table: String?, column: String, problem: String, sql: String? = nil) {
-        self.table = table
-        self.column = column
-        self.problem = problem
-        self.sql = sql
-    }
-
-    public var description: String {
-        var text = "column \(table.map { "\($0)." } ?? "")\(column) \(problem)"
-        if let sql { text += " — while reading: \(sql)" }
-        return text
-    }
-}

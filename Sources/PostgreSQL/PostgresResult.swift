@@ -82,7 +82,7 @@ extension PostgresColumns {
 }
 
 /// One row of a result. Getters are strict: NULL, or a column of another type than asked for,
-/// throws `PostgresDecodingError` naming the column, instead of reading back as 0 or "".
+/// throws `RowDecodingError` naming the column, instead of reading back as 0 or "".
 /// Integers read from smallint/integer/bigint/oid and integral numeric (what `sum(bigint)`
 /// returns); doubles also from real, integers and numeric; strings from text-like types, json,
 /// jsonb and uuid (canonical lowercase form); bytes from bytea and uuid (its 16 bytes).
@@ -100,22 +100,22 @@ public struct PostgresRow {
 
     // MARK: Positional reads
 
-    public func int64(at column: Int) throws(PostgresDecodingError) -> Int64 { try int64(column, table: nil, name: nil) }
-    public func int(at column: Int) throws(PostgresDecodingError) -> Int { Int(truncatingIfNeeded: try int64(at: column)) }
-    public func double(at column: Int) throws(PostgresDecodingError) -> Double { try double(column, table: nil, name: nil) }
-    public func bool(at column: Int) throws(PostgresDecodingError) -> Bool { try bool(column, table: nil, name: nil) }
-    public func string(at column: Int) throws(PostgresDecodingError) -> String { try string(column, table: nil, name: nil) }
-    public func bytes(at column: Int) throws(PostgresDecodingError) -> [UInt8] { try bytes(column, table: nil, name: nil) }
+    public func int64(at column: Int) throws(RowDecodingError) -> Int64 { try int64(column, table: nil, name: nil) }
+    public func int(at column: Int) throws(RowDecodingError) -> Int { Int(truncatingIfNeeded: try int64(at: column)) }
+    public func double(at column: Int) throws(RowDecodingError) -> Double { try double(column, table: nil, name: nil) }
+    public func bool(at column: Int) throws(RowDecodingError) -> Bool { try bool(column, table: nil, name: nil) }
+    public func string(at column: Int) throws(RowDecodingError) -> String { try string(column, table: nil, name: nil) }
+    public func bytes(at column: Int) throws(RowDecodingError) -> [UInt8] { try bytes(column, table: nil, name: nil) }
     /// A timestamp or timestamptz as microseconds since 1970-01-01 UTC.
-    public func microsecondsSince1970(at column: Int) throws(PostgresDecodingError) -> Int64 {
+    public func microsecondsSince1970(at column: Int) throws(RowDecodingError) -> Int64 {
         try microsecondsSince1970(column, table: nil, name: nil)
     }
 
-    public func int64IfPresent(at column: Int) throws(PostgresDecodingError) -> Int64? { isNull(at: column) ? nil : try int64(at: column) }
-    public func doubleIfPresent(at column: Int) throws(PostgresDecodingError) -> Double? { isNull(at: column) ? nil : try double(at: column) }
-    public func boolIfPresent(at column: Int) throws(PostgresDecodingError) -> Bool? { isNull(at: column) ? nil : try bool(at: column) }
-    public func stringIfPresent(at column: Int) throws(PostgresDecodingError) -> String? { isNull(at: column) ? nil : try string(at: column) }
-    public func bytesIfPresent(at column: Int) throws(PostgresDecodingError) -> [UInt8]? { isNull(at: column) ? nil : try bytes(at: column) }
+    public func int64IfPresent(at column: Int) throws(RowDecodingError) -> Int64? { isNull(at: column) ? nil : try int64(at: column) }
+    public func doubleIfPresent(at column: Int) throws(RowDecodingError) -> Double? { isNull(at: column) ? nil : try double(at: column) }
+    public func boolIfPresent(at column: Int) throws(RowDecodingError) -> Bool? { isNull(at: column) ? nil : try bool(at: column) }
+    public func stringIfPresent(at column: Int) throws(RowDecodingError) -> String? { isNull(at: column) ? nil : try string(at: column) }
+    public func bytesIfPresent(at column: Int) throws(RowDecodingError) -> [UInt8]? { isNull(at: column) ? nil : try bytes(at: column) }
 
     /// Lends the column's raw binary value without copying; valid only inside `body`.
     public func withRawBytes<R, E: Error>(at column: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
@@ -126,33 +126,33 @@ public struct PostgresRow {
 
     // MARK: Named reads
 
-    public func int64<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Int64 { try int64(column.rawValue, table: C.table, name: column.name) }
-    public func int<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Int { Int(truncatingIfNeeded: try int64(column)) }
-    public func double<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Double { try double(column.rawValue, table: C.table, name: column.name) }
-    public func bool<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Bool { try bool(column.rawValue, table: C.table, name: column.name) }
-    public func string<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> String { try string(column.rawValue, table: C.table, name: column.name) }
-    public func bytes<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> [UInt8] { try bytes(column.rawValue, table: C.table, name: column.name) }
-    public func microsecondsSince1970<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Int64 {
+    public func int64<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int64 { try int64(column.rawValue, table: C.table, name: column.name) }
+    public func int<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int { Int(truncatingIfNeeded: try int64(column)) }
+    public func double<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Double { try double(column.rawValue, table: C.table, name: column.name) }
+    public func bool<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Bool { try bool(column.rawValue, table: C.table, name: column.name) }
+    public func string<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> String { try string(column.rawValue, table: C.table, name: column.name) }
+    public func bytes<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] { try bytes(column.rawValue, table: C.table, name: column.name) }
+    public func microsecondsSince1970<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int64 {
         try microsecondsSince1970(column.rawValue, table: C.table, name: column.name)
     }
 
-    public func int64IfPresent<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Int64? { isNull(at: column.rawValue) ? nil : try int64(column) }
-    public func doubleIfPresent<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Double? { isNull(at: column.rawValue) ? nil : try double(column) }
-    public func boolIfPresent<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> Bool? { isNull(at: column.rawValue) ? nil : try bool(column) }
-    public func stringIfPresent<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> String? { isNull(at: column.rawValue) ? nil : try string(column) }
-    public func bytesIfPresent<C: PostgresColumns>(_ column: C) throws(PostgresDecodingError) -> [UInt8]? { isNull(at: column.rawValue) ? nil : try bytes(column) }
+    public func int64IfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int64? { isNull(at: column.rawValue) ? nil : try int64(column) }
+    public func doubleIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Double? { isNull(at: column.rawValue) ? nil : try double(column) }
+    public func boolIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Bool? { isNull(at: column.rawValue) ? nil : try bool(column) }
+    public func stringIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> String? { isNull(at: column.rawValue) ? nil : try string(column) }
+    public func bytesIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> [UInt8]? { isNull(at: column.rawValue) ? nil : try bytes(column) }
 
     // MARK: Decoding
 
     private func type(_ column: Int) -> UInt32 { PQftype(result.handle, Int32(truncatingIfNeeded: column)) }
 
-    private func failure(_ column: Int, table: String?, name: String?, _ problem: String) -> PostgresDecodingError {
-        PostgresDecodingError(table: table, column: name ?? columnName(at: column), problem: problem,
+    private func failure(_ column: Int, table: String?, name: String?, _ problem: String) -> RowDecodingError {
+        RowDecodingError(table: table, column: name ?? columnName(at: column), problem: problem,
                               sql: table == nil ? result.sql : nil)
     }
 
     /// The column's bytes, or an error when it is NULL or out of range.
-    private func present(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> UnsafeRawBufferPointer {
+    private func present(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> UnsafeRawBufferPointer {
         guard column >= 0, column < columnCount else {
             throw failure(column, table: table, name: name, "does not exist (the result has \(columnCount) columns)")
         }
@@ -160,11 +160,11 @@ public struct PostgresRow {
         return withRawBytes(at: column) { $0 }
     }
 
-    private func mismatch(_ column: Int, table: String?, name: String?, wanted: String) -> PostgresDecodingError {
+    private func mismatch(_ column: Int, table: String?, name: String?, wanted: String) -> RowDecodingError {
         failure(column, table: table, name: name, "is \(TypeOID.name(type(column))), not \(wanted)")
     }
 
-    private func int64(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> Int64 {
+    private func int64(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Int64 {
         let raw = try present(column, table: table, name: name)
         switch type(column) {
         case TypeOID.int8 where raw.count == 8: return Int64(bitPattern: raw.bigEndianInteger(UInt64.self))
@@ -180,7 +180,7 @@ public struct PostgresRow {
         }
     }
 
-    private func double(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> Double {
+    private func double(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Double {
         let raw = try present(column, table: table, name: name)
         switch type(column) {
         case TypeOID.float8 where raw.count == 8: return Double(bitPattern: raw.bigEndianInteger(UInt64.self))
@@ -195,13 +195,13 @@ public struct PostgresRow {
         }
     }
 
-    private func bool(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> Bool {
+    private func bool(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Bool {
         let raw = try present(column, table: table, name: name)
         guard type(column) == TypeOID.bool, raw.count == 1 else { throw mismatch(column, table: table, name: name, wanted: "boolean") }
         return raw[0] != 0
     }
 
-    private func string(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> String {
+    private func string(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> String {
         let raw = try present(column, table: table, name: name)
         switch type(column) {
         case TypeOID.text, TypeOID.varchar, TypeOID.bpchar, TypeOID.name, TypeOID.json, TypeOID.unknown:
@@ -215,7 +215,7 @@ public struct PostgresRow {
         }
     }
 
-    private func bytes(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> [UInt8] {
+    private func bytes(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> [UInt8] {
         let raw = try present(column, table: table, name: name)
         switch type(column) {
         case TypeOID.bytea: return Array(raw)
@@ -224,7 +224,7 @@ public struct PostgresRow {
         }
     }
 
-    private func microsecondsSince1970(_ column: Int, table: String?, name: String?) throws(PostgresDecodingError) -> Int64 {
+    private func microsecondsSince1970(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Int64 {
         let raw = try present(column, table: table, name: name)
         guard type(column) == TypeOID.timestamptz || type(column) == TypeOID.timestamp, raw.count == 8 else {
             throw mismatch(column, table: table, name: name, wanted: "a timestamp")

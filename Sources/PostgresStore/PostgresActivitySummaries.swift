@@ -8,23 +8,8 @@ enum PostgresActivitySummaries {
     /// export knows the finished day).
     static func save(_ summaries: [ActivitySummary], userRowID: Int64, on connection: PostgresConnection) throws {
         for summary in summaries {
-            try connection.execute("""
-                INSERT INTO activity_summaries (user_id, day, active_energy_burned, active_energy_burned_goal,
-                    apple_move_time, apple_move_time_goal, apple_exercise_time, apple_exercise_time_goal,
-                    apple_stand_hours, apple_stand_hours_goal)
-                VALUES ($1, $2::date, $3, $4, $5, $6, $7, $8, $9, $10)
-                ON CONFLICT (user_id, day) DO UPDATE SET
-                    active_energy_burned = excluded.active_energy_burned,
-                    active_energy_burned_goal = excluded.active_energy_burned_goal,
-                    apple_move_time = excluded.apple_move_time, apple_move_time_goal = excluded.apple_move_time_goal,
-                    apple_exercise_time = excluded.apple_exercise_time,
-                    apple_exercise_time_goal = excluded.apple_exercise_time_goal,
-                    apple_stand_hours = excluded.apple_stand_hours, apple_stand_hours_goal = excluded.apple_stand_hours_goal
-                """, [.int64(userRowID), .text(summary.day.description),
-                      PostgresValue(summary.activeEnergyBurned), PostgresValue(summary.activeEnergyBurnedGoal),
-                      PostgresValue(summary.appleMoveTime), PostgresValue(summary.appleMoveTimeGoal),
-                      PostgresValue(summary.appleExerciseTime), PostgresValue(summary.appleExerciseTimeGoal),
-                      PostgresValue(summary.appleStandHours), PostgresValue(summary.appleStandHoursGoal)])
+            try connection.execute(ActivitySummary.upsertSQL(.postgres, dayType: "date"),
+                                   [.int64(userRowID), .text(summary.day.description)] + summary.values.map(PostgresValue.init))
         }
     }
 
@@ -43,7 +28,7 @@ enum PostgresActivitySummaries {
             let row = result[index]
             let dayText = try row.string(at: 0)
             guard let day = HealthDate.parseDay(dayText) else {
-                throw PostgresDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
+                throw RowDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
             }
             func value(_ column: Int) throws -> Double? { try row.doubleIfPresent(at: column) }
             summaries.append(ActivitySummary(

@@ -160,12 +160,17 @@ extension PostgresHealthStore {
     /// Deletes rows (and a correlation's objects with it), leaving a tombstone each, numbered from
     /// the user's change counter, in the caller's transaction.
     func delete(_ rows: [SampleRow], userRowID: Int64, _ connection: PostgresConnection) throws -> CommittedChange {
+        // Every correlation's objects, read at once, go just before it, as they were saved with it.
+        var objects: [Int64: [SampleRow]] = [:]
+        for object in try connection.map("""
+            SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = ANY($2::bigint[]) ORDER BY seq
+            """, [.int64(userRowID), PostgresArray.bigints(rows.map(\.seq))], SampleRow.init) {
+            if let parent = object.parentSeq { objects[parent, default: []].append(object) }
+        }
         var all: [SampleRow] = []
+        all.reserveCapacity(rows.count)
         for row in rows {
-            // Objects first, as they were saved with their correlation.
-            all += try connection.map("""
-                SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND parent_seq = $2 ORDER BY seq
-                """, [.int64(userRowID), .int64(row.seq)], SampleRow.init)
+            all += objects[row.seq] ?? []
             all.append(row)
         }
         let last = try Self.reserveChangeNumbers(all.count, userRowID: userRowID, connection)
@@ -173,17 +178,28 @@ extension PostgresHealthStore {
         let deletedAt = StoreClock.nowMilliseconds()
         var touched: Set<String> = []
         var rollups: [RollupTouch] = []
+        var tombstones: [Int64] = []
         for row in all {
             seq += 1
-            try connection.execute("""
-                INSERT INTO deleted_samples (user_id, seq, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                """, [.int64(userRowID), .int64(seq), row.uuid.parameter, .int64(row.typeCode), .int64(row.sourceRowID),
-                      .int64(deletedAt), .int64(row.seq), .int64(row.start), .int64(row.end), PostgresValue(row.value)])
-            try connection.execute("DELETE FROM samples WHERE user_id = $1 AND seq = $2", [.int64(userRowID), .int64(row.seq)])
-            rollups.append(RollupTouch(typeCode: row.typeCode, sourceRowID: row.sourceRowID, start: row.start, end: row.end, value: row.value))
+            tombstones.append(seq)
+            rollups.append(RollupTouch(typeCode: row.typeCode, seq: row.seq, sourceRowID: row.sourceRowID, start: row.start, end: row.end,
+                                       value: row.value, deleted: true))
             if let name = typeName(for: row.typeCode) { touched.insert(name) }
         }
+        // A tombstone each and the rows gone, in one statement however many rows (arrays in text form; a
+        // value's NULL is the array's NULL).
+        try connection.execute("""
+            WITH gone AS (
+                DELETE FROM samples s USING unnest($3::bigint[]) AS g(seq) WHERE s.user_id = $1 AND s.seq = g.seq
+            )
+            INSERT INTO deleted_samples (user_id, seq, uuid, type_id, source_id, deleted_ms, sample_seq, start_ms, end_ms, value)
+            SELECT $1, t.seq, t.uuid, t.type_id, t.source_id, $2, t.sample_seq, t.start_ms, t.end_ms, t.value
+            FROM unnest($4::bigint[], $5::uuid[], $6::bigint[], $7::bigint[], $3::bigint[], $8::bigint[], $9::bigint[], $10::float8[])
+                AS t(seq, uuid, type_id, source_id, sample_seq, start_ms, end_ms, value)
+            """, [.int64(userRowID), .int64(deletedAt), PostgresArray.bigints(all.map(\.seq)), PostgresArray.bigints(tombstones),
+                  Self.uuidArray(all.map(\.uuid)), PostgresArray.bigints(all.map(\.typeCode)),
+                  PostgresArray.bigints(all.map(\.sourceRowID)), PostgresArray.bigints(all.map(\.start)),
+                  PostgresArray.bigints(all.map(\.end)), PostgresArray.doubles(all.map(\.value))])
         try rollupsChanged(rollups, userRowID: userRowID, connection)
         let change = CommittedChange(userRowID: userRowID, typeIDs: touched, lastSeq: last)
         try notifyCommit(change, connection)

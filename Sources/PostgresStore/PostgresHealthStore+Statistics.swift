@@ -12,11 +12,17 @@ extension PostgresHealthStore {
     func rollupsChanged(_ touches: [RollupTouch], userRowID: Int64, _ connection: PostgresConnection) throws {
         var changes = RollupDayChanges()
         for touch in touches {
-            changes.note(typeCode: touch.typeCode, style: rollupStyles[touch.typeCode], start: touch.start, end: touch.end,
-                         value: touch.value)
+            // Source ids are numbered per user from 1; one past Int32 is a sample the statistics cannot hold.
+            guard let value = touch.value, let source = Int32(exactly: touch.sourceRowID) else { continue }
+            let sample = StatisticsSample(id: touch.seq, start: touch.start, end: touch.end, value: value, source: source)
+            if touch.deleted {
+                changes.noteDeleted(typeCode: touch.typeCode, style: rollupStyles[touch.typeCode], sample: sample)
+            } else {
+                changes.noteSaved(typeCode: touch.typeCode, style: rollupStyles[touch.typeCode], sample: sample)
+            }
         }
         guard !changes.isEmpty else { return }
-        try PostgresRollups.apply(changes, userRowID: userRowID, styles: rollupStyles, on: connection)
+        try PostgresRollups.apply(changes, userRowID: userRowID, on: connection)
     }
 
     /// Rebuilds a series' rollups after its source order changed, in that change's transaction.

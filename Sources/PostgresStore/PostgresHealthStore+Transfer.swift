@@ -16,20 +16,9 @@ extension PostgresHealthStore {
             var decisions = ImportDecisions(stored: try storedRows(for: batch, userRowID: userRowID, connection),
                                             batchCount: batch.count)
             var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: "")
-            var sourceRows: [String: Int64] = [:]
-            var outcomes: [ImportOutcome] = []
-            outcomes.reserveCapacity(batch.count)
-            for (index, item) in batch.enumerated() {
-                let sourceRowID: Int64
-                if let known = sourceRows[item.app] {
-                    sourceRowID = known
-                } else {
-                    sourceRowID = try Self.sourceRowID(connection, userRowID: userRowID, app: item.app)
-                    sourceRows[item.app] = sourceRowID
-                }
-                outcomes.append(try decisions.decide(index, of: batch, sourceRowID: sourceRowID, isKnown: { typeCode(for: $0) != nil }) {
-                    row in (row.sourceRowID, try materializer.sample(row).sample)
-                })
+            let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(connection, userRowID: userRowID, app: $0) },
+                                                   isKnown: { typeCode(for: $0) != nil }) { row in
+                (row.sourceRowID, try materializer.sample(row).sample)
             }
             var inserts: [(sample: HealthSample, sourceRowID: Int64)] = []
             var adoptions: [(correlation: HealthUUID, objects: [HealthUUID])] = []
@@ -66,12 +55,7 @@ extension PostgresHealthStore {
     /// The stored rows of the batch's uuids (samples and correlation objects), 1,000 per query.
     private func storedRows(for batch: [SourcedSample], userRowID: Int64, _ connection: PostgresConnection) throws
         -> [HealthUUID: SampleRow] {
-        var uuids: [HealthUUID] = []
-        uuids.reserveCapacity(batch.count)
-        for item in batch {
-            uuids.append(item.sample.uuid)
-            if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
-        }
+        let uuids = ImportDecisions<SampleRow>.uuids(of: batch)
         var rows: [HealthUUID: SampleRow] = [:]
         var start = 0
         while start < uuids.count {

@@ -12,34 +12,68 @@ import Statistics
 /// in-memory decoding only after reading that version in the query's own snapshot, so whatever
 /// another node committed before the query began is in the answer.
 public enum PostgresRollups {
-    /// Rewrites the rollup rows of every day `changes` noted, inside the caller's open write
-    /// transaction (the one that saved or deleted the samples, after their `source_types` and
-    /// `type_extents` rows, so a source saving a type for the first time has its place in the
-    /// default order and a long sample saved now reaches back as far as it must).
+    /// Brings the rollup rows of every day `changes` noted up to date (`DayRollup.maintain`, the
+    /// rules the SQLite store follows too), inside the caller's open write transaction: the one that
+    /// saved or deleted the samples, after their `source_types` and `type_extents` rows, so a source
+    /// saving a type for the first time has its place in the default order and a long sample saved
+    /// now reaches back as far as it must.
     ///
-    /// The touched series are locked (their versions bumped) first, in one statement, before any of
-    /// their samples are read back: a concurrent transaction rewriting the same series waits for
-    /// this one and then reads its samples, so neither overwrites a day with a merge that misses the
+    /// The touched series are locked (their versions bumped) first, in one statement, before any
+    /// row or sample is read back: a concurrent transaction changing the same series waits for this
+    /// one and then reads what it wrote, so neither overwrites a day with a row that misses the
     /// other's samples. Series are taken in ascending type order, the same in every transaction.
-    /// Every changed row of every series is then written by one statement (`PostgresRollupRows`).
-    public static func apply(_ changes: RollupDayChanges, userRowID: Int64, styles: [Int64: AggregationStyle],
-                             on connection: PostgresConnection) throws {
-        let touched = changes.series.filter { styles[$0.typeCode] != nil }
+    /// Then one statement reads the current rows of every touched day, saves are folded into them,
+    /// only days the rules send back to their samples are read from `samples`, and one statement
+    /// writes every changed row (`PostgresRollupRows`). A batch of new samples costs three
+    /// statements, whatever its size.
+    public static func apply(_ changes: RollupDayChanges, userRowID: Int64, on connection: PostgresConnection) throws {
+        let touched = changes.series
         guard !touched.isEmpty else { return }
-        let reaches = try lockSeries(connection, userRowID: userRowID, typeCodes: touched.map(\.typeCode))
+        try lockSeries(connection, userRowID: userRowID, typeCodes: touched.map(\.typeCode))
+        var current: [Int64: [Int64: DayRollup.Row]]?
         var rows = PostgresRollupRows()
         for series in touched {
-            guard let style = styles[series.typeCode] else { continue }
-            let priority = style == .cumulative
-                ? try sourcePriority(connection, userRowID: userRowID, typeCode: series.typeCode) : SourcePriority([])
-            let reach = max(reaches[series.typeCode] ?? 0, series.longestDuration, 0)
-            try DayRollup.refresh(days: series.days, style: style, priority: priority, reach: reach, samples: { from, to in
-                try samples(connection, userRowID: userRowID, typeCode: series.typeCode, from: from, to: to)
-            }, write: { day, row in
-                rows.append(typeCode: series.typeCode, day: day, row: row)
+            let typeCode = series.typeCode
+            try DayRollup.maintain(series, rows: { _ in
+                // The first series asking reads the rows of every touched day of every series.
+                if current == nil { current = try currentRows(connection, userRowID: userRowID, series: touched) }
+                return current?[typeCode] ?? [:]
+            }, context: {
+                let priority = series.style == .cumulative
+                    ? try sourcePriority(connection, userRowID: userRowID, typeCode: typeCode) : SourcePriority([])
+                let committed = try connection.scalarInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = $2",
+                                                           [.int64(userRowID), .int64(typeCode)]) ?? 0
+                return (priority, max(committed, series.longestDuration, 0))
+            }, samples: { from, to in
+                try samples(connection, userRowID: userRowID, typeCode: typeCode, from: from, to: to)
+            }, write: { written in
+                for (day, row) in written { rows.append(typeCode: typeCode, day: day, row: row) }
             })
         }
         try rows.write(connection, userRowID: userRowID)
+    }
+
+    /// The rows (with their detail) of every day the series touched, by type and day, in one read.
+    private static func currentRows(_ connection: PostgresConnection, userRowID: Int64,
+                                    series: [RollupSeriesChanges]) throws -> [Int64: [Int64: DayRollup.Row]] {
+        var types: [Int64] = []
+        var days: [Int64] = []
+        for entry in series {
+            for day in entry.days {
+                types.append(entry.typeCode)
+                days.append(day)
+            }
+        }
+        let result = try connection.query("""
+            SELECT d.type_id, d.day, d.body, d.detail FROM unnest($2::bigint[], $3::bigint[]) AS w(type_id, day)
+            JOIN statistics_days d ON d.user_id = $1 AND d.type_id = w.type_id AND d.day = w.day
+            """, [.int64(userRowID), PostgresArray.bigints(types), PostgresArray.bigints(days)])
+        var rows: [Int64: [Int64: DayRollup.Row]] = [:]
+        for index in 0..<result.rowCount {
+            let row = result[index]
+            rows[try row.int64(at: 0), default: [:]][try row.int64(at: 1)] = (try row.bytes(at: 2), try row.bytesIfPresent(at: 3))
+        }
+        return rows
     }
 
     /// HKStatisticsCollectionQuery over one series, from the rows of the days its buckets touch,
@@ -62,7 +96,7 @@ public enum PostgresRollups {
     /// after its source order changed (a new order changes which source wins every overlap).
     public static func rebuild(userRowID: Int64, typeCode: Int64, style: AggregationStyle,
                                on connection: PostgresConnection) throws {
-        _ = try lockSeries(connection, userRowID: userRowID, typeCodes: [typeCode])
+        try lockSeries(connection, userRowID: userRowID, typeCodes: [typeCode])
         let priority = style == .cumulative
             ? try sourcePriority(connection, userRowID: userRowID, typeCode: typeCode) : SourcePriority([])
         try connection.execute("DELETE FROM statistics_days WHERE user_id = $1 AND type_id = $2",
@@ -76,25 +110,14 @@ public enum PostgresRollups {
     }
 
     /// Bumps the versions of the series `typeCodes` (ascending), taking their row locks until the
-    /// transaction ends, and returns how far back a sample shaping a day of each can start: the
-    /// longest sample of the series committed so far or saved by this transaction (`type_extents`,
-    /// read by a statement of its own after the locks, so it includes every transaction that
-    /// rewrote the series before this one).
-    private static func lockSeries(_ connection: PostgresConnection, userRowID: Int64,
-                                   typeCodes: [Int64]) throws -> [Int64: Int64] {
-        let codes = PostgresArray.bigints(typeCodes)
+    /// transaction ends: what a node's cached decoding of a series is checked against, and what
+    /// orders two transactions changing one series.
+    private static func lockSeries(_ connection: PostgresConnection, userRowID: Int64, typeCodes: [Int64]) throws {
         try connection.execute("""
             INSERT INTO statistics_series AS s (user_id, type_id, version)
             SELECT $1, t, 1 FROM unnest($2::bigint[]) AS t ORDER BY t
             ON CONFLICT (user_id, type_id) DO UPDATE SET version = s.version + 1
-            """, [.int64(userRowID), codes])
-        var reaches: [Int64: Int64] = [:]
-        for (typeCode, longest) in try connection.map("""
-            SELECT type_id, max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = ANY($2::bigint[])
-            """, [.int64(userRowID), codes], { (try $0.int64(at: 0), try $0.int64(at: 1)) }) {
-            reaches[typeCode] = longest
-        }
-        return reaches
+            """, [.int64(userRowID), PostgresArray.bigints(typeCodes)])
     }
 
     /// The series' samples starting in [from, to), as the statistics take them (see `statisticsSample`).
@@ -281,5 +304,15 @@ struct PostgresRollupRows {
 enum PostgresArray {
     static func bigints(_ values: some Sequence<Int64>) -> PostgresValue {
         .text("{" + values.map(String.init).joined(separator: ",") + "}")
+    }
+
+    /// Doubles exactly (Swift prints the shortest text that reads back to the same bits); nil as NULL.
+    static func doubles(_ values: some Sequence<Double?>) -> PostgresValue {
+        .text("{" + values.map { value in
+            guard let value else { return "NULL" }
+            if value.isNaN { return "NaN" }
+            if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+            return "\(value)"
+        }.joined(separator: ",") + "}")
     }
 }

@@ -10,7 +10,7 @@ extension SampleRow {
     /// is not 16 bytes throws instead of reading as zero.
     init(_ row: PostgresRow) throws {
         guard let uuid = HealthUUID(bytes: try row.bytes(SampleColumn.uuid)) else {
-            throw PostgresDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is not 16 bytes")
+            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is not 16 bytes")
         }
         self.init(seq: try row.int64(SampleColumn.seq), uuid: uuid, typeCode: try row.int64(SampleColumn.typeID),
                   sourceRowID: try row.int64(SampleColumn.sourceID), deviceRowID: try row.int64IfPresent(SampleColumn.deviceID),
@@ -69,7 +69,7 @@ extension PostgresHealthStore {
             } else {
                 guard let value = row.value else {
                     // A quantity without its value is a damaged row: say so instead of reporting 0.
-                    throw PostgresDecodingError(table: "samples", column: "value", problem: "is NULL for \(typeName) sample seq \(row.seq)")
+                    throw RowDecodingError(table: "samples", column: "value", problem: "is NULL for \(typeName) sample seq \(row.seq)")
                 }
                 content = .quantity(value)
             }

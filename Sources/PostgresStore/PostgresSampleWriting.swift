@@ -76,10 +76,13 @@ struct PostgresSampleBatch: Sendable {
 /// A sample a write changed, for the statistics rollups (saved or deleted; kept in the order done).
 struct RollupTouch: Sendable, Equatable {
     var typeCode: Int64
+    /// The sample's row sequence: what orders equal-time samples for `mostRecent`.
+    var seq: Int64
     var sourceRowID: Int64
     var start: Int64
     var end: Int64
     var value: Double?
+    var deleted: Bool
 }
 
 /// What one write transaction did to a user's samples: for the commit's observers and NOTIFY, and
@@ -243,8 +246,8 @@ extension PostgresHealthStore {
                 groupOrder.append(group)
             }
             longest[row.typeCode] = max(longest[row.typeCode] ?? 0, row.sample.end - row.sample.start)
-            effects.rollups.append(RollupTouch(typeCode: row.typeCode, sourceRowID: row.sourceRowID, start: row.sample.start,
-                                               end: row.sample.end, value: row.sample.quantity))
+            effects.rollups.append(RollupTouch(typeCode: row.typeCode, seq: base + 1 + Int64(position), sourceRowID: row.sourceRowID,
+                                               start: row.sample.start, end: row.sample.end, value: row.sample.quantity, deleted: false))
         }
         for group in groupOrder {
             if let name = typeName(for: group.typeCode) { effects.touchedTypes.insert(name) }

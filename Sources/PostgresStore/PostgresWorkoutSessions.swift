@@ -68,12 +68,12 @@ enum PostgresWorkoutSessions {
             if let low = try row.doubleIfPresent(at: 4) { zone = HeartRateZoneBounds(low: low, high: try row.double(at: 5)) }
             let stateText = try row.string(at: 6)
             guard let state = WorkoutSessionState(rawValue: stateText) else {
-                throw PostgresDecodingError(table: "workout_sessions", column: "state", problem: "holds unknown state '\(stateText)'")
+                throw RowDecodingError(table: "workout_sessions", column: "state", problem: "holds unknown state '\(stateText)'")
             }
             var workoutUUID: HealthUUID?
             if let bytes = try row.bytesIfPresent(at: 10) {
                 guard let uuid = HealthUUID(bytes: bytes) else {
-                    throw PostgresDecodingError(table: "workout_sessions", column: "workout_uuid", problem: "is not a 16-byte uuid")
+                    throw RowDecodingError(table: "workout_sessions", column: "workout_uuid", problem: "is not a 16-byte uuid")
                 }
                 workoutUUID = uuid
             }

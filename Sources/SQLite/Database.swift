@@ -222,20 +222,7 @@ public final class Database {
         }
         savepointDepth += 1
         defer { savepointDepth -= 1 }
-        let name = "healthd_savepoint_\(savepointDepth)"
-        try execute("SAVEPOINT \(name)")
-        let result: T
-        do {
-            result = try body()
-        } catch {
-            // ROLLBACK TO keeps the savepoint open; RELEASE then removes it. If SQLite already
-            // rolled back the whole transaction (e.g. on SQLITE_FULL), both fail harmlessly.
-            try? execute("ROLLBACK TO \(name)")
-            try? execute("RELEASE \(name)")
-            throw error
-        }
-        try execute("RELEASE \(name)")
-        return result
+        return try Savepoint.run(depth: savepointDepth, execute: { try execute($0) }, body)
     }
 
     private func rollbackIfOpen(_ handle: OpaquePointer) {

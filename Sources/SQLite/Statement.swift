@@ -231,31 +231,6 @@ extension TableColumns {
     public static var selectList: String { allCases.map(\.name).joined(separator: ", ") }
 }
 
-/// A column held a value its reader does not allow: NULL where the schema promises a value, or
-/// bytes that do not decode (a uuid that is not 16 bytes, say). Names where, so a corrupt row is
-/// diagnosable from one log line instead of reading back as 0 or "".
-public struct RowDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The table, when the reader knows it (named columns); nil for positional reads of an
-    /// arbitrary query, whose SQL is given instead.
-    public let table: String?
-    public let column: String
-    public let problem: String
-    public let sql: String?
-
-    public init(table: String?, column: String, problem: String, sql: String? = nil) {
-        self.table = table
-        self.column = column
-        self.problem = problem
-        self.sql = sql
-    }
-
-    public var description: String {
-        var text = "column \(table.map { "\($0)." } ?? "")\(column) \(problem)"
-        if let sql { text += " — while reading: \(sql)" }
-        return text
-    }
-}
-
 /// A non-copying view of a statement's current row. It must not outlive the callback or the
 /// step that produced it: every getter reads SQLite's current row directly.
 ///
@@ -264,7 +239,7 @@ public struct RowDecodingError: Error, Sendable, Hashable, CustomStringConvertib
 /// Read a table's columns through its `TableColumns` type; positions (`at:`) are for a query's
 /// own result list (aggregates, one-column lookups) written next to the read.
 public struct Row {
-    let handle: OpaquePointer
+    @usableFromInline let handle: OpaquePointer
 
     public var count: Int { Int(sqlite3_column_count(handle)) }
 
@@ -308,7 +283,9 @@ public struct Row {
     }
 
     /// Lends the column's bytes without copying; the buffer is valid only inside `body`.
-    /// NULL lends an empty buffer: check `isNull(at:)` first where that matters.
+    /// NULL lends an empty buffer: check `isNull(at:)` first where that matters. Inlinable, so
+    /// per-row decoders in other modules (a sample's uuid) call it without generic dispatch.
+    @inlinable
     public func withBlob<R, E: Error>(at index: Int, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let column = Int32(truncatingIfNeeded: index)
         let base = sqlite3_column_blob(handle, column)

@@ -10,6 +10,10 @@ import Synchronization
 /// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
 ///   PostgreSQL, and raw binary `COPY` of the same number of rows, in batches of the same size,
 ///   one transaction each, from as many connections, into the same `samples` table: the floor.
+///   Beside the rates, CPU seconds per 10,000 samples: healthd's own and the PostgreSQL server's
+///   (its process tree, when it runs on this machine) for the HTTP ingest, the server's alone for
+///   the floor. On a loaded machine the rates follow the share of the cores each phase got; CPU per
+///   sample does not.
 ///   `--users N` spreads the clients over N users (client i writes for user i mod N), the floor's
 ///   connections likewise: one user's batches commit one at a time (its change numbers follow
 ///   commit order, see `PostgresHealthStore.reserveChangeNumbers`), different users' in parallel;
@@ -92,14 +96,19 @@ enum PostgresBenchmark {
             let nodeA = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-a",
                                           extraArguments: ["--database", url, "--config", config])
             defer { nodeA.stop() }
+            let server = PostgresServerCPU(url: url)
+            let cpuBefore = (healthd: processCPUSeconds(nodeA.process.processIdentifier), postgres: server?.seconds() ?? 0)
             let postgres = try ingest(port: nodeA.port, tokens: postgresTokens, bodies: bodies, clients: options.clients)
+            let ingestCPU = (healthd: processCPUSeconds(nodeA.process.processIdentifier) - cpuBefore.healthd,
+                             postgres: (server?.seconds() ?? 0) - cpuBefore.postgres)
             let bodyBytes = try PostgresConnection(url: url).first("SELECT coalesce(avg(length(body)), 0)::float8 FROM samples") {
                 try $0.double(at: 0)
             } ?? 0
 
             let floorURL = try databases.fresh()
-            let floor = try rawCopy(url: floorURL, batches: options.batches, batchSize: options.batchSize, clients: options.clients,
-                                    users: options.users, bodyBytes: Int(bodyBytes.rounded()))
+            let (floor, floorCPU) = try rawCopy(url: floorURL, batches: options.batches, batchSize: options.batchSize,
+                                                clients: options.clients, users: options.users, bodyBytes: Int(bodyBytes.rounded()),
+                                                server: server)
 
             print("ingest: \(options.batches) batches x \(options.batchSize) samples (client uuids), \(options.clients) clients, keep-alive, "
                   + "\(options.users) user\(options.users == 1 ? "" : "s")")
@@ -110,6 +119,13 @@ enum PostgresBenchmark {
                   + "PostgreSQL / SQLite over HTTP = \(format(postgres.rate / sqlite.rate))x, "
                   + "PostgreSQL HTTP = \(format(postgres.rate / 100_000))x of 100k samples/s")
             print("  (\(total) samples per run)")
+            if server != nil {
+                let per = 10_000 / Double(total)
+                print("  CPU s per 10k samples: PostgreSQL HTTP ingest \(format((ingestCPU.healthd + ingestCPU.postgres) * per)) "
+                      + "(healthd \(format(ingestCPU.healthd * per)) + PostgreSQL \(format(ingestCPU.postgres * per))), "
+                      + "raw COPY \(format(floorCPU * per)) (PostgreSQL); COPY / HTTP ingest = "
+                      + "\(format(floorCPU / max(1e-9, ingestCPU.healthd + ingestCPU.postgres)))x")
+            }
 
             // Statistics reads: one node, then two on the same database.
             let target = "/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&timeZone=UTC"
@@ -189,9 +205,12 @@ enum PostgresBenchmark {
 
     /// Raw binary COPY into the healthd schema's `samples` table: what PostgreSQL itself can take
     /// with no HTTP, JSON, validation, change numbering or rollups.
-    static func rawCopy(url: String, batches: Int, batchSize: Int, clients: Int, users: Int, bodyBytes: Int) throws -> Double {
+    /// Returns the rate and the server's CPU seconds over the copies (`server` nil: 0).
+    static func rawCopy(url: String, batches: Int, batchSize: Int, clients: Int, users: Int, bodyBytes: Int,
+                        server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
         // The store creates the schema (migrations), exactly as healthd would.
         PostgresHealthStoreFactory.close(try PostgresHealthStoreFactory.open(url: url))
+        let cpuBefore = server?.seconds() ?? 0
         let nextSeq = Atomic<Int64>(0)
         let failures = Mutex<[String]>([])
         let copy = """
@@ -234,8 +253,9 @@ enum PostgresBenchmark {
             }
         }
         let seconds = Double(nanosecondsNow() - began) / 1e9
+        let cpuSeconds = (server?.seconds() ?? 0) - cpuBefore
         if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
-        return Double(batches * batchSize) / seconds
+        return (Double(batches * batchSize) / seconds, cpuSeconds)
     }
 
     /// GETs `target` for `seconds` from `clients` keep-alive connections spread over `ports`.
@@ -307,4 +327,43 @@ enum PostgresBenchmark {
 enum PostgresHealthStoreFactory {
     static func open(url: String) throws -> PostgresHealthStore { try PostgresHealthStore(url: url, maxConnections: 2, listen: false) }
     static func close(_ store: PostgresHealthStore) { store.close() }
+}
+
+/// CPU seconds used by a PostgreSQL server running on this machine: its postmaster's own, its
+/// children's that have exited (cutime, cstime) and its live children's (backends, background
+/// workers), from /proc. Nil when the server is not local (its backend's process is not ours to see).
+struct PostgresServerCPU {
+    let postmaster: Int32
+
+    init?(url: String) {
+        guard let connection = try? PostgresConnection(url: url),
+              let backend = try? connection.scalarInt64("SELECT pg_backend_pid()") else { return nil }
+        defer { connection.close() }
+        guard let fields = Self.stat(Int32(truncatingIfNeeded: backend)), fields.count > 1, let parent = Int32(fields[1]),
+              Self.stat(parent) != nil else { return nil }
+        postmaster = parent
+    }
+
+    /// The fields of /proc/PID/stat after the command name (state is the first).
+    static func stat(_ process: Int32) -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(process)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    func seconds() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var total = 0.0
+        // Fields after the name: ppid is the 2nd, utime the 12th, stime 13th, cutime 14th, cstime 15th.
+        if let own = Self.stat(postmaster), own.count > 14 {
+            total += [11, 12, 13, 14].reduce(0) { $0 + (Double(own[$1]) ?? 0) }
+        }
+        let children = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for name in children {
+            guard let process = Int32(name), let fields = Self.stat(process), fields.count > 12,
+                  Int32(fields[1]) == postmaster else { continue }
+            total += (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        }
+        return total / ticks
+    }
 }

@@ -6,7 +6,6 @@ import HealthdCommandLine
 import HealthStore
 import PostgresStore
 import HTTPServer
-import Synchronization
 
 /// Defaults, then the config file, then the environment (`HEALTHD_PUBLIC_DIR`, `HEALTHD_PORT`,
 /// `HEALTHD_STATISTICS_MEMORY_MIB`), then flags.
@@ -77,7 +76,9 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     }
 }
 
-func runServe(_ options: ServeOptions) {
+func runServe(_ options: ServeOptions) -> Never {
+    // Before any thread starts, so every thread inherits the mask (see `StopSignals`).
+    StopSignals.block()
     var configuration = loadConfiguration(options.common)
     if let host = options.host { configuration.host = host }
     if let port = options.port { configuration.port = port }
@@ -113,7 +114,6 @@ func runServe(_ options: ServeOptions) {
     } catch {
         fail("cannot listen on \(configuration.host):\(configuration.port): \(error)")
     }
-    let stopSources = handleStopSignals(server: server, application: application, store: store, log: log)
     application.connections.connect {
         let statistics = server.statistics
         return (open: statistics.openConnections, accepted: UInt64(statistics.acceptedConnections))
@@ -139,49 +139,60 @@ func runServe(_ options: ServeOptions) {
         // A browser cannot open the wildcard address: point the dashboard link at loopback.
         let dashboardHost = ["0.0.0.0", "::", "[::]"].contains(configuration.host)
             ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
-        prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", timeZone: demoTimeZone(options.timeZone),
-                    hasDashboard: hasDashboard)
+        // Off the main thread, which waits for stop signals: a stop during seeding is not delayed.
+        DispatchQueue.global().async {
+            prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", timeZone: demoTimeZone(options.timeZone),
+                        hasDashboard: hasDashboard)
+        }
     }
-    withExtendedLifetime(stopSources) { dispatchMain() }
+    waitForStopSignals(server: server, application: application, store: store, log: log)
+}
+
+/// SIGTERM and SIGINT stay blocked in every thread and are taken with `sigwait` on the main thread.
+/// A Dispatch signal source with the signal ignored lost a stop sent just after "listening on": until
+/// the main thread reached `dispatchMain()` it did not block the signal, and the kernel discards an
+/// ignored signal delivered to a thread that does not block it. A blocked signal stays pending until
+/// taken, whenever it was sent.
+enum StopSignals {
+    static func set() -> sigset_t {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        return signals
+    }
+
+    /// Blocks both in the calling thread and in every thread it starts later.
+    static func block() {
+        var signals = set()
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
+    /// Waits for the next SIGTERM or SIGINT.
+    static func next() -> Int32 {
+        var signals = set()
+        var received: Int32 = 0
+        while sigwait(&signals, &received) != 0 {}
+        return received
+    }
 }
 
 /// Graceful stop: stop accepting, let in-flight requests finish, then close the store so the WAL
 /// is checkpointed. A second signal stops at once (nothing acknowledged is lost either way: every
-/// 2xx was durable before it was sent). Installed before the first line is printed, so a signal
-/// sent as soon as the server says it listens is never lost.
-func handleStopSignals(server: HTTPServer, application: HealthApplication, store: any HealthDataStore,
-                       log: AccessLog) -> [any DispatchSourceSignal] {
-    signal(SIGTERM, SIG_IGN)
-    signal(SIGINT, SIG_IGN)
-    let signalQueue = DispatchQueue(label: "healthd.signals")
-    var sources: [any DispatchSourceSignal] = []
-    let stopping = StopFlag()
-    for signalNumber in [SIGTERM, SIGINT] {
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-        source.setEventHandler {
-            if stopping.begin() == false { exit(1) }
-            log.event("stopping", fields: [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")])
-            application.beginShutdown()
-            server.shutdown {
-                store.close()
-                log.event("stopped")
-                exit(0)
-            }
-        }
-        source.resume()
-        sources.append(source)
-    }
-    return sources
-}
-
-/// Remembers that a stop began, so a second signal can force the exit.
-final class StopFlag: Sendable {
-    private let started = Mutex(false)
-    /// True the first time.
-    func begin() -> Bool {
-        started.withLock { started in
-            defer { started = true }
-            return !started
+/// 2xx was durable before it was sent).
+func waitForStopSignals(server: HTTPServer, application: HealthApplication, store: any HealthDataStore,
+                        log: AccessLog) -> Never {
+    var stopping = false
+    while true {
+        let signalNumber = StopSignals.next()
+        if stopping { exit(1) }
+        stopping = true
+        log.event("stopping", fields: [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")])
+        application.beginShutdown()
+        server.shutdown {
+            store.close()
+            log.event("stopped")
+            exit(0)
         }
     }
 }

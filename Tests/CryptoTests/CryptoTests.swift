@@ -71,3 +71,28 @@ import Testing
         #expect(Base64URL.decode("ab") == nil)  // "b" leaves non-zero trailing bits
     }
 }
+
+@Suite struct HMACKeyTests {
+    /// RFC 2104 spelled out with one-shot hashes.
+    static func reference(_ message: [UInt8], key: [UInt8]) -> [UInt8] {
+        var block = key.count > 64 ? SHA256.hash(key) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = SHA256.hash(block.map { $0 ^ 0x36 } + message)
+        return SHA256.hash(block.map { $0 ^ 0x5c } + inner)
+    }
+
+    /// The precomputed key gives the one-shot function's MAC for keys shorter than, equal to and
+    /// longer than a block, and messages around the padding edges.
+    @Test func precomputedKeysMatchOneShot() {
+        for keyLength in [0, 20, 32, 64, 65, 131] {
+            let key = (0..<keyLength).map { UInt8(($0 * 29 + 7) & 0xff) }
+            let prepared = HMACSHA256.Key(key)
+            for messageLength in [0, 1, 25, 55, 56, 64, 100, 200] {
+                let message = (0..<messageLength).map { UInt8(($0 * 13 + 1) & 0xff) }
+                #expect(prepared.authenticationCode(for: message) == Self.reference(message, key: key))
+            }
+            // Twice from the same key: using it leaves it unchanged.
+            #expect(prepared.authenticationCode(for: [1, 2, 3]) == prepared.authenticationCode(for: [1, 2, 3]))
+        }
+    }
+}

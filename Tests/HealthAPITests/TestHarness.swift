@@ -7,34 +7,7 @@ import Synchronization
 @testable import HealthStore
 import PostgreSQL
 import PostgresStore
-
-/// `HEALTHD_TEST_POSTGRES_URL`: where the PostgreSQL variants of API suites run (skipped without it).
-enum TestPostgres {
-    static let url = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
-    static var isAvailable: Bool { url != nil }
-}
-
-/// A schema of its own for one test server, dropped with it.
-final class TestPostgresSchema: Sendable {
-    let name = "hd_api_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-    let configuration: PostgresConfiguration
-
-    init() throws {
-        guard let url = TestPostgres.url else { throw PostgresError(kind: .misuse, message: "HEALTHD_TEST_POSTGRES_URL is not set") }
-        let admin = try PostgresConnection(url: url)
-        defer { admin.close() }
-        try admin.execute("CREATE SCHEMA \(name)")
-        var configuration = try PostgresConfiguration(url: url)
-        configuration.settings["search_path"] = name
-        self.configuration = configuration
-    }
-
-    deinit {
-        guard let url = TestPostgres.url, let admin = try? PostgresConnection(url: url) else { return }
-        try? admin.execute("DROP SCHEMA \(name) CASCADE")
-        admin.close()
-    }
-}
+import PostgresTestSupport
 
 /// A HealthApplication on a fresh temporary store, driven without sockets: SQLite by default, or
 /// PostgreSQL (a schema of its own on `HEALTHD_TEST_POSTGRES_URL`) for the suites that walk the
@@ -47,7 +20,7 @@ final class TestServer: Sendable {
     let backend: any HealthDataStore
     let directory: String
     private let ownsDirectory: Bool
-    private let postgresSchema: TestPostgresSchema?
+    private let postgresSchema: TestSchema?
 
     /// The SQLite store, for the tests that look inside it (they run on SQLite only).
     var store: HealthStore {
@@ -70,7 +43,7 @@ final class TestServer: Sendable {
             postgresSchema = nil
             backend = try HealthStore(directory: directory, readers: 2)
         case .postgres:
-            let schema = try TestPostgresSchema()
+            let schema = try TestSchema(prefix: "hd_api_")
             postgresSchema = schema
             backend = try PostgresHealthStore(configuration: schema.configuration, maxConnections: 4)
         }

@@ -1,9 +1,10 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
 
 /// Parameters, rows and errors against a real server.
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct ConnectionTests {
     @Test func parametersRoundTripExactly() throws {
         let schema = try TestSchema()
@@ -51,12 +52,12 @@ struct ConnectionTests {
         let db = try schema.connect()
         let result = try db.query("SELECT NULL::bigint AS missing, 'x'::text AS word, 2.5::numeric AS half")
         let row = result[0]
-        #expect(throws: PostgresDecodingError(table: nil, column: "missing", problem: "is NULL", sql: result.sql)) { try row.int64(at: 0) }
-        #expect(throws: PostgresDecodingError(table: nil, column: "word", problem: "is text, not an integer", sql: result.sql)) {
+        #expect(throws: RowDecodingError(table: nil, column: "missing", problem: "is NULL", sql: result.sql)) { try row.int64(at: 0) }
+        #expect(throws: RowDecodingError(table: nil, column: "word", problem: "is text, not an integer", sql: result.sql)) {
             try row.int64(at: 1)
         }
-        #expect(throws: PostgresDecodingError.self) { try row.int64(at: 2) }
-        #expect(throws: PostgresDecodingError.self) { try row.string(at: 7) }
+        #expect(throws: RowDecodingError.self) { try row.int64(at: 2) }
+        #expect(throws: RowDecodingError.self) { try row.string(at: 7) }
         #expect(try row.double(at: 2) == 2.5)
 
         enum Columns: Int, PostgresColumns {
@@ -68,7 +69,7 @@ struct ConnectionTests {
         try db.execute("INSERT INTO things VALUES (1, NULL)", [])
         let thing = try db.query("SELECT \(Columns.selectList) FROM things")[0]
         #expect(try thing.int64(Columns.id) == 1)
-        #expect(throws: PostgresDecodingError(table: "things", column: "label", problem: "is NULL")) { try thing.string(Columns.label) }
+        #expect(throws: RowDecodingError(table: "things", column: "label", problem: "is NULL")) { try thing.string(Columns.label) }
         #expect(try thing.stringIfPresent(Columns.label) == nil)
     }
 

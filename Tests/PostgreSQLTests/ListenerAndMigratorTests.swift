@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
+import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
 
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct ListenerTests {
     final class Inbox: Sendable {
         let received = Mutex<[PostgresNotification]>([])
@@ -69,7 +70,7 @@ struct ListenerTests {
     }
 }
 
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct PostgresMigratorTests {
     static func migrator(_ count: Int = 3) -> PostgresMigrator {
         var migrator = PostgresMigrator()
@@ -120,7 +121,7 @@ struct PostgresMigratorTests {
             try db.execute("CREATE TABLE half (id bigint)")
             try db.execute("SELECT * FROM no_such_table")
         }
-        #expect(throws: PostgresMigrationError.self) { try migrator.migrate(db) }
+        #expect(throws: MigrationError.self) { try migrator.migrate(db) }
         #expect(try migrator.appliedMigrations(db) == ["create items"])
         #expect(try db.first("SELECT to_regclass('half') IS NULL") { try $0.bool(at: 0) } == true)
     }
@@ -129,19 +130,19 @@ struct PostgresMigratorTests {
         let schema = try TestSchema()
         let db = try schema.connect()
         try Self.migrator().migrate(db)
-        #expect(throws: PostgresMigrationError.unknownMigrations(applied: ["create items", "add label", "seed"], known: 2)) {
+        #expect(throws: MigrationError.unknownMigrations(applied: ["create items", "add label", "seed"], userVersion: nil, known: 2)) {
             try Self.migrator(2).migrate(db)
         }
         var renamed = PostgresMigrator()
         renamed.register("create things", sql: "SELECT 1")
         renamed.register("add label", sql: "SELECT 1")
         renamed.register("seed", sql: "SELECT 1")
-        #expect(throws: PostgresMigrationError.nameMismatch(id: 1, applied: "create items", registered: "create things")) {
+        #expect(throws: MigrationError.nameMismatch(id: 1, applied: "create items", registered: "create things")) {
             try renamed.migrate(db)
         }
         var twice = PostgresMigrator()
         twice.register("a", sql: "SELECT 1")
         twice.register("a", sql: "SELECT 1")
-        #expect(throws: PostgresMigrationError.duplicateName("a")) { try twice.migrate(db) }
+        #expect(throws: MigrationError.duplicateName("a")) { try twice.migrate(db) }
     }
 }

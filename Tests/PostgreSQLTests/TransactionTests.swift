@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
+import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
 
 /// Transactions, retries and the pool against a real server.
-@Suite(.enabled(if: TestServer.isAvailable, TestServer.skipReason))
+@Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct TransactionTests {
     @Test func commitsOrRollsBackAsAWhole() throws {
         let schema = try TestSchema()

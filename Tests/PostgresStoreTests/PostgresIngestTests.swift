@@ -4,6 +4,7 @@ import HealthStore
 import PostgreSQL
 import PostgresStore
 import Statistics
+import PostgresTestSupport
 import Testing
 
 /// The PostgreSQL write path (one COPY per batch, the batch's rollup rows in one statement) beside

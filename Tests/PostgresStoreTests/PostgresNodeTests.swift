@@ -3,6 +3,7 @@ import HealthModel
 import HealthStore
 import PostgreSQL
 import PostgresStore
+import PostgresTestSupport
 import Testing
 
 /// Two PostgreSQL stores on one schema behave as two healthd nodes: each hears the other's

@@ -4,6 +4,7 @@ import HealthStore
 import PostgreSQL
 @testable import PostgresStore
 import Statistics
+import PostgresTestSupport
 import Testing
 
 /// IMU sessions, workout sessions and activity summaries on PostgreSQL, with two pools on one
@@ -48,7 +49,7 @@ struct PostgresSessionsTests {
     /// `unexpectedSeq`, two nodes committing the same seq from the same read cannot both succeed
     /// (the loser re-reads and replays the winner), and after the end nothing more is taken.
     @Test func batchesOfOneSessionAlternateBetweenTwoNodes() throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let nodeA = try schema.pool(), nodeB = try schema.pool()
         #expect(try Self.send(0, steps: 10, through: nodeA) == Array("answer 0 10".utf8))
         #expect(try Self.send(1, steps: 12, through: nodeB) == Array("answer 1 12".utf8))
@@ -102,7 +103,7 @@ struct PostgresSessionsTests {
     /// other node committed; zone judgement publishes a change once even when both nodes judge;
     /// ending saves the workout with the running stretches' merged totals.
     @Test func workoutSessionAcrossTwoNodes() throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let writer = try schema.connect()
         try RollupTestWriter.prepare(writer, sources: 2)
         let nodeA = try schema.pool(), nodeB = try schema.pool()
@@ -168,7 +169,7 @@ struct PostgresSessionsTests {
     }
 
     @Test func activitySummariesReplaceTheirDay() throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let pool = try schema.pool()
         let day = { (text: String) in HealthDate.parseDay(text) }
         guard let first = day("2026-03-01"), let second = day("2026-03-02"), let third = day("2026-03-03") else {

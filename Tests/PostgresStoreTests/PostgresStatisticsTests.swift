@@ -4,11 +4,13 @@ import PostgreSQL
 @testable import PostgresStore
 import Statistics
 import TimeZoneDatabase
+import PostgresTestSupport
 import Testing
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
 /// user's change counter) and keeps the rollups with `PostgresRollups.apply` in the same
-/// transaction; the statistics tests drive it with random writes and deletes.
+/// transaction (saves folded into the rows, deletes and overlaps of sources read back); the
+/// statistics tests drive it with random writes and deletes.
 struct RollupTestWriter {
     static let user: Int64 = 77
     static let steps: Int64 = 1  // cumulative
@@ -43,10 +45,10 @@ struct RollupTestWriter {
                     INSERT INTO type_extents AS t (user_id, type_id, max_duration_ms) VALUES ($1, $2, $3)
                     ON CONFLICT (user_id, type_id) DO UPDATE SET max_duration_ms = greatest(t.max_duration_ms, excluded.max_duration_ms)
                     """, [.int64(user), .int64(typeCode), .int64(sample.end - sample.start)])
-                changes.note(typeCode: typeCode, style: styles[typeCode], start: sample.start, end: sample.end, value: sample.value)
+                changes.noteSaved(typeCode: typeCode, style: styles[typeCode], sample: sample)
                 saved.append(sample)
             }
-            try PostgresRollups.apply(changes, userRowID: user, styles: styles, on: connection)
+            try PostgresRollups.apply(changes, userRowID: user, on: connection)
             return saved
         }
     }
@@ -56,9 +58,9 @@ struct RollupTestWriter {
             var changes = RollupDayChanges()
             for sample in samples {
                 try connection.execute("DELETE FROM samples WHERE user_id = $1 AND seq = $2", [.int64(user), .int64(sample.id)])
-                changes.note(typeCode: typeCode, style: styles[typeCode], start: sample.start, end: sample.end, value: sample.value)
+                changes.noteDeleted(typeCode: typeCode, style: styles[typeCode], sample: sample)
             }
-            try PostgresRollups.apply(changes, userRowID: user, styles: styles, on: connection)
+            try PostgresRollups.apply(changes, userRowID: user, on: connection)
         }
     }
 
@@ -148,7 +150,7 @@ struct PostgresStatisticsTests {
     /// figures, separateBySource) and a node's cache never answers from before another's write.
     @Test(arguments: 1...4)
     func rollupsMatchDirectStatisticsAcrossTwoNodes(seed: Int) throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let writer = try schema.connect()
         try RollupTestWriter.prepare(writer, sources: 3)
         let nodes = [(try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20)),
@@ -201,7 +203,7 @@ struct PostgresStatisticsTests {
     /// The effective order: the user's listed apps first (unknown ones skipped, repeats once),
     /// then the others in the order they first saved the type.
     @Test func sourcePriorityListsChosenAppsThenFirstSavers() throws {
-        let schema = try PGTestSchema()
+        let schema = try TestSchema.migratedToStore()
         let connection = try schema.connect()
         try RollupTestWriter.prepare(connection, sources: 3)
         let sample = { (source: Int32) in StatisticsSample(id: 0, start: Self.base, end: Self.base + 60_000, value: 1, source: source) }

@@ -6,6 +6,7 @@ import PostgresStore
 import Statistics
 import TimeZoneDatabase
 import Synchronization
+import PostgresTestSupport
 import Testing
 
 /// Statistics, IMU sessions, workout sessions and activity summaries through `HealthDataStore`,

@@ -1,6 +1,7 @@
 import Foundation
 import HealthModel
 import HealthStore
+import PostgresTestSupport
 import Testing
 
 /// What every `HealthDataStore` must do, written once against the interface and run on both

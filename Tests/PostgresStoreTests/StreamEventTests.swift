@@ -2,6 +2,7 @@ import Foundation
 import HealthStore
 import PostgresStore
 import Synchronization
+import PostgresTestSupport
 import Testing
 
 /// Stream events (workout zone changes) reach every node's store exactly once, and a stream reads

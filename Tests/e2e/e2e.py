@@ -580,6 +580,21 @@ def first_start_checks(binary, public):
         proc.terminate()
         proc.wait(20)
         check("HEALTHD_PORT sets the port", port == chosen, (port, chosen, out, errors))
+        # A stop sent the moment the server says it listens must not be lost (it once was, now and
+        # then, while the main thread had not yet started waiting for signals).
+        stopped = []
+        for attempt in range(12):
+            proc, port, out, errors = start_and_read([binary, "serve", "--port", "0", *store_args(os.path.join(tmp, "d5"))],
+                                                     cwd=tmp, env=env, want=r"listening on")
+            proc.send_signal(signal.SIGTERM if attempt % 2 == 0 else signal.SIGINT)
+            try:
+                stopped.append(proc.wait(20))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                stopped.append("hung")
+        check("SIGTERM or SIGINT right after 'listening on' stops the server cleanly, 12 times of 12",
+              stopped == [0] * 12, stopped)
         proc, port, out, errors = start_and_read([binary, "serve", "--port", "0", *store_args(os.path.join(tmp, "d3")),
                                                   "--public-dir", os.path.join(tmp, "nowhere"), "--demo"],
                                                  cwd=tmp, env=env, want=r"^demo read token")
