@@ -5,12 +5,16 @@
 #   Benchmarks/http.sh [seconds] [store-samples]     (defaults: 10 s per run, 1,000,000 samples)
 # Prints, for GET /healthz at 64 connections (wrk -t2): req/s, p99 and server CPU per request
 # (utime+stime deltas from /proc/PID/stat over the run) for all three, healthd/floor and
-# healthd/nginx; p99 at 1,000 connections; healthd's RSS holding 1,000 idle keep-alive
-# connections; and GET /v1/samples?type=stepCount&limit=10 with an app token on a store of
-# 1M samples (built once by `healthd-bench seed-store` and kept in .build/http-bench-store).
+# healthd/nginx; p99 at 1,000 connections, with the mean latency beside the bound Little's law
+# sets (connections / requests per second) and the share of both cores wrk itself used; and
+# GET /v1/samples?type=stepCount&limit=10 with an app token on a store of 1M samples (built
+# once by `healthd-bench seed-store` and kept in .build/http-bench-store). healthd's memory
+# holding 1,000 idle keep-alive connections (/proc/PID/smaps_rollup) is read twice: after the
+# /healthz runs (the HTTP layer's own) and after the samples run (with the store's caches).
 # BASELINE=path/to/an/older/healthd adds that binary's GET /healthz to the same run, for
 # before/after figures side by side; with BASELINE_STORE=dir (a store that binary can open, with
-# the token in BASELINE_TOKEN) its samples route too. Installs wrk and nginx from Debian if missing.
+# the token in BASELINE_TOKEN) its samples route too. BIN=dir takes the three binaries from dir
+# instead of building them. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
@@ -20,10 +24,14 @@ if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq wrk nginx >/dev/null
 fi
-swift build -c release --product healthd 2>&1 | tail -1
-swift build -c release --product healthd-bench 2>&1 | tail -1
-swift build -c release --product dispatch-floor 2>&1 | tail -1
-bin="$(swift build -c release --show-bin-path)"
+if [ -n "${BIN:-}" ]; then
+  bin="$BIN"   # healthd, healthd-bench and dispatch-floor from there (e.g. saved release builds)
+else
+  swift build -c release --product healthd 2>&1 | tail -1
+  swift build -c release --product healthd-bench 2>&1 | tail -1
+  swift build -c release --product dispatch-floor 2>&1 | tail -1
+  bin="$(swift build -c release --show-bin-path)"
+fi
 work="$(mktemp -d)"
 store="$PWD/.build/http-bench-store-$store_samples"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
@@ -79,19 +87,47 @@ curl -fs -H "Authorization: Bearer $token" "$samples_url" | grep -q '"samples":\
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 ticks_per_second=$(getconf CLK_TCK)
 
-run() { # name pid url connections [extra wrk args...] -> "name|conns|req/s|p99|µs CPU per request"
+run() { # name pid url connections [extra wrk args...] -> "name|conns|req/s|p99|µs CPU per request|mean|wrk CPU share"
   local name=$1 pid=$2 url=$3 conns=$4; shift 4
   local before after out
   before=$(cpu_ticks "$pid")
-  out=$(wrk -t2 -c"$conns" -d"${duration}s" --latency "$@" "$url" 2>&1)
+  # wrk's own CPU (user + system seconds): it shares the two cores with the server.
+  out=$(/usr/bin/time -f 'wrk-cpu %U %S' wrk -t2 -c"$conns" -d"${duration}s" --latency "$@" "$url" 2>&1)
   after=$(cpu_ticks "$pid")
-  local rps p99 requests
+  local rps p99 requests mean wrk_cpu
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+  mean=$(echo "$out" | awk '$1=="Latency" {print $2; exit}')
   requests=$(echo "$out" | awk '/requests in/ {print $1}')
+  wrk_cpu=$(echo "$out" | awk -v d="$duration" -v n="$(nproc)" '$1=="wrk-cpu" {printf "%.2f", ($2 + $3) / (d * n)}')
   local cpu
   cpu=$(python3 -c "print(f'{1e6 * ($after - $before) / $ticks_per_second / max(1, $requests):.1f}')")
-  echo "$name|$conns|$rps|$p99|$cpu"
+  echo "$name|$conns|$rps|$p99|$cpu|$mean|$wrk_cpu"
+}
+
+# healthd's memory while it holds 1,000 idle keep-alive connections (each made one request, then
+# stays open), from /proc/PID/smaps_rollup: "Rss MiB (anonymous MiB)", and the growth the
+# connections themselves caused.
+idle_memory() {
+  python3 - "$healthd_pid" <<'PY2'
+import socket, sys, time
+def rollup():
+    fields = {}
+    for line in open(f"/proc/{sys.argv[1]}/smaps_rollup"):
+        parts = line.split()
+        if len(parts) >= 3 and parts[-1] == "kB": fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
+    return fields
+before = rollup()
+conns = []
+for _ in range(1000):
+    s = socket.create_connection(("127.0.0.1", 18080))
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.recv(4096)
+    conns.append(s)
+time.sleep(1)
+after = rollup()
+print(f"{after['Rss']:.1f} MiB ({after['Anonymous']:.1f} MiB anonymous; the 1,000 connections added {after['Rss'] - before['Rss']:.1f} MiB)")
+PY2
 }
 
 results=()
@@ -101,31 +137,20 @@ for c in 64 1000; do
   results+=("$(run healthd "$healthd_pid" http://127.0.0.1:18080/healthz $c)")
   if [ -n "${BASELINE:-}" ]; then results+=("$(run baseline "$baseline_pid" http://127.0.0.1:18083/healthz $c)"); fi
 done
+# Idle connections after the /healthz runs (the HTTP layer's own memory) ...
+idle_after_healthz=$(idle_memory)
 samples_result=$(run samples "$healthd_pid" "$samples_url" 64 -H "Authorization: Bearer $token")
 if [ -n "${BASELINE_STORE:-}" ]; then
   baseline_samples=$(run samples "$baseline_pid" "${samples_url/18080/18083}" 64 -H "Authorization: Bearer $BASELINE_TOKEN")
 fi
-
-# RSS holding 1,000 idle keep-alive connections (each made one request, then stays open).
-idle_rss=$(python3 - "$healthd_pid" <<'PY'
-import socket, sys, time
-conns = []
-for _ in range(1000):
-    s = socket.create_connection(("127.0.0.1", 18080))
-    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-    s.recv(4096)
-    conns.append(s)
-time.sleep(1)
-rss = [l for l in open(f"/proc/{sys.argv[1]}/status") if l.startswith("VmRSS")][0].split()[1]
-print(f"{int(rss) / 1024:.1f}")
-PY
-)
+# ... and again once the samples route has filled the store's caches (SQLite pages, tokens).
+idle_after_samples=$(idle_memory)
 
 field() { # name conns column
   for r in "${results[@]}"; do
-    IFS='|' read -r n c rps p99 cpu <<<"$r"
+    IFS='|' read -r n c rps p99 cpu mean wrk <<<"$r"
     if [ "$n" = "$1" ] && [ "$c" = "$2" ]; then
-      case $3 in rps) echo "$rps" ;; p99) echo "$p99" ;; cpu) echo "$cpu" ;; esac
+      case $3 in rps) echo "$rps" ;; p99) echo "$p99" ;; cpu) echo "$cpu" ;; mean) echo "$mean" ;; wrk) echo "$wrk" ;; esac
     fi
   done
 }
@@ -134,8 +159,8 @@ ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| GET /healthz | connections | requests/s | p99 | server CPU per request | requests/s ratio |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| GET /healthz | connections | requests/s | p99 | server CPU per request | requests/s ratio | mean latency (connections / requests/s) | wrk's CPU share |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for c in 64 1000; do
   for n in nginx floor healthd ${BASELINE:+baseline}; do
     label=$n; [ "$n" = nginx ] && label="nginx, 1 worker"; [ "$n" = floor ] && label="Dispatch floor"
@@ -146,15 +171,19 @@ for c in 64 1000; do
       floor) r="$(ratio "$(field floor $c rps)" "$(field nginx $c rps)") of nginx" ;;
       healthd|baseline) r="$(ratio "$(field $n $c rps)" "$(field floor $c rps)") of floor, $(ratio "$(field $n $c rps)" "$(field nginx $c rps)") of nginx" ;;
     esac
-    echo "| $label | $c | $(field $n $c rps) | $(field $n $c p99) | $(field $n $c cpu) µs | $r |"
+    # Little's law: with every connection waiting on its answer, the mean latency is at least
+    # connections / throughput, so p99 at 1,000 connections follows from requests/s.
+    little=$(python3 -c "print(f'{1000 * $c / float($(field $n $c rps)):.1f} ms')")
+    echo "| $label | $c | $(field $n $c rps) | $(field $n $c p99) | $(field $n $c cpu) µs | $r | $(field $n $c mean) ($little) | $(field $n $c wrk) |"
   done
 done
-IFS='|' read -r _ c rps p99 cpu <<<"$samples_result"
+IFS='|' read -r _ c rps p99 cpu _ _ <<<"$samples_result"
 echo
 echo "| healthd GET /v1/samples?type=stepCount&limit=10 ($store_samples samples, app token) | $c | $rps | $p99 | $cpu µs | $(ratio "$rps" "$(field healthd 64 rps)") of /healthz |"
 if [ -n "${BASELINE_STORE:-}" ]; then
-  IFS='|' read -r _ c brps bp99 bcpu <<<"$baseline_samples"
+  IFS='|' read -r _ c brps bp99 bcpu _ _ <<<"$baseline_samples"
   echo "| baseline healthd, same route | $c | $brps | $bp99 | $bcpu µs | $(ratio "$rps" "$brps") after/before |"
 fi
 echo
-echo "healthd RSS holding 1,000 idle keep-alive connections: ${idle_rss} MiB"
+echo "healthd holding 1,000 idle keep-alive connections, after the /healthz runs: $idle_after_healthz"
+echo "the same after the samples route's run: $idle_after_samples"

@@ -1,5 +1,6 @@
 import Foundation
 import HealthModel
+import Primitives
 
 // Realistic, deterministic demo data (`healthd seed`, `healthd serve --demo`). Pure: the same user,
 // time zone and day give the same samples, uuids included, on every machine and every run, so
@@ -32,24 +33,15 @@ public struct DemoDay: Sendable {
     public var watch: [HealthSample] = []
 }
 
-/// SplitMix64. Its output is fixed by its definition (unlike the standard library's
-/// `random(in:using:)`, whose algorithm may change between Swift versions), so reruns after an
-/// upgrade still produce identical samples.
+/// The demo's draws over `SplitMix64`, whose output is fixed by its definition, so reruns after
+/// a Swift upgrade still produce identical samples.
 struct DemoRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
+    private var generator: SplitMix64
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        return Self.mix(state)
-    }
+    mutating func next() -> UInt64 { generator.next() }
 
-    static func mix(_ value: UInt64) -> UInt64 {
-        var z = value
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    static func mix(_ value: UInt64) -> UInt64 { SplitMix64.mix(value) }
 
     /// Uniform in [0, 1).
     mutating func unit() -> Double { Double(next() >> 11) * 0x1p-53 }

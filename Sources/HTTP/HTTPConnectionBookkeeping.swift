@@ -56,6 +56,9 @@ package struct HTTPConnectionBookkeeping: Sendable {
         self.lingerNanoseconds = lingerSeconds * 1_000_000_000
     }
 
+    // Inlinable, like `sendUnsent`: the server calls these from another module on every flush,
+    // and an opaque call on a struct held by a class copies the whole value (retaining its buffer) first.
+    @inlinable
     package var unsentByteCount: Int { output.count - outputOffset }
 
     // MARK: Output
@@ -77,6 +80,7 @@ package struct HTTPConnectionBookkeeping: Sendable {
 
     /// Hands the unsent bytes to `send` and returns its result (not generic, so the server's
     /// calls from another module need no runtime generics).
+    @inlinable
     package func sendUnsent(_ send: (UnsafeRawBufferPointer) -> Int) -> Int {
         output.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
     }

@@ -249,6 +249,8 @@ public struct HTTPRequestParser: Sendable {
                     case .failure(let error): return fail(error)
                     case .success(let (field, known)):
                         if let error = noteField(field, known) { return fail(error) }
+                        // One buffer for a typical request's fields instead of growing 1, 2, 4, 8.
+                        if fields.capacity == 0 { fields.reserveCapacity(16) }
                         fields.append(field)
                     }
                 }
@@ -592,9 +594,16 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func finishHead() -> Result<HTTPRequestHead, HTTPParseError> {
-        let (limit, override) = limits.bodyLimit(forTarget: target)
-        bodyLimit = limit
-        bodyLimitHint = override?.hint ?? ""
+        // Only a request with a body has a body limit to look up (the per-path overrides compare
+        // the target's path with each of them, which a GET would pay for nothing).
+        if !transferEncodings.isEmpty || contentLengthValue != nil {
+            let (limit, override) = limits.bodyLimit(forTarget: target)
+            bodyLimit = limit
+            bodyLimitHint = override?.hint ?? ""
+        } else {
+            bodyLimit = 0
+            bodyLimitHint = ""
+        }
         if version == .http1_1 && hostCount != 1 {
             return .failure(HTTPParseError(status: .badRequest, detail: "HTTP/1.1 requests need exactly one Host header field."))
         }

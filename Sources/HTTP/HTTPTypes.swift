@@ -54,14 +54,27 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public func contains(_ name: String) -> Bool { self[name] != nil }
 
-    public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
+    public mutating func add(_ name: String, _ value: String) {
+        reserveOnFirstField()
+        fields.append((name: name, value: value))
+    }
 
     /// Replaces every field named `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
         // Usually the field is new: then nothing is removed and the array is not rewritten.
         if fields.contains(where: { $0.name.asciiCaseInsensitiveEquals(name) }) { remove(name) }
+        reserveOnFirstField()
         fields.append((name: name, value: value))
     }
+
+    /// A response's headers are built one field at a time (content type, cache policy, request
+    /// id...): growing 1, 2, 4 cost three allocations and copies per response; one buffer with room
+    /// for a typical response's fields costs one.
+    private mutating func reserveOnFirstField() {
+        if fields.capacity == 0 { fields.reserveCapacity(Self.typicalFieldCount) }
+    }
+
+    static let typicalFieldCount = 6
 
     public mutating func remove(_ name: String) {
         fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) }

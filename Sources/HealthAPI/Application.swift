@@ -128,8 +128,12 @@ public final class HealthApplication: HTTPResponder {
         let problems = ProblemResponder(requestID: requestID, log: eventLog)
         // Behind a trusted reverse proxy, the client it names; otherwise the TCP peer.
         let client = clientAddresses.clientAddress(peer: connection.remoteAddress, headers: request.headers)
-        let finish: @Sendable (HTTPResponse, String) -> Void = { [metrics, accessLog, cors] response, pattern in
-            var response = response
+        // Local functions rather than closure values: a route answered inline (`/healthz`) then
+        // costs no closure allocation; their captures are boxed only where a worker or a deferred
+        // handler takes them away.
+        // `consuming`: the handler's fresh response is the only owner of its header list, so
+        // adding the request id appends in place instead of copying the list first.
+        @Sendable func finish(_ response: consuming HTTPResponse, _ pattern: String) {
             response.headers.set("X-Request-Id", requestID)
             cors.decorate(&response, for: request)
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - startedAt) / 1e9
@@ -161,7 +165,7 @@ public final class HealthApplication: HTTPResponder {
 
         switch match {
         case .found(let route, let parameters, let pattern):
-            let run: @Sendable () -> Void = { [self] in
+            @Sendable func run() {
                 do throws(APIError) {
                     var context = try self.context(for: route, request: request, parameters: parameters, problems: problems,
                                                    connection: connection, client: client, hasCredentials: hasCredentials)
@@ -177,7 +181,7 @@ public final class HealthApplication: HTTPResponder {
             }
             switch route.execution {
             case .inline: run()
-            case .worker: workers.async(execute: run)
+            case .worker: workers.async { run() }
             }
         case .methodNotAllowed(let allowed):
             finish(APIError.methodNotAllowed(allowed).response, "unmatched")

@@ -4,6 +4,7 @@ import HealthStore
 import PostgreSQL
 import PostgresStore
 import SQLite
+import Primitives
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
 /// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb]`:

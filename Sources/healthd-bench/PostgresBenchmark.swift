@@ -4,6 +4,7 @@ import HealthStore
 import PostgreSQL
 import PostgresStore
 import Synchronization
+import Primitives
 
 /// `healthd-bench postgres`: the PostgreSQL backend beside SQLite in one run (BENCHMARKS.md,
 /// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:

@@ -5,6 +5,7 @@ import HealthStore
 import JSON
 import SQLite
 import Synchronization
+import Primitives
 
 /// Settings shared by the samples benchmarks (see `healthd-bench --help`).
 struct SamplesBenchmarkOptions {
@@ -401,10 +402,7 @@ enum SampleUUIDKey {
     static func key(userRowID: Int64, uuid: HealthUUID) -> Int64 {
         // A SplitMix64 finalizer over both halves and the user: v7 (time-ordered) and import
         // uuids share their leading bytes, so no single half can serve as the key.
-        var z = uuid.high ^ (uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(bitPattern: userRowID) &* 0xD6E8_FEB8_6659_FD93)
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Int64(bitPattern: z)
+        let user = UInt64(bitPattern: userRowID) &* 0xD6E8_FEB8_6659_FD93
+        return Int64(bitPattern: SplitMix64.mix(uuid.high ^ (uuid.low &* 0x9E37_79B9_7F4A_7C15) ^ user))
     }
 }

@@ -6,6 +6,7 @@ import HealthModel
 import HealthStore
 import SQLite
 import Synchronization
+import Primitives
 
 /// `healthd-bench statistics [--days N] [--repeats N] [--keep DIR]`: one user with a year of per-minute
 /// steps from two overlapping sources and heart rate every 10 s, saved through `HealthStore.save`;

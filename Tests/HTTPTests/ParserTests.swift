@@ -1,5 +1,6 @@
 import Testing
 @testable import HTTP
+import Primitives
 
 /// What a byte stream parses into, independent of how it was split.
 struct ParseOutcome: Equatable, CustomStringConvertible {
@@ -281,6 +282,28 @@ struct ParserTests {
         #expect(parse([Array("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \(16 * 1024 * 1024 + 1)\r\n\r\n".utf8)], limits: limits).errorStatus == 413)
     }
 
+    @Test func pathOverridesSetTheBodyLimitOfRequestsWithBodies() {
+        // The per-path limit is looked up only for a request with a body; a bodiless request on the
+        // same connection must not leave its limit behind for the next one.
+        var limits = HTTPLimits.default
+        limits.maxBodyLength = 8
+        limits.bodyLimitOverrides = [HTTPBodyLimitOverride(path: "/big", maxBodyLength: 32, hint: "Send less.")]
+        let twenty = String(repeating: "b", count: 20)
+        #expect(parse([Array("POST /big?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(twenty)".utf8)], limits: limits).errorStatus == nil)
+        #expect(parse([Array("POST /small HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\n\(twenty)".utf8)], limits: limits).errorStatus == 413)
+        let chunked = "Transfer-Encoding: chunked\r\n\r\n14\r\n\(twenty)\r\n0\r\n\r\n"
+        #expect(parse([Array("POST /big HTTP/1.1\r\nHost: a\r\n\(chunked)".utf8)], limits: limits).errorStatus == nil)
+        #expect(parse([Array("GET /big HTTP/1.1\r\nHost: a\r\n\r\nPOST /small HTTP/1.1\r\nHost: a\r\n\(chunked)".utf8)], limits: limits).errorStatus == 413)
+        var parser = HTTPRequestParser(limits: limits)
+        parser.append(contentsOf: Array("POST /big HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n".utf8))
+        guard case .error(let error) = parser.next() else {
+            Issue.record("expected a 413")
+            return
+        }
+        #expect(error.status == .contentTooLarge)
+        #expect(error.detail.contains("32 bytes") && error.detail.contains("Send less."))
+    }
+
     @Test func errorIsSticky() {
         var parser = HTTPRequestParser()
         parser.append(contentsOf: Array("GET / HTTP/1.1\nHost: a\r\n\r\n".utf8))
@@ -298,22 +321,13 @@ struct ParserTests {
 
 
 /// A fixed-seed generator (SplitMix64) so the mutation test is reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
+typealias SeededGenerator = SplitMix64
 
 @Suite("HTTPRequestParser mutations")
 struct ParserMutationTests {
     /// Mutated requests must never crash the parser, and how they are split must not change the outcome.
     @Test func mutatedRequestsParseTheSameWhateverTheSplit() {
-        var random = SeededGenerator(state: 20_260_308)
+        var random = SeededGenerator(seed: 20_260_308)
         let seeds = parserCases.filter { $0.status == nil }.map { Array($0.raw.utf8) }
         let interesting: [UInt8] = Array("\r\n :;,0123456789aAfF-\t".utf8) + [0, 0x7F, 0x80, 0xFF]
         for _ in 0 ..< 300 {

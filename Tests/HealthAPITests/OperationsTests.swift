@@ -42,6 +42,23 @@ import HTTP
         #expect(reply.text.contains("healthd_statistics_cache_budget_bytes \(64 << 20)\n"))
     }
 
+    @Test func metricsAddUpRequestsCountedOnManyThreads() {
+        // Each thread counts into its own shard; the rendered totals must be the sum of all of them.
+        let metrics = Metrics()
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for index in 0 ..< 1_000 {
+                metrics.recordRequest(route: "/healthz", method: "GET", status: index % 10 == 0 ? 503 : 200,
+                                      seconds: thread % 2 == 0 ? 0.0004 : 0.02)
+            }
+        }
+        let text = metrics.render(gauges: Metrics.Gauges(openConnections: 0, acceptedConnections: 0, storeBytes: 0))
+        #expect(text.contains(#"healthd_http_requests_total{route="/healthz",method="GET",status="200"} 7200"#))
+        #expect(text.contains(#"healthd_http_requests_total{route="/healthz",method="GET",status="503"} 800"#))
+        #expect(text.contains(#"healthd_http_request_duration_seconds_bucket{le="0.0005"} 4000"#))
+        #expect(text.contains(#"healthd_http_request_duration_seconds_bucket{le="0.025"} 8000"#))
+        #expect(text.contains("healthd_http_request_duration_seconds_count 8000\n"))
+    }
+
     @Test func unknownQueryParameterIs400() throws {
         let server = try TestServer()
         let reply = server.request(.get, "/metrics?verbose=1")

@@ -1,6 +1,7 @@
 import Testing
 import JSON
 @testable import HealthModel
+import Primitives
 
 /// Relative closeness for conversions that pass through a few roundings.
 func isClose(_ actual: Double, _ expected: Double, relative tolerance: Double = 1e-12) -> Bool {

@@ -1,5 +1,6 @@
 import Testing
 @testable import HealthModel
+import Primitives
 
 @Suite("RFC 3339 instants")
 struct InstantTests {
@@ -144,17 +145,3 @@ struct InstantTests {
     }
 }
 
-/// A small deterministic generator for property-style tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}

@@ -1,6 +1,7 @@
 import Testing
 import JSON
 @testable import HealthModel
+import Primitives
 
 /// Decoding errors name the field by its full path, built only when a check fails.
 @Suite struct SampleCodecTests {

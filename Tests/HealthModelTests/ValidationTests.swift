@@ -1,5 +1,6 @@
 import Testing
 @testable import HealthModel
+import Primitives
 
 @Suite("Validation primitives")
 struct ValidationTests {

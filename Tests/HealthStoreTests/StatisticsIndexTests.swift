@@ -4,18 +4,10 @@ import Testing
 import HealthModel
 import Statistics
 @testable import HealthStore
+import Primitives
 
 /// A small deterministic generator (SplitMix64), so failures replay.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+typealias SeededGenerator = SplitMix64
 
 @Suite struct StatisticsIndexTests {
     static let day0: Int64 = 1_704_067_200_000  // 2024-01-01T00:00:00Z
@@ -47,7 +39,7 @@ struct SeededGenerator: RandomNumberGenerator {
         let options: StatisticsOptions = type.isCumulative
             ? [.cumulativeSum, .separateBySource]
             : [.discreteAverage, .discreteMin, .discreteMax, .mostRecent, .separateBySource]
-        var random = SeededGenerator(state: typeID == "stepCount" ? 7 : 11)
+        var random = SeededGenerator(seed: typeID == "stepCount" ? 7 : 11)
         var saved: [(uuid: HealthUUID, app: AppAuthorization)] = []
         // Hourly buckets on the hour, and every other query shifted by 7 min 13 s so bucket edges
         // cut the rollups' 15-minute slots (answered from those slots' samples).

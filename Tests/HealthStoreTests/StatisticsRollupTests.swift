@@ -135,7 +135,7 @@ import Statistics
         let types = ["stepCount", "heartRate"]
         let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: Set(types), share: Set(types))
         let (watch, _) = try t.store.createAuthorization(user: user, app: "watch", read: Set(types), share: Set(types))
-        var random = SeededGenerator(state: 23)
+        var random = SeededGenerator(seed: 23)
         for _ in 0..<40 {
             let app = Bool.random(using: &random) ? phone : watch
             let typeID = types[Int.random(in: 0...1, using: &random)]

@@ -6,6 +6,7 @@ import Statistics
 import TimeZoneDatabase
 import PostgresTestSupport
 import Testing
+import Primitives
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
 /// user's change counter) and keeps the rollups with `PostgresRollups.apply` in the same
@@ -78,15 +79,9 @@ struct RollupTestWriter {
 }
 
 /// A small seeded generator, so a failing seed replays.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+typealias SplitMix = SplitMix64
+
+extension SplitMix64 {
     mutating func integer(_ range: ClosedRange<Int64>) -> Int64 {
         range.lowerBound + Int64(next() % UInt64(range.upperBound - range.lowerBound + 1))
     }
@@ -155,7 +150,7 @@ struct PostgresStatisticsTests {
         try RollupTestWriter.prepare(writer, sources: 3)
         let nodes = [(try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20)),
                      (try schema.pool(), StatisticsIndexCache(memoryBudget: 64 << 20))]
-        var random = SplitMix(state: UInt64(seed) &* 7_919)
+        var random = SplitMix(seed: UInt64(seed) &* 7_919)
         var present: [Int64: [StatisticsSample]] = [RollupTestWriter.steps: [], RollupTestWriter.heartRate: []]
         var order: [Int32] = []
         let bucketSets = try Self.bucketSets()

@@ -36,7 +36,7 @@ enum StatisticsBehaviour {
             try utc.buckets(start: base + 6 * day, end: base + 8 * day, anchor: base + 7 * 60_000,
                             interval: CalendarInterval(unit: .minute, count: 40)),
         ]
-        var random = SplitMix(state: 4_242)
+        var random = SplitMix(seed: 4_242)
         var present: [HealthUUID: (sample: HealthSample, app: String)] = [:]
         for step in 0..<10 {
             switch random.integer(0...9) {

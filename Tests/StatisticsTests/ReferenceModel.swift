@@ -1,19 +1,10 @@
 import Foundation
 @testable import Statistics
 import TimeZoneDatabase
+import Primitives
 
 /// SplitMix64: a tiny seeded generator so every property test replays identically.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
+typealias SeededGenerator = SplitMix64
 
 /// Brute force, written independently of the engine: split time at every sample boundary, decide the
 /// winning source for each elementary piece, integrate. Quadratic, so only for small sample sets.
