@@ -141,6 +141,10 @@ public final class StatisticsIndexCache: Sendable {
 
     public var count: Int { slots.withLock { $0.policy.residentCount } }
 
+    /// Whether a decoding of `key` is being kept: a store may then first check its version alone,
+    /// before opening a snapshot to read rows (a hint; `withSeries` decides what to read).
+    public func isResident(_ key: Key) -> Bool { slots.withLock { $0.policy.isResident(key) } }
+
     /// Series dropped to stay within the budget since the start.
     public var evictions: Int { slots.withLock { $0.policy.evictions } }
 

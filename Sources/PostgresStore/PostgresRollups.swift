@@ -78,14 +78,29 @@ public enum PostgresRollups {
 
     /// HKStatisticsCollectionQuery over one series, from the rows of the days its buckets touch,
     /// read in one REPEATABLE READ snapshot; `cache` keeps the decoding while the series' version
-    /// (read first, in the same snapshot) is unchanged, so a warm query costs one indexed read.
+    /// (read first, in the same snapshot) is unchanged.
+    ///
+    /// A warm query costs one round trip: while this node holds the series, its version is first
+    /// read by a statement of its own (no transaction: one statement is one snapshot). When that
+    /// version is the cached one, the answer reflects every commit before the statement, whichever
+    /// node made it; only when rows must be read is the REPEATABLE READ snapshot opened, which reads
+    /// the version again so rows and version agree.
     public static func statistics(userRowID: Int64, typeCode: Int64, style: AggregationStyle, buckets: [CalendarBucket],
                                   options: StatisticsOptions, cache: StatisticsIndexCache,
                                   pool: PostgresPool) throws -> StatisticsAnswer {
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
         return try cache.withSeries(key, style: style, buckets: buckets, perSource: options.contains(.separateBySource),
                                     inSnapshot: { plan in
-            try pool.read { connection in try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode)) }
+            try pool.withConnection { connection in
+                if cache.isResident(key) {
+                    do {
+                        return try plan(VersionProbe(connection: connection, userRowID: userRowID, typeCode: typeCode))
+                    } catch is VersionProbe.SnapshotNeeded {}
+                }
+                return try connection.transaction(.repeatableRead, readOnly: true) { connection in
+                    try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode))
+                }
+            }
         }) { snapshot in
             StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
                              appNames: snapshot.appNames)
@@ -151,26 +166,43 @@ public enum PostgresRollups {
                                    [.int64(userRowID), .int64(typeCode)]) ?? 0
     }
 
-    /// The rows of `days`, ascending, with their detail for `detailDays` only.
+    /// The rows of `days`, ascending, with their detail for `detailDays` only: one statement, in
+    /// which the server reads (de-TOASTs) and sends the detail of those days alone.
     static func rows(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>,
                      detailDays: Set<Int64>) throws -> [RollupRow] {
         let result = try connection.query("""
-            SELECT day, body FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day BETWEEN $3 AND $4 ORDER BY day
-            """, [.int64(userRowID), .int64(typeCode), .int64(days.lowerBound), .int64(days.upperBound)])
+            SELECT day, body, CASE WHEN day = ANY($5::bigint[]) THEN detail END FROM statistics_days
+            WHERE user_id = $1 AND type_id = $2 AND day BETWEEN $3 AND $4 ORDER BY day
+            """, [.int64(userRowID), .int64(typeCode), .int64(days.lowerBound), .int64(days.upperBound),
+                  PostgresArray.bigints(detailDays.sorted())])
         var rows: [RollupRow] = []
         rows.reserveCapacity(result.rowCount)
-        for index in 0..<result.rowCount { rows.append((try result[index].int64(at: 0), try result[index].bytes(at: 1), nil)) }
-        guard !detailDays.isEmpty else { return rows }
-        for index in rows.indices where detailDays.contains(rows[index].day) {
-            guard let detail = try connection.first("""
-                SELECT detail FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day = $3
-                """, [.int64(userRowID), .int64(typeCode), .int64(rows[index].day)], { try $0.bytesIfPresent(at: 0) }),
-                let detail else {
-                throw StoreError.invalid("statistics rollup of day \(rows[index].day) has no detail")
+        for index in 0..<result.rowCount {
+            let row = result[index]
+            let day = try row.int64(at: 0)
+            let detail = try row.bytesIfPresent(at: 2)
+            if detail == nil, detailDays.contains(day) {
+                throw StoreError.invalid("statistics rollup of day \(day) has no detail")
             }
-            rows[index].detail = detail
+            rows.append((day, try row.bytes(at: 1), detail))
         }
         return rows
+    }
+
+    /// The first step of a warm query, outside any transaction: reads the version alone, and asks
+    /// for a snapshot (`SnapshotNeeded`) as soon as the plan wants anything more.
+    struct VersionProbe: RollupSnapshotReading {
+        struct SnapshotNeeded: Error {}
+
+        let connection: PostgresConnection
+        let userRowID: Int64
+        let typeCode: Int64
+
+        func rollupVersion() throws -> Int64 { try version(connection, userRowID: userRowID, typeCode: typeCode) }
+        func rollupRows(days: ClosedRange<Int64>, detailDays: Set<Int64>) throws -> [RollupRow] { throw SnapshotNeeded() }
+        func statisticsSamples(from: Int64, to: Int64) throws -> [StatisticsSample] { throw SnapshotNeeded() }
+        func sourcePriority() throws -> SourcePriority { throw SnapshotNeeded() }
+        func appNames() throws -> [Int32: String] { throw SnapshotNeeded() }
     }
 
     /// One series as `StatisticsIndexCache` reads it, inside one REPEATABLE READ snapshot.

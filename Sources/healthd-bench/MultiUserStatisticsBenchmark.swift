@@ -7,7 +7,7 @@ import SQLite
 import Primitives
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
-/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb]`:
+/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N]`:
 /// many users' data written through the store's `save` (steps from a phone and a watch whose samples
 /// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
@@ -17,10 +17,12 @@ import Primitives
 /// same dashboards then run as raw SQLite `GROUP BY` over the samples (a fresh connection, then
 /// again) and, where DuckDB is installed, in DuckDB (`Benchmarks/statistics_users_duckdb.py`: a
 /// database file closed and opened again, then each user once and again): the floors the healthd
-/// figures are given as ratios of.
+/// figures are given as ratios of. One more user holds a year (`--year-days`, 365; 0 for none) of
+/// the same data and is asked daily steps and daily heart rate over all of it, once per pass after
+/// the dashboards: the year-long cold and warm figures, on each backend.
 ///
 /// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
-/// created for the run and dropped after it; `both` runs SQLite and then PostgreSQL on the same data
+/// created for the run and dropped after it (kept with `--keep`); `both` runs SQLite and then PostgreSQL on the same data
 /// and prints them side by side.
 enum MultiUserStatisticsBenchmark {
     enum Backend: String { case sqlite, postgres, both }
@@ -34,6 +36,8 @@ enum MultiUserStatisticsBenchmark {
         var backend = Backend.sqlite
         var postgresURL = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"]
         var duckDB = true
+        /// Days of data of the one extra user asked the year-long queries (0: none).
+        var yearDays = 365
     }
 
     /// One pass's figures of one backend (milliseconds), for the side-by-side table.
@@ -68,7 +72,10 @@ enum MultiUserStatisticsBenchmark {
                 options.backend = backend
             case "--postgres": options.postgresURL = remaining.popFirst()
             case "--no-duckdb": options.duckDB = false
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb]")
+            case "--year-days":
+                guard let text = remaining.popFirst(), let value = Int(text), value >= 0 else { benchFail("--year-days takes a number (0: no year user)") }
+                options.yearDays = value
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
@@ -99,7 +106,8 @@ enum MultiUserStatisticsBenchmark {
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var database: BenchDatabase?
-        defer { database?.drop() }
+        // With --keep the PostgreSQL database stays too, for EXPLAIN and profiling afterwards.
+        defer { if options.directory == nil { database?.drop() } else if let database { print("kept database \(database.url)") } }
         let store: any HealthDataStore
         if let adminURL {
             let created = try BenchDatabase(adminURL: adminURL)
@@ -117,32 +125,19 @@ enum MultiUserStatisticsBenchmark {
         let loadStart = StatisticsBenchmark.now()
         var saved = 0
         for index in 0..<options.users {
-            let user = try store.createUser(name: "user\(index)")
-            let types: Set<String> = ["stepCount", "heartRate"]
-            let (phone, token) = try store.createAuthorization(user: user, app: "phone", read: types, share: types)
-            let (watch, _) = try store.createAuthorization(user: user, app: "watch", read: types, share: types)
-            tokens.append(token)
+            let user = try saveUser(store, name: "user\(index)", days: options.days, generator: &generator)
+            tokens.append(user.token)
             userRowIDs.append(user.rowID)
-            for (app, shift) in [(phone, Int64(0)), (watch, Int64(60_000))] {
-                var batch: [HealthSample] = []
-                batch.reserveCapacity(10_000)
-                for slot in 0..<slots {
-                    let start = origin + Int64(slot) * 120_000 + shift
-                    batch.append(HealthSample(uuid: .random(using: &generator), type: "stepCount", start: start, end: start + 120_000,
-                                              content: .quantity(Double(generator.next() % 240))))
-                    if batch.count == 10_000 { saved += try store.save(batch, by: app).count; batch.removeAll(keepingCapacity: true) }
-                }
-                if !batch.isEmpty { saved += try store.save(batch, by: app).count }
-            }
-            var batch: [HealthSample] = []
-            batch.reserveCapacity(10_000)
-            for slot in 0..<slots {
-                let start = origin + Int64(slot) * 120_000 + 7_000
-                batch.append(HealthSample(uuid: .random(using: &generator), type: "heartRate", start: start, end: start,
-                                          content: .quantity(Double(50 + generator.next() % 100))))
-                if batch.count == 10_000 { saved += try store.save(batch, by: watch).count; batch.removeAll(keepingCapacity: true) }
-            }
-            if !batch.isEmpty { saved += try store.save(batch, by: watch).count }
+            saved += user.saved
+        }
+        // One more user with a year of the same data, asked only for the year-long queries, so
+        // their cold figure is a series nothing else read since the restart.
+        var yearUser: (token: String, rowID: Int64, saved: Int)?
+        if options.yearDays > 0 {
+            let user = try saveUser(store, name: "year", days: options.yearDays, generator: &generator)
+            saved += user.saved
+            yearUser = user
+            print("plus one user with \(options.yearDays) days of the same data, for the year-long queries")
         }
         let loadSeconds = StatisticsBenchmark.seconds(since: loadStart)
         if let sqlite = store as? HealthStore {
@@ -170,6 +165,14 @@ enum MultiUserStatisticsBenchmark {
             ("daily heart rate avg/min/max, \(options.days) days",
              "/v1/statistics/collection?type=heartRate&options=discreteAverage,discreteMin,discreteMax&interval=P1D&\(range)"),
         ]
+        let yearEnd = origin + Int64(options.yearDays) * 86_400_000
+        let yearRange = "timeZone=\(zone)&start=\(StatisticsBenchmark.utc(origin))&end=\(StatisticsBenchmark.utc(yearEnd))"
+        let yearQueries: [(name: String, target: String)] = yearUser == nil ? [] : [
+            ("daily steps, \(options.yearDays) days (one user)",
+             "/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&\(yearRange)"),
+            ("daily heart rate avg/min/max, \(options.yearDays) days (one user)",
+             "/v1/statistics/collection?type=heartRate&options=discreteAverage,discreteMin,discreteMax&interval=P1D&\(yearRange)"),
+        ]
         var figures: [Figures] = []
         for pass in ["cold (first ask after the restart)", "warm (asked again)"] {
             var timings = dashboard.map { _ in [UInt64]() }
@@ -187,17 +190,34 @@ enum MultiUserStatisticsBenchmark {
                     }
                 }
             }
+            // The year-long queries after every dashboard: the year user's series, once each.
+            var yearTimings: [UInt64] = []
+            if let yearUser {
+                for query in yearQueries {
+                    let start = nanosecondsNow()
+                    let response = try client.request("GET", query.target, token: yearUser.token)
+                    yearTimings.append(nanosecondsNow() - start)
+                    guard response.status == 200 else {
+                        throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                    }
+                }
+            }
             let floorSummary = LatencySummary(floor)
             print("\(pass), each of \(tokens.count) users once, over HTTP (floor: GET /healthz \(floorSummary)):")
             for (position, query) in dashboard.enumerated() {
                 let summary = LatencySummary(timings[position])
                 print("  \(query.name): \(summary), p50 \(format(summary.p50 / floorSummary.p50, decimals: 1))x the floor")
             }
+            for (position, query) in yearQueries.enumerated() {
+                let milliseconds = Double(yearTimings[position]) / 1e6
+                print("  \(query.name): \(format(milliseconds)) ms, \(format(milliseconds / floorSummary.p50, decimals: 1))x the floor")
+            }
             let memory = server.memory()
             print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
             print("  statistics cache: " + (try cacheFigures(client)))
             figures.append(Figures(backend: backend, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
-                                   queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }))
+                                   queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }
+                                       + yearQueries.enumerated().map { ($0.element.name, LatencySummary([yearTimings[$0.offset]])) }))
         }
         if adminURL == nil {
             let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end)
@@ -208,6 +228,39 @@ enum MultiUserStatisticsBenchmark {
             printRatios(figures, floors: compared)
         }
         return figures
+    }
+
+    /// One user's phone and watch steps (overlapping) and heart rate over `days`, saved through the
+    /// store in 10,000-sample batches; returns the phone's token, the user's row id and the samples saved.
+    static func saveUser(_ store: any HealthDataStore, name: String, days: Int,
+                         generator: inout SplitMix64) throws -> (token: String, rowID: Int64, saved: Int) {
+        let slots = days * 720
+        var saved = 0
+        let user = try store.createUser(name: name)
+        let types: Set<String> = ["stepCount", "heartRate"]
+        let (phone, token) = try store.createAuthorization(user: user, app: "phone", read: types, share: types)
+        let (watch, _) = try store.createAuthorization(user: user, app: "watch", read: types, share: types)
+        for (app, shift) in [(phone, Int64(0)), (watch, Int64(60_000))] {
+            var batch: [HealthSample] = []
+            batch.reserveCapacity(10_000)
+            for slot in 0..<slots {
+                let start = origin + Int64(slot) * 120_000 + shift
+                batch.append(HealthSample(uuid: .random(using: &generator), type: "stepCount", start: start, end: start + 120_000,
+                                          content: .quantity(Double(generator.next() % 240))))
+                if batch.count == 10_000 { saved += try store.save(batch, by: app).count; batch.removeAll(keepingCapacity: true) }
+            }
+            if !batch.isEmpty { saved += try store.save(batch, by: app).count }
+        }
+        var batch: [HealthSample] = []
+        batch.reserveCapacity(10_000)
+        for slot in 0..<slots {
+            let start = origin + Int64(slot) * 120_000 + 7_000
+            batch.append(HealthSample(uuid: .random(using: &generator), type: "heartRate", start: start, end: start,
+                                      content: .quantity(Double(50 + generator.next() % 100))))
+            if batch.count == 10_000 { saved += try store.save(batch, by: watch).count; batch.removeAll(keepingCapacity: true) }
+        }
+        if !batch.isEmpty { saved += try store.save(batch, by: watch).count }
+        return (token, user.rowID, saved)
     }
 
     /// The server's statistics cache counters, from its `/metrics`.
@@ -308,9 +361,11 @@ enum MultiUserStatisticsBenchmark {
         for run in figures {
             for (position, query) in run.queries.enumerated() {
                 let cells = floors.compactMap { floor -> String? in
-                    guard let p50 = floor.p50[run.pass]?[position], p50 > 0, p50.isFinite else { return nil }
+                    guard let p50s = floor.p50[run.pass], position < p50s.count, p50s[position] > 0, p50s[position].isFinite else { return nil }
+                    let p50 = p50s[position]
                     return "\(format(query.latency.p50 / p50, decimals: 3))x \(floor.name) (\(format(p50)) ms)"
                 }
+                guard !cells.isEmpty else { continue }  // the floors time the dashboards only
                 print("  \(run.pass) \(query.name): healthd \(format(query.latency.p50)) ms = " + cells.joined(separator: ", "))
             }
         }
