@@ -84,6 +84,9 @@ public final class HealthStore: HealthDataStore {
     /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
     let rollupStyles: [Int64: AggregationStyle]
     let rollupNanoseconds = Atomic<UInt64>(0)
+    /// How writes keep the statistics rollups (`RollupMaintenanceMode`); changed only by
+    /// `healthd-bench ingest`, to measure what maintenance costs.
+    package let rollupMaintenance = Atomic<UInt8>(RollupMaintenanceMode.incremental.rawValue)
 
     /// Time spent rewriting statistics rollup rows inside write transactions since the store
     /// opened: the cost of keeping them, for benchmarks.

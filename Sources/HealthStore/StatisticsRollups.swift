@@ -25,13 +25,26 @@ struct RollupChanges {
 
     /// Brings the rollup rows of every noted day up to date (`DayRollup.maintain`).
     func apply(_ db: Database, userRowID: Int64, store: HealthStore) throws {
-        guard !changes.isEmpty else { return }
+        let mode = RollupMaintenanceMode(rawValue: store.rollupMaintenance.load(ordering: .relaxed)) ?? .incremental
+        guard !changes.isEmpty, mode != .off else { return }
         let began = DispatchTime.now().uptimeNanoseconds
         defer { store.rollupNanoseconds.add(DispatchTime.now().uptimeNanoseconds - began, ordering: .relaxed) }
         for series in changes.series {
-            try StatisticsRollups.maintain(db, userRowID: userRowID, changes: series)
+            if mode == .rereadDays {
+                try StatisticsRollups.rereadDays(db, userRowID: userRowID, changes: series)
+            } else {
+                try StatisticsRollups.maintain(db, userRowID: userRowID, changes: series)
+            }
         }
     }
+}
+
+/// How a write keeps the rollups: the store always folds its changes in (`incremental`); the
+/// other two exist so `healthd-bench ingest` can put figures beside it in one run: every touched
+/// day rewritten from all its samples (how the rows were first kept), and no maintenance at all
+/// (the rows then disagree with the samples, so statistics answer wrongly).
+package enum RollupMaintenanceMode: UInt8, Sendable {
+    case incremental, rereadDays, off
 }
 
 /// The `statistics_days` rows (Schema.swift): reading and rewriting them inside the writer's transaction.
@@ -55,6 +68,19 @@ enum StatisticsRollups {
         }, write: { rows in
             try write(db, userRowID: userRowID, typeCode: typeCode, rows: rows)
         })
+        try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
+    }
+
+    /// Rewrites every changed day from all its samples (`RollupMaintenanceMode.rereadDays`).
+    static func rereadDays(_ db: Database, userRowID: Int64, changes: RollupSeriesChanges) throws {
+        let typeCode = changes.typeCode
+        let priority = try priority(db, userRowID: userRowID, typeCode: typeCode, style: changes.style)
+        let reach = changes.style == .cumulative ? try longestDuration(db, userRowID: userRowID, typeCode: typeCode) : 0
+        var rows: [(day: Int64, row: DayRollup.Row?)] = []
+        try DayRollup.refresh(days: changes.days, style: changes.style, priority: priority, reach: reach, samples: { from, to in
+            try samples(db, userRowID: userRowID, typeCode: typeCode, from: from, to: to)
+        }, write: { day, row in rows.append((day, row)) })
+        try write(db, userRowID: userRowID, typeCode: typeCode, rows: rows)
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
 

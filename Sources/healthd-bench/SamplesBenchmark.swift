@@ -214,6 +214,47 @@ enum SamplesBenchmark {
         return rate
     }
 
+    // MARK: HealthStore.save and the cost of rollup maintenance
+
+    /// The same client-uuid batches saved in process through `HealthStore.save`, with the statistics
+    /// rollups maintained as the store does (saves folded into the day rows), with every touched day
+    /// rewritten from all its samples instead, and with no maintenance at all (the modes exist for
+    /// these figures only): what maintenance adds to a write, apart from HTTP and JSON. CPU per sample
+    /// is the figure to read on a shared machine. Returns samples per CPU-second, by mode.
+    static func storeSaves(_ options: SamplesBenchmarkOptions) throws -> [RollupMaintenanceMode: Double] {
+        var generator = SampleGenerator(seed: 11)
+        let total = options.batches * options.batchSize
+        let samples = (0..<total).map { generator.sample($0) }
+        var rates: [RollupMaintenanceMode: Double] = [:]
+        let modes: [(RollupMaintenanceMode, String)] = [(.incremental, "incremental (the store's)"),
+                                                        (.rereadDays, "touched days re-read"), (.off, "off")]
+        for (mode, name) in modes {
+            let directory = options.workDirectory + "/store-save-\(mode.rawValue)"
+            try? FileManager.default.removeItem(atPath: directory)
+            let (store, app, _) = try prepareUser(dataDirectory: directory)
+            store.rollupMaintenance.store(mode.rawValue, ordering: .relaxed)
+            let cpuBefore = processCPUSeconds(getpid())
+            let began = nanosecondsNow()
+            for batch in stride(from: 0, to: total, by: options.batchSize) {
+                _ = try store.save(Array(samples[batch..<min(total, batch + options.batchSize)]), by: app)
+            }
+            let seconds = Double(nanosecondsNow() - began) / 1e9
+            let cpu = processCPUSeconds(getpid()) - cpuBefore
+            let maintenance = Double(store.rollupMaintenanceNanoseconds) / 1e9
+            store.close()
+            if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
+            rates[mode] = Double(total) / max(cpu, 1e-9)
+            print("HealthStore.save, rollup maintenance \(name): \(total) samples in \(options.batchSize)-sample batches: "
+                  + "\(format(seconds, decimals: 3)) s, \(Int(Double(total) / seconds)) samples/s; "
+                  + "CPU \(format(1e6 * cpu / Double(total), decimals: 2)) µs per sample"
+                  + (mode == .off ? "" : "; inside maintenance \(format(1e6 * maintenance / Double(total), decimals: 2)) µs per sample"))
+        }
+        let off = rates[.off] ?? 0
+        print("  samples per CPU-second / maintenance off: incremental \(format((rates[.incremental] ?? 0) / max(off, 1e-9))) x, "
+              + "touched days re-read \(format((rates[.rereadDays] ?? 0) / max(off, 1e-9))) x")
+        return rates
+    }
+
     // MARK: POST /v1/samples
 
     /// Who picks the uuids of the posted samples.

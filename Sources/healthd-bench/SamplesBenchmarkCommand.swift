@@ -71,6 +71,7 @@ enum SamplesBenchmarkCommand {
                     print("  API (\(source.rawValue) uuids) / raw SQLite: \(format(100 * api / baseline, decimals: 0)) %; "
                           + "/ raw SQLite without a uuid index: \(format(100 * api / withoutUUIDIndex, decimals: 0)) %")
                 }
+                if command == "ingest" { _ = try SamplesBenchmark.storeSaves(options) }
                 if command == "samples" { try SamplesBenchmark.read(options) }
             case "sqlite-baseline":
                 for shape in SamplesBenchmark.TableShape.allCases { _ = try SamplesBenchmark.sqliteBaseline(options, shape: shape) }
@@ -98,7 +99,8 @@ let samplesUsage = """
       samples           sqlite-baseline, samples-write and samples-read in one run
       sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL), one run per
                         table shape for uuid idempotency (none, today's index, 64-bit keys, clustered)
-      ingest            both raw floors, the other table shapes, then samples-write
+      ingest            both raw floors, the other table shapes, samples-write, then HealthStore.save in
+                        process with statistics rollup maintenance incremental, re-reading days, and off
       samples-write     POST /v1/samples batches from concurrent keep-alive clients
       samples-read      GET /v1/samples pages of 1,000 from a large store
       seed-store        fill --work-dir with --store-samples samples (kept if already there) and print
