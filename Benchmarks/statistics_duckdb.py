@@ -5,7 +5,10 @@ Usage: statistics_duckdb.py SQLITE_PATH USER_ROW_ID ORIGIN_MS YEAR_END_MS JUNE_M
 Rows are copied out of healthd's SQLite file (Python's sqlite3) through a CSV file into an in-memory
 DuckDB table (DuckDB's sqlite extension would need a download, which this machine cannot make). Needs `pip install duckdb`.
 """
-import csv, os, sqlite3, sys, tempfile, time
+import os, sqlite3, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from duckdb_copy import copy_samples
 
 try:
     import duckdb
@@ -18,23 +21,8 @@ source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 codes = dict(source.execute("SELECT name, id FROM type_codes WHERE name IN ('stepCount', 'heartRate')"))
 con = duckdb.connect()
 started = time.perf_counter()
-# Through a CSV file: DuckDB's CSV reader is native and fast; row inserts from Python are not.
-with tempfile.NamedTemporaryFile("w", suffix=".csv", newline="", delete=False) as handle:
-    csv_path = handle.name
-    writer = csv.writer(handle)
-    writer.writerow(["type_id", "start_ms", "end_ms", "value", "source_id"])
-    cursor = source.execute("SELECT type_id, start_ms, end_ms, value, source_id FROM samples WHERE user_id = ? AND type_id IN (?, ?)",
-                            (user, codes["stepCount"], codes["heartRate"]))
-    rows = 0
-    while True:
-        chunk = cursor.fetchmany(100_000)
-        if not chunk:
-            break
-        writer.writerows(chunk)
-        rows += len(chunk)
-con.execute(f"CREATE TABLE samples AS SELECT * FROM read_csv('{csv_path}', header = true, "
-            "columns = {'type_id': 'INTEGER', 'start_ms': 'BIGINT', 'end_ms': 'BIGINT', 'value': 'DOUBLE', 'source_id': 'INTEGER'})")
-os.remove(csv_path)
+rows = copy_samples(source, con, ["type_id", "start_ms", "end_ms", "value", "source_id"], "user_id = ? AND type_id IN (?, ?)",
+                    (user, codes["stepCount"], codes["heartRate"]))
 print(f"  loaded {rows} rows in {time.perf_counter() - started:.1f} s (DuckDB {duckdb.__version__})")
 seoul = 9 * 3_600_000
 queries = [

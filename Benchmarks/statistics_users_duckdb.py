@@ -10,7 +10,10 @@ fixed UTC offset (no DST), each sample counted in the day it starts in (no pro-r
 step sources summed (no source merging). Needs `pip install duckdb` (a venv on PATH will do).
 The last line is JSON for the benchmark to read.
 """
-import csv, json, os, sqlite3, sys, tempfile, time
+import json, os, sqlite3, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from duckdb_copy import copy_samples
 
 try:
     import duckdb
@@ -26,25 +29,10 @@ codes = dict(source.execute("SELECT name, id FROM type_codes WHERE name IN ('ste
 directory = tempfile.mkdtemp(prefix="healthd-duckdb-")
 database = os.path.join(directory, "samples.duckdb")
 started = time.perf_counter()
-csv_path = os.path.join(directory, "samples.csv")
-with open(csv_path, "w", newline="") as handle:
-    writer = csv.writer(handle)
-    writer.writerow(["user_id", "type_id", "start_ms", "end_ms", "value", "source_id"])
-    cursor = source.execute("SELECT user_id, type_id, start_ms, end_ms, value, source_id FROM samples WHERE type_id IN (?, ?) "
-                            "ORDER BY user_id, type_id, start_ms", (codes["stepCount"], codes["heartRate"]))
-    rows = 0
-    while True:
-        chunk = cursor.fetchmany(100_000)
-        if not chunk:
-            break
-        writer.writerows(chunk)
-        rows += len(chunk)
 con = duckdb.connect(database)
-con.execute(f"CREATE TABLE samples AS SELECT * FROM read_csv('{csv_path}', header = true, "
-            "columns = {'user_id': 'BIGINT', 'type_id': 'INTEGER', 'start_ms': 'BIGINT', 'end_ms': 'BIGINT', "
-            "'value': 'DOUBLE', 'source_id': 'INTEGER'})")
+rows = copy_samples(source, con, ["user_id", "type_id", "start_ms", "end_ms", "value", "source_id"], "type_id IN (?, ?) ORDER BY user_id, type_id, start_ms",
+                    (codes["stepCount"], codes["heartRate"]))
 con.close()
-os.remove(csv_path)
 print(f"  loaded {rows} rows into {database} in {time.perf_counter() - started:.1f} s (DuckDB {duckdb.__version__}); "
       "closed and opened again")
 
