@@ -271,6 +271,32 @@ public enum SampleCodec {
         }
     }
 
+    /// The most bytes one location of `writeLocations` takes, with its comma: every field present,
+    /// the longest date and numbers of the longest form. Measured by writing such a location.
+    public static let maximumLocationBytes: Int = {
+        let longest = -2.2250738585072014e-308
+        let location = WorkoutRouteLocation(date: 0, latitude: longest, longitude: longest, altitude: longest, speed: longest,
+                                            course: longest, horizontalAccuracy: longest, verticalAccuracy: longest)
+        var numbers = JSONWriter()
+        numbers.number(longest)
+        precondition(numbers.bytes.count == JSONWriter.maximumDoubleBytes)
+        var writer = JSONWriter()
+        writeLocations([location], into: &writer)
+        var date = JSONWriter()
+        writeInstant(0, into: &date)
+        // Less the array's brackets and the quoted date written, plus the longest date and a comma.
+        return writer.bytes.count - 2 - (date.bytes.count - 2) + RFC3339.maximumUTCByteCount + 1
+    }()
+
+    /// The most bytes one sample's JSON (an export line) takes: a route's maximum number of
+    /// locations at their longest, plus `maximumNonLocationBytes` for everything else.
+    public static let maximumSampleBytes = HealthValidation.maximumRouteLocations * maximumLocationBytes + maximumNonLocationBytes
+
+    /// What a sample's fields other than route locations may take: the default request body limit
+    /// (a sample's strings and metadata arrive in one request body; its locations are the only part
+    /// a sample's JSON grows by as the route's bounded count of them).
+    public static let maximumNonLocationBytes = 16 * 1024 * 1024
+
     /// A route's locations as API JSON (`GET /v1/samples`, the export, `GET /v1/workouts/{uuid}/route`).
     public static func writeLocations(_ locations: [WorkoutRouteLocation], into writer: inout JSONWriter) {
         writer.beginArray()

@@ -51,8 +51,9 @@ public final class HealthdExportImporter {
     private let writer: ImportWriter
     private let batchSize: Int
     private static let chunkSize = 256 * 1024
-    /// A line longer than this is not a sample of ours (the largest, a workout, is a few KB).
-    static let maxLineBytes = 16 * 1024 * 1024
+    /// A line longer than this is not a sample of ours: the largest, a route with the most
+    /// locations at their longest, fits (`SampleCodec.maximumSampleBytes`). It bounds one line's memory too.
+    static let maxLineBytes = SampleCodec.maximumSampleBytes
 
     public init(store: any HealthDataStore, userRowID: Int64, batchSize: Int = 5_000) {
         writer = ImportWriter(store: store, userRowID: userRowID)
@@ -88,11 +89,15 @@ public final class HealthdExportImporter {
             let count = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
             if count == 0 { break }
             report.bytesRead += Int64(count)
+            // Only the new bytes are searched for a newline: a long line spans many chunks, and
+            // searching it again from its start at each one would take quadratic time.
+            var searchFrom = pending.count
             pending.append(contentsOf: chunk[0 ..< count])
             var lineStart = pending.startIndex
-            while let newline = pending[lineStart...].firstIndex(of: 0x0A) {
+            while let newline = pending[searchFrom...].firstIndex(of: 0x0A) {
                 try accept(pending[lineStart ..< newline])
                 lineStart = newline + 1
+                searchFrom = lineStart
             }
             pending.removeSubrange(..<lineStart)
             guard pending.count <= Self.maxLineBytes else {

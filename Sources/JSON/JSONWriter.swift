@@ -16,6 +16,10 @@ public struct JSONWriter: Sendable {
     private var afterKey = false
     private var depth = 0
 
+    /// The most bytes `number(_: Double)` writes: 17 significant digits, a sign, a point and a
+    /// three-digit exponent ("-2.2250738585072014e-308"); integral values are shorter.
+    public static let maximumDoubleBytes = 24
+
     public init(capacity: Int = 1024, prettyPrinted: Bool = false) {
         bytes = []
         bytes.reserveCapacity(capacity)
