@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (swiftc -sanitize=fuzzer,address) into .build-fuzz/ without touching
 # the main Package.swift: each target is one module made of the sources it fuzzes plus its entry
-# point; Primitives and JSON are separate modules because HTTP, JSON and HealthModel import them. Targets: the HTTP parser, sample
+# point; Primitives, JSON and Statistics are separate modules because other fuzzed sources import them. Targets: the HTTP parser, sample
 # JSON bodies, HKUnit, instants, ISO 8601 calendar intervals, IMU CSV bodies (with the pedometer behind),
 # Apple Health export.xml (repair filter, XML tokenizer, mapper; HealthModel is a separate module
 # there because AppleHealthExport imports it), Health Auto Export bodies (streaming scanner and
@@ -32,5 +32,9 @@ swiftc "${flags[@]}" -emit-library -static -emit-module -module-name Crypto \
 swiftc "${flags[@]}" -module-name FuzzHealthAutoExport -I "$out/modules" -L "$out/modules" -lHealthModel -lJSON -lPrimitives -lCrypto \
   -o "$out/fuzz-healthautoexport" Sources/HealthAutoExport/*.swift Fuzz/Targets/FuzzHealthAutoExport.swift
 swiftc "${flags[@]}" -module-name FuzzIMUCSV -o "$out/fuzz-imucsv" Sources/Pedometer/*.swift Fuzz/Targets/FuzzIMUCSV.swift
-swiftc "${flags[@]}" -module-name FuzzDuration -o "$out/fuzz-duration" Sources/Statistics/*.swift Fuzz/Targets/FuzzDuration.swift
+# Statistics is pure (Primitives only); the zone rules come from TimeZoneDatabase, built into the target.
+swiftc "${flags[@]}" -emit-library -static -emit-module -module-name Statistics -I "$out/modules" \
+  -emit-module-path "$out/modules/Statistics.swiftmodule" -o "$out/modules/libStatistics.a" Sources/Statistics/*.swift
+swiftc "${flags[@]}" -module-name FuzzDuration -I "$out/modules" -L "$out/modules" -lStatistics -lPrimitives \
+  -o "$out/fuzz-duration" Sources/TimeZoneDatabase/*.swift Fuzz/Targets/FuzzDuration.swift
 echo "fuzz: built $(ls "$out"/fuzz-* | tr '\n' ' ')"

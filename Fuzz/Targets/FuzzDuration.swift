@@ -1,6 +1,8 @@
 // libFuzzer target: ISO 8601 calendar-interval parsing (`PT15M`, `P1D`, ...) and statistics
 // options, then bucketing a month in UTC and in a DST zone with whatever interval parsed.
 
+import Statistics
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDuration(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
