@@ -324,33 +324,17 @@ public enum SampleCodec {
         let shown: HealthUnit?
         var lastType: String?
         var lastConversion = HealthUnitConversion.identity(.count)
-        var lastDevice: SampleDevice?
-        var lastDeviceJSON: [UInt8] = []
-        var lastSource: SampleSource?
-        var lastSourceJSON: [UInt8] = []
+        var device = RepeatedFragment<SampleDevice>(capacity: 128)
+        var source = RepeatedFragment<SampleSource>(capacity: 96)
 
         init(shown: HealthUnit?) { self.shown = shown }
 
         mutating func writeDevice(_ device: SampleDevice, into writer: inout JSONWriter) {
-            guard !writer.prettyPrinted else { return SampleCodec.writeDevice(device, into: &writer) }
-            if lastDevice != device {
-                var fragment = JSONWriter(capacity: 128)
-                SampleCodec.writeDevice(device, into: &fragment)
-                lastDevice = device
-                lastDeviceJSON = fragment.bytes
-            }
-            writer.serializedValue(lastDeviceJSON)
+            self.device.write(device, into: &writer, with: SampleCodec.writeDevice)
         }
 
         mutating func writeSource(_ source: SampleSource, into writer: inout JSONWriter) {
-            guard !writer.prettyPrinted else { return SampleCodec.writeSource(source, into: &writer) }
-            if lastSource != source {
-                var fragment = JSONWriter(capacity: 96)
-                SampleCodec.writeSource(source, into: &fragment)
-                lastSource = source
-                lastSourceJSON = fragment.bytes
-            }
-            writer.serializedValue(lastSourceJSON)
+            self.source.write(source, into: &writer, with: SampleCodec.writeSource)
         }
 
         mutating func conversion(for type: String) -> HealthUnitConversion {
@@ -359,6 +343,28 @@ public enum SampleCodec {
             lastConversion = shown.flatMap { HealthUnitConversion(from: canonical, to: $0) } ?? .identity(canonical)
             lastType = type
             return lastConversion
+        }
+    }
+
+    /// The JSON of the last value written, copied while the next value equals it (compact output
+    /// only: a pretty-printed fragment depends on its depth).
+    private struct RepeatedFragment<Value: Equatable> {
+        let capacity: Int
+        var last: Value?
+        var lastJSON: [UInt8] = []
+
+        init(capacity: Int) { self.capacity = capacity }
+
+        mutating func write(_ value: Value, into writer: inout JSONWriter,
+                            with serialize: (Value, inout JSONWriter) -> Void) {
+            guard !writer.prettyPrinted else { return serialize(value, &writer) }
+            if last != value {
+                var fragment = JSONWriter(capacity: capacity)
+                serialize(value, &fragment)
+                last = value
+                lastJSON = fragment.bytes
+            }
+            writer.serializedValue(lastJSON)
         }
     }
 
