@@ -3,8 +3,9 @@ import HealthStore
 import PostgreSQL
 
 /// A batch turned into row values before any connection is taken, so the transaction only sends
-/// them: type codes, bodies, device ids and in-batch repeats are worked out here. A correlation's
-/// objects follow it, pointing back at its position.
+/// them: type codes, bodies, device ids, in-batch repeats and the rows' binary COPY encoding are
+/// worked out here, off the user's change-number lock. A correlation's objects follow it, pointing
+/// back at its position.
 struct PostgresSampleBatch: Sendable {
     struct Row: Sendable {
         /// The sample's position in the request (a correlation's objects share it).
@@ -12,7 +13,6 @@ struct PostgresSampleBatch: Sendable {
         var sample: HealthSample
         var typeCode: Int64
         var sourceRowID: Int64
-        var body: [UInt8]?
         var deviceID: Int64?
         /// Position in `rows` of the correlation this object belongs to.
         var parent: Int?
@@ -21,14 +21,20 @@ struct PostgresSampleBatch: Sendable {
     private(set) var rows: [Row] = []
     /// Distinct devices of the batch: (id, stored body).
     private(set) var devices: [(id: Int64, body: [UInt8])] = []
+    /// `rows` as `samples` rows in binary COPY form, numbered from 1 (see `copyRows(numberedAfter:)`).
+    private var encoded = PostgresCopyRows()
+    /// Where each row's `seq`, and each object's `parent_seq`, lies in `encoded`.
+    private var seqOffsets: [Int] = []
+    private var parentOffsets: [(offset: Int, parent: Int)] = []
 
     /// Throws `SampleConflict` for an unknown type, or a uuid repeated in the batch with other
-    /// content; a repeat with the same content is stored once.
-    init(_ samples: [(sample: HealthSample, sourceRowID: Int64)], typeCodes: [String: Int64]) throws(SampleConflict) {
+    /// content; a repeat with the same content is stored once. `created` is the rows' creation time.
+    init(_ samples: [(sample: HealthSample, sourceRowID: Int64)], typeCodes: [String: Int64], userRowID: Int64,
+         created: Int64) throws {
         rows.reserveCapacity(samples.count)
         var seen: [HealthUUID: Int] = [:]
         seen.reserveCapacity(samples.count)
-        var deviceIDs: [SampleDevice: Int64] = [:]
+        var deviceIDs = DeviceIDs()
         for (index, item) in samples.enumerated() {
             if let earlier = seen[item.sample.uuid] {
                 guard samples[earlier].sample == item.sample, samples[earlier].sourceRowID == item.sourceRowID else {
@@ -47,30 +53,84 @@ struct PostgresSampleBatch: Sendable {
                 }
             }
         }
+        devices = deviceIDs.devices
+        try encode(userRowID: userRowID, created: created)
     }
 
     private mutating func append(_ sample: HealthSample, index: Int, sourceRowID: Int64, parent: Int?,
-                                 typeCodes: [String: Int64], deviceIDs: inout [SampleDevice: Int64]) throws(SampleConflict) {
+                                 typeCodes: [String: Int64], deviceIDs: inout DeviceIDs) throws(SampleConflict) {
         guard let typeCode = typeCodes[sample.type] else {
             throw SampleConflict(index: index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
         }
-        var deviceID: Int64?
-        if let device = sample.device {
-            if let known = deviceIDs[device] {
-                deviceID = known
-            } else {
-                let body = DeviceBody.encode(device)
-                let id = DeviceID.of(body: body)
-                deviceIDs[device] = id
-                devices.append((id, body))
-                deviceID = id
-            }
-        }
         rows.append(Row(index: index, sample: sample, typeCode: typeCode, sourceRowID: sourceRowID,
-                        body: SampleRowBody.encode(sample), deviceID: deviceID, parent: parent))
+                        deviceID: sample.device.map { deviceIDs.id(of: $0) }, parent: parent))
+    }
+
+    /// `rows` in binary COPY form, in `samples`' column order (`copySamples`), each row numbered
+    /// by its position from 1 until `copyRows(numberedAfter:)` writes the real change numbers in.
+    private mutating func encode(userRowID: Int64, created: Int64) throws(PostgresError) {
+        // About 90 bytes a row before its body.
+        encoded = PostgresCopyRows(reservingCapacity: rows.count * 96)
+        seqOffsets.reserveCapacity(rows.count)
+        for position in rows.indices {
+            let row = rows[position]
+            try encoded.beginRow(fieldCount: 12)
+            try encoded.append(int64: userRowID)
+            try encoded.append(uuidHigh: row.sample.uuid.high, low: row.sample.uuid.low)
+            seqOffsets.append(try encoded.append(int64: Int64(position) + 1))
+            try encoded.append(int32: Int32(truncatingIfNeeded: row.typeCode))
+            try encoded.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
+            if let device = row.deviceID { try encoded.append(int64: device) } else { try encoded.appendNull() }
+            try encoded.append(int64: row.sample.start)
+            try encoded.append(int64: row.sample.end)
+            if let value = row.sample.quantity { try encoded.append(double: value) } else { try encoded.appendNull() }
+            if let parent = row.parent {
+                parentOffsets.append((try encoded.append(int64: Int64(parent) + 1), parent))
+            } else {
+                try encoded.appendNull()
+            }
+            try encoded.append(int64: created)
+            if let body = SampleRowBody.encode(row.sample) { try encoded.append(bytes: body) } else { try encoded.appendNull() }
+        }
     }
 
     var isEmpty: Bool { rows.isEmpty }
+
+    /// The rows in binary COPY form with their change numbers: row `position` gets
+    /// `base + 1 + position` (a correlation's objects point at their correlation's).
+    func copyRows(numberedAfter base: Int64) throws(PostgresError) -> PostgresCopyRows {
+        var numbered = encoded
+        for (position, offset) in seqOffsets.enumerated() {
+            try numbered.overwrite(int64: base + 1 + Int64(position), at: offset)
+        }
+        for (offset, parent) in parentOffsets {
+            try numbered.overwrite(int64: base + 1 + Int64(parent), at: offset)
+        }
+        return numbered
+    }
+}
+
+/// The distinct devices of a batch and their ids. A batch usually comes from one or two devices,
+/// sample after sample: the last one found is compared before any hashing.
+private struct DeviceIDs {
+    private(set) var devices: [(id: Int64, body: [UInt8])] = []
+    private var known: [SampleDevice: Int64] = [:]
+    private var last: (device: SampleDevice, id: Int64)?
+
+    mutating func id(of device: SampleDevice) -> Int64 {
+        if let last, last.device == device { return last.id }
+        let id: Int64
+        if let found = known[device] {
+            id = found
+        } else {
+            let body = DeviceBody.encode(device)
+            id = DeviceID.of(body: body)
+            known[device] = id
+            devices.append((id, body))
+        }
+        last = (device, id)
+        return id
+    }
 }
 
 /// A sample a write changed, for the statistics rollups (saved or deleted; kept in the order done).
@@ -119,69 +179,61 @@ extension PostgresHealthStore {
         FROM STDIN (FORMAT binary)
         """
 
+    /// What `write` does when the batch holds a uuid the user already has.
+    enum StoredUUIDs {
+        /// COPY inside a savepoint; on the key conflict, undo to it and `compare`.
+        case undoAndCompare
+        /// COPY without a savepoint: the key conflict aborts the transaction and reaches the
+        /// caller, who runs it again with `compare`. The usual batch, all new uuids, saves the
+        /// savepoint's round trips and its subtransaction.
+        case abortTransaction
+        /// Through a temporary table and `INSERT ... ON CONFLICT DO NOTHING`; every row not stored
+        /// must equal the stored one (same sample, same app), or the batch is a `SampleConflict`.
+        case compare
+    }
+
     /// Writes a prepared batch inside the caller's transaction.
     ///
-    /// New uuids (the usual case) go straight into `samples` by binary COPY. When the batch holds a
-    /// uuid the user already has (a re-sent batch, an import repeating itself), the COPY fails on the
-    /// key and is undone to its savepoint; the batch then goes through a temporary table and
-    /// `INSERT ... ON CONFLICT DO NOTHING`, and every row not stored is compared with what is
-    /// stored: the same sample from the same app is the idempotent success the API promises,
-    /// anything else a `SampleConflict` that rolls the whole batch back.
-    func write(_ batch: PostgresSampleBatch, userRowID: Int64, userExternalID: String, created: Int64,
+    /// New uuids (the usual case) go straight into `samples` by binary COPY. A batch holding a uuid
+    /// the user already has (a re-sent batch, an import repeating itself) goes through a temporary
+    /// table and `INSERT ... ON CONFLICT DO NOTHING`, and every row not stored is compared with what
+    /// is stored: the same sample from the same app is the idempotent success the API promises,
+    /// anything else a `SampleConflict` that rolls the whole batch back (see `StoredUUIDs`).
+    func write(_ batch: PostgresSampleBatch, userRowID: Int64, userExternalID: String, storedUUIDs: StoredUUIDs = .undoAndCompare,
                _ connection: PostgresConnection) throws -> (effects: SampleWriteEffects, lastSeq: Int64) {
         var effects = SampleWriteEffects()
         guard !batch.isEmpty else { return (effects, try Self.currentChangeNumber(userRowID: userRowID, connection)) }
         let last = try Self.reserveChangeNumbers(batch.rows.count, userRowID: userRowID, connection)
         let base = last - Int64(batch.rows.count)
-        let copied: Bool
-        do {
-            copied = try connection.savepoint {
-                try connection.copyIn(Self.copySamples) { try Self.writeRows(batch, userRowID: userRowID, base: base, created: created, to: $0) }
-            } == batch.rows.count
-        } catch let error as PostgresError where error.isUniqueViolation {
-            copied = false
+        let rows = try batch.copyRows(numberedAfter: base)
+        var copied = false
+        switch storedUUIDs {
+        case .abortTransaction:
+            copied = try connection.copyIn(Self.copySamples, rows: rows) == batch.rows.count
+        case .undoAndCompare:
+            do {
+                copied = try connection.savepoint { try connection.copyIn(Self.copySamples, rows: rows) } == batch.rows.count
+            } catch let error as PostgresError where error.isUniqueViolation {}
+        case .compare:
+            break
         }
         if copied {
             effects.inserted = Array(batch.rows.indices)
         } else {
-            effects.inserted = try insertSkippingStored(batch, userRowID: userRowID, base: base, last: last, created: created, connection)
+            effects.inserted = try insertSkippingStored(rows, userRowID: userRowID, base: base, last: last, connection)
             try checkIdempotent(batch, inserted: effects.inserted, userRowID: userRowID, userExternalID: userExternalID, connection)
         }
         try recordInserted(batch, effects: &effects, userRowID: userRowID, base: base, connection)
         return (effects, last)
     }
 
-    private static func writeRows(_ batch: PostgresSampleBatch, userRowID: Int64, base: Int64, created: Int64,
-                                  to copy: PostgresCopyWriter) throws {
-        for position in batch.rows.indices {
-            let row = batch.rows[position]
-            try copy.beginRow(fieldCount: 12)
-            try copy.append(int64: userRowID)
-            try withUnsafeBytes(of: (row.sample.uuid.high.bigEndian, row.sample.uuid.low.bigEndian)) { bytes in
-                try copy.append(uuid: bytes)
-            }
-            try copy.append(int64: base + 1 + Int64(position))
-            try copy.append(int32: Int32(truncatingIfNeeded: row.typeCode))
-            try copy.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
-            if let device = row.deviceID { try copy.append(int64: device) } else { try copy.appendNull() }
-            try copy.append(int64: row.sample.start)
-            try copy.append(int64: row.sample.end)
-            if let value = row.sample.quantity { try copy.append(double: value) } else { try copy.appendNull() }
-            if let parent = row.parent { try copy.append(int64: base + 1 + Int64(parent)) } else { try copy.appendNull() }
-            try copy.append(int64: created)
-            if let body = row.body { try copy.append(bytes: body) } else { try copy.appendNull() }
-        }
-    }
-
     /// The slow path: stores the rows whose uuid is free (a correlation's objects only with their
     /// correlation) and returns their positions.
-    private func insertSkippingStored(_ batch: PostgresSampleBatch, userRowID: Int64, base: Int64, last: Int64, created: Int64,
+    private func insertSkippingStored(_ rows: PostgresCopyRows, userRowID: Int64, base: Int64, last: Int64,
                                       _ connection: PostgresConnection) throws -> [Int] {
         // Dropped at commit; a transaction writes one batch, so it is created once per transaction.
         try connection.execute("CREATE TEMPORARY TABLE incoming_samples (LIKE samples) ON COMMIT DROP")
-        try connection.copyIn(Self.copySamples.replacingOccurrences(of: "COPY samples", with: "COPY incoming_samples")) {
-            try Self.writeRows(batch, userRowID: userRowID, base: base, created: created, to: $0)
-        }
+        try connection.copyIn(Self.copySamples.replacingOccurrences(of: "COPY samples", with: "COPY incoming_samples"), rows: rows)
         try connection.execute("""
             INSERT INTO samples SELECT * FROM incoming_samples WHERE parent_seq IS NULL ON CONFLICT DO NOTHING
             """, [])
