@@ -22,7 +22,7 @@ extension PostgresHealthStore {
             writers.async { [self] in
                 let outcome = Result { () throws -> [UInt8] in
                     let created = StoreClock.nowMilliseconds()
-                    let batch = try PostgresSampleBatch(result.samples.map { ($0, app.sourceRowID) }, typeCodes: typeCodes,
+                    let batch = try PostgresSampleBatch(result.samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
                                                         userRowID: app.userRowID, created: created)
                     let change = try pool.transaction { connection -> CommittedChange in
                         try PostgresIMUSessions.commit(userRowID: app.userRowID, sourceRowID: app.sourceRowID, session: session,

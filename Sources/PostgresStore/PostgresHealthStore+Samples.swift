@@ -12,8 +12,8 @@ extension PostgresHealthStore {
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         try app.access.requireShare(samples)
         let created = StoreClock.nowMilliseconds()
-        let batch = try PostgresSampleBatch(samples.map { ($0, app.sourceRowID) }, typeCodes: typeCodes, userRowID: app.userRowID,
-                                            created: created)
+        let batch = try PostgresSampleBatch(samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
+                                            userRowID: app.userRowID, created: created)
         func commit(_ storedUUIDs: StoredUUIDs) throws -> CommittedChange {
             try pool.transaction { connection -> CommittedChange in
                 let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, storedUUIDs: storedUUIDs,

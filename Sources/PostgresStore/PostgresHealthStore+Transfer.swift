@@ -28,7 +28,8 @@ extension PostgresHealthStore {
                     if let adopted = decisions.adoptions[index] { adoptions.append((batch[index].sample.uuid, adopted)) }
                 }
             }
-            let prepared = try PostgresSampleBatch(inserts, typeCodes: typeCodes, userRowID: userRowID, created: created)
+            let prepared = try PostgresSampleBatch(inserts.map(\.sample), sourceRowID: { inserts[$0].sourceRowID }, typeCodes: typeCodes,
+                                                   userRowID: userRowID, created: created)
             let (effects, last) = try write(prepared, userRowID: userRowID, userExternalID: "", connection)
             for adoption in adoptions {
                 // Objects stored before (on their own) become the objects of the correlation stored now.
