@@ -36,6 +36,13 @@ work="$(mktemp -d)"
 store="$PWD/.build/http-bench-store-$store_samples"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 ulimit -n 65536 2>/dev/null || true
+# Four ports the kernel says are free now (all bound at once, so they differ), so two runs or a
+# busy port do not collide: healthd, nginx, the Dispatch floor, the baseline.
+read -r healthd_port nginx_port floor_port baseline_port < <(python3 -c '
+import socket
+held = [socket.socket() for _ in range(4)]
+for s in held: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in held))')
 
 # nginx, one worker, returning the same body as healthd.
 cat > "$work/nginx.conf" <<CONF
@@ -48,7 +55,7 @@ http {
   access_log off;
   keepalive_requests 1000000;
   server {
-    listen 127.0.0.1:18081;
+    listen 127.0.0.1:$nginx_port;
     location /healthz { default_type application/json; return 200 '{"status":"ok"}'; }
   }
 }
@@ -57,7 +64,7 @@ nginx -c "$work/nginx.conf"
 for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
 nginx_pid=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) # the one worker does the work
 
-"$bin/dispatch-floor" 18082 > "$work/floor.log" 2>&1 &
+"$bin/dispatch-floor" "$floor_port" > "$work/floor.log" 2>&1 &
 floor_pid=$!
 
 # The store for the samples route (seeded through HealthStore once, then reused).
@@ -66,22 +73,22 @@ token=$("$bin/healthd-bench" seed-store --work-dir "$store" --store-samples "$st
 
 # The abuse limits are off: every client here is one loopback address.
 echo '{"accessLog": false, "maxConnections": 20000, "maxConnectionsPerAddress": 20000, "rateLimitPerAddressPerSecond": 0, "rateLimitPerTokenPerSecond": 0}' > "$work/config.json"
-HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port 18080 --data-dir "$store" \
+HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port "$healthd_port" --data-dir "$store" \
   --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
-ports="18080 18081 18082"
+ports="$healthd_port $nginx_port $floor_port"
 if [ -n "${BASELINE:-}" ]; then
   mkdir -p "$work/baseline-store"
   [ -n "${BASELINE_STORE:-}" ] && cp -r "$BASELINE_STORE"/. "$work/baseline-store/"
-  HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$BASELINE" serve --port 18083 --data-dir "$work/baseline-store" \
+  HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$BASELINE" serve --port "$baseline_port" --data-dir "$work/baseline-store" \
     --config "$work/config.json" > "$work/baseline.log" 2>&1 &
   baseline_pid=$!
-  ports="$ports 18083"
+  ports="$ports $baseline_port"
 fi
 for port in $ports; do
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 done
-samples_url="http://127.0.0.1:18080/v1/samples?type=stepCount&limit=10"
+samples_url="http://127.0.0.1:$healthd_port/v1/samples?type=stepCount&limit=10"
 curl -fs -H "Authorization: Bearer $token" "$samples_url" | grep -q '"samples":\[{' || { echo "samples route returned no samples"; exit 1; }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -109,7 +116,7 @@ run() { # name pid url connections [extra wrk args...] -> "name|conns|req/s|p99|
 # stays open), from /proc/PID/smaps_rollup: "Rss MiB (anonymous MiB)", and the growth the
 # connections themselves caused.
 idle_memory() {
-  python3 - "$healthd_pid" <<'PY2'
+  python3 - "$healthd_pid" "$healthd_port" <<'PY2'
 import socket, sys, time
 def rollup():
     fields = {}
@@ -120,7 +127,7 @@ def rollup():
 before = rollup()
 conns = []
 for _ in range(1000):
-    s = socket.create_connection(("127.0.0.1", 18080))
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
     s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
     s.recv(4096)
     conns.append(s)
@@ -132,16 +139,16 @@ PY2
 
 results=()
 for c in 64 1000; do
-  results+=("$(run nginx "$nginx_pid" http://127.0.0.1:18081/healthz $c)")
-  results+=("$(run floor "$floor_pid" http://127.0.0.1:18082/healthz $c)")
-  results+=("$(run healthd "$healthd_pid" http://127.0.0.1:18080/healthz $c)")
-  if [ -n "${BASELINE:-}" ]; then results+=("$(run baseline "$baseline_pid" http://127.0.0.1:18083/healthz $c)"); fi
+  results+=("$(run nginx "$nginx_pid" "http://127.0.0.1:$nginx_port/healthz" $c)")
+  results+=("$(run floor "$floor_pid" "http://127.0.0.1:$floor_port/healthz" $c)")
+  results+=("$(run healthd "$healthd_pid" "http://127.0.0.1:$healthd_port/healthz" $c)")
+  if [ -n "${BASELINE:-}" ]; then results+=("$(run baseline "$baseline_pid" "http://127.0.0.1:$baseline_port/healthz" $c)"); fi
 done
 # Idle connections after the /healthz runs (the HTTP layer's own memory) ...
 idle_after_healthz=$(idle_memory)
 samples_result=$(run samples "$healthd_pid" "$samples_url" 64 -H "Authorization: Bearer $token")
 if [ -n "${BASELINE_STORE:-}" ]; then
-  baseline_samples=$(run samples "$baseline_pid" "${samples_url/18080/18083}" 64 -H "Authorization: Bearer $BASELINE_TOKEN")
+  baseline_samples=$(run samples "$baseline_pid" "${samples_url/:$healthd_port/:$baseline_port}" 64 -H "Authorization: Bearer $BASELINE_TOKEN")
 fi
 # ... and again once the samples route has filled the store's caches (SQLite pages, tokens).
 idle_after_samples=$(idle_memory)
