@@ -11,6 +11,10 @@ import Synchronization
 /// write system call per batch of requests, not per request.
 public final class AccessLog: Sendable {
     private let buffer = Mutex<[UInt8]>([])
+    /// Held from taking the buffer until its bytes are written, so when `flush` returns every line
+    /// appended before it is in the file (not still in the hands of a concurrent flush, such as
+    /// the timer's), and batches reach the file in the order they were taken.
+    private let writing = Mutex<Void>(())
     private let fileDescriptor: Int32
     /// Dispatch sources are thread-safe objects that Dispatch does not mark Sendable; this one is
     /// set once in `init` and only cancelled in `deinit`.
@@ -70,17 +74,19 @@ public final class AccessLog: Sendable {
     }
 
     public func flush() {
-        let pending = buffer.withLock { buffer -> [UInt8] in
-            defer { buffer.removeAll(keepingCapacity: true) }
-            return buffer
-        }
-        guard !pending.isEmpty else { return }
-        pending.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count, let base = raw.baseAddress {
-                let written = write(fileDescriptor, base + offset, raw.count - offset)
-                if written <= 0 { break }  // a closed stdout must not take the server down
-                offset += written
+        writing.withLock { _ in
+            let pending = buffer.withLock { buffer -> [UInt8] in
+                defer { buffer.removeAll(keepingCapacity: true) }
+                return buffer
+            }
+            guard !pending.isEmpty else { return }
+            pending.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count, let base = raw.baseAddress {
+                    let written = write(fileDescriptor, base + offset, raw.count - offset)
+                    if written <= 0 { break }  // a closed stdout must not take the server down
+                    offset += written
+                }
             }
         }
     }

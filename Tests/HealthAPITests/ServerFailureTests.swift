@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import HealthModel
+import Synchronization
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
@@ -8,7 +9,7 @@ import Testing
 /// Lines a server writes to its log, captured in a temporary file.
 final class CapturedLog: Sendable {
     let log: AccessLog
-    private let path = NSTemporaryDirectory() + "healthd-log-" + UUID().uuidString
+    let path = NSTemporaryDirectory() + "healthd-log-" + UUID().uuidString
     private let descriptor: Int32
 
     init() {
@@ -39,6 +40,30 @@ final class CapturedLog: Sendable {
 }
 
 @Suite struct ServerFailureTests {
+    /// An event line is in the file when `event` returns, even while another flush (the
+    /// periodic timer's, here a thread flushing without pause) took it from the buffer and is
+    /// still writing it: readers of the log right after an event must see it.
+    @Test func anEventIsWrittenWhenEventReturnsDespiteAConcurrentFlush() {
+        let captured = CapturedLog()
+        let stop = Atomic<Bool>(false)
+        let flusherDone = DispatchSemaphore(value: 0)
+        let log = captured.log
+        DispatchQueue.global().async {
+            while !stop.load(ordering: .relaxed) { log.flush() }
+            flusherDone.signal()
+        }
+        var missing = 0
+        for index in 0 ..< 300 {
+            log.event("event \(index)")
+            let path = captured.path
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            if !text.contains("\"event \(index)\"") { missing += 1 }
+        }
+        stop.store(true, ordering: .relaxed)
+        flusherDone.wait()
+        #expect(missing == 0, "\(missing) of 300 events were not yet in the file when event() returned")
+    }
+
     /// A store that fails underneath the API (here a table gone) answers 500 with a generic
     /// detail and the request id; the log line with that id holds SQLite's message and the SQL.
     @Test func aStoreFailureReachesTheLogNotTheClient() throws {
