@@ -59,24 +59,11 @@ import Testing
     }
 
     @Test func compactStatesOfTheEarlierVersionStillRestoreAndContinue() throws {
-        guard let url = Bundle.module.url(forResource: "session-state-v1", withExtension: "bin", subdirectory: "Fixtures") else {
-            throw Fixtures.MissingFixture(name: "session-state-v1.bin")
-        }
-        let version1 = [UInt8](try Data(contentsOf: url))
-        #expect(version1[2] == 1)
-        var session = try PedometerSession(stored: version1)
-        #expect(session.totalSteps == 48)
-        #expect(session.strideModel.heightCm == 182)
-        let current = session.encoded()
-        #expect(current[2] == PedometerSession.formatVersion)
-        #expect(try PedometerSession(stored: current) == session)
         // It continues like a fresh session of this build over the whole trace, give or take the
         // walk-start candidates version 1 did not keep (none are pending in the middle of a walk).
-        let trace = try Fixtures.load("Samsung_Carmelo_Hard_Armband_2")
-        var uninterrupted = PedometerSession(heightCm: 182, parameters: session.parameters)
-        let total = try Self.run(&uninterrupted, trace.recording, from: 0)
-        _ = try Self.run(&session, trace.recording, from: 6_000)
-        #expect(session.totalSteps == total)
+        let session = try Self.restoreEarlierVersion(1)
+        #expect(session.strideModel.heightCm == 182)
+        #expect(session.parameters.bumpRhythmTolerance == 0)
     }
 
     /// Restores `session-state-v<version>.bin` (the same 48-step session), checks it stores back in
