@@ -76,20 +76,22 @@ public struct SampleBatchDecoder {
         case type = 1, uuid = 2, start = 4, end = 8, value = 16, unit = 32, metadata = 64, device = 128
     }
 
+    /// The member a key names: a candidate picked by length and first letters, then compared whole.
     private func knownField(_ key: Range<Int>) -> Field? {
-        switch key.count {
-        case 3: return cursor.matches(key, "end") ? .end : nil
-        case 4:
-            if cursor.matches(key, "type") { return .type }
-            if cursor.matches(key, "uuid") { return .uuid }
-            return cursor.matches(key, "unit") ? .unit : nil
-        case 5:
-            if cursor.matches(key, "value") { return .value }
-            return cursor.matches(key, "start") ? .start : nil
-        case 6: return cursor.matches(key, "device") ? .device : nil
-        case 8: return cursor.matches(key, "metadata") ? .metadata : nil
+        guard key.count >= 3 else { return nil }
+        let candidate: (field: Field, name: StaticString)
+        switch (key.count, cursor.bytes[key.lowerBound], cursor.bytes[key.lowerBound + 1]) {
+        case (3, UInt8(ascii: "e"), _): candidate = (.end, "end")
+        case (4, UInt8(ascii: "t"), _): candidate = (.type, "type")
+        case (4, UInt8(ascii: "u"), UInt8(ascii: "u")): candidate = (.uuid, "uuid")
+        case (4, UInt8(ascii: "u"), _): candidate = (.unit, "unit")
+        case (5, UInt8(ascii: "v"), _): candidate = (.value, "value")
+        case (5, UInt8(ascii: "s"), _): candidate = (.start, "start")
+        case (6, UInt8(ascii: "d"), _): candidate = (.device, "device")
+        case (8, UInt8(ascii: "m"), _): candidate = (.metadata, "metadata")
         default: return nil
         }
+        return cursor.matches(key, candidate.name) ? candidate.field : nil
     }
 
     /// A quantity sample with plain members, validated as `SampleCodec.decode` validates it; nil
@@ -285,9 +287,10 @@ private struct RecentObjects<Value> {
     init(capacity: Int) { self.capacity = capacity }
 
     func find(at start: Int, in cursor: JSONByteCursor) -> (value: Value, end: Int)? {
-        for entry in entries {
-            let candidate = start..<(start + entry.bytes.count)
-            if cursor.sameBytes(candidate, entry.bytes) { return (entry.value, candidate.upperBound) }
+        // By index: iterating the entries would copy (retain and release) every value compared.
+        for index in entries.indices {
+            let candidate = start..<(start + entries[index].bytes.count)
+            if cursor.sameBytes(candidate, entries[index].bytes) { return (entries[index].value, candidate.upperBound) }
         }
         return nil
     }

@@ -173,10 +173,27 @@ public struct JSONByteCursor {
     /// no control characters), with the cursor past its closing quote. Nil for anything else.
     public mutating func plainString() -> Range<Int>? {
         skipWhitespace()
-        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { return nil }
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\""), let base = bytes.baseAddress else { return nil }
         let start = position + 1
         var index = start
+        let raw = UnsafeRawPointer(base)
         while index < bytes.count {
+            // Eight bytes at a time up to the first that needs a look: a quote, a backslash, a
+            // control character or a non-ASCII byte (see `ByteScan`; the lowest flagged byte of a
+            // word is always a true one, and only it is acted on).
+            if index + 8 <= bytes.count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let ones: UInt64 = 0x0101_0101_0101_0101
+                let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+                let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+                let flagged = ((word &- ones &* 0x20) | (quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes | word)
+                    & 0x8080_8080_8080_8080
+                if flagged == 0 {
+                    index += 8
+                    continue
+                }
+                index += flagged.trailingZeroBitCount / 8
+            }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 position = index + 1
@@ -216,9 +233,9 @@ public struct JSONByteCursor {
     /// True when `range` of the input holds exactly the bytes of `text`.
     @inline(__always)
     public func matches(_ range: Range<Int>, _ text: StaticString) -> Bool {
-        guard range.count == text.utf8CodeUnitCount else { return false }
-        for offset in 0..<range.count where bytes[range.lowerBound + offset] != text.utf8Start[offset] { return false }
-        return true
+        guard range.count == text.utf8CodeUnitCount, range.lowerBound >= 0, range.upperBound <= bytes.count,
+              let base = bytes.baseAddress else { return range.isEmpty && text.utf8CodeUnitCount == 0 }
+        return memoryEqual(base + range.lowerBound, text.utf8Start, range.count)
     }
 
     /// True when the bytes at `range` equal those at `other` (both in this input).
