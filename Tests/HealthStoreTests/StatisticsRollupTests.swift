@@ -18,6 +18,12 @@ import Statistics
         }
     }
 
+    /// The schema before `013-sample-key-runs`: the unique uuid index instead of the key runs.
+    static let undoSampleKeyRuns = """
+        DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
+        CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+        """
+
     /// A database written before rollups existed (the rollup tables and their migration record
     /// removed, as that schema had them) is carried forward: opening it builds every series' rows,
     /// and the answers equal the direct computation over its samples.
@@ -42,8 +48,9 @@ import Statistics
         }
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
-                          "012-statistics-days-rowid"],
+                          "012-statistics-days-rowid", "013-sample-key-runs"],
                 "this test undoes every migration from the rollups' on")
+        try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
         try database.execute("DELETE FROM schema_migrations WHERE id >= \(rollupMigration); PRAGMA user_version = \(rollupMigration - 1)")
@@ -83,8 +90,9 @@ import Statistics
         let database = try Database(path: t.directory + "/healthd.sqlite")
         let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '012-statistics-days-rowid'", [],
                                                         { try $0.int64(at: 0) }))
-        #expect(try database.first("SELECT max(id) FROM schema_migrations", [], { try $0.int64(at: 0) }) == migration,
-                "this test undoes the last migration only")
+        #expect(try database.first("SELECT max(id) FROM schema_migrations", [], { try $0.int64(at: 0) }) == migration + 1,
+                "this test undoes this migration and the uuid key runs' after it")
+        try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.
         try database.execute("""
             CREATE TABLE statistics_days_before (user_id INTEGER NOT NULL, type_id INTEGER NOT NULL, day INTEGER NOT NULL,
