@@ -7,7 +7,7 @@ import SQLite
 import Primitives
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
-/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N]`:
+/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH]`:
 /// many users' data written through the store's `save` (steps from a phone and a watch whose samples
 /// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
@@ -19,7 +19,10 @@ import Primitives
 /// database file closed and opened again, then each user once and again): the floors the healthd
 /// figures are given as ratios of. One more user holds a year (`--year-days`, 365; 0 for none) of
 /// the same data and is asked daily steps and daily heart rate over all of it, once per pass after
-/// the dashboards: the year-long cold and warm figures, on each backend.
+/// the dashboards: the year-long cold and warm figures, on each backend. With `--baseline-healthd`, that binary
+/// (an older build) is restarted on the same data and asked the same passes first: a before/after
+/// comparison under the same load. Each pass also gives the CPU the server (and, on PostgreSQL, the
+/// database server, when it runs on this machine) spent per request, from /proc.
 ///
 /// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
 /// created for the run and dropped after it (kept with `--keep`); `both` runs SQLite and then PostgreSQL on the same data
@@ -32,6 +35,7 @@ enum MultiUserStatisticsBenchmark {
         var days = 91
         var budgetMiB: Int?
         var healthdPath = ""
+        var baselinePath: String?
         var directory: String?
         var backend = Backend.sqlite
         var postgresURL = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"]
@@ -64,6 +68,7 @@ enum MultiUserStatisticsBenchmark {
             case "--days": options.days = number()
             case "--budget": options.budgetMiB = number()
             case "--healthd": options.healthdPath = remaining.popFirst() ?? options.healthdPath
+            case "--baseline-healthd": options.baselinePath = remaining.popFirst()
             case "--keep": options.directory = remaining.popFirst()
             case "--backend":
                 guard let text = remaining.popFirst(), let backend = Backend(rawValue: text) else {
@@ -75,7 +80,7 @@ enum MultiUserStatisticsBenchmark {
             case "--year-days":
                 guard let text = remaining.popFirst(), let value = Int(text), value >= 0 else { benchFail("--year-days takes a number (0: no year user)") }
                 options.yearDays = value
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N]")
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
@@ -152,12 +157,6 @@ enum MultiUserStatisticsBenchmark {
         store.close()
 
         if let budget = options.budgetMiB { setenv("HEALTHD_STATISTICS_MEMORY_MIB", "\(budget)", 1) }
-        let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory,
-                                       extraArguments: database.map { ["--database", $0.url] } ?? [])
-        defer { server.stop() }
-        let client = try BenchHTTPClient(port: server.port)
-        let idle = server.memory()
-        print("server restarted (budget \(options.budgetMiB.map { "\($0) MiB" } ?? "default")); RSS idle \(mebibytes(idle.residentKiB))")
         let end = origin + Int64(options.days) * 86_400_000
         let range = "timeZone=\(zone)&start=\(StatisticsBenchmark.utc(origin))&end=\(StatisticsBenchmark.utc(end))"
         let dashboard: [(name: String, target: String)] = [
@@ -174,50 +173,78 @@ enum MultiUserStatisticsBenchmark {
              "/v1/statistics/collection?type=heartRate&options=discreteAverage,discreteMin,discreteMax&interval=P1D&\(yearRange)"),
         ]
         var figures: [Figures] = []
-        for pass in ["cold (first ask after the restart)", "warm (asked again)"] {
-            var timings = dashboard.map { _ in [UInt64]() }
-            var floor: [UInt64] = []
-            for token in tokens {
-                let started = nanosecondsNow()
-                _ = try client.request("GET", "/healthz", token: nil)
-                floor.append(nanosecondsNow() - started)
+        let databaseCPU = database.flatMap { PostgresServerCPU(url: $0.url) }
+        let binaries = (options.baselinePath.map { [(" (baseline)", $0)] } ?? []) + [("", options.healthdPath)]
+        for (label, executable) in binaries {
+            let server = try ServerProcess(executable: executable, dataDirectory: directory,
+                                           extraArguments: database.map { ["--database", $0.url] } ?? [])
+            defer { server.stop() }
+            let client = try BenchHTTPClient(port: server.port)
+            let idle = server.memory()
+            print("server\(label) \(executable) restarted (budget \(options.budgetMiB.map { "\($0) MiB" } ?? "default")); RSS idle \(mebibytes(idle.residentKiB))")
+            for pass in ["cold (first ask after the restart)", "warm (asked again)"] {
+                let cpuBefore = (server: processCPUSeconds(server.process.processIdentifier), database: databaseCPU?.seconds())
+                var timings = dashboard.map { _ in [UInt64]() }
+                var floor: [UInt64] = []
+                // Which asks of the warm pass read rows (their series not held): from the miss
+                // counter, read between the timed requests.
+                let warm = pass.hasPrefix("warm")
+                var misses = 0.0
+                if warm { misses = try cacheCounters(client)["misses_total"] ?? 0 }
+                var missed: [String] = []
+                for (user, token) in tokens.enumerated() {
+                    let started = nanosecondsNow()
+                    _ = try client.request("GET", "/healthz", token: nil)
+                    floor.append(nanosecondsNow() - started)
+                    for (position, query) in dashboard.enumerated() {
+                        let start = nanosecondsNow()
+                        let response = try client.request("GET", query.target, token: token)
+                        timings[position].append(nanosecondsNow() - start)
+                        guard response.status == 200 else {
+                            throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                        }
+                        if warm, let now = try cacheCounters(client)["misses_total"], now > misses {
+                            missed.append("user\(user) \(query.name.prefix { $0 != "," })")
+                            misses = now
+                        }
+                    }
+                }
+                // The year-long queries after every dashboard: the year user's series, once each.
+                var yearTimings: [UInt64] = []
+                if let yearUser {
+                    for query in yearQueries {
+                        let start = nanosecondsNow()
+                        let response = try client.request("GET", query.target, token: yearUser.token)
+                        yearTimings.append(nanosecondsNow() - start)
+                        guard response.status == 200 else {
+                            throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                        }
+                    }
+                }
+                let requests = tokens.count * (1 + dashboard.count) + yearQueries.count
+                let serverCPU = processCPUSeconds(server.process.processIdentifier) - cpuBefore.server
+                var cpu = String(format: "healthd %.0f µs", serverCPU * 1e6 / Double(requests))
+                if let before = cpuBefore.database, let after = databaseCPU?.seconds() {
+                    cpu += String(format: " + PostgreSQL %.0f µs", (after - before) * 1e6 / Double(requests))
+                }
+                let floorSummary = LatencySummary(floor)
+                print("\(pass)\(label), load average \(loadAverage()), CPU per request \(cpu) (\(requests) requests), each of \(tokens.count) users once, over HTTP (floor: GET /healthz \(floorSummary)):")
                 for (position, query) in dashboard.enumerated() {
-                    let start = nanosecondsNow()
-                    let response = try client.request("GET", query.target, token: token)
-                    timings[position].append(nanosecondsNow() - start)
-                    guard response.status == 200 else {
-                        throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-                    }
+                    let summary = LatencySummary(timings[position])
+                    print("  \(query.name): \(summary), p50 \(format(summary.p50 / floorSummary.p50, decimals: 1))x the floor")
                 }
-            }
-            // The year-long queries after every dashboard: the year user's series, once each.
-            var yearTimings: [UInt64] = []
-            if let yearUser {
-                for query in yearQueries {
-                    let start = nanosecondsNow()
-                    let response = try client.request("GET", query.target, token: yearUser.token)
-                    yearTimings.append(nanosecondsNow() - start)
-                    guard response.status == 200 else {
-                        throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-                    }
+                for (position, query) in yearQueries.enumerated() {
+                    let milliseconds = Double(yearTimings[position]) / 1e6
+                    print("  \(query.name): \(format(milliseconds)) ms, \(format(milliseconds / floorSummary.p50, decimals: 1))x the floor")
                 }
+                let memory = server.memory()
+                print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+                print("  statistics cache: " + (try cacheFigures(client)))
+                if warm { print("  asks that read rows in this pass: " + (missed.isEmpty ? "none" : missed.joined(separator: "; "))) }
+                figures.append(Figures(backend: backend + label, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
+                                       queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }
+                                           + yearQueries.enumerated().map { ($0.element.name, LatencySummary([yearTimings[$0.offset]])) }))
             }
-            let floorSummary = LatencySummary(floor)
-            print("\(pass), each of \(tokens.count) users once, over HTTP (floor: GET /healthz \(floorSummary)):")
-            for (position, query) in dashboard.enumerated() {
-                let summary = LatencySummary(timings[position])
-                print("  \(query.name): \(summary), p50 \(format(summary.p50 / floorSummary.p50, decimals: 1))x the floor")
-            }
-            for (position, query) in yearQueries.enumerated() {
-                let milliseconds = Double(yearTimings[position]) / 1e6
-                print("  \(query.name): \(format(milliseconds)) ms, \(format(milliseconds / floorSummary.p50, decimals: 1))x the floor")
-            }
-            let memory = server.memory()
-            print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
-            print("  statistics cache: " + (try cacheFigures(client)))
-            figures.append(Figures(backend: backend, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
-                                   queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }
-                                       + yearQueries.enumerated().map { ($0.element.name, LatencySummary([yearTimings[$0.offset]])) }))
         }
         if adminURL == nil {
             let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end)
@@ -265,6 +292,17 @@ enum MultiUserStatisticsBenchmark {
 
     /// The server's statistics cache counters, from its `/metrics`.
     static func cacheFigures(_ client: BenchHTTPClient) throws -> String {
+        let values = try cacheCounters(client)
+        let hits = values["hits_total"] ?? 0
+        let misses = values["misses_total"] ?? 0
+        return String(format: "%.0f series, %.1f of %.0f MiB; since the start %.0f hits, %.0f misses (hit ratio %.2f), %.0f evictions, %.0f not kept",
+                      values["series"] ?? 0, (values["bytes"] ?? 0) / 1_048_576, (values["budget_bytes"] ?? 0) / 1_048_576,
+                      hits, misses, hits + misses > 0 ? hits / (hits + misses) : 0, values["evictions_total"] ?? 0,
+                      values["rejections_total"] ?? 0)
+    }
+
+    /// The server's `healthd_statistics_cache_*` values by the rest of their names, from `/metrics`.
+    static func cacheCounters(_ client: BenchHTTPClient) throws -> [String: Double] {
         let response = try client.request("GET", "/metrics", token: nil)
         var values: [String: Double] = [:]
         for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n")
@@ -272,12 +310,12 @@ enum MultiUserStatisticsBenchmark {
             let parts = line.split(separator: " ")
             if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0].dropFirst("healthd_statistics_cache_".count))] = value }
         }
-        let hits = values["hits_total"] ?? 0
-        let misses = values["misses_total"] ?? 0
-        return String(format: "%.0f series, %.1f of %.0f MiB; since the start %.0f hits, %.0f misses (hit ratio %.2f), %.0f evictions, %.0f not kept",
-                      values["series"] ?? 0, (values["bytes"] ?? 0) / 1_048_576, (values["budget_bytes"] ?? 0) / 1_048_576,
-                      hits, misses, hits + misses > 0 ? hits / (hits + misses) : 0, values["evictions_total"] ?? 0,
-                      values["rejections_total"] ?? 0)
+        return values
+    }
+
+    /// The 1-minute load average, from /proc/loadavg ("?" where it cannot be read).
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first).map(String.init) ?? "?"
     }
 
     /// A floor's p50 per pass ("cold", "warm") and query position (0 steps, 1 heart rate), in ms.
