@@ -142,6 +142,7 @@ extension PostgresHealthStore {
         let now = StoreClock.nowMilliseconds()
         return authorizationCache.withLock { cache in
             guard let entry = cache.entries[tokenHash], now - entry.readAt < Self.authorizationRevalidation else { return nil }
+            cache.entries[tokenHash]?.usedAt = now
             return entry.authorization
         }
     }
@@ -152,20 +153,66 @@ extension PostgresHealthStore {
         let readAt = StoreClock.nowMilliseconds()
         let found = try pool.withConnection { connection in
             try connection.first("""
-                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, a.source_id, a.discloses_read
-                FROM authorizations a JOIN users u ON u.id = a.user_id
+                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
                 WHERE a.token_hash = $1 AND a.revoked_ms IS NULL
-                """, [.bytes(tokenHash)]) { row in
-                AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
-                                 appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
-                                 read: HealthStore.typeList(try row.string(at: 4)), share: HealthStore.typeList(try row.string(at: 5)),
-                                 disclosesRead: try row.bool(at: 7))
-            }
+                """, [.bytes(tokenHash)]) { row in try Self.appAuthorization(row) }
         }
         authorizationCache.withLock { cache in
             guard cache.generation == generation else { return }
-            if let found { cache.entries[tokenHash] = (found, readAt) } else { cache.entries[tokenHash] = nil }
+            if let found { cache.entries[tokenHash] = (found, readAt, readAt) } else { cache.entries[tokenHash] = nil }
         }
         return found
     }
+
+    /// What `appAuthorization` reads, from `authorizations a JOIN users u`.
+    private static let authorizationColumns =
+        "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, a.source_id, a.discloses_read"
+
+    private static func appAuthorization(_ row: PostgresRow, from first: Int = 0) throws -> AppAuthorization {
+        AppAuthorization(id: try row.string(at: first), userRowID: try row.int64(at: first + 1), userID: try row.string(at: first + 2),
+                         appName: try row.string(at: first + 3), sourceRowID: try row.int64(at: first + 6),
+                         read: HealthStore.typeList(try row.string(at: first + 4)), share: HealthStore.typeList(try row.string(at: first + 5)),
+                         disclosesRead: try row.bool(at: first + 7))
+    }
+
+    /// Confirms every cached token used within `authorizationRefreshWindow` in one statement (a
+    /// revoked or deleted one is dropped) and forgets the others. Run every half
+    /// `authorizationRevalidation` by a node that listens, so a token in steady use is never
+    /// older than the bound and its requests never wait for a read: a dashboard polling many users
+    /// less often than every 5 s would otherwise read each token again on every poll. The bound
+    /// itself is unchanged: an entry not confirmed within it (this refresh failing, the database
+    /// away) is read again by the request, as before.
+    func refreshCachedAuthorizations() throws {
+        let now = StoreClock.nowMilliseconds()
+        let (hashes, generation) = authorizationCache.withLock { cache in
+            cache.entries = cache.entries.filter { now - $0.value.usedAt < Self.authorizationRefreshWindow }
+            return (Array(cache.entries.keys), cache.generation)
+        }
+        guard !hashes.isEmpty else { return }
+        let readAt = StoreClock.nowMilliseconds()
+        let confirmed = try pool.withConnection { connection in
+            try connection.map("""
+                SELECT a.token_hash, \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                WHERE a.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($1::text[]) AS h)) AND a.revoked_ms IS NULL
+                """, [.text("{" + hashes.map { Hex.encode($0) }.joined(separator: ",") + "}")]) { row in
+                (try row.bytes(at: 0), try Self.appAuthorization(row, from: 1))
+            }
+        }
+        let found = Dictionary(confirmed, uniquingKeysWith: { first, _ in first })
+        authorizationCache.withLock { cache in
+            // A revocation meanwhile may be among the rows read: leave the entries to the next round.
+            guard cache.generation == generation else { return }
+            for hash in hashes {
+                guard let entry = cache.entries[hash] else { continue }
+                if let authorization = found[hash] {
+                    cache.entries[hash] = (authorization, max(entry.readAt, readAt), entry.usedAt)
+                } else {
+                    cache.entries[hash] = nil
+                }
+            }
+        }
+    }
+
+    /// How long after its last use a cached token is still confirmed by `refreshCachedAuthorizations`.
+    static let authorizationRefreshWindow: Int64 = 60_000
 }

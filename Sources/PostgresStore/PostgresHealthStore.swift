@@ -39,6 +39,10 @@ public final class PostgresHealthStore: HealthDataStore {
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     let authorizationCache = Mutex(AuthorizationCache())
     private let listener = Mutex<PostgresListener?>(nil)
+    /// Confirms the cached authorizations in use every half `authorizationRevalidation` (a listening
+    /// node only). Dispatch sources are thread-safe objects Dispatch does not mark Sendable; this
+    /// one is set once in `init` and only cancelled afterwards.
+    nonisolated(unsafe) private let authorizationRefresher: (any DispatchSourceTimer)?
     /// Stream events (workout zone changes) from every node, this one included.
     public let streamEventLog = StreamEventLog()
     /// Tells this process's own broadcasts apart when the listener hears them back.
@@ -76,6 +80,7 @@ public final class PostgresHealthStore: HealthDataStore {
                 listen: Bool = true, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
         self.configuration = configuration
         statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
+        authorizationRefresher = listen ? DispatchSource.makeTimerSource(queue: DispatchQueue(label: "healthd.postgres.authorizations")) : nil
         var poolConfiguration = PostgresPool.Configuration(connection: configuration)
         poolConfiguration.maxConnections = maxConnections
         pool = try PostgresPool(configuration: poolConfiguration)
@@ -98,8 +103,13 @@ public final class PostgresHealthStore: HealthDataStore {
             }
             return secret
         }
-        if listen { try startListening() }
+        if listen {
+            try startListening()
+            startRefreshingAuthorizations()
+        }
     }
+
+    deinit { authorizationRefresher?.cancel() }
 
     /// The schema's migrations, in order.
     public static func migrator() -> PostgresMigrator {
@@ -149,6 +159,7 @@ public final class PostgresHealthStore: HealthDataStore {
     }
 
     public func close() {
+        authorizationRefresher?.cancel()
         listener.withLock { listener in
             listener?.stop()
             listener = nil
@@ -172,6 +183,15 @@ public final class PostgresHealthStore: HealthDataStore {
             onReconnect: { [weak self] in self?.reconnected() })
         try created.start()
         listener.withLock { $0 = created }
+    }
+
+    private func startRefreshingAuthorizations() {
+        guard let timer = authorizationRefresher else { return }
+        let interval = DispatchTimeInterval.milliseconds(Int(Self.authorizationRevalidation / 2))
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        // A failed round leaves the entries to expire; the requests then read their tokens themselves.
+        timer.setEventHandler { [weak self] in try? self?.refreshCachedAuthorizations() }
+        timer.resume()
     }
 
     /// Another node's commit (or revocation). This node's own commits were published when they
@@ -203,9 +223,10 @@ public final class PostgresHealthStore: HealthDataStore {
     }
 }
 
-/// Token hash -> authorization and when it was read; see `authorizationRevalidation`.
+/// Token hash -> authorization, when the database last confirmed it (see `authorizationRevalidation`)
+/// and when a request last used it (see `refreshCachedAuthorizations`).
 struct AuthorizationCache {
-    var entries: [[UInt8]: (authorization: AppAuthorization, readAt: Int64)] = [:]
+    var entries: [[UInt8]: (authorization: AppAuthorization, readAt: Int64, usedAt: Int64)] = [:]
     /// Bumped by every revocation; a read caches its result only if none happened meanwhile.
     var generation: UInt64 = 0
 }

@@ -77,14 +77,15 @@ public enum PostgresRollups {
     }
 
     /// HKStatisticsCollectionQuery over one series, from the rows of the days its buckets touch,
-    /// read in one REPEATABLE READ snapshot; `cache` keeps the decoding while the series' version
-    /// (read first, in the same snapshot) is unchanged.
+    /// all read in one snapshot; `cache` keeps the decoding while the series' version (read in the
+    /// same snapshot) is unchanged. Every read is one statement, so the answer reflects every commit
+    /// before it, whichever node made it.
     ///
-    /// A warm query costs one round trip: while this node holds the series, its version is first
-    /// read by a statement of its own (no transaction: one statement is one snapshot). When that
-    /// version is the cached one, the answer reflects every commit before the statement, whichever
-    /// node made it; only when rows must be read is the REPEATABLE READ snapshot opened, which reads
-    /// the version again so rows and version agree.
+    /// A warm query costs one round trip: while this node holds the series, its version is read
+    /// by a statement of its own. A cold one (or a stale one) costs one more: `SeriesStatement`
+    /// reads the version, the source order, the app names, the day rows and the edge samples in
+    /// one statement. Only when the cache wants more than the buckets need (more days, to keep one
+    /// decoding for both) is a REPEATABLE READ transaction opened and each part read on its own.
     public static func statistics(userRowID: Int64, typeCode: Int64, style: AggregationStyle, buckets: [CalendarBucket],
                                   options: StatisticsOptions, cache: StatisticsIndexCache,
                                   pool: PostgresPool) throws -> StatisticsAnswer {
@@ -97,6 +98,10 @@ public enum PostgresRollups {
                         return try plan(VersionProbe(connection: connection, userRowID: userRowID, typeCode: typeCode))
                     } catch is VersionProbe.SnapshotNeeded {}
                 }
+                do {
+                    return try plan(try SeriesStatement(connection: connection, userRowID: userRowID, typeCode: typeCode,
+                                                        request: SeriesRequest(buckets: buckets, style: style)))
+                } catch is VersionProbe.SnapshotNeeded {}
                 return try connection.transaction(.repeatableRead, readOnly: true) { connection in
                     try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode))
                 }
@@ -152,10 +157,11 @@ public enum PostgresRollups {
 
     /// A row (seq, start, end, value, source) as the statistics take it; nil for a sample they
     /// cannot hold (see `StatisticsSample.validate`), left out the same way on save and delete.
-    static func statisticsSample(_ row: PostgresRow) throws -> StatisticsSample? {
-        guard let source = Int32(exactly: try row.int64(at: 4)) else { return nil }
-        let sample = StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2),
-                                      value: try row.double(at: 3), source: source)
+    /// The five columns start at `first`.
+    static func statisticsSample(_ row: PostgresRow, from first: Int = 0) throws -> StatisticsSample? {
+        guard let source = Int32(exactly: try row.int64(at: first + 4)) else { return nil }
+        let sample = StatisticsSample(id: try row.int64(at: first), start: try row.int64(at: first + 1),
+                                      end: try row.int64(at: first + 2), value: try row.double(at: first + 3), source: source)
         do { try sample.validate() } catch { return nil }
         return sample
     }
@@ -243,30 +249,38 @@ public enum PostgresRollups {
 
 /// The user's effective source order for a type, as the statistics merge by it: the apps of their
 /// chosen order (`source_priorities`) first, as listed (unknown apps skipped, repeats counted once),
-/// then every other source that saved the type, the one that saved it first ranking first. One
-/// statement, so a cold statistics query pays one round trip for it.
+/// then every other source that saved the type, the one that saved it first ranking first.
 enum PostgresSourcePriority {
+    /// Common table expressions ending in `ranked(id, rank)`: each source id of the order, ranked
+    /// from 1 ($1 the user, $2 the type). Shared by `effective` and the statistics read
+    /// (`PostgresRollups.SeriesStatement`), so both order sources by the same rules.
+    static let rankedSources = """
+        listed AS (
+            SELECT s.id, min(l.position) AS position
+            FROM source_priorities p
+            CROSS JOIN LATERAL jsonb_array_elements_text(p.apps::jsonb) WITH ORDINALITY AS l(app, position)
+            JOIN sources s ON s.user_id = p.user_id AND s.app = l.app
+            WHERE p.user_id = $1 AND p.type_id = $2
+            GROUP BY s.id
+        ), savers AS (
+            SELECT source_id AS id, min(first_seq) AS first FROM source_types
+            WHERE user_id = $1 AND type_id = $2
+            GROUP BY source_id
+        ), ranked AS (
+            SELECT id, row_number() OVER (ORDER BY listed_first, position, tie) AS rank FROM (
+                SELECT id, 0 AS listed_first, position, 0::bigint AS tie FROM listed
+                UNION ALL
+                SELECT id, 1, first, id FROM savers WHERE id NOT IN (SELECT id FROM listed)
+            ) candidates
+        )
+        """
+
+    /// The order as (source id, app), in one statement.
     static func effective(_ connection: PostgresConnection, userRowID: Int64,
                           typeCode: Int64) throws -> [(source: Int32, app: String)] {
         let result = try connection.query("""
-            WITH listed AS (
-                SELECT s.id, s.app, min(l.position) AS position
-                FROM source_priorities p
-                CROSS JOIN LATERAL jsonb_array_elements_text(p.apps::jsonb) WITH ORDINALITY AS l(app, position)
-                JOIN sources s ON s.user_id = p.user_id AND s.app = l.app
-                WHERE p.user_id = $1 AND p.type_id = $2
-                GROUP BY s.id, s.app
-            ), savers AS (
-                SELECT st.source_id AS id, s.app, min(st.first_seq) AS first
-                FROM source_types st JOIN sources s ON s.user_id = st.user_id AND s.id = st.source_id
-                WHERE st.user_id = $1 AND st.type_id = $2
-                GROUP BY st.source_id, s.app
-            )
-            SELECT id, app FROM (
-                SELECT id, app, 0 AS rank, position AS first, 0::bigint AS tie FROM listed
-                UNION ALL
-                SELECT id, app, 1, first, id FROM savers WHERE id NOT IN (SELECT id FROM listed)
-            ) ordered ORDER BY rank, first, tie
+            WITH \(rankedSources)
+            SELECT r.id, s.app FROM ranked r JOIN sources s ON s.user_id = $1 AND s.id = r.id ORDER BY r.rank
             """, [.int64(userRowID), .int64(typeCode)])
         var order: [(source: Int32, app: String)] = []
         for index in 0..<result.rowCount {

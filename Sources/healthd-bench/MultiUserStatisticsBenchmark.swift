@@ -7,7 +7,8 @@ import SQLite
 import Primitives
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
-/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--reuse DIR] [--drop-page-cache]`:
+/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--reuse DIR]
+/// [--drop-page-cache]`:
 /// many users' data written through the store's `save` (steps from a phone and a watch whose samples
 /// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
@@ -19,14 +20,18 @@ import Primitives
 /// database file closed and opened again, then each user once and again): the floors the healthd
 /// figures are given as ratios of. One more user holds a year (`--year-days`, 365; 0 for none) of
 /// the same data and is asked daily steps and daily heart rate over all of it, once per pass after
-/// the dashboards: the year-long cold and warm figures, on each backend.
+/// the dashboards: the year-long cold and warm figures, on each backend. With `--baseline-healthd`, that binary
+/// (an older build) is restarted on the same data and asked the same passes first: a before/after
+/// comparison under the same load. Each pass also gives the CPU the server (and, on PostgreSQL, the
+/// database server, when it runs on this machine) spent per request, from /proc.
 ///
 /// `--drop-page-cache` drops the SQLite file's pages from the operating system's page cache
 /// (`posix_fadvise(DONTNEED)` on that file only) before the cold pass and before each year-long
 /// cold query, so "cold" also means read from the disk, not only a restarted server. `--reuse DIR`
 /// queries a SQLite store an earlier run kept (`--keep`) instead of loading one (same `--users`,
 /// `--days`, `--year-days`): the server, whichever build `--healthd` names, opens it as it is, and
-/// the tokens are made through its admin API; so two builds can be compared on copies of the same data.
+/// the tokens are made through its admin API; so two builds whose stores differ (a migration the
+/// older one does not know) can be compared on copies of the same data.
 ///
 /// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
 /// created for the run and dropped after it (kept with `--keep`); `both` runs SQLite and then PostgreSQL on the same data
@@ -39,6 +44,7 @@ enum MultiUserStatisticsBenchmark {
         var days = 91
         var budgetMiB: Int?
         var healthdPath = ""
+        var baselinePath: String?
         var directory: String?
         var backend = Backend.sqlite
         var postgresURL = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"]
@@ -74,6 +80,7 @@ enum MultiUserStatisticsBenchmark {
             case "--days": options.days = number()
             case "--budget": options.budgetMiB = number()
             case "--healthd": options.healthdPath = remaining.popFirst() ?? options.healthdPath
+            case "--baseline-healthd": options.baselinePath = remaining.popFirst()
             case "--keep": options.directory = remaining.popFirst()
             case "--backend":
                 guard let text = remaining.popFirst(), let backend = Backend(rawValue: text) else {
@@ -87,7 +94,7 @@ enum MultiUserStatisticsBenchmark {
             case "--year-days":
                 guard let text = remaining.popFirst(), let value = Int(text), value >= 0 else { benchFail("--year-days takes a number (0: no year user)") }
                 options.yearDays = value
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--reuse DIR] [--drop-page-cache]")
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--reuse DIR] [--drop-page-cache]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
@@ -170,32 +177,6 @@ enum MultiUserStatisticsBenchmark {
         }
 
         if let budget = options.budgetMiB { setenv("HEALTHD_STATISTICS_MEMORY_MIB", "\(budget)", 1) }
-        let server = try ServerProcess(executable: options.healthdPath, dataDirectory: directory,
-                                       extraArguments: database.map { ["--database", $0.url] } ?? [])
-        defer { server.stop() }
-        let client = try BenchHTTPClient(port: server.port)
-        if options.reuse != nil {
-            // Tokens for the kept users, made by the server itself (their first tokens were shown once).
-            let names = (0..<options.users).map { "user\($0)" } + (options.yearDays > 0 ? ["year"] : [])
-            let kept = try Database(path: directory + "/healthd.sqlite", mode: .readOnly)
-            defer { kept.close() }
-            for name in names {
-                guard let rowID = try kept.first("SELECT id FROM users WHERE name = ?", [.text(name)], { try $0.int64(at: 0) }) else {
-                    throw BenchError("no user \(name) in \(directory): was it kept with the same --users and --year-days?")
-                }
-                let body = "{\"user\":\"\(name)\",\"app\":\"phone\",\"read\":[\"stepCount\",\"heartRate\"]}"
-                let response = try client.request("POST", "/v1/authorizations", token: ServerProcess.adminToken, body: Array(body.utf8))
-                guard response.status == 201, let token = Self.stringField("token", in: response.body) else {
-                    throw BenchError("POST /v1/authorizations: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-                }
-                if name == "year" { yearUser = (token, rowID, 0) } else {
-                    tokens.append(token)
-                    userRowIDs.append(rowID)
-                }
-            }
-        }
-        let idle = server.memory()
-        print("server restarted (budget \(options.budgetMiB.map { "\($0) MiB" } ?? "default")); RSS idle \(mebibytes(idle.residentKiB))")
         let end = origin + Int64(options.days) * 86_400_000
         let range = "timeZone=\(zone)&start=\(StatisticsBenchmark.utc(origin))&end=\(StatisticsBenchmark.utc(end))"
         let dashboard: [(name: String, target: String)] = [
@@ -205,62 +186,110 @@ enum MultiUserStatisticsBenchmark {
         ]
         let yearEnd = origin + Int64(options.yearDays) * 86_400_000
         let yearRange = "timeZone=\(zone)&start=\(StatisticsBenchmark.utc(origin))&end=\(StatisticsBenchmark.utc(yearEnd))"
-        let yearQueries: [(name: String, target: String)] = yearUser == nil ? [] : [
+        let yearQueries: [(name: String, target: String)] = options.yearDays == 0 ? [] : [
             ("daily steps, \(options.yearDays) days (one user)",
              "/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&\(yearRange)"),
             ("daily heart rate avg/min/max, \(options.yearDays) days (one user)",
              "/v1/statistics/collection?type=heartRate&options=discreteAverage,discreteMin,discreteMax&interval=P1D&\(yearRange)"),
         ]
         var figures: [Figures] = []
-        let databasePath = directory + "/healthd.sqlite"
-        let dropsPageCache = options.dropPageCache && adminURL == nil
-        for pass in ["cold (first ask after the restart\(dropsPageCache ? ", the file's page cache dropped" : ""))", "warm (asked again)"] {
-            let cold = pass.hasPrefix("cold")
-            if cold, dropsPageCache { dropPageCache(databasePath) }
-            var timings = dashboard.map { _ in [UInt64]() }
-            var floor: [UInt64] = []
-            for token in tokens {
-                let started = nanosecondsNow()
-                _ = try client.request("GET", "/healthz", token: nil)
-                floor.append(nanosecondsNow() - started)
+        let databaseCPU = database.flatMap { PostgresServerCPU(url: $0.url) }
+        let binaries = (options.baselinePath.map { [(" (baseline)", $0)] } ?? []) + [("", options.healthdPath)]
+        for (label, executable) in binaries {
+            let server = try ServerProcess(executable: executable, dataDirectory: directory,
+                                           extraArguments: database.map { ["--database", $0.url] } ?? [])
+            defer { server.stop() }
+            let client = try BenchHTTPClient(port: server.port)
+            if options.reuse != nil, tokens.isEmpty {
+                // Tokens for the kept users, made by the server itself (their first tokens were shown once).
+                let names = (0..<options.users).map { "user\($0)" } + (options.yearDays > 0 ? ["year"] : [])
+                let kept = try Database(path: directory + "/healthd.sqlite", mode: .readOnly)
+                defer { kept.close() }
+                for name in names {
+                    guard let rowID = try kept.first("SELECT id FROM users WHERE name = ?", [.text(name)], { try $0.int64(at: 0) }) else {
+                        throw BenchError("no user \(name) in \(directory): was it kept with the same --users and --year-days?")
+                    }
+                    let body = "{\"user\":\"\(name)\",\"app\":\"phone\",\"read\":[\"stepCount\",\"heartRate\"]}"
+                    let response = try client.request("POST", "/v1/authorizations", token: ServerProcess.adminToken, body: Array(body.utf8))
+                    guard response.status == 201, let token = Self.stringField("token", in: response.body) else {
+                        throw BenchError("POST /v1/authorizations: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                    }
+                    if name == "year" { yearUser = (token, rowID, 0) } else {
+                        tokens.append(token)
+                        userRowIDs.append(rowID)
+                    }
+                }
+            }
+            let idle = server.memory()
+            print("server\(label) \(executable) restarted (budget \(options.budgetMiB.map { "\($0) MiB" } ?? "default")); RSS idle \(mebibytes(idle.residentKiB))")
+            let databasePath = directory + "/healthd.sqlite"
+            let dropsPageCache = options.dropPageCache && adminURL == nil
+            for pass in ["cold (first ask after the restart\(dropsPageCache ? ", the file's page cache dropped" : ""))", "warm (asked again)"] {
+                let cold = pass.hasPrefix("cold")
+                if cold, dropsPageCache { dropPageCache(databasePath) }
+                let cpuBefore = (server: processCPUSeconds(server.process.processIdentifier), database: databaseCPU?.seconds())
+                var timings = dashboard.map { _ in [UInt64]() }
+                var floor: [UInt64] = []
+                // Which asks of the warm pass read rows (their series not held): from the miss
+                // counter, read between the timed requests.
+                let warm = pass.hasPrefix("warm")
+                var misses = 0.0
+                if warm { misses = try cacheCounters(client)["misses_total"] ?? 0 }
+                var missed: [String] = []
+                for (user, token) in tokens.enumerated() {
+                    let started = nanosecondsNow()
+                    _ = try client.request("GET", "/healthz", token: nil)
+                    floor.append(nanosecondsNow() - started)
+                    for (position, query) in dashboard.enumerated() {
+                        let start = nanosecondsNow()
+                        let response = try client.request("GET", query.target, token: token)
+                        timings[position].append(nanosecondsNow() - start)
+                        guard response.status == 200 else {
+                            throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                        }
+                        if warm, let now = try cacheCounters(client)["misses_total"], now > misses {
+                            missed.append("user\(user) \(query.name.prefix { $0 != "," })")
+                            misses = now
+                        }
+                    }
+                }
+                // The year-long queries after every dashboard: the year user's series, once each.
+                var yearTimings: [UInt64] = []
+                if let yearUser {
+                    for query in yearQueries {
+                        if cold, dropsPageCache { dropPageCache(databasePath) }
+                        let start = nanosecondsNow()
+                        let response = try client.request("GET", query.target, token: yearUser.token)
+                        yearTimings.append(nanosecondsNow() - start)
+                        guard response.status == 200 else {
+                            throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                        }
+                    }
+                }
+                let requests = tokens.count * (1 + dashboard.count) + yearQueries.count
+                let serverCPU = processCPUSeconds(server.process.processIdentifier) - cpuBefore.server
+                var cpu = String(format: "healthd %.0f µs", serverCPU * 1e6 / Double(requests))
+                if let before = cpuBefore.database, let after = databaseCPU?.seconds() {
+                    cpu += String(format: " + PostgreSQL %.0f µs", (after - before) * 1e6 / Double(requests))
+                }
+                let floorSummary = LatencySummary(floor)
+                print("\(pass)\(label), load average \(loadAverage()), CPU per request \(cpu) (\(requests) requests), each of \(tokens.count) users once, over HTTP (floor: GET /healthz \(floorSummary)):")
                 for (position, query) in dashboard.enumerated() {
-                    let start = nanosecondsNow()
-                    let response = try client.request("GET", query.target, token: token)
-                    timings[position].append(nanosecondsNow() - start)
-                    guard response.status == 200 else {
-                        throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-                    }
+                    let summary = LatencySummary(timings[position])
+                    print("  \(query.name): \(summary), p50 \(format(summary.p50 / floorSummary.p50, decimals: 1))x the floor")
                 }
-            }
-            // The year-long queries after every dashboard: the year user's series, once each.
-            var yearTimings: [UInt64] = []
-            if let yearUser {
-                for query in yearQueries {
-                    if cold, dropsPageCache { dropPageCache(databasePath) }
-                    let start = nanosecondsNow()
-                    let response = try client.request("GET", query.target, token: yearUser.token)
-                    yearTimings.append(nanosecondsNow() - start)
-                    guard response.status == 200 else {
-                        throw BenchError("\(query.target): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
-                    }
+                for (position, query) in yearQueries.enumerated() {
+                    let milliseconds = Double(yearTimings[position]) / 1e6
+                    print("  \(query.name): \(format(milliseconds)) ms, \(format(milliseconds / floorSummary.p50, decimals: 1))x the floor")
                 }
+                let memory = server.memory()
+                print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
+                print("  statistics cache: " + (try cacheFigures(client)))
+                if warm { print("  asks that read rows in this pass: " + (missed.isEmpty ? "none" : missed.joined(separator: "; "))) }
+                figures.append(Figures(backend: backend + label, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
+                                       queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }
+                                           + yearQueries.enumerated().map { ($0.element.name, LatencySummary([yearTimings[$0.offset]])) }))
             }
-            let floorSummary = LatencySummary(floor)
-            print("\(pass), each of \(tokens.count) users once, over HTTP (floor: GET /healthz \(floorSummary)):")
-            for (position, query) in dashboard.enumerated() {
-                let summary = LatencySummary(timings[position])
-                print("  \(query.name): \(summary), p50 \(format(summary.p50 / floorSummary.p50, decimals: 1))x the floor")
-            }
-            for (position, query) in yearQueries.enumerated() {
-                let milliseconds = Double(yearTimings[position]) / 1e6
-                print("  \(query.name): \(format(milliseconds)) ms, \(format(milliseconds / floorSummary.p50, decimals: 1))x the floor")
-            }
-            let memory = server.memory()
-            print("  server RSS \(mebibytes(memory.residentKiB)), VmHWM \(mebibytes(memory.peakKiB))")
-            print("  statistics cache: " + (try cacheFigures(client)))
-            figures.append(Figures(backend: backend, pass: pass.components(separatedBy: " ").first ?? pass, floor: floorSummary,
-                                   queries: dashboard.enumerated().map { ($0.element.name, LatencySummary(timings[$0.offset])) }
-                                       + yearQueries.enumerated().map { ($0.element.name, LatencySummary([yearTimings[$0.offset]])) }))
         }
         if adminURL == nil {
             let year = yearUser.map { (rowID: $0.rowID, end: yearEnd) }
@@ -326,6 +355,17 @@ enum MultiUserStatisticsBenchmark {
 
     /// The server's statistics cache counters, from its `/metrics`.
     static func cacheFigures(_ client: BenchHTTPClient) throws -> String {
+        let values = try cacheCounters(client)
+        let hits = values["hits_total"] ?? 0
+        let misses = values["misses_total"] ?? 0
+        return String(format: "%.0f series, %.1f of %.0f MiB; since the start %.0f hits, %.0f misses (hit ratio %.2f), %.0f evictions, %.0f not kept",
+                      values["series"] ?? 0, (values["bytes"] ?? 0) / 1_048_576, (values["budget_bytes"] ?? 0) / 1_048_576,
+                      hits, misses, hits + misses > 0 ? hits / (hits + misses) : 0, values["evictions_total"] ?? 0,
+                      values["rejections_total"] ?? 0)
+    }
+
+    /// The server's `healthd_statistics_cache_*` values by the rest of their names, from `/metrics`.
+    static func cacheCounters(_ client: BenchHTTPClient) throws -> [String: Double] {
         let response = try client.request("GET", "/metrics", token: nil)
         var values: [String: Double] = [:]
         for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n")
@@ -333,12 +373,12 @@ enum MultiUserStatisticsBenchmark {
             let parts = line.split(separator: " ")
             if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0].dropFirst("healthd_statistics_cache_".count))] = value }
         }
-        let hits = values["hits_total"] ?? 0
-        let misses = values["misses_total"] ?? 0
-        return String(format: "%.0f series, %.1f of %.0f MiB; since the start %.0f hits, %.0f misses (hit ratio %.2f), %.0f evictions, %.0f not kept",
-                      values["series"] ?? 0, (values["bytes"] ?? 0) / 1_048_576, (values["budget_bytes"] ?? 0) / 1_048_576,
-                      hits, misses, hits + misses > 0 ? hits / (hits + misses) : 0, values["evictions_total"] ?? 0,
-                      values["rejections_total"] ?? 0)
+        return values
+    }
+
+    /// The 1-minute load average, from /proc/loadavg ("?" where it cannot be read).
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first).map(String.init) ?? "?"
     }
 
     /// A floor's p50 per pass ("cold", "warm") and query position (0 steps, 1 heart rate; 2 and 3
