@@ -192,7 +192,7 @@ import SQLite
         let directory = NSTemporaryDirectory() + "healthd-keys-migration-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let migration = "013-sample-key-runs"
+        let migration = "014-sample-key-runs"
         let older = Schema.migrator().registered(before: migration)
         #expect(Schema.migrator().registeredNames.contains(migration) && !older.registeredNames.contains(migration))
         let database = try Database(path: directory + "/healthd.sqlite")
