@@ -2,7 +2,9 @@ import SQLite
 
 /// The database schema as ordered, named migrations. Never edit a shipped migration: add one.
 enum Schema {
-    static func migrator() -> DatabaseMigrator {
+    /// `sampleKeys`: the uuid key derivation the store uses, for building the runs of an existing
+    /// database's samples.
+    static func migrator(sampleKeys: SampleKeyIndex = SampleKeyIndex()) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.register("001-users-authorizations-samples") { db in
             try db.execute("""
@@ -280,6 +282,15 @@ enum Schema {
             // of them is read from a few hundred consecutive rows instead of scattered pages. The
             // rows are transcoded, not rebuilt from samples: the figures stay bit for bit.
             try StatisticsRollups.rewriteDiscreteRows(db)
+        }
+        migrator.register("014-sample-key-runs") { db in
+            // Samples are found by uuid through per-user sorted runs of 32-bit keys (SampleKeyIndex),
+            // written once per batch, instead of the unique (user, uuid) index, which cost a random
+            // B-tree insert (about a page write) per sample. An existing database gets one run per
+            // user from its rows; the index goes.
+            try db.execute(SampleKeyIndex.schema)
+            try sampleKeys.rebuildAll(db)
+            try db.execute("DROP INDEX samples_by_uuid")
         }
         return migrator
     }

@@ -18,6 +18,12 @@ import Statistics
         }
     }
 
+    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs.
+    static let undoSampleKeyRuns = """
+        DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
+        CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+        """
+
     /// A database written before rollups existed (the rollup tables and their migration record
     /// removed, as that schema had them) is carried forward: opening it builds every series' rows,
     /// and the answers equal the direct computation over its samples.
@@ -42,8 +48,9 @@ import Statistics
         }
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
-                          "012-statistics-days-rowid", "013-statistics-discrete-compact"],
+                          "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs"],
                 "this test undoes every migration from the rollups' on")
+        try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
         try database.execute("DELETE FROM schema_migrations WHERE id >= \(rollupMigration); PRAGMA user_version = \(rollupMigration - 1)")
@@ -86,7 +93,9 @@ import Statistics
         let later = try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)]) {
             try $0.string(at: 0)
         }
-        #expect(later == ["013-statistics-discrete-compact"], "this test undoes the migrations from the rowid table's on")
+        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs"],
+                "this test undoes the migrations from the rowid table's on")
+        try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.
         try database.execute("""
             CREATE TABLE statistics_days_before (user_id INTEGER NOT NULL, type_id INTEGER NOT NULL, day INTEGER NOT NULL,
