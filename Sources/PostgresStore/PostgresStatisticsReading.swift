@@ -39,12 +39,22 @@ extension PostgresRollups {
         private let rows: [RollupRow]
         private let samples: [StatisticsSample]
 
-        /// One statement in five parts (`kind`): 0 the version, 1 every source of the user with its
-        /// rank in the effective order (NULL for a source that never saved the type and is not
-        /// listed), 2 the day rows (detail only for the days asked), 3 the edge slots' samples.
-        /// Columns: kind, a, b, c, v, d, t, body, detail; a sample's five columns are in the order
-        /// `statisticsSample` reads (seq, start, end, value, source from `a`).
-        static let sql = """
+        /// One statement in parts (`kind`): 0 the version, 1 every source of the user with its rank
+        /// in the effective order (NULL for a source that never saved the type and is not listed),
+        /// 2 the day rows (detail only for the days asked), and with `edgeSamples` 3 the samples of
+        /// the cut slots. Columns: kind, a, b, c, v, d, t, body, detail; a sample's five columns are
+        /// in the order `statisticsSample` reads (seq, start, end, value, source from `a`).
+        ///
+        /// The samples part is a statement of its own text, sent only when a bucket edge cuts a
+        /// slot (rare: every zone's midnights and hours fall on slot boundaries): its join on the
+        /// slot arrays makes PostgreSQL plan every execution afresh (its generic plan's estimate
+        /// is far above the custom plans'), which cost more CPU than executing the statement.
+        /// Without it the prepared statement keeps its generic plan.
+        static func sql(edgeSamples: Bool) -> String {
+            edgeSamples ? rowsAndSamples : rowsOnly
+        }
+
+        private static let rowsOnly = """
             WITH \(PostgresSourcePriority.rankedSources)
             SELECT 0 AS kind, version AS a, NULL::bigint AS b, NULL::bigint AS c, NULL::float8 AS v, NULL::bigint AS d,
                    NULL::text AS t, NULL::bytea AS body, NULL::bytea AS detail
@@ -55,6 +65,10 @@ extension PostgresRollups {
             UNION ALL
             SELECT 2, day, NULL, NULL, NULL, NULL, NULL, body, CASE WHEN day = ANY($5::bigint[]) THEN detail END
             FROM statistics_days WHERE user_id = $1 AND type_id = $2 AND day BETWEEN $3 AND $4
+            """
+
+        private static let rowsAndSamples = rowsOnly + """
+
             UNION ALL
             SELECT 3, s.seq, s.start_ms, s.end_ms, s.value, s.source_id, NULL, NULL, NULL
             FROM unnest($6::bigint[], $7::bigint[]) AS r(low, high)
@@ -64,11 +78,14 @@ extension PostgresRollups {
 
         init(connection: PostgresConnection, userRowID: Int64, typeCode: Int64, request: SeriesRequest) throws {
             self.request = request
-            let result = try connection.query(Self.sql, [
+            var parameters: [PostgresValue] = [
                 .int64(userRowID), .int64(typeCode), .int64(request.days.lowerBound), .int64(request.days.upperBound),
                 PostgresArray.bigints(request.detailDays.sorted()),
-                PostgresArray.bigints(request.slots.map(\.lowerBound)), PostgresArray.bigints(request.slots.map(\.upperBound)),
-            ])
+            ]
+            if !request.slots.isEmpty {
+                parameters += [PostgresArray.bigints(request.slots.map(\.lowerBound)), PostgresArray.bigints(request.slots.map(\.upperBound))]
+            }
+            let result = try connection.query(Self.sql(edgeSamples: !request.slots.isEmpty), parameters)
             var version: Int64 = 0  // no row before the series' first write
             var ranked: [(rank: Int64, source: Int32)] = []
             var names: [Int32: String] = [:]

@@ -7,7 +7,7 @@ import SQLite
 import Primitives
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
-/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH]`:
+/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--rounds N]`:
 /// many users' data written through the store's `save` (steps from a phone and a watch whose samples
 /// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
@@ -21,7 +21,8 @@ import Primitives
 /// the same data and is asked daily steps and daily heart rate over all of it, once per pass after
 /// the dashboards: the year-long cold and warm figures, on each backend. With `--baseline-healthd`, that binary
 /// (an older build) is restarted on the same data and asked the same passes first: a before/after
-/// comparison under the same load. Each pass also gives the CPU the server (and, on PostgreSQL, the
+/// comparison under the same load; `--rounds N` alternates the two N times and gives each figure's
+/// median over the rounds, for a machine whose load moves single figures. Each pass also gives the CPU the server (and, on PostgreSQL, the
 /// database server, when it runs on this machine) spent per request, from /proc.
 ///
 /// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
@@ -36,6 +37,7 @@ enum MultiUserStatisticsBenchmark {
         var budgetMiB: Int?
         var healthdPath = ""
         var baselinePath: String?
+        var rounds = 1
         var directory: String?
         var backend = Backend.sqlite
         var postgresURL = ProcessInfo.processInfo.environment["HEALTHD_TEST_POSTGRES_URL"]
@@ -69,6 +71,7 @@ enum MultiUserStatisticsBenchmark {
             case "--budget": options.budgetMiB = number()
             case "--healthd": options.healthdPath = remaining.popFirst() ?? options.healthdPath
             case "--baseline-healthd": options.baselinePath = remaining.popFirst()
+            case "--rounds": options.rounds = number()
             case "--keep": options.directory = remaining.popFirst()
             case "--backend":
                 guard let text = remaining.popFirst(), let backend = Backend(rawValue: text) else {
@@ -80,7 +83,7 @@ enum MultiUserStatisticsBenchmark {
             case "--year-days":
                 guard let text = remaining.popFirst(), let value = Int(text), value >= 0 else { benchFail("--year-days takes a number (0: no year user)") }
                 options.yearDays = value
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH]")
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--rounds N]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
@@ -155,6 +158,13 @@ enum MultiUserStatisticsBenchmark {
         }
         print(String(format: "database: %.0f MiB", Double(try store.storedBytes()) / 1_048_576))
         store.close()
+        if let database {
+            // What autovacuum would soon do after a bulk load, done now so its work does not land in the timed passes.
+            let connection = try PostgresConnection(url: database.url)
+            try connection.execute("VACUUM (ANALYZE)")
+            connection.close()
+            print("vacuumed and analyzed after the load")
+        }
 
         if let budget = options.budgetMiB { setenv("HEALTHD_STATISTICS_MEMORY_MIB", "\(budget)", 1) }
         let end = origin + Int64(options.days) * 86_400_000
@@ -174,7 +184,8 @@ enum MultiUserStatisticsBenchmark {
         ]
         var figures: [Figures] = []
         let databaseCPU = database.flatMap { PostgresServerCPU(url: $0.url) }
-        let binaries = (options.baselinePath.map { [(" (baseline)", $0)] } ?? []) + [("", options.healthdPath)]
+        let pair = (options.baselinePath.map { [(" (baseline)", $0)] } ?? []) + [("", options.healthdPath)]
+        let binaries = (0..<options.rounds).flatMap { _ in pair }
         for (label, executable) in binaries {
             let server = try ServerProcess(executable: executable, dataDirectory: directory,
                                            extraArguments: database.map { ["--database", $0.url] } ?? [])
@@ -313,6 +324,13 @@ enum MultiUserStatisticsBenchmark {
         return values
     }
 
+    /// The middle value (the mean of the two middle ones for an even count); 0 for none.
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
     /// The 1-minute load average, from /proc/loadavg ("?" where it cannot be read).
     static func loadAverage() -> String {
         ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first).map(String.init) ?? "?"
@@ -412,15 +430,20 @@ enum MultiUserStatisticsBenchmark {
     /// Both backends' p50s (ms, and as multiples of that run's /healthz floor), one line per query and pass.
     static func printSideBySide(_ figures: [Figures]) {
         let backends = Array(Set(figures.map(\.backend))).sorted(by: >)
-        guard backends.count > 1 else { return }
-        print("side by side (p50 ms, and x the same server's GET /healthz p50):")
+        guard backends.count > 1 || figures.count > 2 else { return }
+        print("side by side (p50 ms, and x the same server's GET /healthz p50; with rounds, medians of both):")
         for pass in ["cold", "warm"] {
             guard let names = figures.first(where: { $0.pass == pass })?.queries.map(\.name) else { continue }
             for name in names {
                 let cells = backends.compactMap { backend -> String? in
-                    guard let run = figures.first(where: { $0.backend == backend && $0.pass == pass }),
-                          let query = run.queries.first(where: { $0.name == name }) else { return nil }
-                    return "\(backend) \(format(query.latency.p50)) ms (\(format(query.latency.p50 / run.floor.p50, decimals: 1))x)"
+                    // Each round's p50 and its ratio to that pass's floor; the median of each over the rounds.
+                    let values = figures.filter { $0.backend == backend && $0.pass == pass }.compactMap { run in
+                        run.queries.first(where: { $0.name == name }).map { ($0.latency.p50, $0.latency.p50 / run.floor.p50) }
+                    }
+                    guard !values.isEmpty else { return nil }
+                    var cell = "\(backend) \(format(median(values.map(\.0)))) ms (\(format(median(values.map(\.1)), decimals: 1))x)"
+                    if values.count > 1 { cell += " [median of \(values.count): " + values.map { format($0.0) }.joined(separator: ", ") + "]" }
+                    return cell
                 }
                 print("  \(pass) \(name): " + cells.joined(separator: " | "))
             }
