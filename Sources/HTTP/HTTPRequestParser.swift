@@ -476,7 +476,7 @@ public struct HTTPRequestParser: Sendable {
             guard major == 1, minor == 0 || minor == 1 else {
                 return HTTPParseError(status: .httpVersionNotSupported, detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
             }
-            method = HTTPMethod(String(decoding: UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd]), as: UTF8.self))
+            method = Self.method(UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd]))
             target = String(decoding: UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd]), as: UTF8.self)
             version = HTTPVersion(major: major, minor: minor)
             let isOriginForm = bytes[targetStart] == UInt8(ascii: "/")
@@ -531,10 +531,18 @@ public struct HTTPRequestParser: Sendable {
             }
             let nameBytes = UnsafeBufferPointer(rebasing: bytes[start ..< nameEnd])
             let known = Self.classify(nameBytes)
-            let name = String(decoding: nameBytes, as: UTF8.self)
+            // Nearly every request spells Host this way; the literal costs no decoding.
+            let name = known == .host && ASCII.equals(nameBytes, "Host") ? "Host" : String(decoding: nameBytes, as: UTF8.self)
             let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart ..< valueEnd]), as: UTF8.self)
             return .success(((name: name, value: value), known))
         }
+    }
+
+    /// The method token: the common ones are the shared constants (no string decoded per request).
+    private static func method(_ token: UnsafeBufferPointer<UInt8>) -> HTTPMethod {
+        if ASCII.equals(token, "GET") { return .get }
+        if ASCII.equals(token, "POST") { return .post }
+        return HTTPMethod(String(decoding: token, as: UTF8.self))
     }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> KnownField {
@@ -835,6 +843,14 @@ enum ASCII {
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(byte)
         }
+    }
+
+    /// Exactly the literal's bytes (case-sensitive).
+    static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        let expected = literal.utf8Start
+        for index in 0 ..< bytes.count where bytes[index] != expected[index] { return false }
+        return true
     }
 
     static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {

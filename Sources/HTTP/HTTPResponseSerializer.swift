@@ -33,7 +33,8 @@ public enum HTTPResponseSerializer {
         var capacity = 64 + status.reasonPhrase.utf8.count + date.utf8.count
         for field in headers.fields { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
         capacity += 72  // the framing line (at most 38), the Connection line (24) and the final CRLF
-        var out = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+        // `bodyCount`: room for a body the caller appends next, in the same allocation.
+        let out = [UInt8](unsafeUninitializedCapacity: capacity + bodyCount) { buffer, initialized in
             var writer = HeadWriter(buffer: buffer)
             writer.literal("HTTP/1.1 ")
             writer.decimal(status.code)
@@ -67,8 +68,6 @@ public enum HTTPResponseSerializer {
             writer.literal("\r\n")
             initialized = writer.count
         }
-        // `bodyCount`: room for a body the caller appends next, so that append does not reallocate.
-        if bodyCount > 0 { out.reserveCapacity(out.count + bodyCount) }
         return out
     }
 

@@ -5,12 +5,13 @@
 /// session in a fixed order: Doubles as their 8-byte bit patterns (exact round trip), integers as
 /// 8 bytes, flags as 1 byte, optionals as a flag then the value, arrays as a count then the values.
 /// At most about 600 bytes. Version 1 (before the walk-start candidates were kept) still decodes,
-/// with no such candidates. States saved before this format (Foundation JSON, starting with `{`) still
-/// decode, through `Codable`, and are stored in this format from their next batch on.
+/// with no such candidates; versions 1 and 2 (before the bump look-ahead) decode with it off, as
+/// they ran. States saved before this format (Foundation JSON, starting with `{`) still decode,
+/// through `Codable`, and are stored in this format from their next batch on.
 extension PedometerSession {
     static let magic: [UInt8] = [0x50, 0x44]  // "PD"
     /// Bump when the field list changes, and keep decoding the older versions.
-    static let formatVersion: UInt8 = 2
+    static let formatVersion: UInt8 = 3
     /// Versions this build restores (the current one last).
     static let readableVersions: ClosedRange<UInt8> = 1...formatVersion
 
@@ -156,9 +157,12 @@ extension StepDetectionParameters {
         writer.double(maximumStrideRatio)
         writer.int(irregularIntervalsToEndBout)
         writer.double(maximumSampleGapSeconds)
+        writer.double(bumpRhythmTolerance)
+        writer.double(bumpRejectionMaximumPeriodSeconds)
     }
 
-    init(from reader: inout SessionStateReader) throws(SessionStateError) {
+    /// Versions before 3 had no bump look-ahead: such sessions go on without it, as they ran.
+    init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
         self.init()
         sampleRateHz = try reader.double()
         gravityTimeConstantSeconds = try reader.double()
@@ -174,6 +178,12 @@ extension StepDetectionParameters {
         maximumStrideRatio = try reader.double()
         irregularIntervalsToEndBout = try reader.int()
         maximumSampleGapSeconds = try reader.double()
+        if version >= 3 {
+            bumpRhythmTolerance = try reader.double()
+            bumpRejectionMaximumPeriodSeconds = try reader.double()
+        } else {
+            bumpRhythmTolerance = 0
+        }
         // The detector divides by the rate, sizes a buffer by the bout length, and resamples up to
         // a gap's worth of grid points per input sample.
         guard (1...10_000).contains(sampleRateHz), lowPassCutoffHz > 0, lowPassCutoffHz < sampleRateHz / 2,
@@ -250,7 +260,7 @@ extension StepDetector {
     }
 
     init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
-        self.init(parameters: try StepDetectionParameters(from: &reader))
+        self.init(parameters: try StepDetectionParameters(from: &reader, version: version))
         gridOrigin = try reader.double()
         gridIndex = try reader.int()
         hasPrevious = try reader.bool()

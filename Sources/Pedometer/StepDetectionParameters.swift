@@ -21,6 +21,13 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     /// Within a bout, peaks closer than this fraction of the current step period are
     /// parts of one step (heel strike and push-off), not two steps.
     public var minimumIntervalFractionOfPeriod: Double = 0.5
+    /// Within a walk, a candidate is a bump of the phone between two steps, not a step, when the
+    /// candidate after it lands within this fraction of a step period of one period after the last
+    /// step (the same ±15 % the walk-start back-fill allows). 0 turns the look-ahead off.
+    public var bumpRhythmTolerance: Double = 0.15
+    /// The look-ahead applies only while the step period is shorter than this (s): a longer
+    /// "period" may be a stride, whose mid-point candidates are the other foot's steps.
+    public var bumpRejectionMaximumPeriodSeconds: Double = 0.9
     /// Longer pauses end a walking bout.
     public var maximumStepIntervalSeconds: Double = 2.0
     /// Candidate steps needed, regularly spaced, before a bout counts (then all of them count).
@@ -35,6 +42,28 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     public var maximumSampleGapSeconds: Double = 1.0
 
     public init() {}
+
+    /// Sessions stored as JSON before the bump look-ahead existed restore with it off, as they ran.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sampleRateHz = try container.decode(Double.self, forKey: .sampleRateHz)
+        gravityTimeConstantSeconds = try container.decode(Double.self, forKey: .gravityTimeConstantSeconds)
+        lowPassCutoffHz = try container.decode(Double.self, forKey: .lowPassCutoffHz)
+        amplitudeTimeConstantSeconds = try container.decode(Double.self, forKey: .amplitudeTimeConstantSeconds)
+        relativeProminence = try container.decode(Double.self, forKey: .relativeProminence)
+        minimumProminence = try container.decode(Double.self, forKey: .minimumProminence)
+        minimumStepIntervalSeconds = try container.decode(Double.self, forKey: .minimumStepIntervalSeconds)
+        minimumIntervalFractionOfPeriod = try container.decode(Double.self, forKey: .minimumIntervalFractionOfPeriod)
+        maximumStepIntervalSeconds = try container.decode(Double.self, forKey: .maximumStepIntervalSeconds)
+        stepsToConfirmBout = try container.decode(Int.self, forKey: .stepsToConfirmBout)
+        maximumIntervalRatio = try container.decode(Double.self, forKey: .maximumIntervalRatio)
+        maximumStrideRatio = try container.decode(Double.self, forKey: .maximumStrideRatio)
+        irregularIntervalsToEndBout = try container.decode(Int.self, forKey: .irregularIntervalsToEndBout)
+        maximumSampleGapSeconds = try container.decode(Double.self, forKey: .maximumSampleGapSeconds)
+        bumpRhythmTolerance = try container.decodeIfPresent(Double.self, forKey: .bumpRhythmTolerance) ?? 0
+        bumpRejectionMaximumPeriodSeconds = try container.decodeIfPresent(
+            Double.self, forKey: .bumpRejectionMaximumPeriodSeconds) ?? bumpRejectionMaximumPeriodSeconds
+    }
 
     public static let standard = StepDetectionParameters()
 }

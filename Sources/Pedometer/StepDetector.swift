@@ -5,7 +5,8 @@ import Foundation
 /// Chain: linear resampling onto a fixed grid → magnitude (orientation-free) →
 /// minus a running gravity estimate → low-pass → peaks whose prominence exceeds
 /// an adaptive threshold → minimum step spacing (adapted to the step period) →
-/// bout confirmation (several regular candidates before any of them counts).
+/// bout confirmation (several regular candidates before any of them counts) → in a walk, a
+/// candidate between two on-rhythm ones is dropped as a bump.
 /// Everything is processed sample by sample, so batch boundaries do not matter.
 struct StepDetector: Sendable, Codable, Equatable {
     let parameters: StepDetectionParameters
@@ -199,11 +200,24 @@ struct StepDetector: Sendable, Codable, Equatable {
                 }
                 return
             }
-            accept(time: lastCandidateTime, steps: &steps)
+            if !isBumpBetweenSteps(next: time) {
+                accept(time: lastCandidateTime, steps: &steps)
+            }
         }
         hasLastCandidate = true
         lastCandidateTime = time
         lastCandidateValue = value
+    }
+
+    /// In a walk, the candidate after the held one lands on the rhythm (about one period after the
+    /// last step), so the held one, at least the minimum spacing away from both, is off it: a bump
+    /// of the phone between two steps (a slow walk with the phone in hand has one near the middle
+    /// of many steps), not a step.
+    @inline(__always)
+    private func isBumpBetweenSteps(next: Double) -> Bool {
+        guard boutActive, hasAcceptedStep, stepPeriod > 0,
+              stepPeriod < parameters.bumpRejectionMaximumPeriodSeconds else { return false }
+        return abs((next - lastAcceptedTime) / stepPeriod - 1) <= parameters.bumpRhythmTolerance
     }
 
     /// A settled candidate: counted at once inside a bout, otherwise pending confirmation.

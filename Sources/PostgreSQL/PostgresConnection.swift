@@ -337,7 +337,7 @@ struct EncodedParameters {
 }
 
 extension Array where Element == UInt8 {
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
     }

@@ -1,65 +1,93 @@
 import CLibPQ
 
-/// Rows for `COPY ... FROM STDIN (FORMAT binary)`, PostgreSQL's fastest way in: no SQL parsing
-/// per row and no text conversion. Each field must be written in the exact binary form of its
-/// column's type (an `integer` column takes `int32`, a `bigint` column `int64`...); the server
-/// rejects the whole COPY otherwise, so nothing is half-written.
+/// Rows in the form `COPY ... FROM STDIN (FORMAT binary)` takes, PostgreSQL's fastest way in: no
+/// SQL parsing per row and no text conversion. Each field must be written in the exact binary form
+/// of its column's type (an `integer` column takes `int32`, a `bigint` column `int64`...); the
+/// server rejects the whole COPY otherwise, so nothing is half-written.
 ///
-/// Data goes to the server in chunks while rows are written, so memory stays bounded.
-public final class PostgresCopyWriter {
-    private var buffer: [UInt8] = []
-    private let send: ([UInt8]) throws(PostgresError) -> Void
-    private var fieldsLeft = 0
-    private let chunkSize = 256 * 1024
-    public private(set) var rowCount = 0
+/// Encoded ahead of the statement, rows need no connection: a writer builds them before its
+/// transaction opens (or a benchmark before its clock starts), writes in place a value known only
+/// later (`overwrite(int64:at:)`: a change number handed out inside the transaction), and
+/// `copyIn(_:rows:)` sends them. `copyIn(_:_:)` streams rows of the same encoding as they are made.
+public struct PostgresCopyRows: Sendable {
+    @usableFromInline var buffer: [UInt8] = []
+    @usableFromInline var fieldsLeft = 0
+    @usableFromInline var rows = 0
 
-    init(send: @escaping ([UInt8]) throws(PostgresError) -> Void) {
-        self.send = send
-        buffer.reserveCapacity(chunkSize + 1_024)
-        // Signature, flags (no OIDs), header extension length.
-        buffer.append(contentsOf: Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00])
-        buffer.appendBigEndian(UInt32(0))
-        buffer.appendBigEndian(UInt32(0))
+    /// Rows begun so far.
+    public var rowCount: Int { rows }
+
+    /// `reservingCapacity`: the expected size in bytes, so a large batch grows its buffer once.
+    public init(reservingCapacity capacity: Int = 0) {
+        self.init(header: true, capacity: capacity)
     }
+
+    init(header: Bool, capacity: Int) {
+        buffer.reserveCapacity(capacity + 32)
+        // Signature, flags (no OIDs), header extension length.
+        if header {
+            buffer.append(contentsOf: Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00])
+            buffer.appendBigEndian(UInt32(0))
+            buffer.appendBigEndian(UInt32(0))
+        }
+    }
+
+    /// Bytes encoded so far.
+    public var byteCount: Int { buffer.count }
 
     /// Starts a row of `fieldCount` fields; the previous row must be complete.
-    public func beginRow(fieldCount: Int) throws(PostgresError) {
+    @inlinable
+    public mutating func beginRow(fieldCount: Int) throws(PostgresError) {
         guard fieldsLeft == 0 else { throw PostgresError.misuse("COPY row ended with \(fieldsLeft) fields missing") }
-        if buffer.count >= chunkSize {
-            try send(buffer)
-            buffer.removeAll(keepingCapacity: true)
-        }
         buffer.appendBigEndian(Int16(clamping: fieldCount))
         fieldsLeft = fieldCount
-        rowCount += 1
+        rows += 1
     }
 
-    public func appendNull() throws(PostgresError) {
+    @inlinable
+    public mutating func appendNull() throws(PostgresError) {
         try field()
         buffer.appendBigEndian(Int32(-1))
     }
 
-    public func append(int64 value: Int64) throws(PostgresError) { try appendInteger(value) }
-    public func append(int32 value: Int32) throws(PostgresError) { try appendInteger(value) }
-    public func append(int16 value: Int16) throws(PostgresError) { try appendInteger(value) }
+    /// bigint. Returns where the value's 8 bytes start, for `overwrite(int64:at:)`.
+    @inlinable @discardableResult
+    public mutating func append(int64 value: Int64) throws(PostgresError) -> Int { try appendInteger(value) }
+    @inlinable
+    public mutating func append(int32 value: Int32) throws(PostgresError) { try appendInteger(value) }
+    @inlinable
+    public mutating func append(int16 value: Int16) throws(PostgresError) { try appendInteger(value) }
 
     /// bigint, integer, smallint: the field length, then the value big-endian.
-    private func appendInteger<T: FixedWidthInteger>(_ value: T) throws(PostgresError) {
+    @inlinable @discardableResult
+    mutating func appendInteger<T: FixedWidthInteger>(_ value: T) throws(PostgresError) -> Int {
         try field()
         buffer.appendBigEndian(Int32(MemoryLayout<T>.size))
+        let offset = buffer.count
         buffer.appendBigEndian(value)
+        return offset
     }
 
-    public func append(double value: Double) throws(PostgresError) { try appendInteger(value.bitPattern) }
+    /// Writes `value` over the 8 bytes at `offset`, where `append(int64:)` put a bigint.
+    @inlinable
+    public mutating func overwrite(int64 value: Int64, at offset: Int) throws(PostgresError) {
+        guard offset >= 4, offset + 8 <= buffer.count else {
+            throw PostgresError.misuse("no bigint field at offset \(offset) of \(buffer.count) COPY bytes")
+        }
+        buffer.withUnsafeMutableBytes { $0.storeBytes(of: value.bigEndian, toByteOffset: offset, as: Int64.self) }
+    }
 
-    public func append(bool value: Bool) throws(PostgresError) {
+    @inlinable
+    public mutating func append(double value: Double) throws(PostgresError) { try appendInteger(value.bitPattern) }
+
+    public mutating func append(bool value: Bool) throws(PostgresError) {
         try field()
         buffer.appendBigEndian(Int32(1))
         buffer.append(value ? 1 : 0)
     }
 
     /// text/varchar: the binary form is the UTF-8 bytes.
-    public func append(text value: String) throws(PostgresError) {
+    public mutating func append(text value: String) throws(PostgresError) {
         try field()
         let utf8 = value.utf8
         buffer.appendBigEndian(Int32(clamping: utf8.count))
@@ -67,34 +95,100 @@ public final class PostgresCopyWriter {
     }
 
     /// bytea.
-    public func append(bytes value: some Collection<UInt8>) throws(PostgresError) {
+    @inlinable
+    public mutating func append(bytes value: some Collection<UInt8>) throws(PostgresError) {
         try field()
         buffer.appendBigEndian(Int32(clamping: value.count))
         buffer.append(contentsOf: value)
     }
 
     /// uuid: its 16 bytes.
-    public func append(uuid value: some Collection<UInt8>) throws(PostgresError) {
+    public mutating func append(uuid value: some Collection<UInt8>) throws(PostgresError) {
         guard value.count == 16 else { throw PostgresError.misuse("a uuid is 16 bytes, not \(value.count)") }
         try append(bytes: value)
     }
 
+    /// uuid from its two halves, most significant first (no array per value).
+    @inlinable
+    public mutating func append(uuidHigh high: UInt64, low: UInt64) throws(PostgresError) {
+        try field()
+        buffer.appendBigEndian(Int32(16))
+        buffer.appendBigEndian(high)
+        buffer.appendBigEndian(low)
+    }
+
     /// timestamptz/timestamp from microseconds since 1970-01-01 UTC.
-    public func append(microsecondsSince1970 value: Int64) throws(PostgresError) {
+    public mutating func append(microsecondsSince1970 value: Int64) throws(PostgresError) {
         try append(int64: value &- 946_684_800_000_000)
     }
 
-    private func field() throws(PostgresError) {
+    @inlinable
+    mutating func field() throws(PostgresError) {
         guard fieldsLeft > 0 else { throw PostgresError.misuse("COPY row has more fields than beginRow announced") }
         fieldsLeft -= 1
     }
 
+    /// Checks the last row is complete.
+    func requireComplete() throws(PostgresError) {
+        guard fieldsLeft == 0 else { throw PostgresError.misuse("COPY row ended with \(fieldsLeft) fields missing") }
+    }
+
+    /// Sends the bytes encoded so far (and `trailer` after them, when asked) and starts over; rows
+    /// keep counting. How the streaming writer sends its chunks.
+    mutating func flush(withTrailer: Bool, _ send: (UnsafeRawBufferPointer) throws(PostgresError) -> Void) throws(PostgresError) {
+        if withTrailer { buffer += Self.trailer }
+        var failure: PostgresError?
+        buffer.withUnsafeBytes { bytes in
+            do throws(PostgresError) { try send(bytes) } catch { failure = error }
+        }
+        buffer.removeAll(keepingCapacity: true)
+        if let failure { throw failure }
+    }
+
+    /// The end of the data (not part of `buffer`, so rows can be sent more than once).
+    static let trailer: [UInt8] = [0xFF, 0xFF]
+}
+
+/// Rows streamed to the server while `copyIn(_:_:)` runs, in chunks, so memory stays bounded
+/// however many rows are written. The same encoding and checks as `PostgresCopyRows`.
+public final class PostgresCopyWriter {
+    private var rows: PostgresCopyRows
+    private let send: (UnsafeRawBufferPointer) throws(PostgresError) -> Void
+    private let chunkSize = 256 * 1024
+
+    public var rowCount: Int { rows.rowCount }
+
+    init(send: @escaping (UnsafeRawBufferPointer) throws(PostgresError) -> Void) {
+        self.send = send
+        rows = PostgresCopyRows(header: true, capacity: chunkSize + 1_024)
+    }
+
+    /// Starts a row of `fieldCount` fields; the previous row must be complete.
+    public func beginRow(fieldCount: Int) throws(PostgresError) {
+        if rows.byteCount >= chunkSize {
+            try rows.requireComplete()
+            try rows.flush(withTrailer: false, send)
+        }
+        try rows.beginRow(fieldCount: fieldCount)
+    }
+
+    public func appendNull() throws(PostgresError) { try rows.appendNull() }
+    public func append(int64 value: Int64) throws(PostgresError) { try rows.append(int64: value) }
+    public func append(int32 value: Int32) throws(PostgresError) { try rows.append(int32: value) }
+    public func append(int16 value: Int16) throws(PostgresError) { try rows.append(int16: value) }
+    public func append(double value: Double) throws(PostgresError) { try rows.append(double: value) }
+    public func append(bool value: Bool) throws(PostgresError) { try rows.append(bool: value) }
+    public func append(text value: String) throws(PostgresError) { try rows.append(text: value) }
+    public func append(bytes value: some Collection<UInt8>) throws(PostgresError) { try rows.append(bytes: value) }
+    public func append(uuid value: some Collection<UInt8>) throws(PostgresError) { try rows.append(uuid: value) }
+    public func append(microsecondsSince1970 value: Int64) throws(PostgresError) {
+        try rows.append(microsecondsSince1970: value)
+    }
+
     /// The trailer and any data not yet sent.
     func finish() throws(PostgresError) {
-        guard fieldsLeft == 0 else { throw PostgresError.misuse("COPY row ended with \(fieldsLeft) fields missing") }
-        buffer.appendBigEndian(Int16(-1))
-        try send(buffer)
-        buffer.removeAll()
+        try rows.requireComplete()
+        try rows.flush(withTrailer: true, send)
     }
 }
 
@@ -104,6 +198,37 @@ extension PostgresConnection {
     /// stored. Returns the number of rows the server stored.
     @discardableResult
     public func copyIn(_ sql: String, _ write: (PostgresCopyWriter) throws -> Void) throws -> Int {
+        try copy(sql) { send in
+            let writer = PostgresCopyWriter(send: send)
+            try write(writer)
+            try writer.finish()
+        }
+    }
+
+    /// Runs `sql` (a `COPY ... FROM STDIN (FORMAT binary)`) with rows encoded beforehand. All or
+    /// nothing, like the streaming form. Returns the number of rows the server stored.
+    @discardableResult
+    public func copyIn(_ sql: String, rows: PostgresCopyRows) throws -> Int {
+        try rows.requireComplete()
+        return try copy(sql) { send in
+            // In pieces of a few hundred KiB: libpq copies what it is given into its own buffer.
+            let chunk = 256 * 1024
+            try rows.buffer.withUnsafeBytes { bytes in
+                var start = 0
+                while start < bytes.count {
+                    let end = min(bytes.count, start + chunk)
+                    try send(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+                    start = end
+                }
+            }
+            try PostgresCopyRows.trailer.withUnsafeBytes { try send($0) }
+        }
+    }
+
+    /// Starts the COPY, lets `produce` send its data, ends it (aborting it if `produce` threw) and
+    /// drains the results. Returns the rows stored.
+    private func copy(_ sql: String,
+                      _ produce: (_ send: @escaping (UnsafeRawBufferPointer) throws(PostgresError) -> Void) throws -> Void) throws -> Int {
         let handle = try openHandle()
         guard let start = PQexec(handle, sql) else { throw PostgresResult.connectionError(handle, sql: sql) }
         guard PQresultStatus(start) == PGRES_COPY_IN else {
@@ -112,16 +237,13 @@ extension PostgresConnection {
             throw PostgresError.misuse("copyIn needs a COPY ... FROM STDIN statement", sql: sql)
         }
         PQclear(start)
-        let writer = PostgresCopyWriter { (chunk: [UInt8]) throws(PostgresError) in
-            let sent = chunk.withUnsafeBytes { raw in
-                PQputCopyData(handle, raw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(clamping: raw.count))
-            }
+        let send = { (chunk: UnsafeRawBufferPointer) throws(PostgresError) in
+            let sent = PQputCopyData(handle, chunk.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(clamping: chunk.count))
             if sent != 1 { throw PostgresResult.connectionError(handle, sql: sql) }
         }
         var failure: (any Error)?
         do {
-            try write(writer)
-            try writer.finish()
+            try produce(send)
         } catch {
             failure = error
         }

@@ -96,6 +96,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
+    @usableFromInline
     static func misuse(_ message: String, sql: String? = nil) -> PostgresError {
         PostgresError(kind: .misuse, message: message, sql: sql)
     }

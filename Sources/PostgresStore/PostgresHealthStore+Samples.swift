@@ -5,17 +5,30 @@ import PostgreSQL
 extension PostgresHealthStore {
     // MARK: Saving
 
-    /// One transaction per batch: all samples or none (see `write` for re-sent uuids).
+    /// One transaction per batch: all samples or none. The rows are encoded before the
+    /// transaction opens, so the user's change-number lock is held only while the database works.
+    /// The batch is first copied as new samples; only when one of its uuids is stored already
+    /// (a re-sent batch) does it run again, comparing each such sample with the stored one (`write`).
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         try app.access.requireShare(samples)
-        let batch = try PostgresSampleBatch(samples.map { ($0, app.sourceRowID) }, typeCodes: typeCodes)
         let created = StoreClock.nowMilliseconds()
-        let change = try pool.transaction { connection -> CommittedChange in
-            let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, created: created, connection)
-            try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
-            let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
-            try notifyCommit(change, connection)
-            return change
+        let batch = try PostgresSampleBatch(samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
+                                            userRowID: app.userRowID, created: created)
+        func commit(_ storedUUIDs: StoredUUIDs) throws -> CommittedChange {
+            try pool.transaction { connection -> CommittedChange in
+                let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, storedUUIDs: storedUUIDs,
+                                                connection)
+                try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
+                let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
+                try notifyCommit(change, connection)
+                return change
+            }
+        }
+        let change: CommittedChange
+        do {
+            change = try commit(.abortTransaction)
+        } catch let error as PostgresError where error.isUniqueViolation {
+            change = try commit(.compare)
         }
         if !change.typeIDs.isEmpty { publish(change) }
         return samples.map(\.uuid)

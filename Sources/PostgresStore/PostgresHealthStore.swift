@@ -80,7 +80,10 @@ public final class PostgresHealthStore: HealthDataStore {
                 listen: Bool = true, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
         self.configuration = configuration
         statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
+        // Resumed at once (with no schedule it never fires): libdispatch traps when a suspended
+        // source is released, which an init failing below (an unreachable database) would do.
         authorizationRefresher = listen ? DispatchSource.makeTimerSource(queue: DispatchQueue(label: "healthd.postgres.authorizations")) : nil
+        authorizationRefresher?.resume()
         var poolConfiguration = PostgresPool.Configuration(connection: configuration)
         poolConfiguration.maxConnections = maxConnections
         pool = try PostgresPool(configuration: poolConfiguration)
@@ -188,10 +191,9 @@ public final class PostgresHealthStore: HealthDataStore {
     private func startRefreshingAuthorizations() {
         guard let timer = authorizationRefresher else { return }
         let interval = DispatchTimeInterval.milliseconds(Int(Self.authorizationRevalidation / 2))
-        timer.schedule(deadline: .now() + interval, repeating: interval)
         // A failed round leaves the entries to expire; the requests then read their tokens themselves.
         timer.setEventHandler { [weak self] in try? self?.refreshCachedAuthorizations() }
-        timer.resume()
+        timer.schedule(deadline: .now() + interval, repeating: interval)
     }
 
     /// Another node's commit (or revocation). This node's own commits were published when they

@@ -3,74 +3,210 @@ import HealthStore
 import PostgreSQL
 
 /// A batch turned into row values before any connection is taken, so the transaction only sends
-/// them: type codes, bodies, device ids and in-batch repeats are worked out here. A correlation's
-/// objects follow it, pointing back at its position.
+/// them: type codes, bodies, device ids, in-batch repeats and the rows' binary COPY encoding are
+/// worked out here, off the user's change-number lock. A correlation's objects follow it, pointing
+/// back at its position.
 struct PostgresSampleBatch: Sendable {
+    /// One row of `samples`: the columns, and where its sample is in the request (read from
+    /// there, not copied, when the whole sample is needed).
     struct Row: Sendable {
         /// The sample's position in the request (a correlation's objects share it).
         var index: Int
-        var sample: HealthSample
+        /// Which object of the correlation at `index` this is; nil for the request's sample itself.
+        var object: Int?
+        var uuid: HealthUUID
         var typeCode: Int64
         var sourceRowID: Int64
-        var body: [UInt8]?
         var deviceID: Int64?
+        var start: Int64
+        var end: Int64
+        var value: Double?
         /// Position in `rows` of the correlation this object belongs to.
         var parent: Int?
     }
 
+    private let samples: [HealthSample]
     private(set) var rows: [Row] = []
     /// Distinct devices of the batch: (id, stored body).
     private(set) var devices: [(id: Int64, body: [UInt8])] = []
+    /// `rows` as `samples` rows in binary COPY form, numbered from 1 (see `copyRows(numberedAfter:)`).
+    private var encoded = PostgresCopyRows()
+    /// Where each row's `seq`, and each object's `parent_seq`, lies in `encoded`.
+    private var seqOffsets: [Int] = []
+    private var parentOffsets: [(offset: Int, parent: Int)] = []
 
     /// Throws `SampleConflict` for an unknown type, or a uuid repeated in the batch with other
-    /// content; a repeat with the same content is stored once.
-    init(_ samples: [(sample: HealthSample, sourceRowID: Int64)], typeCodes: [String: Int64]) throws(SampleConflict) {
+    /// content; a repeat with the same content is stored once. Sample i is saved by the source
+    /// `sourceRowID(i)`; `created` is the rows' creation time.
+    init(_ samples: [HealthSample], sourceRowID: (Int) -> Int64, typeCodes: [String: Int64], userRowID: Int64,
+         created: Int64) throws {
+        self.samples = samples
         rows.reserveCapacity(samples.count)
-        var seen: [HealthUUID: Int] = [:]
-        seen.reserveCapacity(samples.count)
-        var deviceIDs: [SampleDevice: Int64] = [:]
-        for (index, item) in samples.enumerated() {
-            if let earlier = seen[item.sample.uuid] {
-                guard samples[earlier].sample == item.sample, samples[earlier].sourceRowID == item.sourceRowID else {
-                    throw SampleConflict(index: index, uuid: item.sample.uuid, detail:
-                        "uuid \(item.sample.uuid.lowercasedString) appears twice in the batch with different content")
+        var seen = UUIDPositions(capacity: samples.count)
+        var deviceIDs = DeviceIDs()
+        for (index, sample) in samples.enumerated() {
+            let source = sourceRowID(index)
+            if let earlier = seen.insert(sample.uuid, at: index) {
+                guard samples[earlier] == sample, sourceRowID(earlier) == source else {
+                    throw SampleConflict(index: index, uuid: sample.uuid, detail:
+                        "uuid \(sample.uuid.lowercasedString) appears twice in the batch with different content")
                 }
                 continue
             }
-            seen[item.sample.uuid] = index
             let position = rows.count
-            try append(item.sample, index: index, sourceRowID: item.sourceRowID, parent: nil, typeCodes: typeCodes, deviceIDs: &deviceIDs)
-            if case .correlation(let objects) = item.sample.content {
-                for object in objects {
-                    try append(object, index: index, sourceRowID: item.sourceRowID, parent: position, typeCodes: typeCodes,
+            try append(sample, index: index, object: nil, sourceRowID: source, parent: nil, typeCodes: typeCodes, deviceIDs: &deviceIDs)
+            if case .correlation(let objects) = sample.content {
+                for (object, item) in objects.enumerated() {
+                    try append(item, index: index, object: object, sourceRowID: source, parent: position, typeCodes: typeCodes,
                                deviceIDs: &deviceIDs)
                 }
             }
         }
+        devices = deviceIDs.devices
+        try encode(userRowID: userRowID, created: created)
     }
 
-    private mutating func append(_ sample: HealthSample, index: Int, sourceRowID: Int64, parent: Int?,
-                                 typeCodes: [String: Int64], deviceIDs: inout [SampleDevice: Int64]) throws(SampleConflict) {
+    private mutating func append(_ sample: HealthSample, index: Int, object: Int?, sourceRowID: Int64, parent: Int?,
+                                 typeCodes: [String: Int64], deviceIDs: inout DeviceIDs) throws(SampleConflict) {
         guard let typeCode = typeCodes[sample.type] else {
             throw SampleConflict(index: index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
         }
-        var deviceID: Int64?
-        if let device = sample.device {
-            if let known = deviceIDs[device] {
-                deviceID = known
+        rows.append(Row(index: index, object: object, uuid: sample.uuid, typeCode: typeCode, sourceRowID: sourceRowID,
+                        deviceID: sample.device.map { deviceIDs.id(of: $0) }, start: sample.start, end: sample.end,
+                        value: sample.quantity, parent: parent))
+    }
+
+    /// The sample a row stores, as the request sent it.
+    func sample(of row: Row) -> HealthSample {
+        let sample = samples[row.index]
+        guard let object = row.object, case .correlation(let objects) = sample.content, objects.indices.contains(object) else {
+            return sample
+        }
+        return objects[object]
+    }
+
+    /// `rows` in binary COPY form, in `samples`' column order (`copySamples`), each row numbered
+    /// by its position from 1 until `copyRows(numberedAfter:)` writes the real change numbers in.
+    private mutating func encode(userRowID: Int64, created: Int64) throws(PostgresError) {
+        // About 90 bytes a row, and a body for most.
+        encoded = PostgresCopyRows(reservingCapacity: rows.count * 128)
+        seqOffsets.reserveCapacity(rows.count)
+        var bodies = RecentBodies()
+        for position in rows.indices {
+            let row = rows[position]
+            try encoded.beginRow(fieldCount: 12)
+            try encoded.append(int64: userRowID)
+            try encoded.append(uuidHigh: row.uuid.high, low: row.uuid.low)
+            seqOffsets.append(try encoded.append(int64: Int64(position) + 1))
+            try encoded.append(int32: Int32(truncatingIfNeeded: row.typeCode))
+            try encoded.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
+            if let device = row.deviceID { try encoded.append(int64: device) } else { try encoded.appendNull() }
+            try encoded.append(int64: row.start)
+            try encoded.append(int64: row.end)
+            if let value = row.value { try encoded.append(double: value) } else { try encoded.appendNull() }
+            if let parent = row.parent {
+                parentOffsets.append((try encoded.append(int64: Int64(parent) + 1), parent))
             } else {
-                let body = DeviceBody.encode(device)
-                let id = DeviceID.of(body: body)
-                deviceIDs[device] = id
-                devices.append((id, body))
-                deviceID = id
+                try encoded.appendNull()
+            }
+            try encoded.append(int64: created)
+            if let body = bodies.body(of: row.object == nil ? samples[row.index] : sample(of: row)) {
+                try encoded.append(bytes: body)
+            } else {
+                try encoded.appendNull()
             }
         }
-        rows.append(Row(index: index, sample: sample, typeCode: typeCode, sourceRowID: sourceRowID,
-                        body: SampleRowBody.encode(sample), deviceID: deviceID, parent: parent))
     }
 
     var isEmpty: Bool { rows.isEmpty }
+
+    /// The rows in binary COPY form with their change numbers: row `position` gets
+    /// `base + 1 + position` (a correlation's objects point at their correlation's).
+    func copyRows(numberedAfter base: Int64) throws(PostgresError) -> PostgresCopyRows {
+        var numbered = encoded
+        for (position, offset) in seqOffsets.enumerated() {
+            try numbered.overwrite(int64: base + 1 + Int64(position), at: offset)
+        }
+        for (offset, parent) in parentOffsets {
+            try numbered.overwrite(int64: base + 1 + Int64(parent), at: offset)
+        }
+        return numbered
+    }
+}
+
+/// The distinct devices of a batch and their ids. A batch usually comes from one or two devices,
+/// sample after sample: the last one found is compared before any hashing.
+private struct DeviceIDs {
+    private(set) var devices: [(id: Int64, body: [UInt8])] = []
+    private var known: [SampleDevice: Int64] = [:]
+    private var last: (device: SampleDevice, id: Int64)?
+
+    mutating func id(of device: SampleDevice) -> Int64 {
+        if let last, last.device == device { return last.id }
+        let id: Int64
+        if let found = known[device] {
+            id = found
+        } else {
+            let body = DeviceBody.encode(device)
+            id = DeviceID.of(body: body)
+            known[device] = id
+            devices.append((id, body))
+        }
+        last = (device, id)
+        return id
+    }
+}
+
+/// Stored bodies of quantity samples, which hold only their metadata: a batch repeats a few
+/// metadata sets over and over (a motion context, a flag), so the last few bodies are kept and
+/// a repeat is compared, not encoded again. Other samples are encoded each time.
+private struct RecentBodies {
+    private var recent: [(metadata: [MetadataEntry], body: [UInt8]?)] = []
+    private var next = 0
+    private static let kept = 8
+
+    mutating func body(of sample: HealthSample) -> [UInt8]? {
+        guard case .quantity = sample.content else { return SampleRowBody.encode(sample) }
+        if sample.metadata.isEmpty { return nil }
+        if let known = recent.first(where: { $0.metadata == sample.metadata }) { return known.body }
+        let body = SampleRowBody.encode(sample)
+        if recent.count < Self.kept {
+            recent.append((sample.metadata, body))
+        } else {
+            recent[next] = (sample.metadata, body)
+            next = (next + 1) % Self.kept
+        }
+        return body
+    }
+}
+
+/// Which position of the batch holds each uuid seen so far: open addressing on the uuid's bits
+/// mixed by multipliers drawn once per process (uuids are the client's, so the mixing is what
+/// keeps crafted ones from piling into one probe chain). Cheaper than hashing every uuid through
+/// `Hasher` for the one question a batch asks of each: was it seen before?
+private struct UUIDPositions {
+    private static let multipliers = (UInt64.random(in: 0...UInt64.max) | 1, UInt64.random(in: 0...UInt64.max) | 1)
+    private var slots: [(uuid: HealthUUID, position: Int)?]
+    private let shift: UInt64
+
+    init(capacity: Int) {
+        var bits = 4
+        while 1 << bits < 2 * max(capacity, 1) { bits += 1 }
+        slots = Array(repeating: nil, count: 1 << bits)
+        shift = UInt64(64 - bits)
+    }
+
+    /// Records `uuid` at `position` and returns nil, or returns the position it was first seen at.
+    mutating func insert(_ uuid: HealthUUID, at position: Int) -> Int? {
+        // Multiply-shift: the top bits of a sum of products with random odd multipliers.
+        var slot = Int(truncatingIfNeeded: ((uuid.high &* Self.multipliers.0) &+ (uuid.low &* Self.multipliers.1)) >> shift)
+        while let entry = slots[slot] {
+            if entry.uuid == uuid { return entry.position }
+            slot = (slot + 1) & (slots.count - 1)
+        }
+        slots[slot] = (uuid, position)
+        return nil
+    }
 }
 
 /// A sample a write changed, for the statistics rollups (saved or deleted; kept in the order done).
@@ -119,69 +255,61 @@ extension PostgresHealthStore {
         FROM STDIN (FORMAT binary)
         """
 
+    /// What `write` does when the batch holds a uuid the user already has.
+    enum StoredUUIDs {
+        /// COPY inside a savepoint; on the key conflict, undo to it and `compare`.
+        case undoAndCompare
+        /// COPY without a savepoint: the key conflict aborts the transaction and reaches the
+        /// caller, who runs it again with `compare`. The usual batch, all new uuids, saves the
+        /// savepoint's round trips and its subtransaction.
+        case abortTransaction
+        /// Through a temporary table and `INSERT ... ON CONFLICT DO NOTHING`; every row not stored
+        /// must equal the stored one (same sample, same app), or the batch is a `SampleConflict`.
+        case compare
+    }
+
     /// Writes a prepared batch inside the caller's transaction.
     ///
-    /// New uuids (the usual case) go straight into `samples` by binary COPY. When the batch holds a
-    /// uuid the user already has (a re-sent batch, an import repeating itself), the COPY fails on the
-    /// key and is undone to its savepoint; the batch then goes through a temporary table and
-    /// `INSERT ... ON CONFLICT DO NOTHING`, and every row not stored is compared with what is
-    /// stored: the same sample from the same app is the idempotent success the API promises,
-    /// anything else a `SampleConflict` that rolls the whole batch back.
-    func write(_ batch: PostgresSampleBatch, userRowID: Int64, userExternalID: String, created: Int64,
+    /// New uuids (the usual case) go straight into `samples` by binary COPY. A batch holding a uuid
+    /// the user already has (a re-sent batch, an import repeating itself) goes through a temporary
+    /// table and `INSERT ... ON CONFLICT DO NOTHING`, and every row not stored is compared with what
+    /// is stored: the same sample from the same app is the idempotent success the API promises,
+    /// anything else a `SampleConflict` that rolls the whole batch back (see `StoredUUIDs`).
+    func write(_ batch: PostgresSampleBatch, userRowID: Int64, userExternalID: String, storedUUIDs: StoredUUIDs = .undoAndCompare,
                _ connection: PostgresConnection) throws -> (effects: SampleWriteEffects, lastSeq: Int64) {
         var effects = SampleWriteEffects()
         guard !batch.isEmpty else { return (effects, try Self.currentChangeNumber(userRowID: userRowID, connection)) }
         let last = try Self.reserveChangeNumbers(batch.rows.count, userRowID: userRowID, connection)
         let base = last - Int64(batch.rows.count)
-        let copied: Bool
-        do {
-            copied = try connection.savepoint {
-                try connection.copyIn(Self.copySamples) { try Self.writeRows(batch, userRowID: userRowID, base: base, created: created, to: $0) }
-            } == batch.rows.count
-        } catch let error as PostgresError where error.isUniqueViolation {
-            copied = false
+        let rows = try batch.copyRows(numberedAfter: base)
+        var copied = false
+        switch storedUUIDs {
+        case .abortTransaction:
+            copied = try connection.copyIn(Self.copySamples, rows: rows) == batch.rows.count
+        case .undoAndCompare:
+            do {
+                copied = try connection.savepoint { try connection.copyIn(Self.copySamples, rows: rows) } == batch.rows.count
+            } catch let error as PostgresError where error.isUniqueViolation {}
+        case .compare:
+            break
         }
         if copied {
             effects.inserted = Array(batch.rows.indices)
         } else {
-            effects.inserted = try insertSkippingStored(batch, userRowID: userRowID, base: base, last: last, created: created, connection)
+            effects.inserted = try insertSkippingStored(rows, userRowID: userRowID, base: base, last: last, connection)
             try checkIdempotent(batch, inserted: effects.inserted, userRowID: userRowID, userExternalID: userExternalID, connection)
         }
         try recordInserted(batch, effects: &effects, userRowID: userRowID, base: base, connection)
         return (effects, last)
     }
 
-    private static func writeRows(_ batch: PostgresSampleBatch, userRowID: Int64, base: Int64, created: Int64,
-                                  to copy: PostgresCopyWriter) throws {
-        for position in batch.rows.indices {
-            let row = batch.rows[position]
-            try copy.beginRow(fieldCount: 12)
-            try copy.append(int64: userRowID)
-            try withUnsafeBytes(of: (row.sample.uuid.high.bigEndian, row.sample.uuid.low.bigEndian)) { bytes in
-                try copy.append(uuid: bytes)
-            }
-            try copy.append(int64: base + 1 + Int64(position))
-            try copy.append(int32: Int32(truncatingIfNeeded: row.typeCode))
-            try copy.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
-            if let device = row.deviceID { try copy.append(int64: device) } else { try copy.appendNull() }
-            try copy.append(int64: row.sample.start)
-            try copy.append(int64: row.sample.end)
-            if let value = row.sample.quantity { try copy.append(double: value) } else { try copy.appendNull() }
-            if let parent = row.parent { try copy.append(int64: base + 1 + Int64(parent)) } else { try copy.appendNull() }
-            try copy.append(int64: created)
-            if let body = row.body { try copy.append(bytes: body) } else { try copy.appendNull() }
-        }
-    }
-
     /// The slow path: stores the rows whose uuid is free (a correlation's objects only with their
     /// correlation) and returns their positions.
-    private func insertSkippingStored(_ batch: PostgresSampleBatch, userRowID: Int64, base: Int64, last: Int64, created: Int64,
+    private func insertSkippingStored(_ rows: PostgresCopyRows, userRowID: Int64, base: Int64, last: Int64,
                                       _ connection: PostgresConnection) throws -> [Int] {
         // Dropped at commit; a transaction writes one batch, so it is created once per transaction.
         try connection.execute("CREATE TEMPORARY TABLE incoming_samples (LIKE samples) ON COMMIT DROP")
-        try connection.copyIn(Self.copySamples.replacingOccurrences(of: "COPY samples", with: "COPY incoming_samples")) {
-            try Self.writeRows(batch, userRowID: userRowID, base: base, created: created, to: $0)
-        }
+        try connection.copyIn(Self.copySamples.replacingOccurrences(of: "COPY samples", with: "COPY incoming_samples"), rows: rows)
         try connection.execute("""
             INSERT INTO samples SELECT * FROM incoming_samples WHERE parent_seq IS NULL ON CONFLICT DO NOTHING
             """, [])
@@ -208,7 +336,7 @@ extension PostgresHealthStore {
         var stored: [HealthUUID: SampleRow] = [:]
         var start = 0
         while start < judged.count {
-            let chunk = judged[start..<min(judged.count, start + 1_000)].map { batch.rows[$0].sample.uuid }
+            let chunk = judged[start..<min(judged.count, start + 1_000)].map { batch.rows[$0].uuid }
             for row in try connection.map("""
                 SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = ANY($2::uuid[])
                 """, [.int64(userRowID), Self.uuidArray(chunk)], SampleRow.init) {
@@ -219,14 +347,14 @@ extension PostgresHealthStore {
         var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: userExternalID)
         for position in judged {
             let row = batch.rows[position]
-            guard let existing = stored[row.sample.uuid] else {
-                throw SampleConflict(index: row.index, uuid: row.sample.uuid,
-                                     detail: "uuid \(row.sample.uuid.lowercasedString) could not be saved")
+            guard let existing = stored[row.uuid] else {
+                throw SampleConflict(index: row.index, uuid: row.uuid,
+                                     detail: "uuid \(row.uuid.lowercasedString) could not be saved")
             }
             guard existing.sourceRowID == row.sourceRowID, existing.parentSeq == nil || row.parent != nil,
-                  try materializer.sample(existing).sample == row.sample else {
-                throw SampleConflict(index: row.index, uuid: row.sample.uuid,
-                                     detail: "uuid \(row.sample.uuid.lowercasedString) exists with different content")
+                  try materializer.sample(existing).sample == batch.sample(of: row) else {
+                throw SampleConflict(index: row.index, uuid: row.uuid,
+                                     detail: "uuid \(row.uuid.lowercasedString) exists with different content")
             }
         }
     }
@@ -245,9 +373,9 @@ extension PostgresHealthStore {
                 firstSeq[group] = base + 1 + Int64(position)
                 groupOrder.append(group)
             }
-            longest[row.typeCode] = max(longest[row.typeCode] ?? 0, row.sample.end - row.sample.start)
+            longest[row.typeCode] = max(longest[row.typeCode] ?? 0, row.end - row.start)
             effects.rollups.append(RollupTouch(typeCode: row.typeCode, seq: base + 1 + Int64(position), sourceRowID: row.sourceRowID,
-                                               start: row.sample.start, end: row.sample.end, value: row.sample.quantity, deleted: false))
+                                               start: row.start, end: row.end, value: row.value, deleted: false))
         }
         for group in groupOrder {
             if let name = typeName(for: group.typeCode) { effects.touchedTypes.insert(name) }

@@ -334,6 +334,8 @@ public enum PedometerAccuracyReport {
         case "irregularIntervalsToEndBout": updated.irregularIntervalsToEndBout = Int(value)
         case "maximumStrideRatio": updated.maximumStrideRatio = value
         case "maximumSampleGapSeconds": updated.maximumSampleGapSeconds = value
+        case "bumpRhythmTolerance": updated.bumpRhythmTolerance = value
+        case "bumpRejectionMaximumPeriodSeconds": updated.bumpRejectionMaximumPeriodSeconds = value
         default: return nil
         }
         return updated

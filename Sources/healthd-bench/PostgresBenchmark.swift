@@ -9,8 +9,9 @@ import Primitives
 /// `healthd-bench postgres`: the PostgreSQL backend beside SQLite in one run (BENCHMARKS.md,
 /// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:
 /// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
-///   PostgreSQL, and raw binary `COPY` of the same number of rows, in batches of the same size,
-///   one transaction each, from as many connections, into the same `samples` table: the floor.
+///   PostgreSQL, and raw binary `COPY` of the rows that run stored (the same rows, encoded before
+///   the clock starts), in the same batches, one transaction each, from as many connections, into
+///   the same `samples` table: the floor.
 ///   Beside the rates, CPU seconds per 10,000 samples: healthd's own and the PostgreSQL server's
 ///   (its process tree, when it runs on this machine) for the HTTP ingest, the server's alone for
 ///   the floor. On a loaded machine the rates follow the share of the cores each phase got; CPU per
@@ -98,33 +99,32 @@ enum PostgresBenchmark {
                                           extraArguments: ["--database", url, "--config", config])
             defer { nodeA.stop() }
             let server = PostgresServerCPU(url: url)
+            let loadBefore = loadAverage()
             let cpuBefore = (healthd: processCPUSeconds(nodeA.process.processIdentifier), postgres: server?.seconds() ?? 0)
             let postgres = try ingest(port: nodeA.port, tokens: postgresTokens, bodies: bodies, clients: options.clients)
             let ingestCPU = (healthd: processCPUSeconds(nodeA.process.processIdentifier) - cpuBefore.healthd,
                              postgres: (server?.seconds() ?? 0) - cpuBefore.postgres)
-            let bodyBytes = try PostgresConnection(url: url).first("SELECT coalesce(avg(length(body)), 0)::float8 FROM samples") {
-                try $0.double(at: 0)
-            } ?? 0
 
             let floorURL = try databases.fresh()
-            let (floor, floorCPU) = try rawCopy(url: floorURL, batches: options.batches, batchSize: options.batchSize,
-                                                clients: options.clients, users: options.users, bodyBytes: Int(bodyBytes.rounded()),
-                                                server: server)
+            let (floor, floorCPU) = try rawCopy(url: floorURL, from: url, batchSize: options.batchSize, clients: options.clients,
+                                                users: options.users, server: server)
+            let load = loadAverage()
 
             print("ingest: \(options.batches) batches x \(options.batchSize) samples (client uuids), \(options.clients) clients, keep-alive, "
                   + "\(options.users) user\(options.users == 1 ? "" : "s")")
             print("  SQLite over HTTP:      \(Int(sqlite.rate)) samples/s (batch p50 \(format(sqlite.p50Milliseconds)) ms)")
             print("  PostgreSQL over HTTP:  \(Int(postgres.rate)) samples/s (batch p50 \(format(postgres.p50Milliseconds)) ms)")
-            print("  raw binary COPY floor: \(Int(floor)) samples/s (same table, batch size, connections; \(Int(bodyBytes)) B bodies)")
+            print("  raw binary COPY floor: \(Int(floor)) samples/s (the rows the HTTP run stored, same table, batches, connections)")
             print("  ratios: PostgreSQL HTTP / raw COPY = \(format(postgres.rate / floor))x (target >= 0.7), "
                   + "PostgreSQL / SQLite over HTTP = \(format(postgres.rate / sqlite.rate))x, "
                   + "PostgreSQL HTTP = \(format(postgres.rate / 100_000))x of 100k samples/s")
-            print("  (\(total) samples per run)")
+            print("  (\(total) samples per run; load average before / after: \(loadBefore) / \(load))")
             if server != nil {
                 let per = 10_000 / Double(total)
-                print("  CPU s per 10k samples: PostgreSQL HTTP ingest \(format((ingestCPU.healthd + ingestCPU.postgres) * per)) "
-                      + "(healthd \(format(ingestCPU.healthd * per)) + PostgreSQL \(format(ingestCPU.postgres * per))), "
-                      + "raw COPY \(format(floorCPU * per)) (PostgreSQL); COPY / HTTP ingest = "
+                // Three decimals: /proc counts in 10 ms ticks, a few hundred of them per phase.
+                print("  CPU s per 10k samples: PostgreSQL HTTP ingest \(format((ingestCPU.healthd + ingestCPU.postgres) * per, decimals: 3)) "
+                      + "(healthd \(format(ingestCPU.healthd * per, decimals: 3)) + PostgreSQL \(format(ingestCPU.postgres * per, decimals: 3))), "
+                      + "raw COPY \(format(floorCPU * per, decimals: 3)) (PostgreSQL); COPY / HTTP ingest = "
                       + "\(format(floorCPU / max(1e-9, ingestCPU.healthd + ingestCPU.postgres)))x")
             }
 
@@ -159,12 +159,16 @@ enum PostgresBenchmark {
         var p50Milliseconds: Double
     }
 
+    /// Samples each token POSTs before the clock starts.
+    static let warmUpSamples = 100
+
     /// POSTs every body once, spread over `clients` keep-alive connections; client i uses token i mod tokens.count.
     static func ingest(port: Int, tokens: [String], bodies: [[UInt8]], clients: Int) throws -> Throughput {
         var warmUpGenerator = SampleGenerator(seed: 99)
         for (index, token) in tokens.enumerated() {
             let warmUp = try BenchHTTPClient(port: port).request("POST", "/v1/samples", token: token,
-                                                                 body: warmUpGenerator.batchJSON(firstIndex: 100_000_000 + index * 100, count: 100))
+                                                                 body: warmUpGenerator.batchJSON(firstIndex: 100_000_000 + index * warmUpSamples,
+                                                                                                count: warmUpSamples))
             guard warmUp.status == 201 else { throw BenchError("warm-up POST returned \(warmUp.status)") }
         }
         let latencies = Mutex<[UInt64]>([])
@@ -205,49 +209,64 @@ enum PostgresBenchmark {
     }
 
     /// Raw binary COPY into the healthd schema's `samples` table: what PostgreSQL itself can take
-    /// with no HTTP, JSON, validation, change numbering or rollups.
-    /// Returns the rate and the server's CPU seconds over the copies (`server` nil: 0).
-    static func rawCopy(url: String, batches: Int, batchSize: Int, clients: Int, users: Int, bodyBytes: Int,
+    /// with no HTTP, JSON, validation, change numbering or rollups. The floor copies the very rows
+    /// the HTTP run stored (`from`: its database), byte for byte: the same uuids, change numbers,
+    /// types, devices, bodies (NULL where healthd stored none) and timeline, encoded before the
+    /// clock starts, as the HTTP clients' JSON is. Each user's warm-up rows go in first, untimed;
+    /// then each HTTP batch (a run of `batchSize` change numbers) is one COPY in one transaction,
+    /// the batches of user u spread over the clients writing for u (client i writes for user
+    /// i mod users, as over HTTP). Returns the rate and the server's CPU seconds over the timed
+    /// copies (`server` nil: 0).
+    static func rawCopy(url: String, from source: String, batchSize: Int, clients: Int, users: Int,
                         server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
         // The store creates the schema (migrations), exactly as healthd would.
         PostgresHealthStoreFactory.close(try PostgresHealthStoreFactory.open(url: url))
-        let cpuBefore = server?.seconds() ?? 0
-        let nextSeq = Atomic<Int64>(0)
-        let failures = Mutex<[String]>([])
         let copy = """
             COPY samples (user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
             FROM STDIN (FORMAT binary)
             """
-        let body = [UInt8](repeating: 0x2A, count: bodyBytes)
+        let stored = try PostgresConnection(url: source).query("""
+            SELECT user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body
+            FROM samples ORDER BY user_id, seq
+            """)
+        var byUser: [Int64: [Int]] = [:]
+        var order: [Int64] = []
+        for index in 0..<stored.rowCount {
+            let user = try stored[index].int64(at: 0)
+            if byUser[user] == nil { order.append(user) }
+            byUser[user, default: []].append(index)
+        }
+        guard order.count == users else { throw BenchError("the HTTP run stored samples of \(order.count) users, not \(users)") }
+        // Per user: the warm-up rows, then its batches.
+        var warmUps: [PostgresCopyRows] = []
+        var batchesOfUser: [[PostgresCopyRows]] = []
+        for user in order {
+            let indices = byUser[user] ?? []
+            let warmUp = min(indices.count, warmUpSamples)
+            warmUps.append(try encodedRows(stored, indices[..<warmUp]))
+            batchesOfUser.append(try stride(from: warmUp, to: indices.count, by: batchSize).map { start in
+                try encodedRows(stored, indices[start..<min(indices.count, start + batchSize)])
+            })
+        }
+        let setUp = try PostgresConnection(url: url)
+        for rows in warmUps where rows.rowCount > 0 { try setUp.copyIn(copy, rows: rows) }
+        // Client i copies for user i mod users: the batches of that user at its turn among the user's clients.
+        let work: [[PostgresCopyRows]] = (0..<clients).map { client in
+            let user = client % users
+            let peers = stride(from: user, to: clients, by: users).map { $0 }
+            let turn = peers.firstIndex(of: client) ?? 0
+            return stride(from: turn, to: batchesOfUser[user].count, by: peers.count).map { batchesOfUser[user][$0] }
+        }
+        let total = work.reduce(0) { $0 + $1.reduce(0) { $0 + $1.rowCount } }
+        // Connected before the clock starts, as the HTTP clients' keep-alive connections were warmed up.
+        let connections = ClientConnections(try (0..<clients).map { _ in try PostgresConnection(url: url) })
+        let failures = Mutex<[String]>([])
+        let cpuBefore = server?.seconds() ?? 0
         let began = nanosecondsNow()
         DispatchQueue.concurrentPerform(iterations: clients) { client in
             do {
-                let connection = try PostgresConnection(url: url)
-                var random = SplitMix64(seed: UInt64(client + 1))
-                for batch in stride(from: client, to: batches, by: clients) {
-                    _ = try connection.transaction { connection in
-                        try connection.copyIn(copy) { writer in
-                            for index in 0..<batchSize {
-                                let seq = nextSeq.add(1, ordering: .relaxed).newValue
-                                let start = SampleGenerator.epoch + Int64(batch * batchSize + index) * SampleGenerator.spacingMilliseconds
-                                var uuid = [UInt8](repeating: 0, count: 16)
-                                for k in 0..<16 { uuid[k] = UInt8(truncatingIfNeeded: random.next()) }
-                                try writer.beginRow(fieldCount: 12)
-                                try writer.append(int64: Int64(1 + client % users))
-                                try writer.append(uuid: uuid)
-                                try writer.append(int64: seq)
-                                try writer.append(int32: index % 2 == 0 ? 1 : 2)
-                                try writer.append(int32: 1)
-                                try writer.append(int64: 1)
-                                try writer.append(int64: start)
-                                try writer.append(int64: start + (index % 2 == 0 ? 60_000 : 0))
-                                try writer.append(double: Double(index % 120))
-                                try writer.appendNull()
-                                try writer.append(int64: start)
-                                try writer.append(bytes: body)
-                            }
-                        }
-                    }
+                for rows in work[client] {
+                    _ = try connections.all[client].transaction { try $0.copyIn(copy, rows: rows) }
                 }
             } catch {
                 failures.withLock { $0.append("\(error)") }
@@ -256,7 +275,35 @@ enum PostgresBenchmark {
         let seconds = Double(nanosecondsNow() - began) / 1e9
         let cpuSeconds = (server?.seconds() ?? 0) - cpuBefore
         if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
-        return (Double(batches * batchSize) / seconds, cpuSeconds)
+        return (Double(total) / seconds, cpuSeconds)
+    }
+
+    /// One connection per client, each used by its own client's thread only.
+    final class ClientConnections: @unchecked Sendable {
+        let all: [PostgresConnection]
+        init(_ all: [PostgresConnection]) { self.all = all }
+    }
+
+    /// Rows of a `samples` result (its columns in `samples`' COPY order) in binary COPY form.
+    private static func encodedRows(_ result: PostgresResult, _ indices: ArraySlice<Int>) throws -> PostgresCopyRows {
+        var rows = PostgresCopyRows(reservingCapacity: indices.count * 128)
+        for index in indices {
+            let row = result[index]
+            try rows.beginRow(fieldCount: 12)
+            try rows.append(int64: try row.int64(at: 0))
+            try rows.append(uuid: try row.bytes(at: 1))
+            try rows.append(int64: try row.int64(at: 2))
+            try rows.append(int32: Int32(truncatingIfNeeded: try row.int64(at: 3)))
+            try rows.append(int32: Int32(truncatingIfNeeded: try row.int64(at: 4)))
+            if let device = try row.int64IfPresent(at: 5) { try rows.append(int64: device) } else { try rows.appendNull() }
+            try rows.append(int64: try row.int64(at: 6))
+            try rows.append(int64: try row.int64(at: 7))
+            if let value = try row.doubleIfPresent(at: 8) { try rows.append(double: value) } else { try rows.appendNull() }
+            if let parent = try row.int64IfPresent(at: 9) { try rows.append(int64: parent) } else { try rows.appendNull() }
+            try rows.append(int64: try row.int64(at: 10))
+            if let body = try row.bytesIfPresent(at: 11) { try rows.append(bytes: body) } else { try rows.appendNull() }
+        }
+        return rows
     }
 
     /// GETs `target` for `seconds` from `clients` keep-alive connections spread over `ports`.
@@ -367,4 +414,9 @@ struct PostgresServerCPU {
         }
         return total / ticks
     }
+}
+
+/// The 1-minute load average (/proc/loadavg), written beside the figures.
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
 }

@@ -79,6 +79,41 @@ struct RouterTests {
         ])
     }
 
+    @Test func literalPathsFoundByTheirBytesAmongMany() {
+        // Enough literal patterns to grow the byte-keyed table several times.
+        var router = Router<String>()
+        for index in 0 ..< 100 { router.register(.get, "/static/\(index)", "get \(index)") }
+        router.register(.post, "/static/7", "post 7")
+        router.register(.head, "/static/8", "head 8")
+        router.register(.get, "/static/9", "get 9 again")
+        for index in [0, 1, 42, 99] {
+            guard case .found(let handler, let parameters, let pattern) = router.match(method: .get, path: "/static/\(index)") else {
+                Issue.record("/static/\(index) not found")
+                continue
+            }
+            #expect(handler == "get \(index)")
+            #expect(parameters.isEmpty)
+            #expect(pattern == "/static/\(index)")
+        }
+        if case .found(let handler, _, _) = router.match(method: .post, path: "/static/7") { #expect(handler == "post 7") } else { Issue.record("POST") }
+        // HEAD falls back to GET, unless the path registered HEAD itself.
+        if case .found(let handler, _, _) = router.match(method: .head, path: "/static/3") { #expect(handler == "get 3") } else { Issue.record("HEAD") }
+        if case .found(let handler, _, _) = router.match(method: .head, path: "/static/8") { #expect(handler == "head 8") } else { Issue.record("HEAD 8") }
+        // Registering a method and pattern again replaces the handler.
+        if case .found(let handler, _, _) = router.match(method: .get, path: "/static/9") { #expect(handler == "get 9 again") } else { Issue.record("9") }
+        guard case .methodNotAllowed(let allowed) = router.match(method: .delete, path: "/static/7") else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == [.get, .head, .post])
+        for path in ["/static/100", "/static/", "/static", "/static/1/", "/Static/1", "/static/%31"] {
+            if case .found(let handler, _, _) = router.match(method: .get, path: path[...]) {
+                // An escaped path is decoded by the segment walk: "/static/%31" is "/static/1".
+                #expect(path == "/static/%31" && handler == "get 1", "\(path) matched \(handler)")
+            }
+        }
+    }
+
     @Test func malformedPatternsAreReported() {
         var router = Router<Int>()
         #expect(throws: Router<Int>.RegistrationError.self) { try router.tryRegister(.get, "no-slash", 1) }

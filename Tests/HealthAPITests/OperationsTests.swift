@@ -59,6 +59,22 @@ import HTTP
         #expect(text.contains("healthd_http_request_duration_seconds_count 8000\n"))
     }
 
+    @Test func metricsCountRunsAndChangesOfRoute() {
+        // One thread: a run of one route is counted apart from the table until the route changes.
+        let metrics = Metrics()
+        for route in ["/a", "/a", "/b", "/a", "/a", "/a", "/b", "/b"] {
+            metrics.recordRequest(route: route, method: "GET", status: 200, seconds: 0.001)
+        }
+        let gauges = Metrics.Gauges(openConnections: 0, acceptedConnections: 0, storeBytes: 0)
+        for _ in 0 ..< 2 {  // rendering reads the counts without consuming them
+            let text = metrics.render(gauges: gauges)
+            #expect(text.contains(#"healthd_http_requests_total{route="/a",method="GET",status="200"} 5"#))
+            #expect(text.contains(#"healthd_http_requests_total{route="/b",method="GET",status="200"} 3"#))
+        }
+        metrics.recordRequest(route: "/b", method: "GET", status: 200, seconds: 0.001)
+        #expect(metrics.render(gauges: gauges).contains(#"healthd_http_requests_total{route="/b",method="GET",status="200"} 4"#))
+    }
+
     @Test func unknownQueryParameterIs400() throws {
         let server = try TestServer()
         let reply = server.request(.get, "/metrics?verbose=1")

@@ -40,3 +40,63 @@ import Testing
         #expect(run.stepTimes.first.map { $0 - TestSignals.startTime < 0.5 } == true)
     }
 }
+
+@Suite struct BumpBetweenStepsTests {
+    /// A slow walk as a train of heel-strike pulses (intervals alternating `short`/`long`, as the two
+    /// feet differ) with a sharp knock of the phone `bumpDelay` after the start of every
+    /// `bumpEvery`-th long interval from 12 s on, once the walk is confirmed.
+    static func slowWalk(short: Double, long: Double, bumpDelay: Double, bumpEvery: Int,
+                         seconds: Double = 40) -> (recording: Recording, steps: Int, bumps: Int) {
+        var stepTimes: [Double] = []
+        var bumpTimes: [Double] = []
+        var time = 0.3
+        while time < seconds {
+            let index = stepTimes.count
+            stepTimes.append(time)
+            if index % 2 == 1, time > 12, (index / 2) % bumpEvery == 0 { bumpTimes.append(time + bumpDelay) }
+            time += index % 2 == 0 ? short : long
+        }
+        func pulse(_ offset: Double, width: Double) -> Double { exp(-(offset / width) * (offset / width)) }
+        var generator = SeededGenerator(state: 7)
+        let direction = (0.31, -0.55, 0.77)
+        let norm = (direction.0 * direction.0 + direction.1 * direction.1 + direction.2 * direction.2).squareRoot()
+        var recording = Recording(timestamps: [], x: [], y: [], z: [])
+        for sample in 0..<Int(seconds * 100) {
+            let time = Double(sample) / 100
+            var along = 9.80665
+            for step in stepTimes where abs(step - time) < 0.5 {
+                along += 4 * pulse(time - step, width: 0.09) - 1.5 * pulse(time - step - 0.2, width: 0.12)
+            }
+            for bump in bumpTimes where abs(bump - time) < 0.3 { along += 4 * pulse(time - bump, width: 0.05) }
+            recording.timestamps.append(TestSignals.startTime + time)
+            recording.x.append(along * direction.0 / norm + generator.gaussian(standardDeviation: 0.15))
+            recording.y.append(along * direction.1 / norm + generator.gaussian(standardDeviation: 0.15))
+            recording.z.append(along * direction.2 / norm + generator.gaussian(standardDeviation: 0.15))
+        }
+        return (recording, stepTimes.count, bumpTimes.count)
+    }
+
+    static func withoutLookAhead() -> PedometerSession {
+        var parameters = StepDetectionParameters.standard
+        parameters.bumpRhythmTolerance = 0
+        return PedometerSession(parameters: parameters)
+    }
+
+    @Test(arguments: [0.40, 0.42, 0.44])
+    func aKnockBetweenTwoStepsOfASlowWalkIsNotAStep(bumpDelay: Double) throws {
+        let walk = Self.slowWalk(short: 0.76, long: 0.84, bumpDelay: bumpDelay, bumpEvery: 2)
+        let run = try TestSignals.run(walk.recording, batchSize: 500)
+        #expect(abs(run.stepTimes.count - walk.steps) <= 1)
+        // The knocks are candidates the spacing rule lets through: without the look-ahead they count.
+        let unguarded = try TestSignals.run(walk.recording, batchSize: 500, session: Self.withoutLookAhead())
+        #expect(unguarded.stepTimes.count >= walk.steps + walk.bumps - 2)
+    }
+
+    @Test func everyStepOfAnUnevenWalkStillCounts() throws {
+        for (short, long) in [(0.76, 0.84), (0.45, 0.65), (0.5, 0.5)] {
+            let walk = Self.slowWalk(short: short, long: long, bumpDelay: 0, bumpEvery: Int.max)
+            let run = try TestSignals.run(walk.recording, batchSize: 500)
+            #expect(abs(run.stepTimes.count - walk.steps) <= 1, "\(short)/\(long) s steps")
+        }
+    }
+}

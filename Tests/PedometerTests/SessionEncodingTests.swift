@@ -79,6 +79,28 @@ import Testing
         #expect(session.totalSteps == total)
     }
 
+    @Test func compactStatesOfVersion2RestoreWithoutTheBumpLookAheadAndContinue() throws {
+        guard let url = Bundle.module.url(forResource: "session-state-v2", withExtension: "bin", subdirectory: "Fixtures") else {
+            throw Fixtures.MissingFixture(name: "session-state-v2.bin")
+        }
+        let version2 = [UInt8](try Data(contentsOf: url))
+        #expect(version2[2] == 2)
+        var session = try PedometerSession(stored: version2)
+        #expect(session.totalSteps == 48)
+        // It ran without the look-ahead, so it goes on without it, with the parameters it stored.
+        #expect(session.parameters.bumpRhythmTolerance == 0)
+        #expect(session.parameters.relativeProminence == 1.0)
+        #expect(session.parameters.lowPassCutoffHz == 4.0)
+        let current = session.encoded()
+        #expect(current[2] == PedometerSession.formatVersion)
+        #expect(try PedometerSession(stored: current) == session)
+        let trace = try Fixtures.load("Samsung_Carmelo_Hard_Armband_2")
+        var uninterrupted = PedometerSession(heightCm: 182, parameters: session.parameters)
+        let total = try Self.run(&uninterrupted, trace.recording, from: 0)
+        _ = try Self.run(&session, trace.recording, from: 6_000)
+        #expect(session.totalSteps == total)
+    }
+
     @Test func damagedStatesAreErrorsNotCrashes() throws {
         let trace = try Fixtures.load("Samsung_Jamie_Hard_InHand_1")
         var session = PedometerSession()

@@ -158,6 +158,39 @@ struct ConnectionTests {
         #expect(try db.scalarInt64("SELECT count(*) FROM c WHERE t IS NULL") == 2_858)
     }
 
+    @Test func copiesRowsEncodedAheadWithValuesWrittenInLater() throws {
+        let schema = try TestSchema()
+        let db = try schema.connect()
+        try db.execute("CREATE TABLE c (n bigint, u uuid, b bytea, d double precision)")
+        var rows = PostgresCopyRows()
+        var offsets: [Int] = []
+        for k in 0..<1_000 {
+            try rows.beginRow(fieldCount: 4)
+            offsets.append(try rows.append(int64: -1))
+            try rows.append(uuidHigh: 0x0001_0203_0405_0607, low: UInt64(k))
+            if k % 3 == 0 { try rows.appendNull() } else { try rows.append(bytes: [UInt8(k % 256)]) }
+            try rows.append(double: Double(k) / 4)
+        }
+        #expect(rows.rowCount == 1_000)
+        for (k, offset) in offsets.enumerated() { try rows.overwrite(int64: 7_000 + Int64(k), at: offset) }
+        #expect(throws: PostgresError.self) { try rows.overwrite(int64: 1, at: rows.byteCount - 4) }
+        #expect(try db.copyIn("COPY c FROM STDIN (FORMAT binary)", rows: rows) == 1_000)
+        // The same rows again: sending does not consume them.
+        #expect(try db.copyIn("COPY c FROM STDIN (FORMAT binary)", rows: rows) == 1_000)
+        #expect(try db.scalarInt64("SELECT count(DISTINCT n) FROM c") == 1_000)
+        #expect(try db.scalarInt64("SELECT min(n) FROM c") == 7_000)
+        let row = try #require(try db.first("SELECT u::text, b, d FROM c WHERE n = 7010") { row in
+            (try row.string(at: 0), try row.bytes(at: 1), try row.double(at: 2))
+        })
+        #expect(row.0 == "00010203-0405-0607-0000-00000000000a" && row.1 == [10] && row.2 == 2.5)
+        // An unfinished row is refused before anything is sent.
+        var unfinished = PostgresCopyRows()
+        try unfinished.beginRow(fieldCount: 4)
+        try unfinished.append(int64: 1)
+        #expect(throws: PostgresError.self) { try db.copyIn("COPY c FROM STDIN (FORMAT binary)", rows: unfinished) }
+        #expect(try db.scalarInt64("SELECT count(*) FROM c") == 2_000)
+    }
+
     @Test func failedCopyStoresNothing() throws {
         let schema = try TestSchema()
         let db = try schema.connect()
