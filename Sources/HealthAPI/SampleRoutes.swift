@@ -41,11 +41,12 @@ struct SampleRoutes: Sendable {
         store.save(samples, by: app) { result in
             switch result {
             case .success(let saved):
-                respond(JSONResponse.write(status: .created) { writer in
+                // 39 bytes per uuid with its quotes and comma; each written from the stack, no String.
+                respond(JSONResponse.write(status: .created, capacity: 39 * saved.count + 16) { writer in
                     writer.beginObject()
                     writer.key("saved")
                     writer.beginArray()
-                    for uuid in saved { writer.string(uuid.lowercasedString) }
+                    for uuid in saved { SampleCodec.writeUUID(uuid, into: &writer) }
                     writer.endArray()
                     writer.endObject()
                 })
@@ -177,7 +178,13 @@ struct SampleRoutes: Sendable {
     }
 
     /// Decodes `{"samples":[...]}`, collecting every invalid sample's errors (index, field, detail).
+    /// A valid batch is read straight from the body's bytes (`SampleBatchDecoder`); anything it
+    /// does not accept is decoded here the general way, which names every problem.
     static func decodeBatch(_ request: HTTPRequest, maxBatchSize: Int) throws(APIError) -> [HealthSample] {
+        try RequestBody.requireContentType(request, "application/json")
+        if let samples = SampleBatchDecoder.decode(request.body, maxBatchSize: maxBatchSize, newUUID: HealthUUID.timeOrdered) {
+            return samples
+        }
         var body = try RequestBody.json(request)
         let list: JSONArrayReader = try RequestBody.decode { () throws(JSONFieldError) in
             let list = try body.requiredArray("samples")

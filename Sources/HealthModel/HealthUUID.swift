@@ -50,14 +50,21 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, hexadecimal digits in either case.
     public init?<S: StringProtocol>(_ string: S) {
+        let parsed = string.utf8.withContiguousStorageIfAvailable { HealthUUID(utf8: $0) }
+            ?? Array(string.utf8).withUnsafeBufferPointer { HealthUUID(utf8: $0) }
+        guard let parsed else { return nil }
+        self = parsed
+    }
+
+    /// The textual form from UTF-8 bytes (a JSON string's content, read in place).
+    public init?(utf8 text: UnsafeBufferPointer<UInt8>) {
+        guard text.count == 36 else { return nil }
         var high: UInt64 = 0
         var low: UInt64 = 0
         var nibbleCount = 0
-        var characterCount = 0
-        for byte in string.utf8 {
-            characterCount += 1
-            guard characterCount <= 36 else { return nil }
-            if characterCount == 9 || characterCount == 14 || characterCount == 19 || characterCount == 24 {
+        for index in 0..<36 {
+            let byte = text[index]
+            if index == 8 || index == 13 || index == 18 || index == 23 {
                 guard byte == UInt8(ascii: "-") else { return nil }
                 continue
             }
@@ -65,7 +72,6 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
             if nibbleCount < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
             nibbleCount += 1
         }
-        guard characterCount == 36, nibbleCount == 32 else { return nil }
         self.init(high: high, low: low)
     }
 

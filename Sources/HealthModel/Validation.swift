@@ -71,6 +71,25 @@ public enum HealthValidation {
         guard let canonical = type.canonicalUnit else {
             throw HealthValidationError(field: field, reason: .typeNotAllowed, detail: "\(type.id) is not a quantity type")
         }
+        try checkQuantityValue(value, for: type, field: field)
+        guard let conversion = HealthUnitConversion(from: unit, to: canonical) else {
+            throw HealthValidationError(field: unitField, reason: .unitIncompatible,
+                                        detail: HealthUnitError.incompatible(from: unit.unitString, to: canonical.unitString).description)
+        }
+        return try quantityInRange(conversion.apply(value), for: type, canonical: canonical, field: field)
+    }
+
+    /// `quantity(_:unit:for:)` with the unit's conversion to the type's canonical unit worked out
+    /// beforehand (once per batch and unit, by the batch decoder): the same checks, the same value.
+    public static func quantity(
+        _ value: Double, conversion: HealthUnitConversion, for type: HealthType, field: String = "value"
+    ) throws(HealthValidationError) -> Double {
+        try checkQuantityValue(value, for: type, field: field)
+        return try quantityInRange(conversion.apply(value), for: type, canonical: conversion.target, field: field)
+    }
+
+    /// Finite, and not negative for a cumulative type.
+    private static func checkQuantityValue(_ value: Double, for type: HealthType, field: String) throws(HealthValidationError) {
         guard value.isFinite else {
             throw HealthValidationError(field: field, reason: .valueNotFinite, detail: "value must be a finite number")
         }
@@ -78,12 +97,10 @@ public enum HealthValidation {
             throw HealthValidationError(field: field, reason: .valueNegative,
                                         detail: "\(type.id) is cumulative: value must not be negative")
         }
-        let canonicalValue: Double
-        do {
-            canonicalValue = try unit.convert(value, to: canonical)
-        } catch {
-            throw HealthValidationError(field: unitField, reason: .unitIncompatible, detail: error.description)
-        }
+    }
+
+    private static func quantityInRange(_ canonicalValue: Double, for type: HealthType, canonical: HealthUnit,
+                                        field: String) throws(HealthValidationError) -> Double {
         if let range = type.range, !range.contains(canonicalValue) {
             throw HealthValidationError(
                 field: field, reason: .valueOutOfRange,

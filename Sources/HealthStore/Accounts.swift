@@ -89,9 +89,19 @@ public struct AccessPolicy: Sendable, Equatable {
     /// Throws `SharingDenied` naming the first sample of `samples` (or object of a correlation)
     /// whose type the token may not share.
     public func requireShare(_ samples: [HealthSample]) throws(SharingDenied) {
+        // The sample's own type first, then its objects'. Per sample no array, and no set lookup
+        // while the type repeats: a batch holds thousands of samples of a few types.
+        var lastShared: String?
         for (index, sample) in samples.enumerated() {
-            for type in [sample.type] + sample.objectTypes where !mayShare(type) {
-                throw SharingDenied(type: type, index: index, detail: "this token may not share \(type)")
+            if sample.type != lastShared {
+                guard mayShare(sample.type) else {
+                    throw SharingDenied(type: sample.type, index: index, detail: "this token may not share \(sample.type)")
+                }
+                lastShared = sample.type
+            }
+            guard case .correlation(let objects) = sample.content else { continue }
+            for object in objects where !mayShare(object.type) {
+                throw SharingDenied(type: object.type, index: index, detail: "this token may not share \(object.type)")
             }
         }
     }

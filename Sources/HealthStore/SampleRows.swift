@@ -161,6 +161,34 @@ package enum SampleRowBody {
         return writer.bytes
     }
 
+    /// Bodies for the rows of one batch. A quantity's (or correlation's) body is its metadata
+    /// alone, and a batch repeats a few metadata objects (the batch decoder even shares their
+    /// storage), so the bodies of the last few are kept and reused instead of written again.
+    package struct BatchMemo {
+        private var recent: [(metadata: [MetadataEntry], body: [UInt8]?)] = []
+        private var next = 0
+
+        package init() {}
+
+        package mutating func body(for sample: HealthSample) -> [UInt8]? {
+            switch sample.content {
+            case .quantity, .correlation:
+                guard !sample.metadata.isEmpty else { return nil }
+                for entry in recent where entry.metadata == sample.metadata { return entry.body }
+                let body = SampleRowBody.encode(sample)
+                if recent.count < 4 {
+                    recent.append((sample.metadata, body))
+                } else {
+                    recent[next] = (sample.metadata, body)
+                    next = (next + 1) % 4
+                }
+                return body
+            case .category, .workout, .workoutRoute:
+                return SampleRowBody.encode(sample)
+            }
+        }
+    }
+
     package struct Decoded {
         package var category: String?
         package var workout: WorkoutDetails?

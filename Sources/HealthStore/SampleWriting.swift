@@ -53,6 +53,9 @@ struct PreparedBatch: Sendable {
     /// The distinct devices of the batch, in first-seen order.
     private(set) var devices: [SampleDevice] = []
     private var deviceSlots: [SampleDevice: Int] = [:]
+    /// The last type's code: a batch runs through a few types, each looked up once per run.
+    private var lastType: (name: String, code: Int64?)?
+    private var bodies = SampleRowBody.BatchMemo()
 
     /// `distinctUUIDs`: the caller has already collapsed repeated uuids (the importer decides every
     /// sample against the batch before it), so the duplicate check is skipped.
@@ -77,14 +80,20 @@ struct PreparedBatch: Sendable {
     }
 
     private mutating func row(_ sample: HealthSample, index: Int, store: HealthStore) -> Row {
-        let typeCode = store.typeCode(for: sample.type)
+        let typeCode: Int64?
+        if let lastType, lastType.name == sample.type {
+            typeCode = lastType.code
+        } else {
+            typeCode = store.typeCode(for: sample.type)
+            lastType = (sample.type, typeCode)
+        }
         let group = self.group(typeCode: typeCode ?? 0, deviceSlot: sample.device.map { slot(for: $0) } ?? 0)
         var children: [Row] = []
         if case .correlation(let objects) = sample.content {
             children = objects.map { row($0, index: index, store: store) }
         }
         return Row(index: index, sample: sample, disposition: .insert, typeCode: typeCode, group: group,
-                   body: SampleRowBody.encode(sample), children: children)
+                   body: bodies.body(for: sample), children: children)
     }
 
     /// Batches hold few distinct devices, and consecutive samples usually share one: a short

@@ -64,6 +64,19 @@ public enum JSONParser {
     public static func parse(_ text: String, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8), maxDepth: maxDepth)
     }
+
+    /// Parses the one value that starts at `offset` (after any whitespace) and returns it with the
+    /// offset just past it; what follows is left to the caller. Decoders that read most of a
+    /// document straight from its bytes (`JSONByteCursor`) hand the parts they do not read
+    /// themselves to this. Offsets in errors are relative to `bytes`.
+    public static func parseValue(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int,
+                                  maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> (value: JSONValue, end: Int) {
+        var parser = Parser(input: bytes, maxDepth: maxDepth)
+        parser.position = offset
+        parser.stopsAfterValue = true
+        let value = try parser.parseDocument()
+        return (value, parser.position)
+    }
 }
 
 private enum Byte {
@@ -88,12 +101,6 @@ private enum Byte {
     static let newline: UInt8 = 0x0A
     static let carriageReturn: UInt8 = 0x0D
 }
-
-/// Exact powers of ten for the fast number path: every 10^k with k <= 22 is exactly representable.
-private let exactPowersOfTen: [Double] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-]
 
 private struct Parser {
     enum ContainerKind { case array, object }
@@ -124,6 +131,8 @@ private struct Parser {
     let input: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
     var position = 0
+    /// Set by `parseValue`: the value need not end the input.
+    var stopsAfterValue = false
     var frames: [Frame] = []
     /// Reused buffer for strings that contain escapes.
     var scratch: [UInt8] = []
@@ -136,7 +145,7 @@ private struct Parser {
     // MARK: Document structure
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        if let problem = JSONParseError.atDocumentStart(UnsafeRawBufferPointer(input)) { throw problem }
+        if !stopsAfterValue, let problem = JSONParseError.atDocumentStart(UnsafeRawBufferPointer(input)) { throw problem }
         skipWhitespace()
         nextValue: while true {
             // Here a value must start at `position` (whitespace already skipped).
@@ -185,6 +194,7 @@ private struct Parser {
             while true {
                 let top = frames.count - 1
                 guard top >= 0 else {
+                    if stopsAfterValue { return completed }
                     skipWhitespace()
                     if position < input.count {
                         throw unexpected(at: position, expecting: "end of input")
@@ -428,121 +438,24 @@ private struct Parser {
     /// Length of the well-formed multi-byte UTF-8 sequence at `index` (Unicode
     /// Table 3-7), which rules out overlong forms, surrogates and values above U+10FFFF.
     func utf8SequenceLength(at index: Int) throws(JSONParseError) -> Int {
-        let lead = input[index]
-        let length: Int
-        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
-        switch lead {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; secondRange = 0xA0...0xBF
-        case 0xE1...0xEC, 0xEE...0xEF: length = 3
-        case 0xED: length = 3; secondRange = 0x80...0x9F
-        case 0xF0: length = 4; secondRange = 0x90...0xBF
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; secondRange = 0x80...0x8F
-        default: throw invalidUTF8(at: index)
-        }
-        guard index + length <= input.count else { throw invalidUTF8(at: index) }
-        guard secondRange.contains(input[index + 1]) else { throw invalidUTF8(at: index) }
-        for offset in 2..<length where input[index + offset] & 0xC0 != 0x80 {
-            throw invalidUTF8(at: index)
-        }
+        guard let length = JSONBytes.utf8SequenceLength(input, at: index) else { throw invalidUTF8(at: index) }
         return length
     }
 
     // MARK: Numbers
 
     mutating func parseNumber() throws(JSONParseError) -> Double {
-        let start = position
-        var index = position
-        let isNegative = input[index] == Byte.minus
-        if isNegative { index += 1 }
-
-        // Up to 19 digits fit a UInt64; beyond 15 the fast path is off anyway.
-        var mantissa: UInt64 = 0
-        var digitCount = 0
-        var fractionDigits = 0
-
-        guard index < input.count, isDigit(input[index]) else {
-            throw index < input.count ? unexpected(at: index, expecting: "a digit") : endOfInput()
-        }
-        if input[index] == Byte.zero {
-            index += 1
-            if index < input.count, isDigit(input[index]) {
-                throw JSONParseError(offset: start, reason: "leading zeros are not allowed in numbers")
-            }
-        } else {
-            while index < input.count, isDigit(input[index]) {
-                if digitCount < 19 { mantissa = mantissa &* 10 &+ UInt64(input[index] - Byte.zero) }
-                digitCount += 1
-                index += 1
-            }
-        }
-
-        if index < input.count, input[index] == Byte.dot {
-            index += 1
-            guard index < input.count, isDigit(input[index]) else {
-                throw index < input.count ? unexpected(at: index, expecting: "a digit after '.'") : endOfInput()
-            }
-            while index < input.count, isDigit(input[index]) {
-                if digitCount < 19 {
-                    mantissa = mantissa &* 10 &+ UInt64(input[index] - Byte.zero)
-                    fractionDigits += 1
-                }
-                digitCount += 1
-                index += 1
-            }
-        }
-
-        var exponent = 0
-        if index < input.count, input[index] == Byte.lowerE || input[index] == Byte.upperE {
-            index += 1
-            var exponentIsNegative = false
-            if index < input.count, input[index] == Byte.minus || input[index] == Byte.plus {
-                exponentIsNegative = input[index] == Byte.minus
-                index += 1
-            }
-            guard index < input.count, isDigit(input[index]) else {
-                throw index < input.count ? unexpected(at: index, expecting: "a digit in the exponent") : endOfInput()
-            }
-            while index < input.count, isDigit(input[index]) {
-                // Saturate: anything this large over- or underflows regardless.
-                if exponent < 100_000 { exponent = exponent * 10 + Int(input[index] - Byte.zero) }
-                index += 1
-            }
-            if exponentIsNegative { exponent = -exponent }
-        }
-        position = index
-
-        // Clinger's fast path: an exact mantissa times an exact power of ten
-        // is correctly rounded by a single IEEE operation.
-        if digitCount <= 15 {
-            let scale = exponent - fractionDigits
-            var value: Double?
-            if mantissa == 0 {
-                value = 0
-            } else if scale == 0 {
-                value = Double(mantissa)
-            } else if scale > 0, scale <= 22 {
-                value = Double(mantissa) * exactPowersOfTen[scale]
-            } else if scale < 0, scale >= -22 {
-                value = Double(mantissa) / exactPowersOfTen[-scale]
-            }
-            if let value {
-                return isNegative ? -value : value
-            }
-        }
-
-        // Slow path: the standard library's correctly rounded conversion. The
-        // grammar was checked above, so it cannot see "inf", "nan" or hex forms.
-        let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
+        switch JSONBytes.number(input, at: position) {
+        case .value(let value, end: let end):
+            position = end
+            return value
+        case .unexpected(at: let offset, expecting: let expected):
+            throw offset < input.count ? unexpected(at: offset, expecting: expected) : endOfInput()
+        case .leadingZero(start: let start):
+            throw JSONParseError(offset: start, reason: "leading zeros are not allowed in numbers")
+        case .outOfRange(start: let start, text: let text):
             throw JSONParseError(offset: start, reason: "number \(text) is out of range")
         }
-        return value
-    }
-
-    func isDigit(_ byte: UInt8) -> Bool {
-        byte >= Byte.zero && byte <= Byte.nine
     }
 
     // MARK: Errors

@@ -16,7 +16,7 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      { SamplesBenchmarkCommand.run("ingest", $0) }),
     ("sqlite-baseline", "raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL), one run per uuid table shape", { SamplesBenchmarkCommand.run("sqlite-baseline", $0) }),
     ("samples-write", "POST /v1/samples batches from concurrent keep-alive clients", { SamplesBenchmarkCommand.run("samples-write", $0) }),
-    ("samples-decode", "CPU per sample of a POST /v1/samples body: JSON parse and SampleCodec, one thread", SampleDecodeBenchmark.run),
+    ("samples-decode", "CPU per sample of a POST /v1/samples body: general path and byte-level decoder, one thread", SampleDecodeBenchmark.run),
     ("samples-read", "GET /v1/samples pages of 1,000 from a large store", { SamplesBenchmarkCommand.run("samples-read", $0) }),
     ("http-serve", "healthd's server and application in this process without dispatchMain, for valgrind (Benchmarks/http-instructions.sh)",
      InProcessServer.serve),
