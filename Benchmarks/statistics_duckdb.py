@@ -2,7 +2,7 @@
 """DuckDB baseline for `healthd-bench statistics`: the same three GROUP BY queries over the same rows.
 
 Usage: statistics_duckdb.py SQLITE_PATH USER_ROW_ID ORIGIN_MS YEAR_END_MS JUNE_MS
-Rows are copied out of healthd's SQLite file (Python's sqlite3) through a CSV file into an in-memory
+Rows are copied out of healthd's SQLite file through a CSV file (`duckdb_copy.py`) into an in-memory
 DuckDB table (DuckDB's sqlite extension would need a download, which this machine cannot make). Needs `pip install duckdb`.
 """
 import os, sqlite3, sys, time

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """DuckDB beside `healthd-bench statistics-users`: each user's dashboard as GROUP BY queries, cold and warm.
 
-Usage: statistics_users_duckdb.py SQLITE_PATH ORIGIN_MS END_MS UTC_OFFSET_MS USER_ROW_ID...
-The steps and heart-rate rows are copied out of healthd's SQLite file (Python's sqlite3) through a CSV
-file into a DuckDB database file (DuckDB's sqlite extension would need a download). The file is then
+Usage: statistics_users_duckdb.py SQLITE_PATH ORIGIN_MS END_MS UTC_OFFSET_MS [--year=USER_ROW_ID:YEAR_END_MS] USER_ROW_ID...
+With --year, one more user is asked the same two queries from ORIGIN_MS to YEAR_END_MS once per pass
+(after the others): the year-long figures.
+The steps and heart-rate rows are copied out of healthd's SQLite file through a CSV file (`duckdb_copy.py`:
+the sqlite3 shell where installed) into a DuckDB database file (DuckDB's sqlite extension would need a download). The file is then
 closed and opened again, as healthd is restarted: the first pass over the users is DuckDB's cold
 figure, the second its warm one. DuckDB answers an easier question than healthd: local days at a
 fixed UTC offset (no DST), each sample counted in the day it starts in (no pro-rating), and both
@@ -23,7 +25,14 @@ except ImportError:
     sys.exit(0)
 
 path, origin, end, offset = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-users = [int(user) for user in sys.argv[5:]]
+year = None
+users = []
+for argument in sys.argv[5:]:
+    if argument.startswith("--year="):
+        year_user, year_end = argument[len("--year="):].split(":")
+        year = (int(year_user), int(year_end))
+    else:
+        users.append(int(argument))
 source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 codes = dict(source.execute("SELECT name, id FROM type_codes WHERE name IN ('stepCount', 'heartRate')"))
 directory = tempfile.mkdtemp(prefix="healthd-duckdb-")
@@ -52,6 +61,12 @@ for name in ("cold", "warm"):
             con.execute(sql, [user]).fetchall()
             timings[position].append((time.perf_counter() - t) * 1000)
     figures[name] = {}
+    if year is not None:
+        for query, sql in queries:
+            t = time.perf_counter()
+            con.execute(sql.replace(f"start_ms < {end}", f"start_ms < {year[1]}"), [year[0]]).fetchall()
+            figures[name]["year " + query] = (time.perf_counter() - t) * 1000
+            print(f"  DuckDB {name}, the year user, {query} over the year: {figures[name]['year ' + query]:.2f} ms")
     for (query, _), values in zip(queries, timings):
         values.sort()
         p50 = values[(len(values) + 1) // 2 - 1]

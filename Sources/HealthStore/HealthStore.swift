@@ -25,8 +25,17 @@ public final class HealthStore: HealthDataStore {
     /// `defaultStatisticsMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
     /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
     /// saves queue (their work, not their threads) until earlier ones commit.
-    public init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
-                writeBacklogLimit: Int = 200_000) throws {
+    public convenience init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
+                            writeBacklogLimit: Int = 200_000) throws {
+        try self.init(directory: directory, readers: readers, statisticsMemoryBudget: statisticsMemoryBudget,
+                      writeBacklogLimit: writeBacklogLimit, sampleKeys: SampleKeyIndex())
+    }
+
+    /// `sampleKeys`: how samples are found by uuid (tests narrow its keys to force collisions,
+    /// or its fanout to force merges).
+    package init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
+                 writeBacklogLimit: Int = 200_000, sampleKeys: SampleKeyIndex) throws {
+        self.sampleKeys = sampleKeys
         statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
         writeBacklog = WriteBacklog(limit: writeBacklogLimit)
         let url = URL(fileURLWithPath: directory)
@@ -34,7 +43,7 @@ public final class HealthStore: HealthDataStore {
         databasePath = url.appendingPathComponent("healthd.sqlite").path
         var configuration = DatabasePool.Configuration()
         configuration.readerCount = readers
-        pool = try DatabasePool(path: databasePath, configuration: configuration, migrator: Schema.migrator())
+        pool = try DatabasePool(path: databasePath, configuration: configuration, migrator: Schema.migrator(sampleKeys: sampleKeys))
         // Every catalog type gets a stable small code once; the map is fixed for the process's life.
         let codes = try pool.write { db -> [String: Int64] in
             for type in HealthTypeCatalog.all {  // characteristics included
@@ -64,6 +73,8 @@ public final class HealthStore: HealthDataStore {
     public let secret: [UInt8]
 
     let typeCodes: [String: Int64]
+    /// Samples by (user, uuid): the idempotency check of every save, and reads and deletes by uuid.
+    let sampleKeys: SampleKeyIndex
     let typeNames: [Int64: String]
     /// The codes of correlation types, whose rows hold their objects as child rows: a row read
     /// checks its kind by code instead of looking its type up in the catalog by name.

@@ -51,85 +51,28 @@ extension HealthStore {
         return outcomes
     }
 
-    /// The stored rows of the batch's uuids (samples and correlation objects). Import uuids start
-    /// with the sample's start time, so the batch's uuids, sorted, fall into a few narrow ranges of
-    /// the uuid index: one index-only range scan per 64 of them finds which are stored (a first
-    /// import finds none, with one seek per 64 uuids instead of one per uuid). A range too dense
-    /// to scan (other samples in the same milliseconds) is looked up uuid by uuid instead. The
-    /// rows found are then read in full, 500 per query.
+    /// The stored rows of the batch's uuids (samples and correlation objects): one look at the
+    /// user's uuid key runs for the whole batch.
     private func storedRows(for batch: [SourcedSample], db: Database, userRowID: Int64) throws -> [HealthUUID: SampleRow] {
-        var uuids = ImportDecisions<SampleRow>.uuids(of: batch)
-        uuids.sort()
-        let present = try presentUUIDs(sorted: uuids, db: db, userRowID: userRowID)
+        let uuids = ImportDecisions<SampleRow>.uuids(of: batch)
+        let keys = uuids.map { sampleKeys.key(userRowID: userRowID, uuid: $0) }
+        let found = try sampleKeys.find(uuids, keys: keys, userRowID: userRowID,
+                                        runs: try sampleKeys.runs(userRowID: userRowID, db: db), db: db)
         var rows: [HealthUUID: SampleRow] = [:]
-        let chunkSize = 500
-        var start = 0
-        while start < present.count {
-            let chunk = present[start..<min(present.count, start + chunkSize)]
-            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-            let statement = try db.cachedStatement(
-                "SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid IN (\(placeholders))")
-            statement.reset()
-            try statement.bind(userRowID, at: 1)
-            for (offset, uuid) in chunk.enumerated() { try statement.bind(uuid, at: offset + 2) }
-            try statement.forEachRow { row in
-                let stored = try SampleRow(row)
-                rows[stored.uuid] = stored
-            }
-            start += chunkSize
-        }
+        for (position, row) in found { rows[uuids[position]] = row }
         return rows
-    }
-
-    /// Which of `sorted` (ascending, as the index orders them) are stored for the user: all of a
-    /// group whose range scan hits its row limit (it is then looked up in full anyway).
-    private func presentUUIDs(sorted uuids: [HealthUUID], db: Database, userRowID: Int64) throws -> [HealthUUID] {
-        let groupSize = 64
-        let scanLimit = 1_024
-        let probe = try db.cachedStatement("SELECT uuid FROM samples WHERE user_id = ? AND uuid BETWEEN ? AND ? ORDER BY uuid LIMIT ?")
-        var present: [HealthUUID] = []
-        var start = 0
-        while start < uuids.count {
-            let group = uuids[start..<min(uuids.count, start + groupSize)]
-            start += groupSize
-            guard let first = group.first, let last = group.last else { continue }
-            probe.reset()
-            try probe.bind(userRowID, at: 1)
-            try probe.bind(first, at: 2)
-            try probe.bind(last, at: 3)
-            try probe.bind(scanLimit, at: 4)
-            var stored: [HealthUUID] = []
-            try probe.forEachRow { row in
-                if let uuid = row.withBlob(at: 0, { HealthUUID(bytes: $0) }) { stored.append(uuid) }
-            }
-            if stored.count >= scanLimit {
-                present.append(contentsOf: group)
-                continue
-            }
-            // Both sorted: walk them together.
-            var index = group.startIndex
-            for uuid in stored {
-                while index < group.endIndex, group[index] < uuid { index += 1 }
-                while index < group.endIndex, group[index] == uuid {
-                    present.append(uuid)
-                    index += 1
-                }
-            }
-        }
-        return present
     }
 
     /// Makes objects stored before (on their own) the objects of the just-inserted `correlation`.
     private func adopt(_ objects: [HealthUUID], into correlation: HealthSample, db: Database, userRowID: Int64) throws {
-        guard let parentSeq = try db.first("SELECT seq FROM samples WHERE user_id = ? AND uuid = ?",
-                                           [.integer(userRowID), .blob(correlation.uuid.bytes)], { try $0.int64(at: 0) }) else {
+        guard let parentSeq = try sampleKeys.find(correlation.uuid, userRowID: userRowID, db: db)?.seq else {
             throw StoreError.invalid("correlation \(correlation.uuid.lowercasedString) vanished while saving")
         }
-        let update = try db.cachedStatement(
-            "UPDATE samples SET parent_seq = ? WHERE user_id = ? AND uuid = ? AND parent_seq IS NULL AND seq <> ?")
+        let update = try db.cachedStatement("UPDATE samples SET parent_seq = ? WHERE seq = ? AND parent_seq IS NULL AND seq <> ?")
         for object in objects {
+            guard let stored = try sampleKeys.find(object, userRowID: userRowID, db: db) else { continue }
             update.reset()
-            try update.bind([.integer(parentSeq), .integer(userRowID), .blob(object.bytes), .integer(parentSeq)])
+            try update.bind([.integer(parentSeq), .integer(stored.seq), .integer(parentSeq)])
             _ = try update.step()
         }
     }

@@ -135,6 +135,14 @@ struct SampleWriter {
     /// The inserted samples, folded into the statistics rollup rows of the days they shape by `finish()`.
     private var rollups = RollupChanges()
     private let insert: Statement
+    /// The user's uuid key runs before this writer's batch, and the (key, seq) of every row it
+    /// inserted: written as one new run by `finish()`.
+    private var keyRuns: [SampleKeyIndex.RunInfo] = []
+    private var keyEntries: [(key: UInt32, seq: Int64)] = []
+    /// The batch's uuids already stored (from the key runs), and, for a batch with correlations,
+    /// the rows this writer inserted (an object may repeat another sample's uuid).
+    private var storedRows: [HealthUUID: SampleRow] = [:]
+    private var insertedSeqs: [HealthUUID: Int64]?
 
     init(db: Database, store: HealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
         self.db = db
@@ -145,12 +153,13 @@ struct SampleWriter {
         lastSeq = try ChangeSequence.current(db)
         insert = try db.cachedStatement("""
             INSERT INTO samples (seq, user_id, uuid, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(user_id, uuid) DO NOTHING
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
     }
 
     /// Inserts every row of `batch` in request order.
     mutating func insert(_ batch: borrowing PreparedBatch) throws {
+        try findStored(batch)
         for device in batch.devices { deviceRowIDs.append(try deviceRowID(device)) }
         groups = batch.groups
         longest = Array(repeating: 0, count: groups.count)
@@ -173,9 +182,45 @@ struct SampleWriter {
         }
     }
 
+    /// Which of the batch's uuids (correlation objects included) the user has stored: one look at
+    /// the uuid key runs for the whole batch, before any row is inserted.
+    private mutating func findStored(_ batch: borrowing PreparedBatch) throws {
+        var uuids: [HealthUUID] = []
+        uuids.reserveCapacity(batch.rows.count)
+        var hasObjects = false
+        for position in batch.rows.indices where batch.rows[position].disposition == .insert {
+            uuids.append(batch.rows[position].sample.uuid)
+            for child in batch.rows[position].children.indices {
+                uuids.append(batch.rows[position].children[child].sample.uuid)
+                hasObjects = true
+            }
+        }
+        let keys = store.sampleKeys
+        keyRuns = try keys.runs(userRowID: userRowID, db: db)
+        let found = try keys.find(uuids, keys: uuids.map { keys.key(userRowID: userRowID, uuid: $0) }, userRowID: userRowID,
+                                  runs: keyRuns, db: db)
+        for (position, row) in found { storedRows[uuids[position]] = row }
+        keyEntries.reserveCapacity(uuids.count)
+        if hasObjects { insertedSeqs = [:] }
+    }
+
     private mutating func insert(_ row: borrowing PreparedBatch.Row, parentSeq: Int64?, touched: inout [Bool]) throws {
         guard let typeCode = row.typeCode else {
             throw SampleConflict(index: row.index, uuid: row.sample.uuid, detail: "unknown type \(row.sample.type)")
+        }
+        if !storedRows.isEmpty, let stored = storedRows[row.sample.uuid] {
+            try checkIdempotent(row.sample, stored: stored, index: row.index)
+            return
+        }
+        if let seq = insertedSeqs?[row.sample.uuid] {
+            // An object repeating a uuid inserted earlier in this batch.
+            guard let earlier = try db.first("SELECT \(HealthStore.sampleColumns) FROM samples WHERE seq = ?", [.integer(seq)],
+                                             { try SampleRow($0) }) else {
+                throw SampleConflict(index: row.index, uuid: row.sample.uuid,
+                                     detail: "uuid \(row.sample.uuid.lowercasedString) could not be saved")
+            }
+            try checkIdempotent(row.sample, stored: earlier, index: row.index)
+            return
         }
         let seq = lastSeq + 1
         let deviceID = deviceRowIDs[groups[row.group].deviceSlot]
@@ -193,11 +238,9 @@ struct SampleWriter {
         try insert.bind(created, at: 11)
         if let body = row.body { try insert.bind(body, at: 12) } else { try insert.bindNull(at: 12) }
         _ = try insert.step()
-        guard db.changes > 0 else {
-            try checkIdempotent(row.sample, index: row.index)
-            return
-        }
         lastSeq = seq
+        keyEntries.append((store.sampleKeys.key(userRowID: userRowID, uuid: row.sample.uuid), seq))
+        insertedSeqs?[row.sample.uuid] = seq
         touched[row.group] = true
         rollups.noteSaved(typeCode: typeCode, style: store.rollupStyles[typeCode], seq: seq, source: sourceRowID,
                           start: row.sample.start, end: row.sample.end, value: row.sample.quantity)
@@ -208,11 +251,7 @@ struct SampleWriter {
 
     /// The uuid exists: identical content (same app, same sample) is a harmless retry; anything
     /// else is a conflict that rejects the whole batch.
-    private func checkIdempotent(_ sample: HealthSample, index: Int) throws {
-        guard let row = try db.first("SELECT \(HealthStore.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                     [.integer(userRowID), .blob(sample.uuid.bytes)], { try SampleRow($0) }) else {
-            throw SampleConflict(index: index, uuid: sample.uuid, detail: "uuid \(sample.uuid.lowercasedString) could not be saved")
-        }
+    private func checkIdempotent(_ sample: HealthSample, stored row: SampleRow, index: Int) throws {
         let existing = try store.materialize(row, db: db, userExternalID: "")
         guard row.sourceRowID == sourceRowID, existing.sample == sample else {
             throw SampleConflict(index: index, uuid: sample.uuid,
@@ -256,6 +295,8 @@ struct SampleWriter {
         // After source_types: a source saving a type for the first time takes its place in the
         // default order before the days it shaped are merged.
         try rollups.apply(db, userRowID: userRowID, store: store)
+        // The batch's run of uuid keys, in the transaction of its rows.
+        try store.sampleKeys.append(keyEntries, userRowID: userRowID, runs: keyRuns, db: db)
         try ChangeSequence.store(lastSeq, db)
     }
 }

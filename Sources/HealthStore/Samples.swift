@@ -166,8 +166,7 @@ extension HealthStore {
     /// One sample by uuid, if the user has it and the app may see it.
     public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
         try pool.read { db in
-            guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                         [.integer(app.userRowID), .blob(uuid.bytes)], { try SampleRow($0) }) else { return nil }
+            guard let row = try sampleKeys.find(uuid, userRowID: app.userRowID, db: db) else { return nil }
             let typeName = self.typeName(for: row.typeCode) ?? ""
             guard app.access.sees(typeName, from: row.sourceRowID) else { return nil }
             return try materialize(row, db: db, userExternalID: userExternalID)
@@ -206,8 +205,7 @@ extension HealthStore {
     /// another user's, or none, is `notFound`.
     public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
         let change = try pool.write { db -> CommittedChange in
-            guard let row = try db.first("SELECT \(Self.sampleColumns) FROM samples WHERE user_id = ? AND uuid = ?",
-                                         [.integer(app.userRowID), .blob(uuid.bytes)], { try SampleRow($0) }) else {
+            guard let row = try sampleKeys.find(uuid, userRowID: app.userRowID, db: db) else {
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
             let typeName = self.typeName(for: row.typeCode) ?? ""

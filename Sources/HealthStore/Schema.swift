@@ -2,7 +2,9 @@ import SQLite
 
 /// The database schema as ordered, named migrations. Never edit a shipped migration: add one.
 enum Schema {
-    static func migrator() -> DatabaseMigrator {
+    /// `sampleKeys`: the uuid key derivation the store uses, for building the runs of an existing
+    /// database's samples.
+    static func migrator(sampleKeys: SampleKeyIndex = SampleKeyIndex()) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.register("001-users-authorizations-samples") { db in
             try db.execute("""
@@ -272,6 +274,23 @@ enum Schema {
                 DROP TABLE statistics_days;
                 ALTER TABLE statistics_days_next RENAME TO statistics_days;
                 """)
+        }
+        migrator.register("013-statistics-discrete-compact") { db in
+            // Discrete days (heart rate...) move to the compact body layout: a day of readings
+            // every few minutes shrinks from about 7 KiB (a table page and an overflow page) to
+            // under 2 KiB, and each series' days are rewritten together in day order, so a year
+            // of them is read from a few hundred consecutive rows instead of scattered pages. The
+            // rows are transcoded, not rebuilt from samples: the figures stay bit for bit.
+            try StatisticsRollups.rewriteDiscreteRows(db)
+        }
+        migrator.register("014-sample-key-runs") { db in
+            // Samples are found by uuid through per-user sorted runs of 32-bit keys (SampleKeyIndex),
+            // written once per batch, instead of the unique (user, uuid) index, which cost a random
+            // B-tree insert (about a page write) per sample. An existing database gets one run per
+            // user from its rows; the index goes.
+            try db.execute(SampleKeyIndex.schema)
+            try sampleKeys.rebuildAll(db)
+            try db.execute("DROP INDEX samples_by_uuid")
         }
         return migrator
     }

@@ -143,21 +143,47 @@ enum StatisticsRollups {
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
 
+    /// Type code -> style for every quantity type the database has a code for.
+    private static func styles(_ db: Database) throws -> [Int64: AggregationStyle] {
+        var codes: [String: Int64] = [:]
+        let types = try db.cachedStatement("SELECT id, name FROM type_codes")
+        try types.forEachRow { row in codes[try row.string(at: 1)] = try row.int64(at: 0) }
+        return AggregationStyle.styles(ofTypeCodes: codes)
+    }
+
     /// Builds the rows of every series of every user (an existing database meeting rollups).
     static func rebuildAll(_ db: Database) throws {
-        var styles: [Int64: AggregationStyle] = [:]
-        let types = try db.cachedStatement("SELECT id, name FROM type_codes")
-        try types.forEachRow { row in
-            if let type = HealthTypeCatalog.type(try row.string(at: 1)), let style = AggregationStyle(type) {
-                styles[try row.int64(at: 0)] = style
-            }
-        }
+        let styles = try styles(db)
         var series: [(user: Int64, type: Int64)] = []
         let pairs = try db.cachedStatement("SELECT DISTINCT user_id, type_id FROM samples")
         try pairs.forEachRow { series.append((try $0.int64(at: 0), try $0.int64(at: 1))) }
         for (user, type) in series {
             guard let style = styles[type] else { continue }
             try rebuild(db, userRowID: user, typeCode: type, style: style)
+        }
+    }
+
+    /// Rewrites every discrete series' rows in the layout written now (`DayRollup.currentDiscreteBody`:
+    /// the same figures, from the rows alone), one series at a time and in day order, so each
+    /// series' days also end up in consecutive rows of the table, and so in few pages.
+    static func rewriteDiscreteRows(_ db: Database) throws {
+        let discrete = try styles(db).filter { $0.value == .discrete }.keys.sorted()
+        guard !discrete.isEmpty else { return }
+        let codes = discrete.map(String.init).joined(separator: ", ")
+        let series = try db.map("SELECT DISTINCT user_id, type_id FROM statistics_days WHERE type_id IN (\(codes)) ORDER BY 1, 2") {
+            (user: try $0.int64(at: 0), type: try $0.int64(at: 1))
+        }
+        for (user, type) in series {
+            let stored = try db.map("SELECT day, body FROM statistics_days WHERE user_id = ? AND type_id = ? ORDER BY day",
+                                    [.integer(user), .integer(type)]) { (day: try $0.int64(at: 0), body: try $0.blob(at: 1)) }
+            var rows: [(day: Int64, row: DayRollup.Row?)] = []
+            rows.reserveCapacity(stored.count)
+            for (day, body) in stored {
+                let row: DayRollup.Row = (try DayRollup.currentDiscreteBody(body, day: day), nil)
+                rows.append((day, row))
+            }
+            try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ?", [.integer(user), .integer(type)])
+            try write(db, userRowID: user, typeCode: type, rows: rows)
         }
     }
 
@@ -169,23 +195,30 @@ enum StatisticsRollups {
     }
 
     /// The rows of `days`, ascending, with their detail for `detailDays` only (a large column
-    /// SQLite does not read unless asked).
+    /// SQLite does not read unless asked), in one statement: a mask of the days (one character a
+    /// day of `days`, '1' where the detail is wanted) picks the rows whose detail is read.
     static func rows(_ db: Database, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>,
                      detailDays: Set<Int64>) throws -> [(day: Int64, body: [UInt8], detail: [UInt8]?)] {
         let statement = try db.cachedStatement("""
-            SELECT day, body FROM statistics_days WHERE user_id = ? AND type_id = ? AND day BETWEEN ? AND ? ORDER BY day
+            SELECT day, body, CASE WHEN substr(?5, day - ?3 + 1, 1) = '1' THEN detail END
+            FROM statistics_days WHERE user_id = ?1 AND type_id = ?2 AND day BETWEEN ?3 AND ?4 ORDER BY day
             """)
-        try statement.bind([.integer(userRowID), .integer(typeCode), .integer(days.lowerBound), .integer(days.upperBound)])
+        let wanted = detailDays.filter { days.contains($0) }
+        var mask = ""
+        if let last = wanted.max() {
+            var characters = [UInt8](repeating: UInt8(ascii: "0"), count: Int(last - days.lowerBound) + 1)
+            for day in wanted { characters[Int(day - days.lowerBound)] = UInt8(ascii: "1") }
+            mask = String(decoding: characters, as: UTF8.self)
+        }
+        try statement.bind([.integer(userRowID), .integer(typeCode), .integer(days.lowerBound), .integer(days.upperBound), .text(mask)])
         var rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)] = []
-        try statement.forEachRow { rows.append((try $0.int64(at: 0), try $0.blob(at: 1), nil)) }
-        guard !detailDays.isEmpty else { return rows }
-        let detail = try db.cachedStatement("SELECT detail FROM statistics_days WHERE user_id = ? AND type_id = ? AND day = ?")
-        for index in rows.indices where detailDays.contains(rows[index].day) {
-            try detail.bind([.integer(userRowID), .integer(typeCode), .integer(rows[index].day)])
-            guard let bytes = try detail.first({ $0.blobIfPresent(at: 0) }), let bytes else {
-                throw StoreError.invalid("statistics rollup of day \(rows[index].day) has no detail")
+        try statement.forEachRow { row in
+            let day = try row.int64(at: 0)
+            let detail = row.blobIfPresent(at: 2)
+            guard (detail != nil) == wanted.contains(day) else {
+                throw StoreError.invalid("statistics rollup of day \(day) has no detail")
             }
-            rows[index].detail = bytes
+            rows.append((day, try row.blob(at: 1), detail))
         }
         return rows
     }

@@ -23,8 +23,13 @@ public struct RollupError: Error, Sendable, CustomStringConvertible {
 public enum DayRollup {
     /// Rollups are per UTC day, like the in-memory index chunks.
     public static let dayLength: Int64 = 86_400_000
-    /// The first byte of every body: bumped when the layout changes (a migration then rebuilds).
+    /// The first byte of every cumulative body and detail: bumped when the layout changes (a
+    /// migration then rebuilds).
     static let formatVersion: UInt8 = 2
+    /// The first byte of a discrete body written now: the compact layout (`DiscreteRollupDay.body`).
+    /// Discrete bodies of the earlier fixed-width layout (first byte `formatVersion`, 2) still
+    /// decode, so rows written before it answer and are rewritten compactly by their next change.
+    static let discreteFormatVersion: UInt8 = 3
 
     /// The UTC day number of an instant.
     public static func day(of instant: Int64) -> Int64 { floorDivide(instant, dayLength) }
@@ -89,11 +94,9 @@ public enum DayRollup {
             let row = CumulativeRollupDay.encode(chunk, sampleCount: shaping.count)
             return (row.body, row.detail)
         case .discrete:
-            var writer = RollupWriter()
-            writer.byte(formatVersion)
-            writer.int64(Int64(shaping.count))
-            DiscreteRollupDay.encode(day: day, samples: shaping, into: &writer)
-            return (writer.bytes, nil)
+            var entries: DiscreteRollupDay.Entries = [:]
+            DiscreteRollupDay.add(shaping, day: day, to: &entries)
+            return (DiscreteRollupDay.body(entries, day: day), nil)
         }
     }
 }
@@ -148,12 +151,9 @@ public struct RollupSeries: Sendable {
             rollups.reserveCapacity(rows.count)
             for row in rows {
                 try Self.check(row.day, after: dayNumbers.last, in: days)
-                var reader = try RollupReader(row.body)
-                let samples = try reader.int64()
-                guard samples > 0 else { throw RollupError("bad sample count \(samples) in a rollup body") }
-                count += Int(samples)
-                rollups.append(try DiscreteRollupDay(from: &reader))
-                try reader.finish()
+                let decoded = try DiscreteRollupDay.decode(body: row.body, day: row.day)
+                count += decoded.samples
+                rollups.append(decoded.day)
                 dayNumbers.append(row.day)
             }
             let kept = edgeSamples.filter { edgeSlots.contains(DiscreteRollupDays.slot(of: $0.start)) }
@@ -233,6 +233,19 @@ struct RollupWriter {
 
     mutating func double(_ value: Double) { uint64(value.bitPattern) }
 
+    /// LEB128: seven bits a byte, low bits first; small numbers take one byte.
+    mutating func varint(_ value: UInt64) {
+        var rest = value
+        while rest >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
+            rest >>= 7
+        }
+        bytes.append(UInt8(rest))
+    }
+
+    /// A signed number as a varint, small magnitudes of either sign short (zigzag).
+    mutating func zigzag(_ value: Int64) { varint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+
     private mutating func uint64(_ bits: UInt64) {
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
     }
@@ -241,19 +254,25 @@ struct RollupWriter {
 struct RollupReader {
     private let bytes: [UInt8]
     private var position = 1
+    /// The body's first byte: which layout follows.
+    let version: UInt8
 
-    init(_ bytes: [UInt8]) throws(RollupError) {
+    init(_ bytes: [UInt8], versions: ClosedRange<UInt8> = DayRollup.formatVersion...DayRollup.formatVersion) throws(RollupError) {
         guard let version = bytes.first else { throw RollupError("empty rollup body") }
-        guard version == DayRollup.formatVersion else { throw RollupError("rollup format \(version) is not \(DayRollup.formatVersion)") }
+        guard versions.contains(version) else {
+            throw RollupError("rollup format \(version) is not one of \(versions.lowerBound)...\(versions.upperBound)")
+        }
         self.bytes = bytes
+        self.version = version
     }
 
-    private mutating func take(_ width: Int) throws(RollupError) -> UInt64 {
+    /// The next `T` (a fixed-width integer), little-endian: one unaligned load, not a loop over its bytes.
+    private mutating func take<T: FixedWidthInteger>(_: T.Type) throws(RollupError) -> T {
+        let width = MemoryLayout<T>.size
         guard position + width <= bytes.count else { throw RollupError("rollup body cut short") }
-        var bits: UInt64 = 0
-        for offset in 0..<width { bits |= UInt64(bytes[position + offset]) << UInt64(8 * offset) }
+        let start = position
         position += width
-        return bits
+        return T(littleEndian: bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: start, as: T.self) })
     }
 
     /// Steps over `width` bytes that must be there.
@@ -262,9 +281,33 @@ struct RollupReader {
         position += width
     }
 
-    mutating func int32() throws(RollupError) -> Int32 { Int32(bitPattern: UInt32(truncatingIfNeeded: try take(4))) }
-    mutating func int64() throws(RollupError) -> Int64 { Int64(bitPattern: try take(8)) }
-    mutating func double() throws(RollupError) -> Double { Double(bitPattern: try take(8)) }
+    mutating func int32() throws(RollupError) -> Int32 { try take(Int32.self) }
+    mutating func int64() throws(RollupError) -> Int64 { try take(Int64.self) }
+    mutating func double() throws(RollupError) -> Double { Double(bitPattern: try take(UInt64.self)) }
+
+    mutating func byte() throws(RollupError) -> UInt8 {
+        guard position < bytes.count else { throw RollupError("rollup body cut short") }
+        position += 1
+        return bytes[position - 1]
+    }
+
+    /// `RollupWriter.varint`'s number; at most ten bytes, the tenth holding the top bit only.
+    mutating func varint() throws(RollupError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let next = try self.byte()
+            guard shift < 63 || next <= 1 else { throw RollupError("varint too long in a rollup body") }
+            value |= UInt64(next & 0x7F) << shift
+            if next < 0x80 { return value }
+            shift += 7
+        }
+    }
+
+    mutating func zigzag() throws(RollupError) -> Int64 {
+        let bits = try varint()
+        return Int64(bitPattern: bits >> 1) ^ -Int64(bitPattern: bits & 1)
+    }
 
     /// A length: non-negative and no more than the bytes left could hold.
     mutating func count() throws(RollupError) -> Int {

@@ -120,12 +120,7 @@ extension DayRollup {
     static func discreteRow(day: Int64, row: Row?, replacing slots: Set<Int64>, with samples: [StatisticsSample],
                             saved: [StatisticsSample]) throws(RollupError) -> Row? {
         var entries: DiscreteRollupDay.Entries = [:]
-        if let row {
-            var reader = try RollupReader(row.body)
-            _ = try reader.int64()
-            entries = try DiscreteRollupDay(from: &reader).entries
-            try reader.finish()
-        }
+        if let row { entries = try DiscreteRollupDay.decode(body: row.body, day: day).day.entries }
         let origin = day * dayLength
         func slot(of sample: StatisticsSample) -> Int64 { (sample.start - origin) / DiscreteRollupDay.slotLength }
         if !slots.isEmpty {
@@ -135,11 +130,14 @@ extension DayRollup {
         }
         DiscreteRollupDay.add(saved.lazy.filter { !slots.contains(slot(of: $0)) }, day: day, to: &entries)
         guard !entries.isEmpty else { return nil }
-        var writer = RollupWriter()
-        writer.byte(formatVersion)
-        writer.int64(Int64(entries.values.reduce(0) { $0 + $1.count }))
-        DiscreteRollupDay.encode(entries, into: &writer)
-        return (writer.bytes, nil)
+        return (DiscreteRollupDay.body(entries, day: day), nil)
+    }
+
+    /// A discrete day's body in the layout written now, from a body of any layout that still
+    /// decodes (see `discreteFormatVersion`): the same entries, bit for bit. A store rewriting its
+    /// rows moves them to the compact layout without reading samples.
+    public static func currentDiscreteBody(_ body: [UInt8], day: Int64) throws(RollupError) -> [UInt8] {
+        DiscreteRollupDay.body(try DiscreteRollupDay.decode(body: body, day: day).day.entries, day: day)
     }
 
     /// A cumulative day's row with `saved` (all shaping the day) folded in, or nil when some saved

@@ -7,7 +7,8 @@ import SQLite
 import Primitives
 
 /// `healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR]
-/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--rounds N]`:
+/// [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--rounds N]
+/// [--reuse DIR] [--drop-page-cache]`:
 /// many users' data written through the store's `save` (steps from a phone and a watch whose samples
 /// overlap, heart rate), then a real `healthd serve` started on that store (a restart: nothing
 /// cached), each user's dashboard asked once (cold) and then again (warm) over HTTP, and the
@@ -24,6 +25,14 @@ import Primitives
 /// comparison under the same load; `--rounds N` alternates the two N times and gives each figure's
 /// median over the rounds, for a machine whose load moves single figures. Each pass also gives the CPU the server (and, on PostgreSQL, the
 /// database server, when it runs on this machine) spent per request, from /proc.
+///
+/// `--drop-page-cache` drops the SQLite file's pages from the operating system's page cache
+/// (`posix_fadvise(DONTNEED)` on that file only) before the cold pass and before each year-long
+/// cold query, so "cold" also means read from the disk, not only a restarted server. `--reuse DIR`
+/// queries a SQLite store an earlier run kept (`--keep`) instead of loading one (same `--users`,
+/// `--days`, `--year-days`): the server, whichever build `--healthd` names, opens it as it is, and
+/// the tokens are made through its admin API; so two builds whose stores differ (a migration the
+/// older one does not know) can be compared on copies of the same data.
 ///
 /// PostgreSQL (`--postgres URL`, default `HEALTHD_TEST_POSTGRES_URL`) gets a database of its own,
 /// created for the run and dropped after it (kept with `--keep`); `both` runs SQLite and then PostgreSQL on the same data
@@ -44,6 +53,9 @@ enum MultiUserStatisticsBenchmark {
         var duckDB = true
         /// Days of data of the one extra user asked the year-long queries (0: none).
         var yearDays = 365
+        /// A kept SQLite store to query instead of loading one.
+        var reuse: String?
+        var dropPageCache = false
     }
 
     /// One pass's figures of one backend (milliseconds), for the side-by-side table.
@@ -80,15 +92,18 @@ enum MultiUserStatisticsBenchmark {
                 options.backend = backend
             case "--postgres": options.postgresURL = remaining.popFirst()
             case "--no-duckdb": options.duckDB = false
+            case "--reuse": options.reuse = remaining.popFirst()
+            case "--drop-page-cache": options.dropPageCache = true
             case "--year-days":
                 guard let text = remaining.popFirst(), let value = Int(text), value >= 0 else { benchFail("--year-days takes a number (0: no year user)") }
                 options.yearDays = value
-            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--rounds N]")
+            default: benchFail("unknown option \(flag); usage: healthd-bench statistics-users [--users N] [--days N] [--budget MIB] [--healthd PATH] [--keep DIR] [--backend sqlite|postgres|both] [--postgres URL] [--no-duckdb] [--year-days N] [--baseline-healthd PATH] [--rounds N] [--reuse DIR] [--drop-page-cache]")
             }
         }
         guard FileManager.default.isExecutableFile(atPath: options.healthdPath) else {
             benchFail("no healthd binary at \(options.healthdPath) (build it: swift build -c release, or pass --healthd)")
         }
+        if options.reuse != nil, options.backend != .sqlite { benchFail("--reuse takes a SQLite store: use --backend sqlite") }
         if options.backend != .sqlite, options.postgresURL?.isEmpty ?? true {
             benchFail("PostgreSQL needs --postgres URL (or HEALTHD_TEST_POSTGRES_URL); start one with Tests/postgres/cluster.sh start")
         }
@@ -110,60 +125,65 @@ enum MultiUserStatisticsBenchmark {
 
     static func run(_ options: Options, postgres adminURL: String?) throws -> [Figures] {
         let backend = adminURL == nil ? "SQLite" : "PostgreSQL"
-        let directory = options.directory ?? NSTemporaryDirectory() + "healthd-bench-users-" + UUID().uuidString
-        defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = options.reuse ?? options.directory ?? NSTemporaryDirectory() + "healthd-bench-users-" + UUID().uuidString
+        defer { if options.directory == nil, options.reuse == nil { try? FileManager.default.removeItem(atPath: directory) } }
         var database: BenchDatabase?
         // With --keep the PostgreSQL database stays too, for EXPLAIN and profiling afterwards.
         defer { if options.directory == nil { database?.drop() } else if let database { print("kept database \(database.url)") } }
-        let store: any HealthDataStore
-        if let adminURL {
-            let created = try BenchDatabase(adminURL: adminURL)
-            database = created
-            store = try PostgresHealthStore(url: created.url, listen: false)
-        } else {
-            store = try HealthStore(directory: directory, readers: 1)
-        }
-        let slots = options.days * 720
-        print("statistics-users on \(backend): \(options.users) users x \(options.days) days; per user \(slots) phone and \(slots) watch step samples "
-              + "(2-minute samples, the watch's shifted by 1 minute so every minute overlaps) and \(slots) heart-rate readings (every 2 minutes)")
         var tokens: [String] = []
         var userRowIDs: [Int64] = []
-        var generator = SplitMix64(seed: 2_026)
-        let loadStart = StatisticsBenchmark.now()
-        var saved = 0
-        for index in 0..<options.users {
-            let user = try saveUser(store, name: "user\(index)", days: options.days, generator: &generator)
-            tokens.append(user.token)
-            userRowIDs.append(user.rowID)
-            saved += user.saved
-        }
-        // One more user with a year of the same data, asked only for the year-long queries, so
-        // their cold figure is a series nothing else read since the restart.
         var yearUser: (token: String, rowID: Int64, saved: Int)?
-        if options.yearDays > 0 {
-            let user = try saveUser(store, name: "year", days: options.yearDays, generator: &generator)
-            saved += user.saved
-            yearUser = user
-            print("plus one user with \(options.yearDays) days of the same data, for the year-long queries")
-        }
-        let loadSeconds = StatisticsBenchmark.seconds(since: loadStart)
-        if let sqlite = store as? HealthStore {
-            let maintenance = Double(sqlite.rollupMaintenanceNanoseconds) / 1e9
-            print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through HealthStore.save); rollup maintenance %.1f s of it (%.1f %%)",
-                         saved, loadSeconds, Double(saved) / loadSeconds, maintenance, 100 * maintenance / loadSeconds))
+        if options.reuse == nil {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let store: any HealthDataStore
+            if let adminURL {
+                let created = try BenchDatabase(adminURL: adminURL)
+                database = created
+                store = try PostgresHealthStore(url: created.url, listen: false)
+            } else {
+                store = try HealthStore(directory: directory, readers: 1)
+            }
+            let slots = options.days * 720
+            print("statistics-users on \(backend): \(options.users) users x \(options.days) days; per user \(slots) phone and \(slots) watch step samples "
+                  + "(2-minute samples, the watch's shifted by 1 minute so every minute overlaps) and \(slots) heart-rate readings (every 2 minutes)")
+            var generator = SplitMix64(seed: 2_026)
+            let loadStart = StatisticsBenchmark.now()
+            var saved = 0
+            for index in 0..<options.users {
+                let user = try saveUser(store, name: "user\(index)", days: options.days, generator: &generator)
+                tokens.append(user.token)
+                userRowIDs.append(user.rowID)
+                saved += user.saved
+            }
+            // One more user with a year of the same data, asked only for the year-long queries, so
+            // their cold figure is a series nothing else read since the restart.
+            if options.yearDays > 0 {
+                let user = try saveUser(store, name: "year", days: options.yearDays, generator: &generator)
+                saved += user.saved
+                yearUser = user
+                print("plus one user with \(options.yearDays) days of the same data, for the year-long queries")
+            }
+            let loadSeconds = StatisticsBenchmark.seconds(since: loadStart)
+            if let sqlite = store as? HealthStore {
+                let maintenance = Double(sqlite.rollupMaintenanceNanoseconds) / 1e9
+                print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through HealthStore.save); rollup maintenance %.1f s of it (%.1f %%)",
+                             saved, loadSeconds, Double(saved) / loadSeconds, maintenance, 100 * maintenance / loadSeconds))
+            } else {
+                print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through PostgresHealthStore.save, rollups included)",
+                             saved, loadSeconds, Double(saved) / loadSeconds))
+            }
+            print(String(format: "database: %.0f MiB", Double(try store.storedBytes()) / 1_048_576))
+            store.close()
+            if let database {
+                // What autovacuum would soon do after a bulk load, done now so its work does not land in the timed passes.
+                let connection = try PostgresConnection(url: database.url)
+                try connection.execute("VACUUM (ANALYZE)")
+                connection.close()
+                print("vacuumed and analyzed after the load")
+            }
         } else {
-            print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through PostgresHealthStore.save, rollups included)",
-                         saved, loadSeconds, Double(saved) / loadSeconds))
-        }
-        print(String(format: "database: %.0f MiB", Double(try store.storedBytes()) / 1_048_576))
-        store.close()
-        if let database {
-            // What autovacuum would soon do after a bulk load, done now so its work does not land in the timed passes.
-            let connection = try PostgresConnection(url: database.url)
-            try connection.execute("VACUUM (ANALYZE)")
-            connection.close()
-            print("vacuumed and analyzed after the load")
+            print("statistics-users on SQLite: the store kept in \(directory), \(options.users) users x \(options.days) days"
+                  + (options.yearDays > 0 ? " and the year user (\(options.yearDays) days)" : ""))
         }
 
         if let budget = options.budgetMiB { setenv("HEALTHD_STATISTICS_MEMORY_MIB", "\(budget)", 1) }
@@ -176,7 +196,7 @@ enum MultiUserStatisticsBenchmark {
         ]
         let yearEnd = origin + Int64(options.yearDays) * 86_400_000
         let yearRange = "timeZone=\(zone)&start=\(StatisticsBenchmark.utc(origin))&end=\(StatisticsBenchmark.utc(yearEnd))"
-        let yearQueries: [(name: String, target: String)] = yearUser == nil ? [] : [
+        let yearQueries: [(name: String, target: String)] = options.yearDays == 0 ? [] : [
             ("daily steps, \(options.yearDays) days (one user)",
              "/v1/statistics/collection?type=stepCount&options=cumulativeSum&interval=P1D&\(yearRange)"),
             ("daily heart rate avg/min/max, \(options.yearDays) days (one user)",
@@ -191,9 +211,33 @@ enum MultiUserStatisticsBenchmark {
                                            extraArguments: database.map { ["--database", $0.url] } ?? [])
             defer { server.stop() }
             let client = try BenchHTTPClient(port: server.port)
+            if options.reuse != nil, tokens.isEmpty {
+                // Tokens for the kept users, made by the server itself (their first tokens were shown once).
+                let names = (0..<options.users).map { "user\($0)" } + (options.yearDays > 0 ? ["year"] : [])
+                let kept = try Database(path: directory + "/healthd.sqlite", mode: .readOnly)
+                defer { kept.close() }
+                for name in names {
+                    guard let rowID = try kept.first("SELECT id FROM users WHERE name = ?", [.text(name)], { try $0.int64(at: 0) }) else {
+                        throw BenchError("no user \(name) in \(directory): was it kept with the same --users and --year-days?")
+                    }
+                    let body = "{\"user\":\"\(name)\",\"app\":\"phone\",\"read\":[\"stepCount\",\"heartRate\"]}"
+                    let response = try client.request("POST", "/v1/authorizations", token: ServerProcess.adminToken, body: Array(body.utf8))
+                    guard response.status == 201, let token = Self.stringField("token", in: response.body) else {
+                        throw BenchError("POST /v1/authorizations: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                    }
+                    if name == "year" { yearUser = (token, rowID, 0) } else {
+                        tokens.append(token)
+                        userRowIDs.append(rowID)
+                    }
+                }
+            }
             let idle = server.memory()
             print("server\(label) \(executable) restarted (budget \(options.budgetMiB.map { "\($0) MiB" } ?? "default")); RSS idle \(mebibytes(idle.residentKiB))")
-            for pass in ["cold (first ask after the restart)", "warm (asked again)"] {
+            let databasePath = directory + "/healthd.sqlite"
+            let dropsPageCache = options.dropPageCache && adminURL == nil
+            for pass in ["cold (first ask after the restart\(dropsPageCache ? ", the file's page cache dropped" : ""))", "warm (asked again)"] {
+                let cold = pass.hasPrefix("cold")
+                if cold, dropsPageCache { dropPageCache(databasePath) }
                 let cpuBefore = (server: processCPUSeconds(server.process.processIdentifier), database: databaseCPU?.seconds())
                 var timings = dashboard.map { _ in [UInt64]() }
                 var floor: [UInt64] = []
@@ -224,6 +268,7 @@ enum MultiUserStatisticsBenchmark {
                 var yearTimings: [UInt64] = []
                 if let yearUser {
                     for query in yearQueries {
+                        if cold, dropsPageCache { dropPageCache(databasePath) }
                         let start = nanosecondsNow()
                         let response = try client.request("GET", query.target, token: yearUser.token)
                         yearTimings.append(nanosecondsNow() - start)
@@ -258,9 +303,11 @@ enum MultiUserStatisticsBenchmark {
             }
         }
         if adminURL == nil {
-            let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end)
+            let year = yearUser.map { (rowID: $0.rowID, end: yearEnd) }
+            let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end, year: year)
             var compared = floors
-            if options.duckDB, let duck = duckDBFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end) {
+            if options.duckDB, let duck = duckDBFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end,
+                                                        year: year) {
                 compared.append(duck)
             }
             printRatios(figures, floors: compared)
@@ -301,6 +348,22 @@ enum MultiUserStatisticsBenchmark {
         return (token, user.rowID, saved)
     }
 
+    /// Drops the pages of the SQLite file (and its WAL) from the operating system's page cache, so
+    /// the next reads go to the disk; other files' pages stay.
+    static func dropPageCache(_ path: String) {
+        for file in [path, path + "-wal"] {
+            let descriptor = open(file, O_RDONLY)
+            guard descriptor >= 0 else { continue }
+            _ = posix_fadvise(descriptor, 0, 0, Int32(POSIX_FADV_DONTNEED))
+            close(descriptor)
+        }
+    }
+
+    /// A top-level string member of a JSON object (the bench's own answers only).
+    static func stringField(_ name: String, in body: [UInt8]) -> String? {
+        (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?[name] as? String
+    }
+
     /// The server's statistics cache counters, from its `/metrics`.
     static func cacheFigures(_ client: BenchHTTPClient) throws -> String {
         let values = try cacheCounters(client)
@@ -336,7 +399,8 @@ enum MultiUserStatisticsBenchmark {
         ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first).map(String.init) ?? "?"
     }
 
-    /// A floor's p50 per pass ("cold", "warm") and query position (0 steps, 1 heart rate), in ms.
+    /// A floor's p50 per pass ("cold", "warm") and query position (0 steps, 1 heart rate; 2 and 3
+    /// the year user's steps and heart rate over the year, one query each), in ms.
     struct Floor {
         var name: String
         var p50: [String: [Double]]
@@ -347,7 +411,8 @@ enum MultiUserStatisticsBenchmark {
 
     /// Raw SQLite `GROUP BY` over each user's samples (no pro-rating, no source merging, no DST): a
     /// fresh read-only connection asked each user's dashboard once, then again.
-    static func sqliteFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64) throws -> [Floor] {
+    static func sqliteFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64,
+                             year: (rowID: Int64, end: Int64)?) throws -> [Floor] {
         let database = try Database(path: databasePath, mode: .readOnly)
         defer { database.close() }
         let stepCode = try database.scalarInt64("SELECT id FROM type_codes WHERE name = 'stepCount'") ?? 0
@@ -370,12 +435,23 @@ enum MultiUserStatisticsBenchmark {
             let summaries = timings.map(LatencySummary.init)
             print("  \(pass): daily steps \(summaries[0]); daily heart rate \(summaries[1])")
             floor.p50[pass] = summaries.map(\.p50)
+            if let year {
+                // The year user over the whole year, once per pass.
+                var once: [Double] = []
+                for query in queries {
+                    let start = nanosecondsNow()
+                    _ = try database.map(query.0, [.integer(year.rowID), .integer(query.1), .integer(origin), .integer(year.end)]) { try $0.int64(at: 0) }
+                    once.append(Double(nanosecondsNow() - start) / 1e6)
+                }
+                print("  \(pass), the year user over the year: daily steps \(format(once[0])) ms; daily heart rate \(format(once[1])) ms")
+                floor.p50[pass, default: []] += once
+            }
         }
         return [floor]
     }
 
     /// DuckDB's cold and warm p50s from `Benchmarks/statistics_users_duckdb.py`, nil where it cannot run.
-    static func duckDBFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64) -> Floor? {
+    static func duckDBFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64, year: (rowID: Int64, end: Int64)?) -> Floor? {
         let script = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Benchmarks/statistics_users_duckdb.py").path
         print("DuckDB (\(script)):")
         guard FileManager.default.fileExists(atPath: script) else {
@@ -384,7 +460,8 @@ enum MultiUserStatisticsBenchmark {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, databasePath, "\(origin)", "\(end)", "\(floorOffset)"] + users.map(String.init)
+        process.arguments = ["python3", script, databasePath, "\(origin)", "\(end)", "\(floorOffset)"]
+            + (year.map { ["--year=\($0.rowID):\($0.end)"] } ?? []) + users.map(String.init)
         let output = Pipe()
         process.standardOutput = output
         do {
@@ -405,6 +482,7 @@ enum MultiUserStatisticsBenchmark {
             var p50: [String: [Double]] = [:]
             for (pass, queries) in object {
                 p50[pass] = [queries["daily steps"] ?? .nan, queries["daily heart rate avg/min/max"] ?? .nan]
+                if year != nil { p50[pass, default: []] += [queries["year daily steps"] ?? .nan, queries["year daily heart rate avg/min/max"] ?? .nan] }
             }
             floor = Floor(name: "DuckDB", p50: p50)
         }

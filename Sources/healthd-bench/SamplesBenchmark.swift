@@ -21,6 +21,8 @@ struct SamplesBenchmarkOptions {
     var walks = 20
     var walkPages = 10
     var keep = false
+    var shapes = SamplesBenchmark.TableShape.allCases
+    var runFanout = 8
 }
 
 func nanosecondsNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -77,6 +79,23 @@ enum SamplesBenchmark {
         /// Rows clustered by (user, type, start, seq) `WITHOUT ROWID`, with (user, seq) and
         /// (user, uuid) as secondary indexes.
         case clustered = "clustered (user, type, start) WITHOUT ROWID + (user, uuid) index"
+        /// No uuid index: per user, sorted runs of 32-bit keys hashed from (user, uuid) with their
+        /// seq, one run written per batch and merged in tiers, the runs' keys held in memory
+        /// (`SampleKeyIndex`, the store's own code): a new key costs no SQLite probe.
+        case keyRuns = "32-bit uuid keys in tiered runs, keys in memory (SampleKeyIndex)"
+
+        /// Short names for `--shapes`.
+        var short: String {
+            switch self {
+            case .noUUIDIndex: "floor"
+            case .uuidIndex: "index"
+            case .uuidKeyIndex: "key-index"
+            case .uuidKeyTable: "key-table"
+            case .tieredKeys: "recent-main"
+            case .clustered: "clustered"
+            case .keyRuns: "runs"
+            }
+        }
     }
 
     /// The floor under the API's insert rate: the same rows bound straight into a table shaped like
@@ -128,7 +147,10 @@ enum SamplesBenchmark {
             if shape == .uuidKeyTable {
                 try db.execute("CREATE TABLE sample_keys (key INTEGER PRIMARY KEY, seq INTEGER NOT NULL)")
             }
+            if shape == .keyRuns { try db.execute(SampleKeyIndex.schema) }
         }
+        let keyRuns = shape == .keyRuns ? SampleKeyIndex(fanout: options.runFanout) : nil
+        var stored = 0
         let conflictClause = shape == .uuidIndex || shape == .clustered ? " ON CONFLICT(user_id, uuid) DO NOTHING" : ""
         let keyColumn = shape == .uuidKeyIndex ? ", uuid_key" : ""
         let insert = try db.prepare("""
@@ -161,8 +183,26 @@ enum SamplesBenchmark {
         var seq: Int64 = 0
         for batch in stride(from: 0, to: total, by: options.batchSize) {
             try db.transaction(.immediate) {
-                for index in batch..<min(total, batch + options.batchSize) {
+                let batchEnd = min(total, batch + options.batchSize)
+                // The runs shape checks the whole batch first (memory, then the database for keys
+                // some run holds), and writes the batch's run after its rows.
+                var runs: [SampleKeyIndex.RunInfo] = []
+                var runKeys: [UInt32] = []
+                var storedRows: [Int: SampleRow] = [:]
+                var runEntries: [(key: UInt32, seq: Int64)] = []
+                if let keyRuns {
+                    runs = try keyRuns.runs(userRowID: 1, db: db)
+                    let uuids = samples[batch..<batchEnd].map(\.uuid)
+                    runKeys = uuids.map { keyRuns.key(userRowID: 1, uuid: $0) }
+                    storedRows = try keyRuns.find(uuids, keys: runKeys, userRowID: 1, runs: runs, db: db)
+                    runEntries.reserveCapacity(uuids.count)
+                }
+                for index in batch..<batchEnd {
                     let sample = samples[index]
+                    if keyRuns != nil, storedRows[index - batch] != nil {
+                        stored += 1
+                        continue
+                    }
                     let key = SampleUUIDKey.key(userRowID: 1, uuid: sample.uuid)
                     if let probe {
                         // The store compares the uuid of any row with this key (a collision or a retry).
@@ -194,7 +234,9 @@ enum SamplesBenchmark {
                     if let body = bodies[index] { try insert.bind(body, at: 11) } else { try insert.bindNull(at: 11) }
                     if shape == .uuidKeyIndex { try insert.bind(key, at: 12) }
                     _ = try insert.step()
+                    if keyRuns != nil { runEntries.append((runKeys[index - batch], seq)) }
                 }
+                try keyRuns?.append(runEntries, userRowID: 1, runs: runs, db: db)
                 if shape == .tieredKeys {
                     recentKeys += options.batchSize
                     if recentKeys >= max(65_536, Int(seq) / 8) {
@@ -206,6 +248,13 @@ enum SamplesBenchmark {
         }
         let seconds = Double(nanosecondsNow() - began) / 1e9
         let cpu = processCPUSeconds(getpid()) - cpuBefore
+        if let keyRuns {
+            let runs = try keyRuns.runs(userRowID: 1, db: db)
+            guard stored == 0, runs.reduce(0, { $0 + $1.count }) == total else {
+                throw BenchError("uuid key runs: \(stored) of \(total) random uuids found stored, runs hold \(runs.reduce(0, { $0 + $1.count }))")
+            }
+            print("  runs at the end: \(runs.count) (levels \(runs.map(\.level))), \(keyRuns.heldBytes / 1024) KiB of keys in memory, fanout \(keyRuns.fanout)")
+        }
         db.close()
         if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
         let rate = Double(total) / seconds

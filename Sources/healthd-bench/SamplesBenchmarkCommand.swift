@@ -38,6 +38,15 @@ enum SamplesBenchmarkCommand {
                 } else {
                     benchFail("--uuids takes client, server or both, not '\(text)'")
                 }
+            case "--shapes":
+                let names = value().split(separator: ",").map(String.init)
+                options.shapes = names.map { name in
+                    guard let shape = SamplesBenchmark.TableShape.allCases.first(where: { $0.short == name }) else {
+                        benchFail("--shapes takes \(SamplesBenchmark.TableShape.allCases.map(\.short).joined(separator: ",")), not '\(name)'")
+                    }
+                    return shape
+                }
+            case "--run-fanout": options.runFanout = number()
             case "--keep": options.keep = true
             case "--help", "-h":
                 print(samplesUsage)
@@ -61,7 +70,7 @@ enum SamplesBenchmarkCommand {
                 let withoutUUIDIndex = try SamplesBenchmark.sqliteBaseline(options, shape: .noUUIDIndex)
                 if command == "ingest" {
                     // The other table shapes for uuid idempotency, beside both floors in the same run.
-                    for shape in SamplesBenchmark.TableShape.allCases where shape != .uuidIndex && shape != .noUUIDIndex {
+                    for shape in options.shapes where shape != .uuidIndex && shape != .noUUIDIndex {
                         let rate = try SamplesBenchmark.sqliteBaseline(options, shape: shape)
                         print("  / unique (user, uuid) index: \(format(rate / baseline)) x; / no uuid index: \(format(rate / withoutUUIDIndex)) x")
                     }
@@ -74,7 +83,13 @@ enum SamplesBenchmarkCommand {
                 if command == "ingest" { _ = try SamplesBenchmark.storeSaves(options) }
                 if command == "samples" { try SamplesBenchmark.read(options) }
             case "sqlite-baseline":
-                for shape in SamplesBenchmark.TableShape.allCases { _ = try SamplesBenchmark.sqliteBaseline(options, shape: shape) }
+                // Both floors first, each other shape as a ratio to them.
+                let baseline = try SamplesBenchmark.sqliteBaseline(options, shape: .uuidIndex)
+                let withoutUUIDIndex = try SamplesBenchmark.sqliteBaseline(options, shape: .noUUIDIndex)
+                for shape in options.shapes where shape != .uuidIndex && shape != .noUUIDIndex {
+                    let rate = try SamplesBenchmark.sqliteBaseline(options, shape: shape)
+                    print("  / unique (user, uuid) index: \(format(rate / baseline)) x; / no uuid index: \(format(rate / withoutUUIDIndex)) x")
+                }
             case "samples-write":
                 for source in options.uuidSources { _ = try SamplesBenchmark.write(options, uuids: source) }
             case "samples-read": try SamplesBenchmark.read(options)
@@ -117,6 +132,9 @@ let samplesUsage = """
       --walks N           cursor walks to time (default 20), each --walk-pages pages (default 10)
       --uuids MODE        samples-write: client (random v4 uuid on every sample, as a syncing app),
                           server (no uuid; the server assigns time-ordered v7 ones) or both (default)
+      --shapes LIST       sqlite-baseline, ingest: the uuid table shapes besides both floors, comma-separated
+                          (floor, index, key-index, key-table, recent-main, clustered, runs; default all)
+      --run-fanout N      the runs shape: runs of a level merged into one at the next (default 8)
       --keep              keep the write and baseline data directories
     """
 

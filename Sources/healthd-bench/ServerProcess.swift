@@ -3,6 +3,8 @@ import HealthStore
 
 /// A real `healthd serve` child process on a free port with its own data directory.
 final class ServerProcess {
+    /// The admin token every benchmark server starts with.
+    static let adminToken = "hda_bench_admin_token_not_used_for_samples_0123456789"
     let process = Process()
     let port: Int
     let logPath: String
@@ -17,7 +19,7 @@ final class ServerProcess {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["serve", "--port", "0", "--data-dir", dataDirectory] + extraArguments
         var environment = ProcessInfo.processInfo.environment
-        environment["HEALTHD_ADMIN_TOKEN"] = "hda_bench_admin_token_not_used_for_samples_0123456789"
+        environment["HEALTHD_ADMIN_TOKEN"] = Self.adminToken
         process.environment = environment
         process.standardOutput = log
         process.standardError = log

@@ -18,6 +18,12 @@ import Statistics
         }
     }
 
+    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs.
+    static let undoSampleKeyRuns = """
+        DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
+        CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+        """
+
     /// A database written before rollups existed (the rollup tables and their migration record
     /// removed, as that schema had them) is carried forward: opening it builds every series' rows,
     /// and the answers equal the direct computation over its samples.
@@ -42,8 +48,9 @@ import Statistics
         }
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
-                          "012-statistics-days-rowid"],
+                          "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs"],
                 "this test undoes every migration from the rollups' on")
+        try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
         try database.execute("DELETE FROM schema_migrations WHERE id >= \(rollupMigration); PRAGMA user_version = \(rollupMigration - 1)")
@@ -83,8 +90,12 @@ import Statistics
         let database = try Database(path: t.directory + "/healthd.sqlite")
         let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '012-statistics-days-rowid'", [],
                                                         { try $0.int64(at: 0) }))
-        #expect(try database.first("SELECT max(id) FROM schema_migrations", [], { try $0.int64(at: 0) }) == migration,
-                "this test undoes the last migration only")
+        let later = try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)]) {
+            try $0.string(at: 0)
+        }
+        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs"],
+                "this test undoes the migrations from the rowid table's on")
+        try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.
         try database.execute("""
             CREATE TABLE statistics_days_before (user_id INTEGER NOT NULL, type_id INTEGER NOT NULL, day INTEGER NOT NULL,
@@ -111,6 +122,76 @@ import Statistics
         // Saves keep maintaining the moved rows.
         _ = try t.store.save([steps(1, start: Self.day0 + 3 * 86_400_000)], by: phone)
         #expect(try Self.dailySums(t.store, user: user, type: type, days: 4) == before + [1])
+    }
+
+    /// A database written before the compact discrete layout, by the build before it (`healthd seed
+    /// --days 2`, Tests/Fixtures/sqlite), is carried forward: its heart-rate rows are rewritten in
+    /// the compact layout (a third of the bytes or less), answer exactly as the rows they replace and
+    /// as the samples, and keep being maintained by saves.
+    @Test func compactDiscreteMigrationCarriesAnExistingDatabaseForward() throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/sqlite/seed-before-compact-discrete.sqlite").path
+        let directory = NSTemporaryDirectory() + "healthd-compact-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.copyItem(atPath: fixture, toPath: directory + "/healthd.sqlite")
+        guard let heart = HealthTypeCatalog.type("heartRate") else { return }
+        let everyHeartRow = """
+            SELECT d.user_id, d.day, d.body FROM statistics_days d JOIN type_codes t ON t.id = d.type_id
+            WHERE t.name = 'heartRate' ORDER BY 1, 2
+            """
+        func row(_ row: Row) throws -> (user: Int64, day: Int64, body: [UInt8]) { (try row.int64(at: 0), try row.int64(at: 1), try row.blob(at: 2)) }
+        let database = try Database(path: directory + "/healthd.sqlite")
+        #expect(try database.first("SELECT count(*) FROM schema_migrations WHERE name = '013-statistics-discrete-compact'", [],
+                                   { try $0.int64(at: 0) }) == 0, "the fixture predates the compact layout")
+        let before = try database.map(everyHeartRow, [], row)
+        database.close()
+        #expect(before.count >= 2 && before.allSatisfy { $0.body.first == 2 }, "fixed-width rows of several days")
+        let store = try HealthStore(directory: directory, readers: 1)
+        defer { store.close() }
+        let after = try store.pool.read { db in try db.map(everyHeartRow, [], row) }
+        #expect(after.map { [$0.user, $0.day] } == before.map { [$0.user, $0.day] })
+        #expect(after.allSatisfy { $0.body.first == 3 })
+        let bytesAfter: Int = after.reduce(0) { $0 + $1.body.count }
+        let bytesBefore: Int = before.reduce(0) { $0 + $1.body.count }
+        #expect(bytesAfter * 3 < bytesBefore, "\(bytesAfter) bytes after, \(bytesBefore) before")
+        let user = try #require(before.first?.user)
+        let days = before.filter { $0.user == user }.map(\.day)
+        let first = try #require(days.first)
+        let last = try #require(days.last)
+        // Quarter-hour buckets over the days, so every slot is asked about on its own.
+        let buckets = (0..<Int((last - first + 1) * 96)).map { quarter in
+            CalendarBucket(start: first * 86_400_000 + Int64(quarter) * 900_000, end: first * 86_400_000 + Int64(quarter + 1) * 900_000,
+                           startOffsetSeconds: 0, endOffsetSeconds: 0)
+        }
+        let options: StatisticsOptions = [.discreteAverage, .discreteMin, .discreteMax, .mostRecent, .separateBySource]
+        func answers(_ rows: [(user: Int64, day: Int64, body: [UInt8])]) throws -> [BucketStatistics] {
+            try RollupSeries(style: .discrete, priority: SourcePriority([]), days: first...last,
+                             rows: rows.filter { $0.user == user }.map { ($0.day, $0.body, nil) })
+                .statisticsCollection(buckets: buckets, options: options)
+        }
+        #expect(try answers(after) == answers(before), "the compact rows answer bit for bit as the rows they replace")
+        let stored = try store.withStatisticsIndex(userRowID: user, type: heart, buckets: buckets) { snapshot in
+            try snapshot.index.statisticsCollection(buckets: buckets, options: options)
+        }
+        let direct = try statisticsCollection(of: try store.statisticsSamples(userRowID: user, type: heart), buckets: buckets,
+                                              style: .discrete, options: options, priority: SourcePriority([]))
+        #expect(stored.count == direct.count && stored.contains { $0.figures.average != nil })
+        for (mine, theirs) in zip(stored, direct) {
+            #expect(StatisticsIndexTests.same(mine.figures, theirs.figures), "bucket \(mine.bucket.start)")
+        }
+        // A save folds into a migrated row.
+        let name = try #require(try store.pool.read { db in
+            try db.first("SELECT name FROM users WHERE id = ?", [.integer(user)], { try $0.string(at: 0) })
+        })
+        let (writer, _) = try store.createAuthorization(user: try #require(try store.user(named: name)), app: "another-watch",
+                                                        read: [], share: ["heartRate"])
+        let instant = first * 86_400_000 + 3 * 900_000 + 1
+        _ = try store.save([HealthSample(uuid: .random(), type: "heartRate", start: instant, end: instant, content: .quantity(250))], by: writer)
+        let maximum = try store.withStatisticsIndex(userRowID: user, type: heart, buckets: span(first * 86_400_000, (last + 1) * 86_400_000)) {
+            try $0.index.statistics(start: first * 86_400_000, end: (last + 1) * 86_400_000, options: .discreteMax).figures.maximum
+        }
+        #expect(maximum == 250)
     }
 
     /// A query reads rollup rows, not samples: with the rows in place and the samples gone behind the

@@ -237,6 +237,13 @@ private struct MaintainedRows {
                 maintained[0].rebuild(present: present, priority: priority)
             }
             for index in maintained.indices { try maintained[index].apply(changes, present: present, priority: priority) }
+            if scenario.chance(0.3) {
+                // Discrete rows as the earlier fixed-width layout wrote them: they answer, and the
+                // next steps fold into and rewrite them, like rows of a store written before.
+                for (day, row) in maintained[1].rows {
+                    maintained[1].rows[day] = (try LegacyDiscreteBody.rewrite(row.body, day: day), nil)
+                }
+            }
             let buckets = try scenario.buckets()
             let context = "seed \(seed) step \(step)"
             for rows in maintained {

@@ -53,7 +53,7 @@ class Ledger:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.batches = []          # (uuids, values by uuid, state) state: "acked" | "unknown" | "rejected"
+        self.batches = []          # (uuids, values by uuid, state, samples) state: "acked" | "unknown" | "rejected"
         self.slot = 0              # a unique minute per sample, so cumulative sums never overlap
         self.imu = {}              # session -> {"acked": last acked seq or -1, "answers": {seq: bytes}, "bodies": {seq: bytes}, "inflight": seq or None}
 
@@ -81,7 +81,7 @@ def sample_writer(port, token, ledger, rng, stop):
                 samples.append({"uuid": sample_uuid, "type": DISCRETE_TYPE, "value": value, "unit": "count/min",
                                 "start": iso(start), "end": iso(start)})
             values[sample_uuid] = (samples[-1]["type"], value)
-        entry = [list(values), values, "unknown"]
+        entry = [list(values), values, "unknown", samples]
         with ledger.lock:
             ledger.batches.append(entry)
         try:
@@ -173,7 +173,7 @@ def verify(port, token, ledger, round_name):
     stored_uuids = set(stored[WRITER_TYPE]) | set(stored[DISCRETE_TYPE])
     known, lost, partial, bad_states = set(), [], [], []
     acked = unknown_committed = unknown_absent = 0
-    for uuids, values, state in ledger.batches:
+    for uuids, values, state, _ in ledger.batches:
         known.update(uuids)
         present = [u for u in uuids if u in stored_uuids]
         if state == "acked":
@@ -194,7 +194,7 @@ def verify(port, token, ledger, round_name):
     check(f"{round_name}: no batch is partly stored ({unknown_committed} in flight committed, {unknown_absent} not)",
           not partial, partial[:3])
     check(f"{round_name}: nothing stored that no client sent", stored_uuids <= known, list(stored_uuids - known)[:3])
-    sent = {u: typed for (_, values, _) in ledger.batches for u, typed in values.items()}
+    sent = {u: typed for (_, values, _, _) in ledger.batches for u, typed in values.items()}
     wrong_values = [u for u in stored_uuids & set(sent)
                     if float(stored[sent[u][0]][u]["value"]) != float(sent[u][1])]
     check(f"{round_name}: stored values are the values sent", not wrong_values, wrong_values[:3])
@@ -246,6 +246,18 @@ def verify(port, token, ledger, round_name):
         check(f"{round_name}: discrete min/max equal a recomputation",
               status == 200 and number("minimum") == min(values) and number("maximum") == max(values), (status, body[:300]))
 
+    # Every stored batch sent again (a client retrying after the crash) is idempotent: a sample never
+    # lost the record of its uuid in the kill, so nothing is stored twice.
+    resent = [(uuids, samples) for uuids, _, _, samples in ledger.batches if uuids and all(u in stored_uuids for u in uuids)]
+    refused = []
+    for uuids, samples in resent:
+        status, body = request(port, "POST", "/v1/samples", {"samples": samples}, token=token)
+        if not (200 <= status < 300 and [u.upper() for u in json.loads(body)["saved"]] == uuids):
+            refused.append((status, body[:200]))
+    after = len(all_samples(port, token, WRITER_TYPE)) + len(all_samples(port, token, DISCRETE_TYPE))
+    check(f"{round_name}: re-sending the {len(resent)} stored batches is accepted and stores nothing twice",
+          not refused and after == len(stored_uuids), (refused[:2], after, len(stored_uuids)))
+
 
 def run_round(args, round_index, rng):
     name = f"round {round_index}"
@@ -275,7 +287,8 @@ def run_round(args, round_index, rng):
         server.proc.stderr.close()
         print(f"crash: {name}: killed after {sum(1 for b in ledger.batches if b[2] == 'acked')} acknowledged batches, "
               f"{sum(s['acked'] + 1 for s in ledger.imu.values())} IMU batches")
-        restarted = Server(args.binary, args.public, data_dir=data_dir)
+        # drain: the re-sends below log a line each, more than a pipe holds.
+        restarted = Server(args.binary, args.public, data_dir=data_dir, drain=True)
         try:
             verify(restarted.port, token, ledger, name)
         finally:

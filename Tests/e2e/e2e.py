@@ -4,7 +4,7 @@
 Each check prints one line; the run ends with 'e2e: N passed, N failed' and exits non-zero on
 any failure. Standard library only, so it runs on a fresh Debian with python3.
 """
-import argparse, json, os, re, select, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+import argparse, json, os, re, uuid, select, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
 # Run as a script, this file is __main__; the suites in sibling files import it as "e2e" and must
 # share its results rather than load a second copy.
@@ -247,6 +247,7 @@ def api_checks(port):
     check("POST /v1/samples saves", st == 201 and len(js(b)["saved"]) == 1, b)
     st, h, b = http(port, "GET", "/v1/samples?type=stepCount&start=2026-03-08T09:05:00+01:00", token=token)
     check("an unencoded + offset in the query works", st == 200 and len(js(b)["samples"]) == 1, b)
+    idempotency_checks(port, token)
     import math
     rows = ["t,x,y,z"] + [f"{i/50},{0.3*3*math.sin(2*math.pi*1.8*i/50)},{6.9+2.1*math.sin(2*math.pi*1.8*i/50)},6.9" for i in range(1500)]
     csv = ("\n".join(rows) + "\n").encode()
@@ -258,6 +259,44 @@ def api_checks(port):
     check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
     st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def idempotency_checks(port, token):
+    """Saves by client uuid: a re-send stores nothing twice, other content is a 409 that keeps
+    nothing of its batch, and a deleted uuid can be saved again (API.md, POST /v1/samples)."""
+    def sample(u, value, minute):
+        return {"uuid": u, "type": "stepCount", "value": value, "unit": "count",
+                "start": f"2026-03-09T09:{minute:02d}:00Z", "end": f"2026-03-09T09:{minute:02d}:30Z"}
+    uuids = [str(uuid.uuid4()) for _ in range(300)]
+    batch = {"samples": [sample(u, i % 50 + 1, i % 60) for i, u in enumerate(uuids)]}
+    st, h, b = http(port, "POST", "/v1/samples", batch, token=token)
+    check("a batch with client uuids saves", st == 201 and js(b)["saved"] == uuids, b[:200])
+    st, h, b = http(port, "POST", "/v1/samples", batch, token=token)
+    check("re-sending it answers the same uuids", st == 201 and js(b)["saved"] == uuids, b[:200])
+    upper = {"samples": [dict(s, uuid=s["uuid"].upper()) for s in batch["samples"][:10]]}
+    st, h, b = http(port, "POST", "/v1/samples", upper, token=token)
+    check("a re-send with upper-case uuids is the same samples", st == 201, b[:200])
+    st, h, b = http(port, "GET", "/v1/samples?type=stepCount&start=2026-03-09T00:00:00Z&end=2026-03-10T00:00:00Z&limit=1000",
+                    token=token)
+    check("the re-sends stored nothing twice", st == 200 and len(js(b)["samples"]) == 300, len(js(b).get("samples", [])))
+    new = str(uuid.uuid4())
+    changed = {"samples": [sample(new, 1, 1), dict(batch["samples"][7], value=999)]}
+    st, h, b = http(port, "POST", "/v1/samples", changed, token=token)
+    check("other content under a stored uuid is a 409", st == 409, b[:300])
+    st, h, b = http(port, "GET", f"/v1/samples/{new}", token=token)
+    check("nothing of the conflicting batch is kept", st == 404, b[:200])
+    st, h, b = http(port, "GET", f"/v1/samples/{uuids[7]}", token=token)
+    check("GET by uuid finds a saved sample", st == 200 and js(b)["value"] == 8, b[:200])
+    st, h, b = http(port, "DELETE", f"/v1/samples/{uuids[7]}", token=token)
+    check("DELETE by uuid is 204", st == 204, b[:200])
+    st, h, b = http(port, "GET", f"/v1/samples/{uuids[7]}", token=token)
+    check("a deleted sample is not found", st == 404, b[:200])
+    st, h, b = http(port, "DELETE", f"/v1/samples/{uuids[7]}", token=token)
+    check("deleting it again is 404", st == 404, b[:200])
+    st, h, b = http(port, "POST", "/v1/samples", {"samples": [dict(batch["samples"][7], value=999)]}, token=token)
+    check("a deleted uuid can be saved again, with other content", st == 201, b[:200])
+    st, h, b = http(port, "GET", f"/v1/samples/{uuids[7]}", token=token)
+    check("and reads back as saved the second time", st == 200 and js(b)["value"] == 999, b[:200])
+
+
 def privacy_traffic(port):
     """Requests whose path, query and body carry a token and health values; the access log must
     show none of them (checked after the server stops). Returns the token."""

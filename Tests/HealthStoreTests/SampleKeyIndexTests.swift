@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+import HealthModel
+import Primitives
+import SQLite
+@testable import HealthStore
+
+/// The uuid key runs: the pure run operations, and the store's idempotency through them against a
+/// model, with keys narrowed so that different uuids share keys all the time.
+@Suite struct SampleKeyIndexTests {
+    // MARK: Runs
+
+    @Test func runsSortMergeAndRoundTripThroughChunks() throws {
+        var random = SplitMix64(seed: 1)
+        for round in 0..<20 {
+            let count = Int(random.next() % 3_000)
+            // Few distinct keys in some rounds: long stretches of one key must stay in one chunk.
+            let keyRange: UInt64 = round % 3 == 0 ? 7 : 1 << 32
+            // Seqs spanning more than 32 bits in some rounds: the wide chunk format.
+            let seqRange: UInt64 = round % 4 == 1 ? 1 << 40 : 1 << 20
+            var entries: [(key: UInt32, seq: Int64)] = []
+            var seqs = Set<Int64>()
+            while entries.count < count {
+                let seq = Int64(random.next() % seqRange)
+                guard seqs.insert(seq).inserted else { continue }
+                entries.append((UInt32(random.next() % keyRange), seq))
+            }
+            let run = SampleKeyRun(unsorted: entries)
+            let expected = entries.sorted { ($0.key, $0.seq) < ($1.key, $1.seq) }
+            #expect(run.keys == expected.map(\.key) && run.seqs == expected.map(\.seq))
+
+            let cut = count / 3
+            let parts = [SampleKeyRun(unsorted: Array(entries[..<cut])), SampleKeyRun(unsorted: Array(entries[cut..<(2 * cut)])),
+                         SampleKeyRun(unsorted: Array(entries[(2 * cut)...])), SampleKeyRun()]
+            #expect(SampleKeyRun.merged(parts) == run)
+
+            let chunks = run.chunks(entriesPerChunk: 50)
+            var keys: [UInt32] = []
+            var decodedSeqs: [Int64]? = []
+            for (index, chunk) in chunks.enumerated() {
+                #expect(chunk.entries.withUnsafeBytes { SampleKeyRun.decode($0, keys: &keys, seqs: &decodedSeqs) })
+                if index > 0 { #expect(chunk.firstKey > chunks[index - 1].firstKey, "one key never straddles two chunks") }
+            }
+            #expect(keys == run.keys && decodedSeqs == run.seqs)
+            for key in Set(run.keys).prefix(20) {
+                #expect(Array(run.seqs(for: key)) == expected.filter { $0.key == key }.map(\.seq))
+            }
+        }
+        var keys: [UInt32] = []
+        var seqs: [Int64]? = []
+        #expect(![UInt8](repeating: 7, count: 30).withUnsafeBytes { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) },
+                "bytes that are not a chunk are refused")
+    }
+
+    @Test func presenceMatchesABruteForceLookup() {
+        var random = SplitMix64(seed: 2)
+        for round in 0..<50 {
+            let held = (0..<Int(random.next() % 2_000)).map { _ in UInt32(random.next() % (round % 2 == 0 ? 500 : 1 << 32)) }.sorted()
+            let query = (0..<Int(random.next() % 300)).map { _ in
+                random.next() % 2 == 0 && !held.isEmpty ? held[Int(random.next() % UInt64(held.count))] : UInt32(random.next() % 600)
+            }.sorted()
+            var found: [Int] = []
+            SampleKeyFilter.forEachPresent(query, in: held) { found.append($0) }
+            let heldSet = Set(held)
+            #expect(found == query.indices.filter { heldSet.contains(query[$0]) })
+        }
+    }
+
+    @Test func levelsGrowByTheFanout() {
+        let index = SampleKeyIndex(fanout: 8)
+        #expect(index.level(forCount: 1) == 0 && index.level(forCount: 8_191) == 0)
+        #expect(index.level(forCount: 8_192) == 1 && index.level(forCount: 65_535) == 1 && index.level(forCount: 65_536) == 2)
+    }
+
+    // MARK: The store against a model
+
+    final class KeyedStore {
+        let directory = NSTemporaryDirectory() + "healthd-keys-" + UUID().uuidString
+        let derivation: SampleKeyDerivation
+        var store: HealthStore
+
+        init(bits: Int, memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget) throws {
+            derivation = .narrowed(to: bits)
+            store = try HealthStore(directory: directory, readers: 2,
+                                    sampleKeys: SampleKeyIndex(derivation: derivation, fanout: 2, memoryBudget: memoryBudget))
+        }
+
+        /// A new store object on the same file: nothing held in memory.
+        func reopen(memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget) throws {
+            store.close()
+            store = try HealthStore(directory: directory, readers: 2,
+                                    sampleKeys: SampleKeyIndex(derivation: derivation, fanout: 2, memoryBudget: memoryBudget))
+        }
+
+        deinit {
+            store.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Random batches of new samples, identical re-sends, conflicting re-sends, in-batch repeats,
+    /// deletes and re-saves of deleted uuids, for two users sharing uuids, with 0 to 6-bit keys (every
+    /// lookup meets other uuids under its key) and a fanout of 2 (merges all the time): every save
+    /// and read by uuid answers as the model does.
+    @Test(arguments: [0, 3, 6, 32])
+    func savesReadsAndDeletesByUUIDAgreeWithAModel(bits: Int) throws {
+        let t = try KeyedStore(bits: bits, memoryBudget: bits == 3 ? 64 : SampleKeyIndex.defaultMemoryBudget)
+        var random = SplitMix64(seed: UInt64(bits) + 10)
+        let alice = try t.store.createUser(name: "alice")
+        let bob = try t.store.createUser(name: "bob")
+        var apps: [AppAuthorization] = []
+        for user in [alice, bob] {
+            apps.append(try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"]).0)
+        }
+        // Per user: uuid -> the sample stored under it; and uuids deleted.
+        var stored: [[HealthUUID: HealthSample]] = [[:], [:]]
+        var deleted: [[HealthUUID]] = [[], []]
+        var start: Int64 = 1_700_000_000_000
+        func fresh() -> HealthSample {
+            start += 60_000
+            return steps(Double(random.next() % 100), start: start, uuid: .random(using: &random))
+        }
+        for round in 0..<40 {
+            let user = Int(random.next() % 2)
+            let app = apps[user]
+            let kind = random.next() % 6
+            if round % 15 == 14 { try t.reopen(memoryBudget: bits == 3 ? 64 : SampleKeyIndex.defaultMemoryBudget) }
+            switch kind {
+            case 0, 1, 2:
+                // New samples, some of the other user's uuids, some re-sent, some re-saved after deletion, one repeated.
+                var batch = (0..<Int(1 + random.next() % 40)).map { _ in fresh() }
+                // Dictionaries' order differs between runs: pick from sorted keys, so a seed is one run.
+                if let other = stored[1 - user].keys.sorted().first, stored[user][other] == nil {
+                    batch.append(steps(1, start: start + 1, uuid: other))
+                }
+                for uuid in stored[user].keys.sorted().prefix(Int(random.next() % 5)) { batch.append(stored[user][uuid] ?? fresh()) }
+                if let again = deleted[user].last, !batch.contains(where: { $0.uuid == again }) {
+                    deleted[user].removeLast()
+                    batch.append(steps(2, start: start + 2, uuid: again))
+                }
+                batch.append(batch[0])
+                batch.shuffle(using: &random)
+                let saved = try t.store.save(batch, by: app)
+                #expect(saved == batch.map(\.uuid))
+                for sample in batch where stored[user][sample.uuid] == nil { stored[user][sample.uuid] = sample }
+            case 3:
+                // A re-send with other content: a conflict at its index, nothing of the batch kept.
+                guard let uuid = stored[user].keys.sorted().first, let sample = stored[user][uuid] else { continue }
+                let newOne = fresh()
+                var changed = sample
+                changed.content = .quantity((sample.quantity ?? 0) + 1)
+                #expect(changed.uuid == uuid)
+                let error = try #require(throws: SampleConflict.self) { try t.store.save([newOne, changed], by: app) }
+                #expect(error.index == 1 && error.uuid == uuid)
+                #expect(try t.store.sample(newOne.uuid, for: app, userExternalID: "") == nil)
+            case 4:
+                // Delete one stored sample; deleting it again is not found.
+                let uuids = stored[user].keys.sorted()
+                guard !uuids.isEmpty else { continue }
+                let uuid = uuids[Int(random.next() % UInt64(uuids.count))]
+                try t.store.deleteSample(uuid, by: app)
+                stored[user][uuid] = nil
+                deleted[user].append(uuid)
+                #expect(throws: StoreError.self) { try t.store.deleteSample(uuid, by: app) }
+            default:
+                // Unknown uuids are not found; nothing is found under another user.
+                let unknown = HealthUUID.random(using: &random)
+                #expect(try t.store.sample(unknown, for: app, userExternalID: "") == nil)
+            }
+            // Uuids either user ever used read back as the model says: a sample of them after each
+            // round, all of them after the last.
+            let known = Set(stored[0].keys).union(stored[1].keys).union(deleted[0]).union(deleted[1]).sorted()
+            let checked = round == 39 ? known : (0..<min(30, known.count)).map { _ in known[Int(random.next() % UInt64(known.count))] }
+            for (index, app) in apps.enumerated() {
+                for uuid in checked {
+                    let read = try t.store.sample(uuid, for: app, userExternalID: "")?.sample
+                    #expect(read == stored[index][uuid], "user \(index), uuid \(uuid.lowercasedString), round \(round)")
+                }
+                var query = SampleQuery(type: "stepCount")
+                query.limit = 10_000
+                #expect(try t.store.samples(query, for: app, userExternalID: "").samples.count == stored[index].count)
+            }
+        }
+        // The runs hold one entry per row ever inserted, merged into few runs.
+        let runs = try t.store.pool.read { db in try t.store.sampleKeys.runs(userRowID: apps[0].userRowID, db: db) }
+        #expect(runs.count <= 2 * 8, "a fanout of 2 keeps at most one run per level")
+    }
+
+    /// A database written by the schema with the unique (user, uuid) index: the migration builds the
+    /// runs from its rows, and saves, reads and deletes by uuid work on them.
+    @Test func anExistingDatabaseGetsRunsFromItsRows() throws {
+        let directory = NSTemporaryDirectory() + "healthd-keys-migration-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let migration = "014-sample-key-runs"
+        let older = Schema.migrator().registered(before: migration)
+        #expect(Schema.migrator().registeredNames.contains(migration) && !older.registeredNames.contains(migration))
+        let database = try Database(path: directory + "/healthd.sqlite")
+        try older.migrate(database)
+        #expect(try database.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'samples_by_uuid'") == 1)
+        try database.execute("""
+            INSERT INTO users (id, external_id, name, created_ms) VALUES (1, 'u-1', 'alice', 0), (2, 'u-2', 'bob', 0);
+            INSERT INTO sources (id, user_id, app) VALUES (1, 1, 'phone'), (2, 2, 'phone');
+            INSERT INTO type_codes (id, name) VALUES (1, 'stepCount');
+            """)
+        var random = SplitMix64(seed: 3)
+        var uuids: [HealthUUID] = []
+        try database.transaction(.immediate) {
+            for seq in 1...3_000 {
+                let uuid = HealthUUID.random(using: &random)
+                uuids.append(uuid)
+                try database.execute("""
+                    INSERT INTO samples (seq, user_id, uuid, type_id, source_id, start_ms, end_ms, value, created_ms)
+                    VALUES (?, ?, ?, 1, ?, ?, ?, 5, 0)
+                    """, [.integer(Int64(seq)), .integer(Int64(seq % 2 + 1)), .blob(uuid.bytes), .integer(Int64(seq % 2 + 1)),
+                          .integer(1_700_000_000_000 + Int64(seq) * 60_000), .integer(1_700_000_060_000 + Int64(seq) * 60_000)])
+            }
+            try database.execute("INSERT INTO meta (key, value) VALUES ('seq', 3000)")
+        }
+        database.close()
+
+        let store = try HealthStore(directory: directory, readers: 1)
+        defer { store.close() }
+        let (indexes, entries) = try store.pool.read { db in
+            (try db.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'samples_by_uuid'"),
+             try db.scalarInt64("SELECT sum(count) FROM sample_key_runs"))
+        }
+        #expect(indexes == 0 && entries == 3_000)
+        let alice = try #require(try store.user(named: "alice"))
+        let app = try store.createAuthorization(user: alice, app: "phone", read: ["stepCount"], share: ["stepCount"]).0
+        // seq 2, 4, ... are alice's (user 1); the odd ones bob's, invisible to her.
+        for (offset, uuid) in uuids.enumerated() {
+            let seq = offset + 1
+            #expect((try store.sample(uuid, for: app, userExternalID: "u-1") != nil) == (seq % 2 == 0))
+        }
+        // A re-send of a migrated sample is idempotent; other content conflicts; delete works.
+        let mine = try #require(try store.sample(uuids[1], for: app, userExternalID: "u-1")).sample
+        #expect(try store.save([mine], by: app) == [mine.uuid])
+        var changed = mine
+        changed.content = .quantity(6)
+        #expect(throws: SampleConflict.self) { try store.save([changed], by: app) }
+        try store.deleteSample(mine.uuid, by: app)
+        #expect(try store.sample(mine.uuid, for: app, userExternalID: "u-1") == nil)
+        #expect(try store.save([changed], by: app) == [mine.uuid], "a deleted uuid can be saved again")
+        #expect(try store.sample(mine.uuid, for: app, userExternalID: "u-1")?.sample.quantity == 6)
+    }
+}
