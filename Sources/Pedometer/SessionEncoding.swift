@@ -5,13 +5,13 @@
 /// session in a fixed order: Doubles as their 8-byte bit patterns (exact round trip), integers as
 /// 8 bytes, flags as 1 byte, optionals as a flag then the value, arrays as a count then the values.
 /// At most about 600 bytes. Version 1 (before the walk-start candidates were kept) still decodes,
-/// with no such candidates; versions 1 and 2 (before the bump look-ahead) decode with it off, as
-/// they ran. States saved before this format (Foundation JSON, starting with `{`) still decode,
+/// with no such candidates; versions 1 and 2 (before the bump look-ahead) decode with it off, and
+/// versions 1 to 3 (before the stride-lock check) with that off, as they ran. States saved before this format (Foundation JSON, starting with `{`) still decode,
 /// through `Codable`, and are stored in this format from their next batch on.
 extension PedometerSession {
     static let magic: [UInt8] = [0x50, 0x44]  // "PD"
     /// Bump when the field list changes, and keep decoding the older versions.
-    static let formatVersion: UInt8 = 3
+    static let formatVersion: UInt8 = 4
     /// Versions this build restores (the current one last).
     static let readableVersions: ClosedRange<UInt8> = 1...formatVersion
 
@@ -158,10 +158,12 @@ extension StepDetectionParameters {
         writer.int(irregularIntervalsToEndBout)
         writer.double(maximumSampleGapSeconds)
         writer.double(bumpRhythmTolerance)
-        writer.double(bumpRejectionMaximumPeriodSeconds)
+        writer.double(longestStepPeriodSeconds)
+        writer.int(strideLockStrides)
     }
 
-    /// Versions before 3 had no bump look-ahead: such sessions go on without it, as they ran.
+    /// Versions before 3 had no bump look-ahead, before 4 no stride-lock check: such sessions go on
+    /// without them, as they ran.
     init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
         self.init()
         sampleRateHz = try reader.double()
@@ -180,10 +182,11 @@ extension StepDetectionParameters {
         maximumSampleGapSeconds = try reader.double()
         if version >= 3 {
             bumpRhythmTolerance = try reader.double()
-            bumpRejectionMaximumPeriodSeconds = try reader.double()
+            longestStepPeriodSeconds = try reader.double()
         } else {
             bumpRhythmTolerance = 0
         }
+        strideLockStrides = version >= 4 ? try reader.int() : 0
         // The detector divides by the rate, sizes a buffer by the bout length, and resamples up to
         // a gap's worth of grid points per input sample.
         guard (1...10_000).contains(sampleRateHz), lowPassCutoffHz > 0, lowPassCutoffHz < sampleRateHz / 2,
@@ -257,6 +260,8 @@ extension StepDetector {
         writer.double(stepPeriod)
         writer.int(irregularIntervals)
         writer.doubles(preludeTimes)
+        writer.bool(midStrideCandidateMerged)
+        writer.int(midStrideMerges)
     }
 
     init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
@@ -285,6 +290,10 @@ extension StepDetector {
         stepPeriod = try reader.double()
         irregularIntervals = try reader.int()
         if version >= 2 { preludeTimes = try reader.doubles(limit: Self.preludeCapacity) }
+        if version >= 4 {
+            midStrideCandidateMerged = try reader.bool()
+            midStrideMerges = try reader.int()
+        }
         // The next grid point follows the last sample within one grid step; anything else (damage)
         // would make the resampler walk an unbounded number of points.
         let nextGridTime = gridOrigin + Double(gridIndex) * (1 / parameters.sampleRateHz)

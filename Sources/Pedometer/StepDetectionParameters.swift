@@ -13,7 +13,7 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     /// Time constant of the running RMS that scales the adaptive peak threshold.
     public var amplitudeTimeConstantSeconds: Double = 2.0
     /// A peak counts when the signal rises and then falls by this fraction of the running RMS.
-    public var relativeProminence: Double = 1.0
+    public var relativeProminence: Double = 1.2
     /// Absolute floor of that rise and fall (m/s²): below it the phone is still or barely moving.
     public var minimumProminence: Double = 0.35
     /// 3.5 Hz: the fastest human step rate counted.
@@ -25,9 +25,14 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     /// candidate after it lands within this fraction of a step period of one period after the last
     /// step (the same ±15 % the walk-start back-fill allows). 0 turns the look-ahead off.
     public var bumpRhythmTolerance: Double = 0.15
-    /// The look-ahead applies only while the step period is shorter than this (s): a longer
-    /// "period" may be a stride, whose mid-point candidates are the other foot's steps.
-    public var bumpRejectionMaximumPeriodSeconds: Double = 0.9
+    /// The longest step period (s) taken at face value. A longer "period" may be a stride (two
+    /// steps), whose mid-point candidates are the other foot's steps: the bump look-ahead is off
+    /// there, and the stride-lock check below is on.
+    public var longestStepPeriodSeconds: Double = 0.9
+    /// Strides in a row, each with a candidate near its middle merged away by the spacing rule,
+    /// after which a step period longer than `longestStepPeriodSeconds` is taken for a stride and
+    /// halved: the weaker foot's steps were being merged into the stronger foot's. 0 turns it off.
+    public var strideLockStrides: Int = 3
     /// Longer pauses end a walking bout.
     public var maximumStepIntervalSeconds: Double = 2.0
     /// Candidate steps needed, regularly spaced, before a bout counts (then all of them count).
@@ -43,7 +48,8 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
 
     public init() {}
 
-    /// Sessions stored as JSON before the bump look-ahead existed restore with it off, as they ran.
+    /// Sessions stored as JSON before the bump look-ahead and the stride-lock check existed restore
+    /// with both off, as they ran.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         sampleRateHz = try container.decode(Double.self, forKey: .sampleRateHz)
@@ -61,8 +67,9 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
         irregularIntervalsToEndBout = try container.decode(Int.self, forKey: .irregularIntervalsToEndBout)
         maximumSampleGapSeconds = try container.decode(Double.self, forKey: .maximumSampleGapSeconds)
         bumpRhythmTolerance = try container.decodeIfPresent(Double.self, forKey: .bumpRhythmTolerance) ?? 0
-        bumpRejectionMaximumPeriodSeconds = try container.decodeIfPresent(
-            Double.self, forKey: .bumpRejectionMaximumPeriodSeconds) ?? bumpRejectionMaximumPeriodSeconds
+        longestStepPeriodSeconds = try container.decodeIfPresent(
+            Double.self, forKey: .longestStepPeriodSeconds) ?? longestStepPeriodSeconds
+        strideLockStrides = try container.decodeIfPresent(Int.self, forKey: .strideLockStrides) ?? 0
     }
 
     public static let standard = StepDetectionParameters()

@@ -6,7 +6,8 @@ import Foundation
 /// minus a running gravity estimate → low-pass → peaks whose prominence exceeds
 /// an adaptive threshold → minimum step spacing (adapted to the step period) →
 /// bout confirmation (several regular candidates before any of them counts) → in a walk, a
-/// candidate between two on-rhythm ones is dropped as a bump.
+/// candidate between two on-rhythm ones is dropped as a bump, and a period that keeps hiding a
+/// candidate in its middle is halved (a stride taken for a step).
 /// Everything is processed sample by sample, so batch boundaries do not matter.
 struct StepDetector: Sendable, Codable, Equatable {
     let parameters: StepDetectionParameters
@@ -48,6 +49,11 @@ struct StepDetector: Sendable, Codable, Equatable {
     /// (oldest first, at most `preludeCapacity`): the first steps of a walk whose confirmation came
     /// later. Back-filled when a bout is confirmed, if they keep its rhythm.
     var preludeTimes: [Double] = []
+    /// Since the last counted step, the spacing rule merged away a candidate near the middle of a
+    /// stride-long step period.
+    var midStrideCandidateMerged = false
+    /// Consecutive such intervals (see `StepDetectionParameters.strideLockStrides`).
+    var midStrideMerges = 0
 
     private let gravityAlpha: Double
     private let amplitudeAlpha: Double
@@ -181,6 +187,8 @@ struct StepDetector: Sendable, Codable, Equatable {
         hasAcceptedStep = false
         irregularIntervals = 0
         stepPeriod = 0
+        midStrideCandidateMerged = false
+        midStrideMerges = 0
         pendingTimes.removeAll(keepingCapacity: true)
         preludeTimes.removeAll(keepingCapacity: true)
     }
@@ -194,6 +202,10 @@ struct StepDetector: Sendable, Codable, Equatable {
             let minimumGap = max(parameters.minimumStepIntervalSeconds,
                                  parameters.minimumIntervalFractionOfPeriod * stepPeriod)
             if time - lastCandidateTime < minimumGap {
+                if boutActive && stepPeriod > parameters.longestStepPeriodSeconds
+                    && abs((time - lastCandidateTime) / stepPeriod - 0.5) <= Self.midStrideTolerance {
+                    midStrideCandidateMerged = true
+                }
                 if value > lastCandidateValue {
                     lastCandidateTime = time
                     lastCandidateValue = value
@@ -216,7 +228,7 @@ struct StepDetector: Sendable, Codable, Equatable {
     @inline(__always)
     private func isBumpBetweenSteps(next: Double) -> Bool {
         guard boutActive, hasAcceptedStep, stepPeriod > 0,
-              stepPeriod < parameters.bumpRejectionMaximumPeriodSeconds else { return false }
+              stepPeriod <= parameters.longestStepPeriodSeconds else { return false }
         return abs((next - lastAcceptedTime) / stepPeriod - 1) <= parameters.bumpRhythmTolerance
     }
 
@@ -237,6 +249,13 @@ struct StepDetector: Sendable, Codable, Equatable {
         hasAcceptedStep = true
         lastAcceptedTime = time
         if boutActive {
+            midStrideMerges = midStrideCandidateMerged ? midStrideMerges + 1 : 0
+            midStrideCandidateMerged = false
+            if parameters.strideLockStrides > 0 && midStrideMerges >= parameters.strideLockStrides {
+                // Locked onto the stride: with half the period the spacing rule lets both feet through.
+                stepPeriod /= 2
+                midStrideMerges = 0
+            }
             irregularIntervals = regular ? 0 : irregularIntervals + 1
             if irregularIntervals < parameters.irregularIntervalsToEndBout {
                 steps.append(time)
@@ -263,6 +282,10 @@ struct StepDetector: Sendable, Codable, Equatable {
             }
         }
     }
+
+    /// How far (fraction of the period) from the middle of a stride-long period a merged candidate
+    /// may lie and still look like the other foot's step.
+    static let midStrideTolerance = 0.15
 
     /// Largest deviation of a back-filled step's interval from the confirmed step period.
     static let preludeTolerance = 0.15

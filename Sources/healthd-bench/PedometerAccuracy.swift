@@ -335,7 +335,8 @@ public enum PedometerAccuracyReport {
         case "maximumStrideRatio": updated.maximumStrideRatio = value
         case "maximumSampleGapSeconds": updated.maximumSampleGapSeconds = value
         case "bumpRhythmTolerance": updated.bumpRhythmTolerance = value
-        case "bumpRejectionMaximumPeriodSeconds": updated.bumpRejectionMaximumPeriodSeconds = value
+        case "longestStepPeriodSeconds": updated.longestStepPeriodSeconds = value
+        case "strideLockStrides": updated.strideLockStrides = Int(value)
         default: return nil
         }
         return updated

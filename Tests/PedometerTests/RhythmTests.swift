@@ -56,22 +56,13 @@ import Testing
             if index % 2 == 1, time > 12, (index / 2) % bumpEvery == 0 { bumpTimes.append(time + bumpDelay) }
             time += index % 2 == 0 ? short : long
         }
-        func pulse(_ offset: Double, width: Double) -> Double { exp(-(offset / width) * (offset / width)) }
-        var generator = SeededGenerator(state: 7)
-        let direction = (0.31, -0.55, 0.77)
-        let norm = (direction.0 * direction.0 + direction.1 * direction.1 + direction.2 * direction.2).squareRoot()
-        var recording = Recording(timestamps: [], x: [], y: [], z: [])
-        for sample in 0..<Int(seconds * 100) {
-            let time = Double(sample) / 100
-            var along = 9.80665
+        let recording = TestSignals.recording(seconds: seconds) { time in
+            var along = 0.0
             for step in stepTimes where abs(step - time) < 0.5 {
-                along += 4 * pulse(time - step, width: 0.09) - 1.5 * pulse(time - step - 0.2, width: 0.12)
+                along += 4 * TestSignals.pulse(time - step, width: 0.09) - 1.5 * TestSignals.pulse(time - step - 0.2, width: 0.12)
             }
-            for bump in bumpTimes where abs(bump - time) < 0.3 { along += 4 * pulse(time - bump, width: 0.05) }
-            recording.timestamps.append(TestSignals.startTime + time)
-            recording.x.append(along * direction.0 / norm + generator.gaussian(standardDeviation: 0.15))
-            recording.y.append(along * direction.1 / norm + generator.gaussian(standardDeviation: 0.15))
-            recording.z.append(along * direction.2 / norm + generator.gaussian(standardDeviation: 0.15))
+            for bump in bumpTimes where abs(bump - time) < 0.3 { along += 4 * TestSignals.pulse(time - bump, width: 0.05) }
+            return along
         }
         return (recording, stepTimes.count, bumpTimes.count)
     }
@@ -98,5 +89,46 @@ import Testing
             let run = try TestSignals.run(walk.recording, batchSize: 500)
             #expect(abs(run.stepTimes.count - walk.steps) <= 1, "\(short)/\(long) s steps")
         }
+    }
+}
+
+@Suite struct StrideLockTests {
+    /// A walk of strong steps every `stride` s, each followed `weakDelay` s later by the other foot's
+    /// step: barely visible (0.3 m/s²) for the first 20 s, so the walk is confirmed on strides alone,
+    /// then clear (1.5 m/s²) but still weaker than the strong foot's (4 m/s²).
+    static func lopsidedWalk(stride: Double, weakDelay: Double, seconds: Double = 60)
+        -> (recording: Recording, visibleSteps: Int) {
+        var steps: [(time: Double, amplitude: Double)] = []
+        var time = 0.3
+        while time < seconds {
+            steps.append((time, 4))
+            let weak = time + weakDelay
+            if weak < seconds { steps.append((weak, weak < 20 ? 0.3 : 1.5)) }
+            time += stride
+        }
+        let recording = TestSignals.recording(seconds: seconds) { time in
+            var along = 0.0
+            for step in steps where abs(step.time - time) < 0.5 {
+                along += step.amplitude * (TestSignals.pulse(time - step.time, width: 0.09)
+                    - 0.4 * TestSignals.pulse(time - step.time - 0.2, width: 0.12))
+            }
+            return along
+        }
+        let visible = steps.filter { $0.amplitude > 1 }.count
+        return (recording, visible)
+    }
+
+    @Test(arguments: [(1.1, 0.53), (1.1, 0.47), (1.0, 0.53), (1.25, 0.6)])
+    func aWalkConfirmedOnItsStridesCountsTheOtherFootOnceItShows(stride: Double, weakDelay: Double) throws {
+        let walk = Self.lopsidedWalk(stride: stride, weakDelay: weakDelay * stride)
+        let run = try TestSignals.run(walk.recording, batchSize: 500)
+        // Every visible step but those of the few strides the check needs.
+        #expect(run.stepTimes.count >= walk.visibleSteps - 5)
+        #expect(run.stepTimes.count <= walk.visibleSteps)
+        // Without the check the period stays a stride and the weaker foot is merged away for good.
+        var parameters = StepDetectionParameters.standard
+        parameters.strideLockStrides = 0
+        let locked = try TestSignals.run(walk.recording, batchSize: 500, session: PedometerSession(parameters: parameters))
+        #expect(locked.stepTimes.count < walk.visibleSteps * 2 / 3)
     }
 }

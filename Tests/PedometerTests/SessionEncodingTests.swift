@@ -59,38 +59,26 @@ import Testing
     }
 
     @Test func compactStatesOfTheEarlierVersionStillRestoreAndContinue() throws {
-        guard let url = Bundle.module.url(forResource: "session-state-v1", withExtension: "bin", subdirectory: "Fixtures") else {
-            throw Fixtures.MissingFixture(name: "session-state-v1.bin")
-        }
-        let version1 = [UInt8](try Data(contentsOf: url))
-        #expect(version1[2] == 1)
-        var session = try PedometerSession(stored: version1)
-        #expect(session.totalSteps == 48)
-        #expect(session.strideModel.heightCm == 182)
-        let current = session.encoded()
-        #expect(current[2] == PedometerSession.formatVersion)
-        #expect(try PedometerSession(stored: current) == session)
         // It continues like a fresh session of this build over the whole trace, give or take the
         // walk-start candidates version 1 did not keep (none are pending in the middle of a walk).
-        let trace = try Fixtures.load("Samsung_Carmelo_Hard_Armband_2")
-        var uninterrupted = PedometerSession(heightCm: 182, parameters: session.parameters)
-        let total = try Self.run(&uninterrupted, trace.recording, from: 0)
-        _ = try Self.run(&session, trace.recording, from: 6_000)
-        #expect(session.totalSteps == total)
+        let session = try Self.restoreEarlierVersion(1)
+        #expect(session.strideModel.heightCm == 182)
+        #expect(session.parameters.bumpRhythmTolerance == 0)
     }
 
-    @Test func compactStatesOfVersion2RestoreWithoutTheBumpLookAheadAndContinue() throws {
-        guard let url = Bundle.module.url(forResource: "session-state-v2", withExtension: "bin", subdirectory: "Fixtures") else {
-            throw Fixtures.MissingFixture(name: "session-state-v2.bin")
+    /// Restores `session-state-v<version>.bin` (the same 48-step session), checks it stores back in
+    /// the current format, and runs it over the rest of its trace like an uninterrupted session with
+    /// the parameters it restored with.
+    static func restoreEarlierVersion(_ version: UInt8) throws -> PedometerSession {
+        let name = "session-state-v\(version)"
+        guard let url = Bundle.module.url(forResource: name, withExtension: "bin", subdirectory: "Fixtures") else {
+            throw Fixtures.MissingFixture(name: name + ".bin")
         }
-        let version2 = [UInt8](try Data(contentsOf: url))
-        #expect(version2[2] == 2)
-        var session = try PedometerSession(stored: version2)
+        let stored = [UInt8](try Data(contentsOf: url))
+        #expect(stored[2] == version)
+        var session = try PedometerSession(stored: stored)
+        let restored = session
         #expect(session.totalSteps == 48)
-        // It ran without the look-ahead, so it goes on without it, with the parameters it stored.
-        #expect(session.parameters.bumpRhythmTolerance == 0)
-        #expect(session.parameters.relativeProminence == 1.0)
-        #expect(session.parameters.lowPassCutoffHz == 4.0)
         let current = session.encoded()
         #expect(current[2] == PedometerSession.formatVersion)
         #expect(try PedometerSession(stored: current) == session)
@@ -99,6 +87,21 @@ import Testing
         let total = try Self.run(&uninterrupted, trace.recording, from: 0)
         _ = try Self.run(&session, trace.recording, from: 6_000)
         #expect(session.totalSteps == total)
+        return restored
+    }
+
+    @Test func compactStatesOfVersions2And3RestoreWithoutTheChecksTheyLackedAndContinue() throws {
+        // They ran without the later checks, so they go on without them, with the parameters they stored.
+        let version2 = try Self.restoreEarlierVersion(2).parameters
+        #expect(version2.bumpRhythmTolerance == 0)
+        #expect(version2.strideLockStrides == 0)
+        #expect(version2.relativeProminence == 1.0)
+        #expect(version2.lowPassCutoffHz == 4.0)
+        let version3 = try Self.restoreEarlierVersion(3).parameters
+        #expect(version3.bumpRhythmTolerance == 0.15)
+        #expect(version3.longestStepPeriodSeconds == 0.9)
+        #expect(version3.strideLockStrides == 0)
+        #expect(version3.relativeProminence == 1.0)
     }
 
     @Test func damagedStatesAreErrorsNotCrashes() throws {

@@ -69,6 +69,27 @@ enum TestSignals {
         return recording
     }
 
+    /// 100 Hz samples of gravity along a fixed direction plus `magnitude(t)` (m/s², t in seconds from
+    /// the start) along it, and sensor noise: for walks built from pulses at chosen times.
+    static func recording(seconds: Double, seed: UInt64 = 7, magnitude: (Double) -> Double) -> Recording {
+        var generator = SeededGenerator(state: seed)
+        let direction = (0.31, -0.55, 0.77)
+        let norm = (direction.0 * direction.0 + direction.1 * direction.1 + direction.2 * direction.2).squareRoot()
+        var recording = Recording(timestamps: [], x: [], y: [], z: [])
+        for sample in 0..<Int(seconds * 100) {
+            let time = Double(sample) / 100
+            let along = 9.80665 + magnitude(time)
+            recording.timestamps.append(startTime + time)
+            recording.x.append(along * direction.0 / norm + generator.gaussian(standardDeviation: 0.15))
+            recording.y.append(along * direction.1 / norm + generator.gaussian(standardDeviation: 0.15))
+            recording.z.append(along * direction.2 / norm + generator.gaussian(standardDeviation: 0.15))
+        }
+        return recording
+    }
+
+    /// A Gaussian pulse of unit height, `offset` seconds from its centre.
+    static func pulse(_ offset: Double, width: Double) -> Double { exp(-(offset / width) * (offset / width)) }
+
     /// Phone at rest: gravity along `direction` and sensor noise only.
     static func resting(seconds: Double, direction: (Double, Double, Double), noise: Double,
                         seed: UInt64 = 2) -> Recording {
