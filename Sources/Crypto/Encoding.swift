@@ -4,23 +4,40 @@ public enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-            i += 3
+        bytes.withUnsafeBufferPointer { encode($0) }
+    }
+
+    /// Writes the text straight into the string's storage: a paging cursor is encoded on every page.
+    public static func encode(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let count = (bytes.count * 4 + 2) / 3
+        guard count > 0 else { return "" }
+        return alphabet.withUnsafeBufferPointer { alphabet in
+            String(unsafeUninitializedCapacity: count) { out in
+                var i = 0
+                var o = 0
+                while i + 3 <= bytes.count {
+                    let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    out[o] = alphabet[Int(n >> 18 & 63)]
+                    out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                    out[o + 2] = alphabet[Int(n >> 6 & 63)]
+                    out[o + 3] = alphabet[Int(n & 63)]
+                    i += 3
+                    o += 4
+                }
+                let rest = bytes.count - i
+                if rest > 0 {
+                    let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
+                    out[o] = alphabet[Int(n >> 18 & 63)]
+                    out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                    o += 2
+                    if rest == 2 {
+                        out[o] = alphabet[Int(n >> 6 & 63)]
+                        o += 1
+                    }
+                }
+                return o
+            }
         }
-        let rest = bytes.count - i
-        if rest == 1 {
-            let n = UInt32(bytes[i]) << 16
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
-        } else if rest == 2 {
-            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-            out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Nil for any character outside the alphabet, padding, or an impossible length.
@@ -43,7 +60,9 @@ public enum Base64URL {
         var i = 0
         while i + 4 <= values.count {
             let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6 | UInt32(values[i + 3])
-            out += [UInt8(n >> 16 & 255), UInt8(n >> 8 & 255), UInt8(n & 255)]
+            out.append(UInt8(n >> 16 & 255))
+            out.append(UInt8(n >> 8 & 255))
+            out.append(UInt8(n & 255))
             i += 4
         }
         let rest = values.count - i
@@ -54,7 +73,8 @@ public enum Base64URL {
         } else if rest == 3 {
             let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6
             guard n & 0xFF == 0 else { return nil }
-            out += [UInt8(n >> 16 & 255), UInt8(n >> 8 & 255)]
+            out.append(UInt8(n >> 16 & 255))
+            out.append(UInt8(n >> 8 & 255))
         }
         return out
     }

@@ -14,13 +14,16 @@ struct SignedToken {
 
     /// `key`: the server's secret with its HMAC pads hashed once (routes keep it for their lifetime).
     static func encode(kind: UInt8, fields: [Int64], key: HMACSHA256.Key) -> String {
-        var payload: [UInt8] = [kind]
-        payload.reserveCapacity(1 + fields.count * 8 + macByteCount)
-        for field in fields {
-            for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8(truncatingIfNeeded: field >> Int64(shift))) }
+        // One buffer for the payload and its MAC, encoded in place (a cursor is signed on every page).
+        var token = [UInt8](repeating: 0, count: 1 + fields.count * 8 + macByteCount)
+        token[0] = kind
+        for (index, field) in fields.enumerated() {
+            for byte in 0..<8 { token[1 + index * 8 + byte] = UInt8(truncatingIfNeeded: field >> Int64(56 - 8 * byte)) }
         }
-        let mac = key.authenticationCode(for: payload).prefix(macByteCount)
-        return Base64URL.encode(payload + mac)
+        let payloadCount = 1 + fields.count * 8
+        let mac = token.withUnsafeBufferPointer { key.authenticationCode(for: UnsafeBufferPointer(rebasing: $0[0..<payloadCount])) }
+        for index in 0..<macByteCount { token[payloadCount + index] = mac[index] }
+        return token.withUnsafeBufferPointer { Base64URL.encode($0) }
     }
 
     static func decode(_ text: String, kind: UInt8, fieldCount: Int, secret: [UInt8]) -> [Int64]? {
@@ -95,6 +98,33 @@ struct SignedToken {
     }
 
     static let fingerprints = FingerprintCache()
+
+    /// Tokens of one kind already signed, by their fields: a page read again (a dashboard
+    /// polling its first page, clients reading the same query) ends at the same place, and a
+    /// lookup costs a fraction of the HMAC. A signature depends only on the fields and the key,
+    /// so a remembered token is exactly the one `encode` makes. Bounded: past `limit` entries it
+    /// starts over.
+    final class Memo: Sendable {
+        let kind: UInt8
+        let key: HMACSHA256.Key
+        private let entries = Mutex<[[Int64]: String]>([:])
+        static let limit = 4_096
+
+        init(kind: UInt8, key: HMACSHA256.Key) {
+            self.kind = kind
+            self.key = key
+        }
+
+        func encode(_ fields: [Int64]) -> String {
+            if let known = entries.withLock({ $0[fields] }) { return known }
+            let token = SignedToken.encode(kind: kind, fields: fields, key: key)
+            entries.withLock { entries in
+                if entries.count >= Self.limit { entries.removeAll() }
+                entries[fields] = token
+            }
+            return token
+        }
+    }
 
     /// Fingerprints already computed, by their parts: a client paging through a query, and every
     /// client polling the same one, repeat the same parts, and a lookup costs a fraction of the

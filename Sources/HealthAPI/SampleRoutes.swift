@@ -10,11 +10,14 @@ struct SampleRoutes: Sendable {
     let configuration: HealthdConfiguration
     /// The store's secret ready for signing cursors (its HMAC pads hashed once, not per page).
     let cursorKey: HMACSHA256.Key
+    /// Next-page cursors already signed (a page polled again ends at the same place).
+    let cursors: SignedToken.Memo
 
     init(store: any HealthDataStore, configuration: HealthdConfiguration) {
         self.store = store
         self.configuration = configuration
         cursorKey = HMACSHA256.Key(store.secret)
+        cursors = SignedToken.Memo(kind: Self.cursorKind, key: cursorKey)
     }
 
     static let cursorKind: UInt8 = 1
@@ -104,7 +107,7 @@ struct SampleRoutes: Sendable {
             SampleCodec.write(page.samples, unit: unit, into: &writer)
             writer.key("next")
             if let next = page.next {
-                writer.string(SignedToken.encode(kind: Self.cursorKind, fields: [next.start, next.seq, fingerprint], key: cursorKey))
+                writer.string(cursors.encode([next.start, next.seq, fingerprint]))
             } else {
                 writer.null()
             }

@@ -279,6 +279,49 @@ public enum RFC3339 {
         return output.position
     }
 
+    /// Formats UTC instants as `write(_:into:)` does, keeping the date text of the last two days
+    /// it wrote: a page of samples falls on a day or two, and each sample's `created` (the day it
+    /// was saved) alternates with its start and end, so most instants cost only their time of day.
+    public struct UTCWriter {
+        /// "YYYY-MM-DD" of a day (four-digit years only; others are formatted in full each time).
+        private struct DateText {
+            var day: Int64 = .min
+            var text: (UInt64, UInt16) = (0, 0)
+        }
+
+        private var recent = DateText()
+        private var older = DateText()
+
+        public init() {}
+
+        /// Writes `format(instant)` into `buffer` (at least `maximumUTCByteCount` bytes); returns its length.
+        public mutating func write(_ instant: HealthInstant, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            let days = GregorianCalendarMath.floorDivide(instant, GregorianCalendarMath.millisecondsPerDay)
+            let known: DateText
+            if days == recent.day {
+                known = recent
+            } else if days == older.day {
+                known = older
+                swap(&recent, &older)
+            } else {
+                let count = RFC3339.write(instant, into: buffer)
+                // A four-digit year is the only form whose date is the first ten bytes, then "T".
+                if count > 10, buffer[4] == UInt8(ascii: "-"), buffer[10] == UInt8(ascii: "T") {
+                    var fresh = DateText(day: days)
+                    withUnsafeMutableBytes(of: &fresh.text) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<10])) }
+                    older = recent
+                    recent = fresh
+                }
+                return count
+            }
+            withUnsafeBytes(of: known.text) { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<10])) }
+            var output = DigitWriter(buffer: buffer, position: 10)
+            RFC3339.writeTime(Int(instant - days * GregorianCalendarMath.millisecondsPerDay), into: &output)
+            output.append(UInt8(ascii: "Z"))
+            return output.position
+        }
+    }
+
     private static func writeLocal(_ localInstant: HealthInstant, into output: inout DigitWriter) {
         let days = GregorianCalendarMath.floorDivide(localInstant, GregorianCalendarMath.millisecondsPerDay)
         let millisecondOfDay = Int(localInstant - days * GregorianCalendarMath.millisecondsPerDay)
@@ -295,6 +338,11 @@ public enum RFC3339 {
         output.twoDigits(date.month)
         output.append(UInt8(ascii: "-"))
         output.twoDigits(date.day)
+        writeTime(millisecondOfDay, into: &output)
+    }
+
+    /// "THH:MM:SS.mmm" of a millisecond of the day.
+    private static func writeTime(_ millisecondOfDay: Int, into output: inout DigitWriter) {
         output.append(UInt8(ascii: "T"))
         output.twoDigits(millisecondOfDay / 3_600_000)
         output.append(UInt8(ascii: ":"))

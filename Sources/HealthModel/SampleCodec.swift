@@ -257,17 +257,28 @@ public enum SampleCodec {
 
     /// Writes an instant as its RFC 3339 UTC string, formatted on the stack (no String per instant).
     public static func writeInstant(_ instant: HealthInstant, into writer: inout JSONWriter) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumUTCByteCount) { buffer in
-            let count = RFC3339.write(instant, into: buffer)
-            writer.unescapedString(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        var instants = RFC3339.UTCWriter()
+        writeInstant(instant, with: &instants, into: &writer)
+    }
+
+    /// The same, through a page's `UTCWriter` (which keeps the last date's text), quotes included
+    /// in the one copy into the writer.
+    static func writeInstant(_ instant: HealthInstant, with instants: inout RFC3339.UTCWriter, into writer: inout JSONWriter) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumUTCByteCount + 2) { buffer in
+            buffer[0] = 0x22  // "
+            let count = instants.write(instant, into: UnsafeMutableBufferPointer(rebasing: buffer[1...]))
+            buffer[count + 1] = 0x22
+            writer.quotedUnescapedString(UnsafeBufferPointer(rebasing: buffer[0..<(count + 2)]))
         }
     }
 
     /// Writes a uuid in lowercase, formatted on the stack (no String per uuid).
     public static func writeUUID(_ uuid: HealthUUID, into writer: inout JSONWriter) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
-            let count = uuid.write(into: buffer)
-            writer.unescapedString(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 38) { buffer in
+            buffer[0] = 0x22  // "
+            let count = uuid.write(into: UnsafeMutableBufferPointer(rebasing: buffer[1...]))
+            buffer[count + 1] = 0x22
+            writer.quotedUnescapedString(UnsafeBufferPointer(rebasing: buffer[0..<(count + 2)]))
         }
     }
 
@@ -326,6 +337,8 @@ public enum SampleCodec {
         var lastConversion = HealthUnitConversion.identity(.count)
         var device = RepeatedFragment<SampleDevice>(capacity: 128)
         var source = RepeatedFragment<SampleSource>(capacity: 96)
+        /// A page's instants mostly share their dates: each date is formatted once.
+        var instants = RFC3339.UTCWriter()
 
         init(shown: HealthUnit?) { self.shown = shown }
 
@@ -428,14 +441,14 @@ public enum SampleCodec {
             writer.key(Keys.workout); writeUUID(route.workout, into: &writer)
             writer.key(Keys.locations); writeLocations(route.locations, into: &writer)
         }
-        writer.key(Keys.start); writeInstant(sample.start, into: &writer)
-        writer.key(Keys.end); writeInstant(sample.end, into: &writer)
+        writer.key(Keys.start); writeInstant(sample.start, with: &units.instants, into: &writer)
+        writer.key(Keys.end); writeInstant(sample.end, with: &units.instants, into: &writer)
         writer.key(Keys.metadata); writeMetadata(sample.metadata, into: &writer)
         writer.key(Keys.device)
         if let device = sample.device { units.writeDevice(device, into: &writer) } else { writer.null() }
         writer.key(Keys.source)
         units.writeSource(stored.source, into: &writer)
-        writer.key(Keys.created); writeInstant(stored.created, into: &writer)
+        writer.key(Keys.created); writeInstant(stored.created, with: &units.instants, into: &writer)
         writer.endObject()
     }
 

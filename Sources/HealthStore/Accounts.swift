@@ -139,11 +139,46 @@ public enum ReadScope: Sendable, Equatable {
 
 extension AccessPolicy {
     /// Narrows a `samples` query on `type` to the token's own rows when it may not read the type.
-    func narrow(_ type: String, conditions: inout [String], values: inout [SQLValue]) {
+    func narrow(_ type: String, into clause: inout WhereClause) {
         guard let own = visibleSource(of: type) else { return }
-        values.append(.integer(own))
-        conditions.append("source_id = ?\(values.count)")
+        let source = clause.bind(.integer(own))
+        clause.require("source_id = ?\(source)")
     }
+
+    func narrow(_ type: String, conditions: inout [String], values: inout [SQLValue]) {
+        var clause = WhereClause(conditions: conditions, values: values)
+        narrow(type, into: &clause)
+        conditions = clause.conditions
+        values = clause.values
+    }
+}
+
+/// A WHERE clause's parameter values, and its text only when the caller needs it: a query whose
+/// text is fixed by a few choices (`StatementFamily`) builds it once per connection, not per run.
+struct WhereClause {
+    let buildsText: Bool
+    private(set) var conditions: [String]
+    private(set) var values: [SQLValue]
+
+    init(buildsText: Bool = true, conditions: [String] = [], values: [SQLValue] = []) {
+        self.buildsText = buildsText
+        self.conditions = conditions
+        self.values = values
+    }
+
+    /// Adds a parameter value and returns its number (`?N` in the text).
+    mutating func bind(_ value: SQLValue) -> Int {
+        values.append(value)
+        return values.count
+    }
+
+    /// Adds a condition (ANDed with the others); its text is built only when `buildsText`.
+    mutating func require(_ condition: @autoclosure () -> String) {
+        if buildsText { conditions.append(condition()) }
+    }
+
+    /// The conditions joined by AND (empty unless `buildsText`).
+    var text: String { conditions.joined(separator: " AND ") }
 }
 
 /// A write or delete of a type the token may not share: a 403 (API.md, Authorization).
@@ -158,8 +193,34 @@ public struct SharingDenied: Error, Sendable, Equatable, CustomStringConvertible
 
 public enum TokenHashing {
     /// Tokens are 256 random bits, so one SHA-256 is enough: no slow KDF is needed against guessing.
-    public static func hash(_ token: String) -> [UInt8] { SHA256.hash(Array(token.utf8)) }
+    public static func hash(_ token: String) -> [UInt8] { SHA256.hash(token.utf8) }
     public static func equals(_ a: [UInt8], _ b: [UInt8]) -> Bool { constantTimeEquals(a, b) }
+}
+
+/// A token hash as a dictionary key: its 32 bytes as four words, hashed and compared as such
+/// (an array key is hashed byte by byte, on every authenticated request).
+package struct TokenHashKey: Hashable, Sendable {
+    private let words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// Nil unless `hash` is a SHA-256 digest (32 bytes).
+    package init?(_ hash: [UInt8]) {
+        guard hash.count == SHA256.digestByteCount else { return nil }
+        words = hash.withUnsafeBytes { raw in
+            (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+             raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+        }
+    }
+
+    package static func == (lhs: TokenHashKey, rhs: TokenHashKey) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
+    }
 }
 
 /// Store errors the API maps to statuses.

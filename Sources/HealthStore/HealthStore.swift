@@ -15,7 +15,7 @@ public final class HealthStore: HealthDataStore {
     private let authorizationCache = Mutex(AuthorizationCache())
 
     private struct AuthorizationCache {
-        var entries: [[UInt8]: AppAuthorization] = [:]
+        var entries: [TokenHashKey: AppAuthorization] = [:]
         /// Bumped by every revocation; a lookup caches its result only if no revocation happened
         /// while it read, so a revoked token can never be re-cached by a read that raced the revoke.
         var generation: UInt64 = 0
@@ -230,14 +230,16 @@ public final class HealthStore: HealthDataStore {
     /// The authorization for a token hash if it was looked up recently and not revoked since;
     /// nil says nothing (ask `authorization(tokenHash:)`). Costs a dictionary lookup, no I/O.
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
-        authorizationCache.withLock { $0.entries[tokenHash] }
+        guard let key = TokenHashKey(tokenHash) else { return nil }
+        return authorizationCache.withLock { $0.entries[key] }
     }
 
     /// The live authorization for a token hash, or nil for unknown and revoked tokens. A failing
     /// read throws: a database error must not look like a wrong token (a 401 would send the app
     /// to sign in again for a server fault).
     public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? {
-        let (cached, generation) = authorizationCache.withLock { ($0.entries[tokenHash], $0.generation) }
+        let key = TokenHashKey(tokenHash)
+        let (cached, generation) = authorizationCache.withLock { cache in (key.flatMap { cache.entries[$0] }, cache.generation) }
         if let cached { return cached }
         let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
@@ -254,7 +256,7 @@ public final class HealthStore: HealthDataStore {
         }
         guard let authorization = found else { return nil }
         authorizationCache.withLock { cache in
-            if cache.generation == generation { cache.entries[tokenHash] = authorization }
+            if let key, cache.generation == generation { cache.entries[key] = authorization }
         }
         return authorization
     }

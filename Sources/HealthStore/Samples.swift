@@ -123,34 +123,18 @@ extension HealthStore {
     public func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage {
         try pool.read { db in
             guard let typeCode = typeCode(for: query.type) else { return SamplePage(samples: [], next: nil) }
-            var conditions = ["user_id = ?1", "type_id = ?2"]
-            var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
-            app.access.narrow(query.type, conditions: &conditions, values: &values)
-            if let sourceApp = query.sourceApp {
-                values.append(.text(sourceApp))
-                conditions.append("source_id = (SELECT id FROM sources WHERE user_id = ?1 AND app = ?\(values.count))")
+            let shape = Self.samplePageShape(query, narrowed: app.access.visibleSource(of: query.type) != nil)
+            // The SQL text is fixed by the shape: built only the first time this connection sees it.
+            let clause = try samplePageClause(db, query: query, typeCode: typeCode, app: app,
+                                              buildsText: !db.hasCachedStatement(Self.samplePageStatements, shape: shape))
+            let statement = try db.cachedStatement(Self.samplePageStatements, shape: shape) {
+                Self.samplePageSQL(clause, descending: query.descending)
             }
-            try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID,
-                                    conditions: &conditions, values: &values)
-            if let cursor = query.after {
-                values.append(.integer(cursor.start))
-                let s = values.count
-                values.append(.integer(cursor.seq))
-                let q = values.count
-                conditions.append(query.descending
-                    ? "(start_ms < ?\(s) OR (start_ms = ?\(s) AND seq < ?\(q)))"
-                    : "(start_ms > ?\(s) OR (start_ms = ?\(s) AND seq > ?\(q)))")
-            }
-            let direction = query.descending ? "DESC" : "ASC"
+            var values = clause.values
             values.append(.integer(Int64(query.limit + 1)))
-            let sql = """
-                SELECT \(Self.sampleColumns) FROM samples
-                WHERE \(conditions.joined(separator: " AND "))
-                ORDER BY start_ms \(direction), seq \(direction) LIMIT ?\(values.count)
-                """
-            let statement = try db.cachedStatement(sql)
             try statement.bind(values)
             var rows: [SampleRow] = []
+            rows.reserveCapacity(min(query.limit + 1, 1_024))
             try statement.forEachRow { rows.append(try SampleRow($0)) }
             var next: SampleCursor?
             if rows.count > query.limit {
@@ -161,6 +145,51 @@ extension HealthStore {
             let samples = try rows.map { try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups) }
             return SamplePage(samples: samples, next: next)
         }
+    }
+
+    /// The page queries of `samples(_:for:userExternalID:)`, one statement per shape.
+    static let samplePageStatements = StatementFamily()
+
+    /// Every choice that changes the page query's SQL text, as bits (a flag that does not change
+    /// the text for some queries, e.g. strictStartDate without a start, only adds a shape).
+    static func samplePageShape(_ query: SampleQuery, narrowed: Bool) -> Int {
+        func bit(_ set: Bool, _ position: Int) -> Int { set ? 1 << position : 0 }
+        return bit(narrowed, 0) | bit(query.sourceApp != nil, 1) | bit(query.end != nil, 2) | bit(query.strictEndDate, 3)
+            | bit(query.start != nil, 4) | bit(query.strictStartDate, 5) | bit(query.after != nil, 6) | bit(query.descending, 7)
+    }
+
+    /// The page query's predicate: its values always, its text when `buildsText`. The limit is
+    /// the parameter after the clause's values.
+    func samplePageClause(_ db: Database, query: SampleQuery, typeCode: Int64, app: AppAuthorization,
+                          buildsText: Bool) throws -> WhereClause {
+        var clause = WhereClause(buildsText: buildsText)
+        let user = clause.bind(.integer(app.userRowID))
+        clause.require("user_id = ?\(user)")
+        let type = clause.bind(.integer(typeCode))
+        clause.require("type_id = ?\(type)")
+        app.access.narrow(query.type, into: &clause)
+        if let sourceApp = query.sourceApp {
+            let app = clause.bind(.text(sourceApp))
+            clause.require("source_id = (SELECT id FROM sources WHERE user_id = ?\(user) AND app = ?\(app))")
+        }
+        try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID, into: &clause)
+        if let cursor = query.after {
+            let s = clause.bind(.integer(cursor.start))
+            let q = clause.bind(.integer(cursor.seq))
+            clause.require(query.descending
+                ? "(start_ms < ?\(s) OR (start_ms = ?\(s) AND seq < ?\(q)))"
+                : "(start_ms > ?\(s) OR (start_ms = ?\(s) AND seq > ?\(q)))")
+        }
+        return clause
+    }
+
+    static func samplePageSQL(_ clause: WhereClause, descending: Bool) -> String {
+        let direction = descending ? "DESC" : "ASC"
+        return """
+            SELECT \(Self.sampleColumns) FROM samples
+            WHERE \(clause.text)
+            ORDER BY start_ms \(direction), seq \(direction) LIMIT ?\(clause.values.count + 1)
+            """
     }
 
     /// One sample by uuid, if the user has it and the app may see it.
@@ -176,25 +205,23 @@ extension HealthStore {
     /// The overlap (or strict) predicate of API.md, bounded below by the longest sample of the type
     /// so the index on (user, type, start) is used from both ends.
     private func appendDatePredicate(_ db: Database, query: SampleQuery, typeCode: Int64, userRowID: Int64,
-                                     conditions: inout [String], values: inout [SQLValue]) throws {
+                                     into clause: inout WhereClause) throws {
         if let end = query.end {
-            values.append(.integer(end))
-            let e = values.count
+            let e = clause.bind(.integer(end))
             // The strict flag adds its requirement to the overlap rule (start < end) rather than replacing it.
-            conditions.append("start_ms < ?\(e)")
-            if query.strictEndDate { conditions.append("end_ms <= ?\(e)") }
+            clause.require("start_ms < ?\(e)")
+            if query.strictEndDate { clause.require("end_ms <= ?\(e)") }
         }
         if let start = query.start {
-            values.append(.integer(start))
-            let s = values.count
+            let s = clause.bind(.integer(start))
             if query.strictStartDate {
-                conditions.append("start_ms >= ?\(s)")
+                clause.require("start_ms >= ?\(s)")
             } else {
-                conditions.append("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
+                clause.require("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
                 let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
                                            [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
-                values.append(.integer(start - longest))
-                conditions.append("start_ms >= ?\(values.count)")
+                let lower = clause.bind(.integer(start - longest))
+                clause.require("start_ms >= ?\(lower)")
             }
         }
     }
@@ -230,16 +257,15 @@ extension HealthStore {
         try app.access.requireShare(type)
         let (count, change) = try pool.write { db -> (Int, CommittedChange?) in
             guard let typeCode = typeCode(for: type) else { return (0, nil) }
-            var conditions = ["user_id = ?1", "type_id = ?2", "source_id = ?3"]
-            var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode), .integer(app.sourceRowID)]
+            var clause = WhereClause(conditions: ["user_id = ?1", "type_id = ?2", "source_id = ?3"],
+                                     values: [.integer(app.userRowID), .integer(typeCode), .integer(app.sourceRowID)])
             var query = SampleQuery(type: type)
             query.start = start
             query.end = end
-            try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID,
-                                    conditions: &conditions, values: &values)
+            try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID, into: &clause)
             let statement = try db.cachedStatement(
-                "SELECT \(Self.sampleColumns) FROM samples WHERE \(conditions.joined(separator: " AND ")) AND parent_seq IS NULL")
-            try statement.bind(values)
+                "SELECT \(Self.sampleColumns) FROM samples WHERE \(clause.text) AND parent_seq IS NULL")
+            try statement.bind(clause.values)
             var rows: [SampleRow] = []
             try statement.forEachRow { rows.append(try SampleRow($0)) }
             guard !rows.isEmpty else { return (0, nil) }
@@ -297,16 +323,27 @@ extension HealthStore {
 
     /// Devices and app names already read while materializing one result: a page of 1,000 rows
     /// names only a few of each, so each is read (and its body parsed) once per page, not per row.
+    /// Consecutive rows mostly repeat the previous row's type, device and source, so each is
+    /// compared with the last one first and hashed only when it differs.
     struct RowLookups {
         var devices: [Int64: SampleDevice?] = [:]
         var appNames: [Int64: String] = [:]
         var bodies = SampleBodyCache()
+        var lastType: (code: Int64, name: String)?
+        var lastDevice: (id: Int64, device: SampleDevice?)?
+        var lastApp: (id: Int64, name: String)?
 
         mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
-        let typeName = typeName(for: row.typeCode) ?? "unknown"
+        let typeName: String
+        if let last = lookups.lastType, last.code == row.typeCode {
+            typeName = last.name
+        } else {
+            typeName = self.typeName(for: row.typeCode) ?? "unknown"
+            lookups.lastType = (row.typeCode, typeName)
+        }
         let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
         let content: SampleContent
         if let bodyContent = body.content {
@@ -329,19 +366,29 @@ extension HealthStore {
         }
         var device: SampleDevice?
         if let id = row.deviceRowID {
-            if let known = lookups.devices[id] {
-                device = known
+            if let last = lookups.lastDevice, last.id == id {
+                device = last.device
             } else {
-                device = try self.device(rowID: id, db: db)
-                lookups.devices[id] = device
+                if let known = lookups.devices[id] {
+                    device = known
+                } else {
+                    device = try self.device(rowID: id, db: db)
+                    lookups.devices[id] = device
+                }
+                lookups.lastDevice = (id, device)
             }
         }
         let appName: String
-        if let known = lookups.appNames[row.sourceRowID] {
-            appName = known
+        if let last = lookups.lastApp, last.id == row.sourceRowID {
+            appName = last.name
         } else {
-            appName = try self.appName(for: row.sourceRowID, db: db)
-            lookups.appNames[row.sourceRowID] = appName
+            if let known = lookups.appNames[row.sourceRowID] {
+                appName = known
+            } else {
+                appName = try self.appName(for: row.sourceRowID, db: db)
+                lookups.appNames[row.sourceRowID] = appName
+            }
+            lookups.lastApp = (row.sourceRowID, appName)
         }
         let sample = HealthSample(uuid: row.uuid, type: typeName,
                                   start: row.start, end: row.end, content: content, metadata: body.metadata, device: device)

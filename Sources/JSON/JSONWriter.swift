@@ -63,21 +63,30 @@ public struct JSONWriter: Sendable {
     /// An object member name quoted, escaped and followed by its colon once, for writers that
     /// emit the same names for every row of a page.
     public struct Key: Sendable {
+        /// `,"name":`: the comma a member after another needs, then the quoted name and colon.
         let encoded: [UInt8]
 
         public init(_ name: String) {
-            var writer = JSONWriter(capacity: name.utf8.count + 3)
+            var writer = JSONWriter(capacity: name.utf8.count + 4)
+            writer.bytes.append(0x2C)  // ,
             writer.appendQuoted(name)
             writer.bytes.append(0x3A)  // :
             encoded = writer.bytes
         }
     }
 
-    /// Writes a member name prepared as a `Key`; the same bytes as `key(_: String)`.
+    /// Writes a member name prepared as a `Key`; the same bytes as `key(_: String)`. Compact
+    /// output copies the comma (when one is due), the name and the colon in one go.
     public mutating func key(_ name: Key) {
-        beginValue()
-        bytes.append(contentsOf: name.encoded)
-        if prettyPrinted { bytes.append(0x20) }
+        name.encoded.withUnsafeBufferPointer { encoded in
+            if prettyPrinted {
+                beginValue()
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: encoded.dropFirst()))
+                bytes.append(0x20)
+            } else {
+                bytes.append(contentsOf: needsComma ? encoded : UnsafeBufferPointer(rebasing: encoded.dropFirst()))
+            }
+        }
         needsComma = false
         afterKey = true
     }
@@ -98,6 +107,14 @@ public struct JSONWriter: Sendable {
         bytes.append(0x22)
         bytes.append(contentsOf: utf8)
         bytes.append(0x22)
+        needsComma = true
+    }
+
+    /// Writes a string the caller formatted with its quotes from bytes that need no escaping
+    /// (digits, hex, ASCII punctuation): one copy for a uuid or an instant written per row.
+    public mutating func quotedUnescapedString(_ quoted: UnsafeBufferPointer<UInt8>) {
+        beginValue()
+        bytes.append(contentsOf: quoted)
         needsComma = true
     }
 

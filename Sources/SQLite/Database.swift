@@ -26,6 +26,9 @@ public final class Database {
     private var connection: OpaquePointer?
     public let path: String
     private var statementCache: [String: Statement] = [:]
+    /// Statements of queries whose SQL text is built from a few choices (`StatementFamily`), by
+    /// family and shape: a hot query then neither rebuilds nor hashes its text per run.
+    private var shapedStatementCache: [ShapedStatementKey: Statement] = [:]
     /// Depth of nested `savepoint` calls, used to name savepoints.
     private var savepointDepth = 0
 
@@ -62,6 +65,7 @@ public final class Database {
     private func closeConnection() {
         guard let handle = connection else { return }
         statementCache.removeAll()
+        shapedStatementCache.removeAll()
         connection = nil
         sqlite3_close_v2(handle)
     }
@@ -111,8 +115,28 @@ public final class Database {
         return statement
     }
 
-    /// Number of statements held by the cache (for tests and metrics).
-    public var cachedStatementCount: Int { statementCache.count }
+    /// The prepared statement of one shape of a family's query, preparing `sql()` on its first
+    /// use; like `cachedStatement(_:)` it comes back reset with cleared bindings. `shape` must
+    /// determine the SQL text completely: the text is built only when the shape is new.
+    public func cachedStatement(_ family: StatementFamily, shape: Int, sql: () -> String) throws(SQLiteError) -> Statement {
+        let key = ShapedStatementKey(family: ObjectIdentifier(family), shape: shape)
+        if let statement = shapedStatementCache[key] {
+            statement.reset()
+            statement.clearBindings()
+            return statement
+        }
+        let statement = try prepare(sql())
+        shapedStatementCache[key] = statement
+        return statement
+    }
+
+    /// True when this connection has prepared that shape of the family's query.
+    public func hasCachedStatement(_ family: StatementFamily, shape: Int) -> Bool {
+        shapedStatementCache[ShapedStatementKey(family: ObjectIdentifier(family), shape: shape)] != nil
+    }
+
+    /// Number of statements held by the caches (for tests and metrics).
+    public var cachedStatementCount: Int { statementCache.count + shapedStatementCache.count }
 
     /// Reads the first row of `sql` through `transform`, or nil if there are no rows.
     public func first<T>(_ sql: String, _ values: [SQLValue] = [], _ transform: (Row) throws -> T) throws -> T? {
@@ -239,6 +263,9 @@ public final class Database {
         for statement in statementCache.values where sqlite3_stmt_busy(statement.handle) != 0 {
             statement.reset()
         }
+        for statement in shapedStatementCache.values where sqlite3_stmt_busy(statement.handle) != 0 {
+            statement.reset()
+        }
     }
 
     // MARK: WAL
@@ -268,3 +295,15 @@ public final class Database {
 private let sqliteProcessConfiguration: Void = {
     _ = healthd_sqlite3_disable_memory_statistics()
 }()
+
+/// A query whose SQL text varies with a few choices (which filters are present, the order): one
+/// instance per query, kept for the process's life, names its statements in each connection's
+/// cache together with a shape number that encodes the choices (`Database.cachedStatement(_:shape:sql:)`).
+public final class StatementFamily: Sendable {
+    public init() {}
+}
+
+private struct ShapedStatementKey: Hashable {
+    let family: ObjectIdentifier
+    let shape: Int
+}

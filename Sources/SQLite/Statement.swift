@@ -293,7 +293,11 @@ public struct Row {
         return try body(UnsafeRawBufferPointer(start: count > 0 ? base : nil, count: count))
     }
 
-    public func int64IfPresent(at index: Int) -> Int64? { isNull(at: index) ? nil : rawInt64(index) }
+    /// The value first: only a 0 can be a NULL, so most reads make one call into SQLite, not two.
+    public func int64IfPresent(at index: Int) -> Int64? {
+        let value = rawInt64(index)
+        return value == 0 && isNull(at: index) ? nil : value
+    }
     public func doubleIfPresent(at index: Int) -> Double? { isNull(at: index) ? nil : rawDouble(index) }
     public func stringIfPresent(at index: Int) -> String? { isNull(at: index) ? nil : rawString(index) }
     public func blobIfPresent(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : rawBlob(index) }

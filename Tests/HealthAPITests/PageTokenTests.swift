@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import Testing
 @testable import HealthAPI
 
@@ -46,6 +47,26 @@ import Testing
         #expect(SignedToken.decode(token, kind: 1, fieldCount: 3, secret: secret) == fields)
         #expect(SignedToken.decode(token, kind: 1, fieldCount: 3, key: HMACSHA256.Key(secret.map { $0 ^ 1 })) == nil)
         #expect(SignedToken.decode(token, kind: 2, fieldCount: 3, secret: secret) == nil)
+    }
+
+    /// The token layout, built independently: the kind byte, the fields big-endian, the first 16
+    /// bytes of their HMAC-SHA-256, in unpadded base64url; the memo of signed cursors answers the
+    /// same text the first time and from memory.
+    @Test func tokensArePayloadAndTruncatedMACInBase64URL() {
+        let secret = (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 1) }
+        let fields: [Int64] = [1_772_962_200_000, 7, Int64.min]
+        var payload: [UInt8] = [1]
+        for field in fields { withUnsafeBytes(of: field.bigEndian) { payload += $0 } }
+        let mac = Array(HMACSHA256.authenticationCode(for: payload, key: secret).prefix(16))
+        let expected = Data(payload + mac).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        #expect(SignedToken.encode(kind: 1, fields: fields, secret: secret) == expected)
+        let memo = SignedToken.Memo(kind: 1, key: HMACSHA256.Key(secret))
+        #expect(memo.encode(fields) == expected)
+        #expect(memo.encode(fields) == expected)
+        let other = memo.encode([fields[0], 8, fields[2]])
+        #expect(other != expected && other == SignedToken.encode(kind: 1, fields: [fields[0], 8, fields[2]], secret: secret))
+        #expect(SignedToken.decode(other, kind: 1, fieldCount: 3, secret: secret) == [fields[0], 8, fields[2]])
     }
 
     @Test func bearerPrefixInAnyCase() {

@@ -87,6 +87,34 @@ struct InstantTests {
         #expect(RFC3339.parse(lmt) == 0)
     }
 
+    /// The page writer keeps the last date's text: what it writes must equal `write` for any
+    /// order of instants (same day, next day, back again, before 1970, five-digit years).
+    @Test func utcWriterKeepingTheLastDateWritesWhatWriteDoes() {
+        var instants: [Int64] = [0, 1, 86_399_999, 86_400_000, 0, -1, -86_400_000, -86_400_001,
+                                 1_772_980_200_000, 1_772_980_200_001, 1_773_000_000_000, 1_772_980_200_000,
+                                 RFC3339.latestInstant, RFC3339.latestInstant + 1, RFC3339.latestInstant + 86_400_000,
+                                 RFC3339.latestInstant, RFC3339.earliestInstant, RFC3339.earliestInstant - 1,
+                                 RFC3339.earliestInstant - 86_400_000, RFC3339.earliestInstant]
+        var generator = SplitMix64(seed: 0xDA7E)
+        var instant: Int64 = 1_767_225_600_000
+        for _ in 0..<5_000 {
+            // Mostly small steps (a page), sometimes a jump of days either way.
+            instant += generator.next() % 8 == 0 ? Int64(generator.next() % 400_000_000) - 200_000_000 : Int64(generator.next() % 90_000)
+            instants.append(instant)
+        }
+        var writer = RFC3339.UTCWriter()
+        for instant in instants {
+            let expected = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumUTCByteCount) { buffer in
+                Array(buffer[0..<RFC3339.write(instant, into: buffer)])
+            }
+            let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumUTCByteCount) { buffer in
+                Array(buffer[0..<writer.write(instant, into: buffer)])
+            }
+            #expect(written == expected, "instant \(instant)")
+            #expect(String(decoding: written, as: UTF8.self) == RFC3339.format(instant))
+        }
+    }
+
     @Test func formatParseRoundTripOverManyInstants() {
         var generator = SplitMix64(seed: 0x5EED)
         let span = UInt64(HealthInstantLimits.latestSampleInstant - HealthInstantLimits.earliestSampleInstant)

@@ -150,3 +150,31 @@ func numbersUseShortestValidForm(value: Double, expected: String) throws {
     writer.string("0123456789abcdef\"tail\\x\u{1}é")
     #expect(String(decoding: writer.bytes, as: UTF8.self) == #""0123456789abcdef\"tail\\x\u0001é""#)
 }
+
+/// A prepared `Key` writes exactly what `key(_: String)` writes, first or later in an object,
+/// compact or pretty-printed; a pre-quoted string the same as `string(_:)`.
+@Test(arguments: [false, true])
+func preparedKeysAndQuotedStringsMatchTheirPlainForms(prettyPrinted: Bool) {
+    func write(prepared: Bool) -> [UInt8] {
+        var writer = JSONWriter(prettyPrinted: prettyPrinted)
+        writer.beginObject()
+        for name in ["uuid", "type", "esc\"aped"] {
+            if prepared { writer.key(JSONWriter.Key(name)) } else { writer.key(name) }
+            if prepared {
+                let quoted = Array("\"2026-03-08T14:30:00.000Z\"".utf8)
+                quoted.withUnsafeBufferPointer { writer.quotedUnescapedString($0) }
+            } else {
+                writer.string("2026-03-08T14:30:00.000Z")
+            }
+        }
+        if prepared { writer.key(JSONWriter.Key("nested")) } else { writer.key("nested") }
+        writer.beginObject()
+        if prepared { writer.key(JSONWriter.Key("a")) } else { writer.key("a") }
+        writer.integer(1)
+        writer.endObject()
+        writer.endObject()
+        return writer.bytes
+    }
+    #expect(write(prepared: true) == write(prepared: false))
+    #expect(String(decoding: write(prepared: true), as: UTF8.self).hasPrefix(prettyPrinted ? "{\n  \"uuid\": " : #"{"uuid":"2026"#))
+}

@@ -223,4 +223,37 @@ import CSQLite
         try db.execute("CREATE TABLE t (x BLOB); INSERT INTO t VALUES (zeroblob(100000))")
         #expect(sqlite3_memory_used() == 0)
     }
+
+    /// A family's statements are found by shape: the text is built once per shape and
+    /// connection, two families never share a statement, and each comes back reset.
+    @Test func shapedStatementsAreCachedByFamilyAndShape() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (n INTEGER)")
+        try db.execute("INSERT INTO t VALUES (1), (2), (3)")
+        let ascending = StatementFamily(), other = StatementFamily()
+        var built = 0
+        func statement(_ family: StatementFamily, _ shape: Int) throws -> Statement {
+            try db.cachedStatement(family, shape: shape) {
+                built += 1
+                return shape == 0 ? "SELECT n FROM t ORDER BY n" : "SELECT n FROM t ORDER BY n DESC"
+            }
+        }
+        #expect(!db.hasCachedStatement(ascending, shape: 0))
+        let first = try statement(ascending, 0)
+        #expect(db.hasCachedStatement(ascending, shape: 0) && !db.hasCachedStatement(other, shape: 0))
+        // Left mid-iteration: it must come back reset, from the first row.
+        #expect(try first.step() && first.row.int64IfPresent(at: 0) == 1)
+        let again = try statement(ascending, 0)
+        #expect(again === first && built == 1)
+        #expect(try again.map { try $0.int64(at: 0) } == [1, 2, 3])
+        #expect(try statement(ascending, 1).map { try $0.int64(at: 0) } == [3, 2, 1])
+        #expect(try statement(other, 0) !== first && built == 3)
+        #expect(db.cachedStatementCount == 3)
+        // A transaction's end resets a shaped statement left mid-iteration too.
+        try db.transaction(.deferred) {
+            let busy = try statement(ascending, 1)
+            #expect(try busy.step())
+        }
+        #expect(try db.transaction(.immediate) { try db.cachedStatement("SELECT count(*) FROM t").first { try $0.int64(at: 0) } } == 3)
+    }
 }
