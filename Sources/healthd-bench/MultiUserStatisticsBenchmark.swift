@@ -326,25 +326,21 @@ enum MultiUserStatisticsBenchmark {
         let (phone, token) = try store.createAuthorization(user: user, app: "phone", read: types, share: types)
         let (watch, _) = try store.createAuthorization(user: user, app: "watch", read: types, share: types)
         for (app, shift) in [(phone, Int64(0)), (watch, Int64(60_000))] {
-            var batch: [HealthSample] = []
-            batch.reserveCapacity(10_000)
+            var steps = BatchedSave(into: store, by: app)
             for slot in 0..<slots {
                 let start = origin + Int64(slot) * 120_000 + shift
-                batch.append(HealthSample(uuid: .random(using: &generator), type: "stepCount", start: start, end: start + 120_000,
-                                          content: .quantity(Double(generator.next() % 240))))
-                if batch.count == 10_000 { saved += try store.save(batch, by: app).count; batch.removeAll(keepingCapacity: true) }
+                try steps.append(HealthSample(uuid: .random(using: &generator), type: "stepCount", start: start, end: start + 120_000,
+                                              content: .quantity(Double(generator.next() % 240))))
             }
-            if !batch.isEmpty { saved += try store.save(batch, by: app).count }
+            saved += try steps.finish()
         }
-        var batch: [HealthSample] = []
-        batch.reserveCapacity(10_000)
+        var heartRate = BatchedSave(into: store, by: watch)
         for slot in 0..<slots {
             let start = origin + Int64(slot) * 120_000 + 7_000
-            batch.append(HealthSample(uuid: .random(using: &generator), type: "heartRate", start: start, end: start,
-                                      content: .quantity(Double(50 + generator.next() % 100))))
-            if batch.count == 10_000 { saved += try store.save(batch, by: watch).count; batch.removeAll(keepingCapacity: true) }
+            try heartRate.append(HealthSample(uuid: .random(using: &generator), type: "heartRate", start: start, end: start,
+                                              content: .quantity(Double(50 + generator.next() % 100))))
         }
-        if !batch.isEmpty { saved += try store.save(batch, by: watch).count }
+        saved += try heartRate.finish()
         return (token, user.rowID, saved)
     }
 

@@ -66,25 +66,21 @@ enum StatisticsBenchmark {
         var saved = 0
         // Steps: the iPhone on whole minutes, the Watch on half minutes, so every minute overlaps.
         for (app, shift) in [(iphone, Int64(0)), (watch, Int64(30_000))] {
-            var batch: [HealthSample] = []
-            batch.reserveCapacity(10_000)
+            var steps = BatchedSave(into: store, by: app)
             for minute in 0..<minutes {
                 let start = origin + Int64(minute) * 60_000 + shift
-                batch.append(HealthSample(uuid: .random(using: &generator), type: "stepCount", start: start, end: start + 60_000,
-                                          content: .quantity(Double(generator.next() % 120))))
-                if batch.count == 10_000 { saved += try store.save(batch, by: app).count; batch.removeAll(keepingCapacity: true) }
+                try steps.append(HealthSample(uuid: .random(using: &generator), type: "stepCount", start: start, end: start + 60_000,
+                                              content: .quantity(Double(generator.next() % 120))))
             }
-            if !batch.isEmpty { saved += try store.save(batch, by: app).count }
+            saved += try steps.finish()
         }
-        var batch: [HealthSample] = []
-        batch.reserveCapacity(10_000)
+        var heartRate = BatchedSave(into: store, by: watch)
         for tick in 0..<(minutes * 6) {
             let start = origin + Int64(tick) * 10_000
-            batch.append(HealthSample(uuid: .random(using: &generator), type: "heartRate", start: start, end: start,
-                                      content: .quantity(Double(50 + generator.next() % 100))))
-            if batch.count == 10_000 { saved += try store.save(batch, by: watch).count; batch.removeAll(keepingCapacity: true) }
+            try heartRate.append(HealthSample(uuid: .random(using: &generator), type: "heartRate", start: start, end: start,
+                                              content: .quantity(Double(50 + generator.next() % 100))))
         }
-        if !batch.isEmpty { saved += try store.save(batch, by: watch).count }
+        saved += try heartRate.finish()
         let loadSeconds = seconds(since: loadStart)
         print(String(format: "loaded %d samples in %.1f s (%.0f samples/s)", saved, loadSeconds, Double(saved) / loadSeconds))
 

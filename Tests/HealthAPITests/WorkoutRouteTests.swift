@@ -71,6 +71,15 @@ struct WorkoutRouteTests {
 
 @Suite("Workout route pages")
 struct WorkoutRoutePageTests {
+    /// One route of one location for the same workout, starting at 09:`minute` on 2026-03-08.
+    static func route(atMinute minute: Int) -> String {
+        let minute = String(format: "%02d", minute)
+        return #"""
+            {"type":"workoutRoute","workout":"0195c8a4-1f00-7000-8000-0000000000a1","start":"2026-03-08T09:\#(minute):00Z",
+             "locations":[{"date":"2026-03-08T09:\#(minute):00Z","latitude":51.5,"longitude":-0.12}]}
+            """#
+    }
+
     @Test("routes come at most 16 a page, and paging with next reaches every one")
     func pages() throws {
         let server = try TestServer()
@@ -78,11 +87,7 @@ struct WorkoutRoutePageTests {
         let token = server.token(user: user, app: "runner", read: ["workoutRoute"], share: ["workout", "workoutRoute"])
         var samples: [String] = []
         for index in 0..<20 {
-            let minute = String(format: "%02d", index)
-            samples.append(#"""
-                {"type":"workoutRoute","workout":"0195c8a4-1f00-7000-8000-0000000000a1","start":"2026-03-08T09:\#(minute):00Z",
-                 "locations":[{"date":"2026-03-08T09:\#(minute):00Z","latitude":51.5,"longitude":-0.12}]}
-                """#)
+            samples.append(Self.route(atMinute: index))
         }
         #expect(server.request(.post, "/v1/samples", token: token, json: #"{"samples":[\#(samples.joined(separator: ","))]}"#).status == 201)
         let first = server.request(.get, "/v1/samples?type=workoutRoute&limit=100", token: token)
@@ -110,11 +115,8 @@ struct WorkoutRoutePageTests {
                                  share: ["workout", "workoutRoute", "stepCount"])
         var samples: [String] = []
         for index in 0..<20 {
+            samples.append(Self.route(atMinute: index))
             let minute = String(format: "%02d", index)
-            samples.append(#"""
-                {"type":"workoutRoute","workout":"0195c8a4-1f00-7000-8000-0000000000a1","start":"2026-03-08T09:\#(minute):00Z",
-                 "locations":[{"date":"2026-03-08T09:\#(minute):00Z","latitude":51.5,"longitude":-0.12}]}
-                """#)
             // Steps between the routes: the cap must not hold back or drop the other types.
             samples.append(#"{"type":"stepCount","start":"2026-03-08T09:\#(minute):00Z","end":"2026-03-08T09:\#(minute):30Z","value":10,"unit":"count"}"#)
         }
