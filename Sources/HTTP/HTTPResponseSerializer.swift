@@ -33,8 +33,12 @@ public enum HTTPResponseSerializer {
         var capacity = 64 + status.reasonPhrase.utf8.count + date.utf8.count
         for field in headers.fields { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
         capacity += 72  // the framing line (at most 38), the Connection line (24) and the final CRLF
-        // `bodyCount`: room for a body the caller appends next, in the same allocation.
-        let out = [UInt8](unsafeUninitializedCapacity: capacity + bodyCount) { buffer, initialized in
+        // Written on the stack, then copied into an array with room for the body the caller
+        // appends next (`bodyCount`), in one allocation: `init(unsafeUninitializedCapacity:)` and
+        // `init(repeating:count:)` allocate through an unspecialized path that looks up the
+        // array's generic metadata at run time, several times the cost of the copy;
+        // `reserveCapacity` does not.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
             var writer = HeadWriter(buffer: buffer)
             writer.literal("HTTP/1.1 ")
             writer.decimal(status.code)
@@ -66,9 +70,11 @@ public enum HTTPResponseSerializer {
                 writer.literal("Connection: keep-alive\r\n")
             }
             writer.literal("\r\n")
-            initialized = writer.count
+            var out: [UInt8] = []
+            out.reserveCapacity(writer.count + bodyCount)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0 ..< writer.count]))
+            return out
         }
-        return out
     }
 
     /// Writes a response head into uninitialized memory sized by `head`, which counted every

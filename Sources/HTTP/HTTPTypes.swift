@@ -86,6 +86,13 @@ extension String {
     public func asciiCaseInsensitiveEquals(_ other: String) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
+        // Compared in the strings' contiguous bytes (native and literal strings, i.e. all of them
+        // here): zipping the UTF-8 views walks String indices, several times the cost, and header
+        // lookups run this for every field of every request and response.
+        let contiguous: Bool?? = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in ASCII.equalsIgnoringCase(x, y) }
+        }
+        if case .some(.some(let equal)) = contiguous { return equal }
         for (x, y) in zip(a, b) where x != y {
             let lx = (x >= 65 && x <= 90) ? x + 32 : x
             let ly = (y >= 65 && y <= 90) ? y + 32 : y
