@@ -379,9 +379,10 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
-        // Walks the fields in place: this runs for every response, which rarely has the header at all.
-        for field in headers.fields where field.name.asciiCaseInsensitiveEquals("Connection") {
-            for option in field.value.split(separator: ",") where String(option.trimmingASCIIWhitespace()).asciiCaseInsensitiveEquals("close") {
+        // Looked up in place: this runs for every response, which rarely has the header at all.
+        guard headers.firstIndex(named: "Connection") != nil else { return false }
+        for value in headers.values("Connection") {
+            for option in value.split(separator: ",") where String(option.trimmingASCIIWhitespace()).asciiCaseInsensitiveEquals("close") {
                 return true
             }
         }

@@ -187,6 +187,12 @@ final class Connection: @unchecked Sendable {
         return instant
     }
 
+    /// `now()`'s monotonic part alone, without copying (and retaining) the instant's date text.
+    private func nowNanoseconds() -> UInt64 {
+        if let nanoseconds = eventInstant?.uptimeNanoseconds { return nanoseconds }
+        return now().uptimeNanoseconds
+    }
+
     private func dispatch(_ request: HTTPRequest) {
         responseGeneration &+= 1
         let generation = responseGeneration
@@ -277,7 +283,7 @@ final class Connection: @unchecked Sendable {
     private func flush() {
         while let sent = books.sendUnsent({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) {
             if sent > 0 {
-                let streamBytes = books.sent(sent, at: now().uptimeNanoseconds)
+                let streamBytes = books.sent(sent, at: nowNanoseconds())
                 if streamBytes > 0 { stream?.acknowledge(streamBytes) }
             } else if sent < 0 && errno == EINTR {
                 continue
@@ -288,7 +294,7 @@ final class Connection: @unchecked Sendable {
                 return
             }
         }
-        let step = books.flushStopped(at: now().uptimeNanoseconds)
+        let step = books.flushStopped(at: nowNanoseconds())
         switch step {
         case .idle:
             suspendWriting()
@@ -301,7 +307,7 @@ final class Connection: @unchecked Sendable {
         case .linger:
             suspendWriting()
             // Half-close and read until the peer is done, so it sees the error response rather than a reset.
-            if books.beginLingering(at: now().uptimeNanoseconds) {
+            if books.beginLingering(at: nowNanoseconds()) {
                 Glibc.shutdown(fd, Int32(SHUT_WR))
                 resumeReading()
             }
