@@ -68,10 +68,22 @@ extension PostgresBenchmark {
             ones.append(one)
             twos.append(two)
         }
+        let median = MultiUserStatisticsBenchmark.median
         let ratios = zip(ones, twos).map { $1.rate / $0.rate }
-        print("  \(label), medians of \(ones.count): one node \(Int(MultiUserStatisticsBenchmark.median(ones.map(\.rate)))) requests/s, "
-              + "two nodes \(Int(MultiUserStatisticsBenchmark.median(twos.map(\.rate)))) requests/s; two nodes / one node = \(format(MultiUserStatisticsBenchmark.median(ratios)))x "
+        print("  \(label), medians of \(ones.count): one node \(Int(median(ones.map(\.rate)))) requests/s, "
+              + "two nodes \(Int(median(twos.map(\.rate)))) requests/s; two nodes / one node = \(format(median(ratios)))x "
               + "(each round's: \(ratios.map { format($0) }.joined(separator: ", ")); target >= 1.6)")
+        // What the CPU figures say about separate machines: each node's throughput is its core's
+        // worth of requests at its CPU per request, so two nodes give 2 x (one node's healthd CPU
+        // per request) / (two nodes' together) of one node, if PostgreSQL keeps up (its own CPU per
+        // request bounds it: one core of it serves 1 / that many requests per second).
+        let healthdOne = median(ones.map { $0.nodeCPU.reduce(0, +) / Double(max(1, $0.requests)) })
+        let healthdTwo = median(twos.map { $0.nodeCPU.reduce(0, +) / Double(max(1, $0.requests)) })
+        let postgres = median((ones + twos).map { $0.postgresCPU / Double(max(1, $0.requests)) })
+        print("  \(label), from CPU per request (a projection for one machine per node and PostgreSQL on its own, not a measurement): "
+              + "healthd \(Int((healthdOne * 1e6).rounded())) µs alone, \(Int((healthdTwo * 1e6).rounded())) µs with two nodes; "
+              + "two nodes / one node = \(format(2 * healthdOne / max(1e-9, healthdTwo)))x while PostgreSQL, at "
+              + "\(Int((postgres * 1e6).rounded())) µs per request, serves \(Int(1 / max(1e-9, postgres))) requests/s per core")
     }
 
     /// One run's line: rate, latency, and CPU per request of each process and of the machine.
