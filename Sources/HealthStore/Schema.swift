@@ -288,11 +288,20 @@ enum Schema {
             // written once per batch, instead of the unique (user, uuid) index, which cost a random
             // B-tree insert (about a page write) per sample. An existing database gets one run per
             // user from its rows; the index goes.
-            try db.execute(SampleKeyIndex.schema)
+            try db.execute(SampleKeyIndex.runsSchema)
             try sampleKeys.rebuildAll(db)
             try db.execute("DROP INDEX samples_by_uuid")
         }
-        migrator.register("015-statistics-days-clustered") { db in
+        migrator.register("015-sample-key-deletions") { db in
+            // Deleted samples' entries are dropped from the runs by merges (SampleKeyIndex), which
+            // learn them from sample_key_deletions. Runs written before kept every deleted row's
+            // entry: they are rebuilt from the rows, once, if they hold more entries than rows.
+            try db.execute(SampleKeyIndex.deletionsSchema)
+            let entries = try db.scalarInt64("SELECT coalesce(sum(count), 0) FROM sample_key_runs") ?? 0
+            let rows = try db.scalarInt64("SELECT count(*) FROM samples") ?? 0
+            if entries != rows { try sampleKeys.rebuildAll(db) }
+        }
+        migrator.register("016-statistics-days-clustered") { db in
             // A series' day rows become neighbours: statistics_days is keyed by one integer packing
             // (user, type, day), so the table's own B-tree holds a series' year in consecutive rows
             // (about 180 pages of heart rate, 366 of two-source steps, in a few runs of the file)

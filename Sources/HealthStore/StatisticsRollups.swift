@@ -48,10 +48,10 @@ package enum RollupMaintenanceMode: UInt8, Sendable {
 }
 
 /// Where a series' day rows live. `clustered` is the table written now (migration
-/// `015-statistics-days-clustered`): `statistics_days` keyed by one integer packing (user, type,
+/// `016-statistics-days-clustered`): `statistics_days` keyed by one integer packing (user, type,
 /// day), so the table's own B-tree keeps a series' days in consecutive rows, holding the body only,
 /// and `statistics_day_details` beside it keyed the same way. `columns` is the table migrations
-/// 009-014 ran on: (user_id, type_id, day, body, detail) with the key in its columns; only those
+/// 009-015 ran on: (user_id, type_id, day, body, detail) with the key in its columns; only those
 /// migrations write it.
 enum RollupTableLayout {
     case columns, clustered
@@ -196,7 +196,7 @@ enum StatisticsRollups {
         if keys.count <= 2 { try db.cachedStatement(sql).execute(keys.map { .integer($0) }) } else { try db.execute(sql, keys.map { .integer($0) }) }
     }
 
-    /// `write` on the table of migrations 009-014 (`RollupTableLayout.columns`).
+    /// `write` on the table of migrations 009-015 (`RollupTableLayout.columns`).
     private static func writeColumns(_ db: Database, userRowID: Int64, typeCode: Int64,
                                      rows: [(day: Int64, row: DayRollup.Row?)]) throws {
         let kept = rows.compactMap { day, row in row.map { (day, $0) } }
@@ -282,7 +282,7 @@ enum StatisticsRollups {
         }
     }
 
-    /// Moves the rows of the `columns` table to the clustered tables (migration 015), in key order,
+    /// Moves the rows of the `columns` table to the clustered tables (migration 016), in key order,
     /// as they are: a series' days end up in consecutive rows, bodies apart from details.
     static func clusterRows(_ db: Database) throws {
         let outside = try db.first("""

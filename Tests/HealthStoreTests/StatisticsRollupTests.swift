@@ -18,13 +18,15 @@ import Statistics
         }
     }
 
-    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs.
+    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs
+    /// (and the deletions list of `015-sample-key-deletions`).
     static let undoSampleKeyRuns = """
+        DROP TABLE sample_key_deletions; DROP TABLE sample_key_users;
         DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
         CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
         """
 
-    /// The rollup table before `015-statistics-days-clustered`: one rowid table with the key in
+    /// The rollup table before `016-statistics-days-clustered`: one rowid table with the key in
     /// its columns and the detail beside the body, its rows in `order` (SQL over d.*: the order
     /// they were written in, as far as the test cares).
     static func undoClusteredDays(order: String = "d.key") -> String {
@@ -74,7 +76,7 @@ import Statistics
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
                           "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
-                          "015-statistics-days-clustered"],
+                          "015-sample-key-deletions", "016-statistics-days-clustered"],
                 "this test undoes every migration from the rollups' on")
         try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_day_details; DROP TABLE statistics_series")
@@ -119,7 +121,8 @@ import Statistics
         let later = try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)]) {
             try $0.string(at: 0)
         }
-        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-statistics-days-clustered"],
+        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions",
+                          "016-statistics-days-clustered"],
                 "this test undoes the migrations from the rowid table's on")
         try database.execute(Self.undoClusteredDays())
         try database.execute(Self.undoSampleKeyRuns)
@@ -211,7 +214,7 @@ import Statistics
         t.store.close()
 
         let database = try Database(path: t.directory + "/healthd.sqlite")
-        let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '015-statistics-days-clustered'", [],
+        let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '016-statistics-days-clustered'", [],
                                                         { try $0.int64(at: 0) }))
         #expect(try database.first("SELECT count(*) FROM schema_migrations WHERE id > ?", [.integer(migration)], { try $0.int64(at: 0) }) == 0,
                 "this test undoes the last migration only")
