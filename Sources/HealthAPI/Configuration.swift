@@ -34,6 +34,10 @@ public struct HealthdConfiguration: Sendable, Equatable {
     /// dropped (their next query reads their rollup rows again). 64 MiB holds years of data of
     /// dozens of users (BENCHMARKS.md).
     public var statisticsMemoryMiB = 64
+    /// MiB of uuid keys (4 bytes a sample) the SQLite store keeps in memory so a new uuid costs no
+    /// read of the database; past it the least recently used users' runs are read back when next
+    /// saved to. 32 MiB holds the keys of about 8 million samples.
+    public var uuidKeyMemoryMiB = 32
     public var accessLog = true
 
     // Abuse limits (README, Abuse and privacy): token buckets; a rate of 0 disables one.
@@ -65,7 +69,8 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public static let fileKeys: [String] = [
         "host", "port", "dataDir", "database", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
         "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
-        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "accessLog",
+        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "uuidKeyMemoryMiB",
+        "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
         "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins", "trustedProxies", "trustedProxyHeader",
     ]

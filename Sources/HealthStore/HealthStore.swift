@@ -25,11 +25,15 @@ public final class HealthStore: HealthDataStore {
     /// `defaultStatisticsMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
     /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
     /// saves queue (their work, not their threads) until earlier ones commit.
+    /// `uuidKeyMemoryBudget`: bytes of uuid keys held in memory (`SampleKeyIndex`).
     public convenience init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
-                            writeBacklogLimit: Int = 200_000) throws {
+                            writeBacklogLimit: Int = 200_000, uuidKeyMemoryBudget: Int = HealthStore.defaultUUIDKeyMemoryBudget) throws {
         try self.init(directory: directory, readers: readers, statisticsMemoryBudget: statisticsMemoryBudget,
-                      writeBacklogLimit: writeBacklogLimit, sampleKeys: SampleKeyIndex())
+                      writeBacklogLimit: writeBacklogLimit, sampleKeys: SampleKeyIndex(memoryBudget: uuidKeyMemoryBudget))
     }
+
+    /// 32 MiB: the uuid keys of about 8 million samples.
+    public static let defaultUUIDKeyMemoryBudget = 32 << 20
 
     /// `sampleKeys`: how samples are found by uuid (tests narrow its keys to force collisions,
     /// or its fanout to force merges).

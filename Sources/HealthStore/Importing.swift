@@ -36,7 +36,9 @@ extension HealthStore {
             for group in decisions.insertsBySource() {
                 // Each writer continues the change sequence where the last one stored it.
                 var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
-                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, distinctUUIDs: true))
+                // Decided: the writer neither looks the uuids up again nor inserts the adopted objects.
+                let adopted = Set(group.indices.flatMap { decisions.adoptions[$0] ?? [] })
+                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, decidedAdopting: adopted))
                 try writer.finish()
                 touched.formUnion(writer.touchedTypes)
                 for index in group.indices {

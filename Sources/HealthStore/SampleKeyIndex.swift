@@ -14,22 +14,23 @@ import Synchronization
 /// A save asks for all of its batch's keys at once: a key absent from every run's in-memory keys is
 /// new without touching the database; a key present (the same uuid again, or another uuid with the
 /// same key) is checked exactly: the run's one chunk holding the key is read, and the full uuid of
-/// each row it points to is compared. Deleted samples leave their entries behind: a lookup checks
-/// that the row still exists (and is the same uuid), so a deleted uuid can be saved again, as with
-/// an index. Entries are only ever written with their rows, in the same transaction.
+/// each row it points to is compared. A deleted sample's entry stays until a merge of its run
+/// leaves it out (`sample_key_deletions` lists the deleted rows whose entries remain); meanwhile a
+/// lookup checks that the row still exists (and is the same uuid), so a deleted uuid can be saved
+/// again, as with an index. Entries are only ever written and dropped in their rows' transactions.
 ///
 /// Memory: 4 bytes per key of the runs held, within `memoryBudget` (least recently used runs are
 /// dropped first, and reloaded from their chunks when next needed by a save; a read by uuid of a run
-/// not held probes its chunk directly).
+/// not held probes its chunk directly; a run larger than the budget is never held).
 package final class SampleKeyIndex: Sendable {
     package let derivation: SampleKeyDerivation
     /// Runs of one level merged into one at the next once there are this many.
     package let fanout: Int
     package let memoryBudget: Int
     private let cache: Mutex<Cache>
+    private let batchLookupCount = Atomic<Int>(0)
 
-    /// 32 MiB: the keys of about 8 million samples.
-    package static let defaultMemoryBudget = 32 << 20
+    package static let defaultMemoryBudget = HealthStore.defaultUUIDKeyMemoryBudget
 
     private struct Cache {
         var runs: [Int64: Held] = [:]
@@ -59,8 +60,8 @@ package final class SampleKeyIndex: Sendable {
         cache = Mutex(Cache())
     }
 
-    /// The tables, for the schema migration and the benchmark's raw SQLite.
-    package static let schema = """
+    /// The runs' tables (migration `014-sample-key-runs`).
+    package static let runsSchema = """
         -- Per user, runs of (key, seq) entries sorted by key: the uuid lookup (SampleKeyIndex).
         CREATE TABLE sample_key_runs (
             id INTEGER PRIMARY KEY,
@@ -77,6 +78,25 @@ package final class SampleKeyIndex: Sendable {
             PRIMARY KEY (run_id, first_key)
         );
         """
+
+    /// The deleted rows whose entries the runs still hold (migration `015-sample-key-deletions`).
+    package static let deletionsSchema = """
+        -- Seqs of deleted samples whose entries some run of the user still holds: dropped from the
+        -- runs by the next merge that reads them, then from here.
+        CREATE TABLE sample_key_deletions (
+            user_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (user_id, seq)
+        ) WITHOUT ROWID;
+        -- Per user, how many rows sample_key_deletions holds (read by every merge and delete).
+        CREATE TABLE sample_key_users (
+            user_id INTEGER PRIMARY KEY,
+            deleted INTEGER NOT NULL
+        );
+        """
+
+    /// Every table, for the benchmark's raw SQLite.
+    package static let schema = runsSchema + deletionsSchema
 
     /// The level a run of `count` entries belongs to: 0 below 1,024 × fanout, then one more per
     /// factor of `fanout`.
@@ -104,6 +124,7 @@ package final class SampleKeyIndex: Sendable {
     /// in `uuids`: the save path's check of a whole batch. Loads the user's runs into memory
     /// (within the budget) and reads the database only for keys some run holds.
     package func find(_ uuids: [HealthUUID], keys: [UInt32], userRowID: Int64, runs: [RunInfo], db: Database) throws -> [Int: SampleRow] {
+        batchLookupCount.add(1, ordering: .relaxed)
         guard !uuids.isEmpty, !runs.isEmpty else { return [:] }
         var order = Array(uuids.indices)
         order.sort { keys[$0] < keys[$1] }
@@ -180,10 +201,14 @@ package final class SampleKeyIndex: Sendable {
         }
     }
 
+    /// Holds a run's keys, dropping the least recently used others past the budget. A run larger
+    /// than the whole budget is not held (a save reads it from its chunks each time), so the keys
+    /// held never exceed the budget.
     private func hold(_ runID: Int64, keys: [UInt32]) {
         cache.withLock { cache in
             cache.clock += 1
-            if let old = cache.runs[runID] { cache.bytes -= old.keys.count * 4 }
+            if let old = cache.runs.removeValue(forKey: runID) { cache.bytes -= old.keys.count * 4 }
+            guard keys.count * 4 <= memoryBudget else { return }
             cache.runs[runID] = Held(keys: keys, lastUsed: cache.clock)
             cache.bytes += keys.count * 4
             guard cache.bytes > memoryBudget else { return }
@@ -204,6 +229,9 @@ package final class SampleKeyIndex: Sendable {
             }
         }
     }
+
+    /// Batch lookups (`find` with a batch's uuids) since the store opened, for tests.
+    package var batchLookups: Int { batchLookupCount.load(ordering: .relaxed) }
 
     /// Bytes of keys held in memory (for tests and metrics).
     package var heldBytes: Int { cache.withLock { $0.bytes } }
@@ -226,7 +254,7 @@ package final class SampleKeyIndex: Sendable {
 
     /// Adds a batch's entries as a new run of the user and merges a level that reached `fanout`
     /// runs, all in the caller's transaction. `runs`: the user's runs before this batch (as `find`
-    /// was given them).
+    /// was given them). A merge leaves out the entries of deleted rows.
     package func append(_ entries: [(key: UInt32, seq: Int64)], userRowID: Int64, runs: [RunInfo], db: Database) throws {
         guard !entries.isEmpty else { return }
         let run = SampleKeyRun(unsorted: entries)
@@ -238,16 +266,89 @@ package final class SampleKeyIndex: Sendable {
             let members = all.filter { $0.level == level }
             var parts: [SampleKeyRun] = []
             for member in members { parts.append(try fresh[member.id] ?? readRun(member.id, db: db, withSeqs: true)) }
-            let merged = SampleKeyRun.merged(parts)
             let ids = members.map(\.id)
-            try delete(ids, db: db)
             all.removeAll { ids.contains($0.id) }
-            let info = try write(merged, userRowID: userRowID, db: db, minimumLevel: level + 1)
-            all.append(info)
-            fresh = [info.id: merged]
+            fresh = [:]
+            if let merged = try replace(ids, by: SampleKeyRun.merged(parts), minimumLevel: level + 1, userRowID: userRowID, db: db) {
+                all.append(merged.info)
+                fresh = [merged.info.id: merged.run]
+            }
         }
     }
 
+    /// Replaces runs `ids` of the user by `merged` (their entries) minus the entries of deleted
+    /// rows; nil when none is left.
+    private func replace(_ ids: [Int64], by merged: SampleKeyRun, minimumLevel: Int, userRowID: Int64,
+                         db: Database) throws -> (info: RunInfo, run: SampleKeyRun)? {
+        let live = try purged(merged, userRowID: userRowID, db: db)
+        try delete(ids, db: db)
+        guard live.count > 0 else { return nil }
+        return (try write(live, userRowID: userRowID, db: db, minimumLevel: minimumLevel), live)
+    }
+
+    // MARK: Deleted rows
+
+    /// Notes rows of the user deleted in the caller's transaction: their entries are left out by
+    /// the next merge of the runs holding them. Once more than half the user's entries are of
+    /// deleted rows, all the user's runs become one run of the live entries at once, so a user who
+    /// deletes without saving again holds at most about twice the live samples' entries.
+    package func noteDeleted(_ seqs: [Int64], userRowID: Int64, db: Database) throws {
+        guard !seqs.isEmpty else { return }
+        let insert = try db.cachedStatement("INSERT INTO sample_key_deletions (user_id, seq) VALUES (?, ?)")
+        for seq in seqs {
+            insert.reset()
+            try insert.bind(userRowID, at: 1)
+            try insert.bind(seq, at: 2)
+            _ = try insert.step()
+        }
+        let pending = try deletedEntries(userRowID: userRowID, db: db) + seqs.count
+        try setDeletedEntries(pending, userRowID: userRowID, db: db)
+        let runs = try runs(userRowID: userRowID, db: db)
+        let entries = runs.reduce(0) { $0 + $1.count }
+        guard pending * 2 > entries else { return }
+        var parts: [SampleKeyRun] = []
+        for run in runs { parts.append(try readRun(run.id, db: db, withSeqs: true)) }
+        _ = try replace(runs.map(\.id), by: SampleKeyRun.merged(parts), minimumLevel: 0, userRowID: userRowID, db: db)
+    }
+
+    /// How many entries of the user's runs are of deleted rows (listed in `sample_key_deletions`).
+    package func deletedEntries(userRowID: Int64, db: Database) throws -> Int {
+        let statement = try db.cachedStatement("SELECT deleted FROM sample_key_users WHERE user_id = ?")
+        try statement.bind(userRowID, at: 1)
+        return try statement.first { try $0.int(at: 0) } ?? 0
+    }
+
+    private func setDeletedEntries(_ count: Int, userRowID: Int64, db: Database) throws {
+        try db.execute("""
+            INSERT INTO sample_key_users (user_id, deleted) VALUES (?, ?)
+            ON CONFLICT(user_id) DO UPDATE SET deleted = excluded.deleted
+            """, [.integer(userRowID), .integer(Int64(count))])
+    }
+
+    /// `run` without the entries of the user's deleted rows, which then leave `sample_key_deletions`.
+    /// Costs one indexed range read when the user has deleted rows, nothing otherwise.
+    private func purged(_ run: SampleKeyRun, userRowID: Int64, db: Database) throws -> SampleKeyRun {
+        let pending = try deletedEntries(userRowID: userRowID, db: db)
+        guard pending > 0, let lowest = run.seqs.min(), let highest = run.seqs.max() else { return run }
+        let range = try db.cachedStatement("SELECT seq FROM sample_key_deletions WHERE user_id = ? AND seq BETWEEN ? AND ?")
+        try range.bind(userRowID, at: 1)
+        try range.bind(lowest, at: 2)
+        try range.bind(highest, at: 3)
+        var deleted = Set<Int64>()
+        try range.forEachRow { deleted.insert(try $0.int64(at: 0)) }
+        guard !deleted.isEmpty else { return run }
+        let (live, removed) = run.removing(deleted)
+        guard !removed.isEmpty else { return run }
+        let forget = try db.cachedStatement("DELETE FROM sample_key_deletions WHERE user_id = ? AND seq = ?")
+        for seq in removed {
+            forget.reset()
+            try forget.bind(userRowID, at: 1)
+            try forget.bind(seq, at: 2)
+            _ = try forget.step()
+        }
+        try setDeletedEntries(max(0, pending - removed.count), userRowID: userRowID, db: db)
+        return live
+    }
     /// Writes `run` as a new run of the user (its id never used before in this process).
     @discardableResult
     package func write(_ run: SampleKeyRun, userRowID: Int64, db: Database, minimumLevel: Int = 0) throws -> RunInfo {

@@ -106,6 +106,24 @@ package struct SampleKeyRun: Sendable, Equatable {
         return SampleKeyRun(sortedKeys: keys, seqs: seqs)
     }
 
+    /// This run without the entries whose seq is in `seqs`, and the seqs it left out (in run order).
+    package func removing(_ seqs: Set<Int64>) -> (run: SampleKeyRun, removed: [Int64]) {
+        var keys: [UInt32] = []
+        var kept: [Int64] = []
+        var removed: [Int64] = []
+        keys.reserveCapacity(count)
+        kept.reserveCapacity(count)
+        for index in self.keys.indices {
+            if seqs.contains(self.seqs[index]) {
+                removed.append(self.seqs[index])
+            } else {
+                keys.append(self.keys[index])
+                kept.append(self.seqs[index])
+            }
+        }
+        return (SampleKeyRun(sortedKeys: keys, seqs: kept), removed)
+    }
+
     /// The seqs stored under `key`.
     package func seqs(for key: UInt32) -> ArraySlice<Int64> {
         let start = SampleKeyFilter.lowerBound(key, in: keys, from: 0)

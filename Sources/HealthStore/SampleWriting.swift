@@ -56,10 +56,17 @@ struct PreparedBatch: Sendable {
     /// The last type's code: a batch runs through a few types, each looked up once per run.
     private var lastType: (name: String, code: Int64?)?
     private var bodies = SampleRowBody.BatchMemo()
+    /// Non-nil for a batch the importer has decided (`ImportDecisions`): every sample is new, so
+    /// the writer looks no uuid up, and the correlation objects named here are stored already (the
+    /// correlation adopts them once inserted), so the writer skips them.
+    private(set) var adoptedObjects: Set<HealthUUID>?
 
-    /// `distinctUUIDs`: the caller has already collapsed repeated uuids (the importer decides every
-    /// sample against the batch before it), so the duplicate check is skipped.
-    init(_ samples: [HealthSample], store: HealthStore, distinctUUIDs: Bool = false) {
+    /// `decidedAdopting`: the importer has decided every sample against what is stored and the
+    /// samples before it (repeats collapsed, so the duplicate check is skipped too); the objects it
+    /// adopts are not inserted.
+    init(_ samples: [HealthSample], store: HealthStore, decidedAdopting adoptedObjects: Set<HealthUUID>? = nil) {
+        self.adoptedObjects = adoptedObjects
+        let distinctUUIDs = adoptedObjects != nil
         rows.reserveCapacity(samples.count)
         var seen: [HealthUUID: Int] = [:]
         if !distinctUUIDs { seen.reserveCapacity(samples.count) }
@@ -143,6 +150,8 @@ struct SampleWriter {
     /// the rows this writer inserted (an object may repeat another sample's uuid).
     private var storedRows: [HealthUUID: SampleRow] = [:]
     private var insertedSeqs: [HealthUUID: Int64]?
+    /// A decided batch's objects stored already (`PreparedBatch.adoptedObjects`).
+    private var adoptedObjects: Set<HealthUUID> = []
 
     init(db: Database, store: HealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
         self.db = db
@@ -183,7 +192,8 @@ struct SampleWriter {
     }
 
     /// Which of the batch's uuids (correlation objects included) the user has stored: one look at
-    /// the uuid key runs for the whole batch, before any row is inserted.
+    /// the uuid key runs for the whole batch, before any row is inserted; none for a batch the
+    /// importer decided, which looked them up already.
     private mutating func findStored(_ batch: borrowing PreparedBatch) throws {
         var uuids: [HealthUUID] = []
         uuids.reserveCapacity(batch.rows.count)
@@ -197,11 +207,15 @@ struct SampleWriter {
         }
         let keys = store.sampleKeys
         keyRuns = try keys.runs(userRowID: userRowID, db: db)
+        keyEntries.reserveCapacity(uuids.count)
+        if hasObjects { insertedSeqs = [:] }
+        if let adopted = batch.adoptedObjects {
+            adoptedObjects = adopted
+            return
+        }
         let found = try keys.find(uuids, keys: uuids.map { keys.key(userRowID: userRowID, uuid: $0) }, userRowID: userRowID,
                                   runs: keyRuns, db: db)
         for (position, row) in found { storedRows[uuids[position]] = row }
-        keyEntries.reserveCapacity(uuids.count)
-        if hasObjects { insertedSeqs = [:] }
     }
 
     private mutating func insert(_ row: borrowing PreparedBatch.Row, parentSeq: Int64?, touched: inout [Bool]) throws {
@@ -212,6 +226,8 @@ struct SampleWriter {
             try checkIdempotent(row.sample, stored: stored, index: row.index)
             return
         }
+        // An object the importer found stored (on its own, or earlier in the import): adopted, not inserted.
+        if parentSeq != nil, !adoptedObjects.isEmpty, adoptedObjects.contains(row.sample.uuid) { return }
         if let seq = insertedSeqs?[row.sample.uuid] {
             // An object repeating a uuid inserted earlier in this batch.
             guard let earlier = try db.first("SELECT \(HealthStore.sampleColumns) FROM samples WHERE seq = ?", [.integer(seq)],
@@ -310,6 +326,8 @@ struct SampleDeleter {
     private(set) var lastSeq: Int64
     private(set) var touchedTypes: Set<String> = []
     private var rollups = RollupChanges()
+    /// The deleted rows' seqs, whose entries the uuid key runs drop at a later merge.
+    private var deletedSeqs: [Int64] = []
 
     init(db: Database, userRowID: Int64, store: HealthStore) throws {
         self.db = db
@@ -333,12 +351,14 @@ struct SampleDeleter {
                   .integer(row.sourceRowID), .integer(deletedAt), .integer(row.seq), .integer(row.start),
                   .integer(row.end), row.value.map { .real($0) } ?? .null])
         try db.execute("DELETE FROM samples WHERE seq = ?", [.integer(row.seq)])
+        deletedSeqs.append(row.seq)
         rollups.noteDeleted(row, style: store.rollupStyles[row.typeCode])
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }
 
     func finish() throws {
         try rollups.apply(db, userRowID: userRowID, store: store)
+        try store.sampleKeys.noteDeleted(deletedSeqs, userRowID: userRowID, db: db)
         try ChangeSequence.store(lastSeq, db)
     }
 }

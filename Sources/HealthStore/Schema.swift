@@ -288,9 +288,18 @@ enum Schema {
             // written once per batch, instead of the unique (user, uuid) index, which cost a random
             // B-tree insert (about a page write) per sample. An existing database gets one run per
             // user from its rows; the index goes.
-            try db.execute(SampleKeyIndex.schema)
+            try db.execute(SampleKeyIndex.runsSchema)
             try sampleKeys.rebuildAll(db)
             try db.execute("DROP INDEX samples_by_uuid")
+        }
+        migrator.register("015-sample-key-deletions") { db in
+            // Deleted samples' entries are dropped from the runs by merges (SampleKeyIndex), which
+            // learn them from sample_key_deletions. Runs written before kept every deleted row's
+            // entry: they are rebuilt from the rows, once, if they hold more entries than rows.
+            try db.execute(SampleKeyIndex.deletionsSchema)
+            let entries = try db.scalarInt64("SELECT coalesce(sum(count), 0) FROM sample_key_runs") ?? 0
+            let rows = try db.scalarInt64("SELECT count(*) FROM samples") ?? 0
+            if entries != rows { try sampleKeys.rebuildAll(db) }
         }
         return migrator
     }

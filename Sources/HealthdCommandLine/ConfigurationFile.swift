@@ -43,6 +43,7 @@ public enum ConfigurationFile {
             try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }
             try integer("readerConnections", 1...64) { configuration.readerConnections = $0 }
             try integer("statisticsMemoryMiB", 1...1_048_576) { configuration.statisticsMemoryMiB = $0 }
+            try integer("uuidKeyMemoryMiB", 1...65_536) { configuration.uuidKeyMemoryMiB = $0 }
             if let flag = try reader.optionalBool("accessLog") { configuration.accessLog = flag }
             func rate(_ key: String, _ apply: (Double) -> Void) throws(JSONFieldError) {
                 guard let value = try reader.optionalNumber(key) else { return }

@@ -70,7 +70,8 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     }
     do {
         return try HealthStore(directory: directory, readers: configuration.readerConnections,
-                               statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
+                               statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20,
+                               uuidKeyMemoryBudget: configuration.uuidKeyMemoryMiB << 20)
     } catch {
         fail("cannot open the database in \(directory): \(error)")
     }

@@ -99,3 +99,23 @@ import HealthModel
         #expect(try t.store.importSamples(probe, userRowID: user.rowID) == [.alreadyStored, .alreadyStored, .inserted, .conflict(taken)])
     }
 }
+
+extension ImportingTests {
+    /// The importer looks a batch's uuids up once: the per-app writers insert what it decided
+    /// without a second look, correlations with adopted objects included.
+    @Test func aBatchIsLookedUpOnceWhateverItsApps() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let systolic = pressure("bloodPressureSystolic", 120)
+        let correlation = HealthSample(uuid: .random(), type: "bloodPressure", start: start, end: start,
+                                       content: .correlation([systolic, pressure("bloodPressureDiastolic", 80)]))
+        let batch = [SourcedSample(app: "Cuff", sample: systolic), SourcedSample(app: "Cuff", sample: correlation)]
+            + (0..<30).map { SourcedSample(app: ["iPhone", "Watch", "Scale"][$0 % 3], sample: steps(1, start: start + Int64($0) * 60_000)) }
+        let before = t.store.sampleKeys.batchLookups
+        #expect(try t.store.importSamples(batch, userRowID: user.rowID).allSatisfy { $0 == .inserted })
+        #expect(t.store.sampleKeys.batchLookups == before + 1, "one lookup for four apps' writers")
+        #expect(try t.store.importSamples(batch, userRowID: user.rowID).allSatisfy { $0 == .alreadyStored })
+        let (reader, _) = try t.store.createAuthorization(user: user, app: "reader", read: ["bloodPressureSystolic"], share: [])
+        #expect(try t.store.samples(SampleQuery(type: "bloodPressureSystolic"), for: reader, userExternalID: user.id).samples.count == 1)
+    }
+}

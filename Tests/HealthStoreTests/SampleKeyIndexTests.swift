@@ -74,14 +74,21 @@ import SQLite
 
     // MARK: The store against a model
 
+    struct Census: Equatable {
+        var entries: Int
+        var rows: Int
+        var deleted: Int
+    }
+
     final class KeyedStore {
-        let directory = NSTemporaryDirectory() + "healthd-keys-" + UUID().uuidString
+        var directory = NSTemporaryDirectory() + "healthd-keys-" + UUID().uuidString
         let derivation: SampleKeyDerivation
         var store: HealthStore
 
-        init(bits: Int, memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget) throws {
+        init(bits: Int, memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget, directory: String? = nil) throws {
+            if let directory { self.directory = directory }
             derivation = .narrowed(to: bits)
-            store = try HealthStore(directory: directory, readers: 2,
+            store = try HealthStore(directory: self.directory, readers: 2,
                                     sampleKeys: SampleKeyIndex(derivation: derivation, fanout: 2, memoryBudget: memoryBudget))
         }
 
@@ -95,6 +102,31 @@ import SQLite
         deinit {
             store.close()
             try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        /// The user's entries in the runs, rows, and deleted rows whose entries remain; checks that
+        /// the runs hold exactly one entry per row plus one per listed deletion.
+        func census(_ userRowID: Int64) throws -> Census {
+            try store.pool.read { db in
+                let entries = Int(try db.scalarInt64("SELECT coalesce(sum(count), 0) FROM sample_key_runs WHERE user_id = ?",
+                                                     [.integer(userRowID)]) ?? -1)
+                let rows = Int(try db.scalarInt64("SELECT count(*) FROM samples WHERE user_id = ?", [.integer(userRowID)]) ?? -1)
+                let listed = Int(try db.scalarInt64("SELECT count(*) FROM sample_key_deletions WHERE user_id = ?",
+                                                    [.integer(userRowID)]) ?? -1)
+                let deleted = try store.sampleKeys.deletedEntries(userRowID: userRowID, db: db)
+                // Every entry is a row's or a listed deletion's, and the runs' seqs are exactly those.
+                var seqs: [Int64] = []
+                for run in try store.sampleKeys.runs(userRowID: userRowID, db: db) {
+                    seqs += try store.sampleKeys.readRun(run.id, db: db, withSeqs: true).seqs
+                }
+                var expected: [Int64] = []
+                try db.cachedStatement("SELECT seq FROM samples WHERE user_id = \(userRowID) UNION ALL "
+                                       + "SELECT seq FROM sample_key_deletions WHERE user_id = \(userRowID)")
+                    .forEachRow { expected.append(try $0.int64(at: 0)) }
+                #expect(seqs.sorted() == expected.sorted(), "the runs hold the rows and the listed deletions, nothing else")
+                #expect(listed == deleted && entries == rows + deleted)
+                return Census(entries: entries, rows: rows, deleted: deleted)
+            }
         }
     }
 
@@ -179,11 +211,173 @@ import SQLite
                 var query = SampleQuery(type: "stepCount")
                 query.limit = 10_000
                 #expect(try t.store.samples(query, for: app, userExternalID: "").samples.count == stored[index].count)
+                let census = try t.census(app.userRowID)
+                #expect(census.rows == stored[index].count && census.entries <= 2 * census.rows)
             }
         }
         // The runs hold one entry per row ever inserted, merged into few runs.
         let runs = try t.store.pool.read { db in try t.store.sampleKeys.runs(userRowID: apps[0].userRowID, db: db) }
         #expect(runs.count <= 2 * 8, "a fanout of 2 keeps at most one run per level")
+    }
+
+    /// Deletes leave the runs: merges drop the entries of deleted rows, and once most of a user's
+    /// entries are of deleted rows all its runs become one run of the live rows. Through saves,
+    /// deletes by uuid and by range, the runs hold the rows plus the listed deletions, at most twice
+    /// the rows; deleted uuids read as absent and save again; a re-send of a live one stores nothing.
+    @Test func deletedSamplesLeaveTheRuns() throws {
+        let t = try KeyedStore(bits: 32)
+        var random = SplitMix64(seed: 21)
+        let alice = try t.store.createUser(name: "alice")
+        let app = try t.store.createAuthorization(user: alice, app: "phone", read: ["stepCount"], share: ["stepCount"]).0
+        var live: [HealthUUID: HealthSample] = [:]
+        var deleted: [HealthSample] = []
+        var start: Int64 = 1_700_000_000_000
+        func batch(_ count: Int) throws {
+            let samples = (0..<count).map { _ in
+                start += 60_000
+                return steps(Double(random.next() % 100), start: start, uuid: .random(using: &random))
+            }
+            #expect(try t.store.save(samples, by: app) == samples.map(\.uuid))
+            for sample in samples { live[sample.uuid] = sample }
+        }
+        // 800 samples, then 40 % of them deleted (under the half that compacts at once), two
+        // neighbours at a time by range.
+        for _ in 0..<16 { try batch(50) }
+        let ordered = live.values.sorted { $0.start < $1.start }
+        for index in stride(from: 0, to: ordered.count, by: 5) {
+            #expect(try t.store.deleteSamples(type: "stepCount", start: ordered[index].start, end: ordered[index].start + 120_000, by: app) == 2)
+            for sample in ordered[index...(index + 1)] {
+                live[sample.uuid] = nil
+                deleted.append(sample)
+            }
+        }
+        let afterDeletes = try t.census(app.userRowID)
+        #expect(afterDeletes == Census(entries: 800, rows: 480, deleted: 320), "a delete alone rewrites no run")
+        // Saves merge runs, and the merges leave the deleted rows' entries out.
+        for _ in 0..<16 { try batch(50) }
+        let afterSaves = try t.census(app.userRowID)
+        #expect(afterSaves.rows == 1_280 && afterSaves.deleted < 320 && afterSaves.entries < 1_600)
+        // A range delete of most of what is left: past half, one run of the live rows.
+        let cut = ordered[ordered.count - 1].start + 60_000 * 750
+        let removed = try t.store.deleteSamples(type: "stepCount", start: 0, end: cut, by: app)
+        let before = live.count
+        for (uuid, sample) in live where sample.start < cut {
+            live[uuid] = nil
+            deleted.append(sample)
+        }
+        #expect(removed == before - live.count && removed > 640)
+        let compacted = try t.census(app.userRowID)
+        #expect(compacted == Census(entries: live.count, rows: live.count, deleted: 0))
+        let runs = try t.store.pool.read { db in try t.store.sampleKeys.runs(userRowID: app.userRowID, db: db) }
+        #expect(runs.count == 1)
+
+        // A delete-heavy user: every round saves 10 and deletes 9 of the oldest by uuid; the runs
+        // stay within twice the rows.
+        for round in 0..<20 {
+            try batch(10)
+            for sample in live.values.sorted(by: { $0.start < $1.start }).prefix(9) {
+                try t.store.deleteSample(sample.uuid, by: app)
+                live[sample.uuid] = nil
+                deleted.append(sample)
+            }
+            let census = try t.census(app.userRowID)
+            #expect(census.rows == live.count && census.entries <= 2 * census.rows, "round \(round)")
+        }
+        // Deleted uuids are absent, can be deleted no more, and save again; live ones re-send idempotently.
+        for sample in deleted.prefix(20) + deleted.suffix(20) {
+            #expect(try t.store.sample(sample.uuid, for: app, userExternalID: "") == nil)
+            #expect(throws: StoreError.self) { try t.store.deleteSample(sample.uuid, by: app) }
+        }
+        try t.reopen()
+        let again = Array(deleted.suffix(30)) + Array(deleted.prefix(30))
+        #expect(try t.store.save(again, by: app) == again.map(\.uuid))
+        for sample in again {
+            #expect(try t.store.sample(sample.uuid, for: app, userExternalID: "")?.sample == sample)
+            live[sample.uuid] = sample
+        }
+        let resend = live.values.sorted { $0.start < $1.start }
+        #expect(try t.store.save(resend, by: app) == resend.map(\.uuid))
+        #expect(try t.census(app.userRowID).rows == live.count)
+        var changed = again[0]
+        changed.content = .quantity(1_000)
+        #expect(throws: SampleConflict.self) { try t.store.save([changed], by: app) }
+    }
+
+    /// The keys held in memory never exceed the budget: runs past it are dropped, least recently
+    /// used first, and a run larger than the whole budget is not held; saves stay exact meanwhile.
+    @Test func heldKeysStayWithinTheMemoryBudget() throws {
+        let budget = 4_096  // 1,024 keys
+        let t = try KeyedStore(bits: 32, memoryBudget: budget)
+        #expect(t.store.sampleKeys.memoryBudget == budget)
+        var random = SplitMix64(seed: 22)
+        var start: Int64 = 1_700_000_000_000
+        var users: [(AppAuthorization, [HealthSample])] = []
+        for name in ["a", "b", "c"] {
+            let user = try t.store.createUser(name: name)
+            users.append((try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"]).0, []))
+        }
+        var peak = 0
+        for round in 0..<60 {
+            let user = round % 3
+            let count = round % 10 == 9 ? 1_500 : Int(1 + random.next() % 200)  // some batches alone exceed the budget
+            let samples = (0..<count).map { _ in
+                start += 1_000
+                return steps(1, start: start, seconds: 1, uuid: .random(using: &random))
+            }
+            let resent = Array(users[user].1.suffix(5))
+            #expect(try t.store.save(samples + resent, by: users[user].0) == (samples + resent).map(\.uuid))
+            users[user].1 += samples
+            peak = max(peak, t.store.sampleKeys.heldBytes)
+            #expect(t.store.sampleKeys.heldBytes <= budget, "round \(round)")
+        }
+        #expect(peak > budget / 2, "the budget is used")
+        for (app, samples) in users {
+            var query = SampleQuery(type: "stepCount")
+            query.limit = 10_000
+            #expect(try t.store.samples(query, for: app, userExternalID: "").samples.count == samples.count, "nothing stored twice")
+        }
+        // The public initializer passes the budget on.
+        let directory = NSTemporaryDirectory() + "healthd-keys-budget-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let configured = try HealthStore(directory: directory, readers: 1, uuidKeyMemoryBudget: 3 << 20)
+        #expect(configured.sampleKeys.memoryBudget == 3 << 20)
+        configured.close()
+    }
+
+    /// Runs written before deleted rows were tracked hold every deleted row's entry: the migration
+    /// rebuilds them from the rows.
+    @Test func theMigrationDropsEntriesOfRowsDeletedBefore() throws {
+        let directory = NSTemporaryDirectory() + "healthd-keys-deletions-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let migration = "015-sample-key-deletions"
+        let older = Schema.migrator().registered(before: migration)
+        let database = try Database(path: directory + "/healthd.sqlite")
+        try older.migrate(database)
+        try database.execute("""
+            INSERT INTO users (id, external_id, name, created_ms) VALUES (1, 'u-1', 'alice', 0);
+            INSERT INTO sources (id, user_id, app) VALUES (1, 1, 'phone');
+            INSERT INTO type_codes (id, name) VALUES (1, 'stepCount');
+            """)
+        var random = SplitMix64(seed: 4)
+        try database.transaction(.immediate) {
+            for seq in 1...1_000 {
+                try database.execute("""
+                    INSERT INTO samples (seq, user_id, uuid, type_id, source_id, start_ms, end_ms, value, created_ms)
+                    VALUES (?, 1, ?, 1, 1, ?, ?, 5, 0)
+                    """, [.integer(Int64(seq)), .blob(HealthUUID.random(using: &random).bytes),
+                          .integer(1_700_000_000_000 + Int64(seq) * 60_000), .integer(1_700_000_060_000 + Int64(seq) * 60_000)])
+            }
+            try database.execute("INSERT INTO meta (key, value) VALUES ('seq', 1000)")
+            try SampleKeyIndex().rebuildAll(database)
+            // The earlier delete: rows gone, entries kept.
+            try database.execute("DELETE FROM samples WHERE seq % 3 = 0")
+        }
+        #expect(try database.scalarInt64("SELECT sum(count) FROM sample_key_runs") == 1_000)
+        database.close()
+
+        let t = try KeyedStore(bits: 32, directory: directory)
+        #expect(try t.census(1) == Census(entries: 667, rows: 667, deleted: 0))
     }
 
     /// A database written by the schema with the unique (user, uuid) index: the migration builds the

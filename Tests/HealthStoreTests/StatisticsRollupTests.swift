@@ -18,8 +18,10 @@ import Statistics
         }
     }
 
-    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs.
+    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs
+    /// (and the deletions list of `015-sample-key-deletions`).
     static let undoSampleKeyRuns = """
+        DROP TABLE sample_key_deletions; DROP TABLE sample_key_users;
         DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
         CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
         """
@@ -48,7 +50,8 @@ import Statistics
         }
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
-                          "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs"],
+                          "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
+                          "015-sample-key-deletions"],
                 "this test undoes every migration from the rollups' on")
         try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
@@ -93,7 +96,7 @@ import Statistics
         let later = try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)]) {
             try $0.string(at: 0)
         }
-        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs"],
+        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions"],
                 "this test undoes the migrations from the rowid table's on")
         try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.

@@ -80,6 +80,26 @@ import Testing
     }
 }
 
+@Suite struct UUIDKeyMemorySettingTests {
+    /// The uuid keys' memory budget: 32 MiB (the SQLite store's own default) unless the config file says
+    /// otherwise, within 1 to 65536 MiB; the example file states the default.
+    @Test func uuidKeyMemoryComesFromTheFileWithinItsRange() throws {
+        #expect(HealthdConfiguration().uuidKeyMemoryMiB == 32)
+        let configuration = try ConfigurationFile.apply(Array(#"{"uuidKeyMemoryMiB": 256}"#.utf8), to: HealthdConfiguration())
+        #expect(configuration.uuidKeyMemoryMiB == 256)
+        for refused in ["0", "65537", "-1", "1.5", #""32""#] {
+            let error = #expect(throws: ConfigurationError.self) {
+                try ConfigurationFile.apply(Array(#"{"uuidKeyMemoryMiB": \#(refused)}"#.utf8), to: HealthdConfiguration())
+            }
+            #expect(error?.description.contains("uuidKeyMemoryMiB") == true, "\(refused): \(error?.description ?? "")")
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let example = try ConfigurationFile.apply([UInt8](try Data(contentsOf: root.appendingPathComponent("config.example.json"))),
+                                                  to: HealthdConfiguration())
+        #expect(example.uuidKeyMemoryMiB == HealthdConfiguration().uuidKeyMemoryMiB)
+    }
+}
+
 @Suite struct DatabaseSettingTests {
     /// SQLite in the data directory unless a PostgreSQL URL is given, by flag or by the file; anything
     /// else is refused up front instead of quietly falling back to SQLite.
