@@ -29,6 +29,7 @@ package final class SampleKeyIndex: Sendable {
     package let memoryBudget: Int
     private let cache: Mutex<Cache>
     private let batchLookupCount = Atomic<Int>(0)
+    private let chunkReadCount = Atomic<Int>(0)
 
     package static let defaultMemoryBudget = HealthStore.defaultUUIDKeyMemoryBudget
 
@@ -144,17 +145,23 @@ package final class SampleKeyIndex: Sendable {
     }
 
     /// One uuid's row (GET and DELETE by uuid): a held run rules the key in or out from memory; a
-    /// run not held is probed in its chunk. Works on any connection (a reader's snapshot).
+    /// run not held is probed in its chunk, the largest first: a stored uuid is most likely in the
+    /// largest run (half of a user's samples or more), and after a restart, before the user's next
+    /// save, no run is held. Works on any connection (a reader's snapshot).
     package func find(_ uuid: HealthUUID, userRowID: Int64, db: Database) throws -> SampleRow? {
         let key = key(userRowID: userRowID, uuid: uuid)
+        var notHeld: [RunInfo] = []
         for run in try runs(userRowID: userRowID, db: db).reversed() {
-            if let held = touch(run.id) {
-                let index = SampleKeyFilter.lowerBound(key, in: held, from: 0)
-                guard index < held.count, held[index] == key else { continue }
+            guard let held = touch(run.id) else {
+                notHeld.append(run)
+                continue
             }
-            if let match = try exactMatch(uuid, key: key, runID: run.id, userRowID: userRowID, db: db) {
-                return match
-            }
+            let index = SampleKeyFilter.lowerBound(key, in: held, from: 0)
+            guard index < held.count, held[index] == key else { continue }
+            if let match = try exactMatch(uuid, key: key, runID: run.id, userRowID: userRowID, db: db) { return match }
+        }
+        for run in notHeld.sorted(by: { $0.count > $1.count }) {
+            if let match = try exactMatch(uuid, key: key, runID: run.id, userRowID: userRowID, db: db) { return match }
         }
         return nil
     }
@@ -162,19 +169,20 @@ package final class SampleKeyIndex: Sendable {
     /// Reads the chunk of run `runID` that would hold `key`, and the rows its entries for the key
     /// point to: the one with this user and uuid, if any (others share the key, or were deleted).
     private func exactMatch(_ uuid: HealthUUID, key: UInt32, runID: Int64, userRowID: Int64, db: Database) throws -> SampleRow? {
+        chunkReadCount.add(1, ordering: .relaxed)
         let chunk = try db.cachedStatement("""
             SELECT entries FROM sample_key_chunks WHERE run_id = ? AND first_key <= ? ORDER BY first_key DESC LIMIT 1
             """)
         try chunk.bind(runID, at: 1)
         try chunk.bind(Int64(key), at: 2)
-        var keys: [UInt32] = []
-        var seqs: [Int64]? = []
-        let decoded = try chunk.first { row in row.withBlob(at: 0) { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) } }
-        guard let decoded else { return nil }
-        guard decoded, let seqs else { throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys") }
-        let run = SampleKeyRun(sortedKeys: keys, seqs: seqs)
+        // Searched in place: one chunk's key, not its 480 entries decoded.
+        let found = try chunk.first { row in row.withBlob(at: 0) { SampleKeyRun.seqs(for: key, inChunk: $0) } }
+        guard let found else { return nil }
+        guard let seqs = found else {
+            throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys")
+        }
         let read = try db.cachedStatement("SELECT \(SampleRow.selectList) FROM samples WHERE seq = ? AND user_id = ?")
-        for seq in run.seqs(for: key) {
+        for seq in seqs {
             read.reset()
             try read.bind(seq, at: 1)
             try read.bind(userRowID, at: 2)
@@ -232,6 +240,9 @@ package final class SampleKeyIndex: Sendable {
 
     /// Batch lookups (`find` with a batch's uuids) since the store opened, for tests.
     package var batchLookups: Int { batchLookupCount.load(ordering: .relaxed) }
+
+    /// Chunks read to check a key exactly since the store opened, for tests.
+    package var chunkReads: Int { chunkReadCount.load(ordering: .relaxed) }
 
     /// Bytes of keys held in memory (for tests and metrics).
     package var heldBytes: Int { cache.withLock { $0.bytes } }
