@@ -305,13 +305,7 @@ package final class SampleKeyIndex: Sendable {
     /// deletes without saving again holds at most about twice the live samples' entries.
     package func noteDeleted(_ seqs: [Int64], userRowID: Int64, db: Database) throws {
         guard !seqs.isEmpty else { return }
-        let insert = try db.cachedStatement("INSERT INTO sample_key_deletions (user_id, seq) VALUES (?, ?)")
-        for seq in seqs {
-            insert.reset()
-            try insert.bind(userRowID, at: 1)
-            try insert.bind(seq, at: 2)
-            _ = try insert.step()
-        }
+        try forEach(seqs, userRowID: userRowID, db: db, run: "INSERT INTO sample_key_deletions (user_id, seq) VALUES (?, ?)")
         let pending = try deletedEntries(userRowID: userRowID, db: db) + seqs.count
         try setDeletedEntries(pending, userRowID: userRowID, db: db)
         let runs = try runs(userRowID: userRowID, db: db)
@@ -320,6 +314,17 @@ package final class SampleKeyIndex: Sendable {
         var parts: [SampleKeyRun] = []
         for run in runs { parts.append(try readRun(run.id, db: db, withSeqs: true)) }
         _ = try replace(runs.map(\.id), by: SampleKeyRun.merged(parts), minimumLevel: 0, userRowID: userRowID, db: db)
+    }
+
+    /// Runs `sql` (parameters: user, seq) once per seq.
+    private func forEach(_ seqs: [Int64], userRowID: Int64, db: Database, run sql: String) throws {
+        let statement = try db.cachedStatement(sql)
+        for seq in seqs {
+            statement.reset()
+            try statement.bind(userRowID, at: 1)
+            try statement.bind(seq, at: 2)
+            _ = try statement.step()
+        }
     }
 
     /// How many entries of the user's runs are of deleted rows (listed in `sample_key_deletions`).
@@ -350,13 +355,7 @@ package final class SampleKeyIndex: Sendable {
         guard !deleted.isEmpty else { return run }
         let (live, removed) = run.removing(deleted)
         guard !removed.isEmpty else { return run }
-        let forget = try db.cachedStatement("DELETE FROM sample_key_deletions WHERE user_id = ? AND seq = ?")
-        for seq in removed {
-            forget.reset()
-            try forget.bind(userRowID, at: 1)
-            try forget.bind(seq, at: 2)
-            _ = try forget.step()
-        }
+        try forEach(removed, userRowID: userRowID, db: db, run: "DELETE FROM sample_key_deletions WHERE user_id = ? AND seq = ?")
         try setDeletedEntries(max(0, pending - removed.count), userRowID: userRowID, db: db)
         return live
     }

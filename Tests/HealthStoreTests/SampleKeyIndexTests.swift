@@ -379,16 +379,22 @@ import SQLite
         configured.close()
     }
 
+    /// A new data directory whose database has every migration before `migration`.
+    static func database(before migration: String) throws -> (directory: String, database: Database) {
+        let directory = NSTemporaryDirectory() + "healthd-keys-migration-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let older = Schema.migrator().registered(before: migration)
+        #expect(Schema.migrator().registeredNames.contains(migration) && !older.registeredNames.contains(migration))
+        let database = try Database(path: directory + "/healthd.sqlite")
+        try older.migrate(database)
+        return (directory, database)
+    }
+
     /// Runs written before deleted rows were tracked hold every deleted row's entry: the migration
     /// rebuilds them from the rows.
     @Test func theMigrationDropsEntriesOfRowsDeletedBefore() throws {
-        let directory = NSTemporaryDirectory() + "healthd-keys-deletions-" + UUID().uuidString
+        let (directory, database) = try Self.database(before: "015-sample-key-deletions")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let migration = "015-sample-key-deletions"
-        let older = Schema.migrator().registered(before: migration)
-        let database = try Database(path: directory + "/healthd.sqlite")
-        try older.migrate(database)
         try database.execute("""
             INSERT INTO users (id, external_id, name, created_ms) VALUES (1, 'u-1', 'alice', 0);
             INSERT INTO sources (id, user_id, app) VALUES (1, 1, 'phone');
@@ -418,14 +424,8 @@ import SQLite
     /// A database written by the schema with the unique (user, uuid) index: the migration builds the
     /// runs from its rows, and saves, reads and deletes by uuid work on them.
     @Test func anExistingDatabaseGetsRunsFromItsRows() throws {
-        let directory = NSTemporaryDirectory() + "healthd-keys-migration-" + UUID().uuidString
+        let (directory, database) = try Self.database(before: "014-sample-key-runs")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let migration = "014-sample-key-runs"
-        let older = Schema.migrator().registered(before: migration)
-        #expect(Schema.migrator().registeredNames.contains(migration) && !older.registeredNames.contains(migration))
-        let database = try Database(path: directory + "/healthd.sqlite")
-        try older.migrate(database)
         #expect(try database.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'samples_by_uuid'") == 1)
         try database.execute("""
             INSERT INTO users (id, external_id, name, created_ms) VALUES (1, 'u-1', 'alice', 0), (2, 'u-2', 'bob', 0);
