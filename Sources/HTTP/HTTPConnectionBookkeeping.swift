@@ -63,8 +63,14 @@ package struct HTTPConnectionBookkeeping: Sendable {
 
     // MARK: Output
 
-    package mutating func queue(_ bytes: [UInt8]) {
-        output.append(contentsOf: bytes)
+    package mutating func queue(_ bytes: consuming [UInt8]) {
+        // Usually nothing is pending (a response is sent as soon as it is ready): then the
+        // response's own buffer becomes the output, with no copy.
+        if output.isEmpty {
+            output = bytes
+        } else {
+            output.append(contentsOf: bytes)
+        }
     }
 
     /// A streamed body starts after what is queued now (its head and any earlier responses).
@@ -78,11 +84,14 @@ package struct HTTPConnectionBookkeeping: Sendable {
         bytesAheadOfStream = 0
     }
 
-    /// Hands the unsent bytes to `send` and returns its result (not generic, so the server's
-    /// calls from another module need no runtime generics).
+    /// Hands the unsent bytes to `send` and returns its result, or nil (without calling it) when
+    /// nothing is unsent. Not generic, so the server's calls from another module need no runtime
+    /// generics; `mutating` although it changes nothing, because a non-mutating call on the
+    /// value a class holds copies the whole value (retaining its buffers) first.
     @inlinable
-    package func sendUnsent(_ send: (UnsafeRawBufferPointer) -> Int) -> Int {
-        output.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+    package mutating func sendUnsent(_ send: (UnsafeRawBufferPointer) -> Int) -> Int? {
+        guard output.count > outputOffset else { return nil }
+        return output.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
     }
 
     /// The socket took `count` bytes at `time`. Returns how many of them were the stream's own

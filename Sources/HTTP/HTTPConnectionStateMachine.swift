@@ -298,6 +298,16 @@ public struct HTTPConnectionStateMachine: Sendable {
             }
             switch event {
             case .head(let head):
+                if !head.hasBody {
+                    // Complete with its head (the parser's next event is its end): dispatched from
+                    // here, the head never round-trips through the phase, whose every copy retains
+                    // and releases its fields.
+                    guard case .end(let trailers)? = parser.next() else {
+                        return parserOutOfOrder(now: now, into: &actions)
+                    }
+                    dispatch(head, body: [], trailers: trailers, closeAfter: false, inputEnded: inputEnded, into: &actions)
+                    return
+                }
                 var body: [UInt8] = []
                 // Reserve up front, but never trust a declared length with more than 64 KiB before bytes arrive.
                 if case .contentLength(let length) = head.framing, length > 0 { body.reserveCapacity(min(length, 64 * 1024)) }
@@ -318,21 +328,26 @@ public struct HTTPConnectionStateMachine: Sendable {
                 guard case .readingBody(let head, let body, _, let closeAfter) = phase else {
                     return parserOutOfOrder(now: now, into: &actions)
                 }
-                var headers = head.headers
-                for trailer in trailers { headers.add(trailer.name, trailer.value) }
-                let request = HTTPRequest(method: head.method, target: head.target, version: head.version,
-                                          headers: headers, body: body)
-                var exchange = Exchange(version: head.version, method: head.method, keepAlive: head.keepAlive && !closeAfter,
-                                        inputEnded: inputEnded)
-                actions.append(.dispatch(request))
-                _ = pauseIfBacklogged(&exchange, into: &actions)
-                phase = .awaitingResponse(exchange)
+                dispatch(head, body: body, trailers: trailers, closeAfter: closeAfter, inputEnded: inputEnded, into: &actions)
                 return
             case .error(let error):
                 actions.append(contentsOf: fail(error, now: now))
                 return
             }
         }
+    }
+
+    /// Hands a complete request to the application and waits for its response.
+    private mutating func dispatch(_ head: consuming HTTPRequestHead, body: consuming [UInt8], trailers: HTTPHeaders,
+                                   closeAfter: Bool, inputEnded: Bool, into actions: inout [Action]) {
+        var exchange = Exchange(version: head.version, method: head.method, keepAlive: head.keepAlive && !closeAfter,
+                                inputEnded: inputEnded)
+        var headers = head.headers
+        for trailer in trailers { headers.add(trailer.name, trailer.value) }
+        actions.append(.dispatch(HTTPRequest(method: head.method, target: head.target, version: head.version,
+                                             headers: headers, body: body)))
+        _ = pauseIfBacklogged(&exchange, into: &actions)
+        phase = .awaitingResponse(exchange)
     }
 
     /// The parser gives `.head` before any `.body` or `.end`; should that ever break, the request
@@ -364,9 +379,10 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
-        // Walks the fields in place: this runs for every response, which rarely has the header at all.
-        for field in headers.fields where field.name.asciiCaseInsensitiveEquals("Connection") {
-            for option in field.value.split(separator: ",") where String(option.trimmingASCIIWhitespace()).asciiCaseInsensitiveEquals("close") {
+        // Looked up in place: this runs for every response, which rarely has the header at all.
+        guard headers.firstIndex(named: "Connection") != nil else { return false }
+        for value in headers.values("Connection") {
+            for option in value.split(separator: ",") where String(option.trimmingASCIIWhitespace()).asciiCaseInsensitiveEquals("close") {
                 return true
             }
         }

@@ -853,6 +853,17 @@ enum ASCII {
         return true
     }
 
+    /// Equal when ASCII letters are folded to lowercase; both the same length.
+    static func equalsIgnoringCase(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in 0 ..< a.count {
+            let x = a[index], y = b[index]
+            if x == y { continue }
+            if (x | 0x20) != (y | 0x20) || !isLetter(x) { return false }
+        }
+        return true
+    }
+
     static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
         guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
         let expected = lowercase.utf8Start

@@ -31,10 +31,18 @@ public enum HTTPResponseSerializer {
         // Sanitizing replaces byte for byte, so the text's UTF-8 counts bound the size exactly.
         // 64: the status line's and Date line's fixed parts with a code of up to 20 digits.
         var capacity = 64 + status.reasonPhrase.utf8.count + date.utf8.count
-        for field in headers.fields { capacity += field.name.utf8.count + field.value.utf8.count + 4 }
+        // The fields are read in place, here and below: a loop over them by value copies each
+        // field, retaining and releasing both its strings.
+        headers.fields.withUnsafeBufferPointer { fields in
+            for index in fields.indices { capacity += fields[index].name.utf8.count + fields[index].value.utf8.count + 4 }
+        }
         capacity += 72  // the framing line (at most 38), the Connection line (24) and the final CRLF
-        // `bodyCount`: room for a body the caller appends next, in the same allocation.
-        let out = [UInt8](unsafeUninitializedCapacity: capacity + bodyCount) { buffer, initialized in
+        // Written on the stack, then copied into an array with room for the body the caller
+        // appends next (`bodyCount`), in one allocation: `init(unsafeUninitializedCapacity:)` and
+        // `init(repeating:count:)` allocate through an unspecialized path that looks up the
+        // array's generic metadata at run time, several times the cost of the copy;
+        // `reserveCapacity` does not.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
             var writer = HeadWriter(buffer: buffer)
             writer.literal("HTTP/1.1 ")
             writer.decimal(status.code)
@@ -43,12 +51,13 @@ public enum HTTPResponseSerializer {
             writer.literal("\r\nDate: ")
             writer.sanitized(date)
             writer.literal("\r\n")
-            for field in headers.fields {
-                if isServerOwned(field.name) { continue }
-                writer.sanitized(field.name)
-                writer.literal(": ")
-                writer.sanitized(field.value)
-                writer.literal("\r\n")
+            headers.fields.withUnsafeBufferPointer { fields in
+                for index in fields.indices where !isServerOwned(fields[index].name) {
+                    writer.sanitized(fields[index].name)
+                    writer.literal(": ")
+                    writer.sanitized(fields[index].value)
+                    writer.literal("\r\n")
+                }
             }
             switch framing {
             case .none, .untilClose:
@@ -66,9 +75,11 @@ public enum HTTPResponseSerializer {
                 writer.literal("Connection: keep-alive\r\n")
             }
             writer.literal("\r\n")
-            initialized = writer.count
+            var out: [UInt8] = []
+            out.reserveCapacity(writer.count + bodyCount)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[0 ..< writer.count]))
+            return out
         }
-        return out
     }
 
     /// Writes a response head into uninitialized memory sized by `head`, which counted every

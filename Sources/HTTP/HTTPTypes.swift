@@ -44,15 +44,24 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// The first value of `name`, or nil.
     public subscript(name: String) -> String? {
-        for field in fields where field.name.asciiCaseInsensitiveEquals(name) { return field.value }
-        return nil
+        firstIndex(named: name).map { fields[$0].value }
+    }
+
+    /// Where the first field named `name` is. Scanned in place: iterating the fields by value
+    /// copies each one, retaining and releasing both of its strings, on every lookup of every
+    /// request and response.
+    func firstIndex(named name: String) -> Int? {
+        fields.withUnsafeBufferPointer { fields in
+            for index in fields.indices where fields[index].name.asciiCaseInsensitiveEquals(name) { return index }
+            return nil
+        }
     }
 
     public func values(_ name: String) -> [String] {
         fields.filter { $0.name.asciiCaseInsensitiveEquals(name) }.map(\.value)
     }
 
-    public func contains(_ name: String) -> Bool { self[name] != nil }
+    public func contains(_ name: String) -> Bool { firstIndex(named: name) != nil }
 
     public mutating func add(_ name: String, _ value: String) {
         reserveOnFirstField()
@@ -62,7 +71,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// Replaces every field named `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
         // Usually the field is new: then nothing is removed and the array is not rewritten.
-        if fields.contains(where: { $0.name.asciiCaseInsensitiveEquals(name) }) { remove(name) }
+        if firstIndex(named: name) != nil { remove(name) }
         reserveOnFirstField()
         fields.append((name: name, value: value))
     }
@@ -86,6 +95,13 @@ extension String {
     public func asciiCaseInsensitiveEquals(_ other: String) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
+        // Compared in the strings' contiguous bytes (native and literal strings, i.e. all of them
+        // here): zipping the UTF-8 views walks String indices, several times the cost, and header
+        // lookups run this for every field of every request and response.
+        let contiguous: Bool?? = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in ASCII.equalsIgnoringCase(x, y) }
+        }
+        if case .some(.some(let equal)) = contiguous { return equal }
         for (x, y) in zip(a, b) where x != y {
             let lx = (x >= 65 && x <= 90) ? x + 32 : x
             let ly = (y >= 65 && y <= 90) ? y + 32 : y

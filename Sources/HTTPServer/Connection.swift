@@ -142,7 +142,10 @@ final class Connection: @unchecked Sendable {
                     if books.responseQueued() { responseWritten() }
                 }
                 guard index < work.count else { break }
-                let action = work[index]
+                // Moved out, leaving a payload-free action behind: a copy would retain every
+                // field of a dispatched request, and clearing the list would release them again.
+                var action = HTTPConnectionStateMachine.Action.resumeReading
+                swap(&action, &work[index])
                 index += 1
                 perform(action)
             }
@@ -184,25 +187,46 @@ final class Connection: @unchecked Sendable {
         return instant
     }
 
+    /// `now()`'s monotonic part alone, without copying (and retaining) the instant's date text.
+    private func nowNanoseconds() -> UInt64 {
+        if let nanoseconds = eventInstant?.uptimeNanoseconds { return nanoseconds }
+        return now().uptimeNanoseconds
+    }
+
     private func dispatch(_ request: HTTPRequest) {
         responseGeneration &+= 1
         let generation = responseGeneration
         awaitingGeneration = generation
         insideRespond = true
+        // Marks this thread as inside this connection's `respond`, so a completion can tell cheaply
+        // whether it runs synchronously (a thread-specific pointer: `DispatchQueue.getSpecific`
+        // cost several times as much, on every request).
+        let marker = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        pthread_setspecific(Self.respondingKey, UnsafeRawPointer(bitPattern: marker))
         server.responder.respond(to: request, connection: info) { [self] response in
-            // Same queue and still inside `respond`: keep it for after `respond` returns (no re-entrancy).
-            if loop.isCurrent && insideRespond && awaitingGeneration == generation {
+            // Still inside `respond` on this thread: keep it for after `respond` returns (no
+            // re-entrancy). Only this thread can be there, so the fields are safe to read.
+            if UInt(bitPattern: pthread_getspecific(Self.respondingKey)) == marker && insideRespond && awaitingGeneration == generation {
                 responseReturnedDuringRespond = response
             } else {
                 loop.queue.async { self.responseArrived(response, generation: generation) }
             }
         }
+        pthread_setspecific(Self.respondingKey, nil)
         insideRespond = false
         if let response = responseReturnedDuringRespond {
             responseReturnedDuringRespond = nil
             accept(response, generation: generation)
         }
     }
+
+    /// The connection whose `respond` call the current thread is in, if any.
+    private static let respondingKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "pthread_key_create failed (\(status))")
+        return key
+    }()
 
     private func responseArrived(_ response: HTTPResponse, generation: UInt64) {
         eventInstant = nil
@@ -257,10 +281,9 @@ final class Connection: @unchecked Sendable {
     // MARK: Output
 
     private func flush() {
-        while books.unsentByteCount > 0 {
-            let sent = books.sendUnsent { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        while let sent = books.sendUnsent({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) {
             if sent > 0 {
-                let streamBytes = books.sent(sent, at: now().uptimeNanoseconds)
+                let streamBytes = books.sent(sent, at: nowNanoseconds())
                 if streamBytes > 0 { stream?.acknowledge(streamBytes) }
             } else if sent < 0 && errno == EINTR {
                 continue
@@ -271,7 +294,7 @@ final class Connection: @unchecked Sendable {
                 return
             }
         }
-        let step = books.flushStopped(at: now().uptimeNanoseconds)
+        let step = books.flushStopped(at: nowNanoseconds())
         switch step {
         case .idle:
             suspendWriting()
@@ -284,7 +307,7 @@ final class Connection: @unchecked Sendable {
         case .linger:
             suspendWriting()
             // Half-close and read until the peer is done, so it sees the error response rather than a reset.
-            if books.beginLingering(at: now().uptimeNanoseconds) {
+            if books.beginLingering(at: nowNanoseconds()) {
                 Glibc.shutdown(fd, Int32(SHUT_WR))
                 resumeReading()
             }

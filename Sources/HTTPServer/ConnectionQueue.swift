@@ -1,7 +1,6 @@
 import Dispatch
 import Glibc
 import HTTP
-import Synchronization
 
 /// One serial Dispatch queue and the connections it owns: their sockets' read/write sources,
 /// parsing and writing all run on it (no event loop of its own; Dispatch does the polling).
@@ -18,17 +17,11 @@ final class ConnectionQueue: @unchecked Sendable {
     private var cachedSecond = -1
     private var cachedDate = ""
 
-    static let queueKey = DispatchSpecificKey<UInt64>()
-    /// Process-wide unique, so loops of two servers in one process never look alike.
-    private static let nextIdentity = Atomic<UInt64>(1)
-    private let identity: UInt64
 
     init(index: Int, configuration: HTTPServerConfiguration) {
         self.index = index
         self.configuration = configuration
         self.queue = DispatchQueue(label: "healthd.http.loop\(index)")
-        self.identity = Self.nextIdentity.add(1, ordering: .relaxed).oldValue
-        self.queue.setSpecific(key: Self.queueKey, value: identity)
         self.readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     }
 
@@ -36,8 +29,6 @@ final class ConnectionQueue: @unchecked Sendable {
         sweepTimer?.cancel()
         readBuffer.deallocate()
     }
-
-    var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == identity }
 
     /// The monotonic time and the `Date` value, the latter formatted at most once per second.
     func now() -> HTTPInstant {

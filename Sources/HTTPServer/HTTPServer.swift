@@ -16,7 +16,9 @@ public final class HTTPServer: Sendable {
     let responder: any HTTPResponder
     let errorObserver: (@Sendable (HTTPServerErrorEvent) -> Void)?
     let loops: [ConnectionQueue]
-    private let acceptQueue = DispatchQueue(label: "healthd.http.accept")
+    private let acceptQueue: DispatchQueue
+    /// Rejected connections draining their client's request after the 503 (accept queue only).
+    private let rejections: RejectedConnections
     private let lifecycle = Mutex(Lifecycle())
     private let counters = Mutex(Counters())
     let openConnections = Atomic<Int>(0)
@@ -47,6 +49,10 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.responder = responder
         self.errorObserver = errorObserver
+        let acceptQueue = DispatchQueue(label: "healthd.http.accept")
+        self.acceptQueue = acceptQueue
+        self.rejections = RejectedConnections(queue: acceptQueue, limit: configuration.maxLingeringRejections,
+                                              seconds: configuration.rejectionLingerSeconds)
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, Self.activeProcessorCount())
         self.loops = (0 ..< count).map { ConnectionQueue(index: $0, configuration: configuration) }
     }
@@ -206,7 +212,7 @@ public final class HTTPServer: Sendable {
         // Best effort: a fresh socket's send buffer takes this small response whole.
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.shutdown(fd, Int32(SHUT_WR))
-        close(fd)
+        rejections.linger(fd: fd)
     }
 
     // MARK: Socket helpers
@@ -322,5 +328,64 @@ final class Listener: @unchecked Sendable {
     deinit {
         // A server dropped without shutdown must not leave its socket listening.
         source.cancel()
+    }
+}
+
+/// Connections refused with a 503 (over the connection cap, or during shutdown). Closing one at
+/// once would answer the request bytes its client is still sending with a reset, and the client
+/// fails on its next write without reading the 503. So each is half-closed after the 503 and
+/// read (and discarded) until its client closes or `seconds` pass, like the other error paths.
+/// At most `limit` linger at once; beyond that a rejection closes at once, so a flood of
+/// connections cannot hold more descriptors than the cap plus `limit`, for longer than `seconds`.
+// @unchecked: `lingering` and `nextToken` are only touched on `queue`.
+final class RejectedConnections: @unchecked Sendable {
+    private let queue: DispatchQueue
+    private let limit: Int
+    private let seconds: Double
+    /// By descriptor; the token tells a reused descriptor number from the one a deadline was set for.
+    private var lingering: [Int32: (token: UInt64, source: any DispatchSourceRead)] = [:]
+    private var nextToken: UInt64 = 0
+
+    init(queue: DispatchQueue, limit: Int, seconds: Double) {
+        self.queue = queue
+        self.limit = limit
+        self.seconds = seconds
+    }
+
+    /// Takes over `fd`, already sent its 503 and half-closed (on `queue`).
+    func linger(fd: Int32) {
+        guard lingering.count < limit, seconds > 0 else {
+            close(fd)
+            return
+        }
+        nextToken &+= 1
+        let token = nextToken
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        lingering[fd] = (token, source)
+        source.setEventHandler { [weak self] in self?.drain(fd: fd, token: token) }
+        source.setCancelHandler { close(fd) }
+        source.activate()
+        // Strong: the deadline must close the descriptor even if the server is gone by then.
+        queue.asyncAfter(deadline: .now() + seconds) { [self] in finish(fd: fd, token: token) }
+    }
+
+    private func drain(fd: Int32, token: UInt64) {
+        // Bounded per event, so one fast sender cannot monopolize the accept queue.
+        var buffer = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        for _ in 0 ..< 16 {
+            let count = withUnsafeMutableBytes(of: &buffer) { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+            // End of input (the client read its answer and closed) or an error: done.
+            finish(fd: fd, token: token)
+            return
+        }
+    }
+
+    private func finish(fd: Int32, token: UInt64) {
+        guard let entry = lingering[fd], entry.token == token else { return }
+        lingering[fd] = nil
+        // The cancel handler closes the descriptor once Dispatch has stopped watching it.
+        entry.source.cancel()
     }
 }

@@ -10,10 +10,15 @@ public struct HTTPServerConfiguration: Sendable {
     public var timeouts: HTTPTimeouts
     /// Seconds a connection may make no write progress while output is pending before it is dropped.
     public var writeTimeout: Double
-    /// Open connections beyond this get a 503 and are closed at once.
+    /// Open connections beyond this get a 503, then are drained briefly and closed (see below).
     public var maxConnections: Int
-    /// Open connections one remote address may hold; more get a 503 and are closed at once.
+    /// Open connections one remote address may hold; more get a 503 like those over `maxConnections`.
     public var maxConnectionsPerAddress: Int
+    /// Seconds a refused connection is read (and discarded) after its 503 before it is closed, so
+    /// its client can finish sending the request and read the answer instead of a reset.
+    public var rejectionLingerSeconds: Double
+    /// Refused connections that may linger at once; beyond this one is closed right after its 503.
+    public var maxLingeringRejections: Int
     /// Unsent bytes a streamed response may queue before `write` fails and the connection closes.
     public var maxStreamBacklogBytes: Int
     /// Serial queues connections are spread over; defaults to the active processor count.
@@ -23,7 +28,8 @@ public struct HTTPServerConfiguration: Sendable {
     public init(host: String = "127.0.0.1", port: Int = 8080, limits: HTTPLimits = .default,
                 timeouts: HTTPTimeouts = HTTPTimeouts(), writeTimeout: Double = 30,
                 maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 512, maxStreamBacklogBytes: Int = 1024 * 1024,
-                loopCount: Int = 0, listenBacklog: Int32 = 1024) {
+                loopCount: Int = 0, listenBacklog: Int32 = 1024,
+                rejectionLingerSeconds: Double = 2, maxLingeringRejections: Int = 256) {
         self.host = host
         self.port = port
         self.limits = limits
@@ -34,6 +40,8 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxStreamBacklogBytes = maxStreamBacklogBytes
         self.loopCount = loopCount
         self.listenBacklog = listenBacklog
+        self.rejectionLingerSeconds = rejectionLingerSeconds
+        self.maxLingeringRejections = maxLingeringRejections
     }
 }
 

@@ -16,10 +16,14 @@ struct ConnectionBookkeepingTests {
         #expect(step(&books) { $0.sent(4, at: 5) } == 0)
         #expect(books.unsentByteCount == 6)
         #expect(books.lastWriteProgress == 5)
-        #expect(books.sendUnsent { $0.count } == 6)
+        let offered = books.sendUnsent { $0.count }
+        #expect(offered == 6)
         #expect(step(&books) { $0.flushStopped(at: 6) } == .waitForWritable)
         #expect(step(&books) { $0.sent(6, at: 7) } == 0)
         #expect(step(&books) { $0.flushStopped(at: 8) } == .idle)
+        // Nothing unsent: `send` is not called at all.
+        let offeredNothing = books.sendUnsent { _ in Issue.record("send called with nothing unsent"); return 0 }
+        #expect(offeredNothing == nil)
         #expect(books.output.isEmpty && books.outputOffset == 0)
     }
 

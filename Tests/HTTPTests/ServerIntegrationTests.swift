@@ -57,6 +57,24 @@ final class TestClient {
         }
     }
 
+    /// Like `send`, but says whether every byte was accepted (false on a reset or broken pipe).
+    func sendAll(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    /// True once something (or end of input) is ready to read, within the safety timeout.
+    func waitUntilReadable() -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 10_000) == 1
+    }
+
     /// Reads more bytes; false on EOF, error or the safety timeout.
     private func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -395,6 +413,45 @@ struct ServerIntegrationTests {
             #expect(second.waitForClose())
             #expect(server.statistics.serverErrorResponses[503] == 1)
             #expect(server.statistics.openConnections == 1)
+        }
+    }
+
+    @Test func aRefusedClientCanFinishSendingItsRequestAndRead503() throws {
+        try withServer({ $0.maxConnections = 1 }) { server, _ in
+            let first = try #require(TestClient(port: server.boundPort))
+            first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(first.readResponse()?.status == 200)
+            let second = try #require(TestClient(port: server.boundPort))
+            // The 503 is there before the client has written anything. A client writes its whole
+            // request before reading; had the server closed the socket right after the 503, the
+            // first write would draw a reset and the second would fail.
+            #expect(second.waitUntilReadable())
+            #expect(second.sendAll("POST /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n"))
+            usleep(100_000)
+            #expect(second.sendAll("{}"))
+            let response = try #require(second.readResponse())
+            #expect(response.status == 503)
+            #expect(response.header("Connection") == "close")
+            #expect(second.waitForClose())
+            #expect(server.statistics.openConnections == 1)
+        }
+    }
+
+    @Test func aRefusedClientThatNeverClosesIsDroppedAfterTheLinger() throws {
+        try withServer({ $0.maxConnections = 1; $0.rejectionLingerSeconds = 0.2 }) { server, _ in
+            let first = try #require(TestClient(port: server.boundPort))
+            first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(first.readResponse()?.status == 200)
+            let second = try #require(TestClient(port: server.boundPort))
+            #expect(second.readResponse()?.status == 503)
+            // Within the linger the server still takes (and discards) what the client sends...
+            #expect(second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"))
+            // ...but a client that never closes does not hold the descriptor past it: writing to
+            // the closed socket draws a reset, and the write after that fails.
+            usleep(1_000_000)
+            _ = second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            usleep(100_000)
+            #expect(!second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"))
         }
     }
 
