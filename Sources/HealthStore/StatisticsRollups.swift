@@ -47,6 +47,48 @@ package enum RollupMaintenanceMode: UInt8, Sendable {
     case incremental, rereadDays, off
 }
 
+/// Where a series' day rows live. `clustered` is the table written now (migration
+/// `016-statistics-days-clustered`): `statistics_days` keyed by one integer packing (user, type,
+/// day), so the table's own B-tree keeps a series' days in consecutive rows, holding the body only,
+/// and `statistics_day_details` beside it keyed the same way. `columns` is the table migrations
+/// 009-015 ran on: (user_id, type_id, day, body, detail) with the key in its columns; only those
+/// migrations write it.
+enum RollupTableLayout {
+    case columns, clustered
+}
+
+/// A day row's key in the clustered tables: the user's row id in the high 31 bits, the type code in
+/// the next 12, the day (from 1970-01-01, offset by 2^19) in the low 20. Integer order is (user,
+/// type, day) order, so a series' days are one key range and, in a rowid table, neighbouring rows.
+struct RollupDayKey {
+    static let dayBits: Int64 = 20
+    static let typeBits: Int64 = 12
+    static let dayOffset: Int64 = 1 << (dayBits - 1)
+    /// Days -2^19..<2^19 (1435 years either side of 1970) cover every instant a sample may carry.
+    static let days = -dayOffset ... dayOffset - 1
+    static let typeCodes: ClosedRange<Int64> = 0 ... (1 << typeBits) - 1
+    static let users: ClosedRange<Int64> = 0 ... (1 << (63 - dayBits - typeBits)) - 1
+
+    /// The key of (user, type, day); `invalid` outside the packed ranges.
+    static func key(user: Int64, type: Int64, day: Int64) throws -> Int64 {
+        guard users.contains(user), typeCodes.contains(type), days.contains(day) else {
+            throw StoreError.invalid("statistics rollup key out of range: user \(user), type \(type), day \(day)")
+        }
+        return user << (dayBits + typeBits) | type << dayBits | (day + dayOffset)
+    }
+
+    /// The day a key holds (its low bits).
+    static func day(of key: Int64) -> Int64 { (key & ((1 << dayBits) - 1)) - dayOffset }
+
+    /// The keys of every day of one series.
+    static func series(user: Int64, type: Int64) throws -> ClosedRange<Int64> {
+        try key(user: user, type: type, day: days.lowerBound) ... key(user: user, type: type, day: days.upperBound)
+    }
+
+    /// The same packing in SQL over columns named user_id, type_id and day (the migration's).
+    static let sql = "(user_id << \(dayBits + typeBits)) | (type_id << \(dayBits)) | (day + \(dayOffset))"
+}
+
 /// The `statistics_days` rows (Schema.swift): reading and rewriting them inside the writer's transaction.
 enum StatisticsRollups {
     static let dayLength = DayRollup.dayLength
@@ -90,42 +132,86 @@ enum StatisticsRollups {
         guard let first = days.first, let last = days.last else { return [:] }
         let wanted = Set(days)
         let statement = try db.cachedStatement("""
-            SELECT day, body, detail FROM statistics_days WHERE user_id = ? AND type_id = ? AND day BETWEEN ? AND ?
+            SELECT d.key, d.body, x.detail FROM statistics_days d LEFT JOIN statistics_day_details x ON x.key = d.key
+            WHERE d.key BETWEEN ? AND ?
             """)
-        try statement.bind([.integer(userRowID), .integer(typeCode), .integer(first), .integer(last)])
+        try statement.bind([.integer(try RollupDayKey.key(user: userRowID, type: typeCode, day: first)),
+                            .integer(try RollupDayKey.key(user: userRowID, type: typeCode, day: last))])
         var rows: [Int64: DayRollup.Row] = [:]
         try statement.forEachRow { row in
-            let day = try row.int64(at: 0)
+            let day = RollupDayKey.day(of: try row.int64(at: 0))
             if wanted.contains(day) { rows[day] = (try row.blob(at: 1), row.blobIfPresent(at: 2)) }
         }
         return rows
     }
 
-    /// Writes changed rows: one multi-row upsert per 64 rows kept, one delete per 64 rows removed.
-    private static func write(_ db: Database, userRowID: Int64, typeCode: Int64, rows: [(day: Int64, row: DayRollup.Row?)]) throws {
+    /// Writes changed rows: one multi-row upsert per 64 rows kept (and one for their details), one
+    /// delete per 64 rows removed.
+    private static func write(_ db: Database, userRowID: Int64, typeCode: Int64, rows: [(day: Int64, row: DayRollup.Row?)],
+                              layout: RollupTableLayout = .clustered) throws {
+        if layout == .columns { return try writeColumns(db, userRowID: userRowID, typeCode: typeCode, rows: rows) }
+        var kept: [(key: Int64, row: DayRollup.Row)] = []
+        var removed: [Int64] = []
+        for (day, row) in rows {
+            let key = try RollupDayKey.key(user: userRowID, type: typeCode, day: day)
+            if let row { kept.append((key, row)) } else { removed.append(key) }
+        }
+        // A type's rows all have a detail (cumulative) or none (discrete); a kept row without one
+        // still clears any it had, so the two tables never disagree.
+        let details = kept.compactMap { key, row in row.detail.map { (key, $0) } }
+        let withoutDetail = kept.filter { $0.row.detail == nil }.map(\.key)
+        for part in chunks(kept) {
+            try upsert(db, table: "statistics_days", column: "body", part.map { ($0.key, $0.row.body) })
+        }
+        for part in chunks(details) {
+            try upsert(db, table: "statistics_day_details", column: "detail", Array(part))
+        }
+        for part in chunks(withoutDetail) { try delete(db, from: "statistics_day_details", keys: part) }
+        for part in chunks(removed) {
+            try delete(db, from: "statistics_days", keys: part)
+            try delete(db, from: "statistics_day_details", keys: part)
+        }
+    }
+
+    /// `items` in slices of at most 64 (one statement each).
+    private static func chunks<T>(_ items: [T]) -> [ArraySlice<T>] {
+        stride(from: 0, to: items.count, by: 64).map { items[$0..<min(items.count, $0 + 64)] }
+    }
+
+    private static func upsert(_ db: Database, table: String, column: String, _ rows: [(Int64, [UInt8])]) throws {
+        var values: [SQLValue] = []
+        values.reserveCapacity(rows.count * 2)
+        for (key, blob) in rows { values += [.integer(key), .blob(blob)] }
+        let tuples = Array(repeating: "(?, ?)", count: rows.count).joined(separator: ", ")
+        let sql = """
+            INSERT INTO \(table) (key, \(column)) VALUES \(tuples) ON CONFLICT(key) DO UPDATE SET \(column) = excluded.\(column)
+            """
+        // The common shapes (a batch touching one or two days) stay prepared.
+        if rows.count <= 2 { try db.cachedStatement(sql).execute(values) } else { try db.execute(sql, values) }
+    }
+
+    private static func delete(_ db: Database, from table: String, keys: ArraySlice<Int64>) throws {
+        let marks = Array(repeating: "?", count: keys.count).joined(separator: ", ")
+        let sql = "DELETE FROM \(table) WHERE key IN (\(marks))"
+        if keys.count <= 2 { try db.cachedStatement(sql).execute(keys.map { .integer($0) }) } else { try db.execute(sql, keys.map { .integer($0) }) }
+    }
+
+    /// `write` on the table of migrations 009-015 (`RollupTableLayout.columns`).
+    private static func writeColumns(_ db: Database, userRowID: Int64, typeCode: Int64,
+                                     rows: [(day: Int64, row: DayRollup.Row?)]) throws {
         let kept = rows.compactMap { day, row in row.map { (day, $0) } }
-        for start in stride(from: 0, to: kept.count, by: 64) {
-            let part = kept[start..<min(kept.count, start + 64)]
+        for part in chunks(kept) {
             var values: [SQLValue] = []
-            values.reserveCapacity(part.count * 5)
             for (day, row) in part {
                 values += [.integer(userRowID), .integer(typeCode), .integer(day), .blob(row.body), row.detail.map { .blob($0) } ?? .null]
             }
             let tuples = Array(repeating: "(?, ?, ?, ?, ?)", count: part.count).joined(separator: ", ")
-            let sql = """
+            try db.execute("""
                 INSERT INTO statistics_days (user_id, type_id, day, body, detail) VALUES \(tuples)
                 ON CONFLICT(user_id, type_id, day) DO UPDATE SET body = excluded.body, detail = excluded.detail
-                """
-            // The common shapes (a batch touching one or two days) stay prepared.
-            if part.count <= 2 {
-                try db.cachedStatement(sql).execute(values)
-            } else {
-                try db.execute(sql, values)
-            }
+                """, values)
         }
-        let removed = rows.filter { $0.row == nil }.map(\.day)
-        for start in stride(from: 0, to: removed.count, by: 64) {
-            let part = removed[start..<min(removed.count, start + 64)]
+        for part in chunks(rows.filter { $0.row == nil }.map(\.day)) {
             let marks = Array(repeating: "?", count: part.count).joined(separator: ", ")
             try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ? AND day IN (\(marks))",
                            [.integer(userRowID), .integer(typeCode)] + part.map { .integer($0) })
@@ -133,13 +219,22 @@ enum StatisticsRollups {
     }
 
     /// Rewrites every row of one series from all its samples: after a source-priority change, and
-    /// when the rollups are first built for an existing database.
-    static func rebuild(_ db: Database, userRowID: Int64, typeCode: Int64, style: AggregationStyle) throws {
+    /// when the rollups are first built for an existing database (`layout` `.columns`, in its migration).
+    static func rebuild(_ db: Database, userRowID: Int64, typeCode: Int64, style: AggregationStyle,
+                        layout: RollupTableLayout = .clustered) throws {
         let priority = try priority(db, userRowID: userRowID, typeCode: typeCode, style: style)
-        try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ?", [.integer(userRowID), .integer(typeCode)])
+        switch layout {
+        case .columns:
+            try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ?", [.integer(userRowID), .integer(typeCode)])
+        case .clustered:
+            let keys = try RollupDayKey.series(user: userRowID, type: typeCode)
+            for table in ["statistics_days", "statistics_day_details"] {
+                try db.execute("DELETE FROM \(table) WHERE key BETWEEN ? AND ?", [.integer(keys.lowerBound), .integer(keys.upperBound)])
+            }
+        }
         let samples = try HealthStore.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
         try write(db, userRowID: userRowID, typeCode: typeCode,
-                  rows: DayRollup.rows(of: samples, style: style, priority: priority).map { ($0.day, $0.row) })
+                  rows: DayRollup.rows(of: samples, style: style, priority: priority).map { ($0.day, $0.row) }, layout: layout)
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
     }
 
@@ -152,20 +247,20 @@ enum StatisticsRollups {
     }
 
     /// Builds the rows of every series of every user (an existing database meeting rollups).
-    static func rebuildAll(_ db: Database) throws {
+    static func rebuildAll(_ db: Database, layout: RollupTableLayout = .clustered) throws {
         let styles = try styles(db)
         var series: [(user: Int64, type: Int64)] = []
         let pairs = try db.cachedStatement("SELECT DISTINCT user_id, type_id FROM samples")
         try pairs.forEachRow { series.append((try $0.int64(at: 0), try $0.int64(at: 1))) }
         for (user, type) in series {
             guard let style = styles[type] else { continue }
-            try rebuild(db, userRowID: user, typeCode: type, style: style)
+            try rebuild(db, userRowID: user, typeCode: type, style: style, layout: layout)
         }
     }
 
     /// Rewrites every discrete series' rows in the layout written now (`DayRollup.currentDiscreteBody`:
-    /// the same figures, from the rows alone), one series at a time and in day order, so each
-    /// series' days also end up in consecutive rows of the table, and so in few pages.
+    /// the same figures, from the rows alone), one series at a time and in day order. Migration
+    /// 013 runs it, on the table of that time (`RollupTableLayout.columns`).
     static func rewriteDiscreteRows(_ db: Database) throws {
         let discrete = try styles(db).filter { $0.value == .discrete }.keys.sorted()
         guard !discrete.isEmpty else { return }
@@ -183,8 +278,43 @@ enum StatisticsRollups {
                 rows.append((day, row))
             }
             try db.execute("DELETE FROM statistics_days WHERE user_id = ? AND type_id = ?", [.integer(user), .integer(type)])
-            try write(db, userRowID: user, typeCode: type, rows: rows)
+            try write(db, userRowID: user, typeCode: type, rows: rows, layout: .columns)
         }
+    }
+
+    /// Moves the rows of the `columns` table to the clustered tables (migration 016), in key order,
+    /// as they are: a series' days end up in consecutive rows, bodies apart from details.
+    static func clusterRows(_ db: Database) throws {
+        let outside = try db.first("""
+            SELECT user_id, type_id, day FROM statistics_days
+            WHERE user_id NOT BETWEEN \(RollupDayKey.users.lowerBound) AND \(RollupDayKey.users.upperBound)
+               OR type_id NOT BETWEEN \(RollupDayKey.typeCodes.lowerBound) AND \(RollupDayKey.typeCodes.upperBound)
+               OR day NOT BETWEEN \(RollupDayKey.days.lowerBound) AND \(RollupDayKey.days.upperBound)
+            LIMIT 1
+            """, [], { (try $0.int64(at: 0), try $0.int64(at: 1), try $0.int64(at: 2)) })
+        if let (user, type, day) = outside {
+            throw StoreError.invalid("statistics rollup key out of range: user \(user), type \(type), day \(day)")
+        }
+        try db.execute("""
+            CREATE TABLE statistics_days_clustered (
+                key INTEGER PRIMARY KEY,
+                body BLOB NOT NULL,
+                -- The key's parts, for inspection (computed when read, not stored); queries go by key.
+                user_id INTEGER AS (key >> \(RollupDayKey.dayBits + RollupDayKey.typeBits)),
+                type_id INTEGER AS ((key >> \(RollupDayKey.dayBits)) & \(RollupDayKey.typeCodes.upperBound)),
+                day INTEGER AS ((key & \((1 << RollupDayKey.dayBits) - 1)) - \(RollupDayKey.dayOffset))
+            );
+            CREATE TABLE statistics_day_details (
+                key INTEGER PRIMARY KEY,
+                detail BLOB NOT NULL
+            );
+            INSERT INTO statistics_days_clustered (key, body)
+                SELECT \(RollupDayKey.sql), body FROM statistics_days ORDER BY user_id, type_id, day;
+            INSERT INTO statistics_day_details (key, detail)
+                SELECT \(RollupDayKey.sql), detail FROM statistics_days WHERE detail IS NOT NULL ORDER BY user_id, type_id, day;
+            DROP TABLE statistics_days;
+            ALTER TABLE statistics_days_clustered RENAME TO statistics_days;
+            """)
     }
 
     /// Bumped by every change to a series' rows, in the same transaction: a cached decoding of the
@@ -194,15 +324,19 @@ enum StatisticsRollups {
                      [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
     }
 
-    /// The rows of `days`, ascending, with their detail for `detailDays` only (a large column
-    /// SQLite does not read unless asked), in one statement: a mask of the days (one character a
-    /// day of `days`, '1' where the detail is wanted) picks the rows whose detail is read.
+    /// The rows of `days`, ascending, with their detail for `detailDays` only (in a table of its
+    /// own, looked up for those days alone), in one statement: a mask of the days (one character
+    /// a day of `days`, '1' where the detail is wanted) picks the rows whose detail is read.
     static func rows(_ db: Database, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>,
                      detailDays: Set<Int64>) throws -> [(day: Int64, body: [UInt8], detail: [UInt8]?)] {
         let statement = try db.cachedStatement("""
-            SELECT day, body, CASE WHEN substr(?5, day - ?3 + 1, 1) = '1' THEN detail END
-            FROM statistics_days WHERE user_id = ?1 AND type_id = ?2 AND day BETWEEN ?3 AND ?4 ORDER BY day
+            SELECT d.key, d.body,
+                   CASE WHEN substr(?3, d.key - ?1 + 1, 1) = '1' THEN (SELECT x.detail FROM statistics_day_details x WHERE x.key = d.key) END
+            FROM statistics_days d WHERE d.key BETWEEN ?1 AND ?2 ORDER BY d.key
             """)
+        // Days outside the keys' range hold no rows (no sample can shape them).
+        guard days.overlaps(RollupDayKey.days) else { return [] }
+        let days = days.clamped(to: RollupDayKey.days)
         let wanted = detailDays.filter { days.contains($0) }
         var mask = ""
         if let last = wanted.max() {
@@ -210,10 +344,11 @@ enum StatisticsRollups {
             for day in wanted { characters[Int(day - days.lowerBound)] = UInt8(ascii: "1") }
             mask = String(decoding: characters, as: UTF8.self)
         }
-        try statement.bind([.integer(userRowID), .integer(typeCode), .integer(days.lowerBound), .integer(days.upperBound), .text(mask)])
+        try statement.bind([.integer(try RollupDayKey.key(user: userRowID, type: typeCode, day: days.lowerBound)),
+                            .integer(try RollupDayKey.key(user: userRowID, type: typeCode, day: days.upperBound)), .text(mask)])
         var rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)] = []
         try statement.forEachRow { row in
-            let day = try row.int64(at: 0)
+            let day = RollupDayKey.day(of: try row.int64(at: 0))
             let detail = row.blobIfPresent(at: 2)
             guard (detail != nil) == wanted.contains(day) else {
                 throw StoreError.invalid("statistics rollup of day \(day) has no detail")

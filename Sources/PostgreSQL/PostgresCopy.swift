@@ -10,7 +10,11 @@ import CLibPQ
 /// later (`overwrite(int64:at:)`: a change number handed out inside the transaction), and
 /// `copyIn(_:rows:)` sends them. `copyIn(_:_:)` streams rows of the same encoding as they are made.
 public struct PostgresCopyRows: Sendable {
-    @usableFromInline var buffer: [UInt8] = []
+    /// The encoded bytes are `storage[..<count]`; the rest is zeroed room to write into. Each
+    /// value is stored straight into that room (one bounds check and a store), not appended
+    /// through a temporary buffer: a batch writes a dozen fields per row.
+    @usableFromInline var storage: [UInt8]
+    @usableFromInline var count = 0
     @usableFromInline var fieldsLeft = 0
     @usableFromInline var rows = 0
 
@@ -23,23 +27,77 @@ public struct PostgresCopyRows: Sendable {
     }
 
     init(header: Bool, capacity: Int) {
-        buffer.reserveCapacity(capacity + 32)
+        storage = Array(repeating: 0, count: max(capacity, 0) + 32)
         // Signature, flags (no OIDs), header extension length.
         if header {
-            buffer.append(contentsOf: Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00])
-            buffer.appendBigEndian(UInt32(0))
-            buffer.appendBigEndian(UInt32(0))
+            for byte in Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] { store(byte) }
+            store(UInt32(0))
+            store(UInt32(0))
         }
     }
 
     /// Bytes encoded so far.
-    public var byteCount: Int { buffer.count }
+    public var byteCount: Int { count }
+
+    /// Makes room for `extra` more bytes past `count`.
+    @inlinable
+    mutating func reserve(_ extra: Int) {
+        guard count + extra > storage.count else { return }
+        storage.append(contentsOf: repeatElement(0, count: max(storage.count, count + extra - storage.count, 256)))
+    }
+
+    /// `value` big-endian at `count`.
+    @inlinable
+    mutating func store<T: FixedWidthInteger>(_ value: T) {
+        reserve(MemoryLayout<T>.size)
+        let at = count
+        storage.withUnsafeMutableBytes { $0.storeBytes(of: value.bigEndian, toByteOffset: at, as: T.self) }
+        count += MemoryLayout<T>.size
+    }
+
+    /// A field's length and then its value, both big-endian, with one store of each.
+    @inlinable
+    mutating func store<T: FixedWidthInteger>(length: Int32, _ value: T) {
+        reserve(4 + MemoryLayout<T>.size)
+        let at = count
+        storage.withUnsafeMutableBytes { bytes in
+            bytes.storeBytes(of: length.bigEndian, toByteOffset: at, as: Int32.self)
+            bytes.storeBytes(of: value.bigEndian, toByteOffset: at + 4, as: T.self)
+        }
+        count += 4 + MemoryLayout<T>.size
+    }
+
+    @inlinable
+    mutating func store(contentsOf bytes: some Collection<UInt8>) {
+        reserve(bytes.count)
+        var at = count
+        storage.withUnsafeMutableBufferPointer { buffer in
+            for byte in bytes {
+                buffer[at] = byte
+                at += 1
+            }
+        }
+        count = at
+    }
+
+    @inlinable
+    mutating func store(contentsOf bytes: [UInt8]) {
+        reserve(bytes.count)
+        let at = count
+        storage.withUnsafeMutableBytes { target in
+            bytes.withUnsafeBytes { source in
+                guard let from = source.baseAddress, let to = target.baseAddress, !source.isEmpty else { return }
+                (to + at).copyMemory(from: from, byteCount: source.count)
+            }
+        }
+        count += bytes.count
+    }
 
     /// Starts a row of `fieldCount` fields; the previous row must be complete.
     @inlinable
     public mutating func beginRow(fieldCount: Int) throws(PostgresError) {
         guard fieldsLeft == 0 else { throw PostgresError.misuse("COPY row ended with \(fieldsLeft) fields missing") }
-        buffer.appendBigEndian(Int16(clamping: fieldCount))
+        store(Int16(clamping: fieldCount))
         fieldsLeft = fieldCount
         rows += 1
     }
@@ -47,7 +105,7 @@ public struct PostgresCopyRows: Sendable {
     @inlinable
     public mutating func appendNull() throws(PostgresError) {
         try field()
-        buffer.appendBigEndian(Int32(-1))
+        store(Int32(-1))
     }
 
     /// bigint. Returns where the value's 8 bytes start, for `overwrite(int64:at:)`.
@@ -62,19 +120,17 @@ public struct PostgresCopyRows: Sendable {
     @inlinable @discardableResult
     mutating func appendInteger<T: FixedWidthInteger>(_ value: T) throws(PostgresError) -> Int {
         try field()
-        buffer.appendBigEndian(Int32(MemoryLayout<T>.size))
-        let offset = buffer.count
-        buffer.appendBigEndian(value)
-        return offset
+        store(length: Int32(MemoryLayout<T>.size), value)
+        return count - MemoryLayout<T>.size
     }
 
     /// Writes `value` over the 8 bytes at `offset`, where `append(int64:)` put a bigint.
     @inlinable
     public mutating func overwrite(int64 value: Int64, at offset: Int) throws(PostgresError) {
-        guard offset >= 4, offset + 8 <= buffer.count else {
-            throw PostgresError.misuse("no bigint field at offset \(offset) of \(buffer.count) COPY bytes")
+        guard offset >= 4, offset + 8 <= count else {
+            throw PostgresError.misuse("no bigint field at offset \(offset) of \(count) COPY bytes")
         }
-        buffer.withUnsafeMutableBytes { $0.storeBytes(of: value.bigEndian, toByteOffset: offset, as: Int64.self) }
+        storage.withUnsafeMutableBytes { $0.storeBytes(of: value.bigEndian, toByteOffset: offset, as: Int64.self) }
     }
 
     @inlinable
@@ -82,24 +138,31 @@ public struct PostgresCopyRows: Sendable {
 
     public mutating func append(bool value: Bool) throws(PostgresError) {
         try field()
-        buffer.appendBigEndian(Int32(1))
-        buffer.append(value ? 1 : 0)
+        store(length: 1, UInt8(value ? 1 : 0))
     }
 
     /// text/varchar: the binary form is the UTF-8 bytes.
     public mutating func append(text value: String) throws(PostgresError) {
         try field()
         let utf8 = value.utf8
-        buffer.appendBigEndian(Int32(clamping: utf8.count))
-        buffer.append(contentsOf: utf8)
+        store(Int32(clamping: utf8.count))
+        store(contentsOf: utf8)
     }
 
     /// bytea.
     @inlinable
     public mutating func append(bytes value: some Collection<UInt8>) throws(PostgresError) {
         try field()
-        buffer.appendBigEndian(Int32(clamping: value.count))
-        buffer.append(contentsOf: value)
+        store(Int32(clamping: value.count))
+        store(contentsOf: value)
+    }
+
+    /// bytea from an array: one copy of its bytes.
+    @inlinable
+    public mutating func append(bytes value: [UInt8]) throws(PostgresError) {
+        try field()
+        store(Int32(clamping: value.count))
+        store(contentsOf: value)
     }
 
     /// uuid: its 16 bytes.
@@ -112,9 +175,8 @@ public struct PostgresCopyRows: Sendable {
     @inlinable
     public mutating func append(uuidHigh high: UInt64, low: UInt64) throws(PostgresError) {
         try field()
-        buffer.appendBigEndian(Int32(16))
-        buffer.appendBigEndian(high)
-        buffer.appendBigEndian(low)
+        store(length: 16, high)
+        store(low)
     }
 
     /// timestamptz/timestamp from microseconds since 1970-01-01 UTC.
@@ -133,19 +195,24 @@ public struct PostgresCopyRows: Sendable {
         guard fieldsLeft == 0 else { throw PostgresError.misuse("COPY row ended with \(fieldsLeft) fields missing") }
     }
 
+    /// The bytes encoded so far.
+    func withEncodedBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+    }
+
     /// Sends the bytes encoded so far (and `trailer` after them, when asked) and starts over; rows
     /// keep counting. How the streaming writer sends its chunks.
     mutating func flush(withTrailer: Bool, _ send: (UnsafeRawBufferPointer) throws(PostgresError) -> Void) throws(PostgresError) {
-        if withTrailer { buffer += Self.trailer }
+        if withTrailer { store(contentsOf: Self.trailer) }
         var failure: PostgresError?
-        buffer.withUnsafeBytes { bytes in
+        withEncodedBytes { bytes in
             do throws(PostgresError) { try send(bytes) } catch { failure = error }
         }
-        buffer.removeAll(keepingCapacity: true)
+        count = 0
         if let failure { throw failure }
     }
 
-    /// The end of the data (not part of `buffer`, so rows can be sent more than once).
+    /// The end of the data (not part of the rows' bytes, so rows can be sent more than once).
     static let trailer: [UInt8] = [0xFF, 0xFF]
 }
 
@@ -213,7 +280,7 @@ extension PostgresConnection {
         return try copy(sql) { send in
             // In pieces of a few hundred KiB: libpq copies what it is given into its own buffer.
             let chunk = 256 * 1024
-            try rows.buffer.withUnsafeBytes { bytes in
+            try rows.withEncodedBytes { bytes in
                 var start = 0
                 while start < bytes.count {
                     let end = min(bytes.count, start + chunk)

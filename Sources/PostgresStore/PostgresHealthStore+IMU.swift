@@ -22,12 +22,12 @@ extension PostgresHealthStore {
             writers.async { [self] in
                 let outcome = Result { () throws -> [UInt8] in
                     let created = StoreClock.nowMilliseconds()
-                    let batch = try PostgresSampleBatch(result.samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
-                                                        userRowID: app.userRowID, created: created)
+                    var batch = try PostgresSampleBatch(result.samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
+                                                        rollupStyles: rollupStyles, userRowID: app.userRowID, created: created)
                     let change = try pool.transaction { connection -> CommittedChange in
                         try PostgresIMUSessions.commit(userRowID: app.userRowID, sourceRowID: app.sourceRowID, session: session,
                                                        seq: seq, device: device, basis: basis, result: result, on: connection) {
-                            let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, connection)
+                            let (effects, last) = try write(&batch, userRowID: app.userRowID, userExternalID: app.userID, connection)
                             try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
                             let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
                             try notifyCommit(change, connection)

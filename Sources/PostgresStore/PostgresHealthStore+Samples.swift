@@ -12,11 +12,11 @@ extension PostgresHealthStore {
     public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
         try app.access.requireShare(samples)
         let created = StoreClock.nowMilliseconds()
-        let batch = try PostgresSampleBatch(samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
-                                            userRowID: app.userRowID, created: created)
+        var batch = try PostgresSampleBatch(samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
+                                            rollupStyles: rollupStyles, userRowID: app.userRowID, created: created)
         func commit(_ storedUUIDs: StoredUUIDs) throws -> CommittedChange {
             try pool.transaction { connection -> CommittedChange in
-                let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, storedUUIDs: storedUUIDs,
+                let (effects, last) = try write(&batch, userRowID: app.userRowID, userExternalID: app.userID, storedUUIDs: storedUUIDs,
                                                 connection)
                 try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
                 let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)

@@ -21,6 +21,11 @@ extension PostgresHealthStore {
                 changes.noteSaved(typeCode: touch.typeCode, style: rollupStyles[touch.typeCode], sample: sample)
             }
         }
+        try rollupsChanged(changes, userRowID: userRowID, connection)
+    }
+
+    /// `rollupsChanged` for changes already noted (a batch notes its samples before the lock).
+    func rollupsChanged(_ changes: RollupDayChanges, userRowID: Int64, _ connection: PostgresConnection) throws {
         guard !changes.isEmpty else { return }
         try PostgresRollups.apply(changes, userRowID: userRowID, on: connection)
     }

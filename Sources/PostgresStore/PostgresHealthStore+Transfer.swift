@@ -28,9 +28,9 @@ extension PostgresHealthStore {
                     if let adopted = decisions.adoptions[index] { adoptions.append((batch[index].sample.uuid, adopted)) }
                 }
             }
-            let prepared = try PostgresSampleBatch(inserts.map(\.sample), sourceRowID: { inserts[$0].sourceRowID }, typeCodes: typeCodes,
-                                                   userRowID: userRowID, created: created)
-            let (effects, last) = try write(prepared, userRowID: userRowID, userExternalID: "", connection)
+            var prepared = try PostgresSampleBatch(inserts.map(\.sample), sourceRowID: { inserts[$0].sourceRowID }, typeCodes: typeCodes,
+                                                   rollupStyles: rollupStyles, userRowID: userRowID, created: created)
+            let (effects, last) = try write(&prepared, userRowID: userRowID, userExternalID: "", connection)
             for adoption in adoptions {
                 // Objects stored before (on their own) become the objects of the correlation stored now.
                 try connection.execute("""

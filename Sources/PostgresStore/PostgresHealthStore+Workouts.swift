@@ -37,9 +37,9 @@ extension PostgresHealthStore {
         let (session, change) = try pool.transaction { connection in
             try PostgresWorkoutSessions.end(id: id, app: app, now: now, workoutUUID: workoutUUID, typeCode: typeCode(for:),
                                             on: connection) { workout -> CommittedChange in
-                let batch = try PostgresSampleBatch([workout], sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
-                                                    userRowID: app.userRowID, created: created)
-                let (effects, last) = try write(batch, userRowID: app.userRowID, userExternalID: app.userID, connection)
+                var batch = try PostgresSampleBatch([workout], sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
+                                                    rollupStyles: rollupStyles, userRowID: app.userRowID, created: created)
+                let (effects, last) = try write(&batch, userRowID: app.userRowID, userExternalID: app.userID, connection)
                 try rollupsChanged(effects.rollups, userRowID: app.userRowID, connection)
                 let change = CommittedChange(userRowID: app.userRowID, typeIDs: effects.touchedTypes, lastSeq: last)
                 try notifyCommit(change, connection)

@@ -1,10 +1,12 @@
 import HealthModel
 import HealthStore
 import PostgreSQL
+import Statistics
 
 /// A batch turned into row values before any connection is taken, so the transaction only sends
-/// them: type codes, bodies, device ids, in-batch repeats and the rows' binary COPY encoding are
-/// worked out here, off the user's change-number lock. A correlation's objects follow it, pointing
+/// them: type codes, bodies, device ids, in-batch repeats, the rows' binary COPY encoding and what
+/// storing them records beside them (`Bookkeeping`) are worked out here, off the user's
+/// change-number lock, in one pass over the samples. A correlation's objects follow it, pointing
 /// back at its position.
 struct PostgresSampleBatch: Sendable {
     /// One row of `samples`: the columns, and where its sample is in the request (read from
@@ -25,55 +27,133 @@ struct PostgresSampleBatch: Sendable {
         var parent: Int?
     }
 
+    /// What storing some of the rows records beside them, rows numbered by position from 1:
+    /// their (type, source, device) groups with each one's first row (`source_types`), the
+    /// longest sample per type (`type_extents`), the types touched (NOTIFY, observers) and the
+    /// statistics rollups' changes (moved to the real change numbers with
+    /// `RollupDayChanges.offsettingIDs`).
+    struct Bookkeeping: Sendable {
+        struct Group: Hashable, Sendable {
+            var typeCode: Int64
+            var sourceRowID: Int64
+            var deviceID: Int64
+        }
+
+        private(set) var groups: [(group: Group, firstPosition: Int)] = []
+        /// Per type, in the order first seen: the longest sample and the rollups' style.
+        private(set) var types: [(typeCode: Int64, longest: Int64, style: AggregationStyle?)] = []
+        private(set) var rollups = RollupDayChanges()
+        private var groupIndex = SmallIndex<Group>()
+        private var typeIndex = SmallIndex<Int64>()
+
+        /// Notes the row at `position`; `rollupStyles` as `PostgresHealthStore.rollupStyles`.
+        mutating func note(_ row: Row, at position: Int, rollupStyles: [Int64: AggregationStyle]) {
+            let group = Group(typeCode: row.typeCode, sourceRowID: row.sourceRowID, deviceID: row.deviceID ?? 0)
+            if groupIndex.find(group) == nil {
+                groupIndex.append(group)
+                groups.append((group, position))
+            }
+            let type: Int
+            if let known = typeIndex.find(row.typeCode) {
+                type = known
+                types[type].longest = max(types[type].longest, row.end - row.start)
+            } else {
+                type = typeIndex.append(row.typeCode)
+                types.append((row.typeCode, max(0, row.end - row.start), rollupStyles[row.typeCode]))
+            }
+            // Source ids are numbered per user from 1; one past Int32 is a sample the statistics cannot hold.
+            guard let value = row.value, let style = types[type].style, let source = Int32(exactly: row.sourceRowID) else { return }
+            rollups.noteSaved(typeCode: row.typeCode, style: style,
+                              sample: StatisticsSample(id: Int64(position) + 1, start: row.start, end: row.end, value: value, source: source))
+        }
+    }
+
     private let samples: [HealthSample]
     private(set) var rows: [Row] = []
     /// Distinct devices of the batch: (id, stored body).
     private(set) var devices: [(id: Int64, body: [UInt8])] = []
-    /// `rows` as `samples` rows in binary COPY form, numbered from 1 (see `copyRows(numberedAfter:)`).
-    private var encoded = PostgresCopyRows()
+    /// The bookkeeping of every row: what a batch of new samples (the usual case) records.
+    private(set) var allStored = Bookkeeping()
+    /// `rows` as `samples` rows in binary COPY form, numbered by `number(after:)`.
+    private(set) var encoded = PostgresCopyRows()
     /// Where each row's `seq`, and each object's `parent_seq`, lies in `encoded`.
     private var seqOffsets: [Int] = []
     private var parentOffsets: [(offset: Int, parent: Int)] = []
+    private let rollupStyles: [Int64: AggregationStyle]
 
     /// Throws `SampleConflict` for an unknown type, or a uuid repeated in the batch with other
     /// content; a repeat with the same content is stored once. Sample i is saved by the source
     /// `sourceRowID(i)`; `created` is the rows' creation time.
-    init(_ samples: [HealthSample], sourceRowID: (Int) -> Int64, typeCodes: [String: Int64], userRowID: Int64,
-         created: Int64) throws {
+    init(_ samples: [HealthSample], sourceRowID: (Int) -> Int64, typeCodes: [String: Int64],
+         rollupStyles: [Int64: AggregationStyle], userRowID: Int64, created: Int64) throws {
         self.samples = samples
+        self.rollupStyles = rollupStyles
         rows.reserveCapacity(samples.count)
+        seqOffsets.reserveCapacity(samples.count)
+        // About 90 bytes a row, and a body for most.
+        encoded = PostgresCopyRows(reservingCapacity: samples.count * 128)
         var seen = UUIDPositions(capacity: samples.count)
         var deviceIDs = DeviceIDs()
-        for (index, sample) in samples.enumerated() {
+        var types = TypeCodes(typeCodes)
+        var bodies = RecentBodies()
+        for index in samples.indices {
             let source = sourceRowID(index)
-            if let earlier = seen.insert(sample.uuid, at: index) {
-                guard samples[earlier] == sample, sourceRowID(earlier) == source else {
-                    throw SampleConflict(index: index, uuid: sample.uuid, detail:
-                        "uuid \(sample.uuid.lowercasedString) appears twice in the batch with different content")
+            if let earlier = seen.insert(samples[index].uuid, at: index) {
+                guard samples[earlier] == samples[index], sourceRowID(earlier) == source else {
+                    throw SampleConflict(index: index, uuid: samples[index].uuid, detail:
+                        "uuid \(samples[index].uuid.lowercasedString) appears twice in the batch with different content")
                 }
                 continue
             }
             let position = rows.count
-            try append(sample, index: index, object: nil, sourceRowID: source, parent: nil, typeCodes: typeCodes, deviceIDs: &deviceIDs)
+            let sample = samples[index]
+            try append(sample, index: index, object: nil, sourceRowID: source, parent: nil, userRowID: userRowID, created: created,
+                       types: &types, deviceIDs: &deviceIDs, bodies: &bodies)
             if case .correlation(let objects) = sample.content {
                 for (object, item) in objects.enumerated() {
-                    try append(item, index: index, object: object, sourceRowID: source, parent: position, typeCodes: typeCodes,
-                               deviceIDs: &deviceIDs)
+                    try append(item, index: index, object: object, sourceRowID: source, parent: position, userRowID: userRowID,
+                               created: created, types: &types, deviceIDs: &deviceIDs, bodies: &bodies)
                 }
             }
         }
         devices = deviceIDs.devices
-        try encode(userRowID: userRowID, created: created)
     }
 
+    /// Adds `sample` as the next row: its values, its COPY encoding (numbered by position from 1
+    /// until `number(after:)`) and its bookkeeping.
     private mutating func append(_ sample: HealthSample, index: Int, object: Int?, sourceRowID: Int64, parent: Int?,
-                                 typeCodes: [String: Int64], deviceIDs: inout DeviceIDs) throws(SampleConflict) {
-        guard let typeCode = typeCodes[sample.type] else {
+                                 userRowID: Int64, created: Int64, types: inout TypeCodes, deviceIDs: inout DeviceIDs,
+                                 bodies: inout RecentBodies) throws {
+        guard let typeCode = types.code(of: sample.type) else {
             throw SampleConflict(index: index, uuid: sample.uuid, detail: "unknown type \(sample.type)")
         }
-        rows.append(Row(index: index, object: object, uuid: sample.uuid, typeCode: typeCode, sourceRowID: sourceRowID,
-                        deviceID: sample.device.map { deviceIDs.id(of: $0) }, start: sample.start, end: sample.end,
-                        value: sample.quantity, parent: parent))
+        let position = rows.count
+        let row = Row(index: index, object: object, uuid: sample.uuid, typeCode: typeCode, sourceRowID: sourceRowID,
+                      deviceID: sample.device.map { deviceIDs.id(of: $0) }, start: sample.start, end: sample.end,
+                      value: sample.quantity, parent: parent)
+        rows.append(row)
+        try encoded.beginRow(fieldCount: 12)
+        try encoded.append(int64: userRowID)
+        try encoded.append(uuidHigh: row.uuid.high, low: row.uuid.low)
+        seqOffsets.append(try encoded.append(int64: Int64(position) + 1))
+        try encoded.append(int32: Int32(truncatingIfNeeded: row.typeCode))
+        try encoded.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
+        if let device = row.deviceID { try encoded.append(int64: device) } else { try encoded.appendNull() }
+        try encoded.append(int64: row.start)
+        try encoded.append(int64: row.end)
+        if let value = row.value { try encoded.append(double: value) } else { try encoded.appendNull() }
+        if let parent {
+            parentOffsets.append((try encoded.append(int64: Int64(parent) + 1), parent))
+        } else {
+            try encoded.appendNull()
+        }
+        try encoded.append(int64: created)
+        if let body = bodies.body(of: sample) {
+            try encoded.append(bytes: body)
+        } else {
+            try encoded.appendNull()
+        }
+        allStored.note(row, at: position, rollupStyles: rollupStyles)
     }
 
     /// The sample a row stores, as the request sent it.
@@ -85,74 +165,92 @@ struct PostgresSampleBatch: Sendable {
         return objects[object]
     }
 
-    /// `rows` in binary COPY form, in `samples`' column order (`copySamples`), each row numbered
-    /// by its position from 1 until `copyRows(numberedAfter:)` writes the real change numbers in.
-    private mutating func encode(userRowID: Int64, created: Int64) throws(PostgresError) {
-        // About 90 bytes a row, and a body for most.
-        encoded = PostgresCopyRows(reservingCapacity: rows.count * 128)
-        seqOffsets.reserveCapacity(rows.count)
-        var bodies = RecentBodies()
-        for position in rows.indices {
-            let row = rows[position]
-            try encoded.beginRow(fieldCount: 12)
-            try encoded.append(int64: userRowID)
-            try encoded.append(uuidHigh: row.uuid.high, low: row.uuid.low)
-            seqOffsets.append(try encoded.append(int64: Int64(position) + 1))
-            try encoded.append(int32: Int32(truncatingIfNeeded: row.typeCode))
-            try encoded.append(int32: Int32(truncatingIfNeeded: row.sourceRowID))
-            if let device = row.deviceID { try encoded.append(int64: device) } else { try encoded.appendNull() }
-            try encoded.append(int64: row.start)
-            try encoded.append(int64: row.end)
-            if let value = row.value { try encoded.append(double: value) } else { try encoded.appendNull() }
-            if let parent = row.parent {
-                parentOffsets.append((try encoded.append(int64: Int64(parent) + 1), parent))
-            } else {
-                try encoded.appendNull()
-            }
-            try encoded.append(int64: created)
-            if let body = bodies.body(of: row.object == nil ? samples[row.index] : sample(of: row)) {
-                try encoded.append(bytes: body)
-            } else {
-                try encoded.appendNull()
-            }
+    var isEmpty: Bool { rows.isEmpty }
+
+    /// Writes the change numbers into `encoded`, in place: row `position` gets
+    /// `base + 1 + position` (a correlation's objects point at their correlation's). Every
+    /// number is written each time, so a transaction run again numbers the rows afresh.
+    mutating func number(after base: Int64) throws(PostgresError) {
+        for (position, offset) in seqOffsets.enumerated() {
+            try encoded.overwrite(int64: base + 1 + Int64(position), at: offset)
+        }
+        for (offset, parent) in parentOffsets {
+            try encoded.overwrite(int64: base + 1 + Int64(parent), at: offset)
         }
     }
 
-    var isEmpty: Bool { rows.isEmpty }
-
-    /// The rows in binary COPY form with their change numbers: row `position` gets
-    /// `base + 1 + position` (a correlation's objects point at their correlation's).
-    func copyRows(numberedAfter base: Int64) throws(PostgresError) -> PostgresCopyRows {
-        var numbered = encoded
-        for (position, offset) in seqOffsets.enumerated() {
-            try numbered.overwrite(int64: base + 1 + Int64(position), at: offset)
-        }
-        for (offset, parent) in parentOffsets {
-            try numbered.overwrite(int64: base + 1 + Int64(parent), at: offset)
-        }
-        return numbered
+    /// The bookkeeping of the rows at `positions` (ascending): when only some were stored.
+    func bookkeeping(of positions: [Int]) -> Bookkeeping {
+        var bookkeeping = Bookkeeping()
+        for position in positions { bookkeeping.note(rows[position], at: position, rollupStyles: rollupStyles) }
+        return bookkeeping
     }
 }
 
-/// The distinct devices of a batch and their ids. A batch usually comes from one or two devices,
-/// sample after sample: the last one found is compared before any hashing.
+/// Keys seen so far and the position each was first appended at: compared one by one while
+/// there are few (a batch has a type or two, a device or two, each looked up for every row:
+/// equal strings sharing storage compare at once, where a dictionary hashes every byte), in a
+/// dictionary once there are many.
+struct SmallIndex<Key: Hashable>: Sendable where Key: Sendable {
+    private var keys: [Key] = []
+    private var many: [Key: Int]?
+    private var last = 0
+    private static var linearLimit: Int { 8 }
+
+    func position(of key: Key) -> Int? {
+        if last < keys.count, keys[last] == key { return last }
+        if let many { return many[key] }
+        return keys.firstIndex(of: key)
+    }
+
+    /// Appends `key` (not present) and returns its position.
+    @discardableResult
+    mutating func append(_ key: Key) -> Int {
+        keys.append(key)
+        if many != nil {
+            many?[key] = keys.count - 1
+        } else if keys.count > Self.linearLimit {
+            many = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($0.element, $0.offset) })
+        }
+        return keys.count - 1
+    }
+
+    /// `position(of:)`, remembering the answer as the first candidate of the next lookup.
+    mutating func find(_ key: Key) -> Int? {
+        guard let found = position(of: key) else { return nil }
+        last = found
+        return found
+    }
+}
+
+/// Type names to codes, for a batch that names a type or two over and over.
+private struct TypeCodes {
+    private let all: [String: Int64]
+    private var seen = SmallIndex<String>()
+    private var codes: [Int64] = []
+
+    init(_ all: [String: Int64]) { self.all = all }
+
+    mutating func code(of type: String) -> Int64? {
+        if let position = seen.find(type) { return codes[position] }
+        guard let code = all[type] else { return nil }
+        seen.append(type)
+        codes.append(code)
+        return code
+    }
+}
+
+/// The distinct devices of a batch and their ids (a batch usually comes from one or two devices).
 private struct DeviceIDs {
     private(set) var devices: [(id: Int64, body: [UInt8])] = []
-    private var known: [SampleDevice: Int64] = [:]
-    private var last: (device: SampleDevice, id: Int64)?
+    private var seen = SmallIndex<SampleDevice>()
 
     mutating func id(of device: SampleDevice) -> Int64 {
-        if let last, last.device == device { return last.id }
-        let id: Int64
-        if let found = known[device] {
-            id = found
-        } else {
-            let body = DeviceBody.encode(device)
-            id = DeviceID.of(body: body)
-            known[device] = id
-            devices.append((id, body))
-        }
-        last = (device, id)
+        if let position = seen.find(device) { return devices[position].id }
+        let body = DeviceBody.encode(device)
+        let id = DeviceID.of(body: body)
+        seen.append(device)
+        devices.append((id, body))
         return id
     }
 }
@@ -225,9 +323,8 @@ struct RollupTouch: Sendable, Equatable {
 /// for the statistics rollups.
 struct SampleWriteEffects {
     var touchedTypes: Set<String> = []
-    var rollups: [RollupTouch] = []
-    /// Positions (in the batch) of rows stored now, in order.
-    var inserted: [Int] = []
+    /// The statistics rollups' share: the samples saved or deleted, by their change numbers.
+    var rollups = RollupDayChanges()
 }
 
 extension PostgresHealthStore {
@@ -268,38 +365,50 @@ extension PostgresHealthStore {
         case compare
     }
 
-    /// Writes a prepared batch inside the caller's transaction.
+    /// Writes a prepared batch inside the caller's transaction, numbering its rows (`batch` is
+    /// changed only there: a transaction run again numbers them afresh).
     ///
     /// New uuids (the usual case) go straight into `samples` by binary COPY. A batch holding a uuid
     /// the user already has (a re-sent batch, an import repeating itself) goes through a temporary
     /// table and `INSERT ... ON CONFLICT DO NOTHING`, and every row not stored is compared with what
     /// is stored: the same sample from the same app is the idempotent success the API promises,
     /// anything else a `SampleConflict` that rolls the whole batch back (see `StoredUUIDs`).
-    func write(_ batch: PostgresSampleBatch, userRowID: Int64, userExternalID: String, storedUUIDs: StoredUUIDs = .undoAndCompare,
+    ///
+    /// From the change numbers' reservation to the commit, the user's other writers wait (see
+    /// `reserveChangeNumbers`): what needs no change number was worked out before (the rows'
+    /// encoding and, for a batch of new samples, its bookkeeping), so only the numbering, the
+    /// database's work and the rollup rows' fold are left inside.
+    func write(_ batch: inout PostgresSampleBatch, userRowID: Int64, userExternalID: String, storedUUIDs: StoredUUIDs = .undoAndCompare,
                _ connection: PostgresConnection) throws -> (effects: SampleWriteEffects, lastSeq: Int64) {
-        var effects = SampleWriteEffects()
-        guard !batch.isEmpty else { return (effects, try Self.currentChangeNumber(userRowID: userRowID, connection)) }
+        guard !batch.isEmpty else { return (SampleWriteEffects(), try Self.currentChangeNumber(userRowID: userRowID, connection)) }
         let last = try Self.reserveChangeNumbers(batch.rows.count, userRowID: userRowID, connection)
         let base = last - Int64(batch.rows.count)
-        let rows = try batch.copyRows(numberedAfter: base)
+        try batch.number(after: base)
         var copied = false
         switch storedUUIDs {
         case .abortTransaction:
-            copied = try connection.copyIn(Self.copySamples, rows: rows) == batch.rows.count
+            copied = try connection.copyIn(Self.copySamples, rows: batch.encoded) == batch.rows.count
         case .undoAndCompare:
+            let rows = batch.encoded
             do {
                 copied = try connection.savepoint { try connection.copyIn(Self.copySamples, rows: rows) } == batch.rows.count
             } catch let error as PostgresError where error.isUniqueViolation {}
         case .compare:
             break
         }
+        let bookkeeping: PostgresSampleBatch.Bookkeeping
         if copied {
-            effects.inserted = Array(batch.rows.indices)
+            bookkeeping = batch.allStored
         } else {
-            effects.inserted = try insertSkippingStored(rows, userRowID: userRowID, base: base, last: last, connection)
-            try checkIdempotent(batch, inserted: effects.inserted, userRowID: userRowID, userExternalID: userExternalID, connection)
+            let inserted = try insertSkippingStored(batch.encoded, userRowID: userRowID, base: base, last: last, connection)
+            try checkIdempotent(batch, inserted: inserted, userRowID: userRowID, userExternalID: userExternalID, connection)
+            bookkeeping = batch.bookkeeping(of: inserted)
         }
-        try recordInserted(batch, effects: &effects, userRowID: userRowID, base: base, connection)
+        try record(bookkeeping, devices: batch.devices, userRowID: userRowID, base: base, connection)
+        var effects = SampleWriteEffects(rollups: bookkeeping.rollups.offsettingIDs(by: base))
+        for (type, _, _) in bookkeeping.types {
+            if let name = typeName(for: type) { effects.touchedTypes.insert(name) }
+        }
         return (effects, last)
     }
 
@@ -359,27 +468,9 @@ extension PostgresHealthStore {
         }
     }
 
-    /// Source types, type extents and rollup touches of the rows stored now.
-    private func recordInserted(_ batch: PostgresSampleBatch, effects: inout SampleWriteEffects, userRowID: Int64, base: Int64,
-                                _ connection: PostgresConnection) throws {
-        struct Group: Hashable { var typeCode: Int64; var sourceRowID: Int64; var deviceID: Int64 }
-        var firstSeq: [Group: Int64] = [:]
-        var longest: [Int64: Int64] = [:]
-        var groupOrder: [Group] = []
-        for position in effects.inserted {
-            let row = batch.rows[position]
-            let group = Group(typeCode: row.typeCode, sourceRowID: row.sourceRowID, deviceID: row.deviceID ?? 0)
-            if firstSeq[group] == nil {
-                firstSeq[group] = base + 1 + Int64(position)
-                groupOrder.append(group)
-            }
-            longest[row.typeCode] = max(longest[row.typeCode] ?? 0, row.end - row.start)
-            effects.rollups.append(RollupTouch(typeCode: row.typeCode, seq: base + 1 + Int64(position), sourceRowID: row.sourceRowID,
-                                               start: row.start, end: row.end, value: row.value, deleted: false))
-        }
-        for group in groupOrder {
-            if let name = typeName(for: group.typeCode) { effects.touchedTypes.insert(name) }
-        }
+    /// The devices, sources' types and type extents of the rows stored now, in one statement.
+    private func record(_ bookkeeping: PostgresSampleBatch.Bookkeeping, devices: [(id: Int64, body: [UInt8])], userRowID: Int64,
+                        base: Int64, _ connection: PostgresConnection) throws {
         // Devices, sources' types and type extents in one statement: a round trip, not one per row.
         var values: [PostgresValue] = [.int64(userRowID)]
         func tuples<T>(_ items: [T], _ row: (T) -> [PostgresValue]) -> String {
@@ -391,16 +482,19 @@ extension PostgresHealthStore {
             }.joined(separator: ", ")
         }
         var parts: [String] = []
-        if !batch.devices.isEmpty {
+        if !devices.isEmpty {
             parts.append("devices AS (INSERT INTO devices (user_id, id, body) VALUES "
-                         + tuples(batch.devices) { [.int64($0.id), .bytes($0.body)] } + " ON CONFLICT DO NOTHING)")
+                         + tuples(devices) { [.int64($0.id), .bytes($0.body)] } + " ON CONFLICT DO NOTHING)")
         }
-        if !groupOrder.isEmpty {
+        if !bookkeeping.groups.isEmpty {
             parts.append("source_types AS (INSERT INTO source_types (user_id, type_id, source_id, device_id, first_seq) VALUES "
-                         + tuples(groupOrder) { [.int64($0.typeCode), .int64($0.sourceRowID), .int64($0.deviceID), .int64(firstSeq[$0] ?? 0)] }
+                         + tuples(bookkeeping.groups) { entry in
+                             [.int64(entry.group.typeCode), .int64(entry.group.sourceRowID), .int64(entry.group.deviceID),
+                              .int64(base + 1 + Int64(entry.firstPosition))]
+                         }
                          + " ON CONFLICT DO NOTHING)")
         }
-        let extents = longest.sorted { $0.key < $1.key }
+        let extents = bookkeeping.types.map { (key: $0.typeCode, value: $0.longest) }.sorted { $0.key < $1.key }
         guard !extents.isEmpty || !parts.isEmpty else { return }
         let head = parts.isEmpty ? "" : "WITH " + parts.joined(separator: ", ") + " "
         let sql = extents.isEmpty ? head + "SELECT 1" : head + """

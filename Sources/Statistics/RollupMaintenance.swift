@@ -61,6 +61,27 @@ public struct RollupDayChanges: Sendable {
         bySeries[typeCode] = series
     }
 
+    /// The same changes with every noted sample's id moved by `offset`: a writer notes a batch's
+    /// samples by their position in it before the store numbers them, and moves them once it has.
+    public func offsettingIDs(by offset: Int64) -> RollupDayChanges {
+        guard offset != 0 else { return self }
+        func moved(_ samples: [StatisticsSample]) -> [StatisticsSample] {
+            samples.map { sample in
+                var sample = sample
+                sample.id += offset
+                return sample
+            }
+        }
+        var changes = self
+        for (typeCode, series) in bySeries {
+            var series = series
+            series.saved = series.saved.mapValues(moved)
+            series.deleted = series.deleted.mapValues(moved)
+            changes.bySeries[typeCode] = series
+        }
+        return changes
+    }
+
     /// The touched series in ascending type order: writers that lock series rows while rewriting
     /// them take the locks in one order, so two of them never wait on each other in a cycle.
     public var series: [RollupSeriesChanges] {

@@ -28,7 +28,8 @@ import Primitives
 ///
 /// `--drop-page-cache` drops the SQLite file's pages from the operating system's page cache
 /// (`posix_fadvise(DONTNEED)` on that file only) before the cold pass and before each year-long
-/// cold query, so "cold" also means read from the disk, not only a restarted server. `--reuse DIR`
+/// cold query, so "cold" also means read from the disk, not only a restarted server; the raw
+/// SQLite floor's cold pass and cold year queries then start from the disk too. `--reuse DIR`
 /// queries a SQLite store an earlier run kept (`--keep`) instead of loading one (same `--users`,
 /// `--days`, `--year-days`): the server, whichever build `--healthd` names, opens it as it is, and
 /// the tokens are made through its admin API; so two builds whose stores differ (a migration the
@@ -304,7 +305,8 @@ enum MultiUserStatisticsBenchmark {
         }
         if adminURL == nil {
             let year = yearUser.map { (rowID: $0.rowID, end: yearEnd) }
-            let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end, year: year)
+            let floors = try sqliteFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end, year: year,
+                                          dropsPageCache: options.dropPageCache)
             var compared = floors
             if options.duckDB, let duck = duckDBFloors(databasePath: directory + "/healthd.sqlite", users: userRowIDs, origin: origin, end: end,
                                                         year: year) {
@@ -408,7 +410,9 @@ enum MultiUserStatisticsBenchmark {
     /// Raw SQLite `GROUP BY` over each user's samples (no pro-rating, no source merging, no DST): a
     /// fresh read-only connection asked each user's dashboard once, then again.
     static func sqliteFloors(databasePath: String, users: [Int64], origin: Int64, end: Int64,
-                             year: (rowID: Int64, end: Int64)?) throws -> [Floor] {
+                             year: (rowID: Int64, end: Int64)?, dropsPageCache: Bool = false) throws -> [Floor] {
+        // With --drop-page-cache the floor's cold pass and cold year queries read from the disk too.
+        if dropsPageCache { dropPageCache(databasePath) }
         let database = try Database(path: databasePath, mode: .readOnly)
         defer { database.close() }
         let stepCode = try database.scalarInt64("SELECT id FROM type_codes WHERE name = 'stepCount'") ?? 0
@@ -417,7 +421,8 @@ enum MultiUserStatisticsBenchmark {
             ("SELECT (start_ms + \(floorOffset)) / 86400000 AS d, sum(value) FROM samples WHERE user_id = ? AND type_id = ? AND start_ms >= ? AND start_ms < ? GROUP BY d", stepCode),
             ("SELECT (start_ms + \(floorOffset)) / 86400000 AS d, avg(value), min(value), max(value) FROM samples WHERE user_id = ? AND type_id = ? AND start_ms >= ? AND start_ms < ? GROUP BY d", heartCode),
         ]
-        print("raw SQLite GROUP BY over the same samples (fixed offset, no pro-rating, no source merging), each user once, then again:")
+        print("raw SQLite GROUP BY over the same samples (fixed offset, no pro-rating, no source merging), each user once, then again"
+              + (dropsPageCache ? " (the file's page cache dropped before the cold pass and each cold year query):" : ":"))
         var floor = Floor(name: "SQLite GROUP BY", p50: [:])
         for pass in ["cold", "warm"] {
             var timings = queries.map { _ in [UInt64]() }
@@ -435,6 +440,7 @@ enum MultiUserStatisticsBenchmark {
                 // The year user over the whole year, once per pass.
                 var once: [Double] = []
                 for query in queries {
+                    if pass == "cold", dropsPageCache { dropPageCache(databasePath) }
                     let start = nanosecondsNow()
                     _ = try database.map(query.0, [.integer(year.rowID), .integer(query.1), .integer(origin), .integer(year.end)]) { try $0.int64(at: 0) }
                     once.append(Double(nanosecondsNow() - start) / 1e6)

@@ -9,16 +9,20 @@ import Primitives
 /// `healthd-bench postgres`: the PostgreSQL backend beside SQLite in one run (BENCHMARKS.md,
 /// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:
 /// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
-///   PostgreSQL, and raw binary `COPY` of the rows that run stored (the same rows, encoded before
-///   the clock starts), in the same batches, one transaction each, from as many connections, into
-///   the same `samples` table: the floor.
+///   PostgreSQL, and two floors that copy the rows that run stored (the same rows, encoded before
+///   the clock starts, the same batches) into the same `samples` table by binary `COPY`:
+///   - raw COPY: one connection, one COPY statement per batch (autocommit), one after another:
+///     what `COPY samples FROM STDIN` alone takes; the target's floor;
+///   - parallel COPY: one transaction per batch from as many connections as HTTP clients, each
+///     user's batches over that user's connections, side by side.
 ///   Beside the rates, CPU seconds per 10,000 samples: healthd's own and the PostgreSQL server's
 ///   (its process tree, when it runs on this machine) for the HTTP ingest, the server's alone for
-///   the floor. On a loaded machine the rates follow the share of the cores each phase got; CPU per
+///   the floors. On a loaded machine the rates follow the share of the cores each phase got; CPU per
 ///   sample does not.
-///   `--users N` spreads the clients over N users (client i writes for user i mod N), the floor's
-///   connections likewise: one user's batches commit one at a time (its change numbers follow
-///   commit order, see `PostgresHealthStore.reserveChangeNumbers`), different users' in parallel;
+///   `--users N` spreads the clients over N users (client i writes for user i mod N), the parallel
+///   floor's connections likewise: one user's batches commit one at a time (its change numbers
+///   follow commit order, see `PostgresHealthStore.reserveChangeNumbers`), different users' in
+///   parallel, while the parallel floor copies one user's batches side by side too;
 /// - statistics reads: 91 daily buckets of steps over HTTP from concurrent keep-alive clients,
 ///   against one node, then split over two nodes on the same database.
 enum PostgresBenchmark {
@@ -105,27 +109,36 @@ enum PostgresBenchmark {
             let ingestCPU = (healthd: processCPUSeconds(nodeA.process.processIdentifier) - cpuBefore.healthd,
                              postgres: (server?.seconds() ?? 0) - cpuBefore.postgres)
 
-            let floorURL = try databases.fresh()
-            let (floor, floorCPU) = try rawCopy(url: floorURL, from: url, batchSize: options.batchSize, clients: options.clients,
-                                                users: options.users, server: server)
+            let floorRows = try FloorRows(from: url, batchSize: options.batchSize, users: options.users)
+            let (raw, rawCPU) = try rawCopy(databases, rows: floorRows, server: server)
+            let (parallel, parallelCPU) = try parallelCopy(databases, rows: floorRows, clients: options.clients, users: options.users,
+                                                           server: server)
             let load = loadAverage()
 
             print("ingest: \(options.batches) batches x \(options.batchSize) samples (client uuids), \(options.clients) clients, keep-alive, "
                   + "\(options.users) user\(options.users == 1 ? "" : "s")")
             print("  SQLite over HTTP:      \(Int(sqlite.rate)) samples/s (batch p50 \(format(sqlite.p50Milliseconds)) ms)")
             print("  PostgreSQL over HTTP:  \(Int(postgres.rate)) samples/s (batch p50 \(format(postgres.p50Milliseconds)) ms)")
-            print("  raw binary COPY floor: \(Int(floor)) samples/s (the rows the HTTP run stored, same table, batches, connections)")
-            print("  ratios: PostgreSQL HTTP / raw COPY = \(format(postgres.rate / floor))x (target >= 0.7), "
+            print("  raw COPY floor:        \(Int(raw)) samples/s (the rows the HTTP run stored, same table: one connection, "
+                  + "one COPY per batch, no transaction around it)")
+            print("  parallel COPY floor:   \(Int(parallel)) samples/s (the same rows over \(options.clients) connections, "
+                  + "each user's batches over that user's connections, one transaction per batch)")
+            print("  ratios: PostgreSQL HTTP / raw COPY = \(format(postgres.rate / raw))x (target >= 0.7), "
+                  + "PostgreSQL HTTP / parallel COPY = \(format(postgres.rate / parallel))x, "
                   + "PostgreSQL / SQLite over HTTP = \(format(postgres.rate / sqlite.rate))x, "
                   + "PostgreSQL HTTP = \(format(postgres.rate / 100_000))x of 100k samples/s")
+            if options.users == 1 {
+                print("  (one user: healthd commits that user's batches one at a time, so anchors follow commit order; "
+                      + "the parallel floor copies them side by side)")
+            }
             print("  (\(total) samples per run; load average before / after: \(loadBefore) / \(load))")
             if server != nil {
                 let per = 10_000 / Double(total)
                 // Three decimals: /proc counts in 10 ms ticks, a few hundred of them per phase.
                 print("  CPU s per 10k samples: PostgreSQL HTTP ingest \(format((ingestCPU.healthd + ingestCPU.postgres) * per, decimals: 3)) "
                       + "(healthd \(format(ingestCPU.healthd * per, decimals: 3)) + PostgreSQL \(format(ingestCPU.postgres * per, decimals: 3))), "
-                      + "raw COPY \(format(floorCPU * per, decimals: 3)) (PostgreSQL); COPY / HTTP ingest = "
-                      + "\(format(floorCPU / max(1e-9, ingestCPU.healthd + ingestCPU.postgres)))x")
+                      + "raw COPY \(format(rawCPU * per, decimals: 3)), parallel COPY \(format(parallelCPU * per, decimals: 3)) (PostgreSQL); "
+                      + "raw COPY / HTTP ingest = \(format(rawCPU / max(1e-9, ingestCPU.healthd + ingestCPU.postgres)))x")
             }
 
             // Statistics reads: one node, then two on the same database.
@@ -208,65 +221,107 @@ enum PostgresBenchmark {
         return count
     }
 
-    /// Raw binary COPY into the healthd schema's `samples` table: what PostgreSQL itself can take
-    /// with no HTTP, JSON, validation, change numbering or rollups. The floor copies the very rows
-    /// the HTTP run stored (`from`: its database), byte for byte: the same uuids, change numbers,
-    /// types, devices, bodies (NULL where healthd stored none) and timeline, encoded before the
-    /// clock starts, as the HTTP clients' JSON is. Each user's warm-up rows go in first, untimed;
-    /// then each HTTP batch (a run of `batchSize` change numbers) is one COPY in one transaction,
-    /// the batches of user u spread over the clients writing for u (client i writes for user
-    /// i mod users, as over HTTP). Returns the rate and the server's CPU seconds over the timed
-    /// copies (`server` nil: 0).
-    static func rawCopy(url: String, from source: String, batchSize: Int, clients: Int, users: Int,
-                        server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
-        // The store creates the schema (migrations), exactly as healthd would.
-        PostgresHealthStoreFactory.close(try PostgresHealthStoreFactory.open(url: url))
-        let copy = """
-            COPY samples (user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
-            FROM STDIN (FORMAT binary)
-            """
-        let stored = try PostgresConnection(url: source).query("""
-            SELECT user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body
-            FROM samples ORDER BY user_id, seq
-            """)
-        var byUser: [Int64: [Int]] = [:]
-        var order: [Int64] = []
-        for index in 0..<stored.rowCount {
-            let user = try stored[index].int64(at: 0)
-            if byUser[user] == nil { order.append(user) }
-            byUser[user, default: []].append(index)
-        }
-        guard order.count == users else { throw BenchError("the HTTP run stored samples of \(order.count) users, not \(users)") }
-        // Per user: the warm-up rows, then its batches.
+    /// The rows the HTTP run stored (`source`: its database), in binary COPY form, for the COPY
+    /// floors: byte for byte the same uuids, change numbers, types, devices, bodies (NULL where
+    /// healthd stored none) and timeline, encoded before any clock starts, as the HTTP clients'
+    /// JSON is. Per user (in user order): its warm-up rows, then its batches, each a run of
+    /// `batchSize` change numbers, as one HTTP batch was.
+    struct FloorRows {
         var warmUps: [PostgresCopyRows] = []
         var batchesOfUser: [[PostgresCopyRows]] = []
-        for user in order {
-            let indices = byUser[user] ?? []
-            let warmUp = min(indices.count, warmUpSamples)
-            warmUps.append(try encodedRows(stored, indices[..<warmUp]))
-            batchesOfUser.append(try stride(from: warmUp, to: indices.count, by: batchSize).map { start in
-                try encodedRows(stored, indices[start..<min(indices.count, start + batchSize)])
-            })
+
+        init(from source: String, batchSize: Int, users: Int) throws {
+            let stored = try PostgresConnection(url: source).query("""
+                SELECT user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body
+                FROM samples ORDER BY user_id, seq
+                """)
+            var byUser: [Int64: [Int]] = [:]
+            var order: [Int64] = []
+            for index in 0..<stored.rowCount {
+                let user = try stored[index].int64(at: 0)
+                if byUser[user] == nil { order.append(user) }
+                byUser[user, default: []].append(index)
+            }
+            guard order.count == users else { throw BenchError("the HTTP run stored samples of \(order.count) users, not \(users)") }
+            for user in order {
+                let indices = byUser[user] ?? []
+                let warmUp = min(indices.count, PostgresBenchmark.warmUpSamples)
+                warmUps.append(try PostgresBenchmark.encodedRows(stored, indices[..<warmUp]))
+                batchesOfUser.append(try stride(from: warmUp, to: indices.count, by: batchSize).map { start in
+                    try PostgresBenchmark.encodedRows(stored, indices[start..<min(indices.count, start + batchSize)])
+                })
+            }
         }
+
+        /// Samples in the batches (the warm-up rows not counted).
+        var total: Int { batchesOfUser.reduce(0) { $0 + $1.reduce(0) { $0 + $1.rowCount } } }
+    }
+
+    static let copySamples = """
+        COPY samples (user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
+        FROM STDIN (FORMAT binary)
+        """
+
+    /// A fresh database for a floor: the schema made by the store's migrations, exactly as healthd
+    /// makes it, and each user's warm-up rows copied in (untimed, as the HTTP run's warm-up POSTs were).
+    private static func floorDatabase(_ databases: Databases, rows: FloorRows) throws -> String {
+        let url = try databases.fresh()
+        PostgresHealthStoreFactory.close(try PostgresHealthStoreFactory.open(url: url))
         let setUp = try PostgresConnection(url: url)
-        for rows in warmUps where rows.rowCount > 0 { try setUp.copyIn(copy, rows: rows) }
+        defer { setUp.close() }
+        for warmUp in rows.warmUps where warmUp.rowCount > 0 { try setUp.copyIn(copySamples, rows: warmUp) }
+        return url
+    }
+
+    /// The raw COPY floor, the plainest one: every batch of the HTTP run as one
+    /// `COPY samples FROM STDIN (FORMAT binary)` statement of its own (autocommit: the COPY is its
+    /// transaction), one after another over ONE connection, users' batches taking turns as the
+    /// HTTP clients sent them. What PostgreSQL alone takes into the same table with no HTTP, JSON,
+    /// validation, change numbering, bookkeeping or rollups, and no parallelism. Returns the rate
+    /// and the server's CPU seconds over the timed copies (`server` nil: 0).
+    static func rawCopy(_ databases: Databases, rows: FloorRows, server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
+        let url = try floorDatabase(databases, rows: rows)
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        _ = try connection.scalarInt64("SELECT 1")  // connected before the clock starts
+        let rounds = rows.batchesOfUser.map(\.count).max() ?? 0
+        let cpuBefore = server?.seconds() ?? 0
+        let began = nanosecondsNow()
+        for round in 0..<rounds {
+            for batches in rows.batchesOfUser where round < batches.count {
+                try connection.copyIn(copySamples, rows: batches[round])
+            }
+        }
+        let seconds = Double(nanosecondsNow() - began) / 1e9
+        return (Double(rows.total) / seconds, (server?.seconds() ?? 0) - cpuBefore)
+    }
+
+    /// The parallel COPY floor: the same batches, each one COPY in one transaction, over as many
+    /// connections as the HTTP run had clients, the batches of user u spread over the connections
+    /// writing for u (connection i copies for user i mod users, as HTTP client i wrote). Unlike
+    /// healthd, it copies one user's batches in parallel: nothing orders them, while healthd
+    /// commits one user's batches one at a time (`PostgresHealthStore.reserveChangeNumbers`).
+    static func parallelCopy(_ databases: Databases, rows: FloorRows, clients: Int, users: Int,
+                             server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
+        let url = try floorDatabase(databases, rows: rows)
         // Client i copies for user i mod users: the batches of that user at its turn among the user's clients.
         let work: [[PostgresCopyRows]] = (0..<clients).map { client in
             let user = client % users
             let peers = stride(from: user, to: clients, by: users).map { $0 }
             let turn = peers.firstIndex(of: client) ?? 0
-            return stride(from: turn, to: batchesOfUser[user].count, by: peers.count).map { batchesOfUser[user][$0] }
+            return stride(from: turn, to: rows.batchesOfUser[user].count, by: peers.count).map { rows.batchesOfUser[user][$0] }
         }
         let total = work.reduce(0) { $0 + $1.reduce(0) { $0 + $1.rowCount } }
         // Connected before the clock starts, as the HTTP clients' keep-alive connections were warmed up.
         let connections = ClientConnections(try (0..<clients).map { _ in try PostgresConnection(url: url) })
+        defer { connections.all.forEach { $0.close() } }
         let failures = Mutex<[String]>([])
         let cpuBefore = server?.seconds() ?? 0
         let began = nanosecondsNow()
         DispatchQueue.concurrentPerform(iterations: clients) { client in
             do {
-                for rows in work[client] {
-                    _ = try connections.all[client].transaction { try $0.copyIn(copy, rows: rows) }
+                for batch in work[client] {
+                    _ = try connections.all[client].transaction { try $0.copyIn(copySamples, rows: batch) }
                 }
             } catch {
                 failures.withLock { $0.append("\(error)") }

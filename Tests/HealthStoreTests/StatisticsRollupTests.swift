@@ -26,6 +26,31 @@ import Statistics
         CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
         """
 
+    /// The rollup table before `016-statistics-days-clustered`: one rowid table with the key in
+    /// its columns and the detail beside the body, its rows in `order` (SQL over d.*: the order
+    /// they were written in, as far as the test cares).
+    static func undoClusteredDays(order: String = "d.key") -> String {
+        """
+        CREATE TABLE statistics_days_columns (user_id INTEGER NOT NULL, type_id INTEGER NOT NULL, day INTEGER NOT NULL,
+            body BLOB NOT NULL, detail BLOB, PRIMARY KEY (user_id, type_id, day));
+        INSERT INTO statistics_days_columns (user_id, type_id, day, body, detail)
+            SELECT d.user_id, d.type_id, d.day, d.body, x.detail FROM statistics_days d
+            LEFT JOIN statistics_day_details x ON x.key = d.key ORDER BY \(order);
+        DROP TABLE statistics_days; DROP TABLE statistics_day_details;
+        ALTER TABLE statistics_days_columns RENAME TO statistics_days;
+        """
+    }
+
+    /// Every rollup row as (user, type, day, body, detail) text, in the clustered layout.
+    static let everyClusteredRow = """
+        SELECT d.user_id, d.type_id, d.day, d.body, x.detail FROM statistics_days d
+        LEFT JOIN statistics_day_details x ON x.key = d.key ORDER BY d.key
+        """
+
+    static func rowText(_ row: Row) throws -> String {
+        "\(try row.int64(at: 0)),\(try row.int64(at: 1)),\(try row.int64(at: 2)),\(try row.blob(at: 3)),\(String(describing: row.blobIfPresent(at: 4)))"
+    }
+
     /// A database written before rollups existed (the rollup tables and their migration record
     /// removed, as that schema had them) is carried forward: opening it builds every series' rows,
     /// and the answers equal the direct computation over its samples.
@@ -51,10 +76,10 @@ import Statistics
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
                           "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
-                          "015-sample-key-deletions"],
+                          "015-sample-key-deletions", "016-statistics-days-clustered"],
                 "this test undoes every migration from the rollups' on")
         try database.execute(Self.undoSampleKeyRuns)
-        try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_series")
+        try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_day_details; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
         try database.execute("DELETE FROM schema_migrations WHERE id >= \(rollupMigration); PRAGMA user_version = \(rollupMigration - 1)")
         database.close()
@@ -96,8 +121,10 @@ import Statistics
         let later = try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)]) {
             try $0.string(at: 0)
         }
-        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions"],
+        #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions",
+                          "016-statistics-days-clustered"],
                 "this test undoes the migrations from the rowid table's on")
+        try database.execute(Self.undoClusteredDays())
         try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.
         try database.execute("""
@@ -108,16 +135,12 @@ import Statistics
             ALTER TABLE statistics_days_before RENAME TO statistics_days;
             DELETE FROM schema_migrations WHERE id >= \(migration); PRAGMA user_version = \(migration - 1);
             """)
-        let everyRow = "SELECT user_id, type_id, day, body, detail FROM statistics_days ORDER BY 1, 2, 3"
-        func text(_ row: Row) throws -> String {
-            "\(try row.int64(at: 0)),\(try row.int64(at: 1)),\(try row.int64(at: 2)),\(try row.blob(at: 3)),\(String(describing: row.blobIfPresent(at: 4)))"
-        }
-        let rowsBefore = try database.map(everyRow, [], text)
+        let rowsBefore = try database.map("SELECT user_id, type_id, day, body, detail FROM statistics_days ORDER BY 1, 2, 3", [], Self.rowText)
         database.close()
         try t.reopen()
         let (table, rowsAfter) = try t.store.pool.read { db in
             (try db.first("SELECT sql FROM sqlite_master WHERE name = 'statistics_days'", [], { try $0.string(at: 0) }),
-             try db.map(everyRow, [], text))
+             try db.map(Self.everyClusteredRow, [], Self.rowText))
         }
         #expect(!(table ?? "").uppercased().contains("WITHOUT ROWID"))
         #expect(rowsBefore.count == 3 && rowsAfter == rowsBefore)
@@ -125,6 +148,111 @@ import Statistics
         // Saves keep maintaining the moved rows.
         _ = try t.store.save([steps(1, start: Self.day0 + 3 * 86_400_000)], by: phone)
         #expect(try Self.dailySums(t.store, user: user, type: type, days: 4) == before + [1])
+    }
+
+    /// A database whose rollup rows are in the rowid table of migrations 012-014 (written in
+    /// arrival order, details beside the bodies) is carried forward: the rows move to the clustered
+    /// tables as they are, each series' days in consecutive keys, the details apart; every answer
+    /// (daily, a bucket edge inside a slot that reads details, per source, discrete) is the same,
+    /// and saves, deletes and a priority change keep maintaining the moved rows.
+    @Test func clusteredMigrationCarriesTheRowsForward() throws {
+        let t = try TemporaryStore()
+        let types = ["stepCount", "heartRate"]
+        var authorizations: [(user: User, phone: AppAuthorization, watch: AppAuthorization)] = []
+        for name in ["alice", "bob"] {
+            let user = try t.store.createUser(name: name)
+            let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: Set(types), share: Set(types))
+            let (watch, _) = try t.store.createAuthorization(user: user, app: "watch", read: Set(types), share: Set(types))
+            authorizations.append((user, phone, watch))
+        }
+        // Users and types interleaved batch by batch, as arrival order writes them.
+        for day in 0..<4 {
+            for (index, (_, phone, watch)) in authorizations.enumerated() {
+                let base = Self.day0 + Int64(day) * 86_400_000 + Int64(index) * 60_000
+                _ = try t.store.save((0..<24).map { steps(Double(10 + $0), start: base + Int64($0) * 3_600_000, seconds: 1_500) }, by: phone)
+                _ = try t.store.save((0..<24).map { steps(4, start: base + Int64($0) * 3_600_000 + 600_000, seconds: 1_500) }, by: watch)
+                _ = try t.store.save((0..<48).map { half in
+                    HealthSample(uuid: .random(), type: "heartRate", start: base + Int64(half) * 1_800_000 + 7_000,
+                                 end: base + Int64(half) * 1_800_000 + 7_000, content: .quantity(Double(55 + (half * 7 + day) % 90)))
+                }, by: watch)
+            }
+        }
+        // Daily buckets, and hourly ones whose edges fall inside 15-minute slots (those read the details).
+        let daily = (0..<4).map { day in
+            CalendarBucket(start: Self.day0 + Int64(day) * 86_400_000, end: Self.day0 + Int64(day + 1) * 86_400_000,
+                           startOffsetSeconds: 0, endOffsetSeconds: 0)
+        }
+        let cut = (0..<Int64(4 * 24 - 1)).map { (hour: Int64) -> CalendarBucket in
+            let start: Int64 = Self.day0 + 433_000 + hour * 3_600_000
+            return CalendarBucket(start: start, end: start + 3_600_000, startOffsetSeconds: 0, endOffsetSeconds: 0)
+        }
+        func answers() throws -> [[BucketStatistics]] {
+            try authorizations.flatMap { user, _, _ in
+                try types.flatMap { typeID -> [[BucketStatistics]] in
+                    let type = try #require(HealthTypeCatalog.type(typeID))
+                    let options: StatisticsOptions = type.isCumulative ? [.cumulativeSum, .separateBySource]
+                        : [.discreteAverage, .discreteMin, .discreteMax, .mostRecent, .separateBySource]
+                    return try [daily, cut].map { buckets in
+                        try t.store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: buckets) { snapshot in
+                            try snapshot.index.statisticsCollection(buckets: buckets, options: options)
+                        }
+                    }
+                }
+            }
+        }
+        func same(_ mine: [[BucketStatistics]], _ theirs: [[BucketStatistics]]) {
+            #expect(mine.map(\.count) == theirs.map(\.count))
+            for (x, y) in zip(mine.joined(), theirs.joined()) {
+                #expect(StatisticsIndexTests.same(x.figures, y.figures), "bucket \(x.bucket.start)")
+                #expect(x.sources.map(\.source) == y.sources.map(\.source))
+                for (a, b) in zip(x.sources, y.sources) { #expect(StatisticsIndexTests.same(a.figures, b.figures)) }
+            }
+        }
+        let before = try answers()
+        #expect(before.joined().contains { $0.figures.sum != nil } && before.joined().contains { $0.figures.average != nil })
+        let rowsBefore = try t.store.pool.read { db in try db.map(Self.everyClusteredRow, [], Self.rowText) }
+        t.store.close()
+
+        let database = try Database(path: t.directory + "/healthd.sqlite")
+        let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '016-statistics-days-clustered'", [],
+                                                        { try $0.int64(at: 0) }))
+        #expect(try database.first("SELECT count(*) FROM schema_migrations WHERE id > ?", [.integer(migration)], { try $0.int64(at: 0) }) == 0,
+                "this test undoes the last migration only")
+        // The earlier table, its rows in the order arrival would have left them: day by day across users and types.
+        try database.execute(Self.undoClusteredDays(order: "d.day, d.user_id, d.type_id"))
+        try database.execute("DELETE FROM schema_migrations WHERE id >= \(migration); PRAGMA user_version = \(migration - 1)")
+        #expect(try database.first("SELECT count(*) FROM statistics_days WHERE detail IS NOT NULL", [], { try $0.int64(at: 0) }) == 8)
+        database.close()
+        try t.reopen()
+
+        let (rowsAfter, keysInRowOrder, detailKeys) = try t.store.pool.read { db in
+            (try db.map(Self.everyClusteredRow, [], Self.rowText),
+             try db.map("SELECT key FROM statistics_days ORDER BY rowid", []) { try $0.int64(at: 0) },
+             try db.map("SELECT key FROM statistics_day_details ORDER BY key", []) { try $0.int64(at: 0) })
+        }
+        #expect(rowsAfter.count == 16 && rowsAfter == rowsBefore, "the rows move as they are")
+        #expect(keysInRowOrder == keysInRowOrder.sorted())
+        let stepCode = try #require(t.store.typeCode(for: "stepCount"))
+        #expect(try detailKeys == authorizations.flatMap { user, _, _ in
+            try (0..<Int64(4)).map { try RollupDayKey.key(user: user.rowID, type: stepCode, day: Self.day0 / 86_400_000 + $0) }
+        }.sorted(), "a detail for every cumulative day, under its row's key")
+        same(try answers(), before)
+
+        // The moved rows keep being maintained: a save, a delete and a new source order.
+        let (alice, _, watch) = authorizations[0]
+        _ = try t.store.save([steps(1_000, start: Self.day0 + 2 * 86_400_000 + 30 * 60_000, seconds: 600)], by: watch)
+        _ = try t.store.deleteSamples(type: "heartRate", start: Self.day0, end: Self.day0 + 3_600_000, by: watch)
+        let stepCount = try #require(HealthTypeCatalog.type("stepCount"))
+        try t.store.setSourcePriority(userRowID: alice.rowID, type: stepCount, apps: ["watch", "phone"])
+        let maintained = try answers()
+        try t.store.pool.write { db in try StatisticsRollups.rebuildAll(db) }
+        same(maintained, try answers())
+        #expect(maintained.map { $0.map(\.figures.sum) } != before.map { $0.map(\.figures.sum) })
+        // Days beyond what the keys hold (year 0100) have no rows and no figures.
+        let ancient = CalendarBucket(start: -58_000_000_000_000, end: -58_000_000_000_000 + 86_400_000, startOffsetSeconds: 0, endOffsetSeconds: 0)
+        #expect(try t.store.withStatisticsIndex(userRowID: alice.rowID, type: stepCount, buckets: [ancient]) { snapshot in
+            try snapshot.index.statisticsCollection(buckets: [ancient], options: .cumulativeSum).map(\.figures.sum)
+        } == [nil])
     }
 
     /// A database written before the compact discrete layout, by the build before it (`healthd seed
