@@ -104,10 +104,12 @@ enum PostgresBenchmark {
             defer { nodeA.stop() }
             let server = PostgresServerCPU(url: url)
             let loadBefore = loadAverage()
-            let cpuBefore = (healthd: processCPUSeconds(nodeA.process.processIdentifier), postgres: server?.seconds() ?? 0)
+            let httpDatabase = PostgresServerCPU.databaseName(of: url)
+            let cpuBefore = (healthd: processCPUSeconds(nodeA.process.processIdentifier),
+                             postgres: server?.seconds(database: httpDatabase) ?? PostgresServerCPU.CPUSeconds())
             let postgres = try ingest(port: nodeA.port, tokens: postgresTokens, bodies: bodies, clients: options.clients)
             let ingestCPU = (healthd: processCPUSeconds(nodeA.process.processIdentifier) - cpuBefore.healthd,
-                             postgres: (server?.seconds() ?? 0) - cpuBefore.postgres)
+                             postgres: (server?.seconds(database: httpDatabase) ?? PostgresServerCPU.CPUSeconds()) - cpuBefore.postgres)
 
             let floorRows = try FloorRows(from: url, batchSize: options.batchSize, users: options.users)
             let (raw, rawCPU) = try rawCopy(databases, rows: floorRows, server: server)
@@ -135,10 +137,13 @@ enum PostgresBenchmark {
             if server != nil {
                 let per = 10_000 / Double(total)
                 // Three decimals: /proc counts in 10 ms ticks, a few hundred of them per phase.
-                print("  CPU s per 10k samples: PostgreSQL HTTP ingest \(format((ingestCPU.healthd + ingestCPU.postgres) * per, decimals: 3)) "
-                      + "(healthd \(format(ingestCPU.healthd * per, decimals: 3)) + PostgreSQL \(format(ingestCPU.postgres * per, decimals: 3))), "
-                      + "raw COPY \(format(rawCPU * per, decimals: 3)), parallel COPY \(format(parallelCPU * per, decimals: 3)) (PostgreSQL); "
-                      + "raw COPY / HTTP ingest = \(format(rawCPU / max(1e-9, ingestCPU.healthd + ingestCPU.postgres)))x")
+                func cpu(_ seconds: Double) -> String { format(seconds * per, decimals: 3) }
+                let http = ingestCPU.healthd + ingestCPU.postgres.server
+                print("  CPU s per 10k samples: PostgreSQL HTTP ingest \(cpu(http)) (healthd \(cpu(ingestCPU.healthd)) "
+                      + "+ PostgreSQL \(cpu(ingestCPU.postgres.server))), raw COPY \(cpu(rawCPU.server)), "
+                      + "parallel COPY \(cpu(parallelCPU.server)) (PostgreSQL); raw COPY / HTTP ingest = \(format(rawCPU.server / max(1e-9, http)))x")
+                print("  of which the phase's own backends (no autovacuum, checkpointer, WAL writer): HTTP ingest "
+                      + "\(cpu(ingestCPU.postgres.backends)), raw COPY \(cpu(rawCPU.backends)), parallel COPY \(cpu(parallelCPU.backends))")
             }
 
             // Statistics reads: one node, then two on the same database.
@@ -279,13 +284,15 @@ enum PostgresBenchmark {
     /// HTTP clients sent them. What PostgreSQL alone takes into the same table with no HTTP, JSON,
     /// validation, change numbering, bookkeeping or rollups, and no parallelism. Returns the rate
     /// and the server's CPU seconds over the timed copies (`server` nil: 0).
-    static func rawCopy(_ databases: Databases, rows: FloorRows, server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
+    static func rawCopy(_ databases: Databases, rows: FloorRows,
+                        server: PostgresServerCPU?) throws -> (rate: Double, cpu: PostgresServerCPU.CPUSeconds) {
         let url = try floorDatabase(databases, rows: rows)
+        let database = PostgresServerCPU.databaseName(of: url)
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
         _ = try connection.scalarInt64("SELECT 1")  // connected before the clock starts
         let rounds = rows.batchesOfUser.map(\.count).max() ?? 0
-        let cpuBefore = server?.seconds() ?? 0
+        let cpuBefore = server?.seconds(database: database) ?? PostgresServerCPU.CPUSeconds()
         let began = nanosecondsNow()
         for round in 0..<rounds {
             for batches in rows.batchesOfUser where round < batches.count {
@@ -293,7 +300,7 @@ enum PostgresBenchmark {
             }
         }
         let seconds = Double(nanosecondsNow() - began) / 1e9
-        return (Double(rows.total) / seconds, (server?.seconds() ?? 0) - cpuBefore)
+        return (Double(rows.total) / seconds, (server?.seconds(database: database) ?? PostgresServerCPU.CPUSeconds()) - cpuBefore)
     }
 
     /// The parallel COPY floor: the same batches, each one COPY in one transaction, over as many
@@ -302,8 +309,9 @@ enum PostgresBenchmark {
     /// healthd, it copies one user's batches in parallel: nothing orders them, while healthd
     /// commits one user's batches one at a time (`PostgresHealthStore.reserveChangeNumbers`).
     static func parallelCopy(_ databases: Databases, rows: FloorRows, clients: Int, users: Int,
-                             server: PostgresServerCPU?) throws -> (rate: Double, cpuSeconds: Double) {
+                             server: PostgresServerCPU?) throws -> (rate: Double, cpu: PostgresServerCPU.CPUSeconds) {
         let url = try floorDatabase(databases, rows: rows)
+        let database = PostgresServerCPU.databaseName(of: url)
         // Client i copies for user i mod users: the batches of that user at its turn among the user's clients.
         let work: [[PostgresCopyRows]] = (0..<clients).map { client in
             let user = client % users
@@ -316,7 +324,7 @@ enum PostgresBenchmark {
         let connections = ClientConnections(try (0..<clients).map { _ in try PostgresConnection(url: url) })
         defer { connections.all.forEach { $0.close() } }
         let failures = Mutex<[String]>([])
-        let cpuBefore = server?.seconds() ?? 0
+        let cpuBefore = server?.seconds(database: database) ?? PostgresServerCPU.CPUSeconds()
         let began = nanosecondsNow()
         DispatchQueue.concurrentPerform(iterations: clients) { client in
             do {
@@ -328,9 +336,9 @@ enum PostgresBenchmark {
             }
         }
         let seconds = Double(nanosecondsNow() - began) / 1e9
-        let cpuSeconds = (server?.seconds() ?? 0) - cpuBefore
+        let cpu = (server?.seconds(database: database) ?? PostgresServerCPU.CPUSeconds()) - cpuBefore
         if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
-        return (Double(total) / seconds, cpuSeconds)
+        return (Double(total) / seconds, cpu)
     }
 
     /// One connection per client, each used by its own client's thread only.
@@ -452,6 +460,39 @@ struct PostgresServerCPU {
         guard let text = try? String(contentsOfFile: "/proc/\(process)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    /// The server's CPU seconds (`seconds()`) and those of its live backends connected to
+    /// `database` alone (their process titles name it): the second leaves out the background
+    /// processes (autovacuum, checkpointer, WAL writer), whose work lands in whichever phase
+    /// happens to be running.
+    func seconds(database: String) -> CPUSeconds {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var backends = 0.0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let process = Int32(name), let fields = Self.stat(process), fields.count > 12, Int32(fields[1]) == postmaster,
+                  let title = try? String(contentsOfFile: "/proc/\(process)/cmdline", encoding: .utf8),
+                  title.split(whereSeparator: { $0 == " " || $0 == "\0" }).contains(Substring(database)) else { continue }
+            backends += (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+        }
+        return CPUSeconds(server: seconds(), backends: backends / ticks)
+    }
+
+    /// CPU seconds of the whole server and of one database's backends; subtracting two readings
+    /// gives a phase's.
+    struct CPUSeconds {
+        var server = 0.0
+        var backends = 0.0
+
+        static func - (after: CPUSeconds, before: CPUSeconds) -> CPUSeconds {
+            CPUSeconds(server: after.server - before.server, backends: after.backends - before.backends)
+        }
+    }
+
+    /// The database a postgres:// URL names (its path).
+    static func databaseName(of url: String) -> String {
+        let head = url.firstIndex(of: "?").map { String(url[..<$0]) } ?? url
+        return head.lastIndex(of: "/").map { String(head[head.index(after: $0)...]) } ?? head
     }
 
     func seconds() -> Double {
