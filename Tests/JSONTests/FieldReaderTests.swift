@@ -52,22 +52,15 @@ private func body(_ text: String) throws(JSONFieldError) -> JSONFieldReader {
     #expect(throws: JSONFieldError(field: "start", detail: "required field is missing (found 'startDate': did you mean 'start'?)")) {
         try reader.requiredString("start")
     }
-    #expect(throws: JSONFieldError(field: "type", detail: "required field is missing (found 'Type': did you mean 'type'?)")) {
-        try reader.requiredString("type")
-    }
-    #expect(throws: JSONFieldError(field: "samples", detail: "required field is missing (found 'sample': did you mean 'samples'?)")) {
-        try reader.requiredArray("samples")
-    }
-    #expect(throws: JSONFieldError(field: "color", detail: "required field is missing (found 'colour': did you mean 'color'?)")) {
-        try reader.requiredValue("color")
+    for (key, found) in [("type", "Type"), ("samples", "sample"), ("color", "colour")] {
+        #expect(throws: JSONFieldError(field: key, detail: "required field is missing (found '\(found)': did you mean '\(key)'?)")) {
+            try reader.requiredValue(key)
+        }
     }
     // Nothing alike, or alike but already read as a field of its own: the plain message.
-    #expect(throws: JSONFieldError(field: "value", detail: "required field is missing")) {
-        try reader.requiredNumber("value")
-    }
     _ = try reader.optionalNumber("note")
-    #expect(throws: JSONFieldError(field: "notes", detail: "required field is missing")) {
-        try reader.requiredNumber("notes")
+    for key in ["value", "notes"] {
+        #expect(throws: JSONFieldError(field: key, detail: "required field is missing")) { try reader.requiredValue(key) }
     }
     #expect(!JSONFieldNames.resemble("id", "uid"), "names under three letters are never guessed at")
     #expect(!JSONFieldNames.resemble(String(repeating: "a", count: 65), String(repeating: "a", count: 64) + "b"))
