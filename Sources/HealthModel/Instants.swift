@@ -247,14 +247,26 @@ public enum RFC3339 {
     /// mean time) is rounded to the minute and the local time shifted to match:
     /// the string always denotes exactly `instant`. A zero offset prints `+00:00`.
     public static func format(_ instant: HealthInstant, offsetSeconds: Int) -> String {
+        String(unsafeUninitializedCapacity: maximumOffsetByteCount) { write(instant, offsetSeconds: offsetSeconds, into: $0) }
+    }
+
+    /// Bytes `write(_:offsetSeconds:into:)` needs at most: `maximumUTCByteCount` with `±HH:MM` for `Z`.
+    public static let maximumOffsetByteCount = maximumUTCByteCount + 5
+
+    /// Writes `format(instant, offsetSeconds:)` into `buffer` (at least `maximumOffsetByteCount`
+    /// bytes) and returns its length: statistics answers put every bucket's edges straight into
+    /// their JSON buffer.
+    public static func write(_ instant: HealthInstant, offsetSeconds: Int, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
         // Integer rounding, half away from zero (no libm needed).
         let roundedMinutes = offsetSeconds >= 0 ? (offsetSeconds + 30) / 60 : -((30 - offsetSeconds) / 60)
         let magnitude = abs(roundedMinutes)
-        var suffix: [UInt8] = [roundedMinutes < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+")]
-        appendDigits(&suffix, (magnitude / 60) % 100, width: 2)
-        suffix.append(UInt8(ascii: ":"))
-        appendDigits(&suffix, magnitude % 60, width: 2)
-        return formatLocal(instant + Int64(roundedMinutes) * 60_000, suffix: suffix)
+        var output = DigitWriter(buffer: buffer)
+        writeLocal(instant + Int64(roundedMinutes) * 60_000, into: &output)
+        output.append(roundedMinutes < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+        output.twoDigits((magnitude / 60) % 100)
+        output.append(UInt8(ascii: ":"))
+        output.twoDigits(magnitude % 60)
+        return output.position
     }
 
     private static func formatLocal(_ localInstant: HealthInstant, suffix: [UInt8]) -> String {
