@@ -1,6 +1,7 @@
 // The dashboard: a token, one small loader per card or chart, and a live change stream that
 // re-runs the loaders its changes affect. A loader that meets a missing endpoint (404) marks only
-// its own card "not available"; a 401 sends the person back to the token form; a network error
+// its own card "not available"; a 401, or a 403 for the token itself (the admin token pasted by
+// mistake), sends the person back to the token form; a network error
 // shows the server-down banner with a retry.
 
 import { APIFailure, makeClient } from "./api.js";
@@ -100,13 +101,21 @@ function showTokenPanel(message) {
   $("token-input").focus();
 }
 
-function badToken() {
+function badToken(message = "The server did not accept that token (401): it may be mistyped or revoked. Paste a valid token.") {
   localStorage.removeItem(TOKEN_KEY);
   state.client = null;
   state.generation++;
   hideBanner();
   setLiveStatus("off", "Not connected");
-  showTokenPanel("The server did not accept that token (401): it may be mistyped or revoked. Paste a valid token.");
+  showTokenPanel(message);
+}
+
+/** A token the server knows but that may not use app endpoints at all (the admin token, pasted by
+ *  mistake: start-up prints it): every card would fail, so ask for an app token instead. */
+function notAnAppToken(detail) {
+  badToken(`The server refused that token (403: ${detail}). The dashboard needs an app token that may `
+    + "read your data, such as the one in the address healthd serve --demo prints, or one made with "
+    + "POST /v1/authorizations.");
 }
 
 function openDashboard(token) {
@@ -189,9 +198,11 @@ async function loadGrant() {
     // server cannot say what is not shared: a type missing from `share` may still be readable.
     state.grant = Array.isArray(body.read) ? { read: new Set(body.read), share: new Set(body.share || []) } : null;
   } catch (error) {
-    // A server without the endpoint: every type counts as shared; other failures surface in the cards.
+    // A server without the endpoint: every type counts as shared. A 401 or a 403 (not an app token)
+    // goes back to the token form; other failures surface in the cards.
     state.grant = null;
     if (error instanceof APIFailure && error.kind === "unauthorized") badToken();
+    if (error instanceof APIFailure && error.status === 403) notAnAppToken(error.detail);
   }
 }
 

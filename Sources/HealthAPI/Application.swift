@@ -186,7 +186,12 @@ public final class HealthApplication: HTTPResponder {
         case .methodNotAllowed(let allowed):
             finish(APIError.methodNotAllowed(allowed).response, "unmatched")
         case .notFound:
-            if !path.hasPrefix("/v1/") && path != "/v1", let staticFiles, method == .get {
+            // `/v1/samples/` or `/healthz/`: a route without its trailing slash. Said so, rather than
+            // a bare 404 (or the dashboard's "no such file"), since the slash is easy to miss.
+            if path.count > 1, path.hasSuffix("/"), case .found = router.match(method: method, path: String(path.dropLast())) {
+                finish(APIError.notFound("no route for \(request.method.rawValue) \(path): the route is \(path.dropLast()), "
+                                         + "without the trailing slash").response, "unmatched")
+            } else if !path.hasPrefix("/v1/") && path != "/v1", let staticFiles, method == .get {
                 workers.async {
                     let response = staticFiles.response(for: request)
                     finish(response, response.status.code == 404 ? "unmatched" : "static")

@@ -119,9 +119,22 @@ public struct JSONFieldReader: Sendable {
 
     public mutating func requiredValue(_ key: String) throws(JSONFieldError) -> JSONValue {
         guard let value = optionalValue(key) else {
-            throw error(key, "required field is missing")
+            throw missingField(key)
         }
         return value
+    }
+
+    /// "required field is missing", naming a member nobody read that looks like a misspelling of
+    /// `key` (`startDate` for `start`, `Type` for `type`, `sample` for `samples`): otherwise a
+    /// client learns which field the server wanted but not that its own was ignored.
+    private func missingField(_ key: String) -> JSONFieldError {
+        for index in object.members.indices where !isRead(index) {
+            let candidate = object.members[index].key
+            if JSONFieldNames.resemble(candidate, key) {
+                return error(key, "required field is missing (found '\(candidate)': did you mean '\(key)'?)")
+            }
+        }
+        return error(key, "required field is missing")
     }
 
     /// nil when absent or null.
@@ -132,7 +145,7 @@ public struct JSONFieldReader: Sendable {
 
     private mutating func requiredPresentValue(_ key: String, expected: String) throws(JSONFieldError) -> JSONValue {
         guard let value = optionalValue(key) else {
-            throw error(key, "required field is missing")
+            throw missingField(key)
         }
         if value.isNull {
             throw error(key, "expected \(expected), got null")
@@ -463,5 +476,35 @@ enum JSONPath {
         case .key(let key): return parent.isEmpty ? key : "\(parent).\(key)"
         case .index(let index): return "\(parent)[\(index)]"
         }
+    }
+}
+
+/// Whether one member name is a likely slip for another, for error messages only.
+enum JSONFieldNames {
+    /// Names longer than this are never compared (the distance is quadratic in the length).
+    static let longestCompared = 64
+
+    /// Same letters in another case, one a prefix of the other (`startDate`, `start`; `sample`,
+    /// `samples`), or one or two typing slips apart (two only for names of six letters or more).
+    static func resemble(_ candidate: String, _ key: String) -> Bool {
+        let a = Array(candidate.lowercased().unicodeScalars), b = Array(key.lowercased().unicodeScalars)
+        guard a.count <= longestCompared, b.count <= longestCompared, min(a.count, b.count) >= 3 else { return false }
+        if a.starts(with: b) || b.starts(with: a) { return true }
+        return editDistance(a, b, atMost: b.count >= 6 ? 2 : 1)
+    }
+
+    /// Levenshtein distance of `a` and `b` is at most `limit` (one row at a time).
+    private static func editDistance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar], atMost limit: Int) -> Bool {
+        guard abs(a.count - b.count) <= limit else { return false }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count] <= limit
     }
 }

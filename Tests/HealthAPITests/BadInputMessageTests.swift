@@ -38,6 +38,15 @@ import JSON
         #expect(issues(future).first?.field == "start" && issues(future).first?.detail.contains("0000 to 9999") == true, "\(future.text)")
     }
 
+    /// HealthKit calls a sample's times startDate and endDate: the 400 says which field to rename.
+    @Test func healthKitFieldNamesAreNamedInTheMissingFieldError() throws {
+        let f = try Fixture()
+        let reply = f.save(f.phone, #"{"type":"stepCount","value":10,"unit":"count","startDate":"2026-03-08T09:00:00Z","endDate":"2026-03-08T09:01:00Z"}"#)
+        #expect(reply.status == 400, "\(reply.text)")
+        #expect(issues(reply).first?.field == "start", "\(reply.text)")
+        #expect(issues(reply).first?.detail.contains("found 'startDate': did you mean 'start'?") == true, "\(reply.text)")
+    }
+
     @Test func theHealthAutoExportBodySaysTheSame() throws {
         expectMarkAndEmptyNamed(try Fixture(), "/v1/ingest/health-auto-export", body: #"{"data":{}}"#)
     }

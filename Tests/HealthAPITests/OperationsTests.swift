@@ -22,6 +22,18 @@ import HTTP
         #expect(reply["title"]?.stringValue == "Not Found")
     }
 
+    /// A trailing slash is the commonest typo in a route: the 404 names the route without it.
+    @Test func aTrailingSlashIsA404NamingTheRoute() throws {
+        let server = try TestServer()
+        for (path, route) in [("/v1/samples/?type=stepCount", "/v1/samples"), ("/healthz/", "/healthz")] {
+            let reply = server.request(.get, path, token: TestServer.adminToken)
+            #expect(reply.status == 404 && reply.code == "errorNotFound", "\(reply.text)")
+            #expect(reply["detail"]?.stringValue?.contains("the route is \(route), without the trailing slash") == true, "\(reply.text)")
+        }
+        let unknown = server.request(.get, "/v1/nope/", token: TestServer.adminToken)
+        #expect(unknown.status == 404 && unknown["detail"]?.stringValue == "no route for GET /v1/nope/", "\(unknown.text)")
+    }
+
     @Test func wrongMethodIs405WithAllow() throws {
         let server = try TestServer()
         let reply = server.request(.delete, "/healthz")

@@ -31,6 +31,35 @@ import Testing
         let configuration = try ConfigurationFile.apply([UInt8](data), to: HealthdConfiguration())
         #expect(configuration.port == 8080)
     }
+
+    /// The reader, `HealthdConfiguration.fileKeys`, config.example.json and the README's
+    /// Configuration table name the same keys, so no setting is undocumented or documented wrongly.
+    @Test func everyKeyIsReadListedInTheExampleAndInTheREADME() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let keys = Set(HealthdConfiguration.fileKeys)
+        // Each listed key is read: a value of the wrong type is refused under its name, never as unknown.
+        for key in keys {
+            #expect {
+                _ = try ConfigurationFile.apply(Array(#"{"\#(key)": {}}"#.utf8), to: HealthdConfiguration())
+            } throws: { error in
+                let text = (error as? ConfigurationError)?.description ?? ""
+                return text.hasPrefix("\(key): ") && !text.contains("unknown field")
+            }
+        }
+        // The reader reads no key the list leaves out.
+        let source = try String(contentsOf: root.appendingPathComponent("Sources/HealthdCommandLine/ConfigurationFile.swift"), encoding: .utf8)
+        let pattern = try Regex(#"(?:integer|seconds|rate|optional[A-Za-z]+)\("([A-Za-z]+)""#)
+        let read = Set(source.matches(of: pattern).compactMap { $0.output[1].substring.map(String.init) })
+        #expect(read == keys, "read but not listed: \(read.subtracting(keys)); listed but not read: \(keys.subtracting(read))")
+        // The example holds each key, with its value or as a `// key` comment only.
+        let example = try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("config.example.json")))
+        let named = Set(((example as? [String: Any])?.keys ?? [:].keys).map { $0.hasPrefix("// ") ? String($0.dropFirst(3)) : $0 })
+        #expect(named.subtracting(["healthd configuration"]) == keys)
+        // The README's Configuration section names each one.
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = readme.components(separatedBy: "\n## Configuration\n").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
+        for key in keys.sorted() { #expect(section.contains("`\(key)`"), "README's Configuration section does not name \(key)") }
+    }
 }
 
 @Suite struct StatisticsMemorySettingTests {

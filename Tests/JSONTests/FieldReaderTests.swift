@@ -1,5 +1,5 @@
 import Testing
-import JSON
+@testable import JSON
 
 /// A domain type decoded the way the HealthModel decoders are meant to read.
 private struct Sample: Equatable {
@@ -44,6 +44,26 @@ private func body(_ text: String) throws(JSONFieldError) -> JSONFieldReader {
     #expect(throws: JSONFieldError(field: "value", detail: "expected a number, got a string")) {
         try reader.requiredNumber("value")
     }
+}
+
+/// A missing field names the member the client probably meant it to be, and only then.
+@Test func aMissingFieldNamesTheMemberThatLooksLikeIt() throws {
+    var reader = try body(#"{"startDate":"x","Type":"y","sample":[],"colour":1,"note":2}"#)
+    #expect(throws: JSONFieldError(field: "start", detail: "required field is missing (found 'startDate': did you mean 'start'?)")) {
+        try reader.requiredString("start")
+    }
+    for (key, found) in [("type", "Type"), ("samples", "sample"), ("color", "colour")] {
+        #expect(throws: JSONFieldError(field: key, detail: "required field is missing (found '\(found)': did you mean '\(key)'?)")) {
+            try reader.requiredValue(key)
+        }
+    }
+    // Nothing alike, or alike but already read as a field of its own: the plain message.
+    _ = try reader.optionalNumber("note")
+    for key in ["value", "notes"] {
+        #expect(throws: JSONFieldError(field: key, detail: "required field is missing")) { try reader.requiredValue(key) }
+    }
+    #expect(!JSONFieldNames.resemble("id", "uid"), "names under three letters are never guessed at")
+    #expect(!JSONFieldNames.resemble(String(repeating: "a", count: 65), String(repeating: "a", count: 64) + "b"))
 }
 
 @Test func requiredFieldErrors() throws {

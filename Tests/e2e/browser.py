@@ -865,6 +865,13 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
     check("a rejected token brings back the token form with a 401 message",
           "hidden" not in dom.by_id["token-panel"]["attrs"] and "hidden" in dom.by_id["dashboard"]["attrs"]
           and "401" in (dom.text("token-message") or ""), dom.text("token-message"))
+    # Start-up prints the admin token, so a new user pastes it: it reads no health data (403 on
+    # every app route), and the page says so once instead of a red 403 in every card.
+    dom, _ = browser.dom(f"http://127.0.0.1:{port}/#token={urllib.parse.quote(ADMIN)}")
+    check("the admin token brings back the token form, asking for an app token",
+          "hidden" not in dom.by_id["token-panel"]["attrs"] and "hidden" in dom.by_id["dashboard"]["attrs"]
+          and "403" in (dom.text("token-message") or "") and "app token" in (dom.text("token-message") or ""),
+          dom.text("token-message"))
 
 
 def unit_checks(browser, repository):
