@@ -14,7 +14,8 @@
 # BASELINE=path/to/an/older/healthd adds that binary's GET /healthz to the same run, for
 # before/after figures side by side; with BASELINE_STORE=dir (a store that binary can open, with
 # the token in BASELINE_TOKEN) its samples route too. BIN=dir takes the three binaries from dir
-# instead of building them. Installs wrk and nginx from Debian if missing.
+# instead of building them. CONFIG_EXTRA='"eventLoops": 16' adds members to the config healthd
+# (and the baseline) run with, to compare settings. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
@@ -72,7 +73,7 @@ mkdir -p "$store"
 token=$("$bin/healthd-bench" seed-store --work-dir "$store" --store-samples "$store_samples" | awk '/^token: / {print $2}')
 
 # The abuse limits are off: every client here is one loopback address.
-echo '{"accessLog": false, "maxConnections": 20000, "maxConnectionsPerAddress": 20000, "rateLimitPerAddressPerSecond": 0, "rateLimitPerTokenPerSecond": 0}' > "$work/config.json"
+echo "{\"accessLog\": false, \"maxConnections\": 20000, \"maxConnectionsPerAddress\": 20000, \"rateLimitPerAddressPerSecond\": 0, \"rateLimitPerTokenPerSecond\": 0${CONFIG_EXTRA:+, $CONFIG_EXTRA}}" > "$work/config.json"
 HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port "$healthd_port" --data-dir "$store" \
   --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
@@ -164,7 +165,7 @@ field() { # name conns column
 ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
 
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)${CONFIG_EXTRA:+, healthd config + $CONFIG_EXTRA}"
 echo
 echo "| GET /healthz | connections | requests/s | p99 | server CPU per request | requests/s ratio | mean latency (connections / requests/s) | wrk's CPU share |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"

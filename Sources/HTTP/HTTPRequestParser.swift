@@ -534,7 +534,7 @@ public struct HTTPRequestParser: Sendable {
             // Nearly every request spells Host this way; the literal costs no decoding.
             let name = known == .host && ASCII.equals(nameBytes, "Host") ? "Host" : String(decoding: nameBytes, as: UTF8.self)
             let value = String(decoding: UnsafeBufferPointer(rebasing: bytes[valueStart ..< valueEnd]), as: UTF8.self)
-            return .success(((name: name, value: value), known))
+            return .success((HTTPHeaders.Field(name: name, value: value), known))
         }
     }
 
@@ -654,7 +654,7 @@ public struct HTTPRequestParser: Sendable {
             if let index = fields.firstIndex(where: { $0.name.asciiCaseInsensitiveEquals("host") }) {
                 fields[index].value = authority
             } else {
-                fields.append((name: "Host", value: authority))
+                fields.append(HTTPHeaders.Field(name: "Host", value: authority))
             }
         }
         let keepAlive = version == .http1_1 ? !connectionClose : (connectionKeepAlive && !connectionClose)

@@ -30,11 +30,22 @@ public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
 
 /// Header fields in the order received. Names compare case-insensitively (ASCII).
 public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
-    public typealias Field = (name: String, value: String)
+    /// One field line. A struct rather than a `(name, value)` tuple: arrays of tuples are
+    /// copied, destroyed and allocated through the runtime's generic tuple witnesses and a
+    /// metadata lookup, which cost several hundred instructions on every request.
+    public struct Field: Sendable, Equatable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
     public private(set) var fields: [Field]
 
     public init() { fields = [] }
-    public init(_ fields: [(String, String)]) { self.fields = fields.map { (name: $0.0, value: $0.1) } }
+    public init(_ fields: [(String, String)]) { self.fields = fields.map { Field(name: $0.0, value: $0.1) } }
     public init(dictionaryLiteral elements: (String, String)...) { self.init(elements) }
     /// Takes already-labelled fields as they are (no per-field copy; the parser uses it).
     public init(fields: [Field]) { self.fields = fields }
@@ -65,7 +76,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public mutating func add(_ name: String, _ value: String) {
         reserveOnFirstField()
-        fields.append((name: name, value: value))
+        fields.append(Field(name: name, value: value))
     }
 
     /// Replaces every field named `name` with one field.
@@ -73,7 +84,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         // Usually the field is new: then nothing is removed and the array is not rewritten.
         if firstIndex(named: name) != nil { remove(name) }
         reserveOnFirstField()
-        fields.append((name: name, value: value))
+        fields.append(Field(name: name, value: value))
     }
 
     /// A response's headers are built one field at a time (content type, cache policy, request

@@ -29,6 +29,7 @@ package final class SampleKeyIndex: Sendable {
     package let memoryBudget: Int
     private let cache: Mutex<Cache>
     private let batchLookupCount = Atomic<Int>(0)
+    private let chunkReadCount = Atomic<Int>(0)
 
     package static let defaultMemoryBudget = HealthStore.defaultUUIDKeyMemoryBudget
 
@@ -144,17 +145,23 @@ package final class SampleKeyIndex: Sendable {
     }
 
     /// One uuid's row (GET and DELETE by uuid): a held run rules the key in or out from memory; a
-    /// run not held is probed in its chunk. Works on any connection (a reader's snapshot).
+    /// run not held is probed in its chunk, the largest first: a stored uuid is most likely in the
+    /// largest run (half of a user's samples or more), and after a restart, before the user's next
+    /// save, no run is held. Works on any connection (a reader's snapshot).
     package func find(_ uuid: HealthUUID, userRowID: Int64, db: Database) throws -> SampleRow? {
         let key = key(userRowID: userRowID, uuid: uuid)
+        var notHeld: [RunInfo] = []
         for run in try runs(userRowID: userRowID, db: db).reversed() {
-            if let held = touch(run.id) {
-                let index = SampleKeyFilter.lowerBound(key, in: held, from: 0)
-                guard index < held.count, held[index] == key else { continue }
+            guard let held = touch(run.id) else {
+                notHeld.append(run)
+                continue
             }
-            if let match = try exactMatch(uuid, key: key, runID: run.id, userRowID: userRowID, db: db) {
-                return match
-            }
+            let index = SampleKeyFilter.lowerBound(key, in: held, from: 0)
+            guard index < held.count, held[index] == key else { continue }
+            if let match = try exactMatch(uuid, key: key, runID: run.id, userRowID: userRowID, db: db) { return match }
+        }
+        for run in notHeld.sorted(by: { $0.count > $1.count }) {
+            if let match = try exactMatch(uuid, key: key, runID: run.id, userRowID: userRowID, db: db) { return match }
         }
         return nil
     }
@@ -162,19 +169,20 @@ package final class SampleKeyIndex: Sendable {
     /// Reads the chunk of run `runID` that would hold `key`, and the rows its entries for the key
     /// point to: the one with this user and uuid, if any (others share the key, or were deleted).
     private func exactMatch(_ uuid: HealthUUID, key: UInt32, runID: Int64, userRowID: Int64, db: Database) throws -> SampleRow? {
+        chunkReadCount.add(1, ordering: .relaxed)
         let chunk = try db.cachedStatement("""
             SELECT entries FROM sample_key_chunks WHERE run_id = ? AND first_key <= ? ORDER BY first_key DESC LIMIT 1
             """)
         try chunk.bind(runID, at: 1)
         try chunk.bind(Int64(key), at: 2)
-        var keys: [UInt32] = []
-        var seqs: [Int64]? = []
-        let decoded = try chunk.first { row in row.withBlob(at: 0) { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) } }
-        guard let decoded else { return nil }
-        guard decoded, let seqs else { throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys") }
-        let run = SampleKeyRun(sortedKeys: keys, seqs: seqs)
+        // Searched in place: one chunk's key, not its 480 entries decoded.
+        let found = try chunk.first { row in row.withBlob(at: 0) { SampleKeyRun.seqs(for: key, inChunk: $0) } }
+        guard let found else { return nil }
+        guard let seqs = found else {
+            throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys")
+        }
         let read = try db.cachedStatement("SELECT \(SampleRow.selectList) FROM samples WHERE seq = ? AND user_id = ?")
-        for seq in run.seqs(for: key) {
+        for seq in seqs {
             read.reset()
             try read.bind(seq, at: 1)
             try read.bind(userRowID, at: 2)
@@ -232,6 +240,9 @@ package final class SampleKeyIndex: Sendable {
 
     /// Batch lookups (`find` with a batch's uuids) since the store opened, for tests.
     package var batchLookups: Int { batchLookupCount.load(ordering: .relaxed) }
+
+    /// Chunks read to check a key exactly since the store opened, for tests.
+    package var chunkReads: Int { chunkReadCount.load(ordering: .relaxed) }
 
     /// Bytes of keys held in memory (for tests and metrics).
     package var heldBytes: Int { cache.withLock { $0.bytes } }
@@ -294,13 +305,7 @@ package final class SampleKeyIndex: Sendable {
     /// deletes without saving again holds at most about twice the live samples' entries.
     package func noteDeleted(_ seqs: [Int64], userRowID: Int64, db: Database) throws {
         guard !seqs.isEmpty else { return }
-        let insert = try db.cachedStatement("INSERT INTO sample_key_deletions (user_id, seq) VALUES (?, ?)")
-        for seq in seqs {
-            insert.reset()
-            try insert.bind(userRowID, at: 1)
-            try insert.bind(seq, at: 2)
-            _ = try insert.step()
-        }
+        try forEach(seqs, userRowID: userRowID, db: db, run: "INSERT INTO sample_key_deletions (user_id, seq) VALUES (?, ?)")
         let pending = try deletedEntries(userRowID: userRowID, db: db) + seqs.count
         try setDeletedEntries(pending, userRowID: userRowID, db: db)
         let runs = try runs(userRowID: userRowID, db: db)
@@ -309,6 +314,17 @@ package final class SampleKeyIndex: Sendable {
         var parts: [SampleKeyRun] = []
         for run in runs { parts.append(try readRun(run.id, db: db, withSeqs: true)) }
         _ = try replace(runs.map(\.id), by: SampleKeyRun.merged(parts), minimumLevel: 0, userRowID: userRowID, db: db)
+    }
+
+    /// Runs `sql` (parameters: user, seq) once per seq.
+    private func forEach(_ seqs: [Int64], userRowID: Int64, db: Database, run sql: String) throws {
+        let statement = try db.cachedStatement(sql)
+        for seq in seqs {
+            statement.reset()
+            try statement.bind(userRowID, at: 1)
+            try statement.bind(seq, at: 2)
+            _ = try statement.step()
+        }
     }
 
     /// How many entries of the user's runs are of deleted rows (listed in `sample_key_deletions`).
@@ -339,13 +355,7 @@ package final class SampleKeyIndex: Sendable {
         guard !deleted.isEmpty else { return run }
         let (live, removed) = run.removing(deleted)
         guard !removed.isEmpty else { return run }
-        let forget = try db.cachedStatement("DELETE FROM sample_key_deletions WHERE user_id = ? AND seq = ?")
-        for seq in removed {
-            forget.reset()
-            try forget.bind(userRowID, at: 1)
-            try forget.bind(seq, at: 2)
-            _ = try forget.step()
-        }
+        try forEach(removed, userRowID: userRowID, db: db, run: "DELETE FROM sample_key_deletions WHERE user_id = ? AND seq = ?")
         try setDeletedEntries(max(0, pending - removed.count), userRowID: userRowID, db: db)
         return live
     }

@@ -182,34 +182,59 @@ package struct SampleKeyRun: Sendable, Equatable {
         }
     }
 
+    /// A chunk's entry count, seq width and base seq; nil for bytes that are not a chunk.
+    private static func layout(_ chunk: UnsafeRawBufferPointer) -> (entries: Int, width: Int, base: Int64)? {
+        guard chunk.count >= 9 else { return nil }
+        let format = chunk[0]
+        let width = format == 1 ? 4 : format == 2 ? 8 : 0
+        guard width != 0, (chunk.count - 9) % (4 + width) == 0 else { return nil }
+        let base = Int64(bitPattern: UInt64(littleEndian: chunk.loadUnaligned(fromByteOffset: 1, as: UInt64.self)))
+        return ((chunk.count - 9) / (4 + width), width, base)
+    }
+
+    @inline(__always)
+    private static func key(at index: Int, in chunk: UnsafeRawBufferPointer) -> UInt32 {
+        UInt32(littleEndian: chunk.loadUnaligned(fromByteOffset: 9 + 4 * index, as: UInt32.self))
+    }
+
+    @inline(__always)
+    private static func seq(at index: Int, in chunk: UnsafeRawBufferPointer, entries: Int, width: Int, base: Int64) -> Int64 {
+        let offset = 9 + 4 * entries + width * index
+        if width == 4 { return base &+ Int64(UInt32(littleEndian: chunk.loadUnaligned(fromByteOffset: offset, as: UInt32.self))) }
+        return Int64(bitPattern: UInt64(littleEndian: chunk.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+    }
+
     /// Appends a chunk's entries to `keys` and `seqs` (`seqs` nil: keys only, for a filter).
     /// False for bytes that are not a chunk (a damaged file): the caller reports it.
     package static func decode(_ chunk: UnsafeRawBufferPointer, keys: inout [UInt32], seqs: inout [Int64]?) -> Bool {
-        guard chunk.count >= 9 else { return false }
-        let format = chunk[0]
-        let width = format == 1 ? 4 : format == 2 ? 8 : 0
-        guard width != 0, (chunk.count - 9) % (4 + width) == 0 else { return false }
-        let entries = (chunk.count - 9) / (4 + width)
-        let base = Int64(bitPattern: UInt64(littleEndian: chunk.loadUnaligned(fromByteOffset: 1, as: UInt64.self)))
+        guard let (entries, width, base) = layout(chunk) else { return false }
         keys.reserveCapacity(keys.count + entries)
-        for index in 0..<entries {
-            keys.append(UInt32(littleEndian: chunk.loadUnaligned(fromByteOffset: 9 + 4 * index, as: UInt32.self)))
-        }
+        for index in 0..<entries { keys.append(key(at: index, in: chunk)) }
         // Taken out of the optional while appending, so the array is not copied.
         guard var values = seqs else { return true }
         seqs = nil
-        let seqStart = 9 + 4 * entries
         values.reserveCapacity(values.count + entries)
-        for index in 0..<entries {
-            let offset = seqStart + width * index
-            if width == 4 {
-                values.append(base &+ Int64(UInt32(littleEndian: chunk.loadUnaligned(fromByteOffset: offset, as: UInt32.self))))
-            } else {
-                values.append(Int64(bitPattern: UInt64(littleEndian: chunk.loadUnaligned(fromByteOffset: offset, as: UInt64.self))))
-            }
-        }
+        for index in 0..<entries { values.append(seq(at: index, in: chunk, entries: entries, width: width, base: base)) }
         seqs = values
         return true
+    }
+
+    /// The seqs a chunk holds under `key`, found by binary search in its bytes (a read by uuid
+    /// decodes nothing else); nil for bytes that are not a chunk.
+    package static func seqs(for key: UInt32, inChunk chunk: UnsafeRawBufferPointer) -> [Int64]? {
+        guard let (entries, width, base) = layout(chunk) else { return nil }
+        var low = 0
+        var high = entries
+        while low < high {
+            let middle = (low &+ high) >> 1
+            if Self.key(at: middle, in: chunk) < key { low = middle + 1 } else { high = middle }
+        }
+        var seqs: [Int64] = []
+        while low < entries, Self.key(at: low, in: chunk) == key {
+            seqs.append(seq(at: low, in: chunk, entries: entries, width: width, base: base))
+            low += 1
+        }
+        return seqs
     }
 }
 

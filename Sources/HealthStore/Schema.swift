@@ -304,8 +304,9 @@ enum Schema {
         migrator.register("016-statistics-days-clustered") { db in
             // A series' day rows become neighbours: statistics_days is keyed by one integer packing
             // (user, type, day), so the table's own B-tree holds a series' year in consecutive rows
-            // (about 180 pages of heart rate, 366 of two-source steps, in a few runs of the file)
-            // instead of rows in arrival order across every user, found through a separate index.
+            // (about 180 pages of heart rate, 366 of two-source steps; as written here, in key order,
+            // a few runs of the file) instead of rows in arrival order across every user, found
+            // through a separate index.
             // The bodies stay alone in it (two or one to a page, never an overflow page); the
             // details, read only for a bucket edge inside a slot, move to statistics_day_details
             // under the same keys. The rows move as they are.

@@ -48,18 +48,12 @@ final class TestClient {
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
-    func send(_ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
-            if sent <= 0 { return }
-            offset += sent
-        }
-    }
+    func send(_ bytes: [UInt8]) { _ = sendAll(bytes) }
 
-    /// Like `send`, but says whether every byte was accepted (false on a reset or broken pipe).
-    func sendAll(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
+    func sendAll(_ text: String) -> Bool { sendAll(Array(text.utf8)) }
+
+    /// Sends everything; false when the socket refused some of it (a reset or broken pipe).
+    func sendAll(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -209,6 +203,15 @@ final class TestResponder: HTTPResponder {
         }
         for completion in completions { completion(response) }
     }
+}
+
+/// Runs `body` while a connection that completed a request stays open, so a server with
+/// `maxConnections = 1` is full.
+private func whileHoldingTheOnlyConnection(_ server: HTTPServer, _ body: () throws -> Void) throws {
+    let first = try #require(TestClient(port: server.boundPort))
+    first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+    #expect(first.readResponse()?.status == 200)
+    try withExtendedLifetime(first) { try body() }
 }
 
 /// Starts a server on a free port, runs `body`, then shuts it down.
@@ -403,55 +406,52 @@ struct ServerIntegrationTests {
 
     @Test func connectionsOverTheCapGet503() throws {
         try withServer({ $0.maxConnections = 1 }) { server, _ in
-            let first = try #require(TestClient(port: server.boundPort))
-            first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-            #expect(first.readResponse()?.status == 200)
-            let second = try #require(TestClient(port: server.boundPort))
-            let response = try #require(second.readResponse())
-            #expect(response.status == 503)
-            #expect(response.text.contains("\"code\":\"errorServiceUnavailable\""))
-            #expect(second.waitForClose())
-            #expect(server.statistics.serverErrorResponses[503] == 1)
-            #expect(server.statistics.openConnections == 1)
+            try whileHoldingTheOnlyConnection(server) {
+                let second = try #require(TestClient(port: server.boundPort))
+                let response = try #require(second.readResponse())
+                #expect(response.status == 503)
+                #expect(response.text.contains("\"code\":\"errorServiceUnavailable\""))
+                #expect(second.waitForClose())
+                #expect(server.statistics.serverErrorResponses[503] == 1)
+                #expect(server.statistics.openConnections == 1)
+            }
         }
     }
 
     @Test func aRefusedClientCanFinishSendingItsRequestAndRead503() throws {
         try withServer({ $0.maxConnections = 1 }) { server, _ in
-            let first = try #require(TestClient(port: server.boundPort))
-            first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-            #expect(first.readResponse()?.status == 200)
-            let second = try #require(TestClient(port: server.boundPort))
-            // The 503 is there before the client has written anything. A client writes its whole
-            // request before reading; had the server closed the socket right after the 503, the
-            // first write would draw a reset and the second would fail.
-            #expect(second.waitUntilReadable())
-            #expect(second.sendAll("POST /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n"))
-            usleep(100_000)
-            #expect(second.sendAll("{}"))
-            let response = try #require(second.readResponse())
-            #expect(response.status == 503)
-            #expect(response.header("Connection") == "close")
-            #expect(second.waitForClose())
-            #expect(server.statistics.openConnections == 1)
+            try whileHoldingTheOnlyConnection(server) {
+                let second = try #require(TestClient(port: server.boundPort))
+                // The 503 is there before the client has written anything. A client writes its whole
+                // request before reading; had the server closed the socket right after the 503, the
+                // first write would draw a reset and the second would fail.
+                #expect(second.waitUntilReadable())
+                #expect(second.sendAll("POST /hello HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n"))
+                usleep(100_000)
+                #expect(second.sendAll("{}"))
+                let response = try #require(second.readResponse())
+                #expect(response.status == 503)
+                #expect(response.header("Connection") == "close")
+                #expect(second.waitForClose())
+                #expect(server.statistics.openConnections == 1)
+            }
         }
     }
 
     @Test func aRefusedClientThatNeverClosesIsDroppedAfterTheLinger() throws {
         try withServer({ $0.maxConnections = 1; $0.rejectionLingerSeconds = 0.2 }) { server, _ in
-            let first = try #require(TestClient(port: server.boundPort))
-            first.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-            #expect(first.readResponse()?.status == 200)
-            let second = try #require(TestClient(port: server.boundPort))
-            #expect(second.readResponse()?.status == 503)
-            // Within the linger the server still takes (and discards) what the client sends...
-            #expect(second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"))
-            // ...but a client that never closes does not hold the descriptor past it: writing to
-            // the closed socket draws a reset, and the write after that fails.
-            usleep(1_000_000)
-            _ = second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
-            usleep(100_000)
-            #expect(!second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"))
+            try whileHoldingTheOnlyConnection(server) {
+                let second = try #require(TestClient(port: server.boundPort))
+                #expect(second.readResponse()?.status == 503)
+                // Within the linger the server still takes (and discards) what the client sends...
+                #expect(second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"))
+                // ...but a client that never closes does not hold the descriptor past it: writing to
+                // the closed socket draws a reset, and the write after that fails.
+                usleep(1_000_000)
+                _ = second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                usleep(100_000)
+                #expect(!second.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"))
+            }
         }
     }
 

@@ -42,6 +42,12 @@ import SQLite
                 if index > 0 { #expect(chunk.firstKey > chunks[index - 1].firstKey, "one key never straddles two chunks") }
             }
             #expect(keys == run.keys && decodedSeqs == run.seqs)
+            // A read by uuid searches one chunk in place: the chunk that would hold the key.
+            for key in Array(Set(run.keys).prefix(20)) + [0, UInt32.max, UInt32(random.next() % keyRange)] {
+                guard let chunk = chunks.last(where: { $0.firstKey <= key }) else { continue }
+                let found = chunk.entries.withUnsafeBytes { SampleKeyRun.seqs(for: key, inChunk: $0) }
+                #expect(found == expected.filter { $0.key == key }.map(\.seq))
+            }
             for key in Set(run.keys).prefix(20) {
                 #expect(Array(run.seqs(for: key)) == expected.filter { $0.key == key }.map(\.seq))
             }
@@ -50,6 +56,7 @@ import SQLite
         var seqs: [Int64]? = []
         #expect(![UInt8](repeating: 7, count: 30).withUnsafeBytes { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) },
                 "bytes that are not a chunk are refused")
+        #expect([UInt8](repeating: 7, count: 30).withUnsafeBytes { SampleKeyRun.seqs(for: 7, inChunk: $0) } == nil)
     }
 
     @Test func presenceMatchesABruteForceLookup() {
@@ -303,6 +310,34 @@ import SQLite
         #expect(throws: SampleConflict.self) { try t.store.save([changed], by: app) }
     }
 
+    /// A read by uuid with no run held (after a restart, before the user's next save) probes the
+    /// largest run first: a uuid there costs one chunk read, not one per newer run.
+    @Test func aReadByUUIDProbesTheLargestRunFirst() throws {
+        let directory = NSTemporaryDirectory() + "healthd-keys-probes-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var store = try HealthStore(directory: directory, readers: 1, sampleKeys: SampleKeyIndex(fanout: 8))
+        let user = try store.createUser(name: "alice")
+        let app = try store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"]).0
+        var random = SplitMix64(seed: 23)
+        let old = (0..<500).map { steps(1, start: 1_700_000_000_000 + Int64($0) * 60_000, uuid: .random(using: &random)) }
+        _ = try store.save(old, by: app)
+        for batch in 0..<5 {
+            _ = try store.save((0..<10).map { steps(1, start: 1_800_000_000_000 + Int64(batch * 10 + $0) * 60_000) }, by: app)
+        }
+        store.close()
+        store = try HealthStore(directory: directory, readers: 1, sampleKeys: SampleKeyIndex(fanout: 8))
+        defer { store.close() }
+        #expect(try store.pool.read { db in try store.sampleKeys.runs(userRowID: user.rowID, db: db) }.count == 6)
+        for sample in old.prefix(50) {
+            let before = store.sampleKeys.chunkReads
+            #expect(try store.sample(sample.uuid, for: app, userExternalID: "")?.sample == sample)
+            #expect(store.sampleKeys.chunkReads - before == 1)
+        }
+        let before = store.sampleKeys.chunkReads
+        #expect(try store.sample(.random(using: &random), for: app, userExternalID: "") == nil)
+        #expect(store.sampleKeys.chunkReads - before == 6, "an unknown uuid is looked for in every run")
+    }
+
     /// The keys held in memory never exceed the budget: runs past it are dropped, least recently
     /// used first, and a run larger than the whole budget is not held; saves stay exact meanwhile.
     @Test func heldKeysStayWithinTheMemoryBudget() throws {
@@ -344,16 +379,22 @@ import SQLite
         configured.close()
     }
 
+    /// A new data directory whose database has every migration before `migration`.
+    static func database(before migration: String) throws -> (directory: String, database: Database) {
+        let directory = NSTemporaryDirectory() + "healthd-keys-migration-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let older = Schema.migrator().registered(before: migration)
+        #expect(Schema.migrator().registeredNames.contains(migration) && !older.registeredNames.contains(migration))
+        let database = try Database(path: directory + "/healthd.sqlite")
+        try older.migrate(database)
+        return (directory, database)
+    }
+
     /// Runs written before deleted rows were tracked hold every deleted row's entry: the migration
     /// rebuilds them from the rows.
     @Test func theMigrationDropsEntriesOfRowsDeletedBefore() throws {
-        let directory = NSTemporaryDirectory() + "healthd-keys-deletions-" + UUID().uuidString
+        let (directory, database) = try Self.database(before: "015-sample-key-deletions")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let migration = "015-sample-key-deletions"
-        let older = Schema.migrator().registered(before: migration)
-        let database = try Database(path: directory + "/healthd.sqlite")
-        try older.migrate(database)
         try database.execute("""
             INSERT INTO users (id, external_id, name, created_ms) VALUES (1, 'u-1', 'alice', 0);
             INSERT INTO sources (id, user_id, app) VALUES (1, 1, 'phone');
@@ -383,14 +424,8 @@ import SQLite
     /// A database written by the schema with the unique (user, uuid) index: the migration builds the
     /// runs from its rows, and saves, reads and deletes by uuid work on them.
     @Test func anExistingDatabaseGetsRunsFromItsRows() throws {
-        let directory = NSTemporaryDirectory() + "healthd-keys-migration-" + UUID().uuidString
+        let (directory, database) = try Self.database(before: "014-sample-key-runs")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let migration = "014-sample-key-runs"
-        let older = Schema.migrator().registered(before: migration)
-        #expect(Schema.migrator().registeredNames.contains(migration) && !older.registeredNames.contains(migration))
-        let database = try Database(path: directory + "/healthd.sqlite")
-        try older.migrate(database)
         #expect(try database.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'samples_by_uuid'") == 1)
         try database.execute("""
             INSERT INTO users (id, external_id, name, created_ms) VALUES (1, 'u-1', 'alice', 0), (2, 'u-2', 'bob', 0);

@@ -380,7 +380,7 @@ def main():
     parser.add_argument("--public", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--writers", type=int, default=4)
-    parser.add_argument("--deleters", type=int, default=1)
+    parser.add_argument("--deleters", type=int, default=2)
     parser.add_argument("--imu-sessions", type=int, default=2)
     parser.add_argument("--min-seconds", type=float, default=1.0)
     parser.add_argument("--max-seconds", type=float, default=4.0)
