@@ -206,26 +206,21 @@ extension StatisticsIndexCache {
         inSnapshot: (_ read: (any RollupSnapshotReading) throws -> RollupLoad?) throws -> RollupLoad?,
         _ body: (StatisticsSnapshot) throws -> Result
     ) throws -> Result {
-        let start = buckets.map(\.start).min() ?? 0
-        let wanted = DayRollup.days(from: start, to: max(buckets.map(\.end).max() ?? start, start + 1))
-        let wantedSlots = DayRollup.edgeSlots(of: buckets, style: style)
-        let wantedDetail = DayRollup.detailDays(of: buckets, style: style)
+        let want = SeriesWant(buckets: buckets, style: style, perSource: perSource)
         let entry = entry(key)
         let (result, bytes, read) = try entry.state.withLock { state throws -> (Result, Int, Bool) in
             let cached = state.series
             let cachedVersion = state.version
             let load = try inSnapshot { reader -> RollupLoad? in
                 let version = try reader.rollupVersion()
-                var days = wanted
-                var slots = wantedSlots
-                var detailDays = wantedDetail
+                var days = want.days
+                var slots = want.slots
+                var detailDays = want.detailDays
                 var sources = perSource
                 if let cached, version == cachedVersion {
-                    if cached.days.contains(wanted.lowerBound), cached.days.contains(wanted.upperBound),
-                       wantedSlots.isSubset(of: cached.edgeSlots), wantedDetail.isSubset(of: cached.detailDays),
-                       cached.perSource || !perSource { return nil }
+                    if want.isAnswered(by: cached) { return nil }
                     // Same rows, more days: read the span of both so one series keeps answering both.
-                    days = min(cached.days.lowerBound, wanted.lowerBound)...max(cached.days.upperBound, wanted.upperBound)
+                    days = min(cached.days.lowerBound, want.days.lowerBound)...max(cached.days.upperBound, want.days.upperBound)
                     slots.formUnion(cached.edgeSlots)
                     detailDays.formUnion(cached.detailDays)
                     sources = sources || cached.perSource
@@ -251,6 +246,57 @@ extension StatisticsIndexCache {
             return (result, series.memoryBytes, load != nil)
         }
         record(key, bytes: bytes, read: read)
+        return result
+    }
+}
+
+/// What a query over some buckets needs of a series' decoding: the days, the edge slots and the
+/// detail days its buckets touch, and whether it separates by source.
+private struct SeriesWant {
+    let days: ClosedRange<Int64>
+    let slots: Set<Int64>
+    let detailDays: Set<Int64>
+    let perSource: Bool
+
+    init(buckets: [CalendarBucket], style: AggregationStyle, perSource: Bool) {
+        let start = buckets.map(\.start).min() ?? 0
+        days = DayRollup.days(from: start, to: max(buckets.map(\.end).max() ?? start, start + 1))
+        slots = DayRollup.edgeSlots(of: buckets, style: style)
+        detailDays = DayRollup.detailDays(of: buckets, style: style)
+        self.perSource = perSource
+    }
+
+    /// Whether `series` holds everything the query needs.
+    func isAnswered(by series: RollupSeries) -> Bool {
+        series.days.contains(days.lowerBound) && series.days.contains(days.upperBound)
+            && slots.isSubset(of: series.edgeSlots) && detailDays.isSubset(of: series.detailDays)
+            && (series.perSource || !perSource)
+    }
+}
+
+extension StatisticsIndexCache {
+    /// Runs `body` on this node's decoding of `key` if it is at `version` and covers the buckets;
+    /// nil (nothing run, nothing counted) otherwise, and the caller takes `withSeries`.
+    ///
+    /// For a store whose version read is a round trip to a database server (PostgreSQL): the
+    /// caller reads the version first, outside the series' lock, so concurrent queries of one
+    /// series do not queue behind each other's round trips, and `body` runs outside the lock too
+    /// (the decoding is an immutable value). As strict as `withSeries`: the answer comes from a
+    /// decoding made at exactly the version read after the query began.
+    public func withCurrentSeries<Result: Sendable>(
+        _ key: Key, version: Int64, style: AggregationStyle, buckets: [CalendarBucket], perSource: Bool = true,
+        _ body: (StatisticsSnapshot) throws -> Result
+    ) throws -> Result? {
+        guard let entry = slots.withLock({ $0.entries[key] }) else { return nil }
+        let want = SeriesWant(buckets: buckets, style: style, perSource: perSource)
+        let current: StatisticsSnapshot? = entry.state.withLock { state in
+            guard let series = state.series, state.version == version, want.isAnswered(by: series) else { return nil }
+            return StatisticsSnapshot(index: series, appNames: state.appNames, sequence: version)
+        }
+        guard let current else { return nil }
+        let result = try body(current)
+        slots.withLock { _ = $0.policy.ask(key) }
+        record(key, bytes: current.index.memoryBytes, read: false)
         return result
     }
 }

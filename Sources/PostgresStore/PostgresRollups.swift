@@ -82,7 +82,9 @@ public enum PostgresRollups {
     /// before it, whichever node made it.
     ///
     /// A warm query costs one round trip: while this node holds the series, its version is read
-    /// by a statement of its own. A cold one (or a stale one) costs one more: `SeriesStatement`
+    /// by a statement of its own, before and outside the series' lock (`withCurrentSeries`), so
+    /// the queries of one series (a dashboard many clients poll) run side by side instead of one
+    /// round trip after another. A cold one (or a stale one) costs one more: `SeriesStatement`
     /// reads the version, the source order, the app names, the day rows and the edge samples in
     /// one statement. Only when the cache wants more than the buckets need (more days, to keep one
     /// decoding for both) is a REPEATABLE READ transaction opened and each part read on its own.
@@ -90,10 +92,23 @@ public enum PostgresRollups {
                                   options: StatisticsOptions, cache: StatisticsIndexCache,
                                   pool: PostgresPool) throws -> StatisticsAnswer {
         let key = StatisticsIndexCache.Key(userRowID: userRowID, typeCode: typeCode)
-        return try cache.withSeries(key, style: style, buckets: buckets, perSource: options.contains(.separateBySource),
-                                    inSnapshot: { plan in
+        let perSource = options.contains(.separateBySource)
+        func answer(_ snapshot: StatisticsSnapshot) throws -> StatisticsAnswer {
+            StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
+                             appNames: snapshot.appNames)
+        }
+        let resident = cache.isResident(key)
+        if resident {
+            let current = try pool.withConnection { try version($0, userRowID: userRowID, typeCode: typeCode) }
+            if let answered = try cache.withCurrentSeries(key, version: current, style: style, buckets: buckets,
+                                                          perSource: perSource, answer) {
+                return answered
+            }
+        }
+        return try cache.withSeries(key, style: style, buckets: buckets, perSource: perSource, inSnapshot: { plan in
             try pool.withConnection { connection in
-                if cache.isResident(key) {
+                // Checked just before unless the series was not resident then: another query may have loaded it meanwhile.
+                if !resident, cache.isResident(key) {
                     do {
                         return try plan(VersionProbe(connection: connection, userRowID: userRowID, typeCode: typeCode))
                     } catch is VersionProbe.SnapshotNeeded {}
@@ -106,10 +121,7 @@ public enum PostgresRollups {
                     try plan(Snapshot(connection: connection, userRowID: userRowID, typeCode: typeCode))
                 }
             }
-        }) { snapshot in
-            StatisticsAnswer(buckets: try snapshot.index.statisticsCollection(buckets: buckets, options: options),
-                             appNames: snapshot.appNames)
-        }
+        }, answer)
     }
 
     /// Rewrites every row of one series from all its samples, inside the caller's open transaction:

@@ -24,7 +24,8 @@ import Primitives
 ///   follow commit order, see `PostgresHealthStore.reserveChangeNumbers`), different users' in
 ///   parallel, while the parallel floor copies one user's batches side by side too;
 /// - statistics reads: 91 daily buckets of steps over HTTP from concurrent keep-alive clients,
-///   against one node, then split over two nodes on the same database.
+///   against one node, then split over two nodes on the same database, alternated, with each
+///   process's CPU per request, and pinned one core per node (`PostgresReadBenchmark.swift`).
 enum PostgresBenchmark {
     struct Options {
         var healthdPath = ""
@@ -35,16 +36,23 @@ enum PostgresBenchmark {
         var batchSize = 10_000
         var readClients = 8
         var readSeconds = 10.0
+        var readRounds = 3
+        var pinnedRounds = 3
         var workDirectory = NSTemporaryDirectory() + "healthd-bench-postgres-\(getpid())"
     }
 
     static let usage = """
         Usage: healthd-bench postgres [--database URL] [--healthd PATH] [--clients N] [--users N] [--batches N]
-                                      [--batch-size N] [--read-clients N] [--read-seconds S]
+                                      [--batch-size N] [--read-clients N] [--read-seconds S] [--read-rounds N]
+                                      [--pinned-rounds N]
           --database URL     a PostgreSQL server (default: HEALTHD_TEST_POSTGRES_URL); the benchmark makes
                              fresh databases on it (CREATE DATABASE) and drops them at the end
           --healthd PATH     the healthd binary (default: next to this one)
           --users N          ingest clients spread over N users, client i writing for user i mod N (default 1)
+          --read-seconds S   length of each timed run of statistics reads (default 10)
+          --read-rounds N    runs of one node, then two nodes, alternated N times (default 3)
+          --pinned-rounds N  then N more with each node pinned to a core of its own, an emulation of one machine
+                             per node (default 3; 0: none; needs two cores)
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -63,6 +71,8 @@ enum PostgresBenchmark {
             case "--batch-size": options.batchSize = Int(value) ?? options.batchSize
             case "--read-clients": options.readClients = Int(value) ?? options.readClients
             case "--read-seconds": options.readSeconds = Double(value) ?? options.readSeconds
+            case "--read-rounds": options.readRounds = max(1, Int(value) ?? options.readRounds)
+            case "--pinned-rounds": options.pinnedRounds = max(0, Int(value) ?? options.pinnedRounds)
             default: benchFail("unknown option \(flag)\n\(usage)")
             }
         }
@@ -154,18 +164,12 @@ enum PostgresBenchmark {
                 print("statistics reads: not measured: GET returned \(probe.status): \(String(decoding: probe.body.prefix(300), as: UTF8.self))")
                 return 0
             }
-            let one = try reads(ports: [nodeA.port], token: token, target: target, clients: options.readClients, seconds: options.readSeconds)
             let nodeB = try ServerProcess(executable: options.healthdPath, dataDirectory: options.workDirectory + "/node-b",
                                           extraArguments: ["--database", url, "--config", config])
             defer { nodeB.stop() }
             _ = try BenchHTTPClient(port: nodeB.port).request("GET", target, token: token)
-            let two = try reads(ports: [nodeA.port, nodeB.port], token: token, target: target, clients: options.readClients,
-                                seconds: options.readSeconds)
-            print("statistics reads: 91 daily buckets of steps, warm, \(options.readClients) keep-alive clients, \(format(options.readSeconds, decimals: 0)) s each")
-            print("  one node:  \(Int(one.rate)) requests/s (p50 \(format(one.p50Milliseconds)) ms)")
-            print("  two nodes: \(Int(two.rate)) requests/s (p50 \(format(two.p50Milliseconds)) ms), clients split evenly")
-            print("  ratio: two nodes / one node = \(format(two.rate / one.rate))x (target >= 1.6; \(ProcessInfo.processInfo.activeProcessorCount) cores "
-                  + "shared by both nodes, PostgreSQL and the clients)")
+            try readPhase(nodeA: nodeA, nodeB: nodeB, server: server, token: token, target: target, clients: options.readClients,
+                          seconds: options.readSeconds, rounds: options.readRounds, pinnedRounds: options.pinnedRounds)
             return 0
         } catch {
             benchFail("\(error)")
@@ -342,9 +346,9 @@ enum PostgresBenchmark {
     }
 
     /// One connection per client, each used by its own client's thread only.
-    final class ClientConnections: @unchecked Sendable {
-        let all: [PostgresConnection]
-        init(_ all: [PostgresConnection]) { self.all = all }
+    final class ClientConnections<Connection>: @unchecked Sendable {
+        let all: [Connection]
+        init(_ all: [Connection]) { self.all = all }
     }
 
     /// Rows of a `samples` result (its columns in `samples`' COPY order) in binary COPY form.
@@ -367,33 +371,6 @@ enum PostgresBenchmark {
             if let body = try row.bytesIfPresent(at: 11) { try rows.append(bytes: body) } else { try rows.appendNull() }
         }
         return rows
-    }
-
-    /// GETs `target` for `seconds` from `clients` keep-alive connections spread over `ports`.
-    static func reads(ports: [Int], token: String, target: String, clients: Int, seconds: Double) throws -> Throughput {
-        let latencies = Mutex<[UInt64]>([])
-        let failures = Mutex<[String]>([])
-        let deadline = nanosecondsNow() + UInt64(seconds * 1e9)
-        let began = nanosecondsNow()
-        DispatchQueue.concurrentPerform(iterations: clients) { client in
-            do {
-                let connection = try BenchHTTPClient(port: ports[client % ports.count])
-                var mine: [UInt64] = []
-                while nanosecondsNow() < deadline {
-                    let sent = nanosecondsNow()
-                    let response = try connection.request("GET", target, token: token)
-                    guard response.status == 200 else { throw BenchError("GET returned \(response.status)") }
-                    mine.append(nanosecondsNow() - sent)
-                }
-                latencies.withLock { $0.append(contentsOf: mine) }
-            } catch {
-                failures.withLock { $0.append("\(error)") }
-            }
-        }
-        let elapsed = Double(nanosecondsNow() - began) / 1e9
-        if let failure = failures.withLock({ $0.first }) { throw BenchError(failure) }
-        let all = latencies.withLock { $0 }
-        return Throughput(rate: Double(all.count) / elapsed, p50Milliseconds: LatencySummary(all).p50)
     }
 
     /// The benchmark users and an app token each, made in the store before the server starts.

@@ -31,8 +31,10 @@ func nanosecondsNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 struct LatencySummary: CustomStringConvertible {
     var count: Int
     var p50: Double
+    var p90: Double
     var p99: Double
     var max: Double
+    var mean: Double
 
     init(_ nanoseconds: [UInt64]) {
         let sorted = nanoseconds.sorted()
@@ -43,8 +45,10 @@ struct LatencySummary: CustomStringConvertible {
             return Double(sorted[Swift.max(0, Swift.min(sorted.count - 1, rank))]) / 1e6
         }
         p50 = percentile(0.50)
+        p90 = percentile(0.90)
         p99 = percentile(0.99)
         self.max = percentile(1.0)
+        mean = sorted.isEmpty ? 0 : Double(sorted.reduce(0, +)) / Double(sorted.count) / 1e6
     }
 
     var description: String {

@@ -168,6 +168,53 @@ typealias SeededGenerator = SplitMix64
         #expect(cache.count == 1 && cache.memoryBytes == 90)
     }
 
+    /// A series' rollup rows in memory, at a version the test sets: what a store's snapshot reads.
+    final class MemoryRollups: RollupSnapshotReading, @unchecked Sendable {
+        var version: Int64 = 1
+        var samples: [StatisticsSample] = []
+        var reads = 0
+
+        func rollupVersion() throws -> Int64 { version }
+        func rollupRows(days: ClosedRange<Int64>, detailDays: Set<Int64>) throws -> [RollupRow] {
+            reads += 1
+            return DayRollup.rows(of: samples, style: .cumulative, priority: SourcePriority([1])).filter { days.contains($0.day) }
+                .map { ($0.day, $0.row.body, detailDays.contains($0.day) ? $0.row.detail : nil) }
+        }
+        func statisticsSamples(from: Int64, to: Int64) throws -> [StatisticsSample] { samples.filter { $0.start >= from && $0.start < to } }
+        func sourcePriority() throws -> SourcePriority { SourcePriority([1]) }
+        func appNames() throws -> [Int32: String] { [1: "phone"] }
+    }
+
+    /// `withCurrentSeries` (a version read before the series' lock) answers only from a decoding
+    /// made at exactly the version given and covering the buckets, and otherwise runs nothing.
+    @Test func currentSeriesAnswersOnlyAtItsOwnVersion() throws {
+        let cache = StatisticsIndexCache(memoryBudget: 1 << 20)
+        let key = StatisticsIndexCache.Key(userRowID: 1, typeCode: 1)
+        let rollups = MemoryRollups()
+        rollups.samples = [StatisticsSample(id: 1, start: Self.day0 + 60_000, end: Self.day0 + 120_000, value: 30, source: 1)]
+        let week = span(Self.day0, Self.day0 + 7 * 86_400_000)
+        func sum(_ snapshot: StatisticsSnapshot) throws -> Double? {
+            try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
+        }
+        func current(_ version: Int64, _ buckets: [CalendarBucket] = span(Self.day0, Self.day0 + 86_400_000)) throws -> Double?? {
+            try cache.withCurrentSeries(key, version: version, style: .cumulative, buckets: buckets, perSource: false, sum)
+        }
+        #expect(try current(1) == nil)  // nothing decoded yet
+        #expect(try cache.withSeries(key, style: .cumulative, buckets: week, perSource: false, inSnapshot: { try $0(rollups) }, sum) == 30)
+        #expect(try current(1) == .some(30))
+        #expect(cache.figures.hits == 1 && cache.figures.misses == 1)
+        // Another node's commit: the version read now is newer than the decoding, which must not answer.
+        rollups.samples.append(StatisticsSample(id: 2, start: Self.day0 + 600_000, end: Self.day0 + 660_000, value: 12, source: 1))
+        rollups.version = 2
+        #expect(try current(2) == nil)
+        #expect(try current(0) == nil)
+        #expect(try current(1, span(Self.day0, Self.day0 + 8 * 86_400_000)) == nil)  // a day the decoding does not hold
+        #expect(cache.figures.hits == 1)
+        #expect(try cache.withSeries(key, style: .cumulative, buckets: week, perSource: false, inSnapshot: { try $0(rollups) }, sum) == 42)
+        #expect(try current(2) == .some(42))
+        #expect(rollups.reads == 2)
+    }
+
     /// A sample saved and deleted between two queries never reached the index: its tombstone must not
     /// remove an identical sample that did.
     @Test func sampleSavedAndDeletedBetweenQueriesLeavesItsTwinAlone() throws {

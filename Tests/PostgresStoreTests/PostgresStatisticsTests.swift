@@ -3,6 +3,7 @@ import HealthStore
 import PostgreSQL
 @testable import PostgresStore
 import Statistics
+import Synchronization
 import TimeZoneDatabase
 import PostgresTestSupport
 import Testing
@@ -196,6 +197,58 @@ struct PostgresStatisticsTests {
             }
         }
         #expect(Set(present.values.joined().map(\.source)).count > 1, "several sources overlapped")
+    }
+
+    /// Many queries of one resident series at once on node B (they read its version side by side,
+    /// outside the series' lock) while node A saves one sample at a time: every answer holds at
+    /// least every sample committed before the query began and at most those committed before it
+    /// returned, so no query is answered from before another node's write.
+    @Test func concurrentQueriesOfOneSeriesSeeEveryEarlierCommitOfAnotherNode() throws {
+        let schema = try TestSchema.migratedToStore()
+        try RollupTestWriter.prepare(try schema.connect(), sources: 1)
+        let writer = try schema.pool(maxConnections: 1)  // node A
+        let pool = try schema.pool(maxConnections: 6)  // node B
+        let cache = StatisticsIndexCache(memoryBudget: 64 << 20)
+        let buckets = try BucketCalendar(timeZoneIdentifier: "UTC").buckets(start: Self.base, end: Self.base + 7 * Self.day,
+                                                                          anchor: Self.base, interval: CalendarInterval(unit: .day, count: 1))
+        @Sendable func total() throws -> Double {
+            let answer = try PostgresRollups.statistics(userRowID: RollupTestWriter.user, typeCode: RollupTestWriter.steps, style: .cumulative,
+                                                        buckets: buckets, options: .cumulativeSum, cache: cache, pool: pool)
+            return answer.buckets.reduce(0) { $0 + ($1.figures.sum ?? 0) }
+        }
+        _ = try total()  // resident from here on
+        // Committed sums: each save of 1 step is acknowledged before `committed` counts it.
+        let committed = Atomic<Int>(0)
+        let writing = Atomic<Bool>(true)
+        let violations = Mutex<[String]>([])
+        let saves = 60
+        DispatchQueue.concurrentPerform(iterations: 5) { worker in
+            do {
+                if worker == 0 {
+                    defer { writing.store(false, ordering: .sequentiallyConsistent) }
+                    for index in 0..<saves {
+                        let start = Self.base + Int64(index % 7) * Self.day + Int64(index) * 60_000
+                        _ = try writer.withConnection { connection in
+                            try RollupTestWriter.save([StatisticsSample(id: 0, start: start, end: start + 30_000, value: 1, source: 1)],
+                                                      typeCode: RollupTestWriter.steps, on: connection)
+                        }
+                        committed.add(1, ordering: .sequentiallyConsistent)
+                    }
+                    return
+                }
+                while writing.load(ordering: .sequentiallyConsistent) {
+                    let before = committed.load(ordering: .sequentiallyConsistent)
+                    let seen = Int(try total())
+                    let after = committed.load(ordering: .sequentiallyConsistent) + 1  // one save may be committed, not yet counted
+                    if seen < before || seen > after { violations.withLock { $0.append("saw \(seen), committed \(before)...\(after)") } }
+                }
+            } catch {
+                violations.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(violations.withLock { $0 }.isEmpty, "\(violations.withLock { $0.prefix(5) })")
+        #expect(Int(try total()) == saves)
+        #expect(cache.figures.hits > 0, "queries were answered from the resident decoding")
     }
 
     /// The effective order: the user's listed apps first (unknown ones skipped, repeats once),
