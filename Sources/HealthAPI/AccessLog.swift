@@ -19,17 +19,41 @@ public final class AccessLog: Sendable {
     /// Dispatch sources are thread-safe objects that Dispatch does not mark Sendable; this one is
     /// set once in `init` and only cancelled in `deinit`.
     nonisolated(unsafe) private let timer: any DispatchSourceTimer
+    /// Whether the log opened `fileDescriptor` itself, and so closes it when released.
+    private let ownsDescriptor: Bool
     private static let flushThreshold = 64 * 1024
 
-    public init(fileDescriptor: Int32 = 1) {
+    /// Writes to `fileDescriptor` (standard output by default), which the caller keeps open for
+    /// as long as this log exists: the timer and late event lines (a background failure after
+    /// the server stopped) may write to it until then.
+    public convenience init(fileDescriptor: Int32 = 1) {
+        self.init(fileDescriptor: fileDescriptor, owned: false)
+    }
+
+    /// Appends to the file at `path` through a descriptor of its own, closed only when the log is
+    /// released, after its last lines: no write can reach a closed, perhaps reused, descriptor.
+    public convenience init(appendingTo path: String) throws(AccessLogError) {
+        let descriptor = open(path, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw AccessLogError(path: path, errno: errno) }
+        self.init(fileDescriptor: descriptor, owned: true)
+    }
+
+    private init(fileDescriptor: Int32, owned: Bool) {
         self.fileDescriptor = fileDescriptor
+        ownsDescriptor = owned
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "healthd.accesslog"))
         timer.schedule(deadline: .now() + .milliseconds(200), repeating: .milliseconds(200))
         timer.setEventHandler { [weak self] in self?.flush() }
         timer.resume()
     }
 
-    deinit { timer.cancel() }
+    deinit {
+        timer.cancel()
+        if ownsDescriptor {
+            flush()
+            close(fileDescriptor)
+        }
+    }
 
     public func record(requestID: String, method: String, route: String, path: String, status: Int,
                        seconds: Double, remote: String) {
@@ -90,4 +114,11 @@ public final class AccessLog: Sendable {
             }
         }
     }
+}
+
+/// A log file that could not be opened.
+public struct AccessLogError: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let errno: Int32
+    public var description: String { "cannot open the log file \(path): \(String(cString: strerror(errno)))" }
 }

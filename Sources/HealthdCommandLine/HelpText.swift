@@ -38,7 +38,7 @@ public enum HelpText {
 
     public static let serve = """
         Usage: healthd serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--database URL] [--public-dir DIR]
-                             [--demo [--time-zone ZONE]]
+                             [--statistics-memory MIB] [--demo [--time-zone ZONE]]
 
         Runs the HTTP server. Flags override the config file, which overrides the defaults.
           --host H          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
@@ -63,7 +63,7 @@ public enum HelpText {
         """
 
     public static let seed = """
-        Usage: healthd seed --user NAME [--days N] [--time-zone ZONE] [--config FILE] [--data-dir DIR]
+        Usage: healthd seed --user NAME [--days N] [--time-zone ZONE] [--config FILE] [--data-dir DIR] [--database URL]
 
         Writes realistic mock data for the last N full local days (default 28) and today so far: steps
         in short samples through the day from a phone and a watch, heart rate, sleep stages,
@@ -75,7 +75,7 @@ public enum HelpText {
         """
 
     public static let importCommand = """
-        Usage: healthd import FILE --user NAME [--config FILE] [--data-dir DIR]
+        Usage: healthd import FILE --user NAME [--config FILE] [--data-dir DIR] [--database URL]
 
         Imports an Apple Health export (export.zip or export.xml), or an NDJSON file written by
         'healthd export' or GET /v1/export (a backup, or another server's data: uuids and apps are
@@ -85,7 +85,7 @@ public enum HelpText {
         """
 
     public static let export = """
-        Usage: healthd export --user NAME [--output FILE] [--config FILE] [--data-dir DIR]
+        Usage: healthd export --user NAME [--output FILE] [--config FILE] [--data-dir DIR] [--database URL]
 
         Writes every sample of the user as NDJSON, oldest first (to standard output by default).
         \(common)

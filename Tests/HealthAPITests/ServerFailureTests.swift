@@ -6,21 +6,19 @@ import Testing
 @testable import HealthAPI
 @testable import HealthStore
 
-/// Lines a server writes to its log, captured in a temporary file.
+/// Lines a server writes to its log, captured in a temporary file. The log owns its descriptor:
+/// it may outlive this object (a server's background work holds it and can still log a failure
+/// after the test), and a descriptor closed here while it could still write would let those
+/// lines land in whatever file another test opened next under the same number.
 final class CapturedLog: Sendable {
     let log: AccessLog
     let path = NSTemporaryDirectory() + "healthd-log-" + UUID().uuidString
-    private let descriptor: Int32
 
     init() {
-        descriptor = open(path, O_CREAT | O_WRONLY | O_APPEND, 0o600)
-        log = AccessLog(fileDescriptor: descriptor)
+        do { log = try AccessLog(appendingTo: path) } catch { fatalError("\(error)") }
     }
 
-    deinit {
-        close(descriptor)
-        unlink(path)
-    }
+    deinit { unlink(path) }
 
     /// Everything written so far (event lines are flushed when written).
     func lines() -> [String] {
@@ -62,6 +60,21 @@ final class CapturedLog: Sendable {
         stop.store(true, ordering: .relaxed)
         flusherDone.wait()
         #expect(missing == 0, "\(missing) of 300 events were not yet in the file when event() returned")
+    }
+
+    /// A log that opened its own file keeps it open for as long as anything holds the log, and
+    /// writes what it buffered before closing it: lines logged late (after the test that made
+    /// the log let go of it) reach that file and no other.
+    @Test func aLogWithItsOwnFileWritesItsLastLinesThereWhenReleased() throws {
+        let path = NSTemporaryDirectory() + "healthd-log-" + UUID().uuidString
+        defer { unlink(path) }
+        var log: AccessLog? = try AccessLog(appendingTo: path)
+        log?.record(requestID: "1-1", method: "GET", route: "/healthz", path: "/healthz", status: 200, seconds: 0.001, remote: "127.0.0.1")
+        log?.event("a late line")
+        log = nil
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains(#""id":"1-1""#) && text.contains(#""msg":"a late line""#), "\(text)")
+        #expect(throws: AccessLogError.self) { try AccessLog(appendingTo: NSTemporaryDirectory() + "no-such-dir-\(UUID())/log") }
     }
 
     /// A store that fails underneath the API (here a table gone) answers 500 with a generic

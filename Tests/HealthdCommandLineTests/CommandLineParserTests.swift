@@ -56,4 +56,20 @@ import Testing
         let help = HelpText.text(for: "serve")
         #expect(help.contains("--public-dir") && help.contains("HEALTHD_PUBLIC_DIR") && help.contains("HEALTHD_PORT"))
     }
+
+    /// A command's usage lines show every option its help explains.
+    @Test(arguments: ["serve", "seed", "import", "export"])
+    func usageLinesNameEveryExplainedOption(command: String) throws {
+        let help = HelpText.text(for: command)
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
+        let usageEnd = lines.firstIndex(where: { $0.isEmpty }) ?? lines.count
+        let options = try Regex(#"--[a-z][a-z-]*"#)
+        func named(_ part: ArraySlice<Substring>) -> Set<String> {
+            Set(part.flatMap { $0.matches(of: options).map { String($0.output[0].substring ?? "") } }).subtracting(["--help"])
+        }
+        let explained = Set(lines[usageEnd...].filter { $0.hasPrefix("  --") }.compactMap { $0.matches(of: options).first.map { String($0.output[0].substring ?? "") } })
+            .subtracting(["--help"])
+        #expect(!explained.isEmpty && explained.isSubset(of: named(lines[..<usageEnd])),
+                "\(command): usage \(named(lines[..<usageEnd]).sorted()), explained \(explained.sorted())")
+    }
 }

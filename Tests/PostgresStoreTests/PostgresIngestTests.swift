@@ -129,6 +129,23 @@ struct PostgresIngestTests {
         return samples
     }
 
+    /// The rollup rows every write rewrites are compressed with lz4 where the server has it.
+    @Test func rollupRowsAreCompressedWithLZ4() throws {
+        let schema = try TestSchema(prefix: "hd_lz4_")
+        let store = try PostgresHealthStore(configuration: schema.configuration, maxConnections: 2, listen: false)
+        defer { store.close() }
+        let connection = try schema.connect()
+        defer { connection.close() }
+        let version = try #require(try connection.scalarInt64("SELECT current_setting('server_version_num')::bigint"))
+        // Before PostgreSQL 14 there is no choice of method (and no attcompression column).
+        guard version >= 140_000 else { return }
+        let methods = try connection.map("""
+            SELECT attname::text, attcompression::text FROM pg_attribute
+            WHERE attrelid = 'statistics_days'::regclass AND attname IN ('body', 'detail') ORDER BY attname
+            """, [], { "\(try $0.string(at: 0))=\(try $0.string(at: 1))" })
+        #expect(methods == ["body=l", "detail=l"])
+    }
+
     @Test func resentBatchIsAnIdempotentSuccessThatLeavesTheRollupsAlone() throws {
         let batch = Self.dayOfSamples(from: Self.base + 20 * Self.hour, hours: 30)
         try both { side in _ = try side.test.store.save(batch, by: side.phone) }
