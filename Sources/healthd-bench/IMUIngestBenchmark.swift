@@ -35,7 +35,7 @@ enum IMUIngestBenchmark {
             let totalBytes = bodies.reduce(0) { $0 + $1.count } * sessions
             let failures = Mutex(0)
             let started = DispatchTime.now().uptimeNanoseconds
-            DispatchQueue.concurrentPerform(iterations: sessions) { index in
+            onClientThreads(sessions) { index in
                 do {
                     let client = try BenchHTTPClient(port: server.boundPort)
                     for body in bodies {

@@ -114,30 +114,23 @@ extension PostgresBenchmark {
         let machineBefore = MachineCPU()
         let began = nanosecondsNow()
         let deadline = began + UInt64(seconds * 1e9)
-        // A thread per client: `concurrentPerform` runs only as many iterations at once as there
-        // are cores, so 8 clients on 2 cores would be 2 clients for the whole run.
-        let group = DispatchGroup()
-        for client in 0..<clients {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                do {
-                    let connection = shared.all[client]
-                    var mine: [UInt64] = []
-                    mine.reserveCapacity(Int(seconds * 20_000))
-                    while nanosecondsNow() < deadline {
-                        let sent = nanosecondsNow()
-                        let response = try connection.request("GET", target, token: token)
-                        guard response.status == 200 else { throw BenchError("GET returned \(response.status)") }
-                        mine.append(nanosecondsNow() - sent)
-                    }
-                    latencies.withLock { $0.append(contentsOf: mine) }
-                } catch {
-                    failures.withLock { $0.append("\(error)") }
+        // A thread per client (`onClientThreads`): all 8 clients run for the whole phase.
+        onClientThreads(clients) { client in
+            do {
+                let connection = shared.all[client]
+                var mine: [UInt64] = []
+                mine.reserveCapacity(Int(seconds * 20_000))
+                while nanosecondsNow() < deadline {
+                    let sent = nanosecondsNow()
+                    let response = try connection.request("GET", target, token: token)
+                    guard response.status == 200 else { throw BenchError("GET returned \(response.status)") }
+                    mine.append(nanosecondsNow() - sent)
                 }
-            }.start()
+                latencies.withLock { $0.append(contentsOf: mine) }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
         }
-        group.wait()
         let elapsed = Double(nanosecondsNow() - began) / 1e9
         let machine = MachineCPU().busyCores(since: machineBefore)
         let clientCPU = processCPUSeconds(getpid()) - clientBefore

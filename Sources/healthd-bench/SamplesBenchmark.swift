@@ -362,7 +362,7 @@ enum SamplesBenchmark {
         monitor.start()
         let cpuBefore = processCPUSeconds(serverProcessIdentifier)
         let began = nanosecondsNow()
-        DispatchQueue.concurrentPerform(iterations: clients) { client in
+        onClientThreads(clients) { client in
             do {
                 let connection = try BenchHTTPClient(port: port)
                 for batch in stride(from: client, to: sharedBodies.count, by: clients) {
