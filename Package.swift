@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
 // only the toolchain and system C libraries (SQLite, zlib) through system-library targets.
 import PackageDescription
