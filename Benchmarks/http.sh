@@ -64,9 +64,15 @@ http {
   }
 }
 CONF
-nginx -c "$work/nginx.conf"
-for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
-nginx_pid=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) # the one worker does the work
+if [ -z "${TAIL_ONLY:-}" ]; then
+  nginx -c "$work/nginx.conf"
+  for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+  nginx_pid=""
+  for _ in $(seq 50); do # the one worker does the work (it may start a moment after the pid file)
+    nginx_pid=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) || true
+    [ -n "$nginx_pid" ] && break; sleep 0.1
+  done
+fi
 
 "$bin/dispatch-floor" "$floor_port" > "$work/floor.log" 2>&1 &
 floor_pid=$!
@@ -85,7 +91,8 @@ echo "{\"accessLog\": false, \"maxConnections\": 20000, \"maxConnectionsPerAddre
 HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port "$healthd_port" --data-dir "$store" \
   --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
-ports="$healthd_port $nginx_port $floor_port"
+ports="$healthd_port $floor_port"
+[ -n "${TAIL_ONLY:-}" ] || ports="$ports $nginx_port"
 if [ -n "${BASELINE:-}" ]; then
   mkdir -p "$work/baseline-store"
   [ -n "${BASELINE_STORE:-}" ] && cp -r "$BASELINE_STORE"/. "$work/baseline-store/"
