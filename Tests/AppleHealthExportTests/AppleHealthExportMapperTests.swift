@@ -80,10 +80,13 @@ private func record(_ type: String, value: String, unit: String? = nil, source: 
                               start: "2019-05-14 19:05:29 -0400", end: "2019-05-14 18:05:29 -0400")), ("Record", nil),
             ("Record", record("HKQuantityTypeIdentifierStepCount", value: "12", unit: "kg")), ("Record", nil),
             ("Record", record("HKQuantityTypeIdentifierStepCount", value: "12", unit: "count")), ("Record", nil),
+            // No unit: skipped, not read in the canonical unit (150 could be pounds).
+            ("Record", record("HKQuantityTypeIdentifierBodyMass", value: "150")), ("Record", nil),
         ])
         #expect(samples(items).count == 1)
         let reasons = skips(items).map(\.reason)
-        #expect(reasons.count == 5)
+        #expect(reasons.count == 6)
+        #expect(reasons.last == "unit is required for a quantity sample: bodyMass takes kg, g, lb, oz, st")
         #expect(reasons[0].contains("cumulative"))
         #expect(reasons[1] == "type not supported by healthd")
         #expect(reasons[2].contains("startDate"))
