@@ -231,8 +231,11 @@ PATHS = {
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["user", "app"], "additionalProperties": False,
             "properties": {"user": {"type": "string", "description": "User id (or name)."}, "app": {"type": "string"},
-                           "read": {"type": "array", "items": {"type": "string"}, "description": "Types (and characteristics) the app may read."},
-                           "share": {"type": "array", "items": {"type": "string"}, "description": "Types the app may write and delete."},
+                           "read": {"type": "array", "items": {"type": "string"}, "default": [],
+                                    "description": "Types (and characteristics) the app may read. Left out: none (the app "
+                                                   "sees only the samples it saved, as when a user denies reading in HealthKit)."},
+                           "share": {"type": "array", "items": {"type": "string"}, "default": [],
+                                     "description": "Types the app may write and delete. Left out: none (every write is a 403)."},
                            "discloseRead": {"type": "boolean", "default": False,
                                             "description": "Let the token learn its own read list from `GET /v1/authorizations/current`. "
                                                            "Off by default: as in HealthKit, read permission is never disclosed to an app "

@@ -173,6 +173,25 @@ private func record(_ type: String, value: String, unit: String? = nil, source: 
         #expect(abs((details.totalDistance ?? 0) - 804.672) < 0.001)
     }
 
+    /// A total without its unit attribute is never read in kcal or m: the workout's statistics
+    /// (which carry units) give it, or it is left out.
+    @Test func workoutTotalsWithoutAUnitComeFromStatisticsOrAreLeftOut() throws {
+        let items = map([
+            ("Workout", ["workoutActivityType": "HKWorkoutActivityTypeRunning", "sourceName": "Watch",
+                         "totalDistance": "3", "totalEnergyBurned": "250",
+                         "startDate": "2024-01-01 10:00:00 +0000", "endDate": "2024-01-01 10:30:00 +0000"]),
+            ("WorkoutStatistics", ["type": "HKQuantityTypeIdentifierDistanceWalkingRunning", "sum": "3", "unit": "mi"]),
+            ("WorkoutStatistics", nil),
+            ("Workout", nil),
+        ])
+        guard case .workout(let details)? = samples(items).first?.sample.content else {
+            Issue.record("not a workout")
+            return
+        }
+        #expect(abs((details.totalDistance ?? 0) - 4828.032) < 0.001, "3 mi from the statistics, not 3 m")
+        #expect(details.totalEnergyBurned == nil, "no unit and no statistics: left out, not 250 kcal")
+    }
+
     @Test func activitySummaryAndCharacteristics() {
         let items = map([
             ("Me", ["HKCharacteristicTypeIdentifierDateOfBirth": "1965-07-31",
