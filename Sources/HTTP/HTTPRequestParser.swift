@@ -447,9 +447,10 @@ public struct HTTPRequestParser: Sendable {
         buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
             var index = readIndex
             while index < bytes.count && (bytes[index] == ASCII.cr || bytes[index] == ASCII.lf) { index += 1 }
+            let methodStart = index
             while index < bytes.count && bytes[index] != ASCII.space {
                 guard ASCII.isTokenByte(bytes[index]) else {
-                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                    return Self.invalidMethodByteError(bytes, methodStart: methodStart, at: index)
                 }
                 index += 1
             }
@@ -457,12 +458,36 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// The error for a byte no method can hold. A TLS record (content type 0x16 "handshake", then
+    /// version major 3) where the method should start is a client speaking https:// to this
+    /// plain-HTTP port: said so, since "invalid character" sends people looking in the wrong place.
+    /// A lone 0x16 already counts, so the answer does not depend on whether the 0x03 came with it.
+    private static func invalidMethodByteError(_ bytes: UnsafeBufferPointer<UInt8>, methodStart: Int, at index: Int) -> HTTPParseError {
+        if index == methodStart && bytes[index] == 0x16 && (index + 1 == bytes.count || bytes[index + 1] == 0x03) {
+            return HTTPParseError(status: .badRequest, detail: "This port speaks plain HTTP/1.1, not TLS: use http://, "
+                                  + "or put a TLS-terminating proxy in front.")
+        }
+        return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+    }
+
+    /// A method this server does not implement (RFC 9110 §9.1: 501). Methods are case-sensitive, so
+    /// `get` is not GET; when the upper-case spelling is a method we know, the detail suggests it.
+    private static func unimplementedMethodError(_ token: UnsafeBufferPointer<UInt8>) -> HTTPParseError {
+        let name = String(decoding: token, as: UTF8.self)
+        let upper = HTTPMethod(name.uppercased())
+        if HTTPMethod.implemented.contains(upper) {
+            return HTTPParseError(status: .notImplemented, detail: "Unknown method '\(name)': methods are case-sensitive: did you mean \(upper)?")
+        }
+        let known = HTTPMethod.implemented.map(\.rawValue).joined(separator: ", ")
+        return HTTPParseError(status: .notImplemented, detail: "Unknown method '\(name)': this server implements \(known) (methods are case-sensitive).")
+    }
+
     private mutating func parseRequestLine(start: Int, end: Int) -> HTTPParseError? {
         buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
             var index = start
             while index < end && bytes[index] != ASCII.space {
                 guard ASCII.isTokenByte(bytes[index]) else {
-                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                    return Self.invalidMethodByteError(bytes, methodStart: start, at: index)
                 }
                 index += 1
             }
@@ -498,7 +523,9 @@ public struct HTTPRequestParser: Sendable {
             guard major == 1, minor == 0 || minor == 1 else {
                 return HTTPParseError(status: .httpVersionNotSupported, detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
             }
-            method = Self.method(UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd]))
+            let methodToken = UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd])
+            guard let knownMethod = Self.method(methodToken) else { return Self.unimplementedMethodError(methodToken) }
+            method = knownMethod
             target = String(decoding: UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd]), as: UTF8.self)
             version = HTTPVersion(major: major, minor: minor)
             let isOriginForm = bytes[targetStart] == UInt8(ascii: "/")
@@ -561,10 +588,12 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// The method token: the common ones are the shared constants (no string decoded per request).
-    private static func method(_ token: UnsafeBufferPointer<UInt8>) -> HTTPMethod {
+    /// The method, or nil for one this server does not implement.
+    private static func method(_ token: UnsafeBufferPointer<UInt8>) -> HTTPMethod? {
         if ASCII.equals(token, "GET") { return .get }
         if ASCII.equals(token, "POST") { return .post }
-        return HTTPMethod(String(decoding: token, as: UTF8.self))
+        let method = HTTPMethod(String(decoding: token, as: UTF8.self))
+        return HTTPMethod.implemented.contains(method) ? method : nil
     }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> KnownField {

@@ -365,6 +365,56 @@ struct ParserMutationTests {
         #expect(error.status == .badRequest)
     }
 
+    /// The first bytes of a ClientHello (record type 0x16, version 3.x) get a 400 that says the port
+    /// is plain HTTP, however the bytes arrive; other binary keeps the generic detail.
+    @Test func aTLSHandshakeIsToldThePortIsPlainHTTP() {
+        let clientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03] + Array(repeating: 0x2A, count: 32)
+        let tlsDetail = "This port speaks plain HTTP/1.1, not TLS: use http://, or put a TLS-terminating proxy in front."
+        for split in 0 ... clientHello.count {
+            let detail = Self.errorDetail([Array(clientHello[..<split]), Array(clientHello[split...])])
+            #expect(detail?.status == .badRequest, "split at \(split)")
+            #expect(detail?.detail == tlsDetail, "split at \(split)")
+        }
+        #expect(Self.errorDetail([Array("\r\n".utf8) + clientHello])?.detail == tlsDetail, "after leading empty lines")
+        #expect(Self.errorDetail([[0x16, 0x41, 0x20]])?.detail == "The method contains an invalid character.")
+        #expect(Self.errorDetail([[0x47, 0x16, 0x03]])?.detail == "The method contains an invalid character.")
+    }
+
+    /// Methods are case-sensitive (RFC 9110 §9.1): `get` is an unknown method, a 501 that names the
+    /// method it probably meant; a method the server has never heard of is a 501 listing the known ones.
+    @Test(arguments: [
+        ("get", "Unknown method 'get': methods are case-sensitive: did you mean GET?"),
+        ("Post", "Unknown method 'Post': methods are case-sensitive: did you mean POST?"),
+        ("delete", "Unknown method 'delete': methods are case-sensitive: did you mean DELETE?"),
+        ("BREW", "Unknown method 'BREW': this server implements GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH (methods are case-sensitive)."),
+        ("TRACE", "Unknown method 'TRACE': this server implements GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH (methods are case-sensitive)."),
+    ])
+    func anUnknownMethodIsA501ThatSaysMethodsAreCaseSensitive(method: String, detail: String) {
+        let bytes = Array("\(method) /healthz HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        let whole = Self.errorDetail([bytes])
+        #expect(whole?.status == .notImplemented)
+        #expect(whole?.detail == detail)
+        #expect(Self.errorDetail(bytes.map { [$0] })?.detail == detail, "byte by byte")
+    }
+
+    @Test(arguments: ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"])
+    func everyImplementedMethodParses(method: String) {
+        let outcome = parse([Array("\(method) /x HTTP/1.1\r\nHost: a\r\n\r\n".utf8)], limits: .default)
+        #expect(outcome.errorStatus == nil)
+        #expect(outcome.messages.first?.method == method)
+    }
+
+    private static func errorDetail(_ pieces: [[UInt8]]) -> HTTPParseError? {
+        var parser = HTTPRequestParser()
+        for piece in pieces {
+            parser.append(contentsOf: piece)
+            while let event = parser.next() {
+                if case .error(let error) = event { return error }
+            }
+        }
+        return nil
+    }
+
     @Test func aMethodStillArrivingIsNotAnError() {
         var parser = HTTPRequestParser()
         parser.append(contentsOf: Array("\r\nPOS".utf8))
