@@ -470,16 +470,12 @@ public struct HTTPRequestParser: Sendable {
         return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
     }
 
-    /// A method this server does not implement (RFC 9110 §9.1: 501). Methods are case-sensitive, so
-    /// `get` is not GET; when the upper-case spelling is a method we know, the detail suggests it.
-    private static func unimplementedMethodError(_ token: UnsafeBufferPointer<UInt8>) -> HTTPParseError {
+    /// A known method spelled in another letter case (`get`). Methods are case-sensitive (RFC 9110
+    /// §9.1), so `get` is not GET: a 400 that says so, rather than the 405 or 404 an unknown
+    /// method gets from the router, which would leave the client looking at the wrong thing.
+    private static func caseMismatchedMethodError(_ token: UnsafeBufferPointer<UInt8>) -> HTTPParseError {
         let name = String(decoding: token, as: UTF8.self)
-        let upper = HTTPMethod(name.uppercased())
-        if HTTPMethod.implemented.contains(upper) {
-            return HTTPParseError(status: .notImplemented, detail: "Unknown method '\(name)': methods are case-sensitive: did you mean \(upper)?")
-        }
-        let known = HTTPMethod.implemented.map(\.rawValue).joined(separator: ", ")
-        return HTTPParseError(status: .notImplemented, detail: "Unknown method '\(name)': this server implements \(known) (methods are case-sensitive).")
+        return HTTPParseError(status: .badRequest, detail: "Unknown method '\(name)': methods are case-sensitive: did you mean \(name.uppercased())?")
     }
 
     private mutating func parseRequestLine(start: Int, end: Int) -> HTTPParseError? {
@@ -524,7 +520,7 @@ public struct HTTPRequestParser: Sendable {
                 return HTTPParseError(status: .httpVersionNotSupported, detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
             }
             let methodToken = UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd])
-            guard let knownMethod = Self.method(methodToken) else { return Self.unimplementedMethodError(methodToken) }
+            guard let knownMethod = Self.method(methodToken) else { return Self.caseMismatchedMethodError(methodToken) }
             method = knownMethod
             target = String(decoding: UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd]), as: UTF8.self)
             version = HTTPVersion(major: major, minor: minor)
@@ -588,12 +584,14 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// The method token: the common ones are the shared constants (no string decoded per request).
-    /// The method, or nil for one this server does not implement.
+    /// The method, or nil for a known one in another letter case (see `caseMismatchedMethodError`).
+    /// Any other token is passed on: the router answers a method no route takes with 405 and `Allow`.
     private static func method(_ token: UnsafeBufferPointer<UInt8>) -> HTTPMethod? {
         if ASCII.equals(token, "GET") { return .get }
         if ASCII.equals(token, "POST") { return .post }
         let method = HTTPMethod(String(decoding: token, as: UTF8.self))
-        return HTTPMethod.implemented.contains(method) ? method : nil
+        if HTTPMethod.known.contains(method) { return method }
+        return HTTPMethod.known.contains(HTTPMethod(method.rawValue.uppercased())) ? nil : method
     }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> KnownField {

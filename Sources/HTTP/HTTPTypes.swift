@@ -18,9 +18,9 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let options = HTTPMethod("OPTIONS")
     public static let patch = HTTPMethod("PATCH")
 
-    /// The methods the parser accepts; any other is a 501 (RFC 9110 §9.1), whatever the target.
-    /// A known method a route does not take is the router's 405 instead.
-    public static let implemented: [HTTPMethod] = [.get, .head, .post, .put, .delete, .options, .patch]
+    /// The methods named above. The parser refuses one of them spelled in another letter case
+    /// (`get`) with a 400 that says methods are case-sensitive.
+    public static let known: [HTTPMethod] = [.get, .head, .post, .put, .delete, .options, .patch]
 }
 
 public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
