@@ -277,6 +277,34 @@ struct ServerIntegrationTests {
         }
     }
 
+    @Test func aResponseThatWaitedForTheSocketStillClosesTheConnection() throws {
+        // Far more than the socket takes at once, so output waits for writability (the write
+        // source is made then); closing must still cancel every source and close the descriptor.
+        try withServer { server, _ in
+            let client = try #require(TestClient(port: server.boundPort))
+            client.send("GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let response = try #require(client.readResponse())
+            #expect(response.body == bigBody)
+            #expect(response.header("Connection") == "close")
+            #expect(client.waitForClose())
+        }
+    }
+
+    @Test func aBurstOfConnectionsIsServedOnEveryLoop() throws {
+        // More connections at once than one accept batch holds, over both loops.
+        try withServer { server, _ in
+            let clients = try (0 ..< 40).map { _ in try #require(TestClient(port: server.boundPort)) }
+            for (index, client) in clients.enumerated() {
+                client.send("GET /target?i=\(index) HTTP/1.1\r\nHost: t\r\n\r\n")
+            }
+            for (index, client) in clients.enumerated() {
+                #expect(client.readResponse()?.text == "/target?i=\(index)")
+            }
+            #expect(server.statistics.acceptedConnections == 40)
+            #expect(server.statistics.openConnections == 40)
+        }
+    }
+
     @Test func expectContinueGetsAnInterimResponse() throws {
         try withServer { server, _ in
             let client = try #require(TestClient(port: server.boundPort))
