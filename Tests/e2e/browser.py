@@ -1078,6 +1078,43 @@ def server_down_checks(browser, public, artifacts):
     check("the token is kept (a network error is not a bad token)", "hidden" in dom.by_id["token-panel"]["attrs"])
 
 
+def unavailable_checks(browser, public, artifacts):
+    """The page from a server without any of the API it reads (every /v1/ route answers 404, as an
+    older or different server would): each card says which endpoint is missing, none shows data."""
+    print("browser: a server without the endpoints the page reads")
+
+    class Missing(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=public, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if not self.path.startswith("/v1/"):
+                return super().do_GET()
+            body = json.dumps({"title": "Not Found", "status": 404, "detail": "no such route"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/problem+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def every_card_unavailable(page, states):
+        problems = [f"{panel} is {state}" for panel, state in states.items()
+                    if panel.startswith(("card-", "panel-")) and state != "unavailable"]
+        live = page.evaluate("document.getElementById('live-status').dataset.live")
+        return problems + ([] if live == "polling" else [f"the live status is {live}, not polling"])
+
+    files = ThreadingHTTPServer(("127.0.0.1", 0), Missing)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    try:
+        view_checks(browser.binary, [("dashboard-unavailable.png", f"http://127.0.0.1:{files.server_address[1]}/#token=some-token&period=day",
+                                      1280, every_card_unavailable)], artifacts)
+    finally:
+        files.shutdown()
+
+
 def demo_checks(binary, public, browser, artifacts):
     """The README's first command: `healthd serve --demo` prints a URL; the page it opens shows the
     demo user's figures exactly as the API answers them."""
@@ -1171,6 +1208,7 @@ def main():
         phone_checks(server.port, args.chromium, token, args.artifacts)
         empty_and_bad_token_checks(server.port, browser, fixture, args.artifacts)
         server_down_checks(browser, os.path.abspath(args.public), args.artifacts)
+        unavailable_checks(browser, os.path.abspath(args.public), args.artifacts)
         demo_checks(args.binary, os.path.abspath(args.public), browser, args.artifacts)
     finally:
         server.stop()
