@@ -67,7 +67,11 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// request and response.
     func firstIndex(named name: String) -> Int? {
         fields.withUnsafeBufferPointer { fields in
-            for index in fields.indices where fields[index].name.asciiCaseInsensitiveEquals(name) { return index }
+            // The lengths first, in line: most fields looked at are another field of another
+            // length, and the call that compares bytes costs more than that check.
+            let length = name.utf8.count
+            for index in fields.indices where fields[index].name.utf8.count == length
+                && fields[index].name.asciiCaseInsensitiveEquals(name) { return index }
             return nil
         }
     }
@@ -130,10 +134,15 @@ extension String {
 public struct HTTPRequest: Sendable {
     public var method: HTTPMethod
     /// The request-target exactly as received (origin-form: path and optional query).
-    public var target: String
+    public var target: String {
+        didSet { queryMarkIndex = Self.queryMark(in: target) }
+    }
     public var version: HTTPVersion
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// Where the target's `?` is, searched once: `path` and `rawQuery` are read several times
+    /// a request (routing, the query, logs), and each search cost more than the rest of the getter.
+    private var queryMarkIndex: String.Index?
 
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,
                 headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
@@ -142,17 +151,18 @@ public struct HTTPRequest: Sendable {
         self.version = version
         self.headers = headers
         self.body = body
+        self.queryMarkIndex = Self.queryMark(in: target)
     }
 
     /// The raw path (before `?`), not percent-decoded.
     public var path: Substring {
-        if let q = Self.queryMark(in: target) { return target[..<q] }
+        if let q = queryMarkIndex { return target[..<q] }
         return target[...]
     }
 
     /// The raw query (after `?`), not decoded; nil when there is no `?`.
     public var rawQuery: Substring? {
-        guard let q = Self.queryMark(in: target) else { return nil }
+        guard let q = queryMarkIndex else { return nil }
         return target[target.utf8.index(after: q)...]
     }
 

@@ -208,10 +208,11 @@ struct SerializationTests {
         #expect(String(decoding: chunked, as: UTF8.self) == "HTTP/1.1 200 OK\r\nDate: \r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
     }
 
-    /// The word-at-a-time control check against a byte-by-byte one, for every byte value at
-    /// every offset of strings covering whole words and the tail.
+    /// The word-at-a-time control checks against a byte-by-byte one, for every byte value at
+    /// every offset of strings covering whole words, the tail, the overlapping last word of the
+    /// copying check and its hand-over to memmove above 32 bytes; the copy must be exact.
     @Test func controlCheckFindsEveryControlByteAtEveryOffset() {
-        for length in 1 ... 19 {
+        for length in Array(1 ... 19) + [31, 32, 33] {
             for offset in 0 ..< length {
                 for value in 0 ... 255 {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
@@ -220,6 +221,15 @@ struct SerializationTests {
                     let expected = !bytes.contains { $0 < 0x20 || $0 == 0x7F }
                     let found = bytes.withUnsafeBufferPointer { HTTPResponseSerializer.HeadWriter.hasNoControls($0) }
                     #expect(found == expected, "length \(length), byte \(value) at \(offset)")
+                    var copy = [UInt8](repeating: 0, count: length)
+                    let flagged = bytes.withUnsafeBufferPointer { source in
+                        copy.withUnsafeMutableBufferPointer { target in
+                            guard let from = source.baseAddress, let to = target.baseAddress else { return false }
+                            return HTTPResponseSerializer.HeadWriter.copyFlaggingControls(from: from, to: to, count: length)
+                        }
+                    }
+                    #expect(flagged == !expected, "copying: length \(length), byte \(value) at \(offset)")
+                    #expect(copy == bytes, "copying: length \(length), byte \(value) at \(offset)")
                 }
             }
         }
