@@ -38,7 +38,7 @@ public struct HTTPLimits: Sendable, Equatable {
     /// The body limit for a request target, and the override that set it.
     func bodyLimit(forTarget target: String) -> (limit: Int, override: HTTPBodyLimitOverride?) {
         guard !bodyLimitOverrides.isEmpty else { return (maxBodyLength, nil) }
-        let path = HTTPRequest.queryMark(in: target).map { target[..<$0] } ?? target[...]
+        let path = HTTPRequest.queryMark(in: target).index.map { target[..<$0] } ?? target[...]
         for override in bodyLimitOverrides where path == override.path { return (override.maxBodyLength, override) }
         return (maxBodyLength, nil)
     }
