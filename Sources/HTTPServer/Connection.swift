@@ -34,6 +34,15 @@ final class Connection: @unchecked Sendable {
     private var responseCompleteAt: Int?
     private var running = false
     private var shutdownNoted = false
+    /// Responses the state machine has heard are written during this turn on the queue.
+    private var responsesThisTurn = 0
+
+    /// Pipelined requests one connection has answered per turn on its loop's queue. Past this, the
+    /// next one waits behind the events already queued for the loop's other connections: one
+    /// client pipelining thousands of cheap requests in one read would otherwise hold the queue,
+    /// and every other connection on it, for the whole burst. A client that waits for each
+    /// answer (nearly all of them) never reaches it.
+    static let responsesPerTurn = 16
 
     private var responseGeneration: UInt64 = 0
     private var awaitingGeneration: UInt64?
@@ -88,8 +97,7 @@ final class Connection: @unchecked Sendable {
     // MARK: Events
 
     private func readable() {
-        eventInstant = nil
-        assertNoOtherWork()
+        beginTurn()
         guard !books.isClosed else { return }
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
@@ -109,15 +117,14 @@ final class Connection: @unchecked Sendable {
     }
 
     private func writable() {
-        eventInstant = nil
-        assertNoOtherWork()
+        beginTurn()
         guard !books.isClosed else { return }
         run()
     }
 
     func tick(_ instant: HTTPInstant) {
+        beginTurn()
         eventInstant = instant
-        assertNoOtherWork()
         guard !books.isClosed else { return }
         switch books.timerStep(at: instant.uptimeNanoseconds, writeTimeout: loop.configuration.writeTimeout) {
         case .close:
@@ -143,9 +150,12 @@ final class Connection: @unchecked Sendable {
 
     // MARK: Work loop
 
-    /// An event handler starts with the loop's shared action list empty (see `ConnectionQueue.work`).
-    private func assertNoOtherWork() {
+    /// Every event handler starts here: a fresh clock reading and response budget. The loop's
+    /// shared action list is empty then (see `ConnectionQueue.work`).
+    private func beginTurn() {
         assert(work.isEmpty, "a connection event began while another's actions were pending")
+        eventInstant = nil
+        responsesThisTurn = 0
     }
 
     private func enqueue(_ actions: [HTTPConnectionStateMachine.Action]) {
@@ -201,7 +211,19 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Tells the state machine a response is written, which lets it start on the next pipelined
+    /// request; past this turn's budget, that waits for a turn of its own.
     private func responseWritten() {
+        guard responsesThisTurn < Self.responsesPerTurn else {
+            loop.queue.async { [self] in
+                beginTurn()
+                guard !books.isClosed else { return }
+                responseWritten()
+                run()
+            }
+            return
+        }
+        responsesThisTurn += 1
         machine.responseWritten(now: now(), into: &work)
     }
 
@@ -254,8 +276,7 @@ final class Connection: @unchecked Sendable {
     }()
 
     private func responseArrived(_ response: HTTPResponse, generation: UInt64) {
-        eventInstant = nil
-        assertNoOtherWork()
+        beginTurn()
         accept(response, generation: generation)
         run()
     }
@@ -287,8 +308,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private func streamHasData() {
-        eventInstant = nil
-        assertNoOtherWork()
+        beginTurn()
         guard !books.isClosed, let stream else { return }
         let taken = stream.take()
         books.queue(taken.bytes)

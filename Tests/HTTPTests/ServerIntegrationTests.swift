@@ -264,6 +264,20 @@ struct ServerIntegrationTests {
         }
     }
 
+    @Test func aLongPipelinedBurstIsAnsweredInOrderOverSeveralTurns() throws {
+        // Far more pipelined requests in one read than one turn on the queue answers: the rest
+        // wait for later turns, and none is lost, reordered or left behind by the end of input.
+        try withServer({ $0.loopCount = 1 }) { server, _ in
+            let client = try #require(TestClient(port: server.boundPort))
+            client.send((0 ..< 100).map { "GET /target?i=\($0) HTTP/1.1\r\nHost: t\r\n\r\n" }.joined())
+            Glibc.shutdown(client.fd, Int32(SHUT_WR))
+            for index in 0 ..< 100 {
+                #expect(client.readResponse()?.text == "/target?i=\(index)")
+            }
+            #expect(client.waitForClose())
+        }
+    }
+
     @Test func largeResponsesSurvivePartialWrites() throws {
         try withServer { server, _ in
             let client = try #require(TestClient(port: server.boundPort))
