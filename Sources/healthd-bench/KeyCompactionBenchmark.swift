@@ -164,6 +164,17 @@ enum KeyCompactionBenchmark {
                       + "deleting \(slowest.deleted) at \(format(100 * slowest.fraction, decimals: 2)) % deleted")
             }
         }
+        // The request after which more than half of the user's entries were of deleted rows.
+        if let crossing = requests.first(where: { $0.fraction > 0.5 }) {
+            let median = LatencySummary(requests.filter { $0.kind == crossing.kind && $0.deleted > 0 }.map(\.nanoseconds)).p50
+            let milliseconds = Double(crossing.nanoseconds) / 1e6
+            print("  the request crossing half (by \(crossing.kind), \(crossing.deleted) deleted): \(format(milliseconds)) ms "
+                  + "= \(format(milliseconds / median, decimals: 1)) x the median of its kind")
+        }
+        let slowest = requests.sorted { $0.nanoseconds > $1.nanoseconds }.prefix(5)
+        print("  the 5 slowest requests: " + slowest.map {
+            "\(format(Double($0.nanoseconds) / 1e6, decimals: 0)) ms (\($0.kind) at \(format(100 * $0.fraction, decimals: 1)) %)"
+        }.joined(separator: ", "))
         // The probe's saves: overall, and those that waited through the slowest delete.
         let probes = probe.samples()
         let overall = LatencySummary(probes.map(\.nanoseconds))
