@@ -1,9 +1,10 @@
-# healthd container image. Multi-stage: build with the official Swift 6 image, run on a
-# slim Debian with only the runtime libraries, as a non-root user.
+# healthd container image. Multi-stage: build with the official Swift image of the release the
+# code is built and tested with (Tests/e2e/dockerfile.py compares it with `swift --version`), run
+# on a slim Debian of the same release with only the runtime libraries, as a non-root user.
 # (No Docker engine runs on the project's build machines: Tests/e2e/dockerfile.py checks that the
 # build stage's files make the package and that the health check reads the server's port.)
 
-FROM swift:6.0-bookworm AS build
+FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
@@ -19,11 +20,12 @@ RUN swift build -c release --product healthd --static-swift-stdlib \
  && cp "$(swift build -c release --show-bin-path)/healthd" /out/healthd
 
 FROM debian:bookworm-slim
-# Runtime libraries: SQLite and zlib (our system-library targets), libpq5 (loaded only for
-# --database postgres://...), tzdata for IANA time zones in
-# statistics, curl for the health check. (The importer's XML tokenizer is our own: no libxml2.)
+# Runtime libraries (what `ldd` lists for the binary; the Swift runtime is linked in statically):
+# SQLite and zlib (our system-library targets), libstdc++6 (Foundation's ICU), libpq5 (loaded only
+# for --database postgres://...), tzdata for IANA time zones in statistics, curl for the health
+# check. (The importer's XML tokenizer is our own: no libxml2.)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libpq5 tzdata ca-certificates curl \
+ && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libstdc++6 libpq5 tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/healthd --create-home healthd
 COPY --from=build /out/healthd /usr/local/bin/healthd

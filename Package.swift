@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
 // only the toolchain and system C libraries (SQLite, zlib) through system-library targets.
 import PackageDescription
@@ -84,6 +84,8 @@ let package = Package(
 
         // What every PostgreSQL test needs: the test server's URL, a schema of its own per test, `eventually`.
         .target(name: "PostgresTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgresTestSupport", swiftSettings: strict),
+        // `onThreads`: test participants each on a thread of their own (not limited to one per core).
+        .target(name: "ThreadTestSupport", path: "Tests/ThreadTestSupport", swiftSettings: strict),
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
@@ -93,13 +95,13 @@ let package = Package(
         .testTarget(name: "HealthAutoExportTests", dependencies: ["HealthAutoExport", "HealthModel", "JSON"]),
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics", "TimeZoneDatabase", "Primitives"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"]),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport"]),
-        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics", "Primitives"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "ThreadTestSupport"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport", "ThreadTestSupport"]),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics", "Primitives", "ThreadTestSupport"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics",
-                                                             "TimeZoneDatabase", "PostgresTestSupport", "Primitives"]),
+                                                             "TimeZoneDatabase", "PostgresTestSupport", "Primitives", "ThreadTestSupport"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
-                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport"]),
+                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport", "ThreadTestSupport"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),

@@ -35,6 +35,20 @@ def pparam(name, description, schema=None):
             "schema": schema or {"type": "string", "minLength": 1}}
 
 
+def quantity_type_ids():
+    """The quantity types' ids and HealthKit long forms, read from the catalog's source (a Swift test
+    checks the document's list against the catalog itself)."""
+    import re
+    source = open(os.path.join(ROOT, "Sources", "HealthModel", "HealthTypeCatalog.swift")).read()
+    ids = []
+    for match in re.finditer(r'\b(?:cumulative|discrete)\(\s*"(\w+)"(?:[^()]|\([^()]*\))*?(?:longIdentifier:\s*"(\w+)")?\s*\)', source):
+        short, long_form = match.group(1), match.group(2)
+        ids += [short, long_form or "HKQuantityTypeIdentifier" + short[0].upper() + short[1:]]
+    if len(ids) < 100:
+        sys.exit(f"openapi.py: found only {len(ids) // 2} quantity types in HealthTypeCatalog.swift")
+    return ids
+
+
 uuid_schema = {"type": "string", "format": "uuid"}
 session_schema = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"}
 
@@ -96,7 +110,8 @@ SCHEMAS = {
                        "verticalAccuracy": {"type": "number", "minimum": 0, "description": "Metres."}}},
     "SampleInput": {
         "type": "object", "additionalProperties": False, "required": ["type", "start"],
-        "description": "A sample to save. Quantity samples: value (+ unit, default the canonical unit). Category samples: "
+        "description": "A sample to save. Quantity samples: value and unit, both required (a missing unit is a 400 "
+                       "naming it, never the canonical unit). Category samples: "
                        "value as the case name (or raw integer), no unit. Correlations: objects. Workouts: activityType, "
                        "totals, events. Workout routes (workoutRoute, HKSeriesType.workoutRoute): workout (the workout's "
                        "uuid) and locations in time order within [start, end], at most 100,000. `end` defaults to `start`. "
@@ -107,7 +122,8 @@ SCHEMAS = {
                                     "nothing twice. Left out, the server assigns a time-ordered version-7 uuid."},
             "type": {"type": "string", "description": "Type id (stepCount) or HealthKit's long form."},
             "value": {"type": ["number", "string", "integer"]},
-            "unit": {"type": "string", "description": "HKUnit syntax; must fit the type."},
+            "unit": {"type": "string", "description": "HKUnit syntax; must fit the type. Required for a quantity "
+                                                        "sample (GET /v1/types lists each type's units)."},
             "start": instant, "end": instant,
             "metadata": ref("Metadata"), "device": ref("Device"),
             "objects": {"type": "array", "items": {"$ref": "#/components/schemas/SampleInput"}, "minItems": 1},
@@ -117,6 +133,9 @@ SCHEMAS = {
             "workout": {"type": "string", "format": "uuid", "description": "workoutRoute: the workout the route belongs to."},
             "locations": {"type": "array", "items": ref("RouteLocation"), "minItems": 1, "maxItems": 100000},
         },
+        # A quantity type (short id or long form) needs value and unit.
+        "if": {"required": ["type"], "properties": {"type": {"enum": quantity_type_ids()}}},
+        "then": {"required": ["value", "unit"]},
     },
     "Sample": {
         "type": "object", "required": ["uuid", "type", "start", "end", "metadata", "device", "source", "created"],
@@ -212,8 +231,11 @@ PATHS = {
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["user", "app"], "additionalProperties": False,
             "properties": {"user": {"type": "string", "description": "User id (or name)."}, "app": {"type": "string"},
-                           "read": {"type": "array", "items": {"type": "string"}, "description": "Types (and characteristics) the app may read."},
-                           "share": {"type": "array", "items": {"type": "string"}, "description": "Types the app may write and delete."},
+                           "read": {"type": "array", "items": {"type": "string"}, "default": [],
+                                    "description": "Types (and characteristics) the app may read. Left out: none (the app "
+                                                   "sees only the samples it saved, as when a user denies reading in HealthKit)."},
+                           "share": {"type": "array", "items": {"type": "string"}, "default": [],
+                                     "description": "Types the app may write and delete. Left out: none (every write is a 403)."},
                            "discloseRead": {"type": "boolean", "default": False,
                                             "description": "Let the token learn its own read list from `GET /v1/authorizations/current`. "
                                                            "Off by default: as in HealthKit, read permission is never disclosed to an app "

@@ -1001,6 +1001,18 @@ window.addEventListener("resize", () => {
   }, 150);
 });
 
+// A page the browser keeps in its back/forward cache keeps its fetches open: the change stream
+// would hold one of the browser's six connections to this server per visit, and the seventh page
+// would wait for a connection forever. So the stream stops when the page is hidden that way, and
+// a page shown again from the cache reloads its figures (it missed the changes) and follows anew.
+window.addEventListener("pagehide", () => stopLive());
+window.addEventListener("pageshow", (event) => {
+  if (!event.persisted || !state.client) return;
+  refreshAll().then(() => {
+    if (state.client) startLive();
+  });
+});
+
 function showPeriodChoice() {
   for (const button of document.querySelectorAll("#period-switch .period")) {
     button.setAttribute("aria-pressed", String(button.dataset.period === state.settings.period));

@@ -332,7 +332,9 @@ public struct AppleHealthExportMapper {
         do {
             if type.kind == .quantity {
                 guard let number = Double(valueText) else { return skip("value '\(valueText)' is not a number") }
-                let canonical = try HealthValidation.quantity(number, unitString: attributes.unit ?? "", for: type)
+                // Apple's exports always write a unit; a record without one is skipped, not read in the canonical unit.
+                guard let unitText = attributes.unit else { return skip(HealthValidation.missingUnit(for: type).detail) }
+                let canonical = try HealthValidation.quantity(number, unitString: unitText, for: type)
                 content = .quantity(canonical)
                 hashValue = .hex(canonical.bitPattern)
             } else {

@@ -425,9 +425,10 @@ public struct HTTPRequestParser: Sendable {
         buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
             var index = readIndex
             while index < bytes.count && (bytes[index] == ASCII.cr || bytes[index] == ASCII.lf) { index += 1 }
+            let methodStart = index
             while index < bytes.count && bytes[index] != ASCII.space {
                 guard ASCII.isTokenByte(bytes[index]) else {
-                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                    return Self.invalidMethodByteError(bytes, methodStart: methodStart, at: index)
                 }
                 index += 1
             }
@@ -435,12 +436,32 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// The error for a byte no method can hold. A TLS record (content type 0x16 "handshake", then
+    /// version major 3) where the method should start is a client speaking https:// to this
+    /// plain-HTTP port: said so, since "invalid character" sends people looking in the wrong place.
+    /// A lone 0x16 already counts, so the answer does not depend on whether the 0x03 came with it.
+    private static func invalidMethodByteError(_ bytes: UnsafeBufferPointer<UInt8>, methodStart: Int, at index: Int) -> HTTPParseError {
+        if index == methodStart && bytes[index] == 0x16 && (index + 1 == bytes.count || bytes[index + 1] == 0x03) {
+            return HTTPParseError(status: .badRequest, detail: "This port speaks plain HTTP/1.1, not TLS: use http://, "
+                                  + "or put a TLS-terminating proxy in front.")
+        }
+        return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+    }
+
+    /// A known method spelled in another letter case (`get`). Methods are case-sensitive (RFC 9110
+    /// §9.1), so `get` is not GET: a 400 that says so, rather than the 405 or 404 an unknown
+    /// method gets from the router, which would leave the client looking at the wrong thing.
+    private static func caseMismatchedMethodError(_ token: UnsafeBufferPointer<UInt8>) -> HTTPParseError {
+        let name = String(decoding: token, as: UTF8.self)
+        return HTTPParseError(status: .badRequest, detail: "Unknown method '\(name)': methods are case-sensitive: did you mean \(name.uppercased())?")
+    }
+
     private mutating func parseRequestLine(start: Int, end: Int) -> HTTPParseError? {
         buffer.withUnsafeBufferPointer { bytes -> HTTPParseError? in
             var index = start
             while index < end && bytes[index] != ASCII.space {
                 guard ASCII.isTokenByte(bytes[index]) else {
-                    return HTTPParseError(status: .badRequest, detail: "The method contains an invalid character.")
+                    return Self.invalidMethodByteError(bytes, methodStart: start, at: index)
                 }
                 index += 1
             }
@@ -476,7 +497,9 @@ public struct HTTPRequestParser: Sendable {
             guard major == 1, minor == 0 || minor == 1 else {
                 return HTTPParseError(status: .httpVersionNotSupported, detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
             }
-            method = Self.method(UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd]))
+            let methodToken = UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd])
+            guard let knownMethod = Self.method(methodToken) else { return Self.caseMismatchedMethodError(methodToken) }
+            method = knownMethod
             target = String(decoding: UnsafeBufferPointer(rebasing: bytes[targetStart ..< targetEnd]), as: UTF8.self)
             version = HTTPVersion(major: major, minor: minor)
             let isOriginForm = bytes[targetStart] == UInt8(ascii: "/")
@@ -539,10 +562,14 @@ public struct HTTPRequestParser: Sendable {
     }
 
     /// The method token: the common ones are the shared constants (no string decoded per request).
-    private static func method(_ token: UnsafeBufferPointer<UInt8>) -> HTTPMethod {
+    /// The method, or nil for a known one in another letter case (see `caseMismatchedMethodError`).
+    /// Any other token is passed on: the router answers a method no route takes with 405 and `Allow`.
+    private static func method(_ token: UnsafeBufferPointer<UInt8>) -> HTTPMethod? {
         if ASCII.equals(token, "GET") { return .get }
         if ASCII.equals(token, "POST") { return .post }
-        return HTTPMethod(String(decoding: token, as: UTF8.self))
+        let method = HTTPMethod(String(decoding: token, as: UTF8.self))
+        if HTTPMethod.known.contains(method) { return method }
+        return HTTPMethod.known.contains(HTTPMethod(method.rawValue.uppercased())) ? nil : method
     }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> KnownField {

@@ -17,6 +17,10 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let delete = HTTPMethod("DELETE")
     public static let options = HTTPMethod("OPTIONS")
     public static let patch = HTTPMethod("PATCH")
+
+    /// The methods named above. The parser refuses one of them spelled in another letter case
+    /// (`get`) with a 400 that says methods are case-sensitive.
+    public static let known: [HTTPMethod] = [.get, .head, .post, .put, .delete, .options, .patch]
 }
 
 public struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {

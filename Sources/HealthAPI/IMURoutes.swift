@@ -20,15 +20,20 @@ struct IMUBatchRequest {
     var pressureHectopascals: [Double]?
     var heightCm: Double?
 
-    /// The batch on the pedometer's absolute time base (seconds since 1970).
-    var accelerometerBatch: AccelerometerBatch {
+    /// The batch on the pedometer's absolute time base (seconds since 1970), its unit parsed: an
+    /// unknown one is a 400, never read as m/s2.
+    func accelerometerBatch() throws(APIError) -> AccelerometerBatch {
+        let parsedUnit: AccelerationUnit
+        do { parsedUnit = try AccelerationUnit(parsing: unit) } catch {
+            throw APIError.invalidField("unit", "must be g or m/s2, not '\(unit)'")
+        }
         let base = Double(t0) / 1000
         var pressure: PressureSamples?
         if let pressureT, let pressureHectopascals {
             pressure = PressureSamples(timestamps: pressureT.map { base + $0 }, hectopascals: pressureHectopascals)
         }
         return AccelerometerBatch(timestamps: t.map { base + $0 }, x: x, y: y, z: z,
-                                  unit: AccelerationUnit(rawValue: unit) ?? .metersPerSecondSquared, pressure: pressure)
+                                  unit: parsedUnit, pressure: pressure)
     }
 }
 
@@ -52,10 +57,7 @@ struct IMURoutes: Sendable {
         let app = try context.app()
         try Self.requireShare(app)
         let batch = try Self.decode(&context)
-        var accelerometer = batch.accelerometerBatch
-        do { accelerometer.unit = try AccelerationUnit(parsing: batch.unit) } catch {
-            throw APIError.invalidField("unit", "must be g or m/s2, not '\(batch.unit)'")
-        }
+        let accelerometer = try batch.accelerometerBatch()
         // Validate before touching the store, so a bad batch is a 400 even for a new session.
         do throws(PedometerInputError) { try accelerometer.validate(limits: Self.limits) } catch { throw Self.invalid(error) }
         let input = accelerometer

@@ -764,16 +764,19 @@ public struct HealthAutoExportMapper {
     }
 
     /// A value in the type's canonical unit. The app writes percentages as shown (97 for 97 %),
-    /// HealthKit as fractions (0.97), so `%` values are divided by 100.
+    /// HealthKit as fractions (0.97), so `%` values are divided by 100. The app always sends a
+    /// metric's `units`; without them the point is invalid, not read in the canonical unit (a body
+    /// mass of 150 could be pounds).
     private static func canonical(_ value: Double, units: String?, for type: HealthType, field: String = "qty")
         throws(HealthValidationError) -> Double {
-        let unitText = healthKitUnit(units ?? type.canonicalUnit?.unitString ?? "")
+        guard let units else { throw HealthValidation.missingUnit(for: type, field: "units") }
+        let unitText = healthKitUnit(units)
         let scaled = unitText == "%" ? value / 100 : value
         do {
             return try HealthValidation.quantity(scaled, unitString: unitText, for: type, field: field, unitField: "units")
         } catch {
             guard error.reason == .valueOutOfRange || error.reason == .valueNegative || error.reason == .valueNotFinite else { throw error }
-            throw HealthValidationError(field: field, reason: error.reason, detail: "\(value) \(units ?? ""): \(error.detail)")
+            throw HealthValidationError(field: field, reason: error.reason, detail: "\(value) \(units): \(error.detail)")
         }
     }
 

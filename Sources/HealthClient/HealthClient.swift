@@ -76,6 +76,8 @@ public struct HealthSample: Codable, Sendable, Hashable {
     public var end: Date?
     /// Quantities: a number; categories: the case name (`asleepCore`).
     public var value: HealthMetadataValue?
+    /// Required for quantities (the server answers 400 without one: it never assumes the
+    /// canonical unit); categories carry none. `quantity(_:_:unit:start:end:uuid:)` always sets it.
     public var unit: String?
     public var objects: [HealthSample]?
     public var activityType: String?

@@ -141,13 +141,8 @@ public struct SampleBatchDecoder {
             end = parsed
         }
         guard (try? HealthValidation.interval(start: start, end: end, for: type)) != nil else { return nil }
-        let conversion: HealthUnitConversion
-        if let unitText {
-            guard let unitConversion = self.conversion(unitText, type: known) else { return nil }
-            conversion = unitConversion
-        } else {
-            conversion = types[known].canonical
-        }
+        // A missing unit is an error (the general path names it), never the canonical unit.
+        guard let unitText, let conversion = self.conversion(unitText, type: known) else { return nil }
         guard let canonicalValue = try? HealthValidation.quantity(value, conversion: conversion, for: type) else { return nil }
         return HealthSample(uuid: uuid, type: type.id, start: start, end: end, content: .quantity(canonicalValue),
                             metadata: entries, device: device)
@@ -164,7 +159,6 @@ public struct SampleBatchDecoder {
     private struct KnownType {
         let name: Range<Int>
         let type: HealthType
-        let canonical: HealthUnitConversion
         var units: [(name: Range<Int>, conversion: HealthUnitConversion)] = []
     }
 
@@ -173,8 +167,8 @@ public struct SampleBatchDecoder {
     private mutating func knownType(_ name: Range<Int>) -> Int? {
         for index in types.indices where cursor.sameBytes(name, types[index].name) { return index }
         guard types.count < 64, let type = HealthTypeCatalog.type(cursor.string(name)), type.kind == .quantity,
-              type.isSampleType, let canonical = type.canonicalUnit else { return nil }
-        types.append(KnownType(name: name, type: type, canonical: .identity(canonical)))
+              type.isSampleType, type.canonicalUnit != nil else { return nil }
+        types.append(KnownType(name: name, type: type))
         return types.count - 1
     }
 

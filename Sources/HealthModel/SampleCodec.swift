@@ -49,13 +49,12 @@ public enum SampleCodec {
         switch type.kind {
         case .quantity:
             let value = try reader.requiredNumber("value")
-            let unitText = try reader.optionalString("unit")
-            guard let canonical = type.canonicalUnit else { throw reader.error("type", "\(type.id) has no unit") }
-            var unit = canonical
-            if let unitText {
-                unit = try validating(reader) { () throws(HealthValidationError) in
-                    try HealthValidation.unit(unitText, for: type, field: "unit")
-                }
+            // Required, never defaulted to the canonical unit (see `HealthValidation.missingUnit`).
+            guard let unitText = try reader.optionalString("unit") else {
+                throw JSONFieldError(field: reader.path(of: "unit"), detail: HealthValidation.missingUnit(for: type).detail)
+            }
+            let unit = try validating(reader) { () throws(HealthValidationError) in
+                try HealthValidation.unit(unitText, for: type, field: "unit")
             }
             content = .quantity(try validating(reader) { () throws(HealthValidationError) in
                 try HealthValidation.quantity(value, unit: unit, for: type, field: "value", unitField: "unit")
@@ -224,11 +223,15 @@ public enum SampleCodec {
     private static func workoutTotal(_ reader: inout JSONFieldReader, _ key: String, canonical: HealthUnit) throws -> Double? {
         guard var total = try reader.optionalObject(key) else { return nil }
         let value = try total.requiredNumber("value")
-        let unitText = try total.requiredString("unit")
+        let measure = canonical == .meter ? "length" : "energy"
+        guard let unitText = try total.optionalString("unit") else {
+            throw total.error("unit", "unit is required for a workout total: \(key) takes a unit of \(measure) "
+                              + "(\(canonical == .meter ? "m, km, mi, ft" : "kcal, kJ, Cal"), ...)")
+        }
         let unit: HealthUnit
         do { unit = try HealthUnit.parse(unitText) } catch { throw total.error("unit", error.description) }
         guard unit.isCompatible(with: canonical) else {
-            throw total.error("unit", "'\(unitText)' is not a unit of \(canonical == .meter ? "length" : "energy")")
+            throw total.error("unit", "'\(unitText)' is not a unit of \(measure)")
         }
         guard value.isFinite, value >= 0 else { throw total.error("value", "must be a finite number, not negative") }
         try total.finish()

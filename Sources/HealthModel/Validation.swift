@@ -79,6 +79,14 @@ public enum HealthValidation {
         return try quantityInRange(conversion.apply(value), for: type, canonical: canonical, field: field)
     }
 
+    /// The error for a quantity without a unit. A unit is never assumed: `"bodyMass", 150` meant in
+    /// pounds would otherwise be stored as 150 kg (HealthKit's HKQuantity always has a unit too).
+    /// The detail lists the units the type takes, canonical first.
+    public static func missingUnit(for type: HealthType, field: String = "unit") -> HealthValidationError {
+        HealthValidationError(field: field, reason: .missingField,
+                              detail: "unit is required for a quantity sample: \(type.id) takes \(type.units.joined(separator: ", "))")
+    }
+
     /// `quantity(_:unit:for:)` with the unit's conversion to the type's canonical unit worked out
     /// beforehand (once per batch and unit, by the batch decoder): the same checks, the same value.
     public static func quantity(

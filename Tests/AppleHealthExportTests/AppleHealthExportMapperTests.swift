@@ -80,10 +80,13 @@ private func record(_ type: String, value: String, unit: String? = nil, source: 
                               start: "2019-05-14 19:05:29 -0400", end: "2019-05-14 18:05:29 -0400")), ("Record", nil),
             ("Record", record("HKQuantityTypeIdentifierStepCount", value: "12", unit: "kg")), ("Record", nil),
             ("Record", record("HKQuantityTypeIdentifierStepCount", value: "12", unit: "count")), ("Record", nil),
+            // No unit: skipped, not read in the canonical unit (150 could be pounds).
+            ("Record", record("HKQuantityTypeIdentifierBodyMass", value: "150")), ("Record", nil),
         ])
         #expect(samples(items).count == 1)
         let reasons = skips(items).map(\.reason)
-        #expect(reasons.count == 5)
+        #expect(reasons.count == 6)
+        #expect(reasons.last == "unit is required for a quantity sample: bodyMass takes kg, g, lb, oz, st")
         #expect(reasons[0].contains("cumulative"))
         #expect(reasons[1] == "type not supported by healthd")
         #expect(reasons[2].contains("startDate"))
@@ -168,6 +171,25 @@ private func record(_ type: String, value: String, unit: String? = nil, source: 
         }
         #expect(details.totalEnergyBurned == 139.3)
         #expect(abs((details.totalDistance ?? 0) - 804.672) < 0.001)
+    }
+
+    /// A total without its unit attribute is never read in kcal or m: the workout's statistics
+    /// (which carry units) give it, or it is left out.
+    @Test func workoutTotalsWithoutAUnitComeFromStatisticsOrAreLeftOut() throws {
+        let items = map([
+            ("Workout", ["workoutActivityType": "HKWorkoutActivityTypeRunning", "sourceName": "Watch",
+                         "totalDistance": "3", "totalEnergyBurned": "250",
+                         "startDate": "2024-01-01 10:00:00 +0000", "endDate": "2024-01-01 10:30:00 +0000"]),
+            ("WorkoutStatistics", ["type": "HKQuantityTypeIdentifierDistanceWalkingRunning", "sum": "3", "unit": "mi"]),
+            ("WorkoutStatistics", nil),
+            ("Workout", nil),
+        ])
+        guard case .workout(let details)? = samples(items).first?.sample.content else {
+            Issue.record("not a workout")
+            return
+        }
+        #expect(abs((details.totalDistance ?? 0) - 4828.032) < 0.001, "3 mi from the statistics, not 3 m")
+        #expect(details.totalEnergyBurned == nil, "no unit and no statistics: left out, not 250 kcal")
     }
 
     @Test func activitySummaryAndCharacteristics() {

@@ -365,6 +365,56 @@ struct ParserMutationTests {
         #expect(error.status == .badRequest)
     }
 
+    /// The first bytes of a ClientHello (record type 0x16, version 3.x) get a 400 that says the port
+    /// is plain HTTP, however the bytes arrive; other binary keeps the generic detail.
+    @Test func aTLSHandshakeIsToldThePortIsPlainHTTP() {
+        let clientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03] + Array(repeating: 0x2A, count: 32)
+        let tlsDetail = "This port speaks plain HTTP/1.1, not TLS: use http://, or put a TLS-terminating proxy in front."
+        for split in 0 ... clientHello.count {
+            let detail = Self.errorDetail([Array(clientHello[..<split]), Array(clientHello[split...])])
+            #expect(detail?.status == .badRequest, "split at \(split)")
+            #expect(detail?.detail == tlsDetail, "split at \(split)")
+        }
+        #expect(Self.errorDetail([Array("\r\n".utf8) + clientHello])?.detail == tlsDetail, "after leading empty lines")
+        #expect(Self.errorDetail([[0x16, 0x41, 0x20]])?.detail == "The method contains an invalid character.")
+        #expect(Self.errorDetail([[0x47, 0x16, 0x03]])?.detail == "The method contains an invalid character.")
+    }
+
+    /// Methods are case-sensitive (RFC 9110 §9.1): a known method in another letter case is a 400
+    /// that names the method it probably meant, however the bytes arrive.
+    @Test(arguments: [
+        ("get", "Unknown method 'get': methods are case-sensitive: did you mean GET?"),
+        ("Post", "Unknown method 'Post': methods are case-sensitive: did you mean POST?"),
+        ("delete", "Unknown method 'delete': methods are case-sensitive: did you mean DELETE?"),
+        ("options", "Unknown method 'options': methods are case-sensitive: did you mean OPTIONS?"),
+    ])
+    func aKnownMethodInAnotherLetterCaseIsA400ThatSaysMethodsAreCaseSensitive(method: String, detail: String) {
+        let bytes = Array("\(method) /healthz HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        let whole = Self.errorDetail([bytes])
+        #expect(whole?.status == .badRequest)
+        #expect(whole?.detail == detail)
+        #expect(Self.errorDetail(bytes.map { [$0] })?.detail == detail, "byte by byte")
+    }
+
+    /// Every other method token parses as sent (the router answers 405 with `Allow`, or 404).
+    @Test(arguments: ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "BREW", "brew", "M-SEARCH"])
+    func otherMethodsParseAsSent(method: String) {
+        let outcome = parse([Array("\(method) /x HTTP/1.1\r\nHost: a\r\n\r\n".utf8)], limits: .default)
+        #expect(outcome.errorStatus == nil)
+        #expect(outcome.messages.first?.method == method)
+    }
+
+    private static func errorDetail(_ pieces: [[UInt8]]) -> HTTPParseError? {
+        var parser = HTTPRequestParser()
+        for piece in pieces {
+            parser.append(contentsOf: piece)
+            while let event = parser.next() {
+                if case .error(let error) = event { return error }
+            }
+        }
+        return nil
+    }
+
     @Test func aMethodStillArrivingIsNotAnError() {
         var parser = HTTPRequestParser()
         parser.append(contentsOf: Array("\r\nPOS".utf8))

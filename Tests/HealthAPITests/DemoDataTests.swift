@@ -343,7 +343,7 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
         #expect(sources["sources"]?.arrayValue?.compactMap { $0.objectValue?["app"]?.stringValue } == ["phone", "watch"])
         // Read-only: the dashboard may not write.
         let write = server.request(.post, "/v1/samples", token: token,
-                                   json: #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-02T10:00:00Z"}]}"#)
+                                   json: #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-02T10:00:00Z"}]}"#)
         #expect(write.status == 403)
         let zones = server.request(.get, "/v1/heart-rate/zones?goal=cardio", token: token)
         #expect(zones.status == 200 && zones["method"]?.stringValue == "karvonen")

@@ -59,8 +59,8 @@ import HealthModel
 
         // A stored resting rate switches to Karvonen; the latest one counts.
         let saved = server.request(.post, "/v1/samples", token: token, json: """
-            {"samples":[{"type":"restingHeartRate","value":70,"start":"2026-03-01T08:00:00Z"},
-                        {"type":"restingHeartRate","value":60,"start":"2026-03-02T08:00:00Z"}]}
+            {"samples":[{"type":"restingHeartRate","value":70,"unit":"count/min","start":"2026-03-01T08:00:00Z"},
+                        {"type":"restingHeartRate","value":60,"unit":"count/min","start":"2026-03-02T08:00:00Z"}]}
             """)
         #expect(saved.status == 201)
         let stored = server.request(.get, "/v1/heart-rate/zones?age=30&goal=fatBurn", token: token)
@@ -82,7 +82,7 @@ import HealthModel
         let other = server.token(user: user, app: "other", read: [], share: [])
         let reader = server.token(user: user, app: "reader", read: ["restingHeartRate", "dateOfBirth"], share: [])
         #expect(server.request(.post, "/v1/samples", token: watch,
-                               json: #"{"samples":[{"type":"restingHeartRate","value":55,"start":"2026-03-02T08:00:00Z"}]}"#).status == 201)
+                               json: #"{"samples":[{"type":"restingHeartRate","value":55,"unit":"count/min","start":"2026-03-02T08:00:00Z"}]}"#).status == 201)
         // Neither readable nor its own: as if there were none.
         let hidden = server.request(.get, "/v1/heart-rate/zones?age=40&goal=peak", token: other)
         #expect(hidden["method"]?.stringValue == "percentOfMaximum")

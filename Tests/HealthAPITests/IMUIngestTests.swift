@@ -4,6 +4,7 @@ import Testing
 import HTTP
 import JSON
 @testable import HealthAPI
+import ThreadTestSupport
 
 /// A phone in a pocket walking at 1.8 steps/s: vertical bounce at the step frequency, sway at half
 /// of it, gravity on an oblique axis, a little deterministic noise. 50 Hz.
@@ -216,7 +217,7 @@ struct IMUFixture {
         #expect(f.post(signal.json(session: "race", seq: 0, range: 0..<750)).status == 200)
         let body = signal.json(session: "race", seq: 1, range: 750..<1_500)
         let answers = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+        onThreads(8) { _ in
             let reply = f.post(body)
             answers.withLock { $0.append("\(reply.status) \(reply.text)") }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JSON
+import HealthModel
 @testable import HealthAPI
 
 @Suite struct OpenAPIDocumentTests {
@@ -24,6 +25,19 @@ import JSON
         let registered = Set(server.application.registeredRoutes.map { "\($0.method.rawValue) \($0.pattern)" })
         #expect(registered.subtracting(documented).sorted() == [], "registered but not documented")
         #expect(documented.subtracting(registered).sorted() == [], "documented but not registered")
+    }
+
+    /// `SampleInput` requires `value` and `unit` for exactly the catalog's quantity types (by id or
+    /// HealthKit's long form): the script reads them from the catalog's source, so this catches drift.
+    @Test func sampleInputRequiresAUnitForEveryQuantityType() throws {
+        let data = try #require(FileManager.default.contents(atPath: Self.documentPath))
+        let document = try JSONParser.parse([UInt8](data))
+        let input = try #require(document.objectValue?["components"]?.objectValue?["schemas"]?.objectValue?["SampleInput"]?.objectValue)
+        let documented = input["if"]?.objectValue?["properties"]?.objectValue?["type"]?.objectValue?["enum"]?.arrayValue?
+            .compactMap(\.stringValue) ?? []
+        let quantityTypes = HealthTypeCatalog.quantityTypes.filter(\.isSampleType)
+        #expect(Set(documented) == Set(quantityTypes.flatMap { [$0.id, $0.longIdentifier] }))
+        #expect(input["then"]?.objectValue?["required"]?.arrayValue?.compactMap(\.stringValue) == ["value", "unit"])
     }
 
     /// The document says which token each operation takes: none for open routes, only the admin

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HTTP
 @testable import HealthAPI
+import ThreadTestSupport
 
 @Suite struct OperationsTests {
     @Test func healthzNeedsNoToken() throws {
@@ -57,7 +58,7 @@ import HTTP
     @Test func metricsAddUpRequestsCountedOnManyThreads() {
         // Each thread counts into its own shard; the rendered totals must be the sum of all of them.
         let metrics = Metrics()
-        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+        onThreads(8) { thread in
             for index in 0 ..< 1_000 {
                 metrics.recordRequest(route: "/healthz", method: "GET", status: index % 10 == 0 ? 503 : 200,
                                       seconds: thread % 2 == 0 ? 0.0004 : 0.02)

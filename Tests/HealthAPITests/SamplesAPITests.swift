@@ -121,19 +121,22 @@ struct Fixture {
     @Test(arguments: [
         (#"{"type":"stepz","value":1,"start":"2026-03-08T09:00:00Z"}"#, "type"),
         (#"{"type":"stepCount","value":"12","start":"2026-03-08T09:00:00Z"}"#, "value"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","colour":"red"}"#, "colour"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08T10:00:00Z","end":"2026-03-08T09:00:00Z"}"#, "end"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-01T00:00:00Z","end":"2026-03-08T00:00:00Z"}"#, "end"),
-        (#"{"type":"stepCount","value":1,"start":"1850-03-01T00:00:00Z"}"#, "start"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08 09:00"}"#, "start"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","uuid":"nope"}"#, "uuid"),
-        (#"{"type":"heartRate","value":900,"start":"2026-03-08T09:00:00Z"}"#, "value"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","colour":"red"}"#, "colour"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T10:00:00Z","end":"2026-03-08T09:00:00Z"}"#, "end"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-01T00:00:00Z","end":"2026-03-08T00:00:00Z"}"#, "end"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"1850-03-01T00:00:00Z"}"#, "start"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08 09:00"}"#, "start"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","uuid":"nope"}"#, "uuid"),
+        (#"{"type":"heartRate","value":900,"unit":"count/min","start":"2026-03-08T09:00:00Z"}"#, "value"),
         (#"{"type":"sleepAnalysis","value":"dozing","start":"2026-03-08T01:00:00Z","end":"2026-03-08T02:00:00Z"}"#, "value"),
         (#"{"type":"sleepAnalysis","value":"awake","unit":"count","start":"2026-03-08T01:00:00Z"}"#, "unit"),
-        (#"{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","objects":[{"type":"heartRate","value":60,"start":"2026-03-08T09:00:00Z"}]}"#, "objects[0].type"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","source":{"app":"x"}}"#, "source"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"a":[1]}}"#, "metadata.a"),
-        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","device":{"colour":"x"}}"#, "device.colour"),
+        (#"{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","objects":[{"type":"heartRate","value":60,"unit":"count/min","start":"2026-03-08T09:00:00Z"}]}"#, "objects[0].type"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","source":{"app":"x"}}"#, "source"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"a":[1]}}"#, "metadata.a"),
+        (#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","device":{"colour":"x"}}"#, "device.colour"),
+        (#"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z"}"#, "unit"),
+        (#"{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","objects":[{"type":"bloodPressureSystolic","value":120,"unit":"mmHg","start":"2026-03-08T09:00:00Z"},{"type":"bloodPressureDiastolic","value":80,"start":"2026-03-08T09:00:00Z"}]}"#, "objects[1].unit"),
+        (#"{"type":"workout","activityType":"running","start":"2026-03-08T07:00:00Z","end":"2026-03-08T07:30:00Z","totalDistance":{"value":5}}"#, "totalDistance.unit"),
     ])
     func invalidSamplesNameTheirField(sample: String, field: String) throws {
         let f = try Fixture()
@@ -145,7 +148,7 @@ struct Fixture {
     @Test func metadataOver128KeysIsRejected() throws {
         let f = try Fixture()
         let keys = (0..<129).map { #""k\#($0)":1"# }.joined(separator: ",")
-        let reply = f.save(f.phone, #"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{\#(keys)}}"#)
+        let reply = f.save(f.phone, #"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{\#(keys)}}"#)
         #expect(reply.status == 400)
         #expect(reply.text.contains("128"))
     }
@@ -165,7 +168,7 @@ struct Fixture {
 
     @Test func sharingWithoutPermissionIs403() throws {
         let f = try Fixture()
-        let reply = f.save(f.watch, #"{"type":"heartRate","value":60,"start":"2026-03-08T09:00:00Z"}"#)
+        let reply = f.save(f.watch, #"{"type":"heartRate","value":60,"unit":"count/min","start":"2026-03-08T09:00:00Z"}"#)
         #expect(reply.status == 403)
         #expect(reply.code == "errorAuthorizationDenied")
     }

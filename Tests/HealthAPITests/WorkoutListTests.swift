@@ -53,7 +53,7 @@ import JSON
         var readings: [String] = []
         for index in 0..<15 {
             let bpm = min(100 + 10 * index, 170)
-            readings.append(#"{"type":"heartRate","value":\#(bpm),"start":"2026-03-08T07:\#(index * 2 < 10 ? "0" : "")\#(index * 2):00Z"}"#)
+            readings.append(#"{"type":"heartRate","value":\#(bpm),"unit":"count/min","start":"2026-03-08T07:\#(index * 2 < 10 ? "0" : "")\#(index * 2):00Z"}"#)
         }
         let body = #"{"samples":[\#(Self.workout),\#(readings.joined(separator: ","))]}"#
         #expect(server.request(.post, "/v1/samples", token: watch, json: body).status == 201)

@@ -244,6 +244,20 @@ struct HealthAutoExportMappingTests {
         #expect(invalid == ["heart_rate.Avg", "step_count.units"])
     }
 
+    @Test("a quantity metric without units is invalid, never read in the canonical unit; fixed-unit metrics keep theirs")
+    func metricsWithoutUnits() throws {
+        let items = try HAEFixtures.items(#"""
+            {"data":{"metrics":[{"name":"weight_body_mass","data":[{"date":"2024-02-06 07:00:00 -0800","qty":150}]},
+              {"name":"heart_rate","data":[{"date":"2024-02-06 07:00:00 -0800","Avg":60}]},
+              {"name":"blood_pressure","data":[{"date":"2024-02-06 07:00:00 -0800","systolic":120,"diastolic":80}]},
+              {"name":"mindful_minutes","data":[{"date":"2024-02-06 07:00:00 -0800","qty":10}]}]}}
+            """#)
+        let invalid = items.compactMap { if case .invalid(let metric, let field, let detail) = $0 { "\(metric).\(field): \(detail)" } else { nil } }
+        #expect(invalid == ["weight_body_mass.units: unit is required for a quantity sample: bodyMass takes kg, g, lb, oz, st",
+                            "heart_rate.units: unit is required for a quantity sample: heartRate takes count/min, count/s, Hz"])
+        #expect(HAEFixtures.samples(items).map(\.type) == ["bloodPressure", "mindfulSession"])
+    }
+
     @Test("batches are bounded")
     func batches() throws {
         let points = (0..<25).map { #"{"date":"2024-02-06 07:\#(String(format: "%02d", $0)):00 -0800","qty":\#($0)}"# }

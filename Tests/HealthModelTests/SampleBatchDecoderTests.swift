@@ -42,8 +42,8 @@ import Primitives
     static let workout = #"{"type":"workout","activityType":"running","start":"2026-03-08T09:00:00Z","end":"2026-03-08T09:30:00Z","totalDistance":{"value":5,"unit":"km"},"events":[{"type":"pause","date":"2026-03-08T09:10:00Z"}]}"#
     static let correlation = #"{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","objects":[{"type":"bloodPressureSystolic","value":120,"unit":"mmHg","start":"2026-03-08T09:00:00Z"},{"type":"bloodPressureDiastolic","value":80,"unit":"mmHg","start":"2026-03-08T09:00:00Z"}]}"#
     static let category = #"{"type":"sleepAnalysis","value":"asleepCore","start":"2026-03-08T01:00:00Z","end":"2026-03-08T02:00:00Z"}"#
-    static let escaped = #"{"type":"stepCount","value":3,"start":"2026-03-08T09:00:00Z","device":{"name":"Jo\u00EBl's \"phone\""}}"#
-    static let longIdentifier = #"{"type":"HKQuantityTypeIdentifierStepCount","value":3,"start":"2026-03-08T09:00:00Z"}"#
+    static let escaped = #"{"type":"stepCount","value":3,"unit":"count","start":"2026-03-08T09:00:00Z","device":{"name":"Jo\u00EBl's \"phone\""}}"#
+    static let longIdentifier = #"{"type":"HKQuantityTypeIdentifierStepCount","value":3,"unit":"count","start":"2026-03-08T09:00:00Z"}"#
 
     static let valid = [steps, heartRate, converted, temperature, workout, correlation, category, escaped, longIdentifier]
 
@@ -88,40 +88,47 @@ import Primitives
         "", " ", "\u{FEFF}{\"samples\":[]}", "[]", "{}", #"{"samples":[]}"#, #"{"samples":{}}"#, #"{"samples":[1]}"#,
         #"{"samples":[{}]}"#, #"{"samples":[\#(SampleBatchDecoderTests.steps)],"other":1}"#, #"{"samples":[\#(SampleBatchDecoderTests.steps)],"samples":[]}"#,
         #"{"samples":[\#(SampleBatchDecoderTests.steps),]}"#, #"{"samples":[\#(SampleBatchDecoderTests.steps)]} x"#, #"{"samples":[\#(SampleBatchDecoderTests.steps)]"#,
-        #"{"samples":[{"type":"stepCount","type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"a":1,"a":2}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"a":null}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"a":{}}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":[]}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","device":{"name":"a","name":"b"}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","device":{"colour":"red"}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","device":{"name":1}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","source":{"app":"x"}}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","created":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","uuid":"nope"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","uuid":"0195c8a4-1f00-7000-8000-00000000000g"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"1850-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T10:00:00Z","end":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-01T00:00:00Z","end":"2026-03-08T00:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":-1,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":"1","start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":null,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1}]}"#,
-        #"{"samples":[{"type":null,"value":1,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepz","value":1,"start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"a":1,"a":2}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"a":null}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"a":{}}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":[]}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","device":{"name":"a","name":"b"}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","device":{"colour":"red"}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","device":{"name":1}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","source":{"app":"x"}}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","created":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","uuid":"nope"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","uuid":"0195c8a4-1f00-7000-8000-00000000000g"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"1850-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T10:00:00Z","end":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-01T00:00:00Z","end":"2026-03-08T00:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":-1,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":"1","unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":null,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count"}]}"#,
+        #"{"samples":[{"type":null,"value":1,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepz","value":1,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
         #"{"samples":[{"type":"biologicalSex","value":1,"start":"2026-03-08T09:00:00Z"}]}"#,
         #"{"samples":[{"type":"stepCount","value":1,"unit":"kg","start":"2026-03-08T09:00:00Z"}]}"#,
         #"{"samples":[{"type":"stepCount","value":1,"unit":"%","start":"2026-03-08T09:00:00Z"}]}"#,
         #"{"samples":[{"type":"stepCount","value":1,"unit":"furlong^","start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"heartRate","value":900,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1e400,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":01,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1.,"start":"2026-03-08T09:00:00Z"}]}"#,
-        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","end":"2026-03-08T09:00:00Z\u0000"}]}"#,
+        #"{"samples":[{"type":"heartRate","value":900,"unit":"count/min","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1e400,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":01,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1.,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","end":"2026-03-08T09:00:00Z\u0000"}]}"#,
         #"{"samples":[{"type":"sleepAnalysis","value":"dozing","start":"2026-03-08T01:00:00Z"}]}"#,
-        #"{"samples":[\#(SampleBatchDecoderTests.steps),{"type":"stepCount","value":-1,"start":"2026-03-08T09:00:00Z"}]}"#,
+        // A quantity names its unit: never the canonical one by default.
+        #"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"bodyMass","value":150,"unit":null,"start":"2026-03-08T09:00:00Z"}]}"#,
+        #"{"samples":[{"type":"HKQuantityTypeIdentifierBodyMass","value":150,"start":"2026-03-08T09:00:00Z","device":{"name":"Scale"}}]}"#,
+        #"{"samples":[{"type":"bloodPressure","start":"2026-03-08T09:00:00Z","objects":[{"type":"bloodPressureSystolic","value":120,"unit":"mmHg","start":"2026-03-08T09:00:00Z"},{"type":"bloodPressureDiastolic","value":80,"start":"2026-03-08T09:00:00Z"}]}]}"#,
+        #"{"samples":[{"type":"workout","activityType":"running","start":"2026-03-08T09:00:00Z","end":"2026-03-08T09:30:00Z","totalDistance":{"value":5}}]}"#,
+        #"{"samples":[\#(SampleBatchDecoderTests.steps),{"type":"heartRate","value":72,"start":"2026-03-08T09:05:00Z"}]}"#,
+        #"{"samples":[\#(SampleBatchDecoderTests.steps),{"type":"stepCount","value":-1,"unit":"count","start":"2026-03-08T09:00:00Z"}]}"#,
     ])
     func refusedBodiesAreHandedBack(text: String) {
         let body = Array(text.utf8)
@@ -130,7 +137,7 @@ import Primitives
     }
 
     @Test func bytesTheParserRefusesAreHandedBack() {
-        let prefix = Array(#"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"k":""#.utf8)
+        let prefix = Array(#"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"k":""#.utf8)
         let suffix = Array(#""}}]}"#.utf8)
         for bad: [UInt8] in [[0xFF], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0x01], [0xE2, 0x82]] {
             #expect(Self.fast(prefix + bad + suffix) == nil)
@@ -141,7 +148,7 @@ import Primitives
         #expect(Self.general(reordered) == nil)
         #expect(Self.fast(reordered) == nil)
         // Keys the parser tells apart (K and KELVIN SIGN differ in length): both paths keep both.
-        let kelvin = Array(#"{"samples":[{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"K":1,"\#u{212A}":2}}]}"#.utf8)
+        let kelvin = Array(#"{"samples":[{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"K":1,"\#u{212A}":2}}]}"#.utf8)
         #expect(Self.fast(kelvin) == Self.general(kelvin))
         #expect(Self.fast(kelvin)?.first?.metadata.count == 2)
     }
@@ -154,7 +161,7 @@ import Primitives
 
     @Test func largeMetadataIsMeasuredByTheGeneralPath() throws {
         func sample(_ length: Int) -> String {
-            #"{"type":"stepCount","value":1,"start":"2026-03-08T09:00:00Z","metadata":{"k":"\#(String(repeating: "x", count: length))"}}"#
+            #"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-08T09:00:00Z","metadata":{"k":"\#(String(repeating: "x", count: length))"}}"#
         }
         let fits = Self.body([sample(16_384 - 8)])
         let decoded = try #require(Self.fast(fits))

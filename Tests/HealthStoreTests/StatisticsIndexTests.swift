@@ -5,6 +5,7 @@ import HealthModel
 import Statistics
 @testable import HealthStore
 import Primitives
+import ThreadTestSupport
 
 /// A small deterministic generator (SplitMix64), so failures replay.
 typealias SeededGenerator = SplitMix64
@@ -266,7 +267,7 @@ typealias SeededGenerator = SplitMix64
         let store = t.store
         let day0 = Self.day0
         let failures = Mutex(0)
-        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+        onThreads(8) { worker in
             do {
                 for round in 0..<10 {
                     if worker % 2 == 0 {

@@ -3,6 +3,7 @@ import Synchronization
 import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
+import ThreadTestSupport
 
 @Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct ListenerTests {
@@ -100,7 +101,7 @@ struct PostgresMigratorTests {
         migrator.register("slow") { try $0.execute("SELECT pg_sleep(0.2)") }
         let all = migrator
         let failures = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 3) { _ in
+        onThreads(3) { _ in
             do {
                 try all.migrate(try schema.connect())
             } catch {

@@ -3,6 +3,7 @@ import Synchronization
 import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
+import ThreadTestSupport
 
 /// Transactions, retries and the pool against a real server.
 @Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
@@ -80,7 +81,7 @@ struct TransactionTests {
         let failures = Mutex<[String]>([])
         // Two transactions lock the rows in opposite orders; the first runs wait for each other,
         // so the server breaks the deadlock and the loser runs again.
-        DispatchQueue.concurrentPerform(iterations: 2) { index in
+        onThreads(2) { index in
             let (first, second): (Int64, Int64) = index == 0 ? (1, 2) : (2, 1)
             var firstRun = true
             do {

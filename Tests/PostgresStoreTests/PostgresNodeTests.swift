@@ -5,6 +5,7 @@ import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
 import Testing
+import ThreadTestSupport
 
 /// Two PostgreSQL stores on one schema behave as two healthd nodes: each hears the other's
 /// commits, a revocation reaches both, and one user's change feed stays complete and in order
@@ -135,7 +136,7 @@ struct PostgresNodeTests {
                 var values: [Result<[HealthUUID], any Error>] = []
             }
             let answers = Answers()
-            DispatchQueue.concurrentPerform(iterations: 2) { index in
+            onThreads(2) { index in
                 let result = Result { try nodes[index].save(batch, by: app) }
                 answers.lock.withLock { answers.values.append(result) }
             }

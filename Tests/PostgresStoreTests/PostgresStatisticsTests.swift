@@ -8,6 +8,7 @@ import TimeZoneDatabase
 import PostgresTestSupport
 import Testing
 import Primitives
+import ThreadTestSupport
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
 /// user's change counter) and keeps the rollups with `PostgresRollups.apply` in the same
@@ -222,38 +223,31 @@ struct PostgresStatisticsTests {
         let writing = Atomic<Bool>(true)
         let violations = Mutex<[String]>([])
         let saves = 60
-        // A thread per worker: `concurrentPerform` would run only as many at once as there are
-        // cores, so on 2 cores the readers would take turns instead of querying side by side.
-        let group = DispatchGroup()
-        for worker in 0..<5 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                do {
-                    if worker == 0 {
-                        defer { writing.store(false, ordering: .sequentiallyConsistent) }
-                        for index in 0..<saves {
-                            let start = Self.base + Int64(index % 7) * Self.day + Int64(index) * 60_000
-                            _ = try writer.withConnection { connection in
-                                try RollupTestWriter.save([StatisticsSample(id: 0, start: start, end: start + 30_000, value: 1, source: 1)],
-                                                          typeCode: RollupTestWriter.steps, on: connection)
-                            }
-                            committed.add(1, ordering: .sequentiallyConsistent)
+        // A thread per worker, so the readers query side by side, not in turns of one per core.
+        onThreads(5) { worker in
+            do {
+                if worker == 0 {
+                    defer { writing.store(false, ordering: .sequentiallyConsistent) }
+                    for index in 0..<saves {
+                        let start = Self.base + Int64(index % 7) * Self.day + Int64(index) * 60_000
+                        _ = try writer.withConnection { connection in
+                            try RollupTestWriter.save([StatisticsSample(id: 0, start: start, end: start + 30_000, value: 1, source: 1)],
+                                                      typeCode: RollupTestWriter.steps, on: connection)
                         }
-                        return
+                        committed.add(1, ordering: .sequentiallyConsistent)
                     }
-                    while writing.load(ordering: .sequentiallyConsistent) {
-                        let before = committed.load(ordering: .sequentiallyConsistent)
-                        let seen = Int(try total())
-                        let after = committed.load(ordering: .sequentiallyConsistent) + 1  // one save may be committed, not yet counted
-                        if seen < before || seen > after { violations.withLock { $0.append("saw \(seen), committed \(before)...\(after)") } }
-                    }
-                } catch {
-                    violations.withLock { $0.append("\(error)") }
+                    return
                 }
-            }.start()
+                while writing.load(ordering: .sequentiallyConsistent) {
+                    let before = committed.load(ordering: .sequentiallyConsistent)
+                    let seen = Int(try total())
+                    let after = committed.load(ordering: .sequentiallyConsistent) + 1  // one save may be committed, not yet counted
+                    if seen < before || seen > after { violations.withLock { $0.append("saw \(seen), committed \(before)...\(after)") } }
+                }
+            } catch {
+                violations.withLock { $0.append("\(error)") }
+            }
         }
-        group.wait()
         #expect(violations.withLock { $0 }.isEmpty, "\(violations.withLock { $0.prefix(5) })")
         #expect(Int(try total()) == saves)
         // While node A writes, every query may meet a new version (a miss each time, depending on

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import Synchronization
 @testable import SQLite
+import ThreadTestSupport
 
 @Suite struct DatabasePoolTests {
     private static func migrator() -> DatabaseMigrator {
@@ -111,7 +112,7 @@ import Synchronization
         let writerDone = Flag()
         let tornReads = Counter()
         let reads = Counter()
-        DispatchQueue.concurrentPerform(iterations: readerThreads + 1) { iteration in
+        onThreads(readerThreads + 1) { iteration in
             if iteration == 0 {
                 defer { writerDone.set() }
                 for batch in 0..<batches {
@@ -178,7 +179,7 @@ import Synchronization
         let directory = try TemporaryDirectory()
         let pool = try makePool(directory, readers: 1)
         let total = Counter()
-        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+        onThreads(6) { _ in
             for _ in 0..<20 {
                 do {
                     _ = try pool.read { db in try db.scalarInt64("SELECT 1") }

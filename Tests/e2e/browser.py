@@ -126,11 +126,6 @@ class Browser:
             raise RuntimeError(f"chromium --dump-dom failed ({code}): {err[-2000:]}")
         return DOM(out), err
 
-    def screenshot(self, url, path, width, height):
-        code, out, err = self.run(url, f"--screenshot={path}", f"--window-size={width},{height}",
-                                  "--hide-scrollbars")
-        return code == 0 and os.path.exists(path) and os.path.getsize(path) > 0
-
 
 class DevTools:
     """A page in headless Chromium driven over --remote-debugging-pipe (the DevTools protocol as
@@ -157,6 +152,7 @@ class DevTools:
         os.close(to_child)
         os.close(from_child)
         self.buffer, self.next_id, self.session = b"", 0, None
+        self.events = []  # protocol events (console messages, exceptions) met while waiting for answers
 
     def call(self, method, params=None, session=True, timeout=30):
         self.next_id += 1
@@ -169,7 +165,9 @@ class DevTools:
             while b"\0" in self.buffer:
                 raw, self.buffer = self.buffer.split(b"\0", 1)
                 reply = json.loads(raw)
-                if reply.get("id") == self.next_id:
+                if "method" in reply:
+                    self.events.append(reply)
+                elif reply.get("id") == self.next_id:
                     if "error" in reply:
                         raise RuntimeError(f"{method}: {reply['error']}")
                     return reply.get("result", {})
@@ -184,6 +182,39 @@ class DevTools:
     def open(self, url):
         target = self.call("Target.createTarget", {"url": url}, session=False)["targetId"]
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
+
+    def watch_console(self):
+        """From here on, console errors, uncaught exceptions and CSP reports are kept for `console_problems`."""
+        self.call("Runtime.enable")
+        self.call("Log.enable")
+
+    def console_problems(self):
+        """The page's console errors since the last call: uncaught exceptions, console.error, and the
+        browser's own error entries (a CSP violation) other than failed loads, which the page
+        reports itself (a 401 or 404 it shows as a message)."""
+        problems = []
+        for event in self.events:
+            method, params = event["method"], event.get("params", {})
+            if method == "Runtime.exceptionThrown":
+                details = params.get("exceptionDetails", {})
+                problems.append("uncaught: " + (details.get("exception", {}).get("description") or details.get("text", "")))
+            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                problems.append("console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error" \
+                    and params["entry"].get("source") != "network":
+                problems.append(f"{params['entry'].get('source')}: {params['entry'].get('text')}")
+        self.events = []
+        return problems
+
+    def full_page_screenshot(self, path, width):
+        """A PNG of the whole document, however tall (beyond the viewport), at `width` CSS pixels;
+        returns the document height captured."""
+        height = int(self.evaluate("Math.ceil(document.documentElement.scrollHeight)") or 0)
+        shot = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                    "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(shot["data"]))
+        return height
 
     def evaluate(self, expression):
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
@@ -521,14 +552,9 @@ def dashboard_checks(port, browser, fixture, token, artifacts):
 
     period_checks(port, browser, fixture, token)
 
-    print("browser: screenshots")
-    os.makedirs(artifacts, exist_ok=True)
-    for name, width, height in (("dashboard.png", 1280, 3000), ("dashboard-phone.png", 390, 6400)):
-        path = os.path.abspath(os.path.join(artifacts, name))
-        ok = browser.screenshot(url, path, width, height)
-        check(f"screenshot {width}x{height} written", ok)
-        if ok:
-            print(f"  artifact: {path}")
+    print("browser: every period at 1280 px (full-page screenshots)")
+    view_checks(browser.binary, [(f"dashboard-{period}.png", f"{url}&period={period}", 1280, expect_period(period, fixture.today.date()))
+                                 for period in ("day", "week", "month", "year")], artifacts)
 
 
 def period_chart_checks(port, token, dom, period, start, end, interval):
@@ -691,7 +717,7 @@ def period_checks(port, browser, fixture, token):
           (dom.text("steps-value"), dom.text("steps-heading"), dom.text("period-heading"), summary))
 
 
-PHONE_OVERLAPS = """(() => {
+LAYOUT_PROBLEMS = """(() => {
   const problems = [];
   for (const svg of document.querySelectorAll("svg.chart")) {
     const texts = [...svg.querySelectorAll("text")].map((t) => ({ t: t.textContent, r: t.getBoundingClientRect() }))
@@ -709,40 +735,145 @@ PHONE_OVERLAPS = """(() => {
   return JSON.stringify(problems);
 })()"""
 
+# What a person would read as a bug: a figure or label the page rendered from a missing value.
+SHOWN_TEXT_PROBLEMS = r"""(() => {
+  const shown = [document.body.innerText];
+  for (const e of document.querySelectorAll("svg text, svg title")) shown.push(e.textContent);
+  for (const e of document.querySelectorAll("[aria-label], [title]")) shown.push(e.getAttribute("aria-label") || "", e.getAttribute("title") || "");
+  const bad = new Set();
+  for (const text of shown) {
+    for (const m of text.matchAll(/\b(NaN|undefined|Infinity|null)\b|\[object \w+\]/g)) bad.add(`${m[0]} in '${text.trim().slice(0, 80)}'`);
+  }
+  return JSON.stringify([...bad]);
+})()"""
 
-def phone_checks(port, chromium, token, artifacts):
-    """At 390 px, for each period: no chart label touches another, nothing is wider than the screen;
-    the step bars' labels are abbreviated (12.1k) where the full figure would not fit."""
-    print("browser: phone width (390 px)")
+# Every card and panel of a visible dashboard with its state (ok, empty, forbidden, error, loading...).
+PANEL_STATES = """JSON.stringify(document.getElementById('dashboard').hidden ? {} :
+  Object.fromEntries([...document.querySelectorAll('#dashboard [data-state]')].filter((e) => e.id).map((e) => [e.id, e.dataset.state])))"""
+
+
+def period_bucket_count(period, today):
+    """The step bars the period chart draws for the period holding `today` (a date in TIME_ZONE)."""
+    zone = ZoneInfo(TIME_ZONE)
+    if period == "day":
+        start = datetime.combine(today, datetime.min.time(), zone)
+        end = datetime.combine(today + timedelta(days=1), datetime.min.time(), zone)
+        return round((end.astimezone(timezone.utc) - start.astimezone(timezone.utc)).total_seconds() / 3600)
+    if period == "week":
+        return 7
+    if period == "month":
+        following = today.replace(day=28) + timedelta(days=4)
+        return (following - timedelta(days=following.day)).day
+    return 12
+
+
+def png_height(path):
+    with open(path, "rb") as image:
+        head = image.read(24)
+    return int.from_bytes(head[20:24], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0
+
+
+def expect_period(period, today, all_ok=False):
+    """A dashboard with data in `period`: one step bar per bucket of the period, some with a value, and
+    the step card showing a figure; with `all_ok`, every card and panel has data."""
+    # Just after midnight on the period's first day there may be no steps in it yet: then the panel says so.
+    just_begun = {"day": True, "week": today.weekday() == 0, "month": today.day == 1, "year": (today.month, today.day) == (1, 1)}[period]
+
+    def expectation(page, states):
+        problems = []
+        bars = json.loads(page.evaluate("JSON.stringify([...document.querySelectorAll('#chart-period rect[data-bucket]')]"
+                                        ".map((r) => r.dataset.value))") or "[]")
+        if states.get("panel-period") == "ok":
+            if len(bars) != period_bucket_count(period, today):
+                problems.append(f"{len(bars)} step bars, not {period_bucket_count(period, today)}")
+            if not any(bars):
+                problems.append("no step bar has a value")
+        elif not (just_begun and states.get("panel-period") == "empty"):
+            problems.append(f"the step chart is {states.get('panel-period')}")
+        pressed = page.evaluate("document.querySelector('#period-switch [aria-pressed=true]').dataset.period")
+        if pressed != period:
+            problems.append(f"the period switch shows {pressed}")
+        if not just_begun and page.evaluate("document.getElementById('steps-value').textContent") == "–":
+            problems.append("the steps card shows no figure")
+        if all_ok:  # today's cards may still be empty early in the morning
+            today_only = ("card-steps", "card-energy", "card-heart", "panel-heart", "panel-period")
+            problems += [f"{panel} is {state}" for panel, state in states.items() if panel.startswith(("card-", "panel-"))
+                         and state != "ok" and not (state == "empty" and panel in today_only)]
+        return problems
+    return expectation
+
+
+def expect_states(wanted, hidden_dashboard=False):
+    """Every card and panel in one of `wanted` (or the dashboard hidden behind the token form)."""
+    def expectation(page, states):
+        if hidden_dashboard:
+            return [] if not states and page.evaluate("!document.getElementById('token-panel').hidden") else ["the token form is not shown"]
+        panels = {panel: state for panel, state in states.items() if panel.startswith(("card-", "panel-"))}
+        return [f"{panel} is {state}" for panel, state in panels.items() if state not in wanted]
+    return expectation
+
+
+def view_checks(chromium, views, artifacts):
+    """Opens each view (name, url, width, expectation) in one headless page, checks it as a person
+    would see it, and saves a screenshot of the whole page, however tall. Every view: the page
+    finishes loading, logs no error, shows no NaN, undefined or null, no chart label overlaps
+    another, nothing is wider than the window, no card is left loading or in error; then what the
+    view's expectation says. Settings persist in localStorage as in a browser, so every URL names
+    its period."""
+    os.makedirs(artifacts, exist_ok=True)
     page = DevTools(chromium)
     try:
         page.open("about:blank")
-        page.call("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
-        for period in ("day", "week", "month", "year"):
+        page.watch_console()
+        for name, url, width, expectation in views:
+            page.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": 844 if width < 600 else 900,
+                                                              "deviceScaleFactor": 1, "mobile": width < 600})
             page.call("Page.navigate", {"url": "about:blank"})
-            page.call("Page.navigate", {"url": f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}&period={period}"})
-            # Just after midnight the day may have no steps yet: then the panel says so instead of a chart.
-            loaded = page.wait_for("document.body.dataset.loaded === 'true' && (document.querySelectorAll('#chart-period rect').length > 0"
-                                   " || document.getElementById('panel-period').dataset.state === 'empty')")
-            check(f"phone {period}: the page loads with its step chart", bool(loaded))
-            time.sleep(0.5)
-            problems = json.loads(page.evaluate(PHONE_OVERLAPS) or "[]")
-            check(f"phone {period}: no chart label overlaps another and nothing overflows", not problems, problems[:5])
-            if period == "week":
-                labels = page.evaluate("JSON.stringify([...document.querySelectorAll('#chart-period .bar-label')].map((t) => t.textContent))")
-                labels = json.loads(labels or "[]")
-                empty = page.evaluate("document.getElementById('panel-period').dataset.state") == "empty"
-                check("phone week: bar labels are abbreviated (12.1k)", (labels or empty) and all(re.fullmatch(r"\d+(\.\d)?k|\d{1,3}", l) for l in labels),
-                      labels)
-                height = page.evaluate("document.documentElement.scrollHeight")
-                shot = page.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                            "clip": {"x": 0, "y": 0, "width": 390, "height": height, "scale": 1}})
-                path = os.path.abspath(os.path.join(artifacts, "dashboard-phone-week.png"))
-                with open(path, "wb") as out:
-                    out.write(base64.b64decode(shot["data"]))
-                print(f"  artifact: {path}")
+            if "#" not in url:  # the first visit: no token kept from an earlier view
+                page.call("Page.navigate", {"url": url})
+                page.wait_for("document.body.dataset.loaded === 'true'")
+                page.evaluate("localStorage.clear()")
+                page.call("Page.navigate", {"url": "about:blank"})
+            page.events = []
+            page.call("Page.navigate", {"url": url})
+            loaded = page.wait_for("document.body.dataset.loaded === 'true'")
+            time.sleep(0.4)  # a chart drawn after the flag, a resize's redraw
+            states = json.loads(page.evaluate(PANEL_STATES) or "{}")
+            problems = [] if loaded else ["the page never finished loading"]
+            problems += page.console_problems()
+            problems += json.loads(page.evaluate(SHOWN_TEXT_PROBLEMS) or "[]")
+            problems += json.loads(page.evaluate(LAYOUT_PROBLEMS) or "[]")
+            problems += [f"{panel} is {state}" for panel, state in states.items() if state in ("loading", "error")]
+            problems += expectation(page, states)
+            path = os.path.abspath(os.path.join(artifacts, name))
+            height = page.full_page_screenshot(path, width)
+            if png_height(path) != height or height < 300:
+                problems.append(f"the screenshot is {png_height(path)} px high, the page {height} px")
+            check(f"view {name} ({width} px): loads, no console error, no NaN/undefined, nothing overlaps, as expected",
+                  not problems, problems[:6])
+            print(f"  artifact: {path} ({width}x{height})")
     finally:
         page.close()
+
+
+def phone_checks(port, chromium, token, artifacts):
+    """At 390 px, for each period, the views' checks (no chart label touches another, nothing is wider
+    than the screen...); the week's step bar labels are abbreviated (12.1k) where the full figure would
+    not fit."""
+    print("browser: phone width (390 px)")
+    today = datetime.now(ZoneInfo(TIME_ZONE)).date()
+
+    def abbreviated(page, states):
+        problems = expect_period("week", today)(page, states)
+        labels = json.loads(page.evaluate("JSON.stringify([...document.querySelectorAll('#chart-period .bar-label')].map((t) => t.textContent))") or "[]")
+        if states.get("panel-period") == "empty":  # a Monday before the first steps
+            return problems
+        if not labels or not all(re.fullmatch(r"\d+(\.\d)?k|\d{1,3}", label) for label in labels):
+            problems.append(f"week bar labels are not abbreviated (12.1k): {labels}")
+        return problems
+    view_checks(chromium, [(f"dashboard-phone-{period}.png", f"http://127.0.0.1:{port}/#token={urllib.parse.quote(token)}&period={period}", 390,
+                            abbreviated if period == "week" else expect_period(period, today))
+                           for period in ("day", "week", "month", "year")], artifacts)
 
 
 def live_checks(port, chromium, fixture, token):
@@ -816,10 +947,8 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
     check("no date of birth stored: the zone asks for an age and says none is stored, not 'not shared'",
           dom.attr("zone-range", "data-state") == "none" and dom.attr("zone-range", "data-reason") == "empty"
           and "no date of birth is stored yet" in (dom.text("zone-range") or ""), dom.text("zone-range"))
-    os.makedirs(artifacts, exist_ok=True)
-    for name, width, height in (("dashboard-empty.png", 1280, 1800), ("dashboard-empty-phone.png", 390, 3600)):
-        path = os.path.abspath(os.path.join(artifacts, name))
-        check(f"screenshot {name} written", browser.screenshot(url, path, width, height))
+    view_checks(browser.binary, [(name, url + "&period=day", width, expect_states({"empty"}))
+                                 for name, width in (("dashboard-empty.png", 1280), ("dashboard-empty-phone.png", 390))], artifacts)
 
     print("browser: types not shared with the token")
     partial = fixture.token_reading(["stepCount", "heartRate"])
@@ -845,9 +974,8 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
     check("without an age typed in, the zone says the date of birth is not shared with this app (not 'none stored')",
           bare.attr("zone-range", "data-state") == "none" and bare.attr("zone-range", "data-reason") == "forbidden"
           and "not shared with this app" in (bare.text("zone-range") or ""), bare.text("zone-range"))
-    for name, width, height in (("dashboard-forbidden.png", 1280, 2400), ("dashboard-forbidden-phone.png", 390, 4200)):
-        path = os.path.abspath(os.path.join(artifacts, name))
-        check(f"screenshot {name} written", browser.screenshot(url, path, width, height))
+    view_checks(browser.binary, [(name, url + "&period=day", width, expect_states({"ok", "forbidden"}))
+                                 for name, width in (("dashboard-forbidden.png", 1280), ("dashboard-forbidden-phone.png", 390))], artifacts)
     print("browser: a token that may not learn its read list")
     hidden = fixture.token_reading(["stepCount", "heartRate"], disclose_read=False)
     status, _, payload = http(port, "GET", "/v1/authorizations/current", token=hidden)
@@ -872,6 +1000,13 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
           "hidden" not in dom.by_id["token-panel"]["attrs"] and "hidden" in dom.by_id["dashboard"]["attrs"]
           and "403" in (dom.text("token-message") or "") and "app token" in (dom.text("token-message") or ""),
           dom.text("token-message"))
+    print("browser: the token form (a first visit, a rejected token, the admin token pasted)")
+    form = expect_states(set(), hidden_dashboard=True)
+    view_checks(browser.binary, [("dashboard-token-form.png", f"http://127.0.0.1:{port}/", 1280, form),
+                                 ("dashboard-token-form-phone.png", f"http://127.0.0.1:{port}/", 390, form),
+                                 ("dashboard-bad-token.png", f"http://127.0.0.1:{port}/#token=not-a-real-token", 1280, form),
+                                 ("dashboard-admin-token.png", f"http://127.0.0.1:{port}/#token={urllib.parse.quote(ADMIN)}", 1280, form)],
+                artifacts)
 
 
 def unit_checks(browser, repository):
@@ -944,14 +1079,17 @@ def demo_checks(binary, public, browser, artifacts):
 
         def read_lines():
             # Lines may already sit in the pipe's text buffer, where select() cannot see them.
+            # Then keep reading: the access log would fill the pipe and stall the server.
             for line in demo.proc.stdout:
                 match = re.search(r"dashboard: (http://\S+#token=(\S+))", line)
-                if match:
+                if match and "url" not in found:
                     found["url"], found["token"] = match.group(1), match.group(2)
-                    return
+                    ready.set()
+            ready.set()
+        ready = threading.Event()
         reader = threading.Thread(target=read_lines, daemon=True)
         reader.start()
-        reader.join(90)
+        ready.wait(90)
         url, token = found.get("url"), found.get("token")
         check("serve --demo prints a dashboard URL with a token in its fragment", url is not None)
         if url is None:
@@ -996,15 +1134,11 @@ def demo_checks(binary, public, browser, artifacts):
         check("demo: one 28-day trend point per day with data, carrying the API's sums",
               [number(t["attrs"]["data-value"]) for t in trend] == [sums[day] for day in days if day in sums] and len(trend) >= 27,
               (len(trend), len(sums)))
-        path = os.path.join(artifacts, "dashboard-demo.png")
-        browser.screenshot(url, path, 1280, 3000)
-        print(f"browser: demo screenshot written to {path}")
-        path = os.path.join(artifacts, "dashboard-demo-phone.png")
-        browser.screenshot(url, path, 390, 6400)
-        print(f"browser: demo phone screenshot written to {path}")
-        path = os.path.join(artifacts, "dashboard-demo-phone-week.png")
-        browser.screenshot(url + "&period=week", path, 390, 6400)
-        print(f"browser: demo phone week screenshot written to {path}")
+        print("browser: the demo in every period, at 1280 and 390 px (full-page screenshots)")
+        view_checks(browser.binary, [(f"dashboard-demo-{period}{suffix}.png", f"{url}&period={period}", width,
+                                      expect_period(period, today, all_ok=True))
+                                     for suffix, width in (("", 1280), ("-phone", 390)) for period in ("day", "week", "month", "year")],
+                    artifacts)
     finally:
         demo.stop()
         shutil.rmtree(demo.data_dir, ignore_errors=True)
@@ -1018,7 +1152,7 @@ def main():
     parser.add_argument("--artifacts", default="ci-artifacts")
     args = parser.parse_args()
     browser = Browser(args.chromium)
-    server = Server(args.binary, os.path.abspath(args.public))
+    server = Server(args.binary, os.path.abspath(args.public), drain=True)  # drained: the access log must not fill the pipe
     try:
         fixture = Fixture(server.port)
         token = fixture.make_user("browser-demo", with_data=True)

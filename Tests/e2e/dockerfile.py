@@ -4,14 +4,89 @@ path the package manifest names (SwiftPM refuses a manifest whose target folder 
 when building one product), the health check must use the port the server listens on, and the
 README's Docker section must name every package the runtime stage installs.
 
-Usage: python3 Tests/e2e/dockerfile.py   (from anywhere; needs `swift`)
+It also checks that the build image's Swift is the one the code is built with here (the same
+major.minor as `swift --version`, and not older than the manifest's tools version), and, given
+`--binary` (a healthd built here), that the runtime stage installs the Debian package of every
+library the binary links (`ldd`) or loads (`dlopen` in Sources/), beyond the Swift runtime, which
+the image links statically (`--static-swift-stdlib`).
+
+Usage: python3 Tests/e2e/dockerfile.py [--binary PATH/TO/healthd]   (from anywhere; needs `swift`)
 """
-import os, re, shutil, subprocess, sys, tempfile
+import argparse, glob, os, re, shutil, subprocess, sys, tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+# In every Debian image (Essential or required by libc6), so the runtime stage need not install them.
+BASE_PACKAGES = {"libc6", "libgcc-s1"}
+
+
+def version(text):
+    return tuple(int(part) for part in text.split("."))
+
+
+def swift_version_problems(build):
+    """The build image's tag against the manifest's tools version and the toolchain here."""
+    image = re.match(r"\s*swift:(\d+(?:\.\d+)*)", build)
+    if not image:
+        return ["the build stage must start FROM swift:VERSION (a pinned official Swift image)"]
+    problems = []
+    tools = re.search(r"swift-tools-version:\s*(\d+(?:\.\d+)*)", open(os.path.join(ROOT, "Package.swift"), encoding="utf-8").read())
+    if tools and version(image.group(1)) < version(tools.group(1)):
+        problems.append(f"the build image has Swift {image.group(1)}, older than the manifest's tools version {tools.group(1)}")
+    here = re.search(r"Swift version (\d+\.\d+(?:\.\d+)?)", subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout
+                     + subprocess.run(["swift", "--version"], capture_output=True, text=True).stderr)
+    if here and version(image.group(1))[:2] != version(here.group(1))[:2]:
+        problems.append(f"the build image has Swift {image.group(1)}, but the code is built and tested here with {here.group(1)}: "
+                        "pin the image to that release")
+    return problems
+
+
+def package_of(path):
+    """The Debian package holding a library file (dpkg -S; /lib is /usr/lib on merged-/usr Debian)."""
+    for candidate in (path, os.path.realpath(path), "/usr" + path if path.startswith("/lib") else path):
+        found = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
+        if found.returncode == 0:
+            return found.stdout.split(":", 1)[0]
+    return None
+
+
+def runtime_library_problems(binary, build, packages):
+    """Every library the binary needs at run time, beyond the statically linked Swift runtime, must
+    come from a package the runtime stage installs (or the base image has)."""
+    if not shutil.which("dpkg") or not shutil.which("ldd"):
+        print("dockerfile: no dpkg or ldd here: the runtime libraries are not checked")
+        return []
+    problems = []
+    linked = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    paths = re.findall(r"=>\s+(/\S+)", linked)
+    swift_runtime = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swift") or "/")))
+    static = "--static-swift-stdlib" in build
+    loaded = []
+    for source in glob.glob(os.path.join(ROOT, "Sources", "**", "*.[ch]"), recursive=True):
+        loaded += re.findall(r'dlopen\("([^"]+\.so\.\d+)"', open(source, encoding="utf-8", errors="replace").read())
+    for name in sorted(set(loaded)):
+        found = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+        match = re.search(rf"^\s*{re.escape(name)} .*=> (\S+)", found, flags=re.M)
+        if match:
+            paths.append(match.group(1))
+        else:
+            print(f"dockerfile: {name} (loaded at run time) is not installed here: its package is not checked")
+    for path in paths:
+        if os.path.realpath(path).startswith(swift_runtime + os.sep):
+            if not static:
+                problems.append(f"the binary links {os.path.basename(path)} from the Swift toolchain: build with --static-swift-stdlib")
+            continue
+        package = package_of(path)
+        if package is None:
+            problems.append(f"no Debian package holds {path}, which the binary needs")
+        elif package not in packages and package not in BASE_PACKAGES:
+            problems.append(f"the binary needs {os.path.basename(path)} from {package}, which the runtime stage does not install")
+    return problems
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", help="a healthd built here, whose libraries the runtime stage must provide")
+    args = parser.parse_args()
     text = open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8").read()
     stages = re.split(r"^FROM\s", text, flags=re.M)[1:]
     problems = []
@@ -50,6 +125,9 @@ def main():
         for package in packages:
             if f"`{package}`" not in section:
                 problems.append(f"the runtime stage installs {package}, which the README's Docker section does not name")
+        problems += swift_version_problems(build)
+        if args.binary:
+            problems += runtime_library_problems(args.binary, build, packages)
         ignore = os.path.join(ROOT, ".dockerignore")
         if not os.path.exists(ignore) or ".build" not in open(ignore).read():
             problems.append(".dockerignore must leave out .build (gigabytes of build products)")
@@ -59,8 +137,8 @@ def main():
         print(f"dockerfile: {problem}")
     if problems:
         raise SystemExit(1)
-    print("dockerfile: the build stage's files make the package; the health check reads HEALTHD_PORT; "
-          "the README names every runtime package")
+    print("dockerfile: the build stage's files make the package with the Swift release used here; the health check reads "
+          "HEALTHD_PORT; the README names every runtime package" + ("; the runtime stage has every library the binary needs" if args.binary else ""))
 
 
 if __name__ == "__main__":

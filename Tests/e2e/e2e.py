@@ -295,6 +295,18 @@ def idempotency_checks(port, token):
     check("a deleted uuid can be saved again, with other content", st == 201, b[:200])
     st, h, b = http(port, "GET", f"/v1/samples/{uuids[7]}", token=token)
     check("and reads back as saved the second time", st == 200 and js(b)["value"] == 999, b[:200])
+    # A quantity always names its unit: without one (or in a correlation's object) the batch is a
+    # 400 naming the field and listing the type's units, and nothing of it is stored.
+    unitless = str(uuid.uuid4())
+    st, h, b = http(port, "POST", "/v1/samples", {"samples": [
+        sample(str(uuid.uuid4()), 5, 2),
+        {"uuid": unitless, "type": "stepCount", "value": 150, "start": "2026-03-09T09:03:00Z"}]}, token=token)
+    errors = js(b).get("errors", []) if st == 400 else []
+    check("a quantity sample without a unit is a 400 naming samples[1].unit and the units stepCount takes",
+          st == 400 and errors[:1] == [{"index": 1, "field": "unit", "detail": "unit is required for a quantity sample: stepCount takes count"}]
+          and "samples[1].unit" in js(b).get("detail", ""), b[:400])
+    st, h, b = http(port, "GET", f"/v1/samples/{unitless}", token=token)
+    check("nothing of the batch without a unit is stored", st == 404, b[:200])
 
 
 def privacy_traffic(port):
@@ -700,7 +712,7 @@ def seed_and_demo_checks(binary, public):
                   st == 200 and zone.get("method") == "karvonen" and zone.get("low", 0) < zone.get("high", 0), b[:200])
             st, h, b = http(server.port, "GET", "/v1/heart-rate/zones?goal=sprint", token=token)
             check("an unknown zone goal is a 400", st == 400 and js(b)["code"] == "errorInvalidArgument")
-            st, h, b = http(server.port, "POST", "/v1/samples", {"samples": [{"type": "stepCount", "value": 1,
+            st, h, b = http(server.port, "POST", "/v1/samples", {"samples": [{"type": "stepCount", "value": 1, "unit": "count",
                                                                              "start": "2026-01-01T00:00:00Z"}]}, token=token)
             check("the demo token is read-only", st == 403)
         finally:

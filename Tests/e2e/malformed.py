@@ -39,6 +39,9 @@ def slow_send(port, data, interval, read_timeout=10.0):
         s.close()
 
 
+# The start of a TLS 1.2/1.3 ClientHello record (what a client sends to https://localhost:8080).
+TLS_CLIENT_HELLO = bytes([0x16, 0x03, 0x01, 0x00, 0x2f, 0x01, 0x00, 0x00, 0x2b, 0x03, 0x03]) + bytes(32) + bytes([0x00, 0x00, 0x02, 0x13, 0x01, 0x01, 0x00])
+
 # (name, request bytes, acceptable first statuses, statuses the whole exchange must equal or None)
 CASES = [
     # Request smuggling: every ambiguity between Content-Length and Transfer-Encoding is refused.
@@ -79,7 +82,11 @@ CASES = [
     ("bare CR as a line ending", b"GET /healthz HTTP/1.1\r" + H.replace(b"\r\n", b"\r") + b"\r\r", {400}, [400]),
     ("bare LF inside the header block", b"GET /healthz HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n", {400}, [400]),
     ("two spaces in the request line", b"GET  /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
-    ("lowercase method", b"get /healthz HTTP/1.1\r\n" + H + b"\r\n", {400, 405, 501}, None),
+    # Methods are case-sensitive (RFC 9110 9.1): a known one in another case is a 400 that says so;
+    # an unknown one is the router's 405 with Allow (API.md has no 501).
+    ("lowercase method", b"get /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
+    ("unknown method", b"BREW /healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {405}, [405]),
+    ("TLS ClientHello to the plain-HTTP port", TLS_CLIENT_HELLO, {400}, [400]),
     ("lowercase http version", b"GET /healthz http/1.1\r\n" + H + b"\r\n", {400}, [400]),
     ("HTTP/1.2 is not a version we speak", b"GET /healthz HTTP/1.2\r\n" + H + b"\r\n", {505}, [505]),
     ("HTTP/0.9 style request line", b"GET /healthz\r\n\r\n", {400}, [400]),
@@ -118,6 +125,18 @@ def malformed_http_checks(port):
         ok = status in acceptable and (exact is None or statuses(resp) == exact)
         # A refused request must never reach a handler: no 2xx/5xx on anything marked 4xx-only.
         check(f"{name}: {sorted(acceptable)}", ok, (statuses(resp), resp[:120]))
+
+    # The details say what went wrong, and the connection closes (raw() reads until the close).
+    started = time.time()
+    resp = raw(port, TLS_CLIENT_HELLO, read_timeout=3.0)
+    check("TLS ClientHello: 400 saying the port speaks plain HTTP, then the close (not the read timeout)",
+          statuses(resp) == [400] and b"not TLS: use http://" in resp and time.time() - started < 2.5, resp[:400])
+    resp = raw(port, b"get /healthz HTTP/1.1\r\n" + H + b"\r\n", read_timeout=3.0)
+    check("lowercase method: 400 saying methods are case-sensitive, suggesting GET",
+          statuses(resp) == [400] and b"methods are case-sensitive: did you mean GET?" in resp, resp[:400])
+    resp = raw(port, b"DELETE /healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", read_timeout=3.0)
+    check("a known method a route does not take stays 405 with Allow",
+          statuses(resp) == [405] and re.search(rb"(?i)\r\nallow: ", resp) is not None, resp[:400])
 
     # A framing error closes the connection at once (end of input, not a quiet open socket).
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
