@@ -2,7 +2,8 @@
 # code is built and tested with (Tests/e2e/dockerfile.py compares it with `swift --version`), run
 # on a slim Debian of the same release with only the runtime libraries, as a non-root user.
 # (No Docker engine runs on the project's build machines: Tests/e2e/dockerfile.py checks that the
-# build stage's files make the package and that the health check reads the server's port.)
+# build stage's files make the package, that the runtime stage has every library the binary links
+# or loads, and that the health check reads the server's port.)
 
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \

@@ -73,7 +73,7 @@ let package = Package(
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "PostgresStore",
-                                         "DemoData"],
+                                         "PostgreSQL", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",

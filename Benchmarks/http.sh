@@ -15,7 +15,10 @@
 # before/after figures side by side; with BASELINE_STORE=dir (a store that binary can open, with
 # the token in BASELINE_TOKEN) its samples route too. BIN=dir takes the three binaries from dir
 # instead of building them. CONFIG_EXTRA='"eventLoops": 16' adds members to the config healthd
-# (and the baseline) run with, to compare settings. Installs wrk and nginx from Debian if missing.
+# (and the baseline) run with, to compare settings. TAIL_ONLY=1 runs only GET /healthz at 1,000
+# connections, floor, healthd (and baseline) in turn, ROUNDS times (default 3), each round's
+# ratios against that round's floor, with context switches per request, then the idle-memory
+# check: no nginx, no store, no samples route. Installs wrk and nginx from Debian if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${1:-10}"
@@ -61,23 +64,35 @@ http {
   }
 }
 CONF
-nginx -c "$work/nginx.conf"
-for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
-nginx_pid=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) # the one worker does the work
+if [ -z "${TAIL_ONLY:-}" ]; then
+  nginx -c "$work/nginx.conf"
+  for _ in $(seq 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+  nginx_pid=""
+  for _ in $(seq 50); do # the one worker does the work (it may start a moment after the pid file)
+    nginx_pid=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1) || true
+    [ -n "$nginx_pid" ] && break; sleep 0.1
+  done
+fi
 
 "$bin/dispatch-floor" "$floor_port" > "$work/floor.log" 2>&1 &
 floor_pid=$!
 
 # The store for the samples route (seeded through HealthStore once, then reused).
-mkdir -p "$store"
-token=$("$bin/healthd-bench" seed-store --work-dir "$store" --store-samples "$store_samples" | awk '/^token: / {print $2}')
+if [ -n "${TAIL_ONLY:-}" ]; then
+  store="$work/store"   # /healthz touches no data
+  mkdir -p "$store"
+else
+  mkdir -p "$store"
+  token=$("$bin/healthd-bench" seed-store --work-dir "$store" --store-samples "$store_samples" | awk '/^token: / {print $2}')
+fi
 
 # The abuse limits are off: every client here is one loopback address.
 echo "{\"accessLog\": false, \"maxConnections\": 20000, \"maxConnectionsPerAddress\": 20000, \"rateLimitPerAddressPerSecond\": 0, \"rateLimitPerTokenPerSecond\": 0${CONFIG_EXTRA:+, $CONFIG_EXTRA}}" > "$work/config.json"
 HEALTHD_ADMIN_TOKEN=bench-admin-token-0123456789 "$bin/healthd" serve --port "$healthd_port" --data-dir "$store" \
   --config "$work/config.json" > "$work/healthd.log" 2>&1 &
 healthd_pid=$!
-ports="$healthd_port $nginx_port $floor_port"
+ports="$healthd_port $floor_port"
+[ -n "${TAIL_ONLY:-}" ] || ports="$ports $nginx_port"
 if [ -n "${BASELINE:-}" ]; then
   mkdir -p "$work/baseline-store"
   [ -n "${BASELINE_STORE:-}" ] && cp -r "$BASELINE_STORE"/. "$work/baseline-store/"
@@ -90,27 +105,33 @@ for port in $ports; do
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 done
 samples_url="http://127.0.0.1:$healthd_port/v1/samples?type=stepCount&limit=10"
-curl -fs -H "Authorization: Bearer $token" "$samples_url" | grep -q '"samples":\[{' || { echo "samples route returned no samples"; exit 1; }
+[ -n "${TAIL_ONLY:-}" ] || curl -fs -H "Authorization: Bearer $token" "$samples_url" | grep -q '"samples":\[{' || { echo "samples route returned no samples"; exit 1; }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Voluntary and involuntary context switches of all the process's threads so far (threads that
+# ended meanwhile are not counted; Dispatch keeps its workers for the length of a run).
+context_switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}'; }
 ticks_per_second=$(getconf CLK_TCK)
 
-run() { # name pid url connections [extra wrk args...] -> "name|conns|req/s|p99|µs CPU per request|mean|wrk CPU share"
+run() { # name pid url connections [extra wrk args...] -> "name|conns|req/s|p99|µs CPU per request|mean|wrk CPU share|context switches per request"
   local name=$1 pid=$2 url=$3 conns=$4; shift 4
-  local before after out
+  local before after out switches_before switches_after
   before=$(cpu_ticks "$pid")
+  switches_before=$(context_switches "$pid")
   # wrk's own CPU (user + system seconds): it shares the two cores with the server.
   out=$(/usr/bin/time -f 'wrk-cpu %U %S' wrk -t2 -c"$conns" -d"${duration}s" --latency "$@" "$url" 2>&1)
   after=$(cpu_ticks "$pid")
+  switches_after=$(context_switches "$pid")
   local rps p99 requests mean wrk_cpu
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
   mean=$(echo "$out" | awk '$1=="Latency" {print $2; exit}')
   requests=$(echo "$out" | awk '/requests in/ {print $1}')
   wrk_cpu=$(echo "$out" | awk -v d="$duration" -v n="$(nproc)" '$1=="wrk-cpu" {printf "%.2f", ($2 + $3) / (d * n)}')
-  local cpu
+  local cpu switches
   cpu=$(python3 -c "print(f'{1e6 * ($after - $before) / $ticks_per_second / max(1, $requests):.1f}')")
-  echo "$name|$conns|$rps|$p99|$cpu|$mean|$wrk_cpu"
+  switches=$(python3 -c "print(f'{($switches_after - $switches_before) / max(1, $requests):.2f}')")
+  echo "$name|$conns|$rps|$p99|$cpu|$mean|$wrk_cpu|$switches"
 }
 
 # healthd's memory while it holds 1,000 idle keep-alive connections (each made one request, then
@@ -138,6 +159,35 @@ print(f"{after['Rss']:.1f} MiB ({after['Anonymous']:.1f} MiB anonymous; the 1,00
 PY2
 }
 
+ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
+machine_line() {
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)${CONFIG_EXTRA:+, healthd config + $CONFIG_EXTRA}"
+}
+
+if [ -n "${TAIL_ONLY:-}" ]; then
+  echo
+  machine_line
+  echo
+  echo "| round | GET /healthz, 1,000 connections | requests/s | p99 | server CPU per request | context switches per request | ratio to this round's floor (req/s, CPU) | mean latency (connections / requests/s) | wrk's CPU share | load |"
+  echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for round in $(seq "${ROUNDS:-3}"); do
+    floor_row=""
+    for n in floor healthd ${BASELINE:+baseline}; do
+      pid_var="${n}_pid"; port_var="${n}_port"
+      row=$(run "$n" "${!pid_var}" "http://127.0.0.1:${!port_var}/healthz" 1000)
+      IFS='|' read -r _ c rps p99 cpu mean wrk switches <<<"$row"
+      [ "$n" = floor ] && floor_row="$row"
+      IFS='|' read -r _ _ frps _ fcpu _ _ _ <<<"$floor_row"
+      little=$(python3 -c "print(f'{1000 * 1000 / float($rps):.1f} ms')")
+      label=$n; [ "$n" = floor ] && label="Dispatch floor"; [ "$n" = baseline ] && label="baseline healthd ($BASELINE)"
+      echo "| $round | $label | $rps | $p99 | $cpu µs | $switches | $(ratio "$rps" "$frps"), $(ratio "$cpu" "$fcpu") | $mean ($little) | $wrk | $(cut -d' ' -f1 /proc/loadavg) |"
+    done
+  done
+  echo
+  echo "healthd holding 1,000 idle keep-alive connections: $(idle_memory)"
+  exit 0
+fi
+
 results=()
 for c in 64 1000; do
   results+=("$(run nginx "$nginx_pid" "http://127.0.0.1:$nginx_port/healthz" $c)")
@@ -156,16 +206,14 @@ idle_after_samples=$(idle_memory)
 
 field() { # name conns column
   for r in "${results[@]}"; do
-    IFS='|' read -r n c rps p99 cpu mean wrk <<<"$r"
+    IFS='|' read -r n c rps p99 cpu mean wrk _ <<<"$r"
     if [ "$n" = "$1" ] && [ "$c" = "$2" ]; then
       case $3 in rps) echo "$rps" ;; p99) echo "$p99" ;; cpu) echo "$cpu" ;; mean) echo "$mean" ;; wrk) echo "$wrk" ;; esac
     fi
   done
 }
-ratio() { python3 -c "print(f'{float($1)/float($2):.2f}')"; }
-
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)${CONFIG_EXTRA:+, healthd config + $CONFIG_EXTRA}"
+machine_line
 echo
 echo "| GET /healthz | connections | requests/s | p99 | server CPU per request | requests/s ratio | mean latency (connections / requests/s) | wrk's CPU share |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -185,11 +233,11 @@ for c in 64 1000; do
     echo "| $label | $c | $(field $n $c rps) | $(field $n $c p99) | $(field $n $c cpu) µs | $r | $(field $n $c mean) ($little) | $(field $n $c wrk) |"
   done
 done
-IFS='|' read -r _ c rps p99 cpu _ _ <<<"$samples_result"
+IFS='|' read -r _ c rps p99 cpu _ _ _ <<<"$samples_result"
 echo
 echo "| healthd GET /v1/samples?type=stepCount&limit=10 ($store_samples samples, app token) | $c | $rps | $p99 | $cpu µs | $(ratio "$rps" "$(field healthd 64 rps)") of /healthz |"
 if [ -n "${BASELINE_STORE:-}" ]; then
-  IFS='|' read -r _ c brps bp99 bcpu _ _ <<<"$baseline_samples"
+  IFS='|' read -r _ c brps bp99 bcpu _ _ _ <<<"$baseline_samples"
   echo "| baseline healthd, same route | $c | $brps | $bp99 | $bcpu µs | $(ratio "$rps" "$brps") after/before |"
 fi
 echo

@@ -673,6 +673,10 @@ async function loadZone(client, current) {
       range.dataset.state = "error";
       range.textContent = `No zone: ${error.detail}`;
     } else {
+      // The panel says what went wrong; the line must not keep saying "Loading…".
+      range.dataset.state = "error";
+      range.textContent = error instanceof APIFailure && error.kind === "network"
+        ? "No zone: the server could not be reached." : "No zone could be shown.";
       throw error;
     }
   }

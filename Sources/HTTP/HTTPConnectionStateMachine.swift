@@ -57,7 +57,9 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// head and the next step need, and the input side's state meanwhile.
     private struct Exchange: Sendable {
         var version: HTTPVersion
-        var method: HTTPMethod
+        /// A HEAD request: its response carries no body. A flag rather than the method, so the
+        /// phase holds no reference and copying or replacing it costs nothing.
+        var isHead: Bool
         /// The request allows keep-alive and no shutdown has begun.
         var keepAlive: Bool
         /// Reading was paused because pipelined bytes piled up behind this request.
@@ -67,14 +69,17 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     // Everything that varies per request lives in the phase's payload, so no field can be stale
-    // in a phase it does not belong to.
+    // in a phase it does not belong to; only the head and body of a request whose body is still
+    // arriving live beside it, in `bodyInProgress`. The payloads are plain values: the phase is
+    // read and replaced several times a request, and a payload with references (the head used to
+    // be one) was copied and destroyed through the runtime's value witnesses each time.
     private enum Phase: Sendable {
         /// Between requests, nothing received.
         case idle(since: UInt64)
         /// Part of a head received.
         case readingHead(since: UInt64)
         /// Head complete, body in progress. `closeAfter`: shutdown began; answer this request, then close.
-        case readingBody(head: HTTPRequestHead, body: [UInt8], lastProgress: UInt64, closeAfter: Bool)
+        case readingBody(lastProgress: UInt64, closeAfter: Bool)
         /// Dispatched; waiting for `responseReady`.
         case awaitingResponse(Exchange)
         /// Response queued or streaming; waiting for `responseWritten`.
@@ -87,6 +92,8 @@ public struct HTTPConnectionStateMachine: Sendable {
     public let maxBufferedBytes: Int
     private var parser: HTTPRequestParser
     private var phase: Phase
+    /// The head and the body so far while the phase is `.readingBody`; nil otherwise.
+    private var bodyInProgress: (head: HTTPRequestHead, body: [UInt8])?
 
     public init(limits: HTTPLimits = .default, timeouts: HTTPTimeouts = HTTPTimeouts(),
                 maxBufferedBytes: Int = 64 * 1024, now: UInt64) {
@@ -158,7 +165,7 @@ public struct HTTPConnectionStateMachine: Sendable {
             return
         }
         if exchange.keepAlive && Self.asksToClose(response.headers) { exchange.keepAlive = false }
-        let allowsBody = HTTPResponseSerializer.allowsBody(status: response.status, method: exchange.method)
+        let allowsBody = !exchange.isHead && HTTPResponseSerializer.allowsBody(status: response.status)
         let bodiless = response.status.code == 204 || response.status.code == 304
         switch response.body {
         case .bytes(let bytes):
@@ -211,6 +218,7 @@ public struct HTTPConnectionStateMachine: Sendable {
         case .idle, .readingHead, .readingBody:
             // An unfinished request can never complete now.
             phase = .closed
+            bodyInProgress = nil
             return [.close(lingering: false)]
         case .awaitingResponse(var exchange):
             guard !exchange.inputEnded else { return [] }
@@ -239,7 +247,7 @@ public struct HTTPConnectionStateMachine: Sendable {
             if Self.elapsed(from: since, to: time) >= timeouts.header {
                 return fail(HTTPParseError(status: .requestTimeout, detail: "The request head was not received in time."), now: now)
             }
-        case .readingBody(_, _, let lastProgress, _):
+        case .readingBody(let lastProgress, _):
             if Self.elapsed(from: lastProgress, to: time) >= timeouts.body {
                 return fail(HTTPParseError(status: .requestTimeout, detail: "The request body was not received in time."), now: now)
             }
@@ -255,8 +263,8 @@ public struct HTTPConnectionStateMachine: Sendable {
         case .idle, .readingHead:
             phase = .closed
             return [.close(lingering: false)]
-        case .readingBody(let head, let body, let lastProgress, _):
-            phase = .readingBody(head: head, body: body, lastProgress: lastProgress, closeAfter: true)
+        case .readingBody(let lastProgress, _):
+            phase = .readingBody(lastProgress: lastProgress, closeAfter: true)
         case .awaitingResponse(var exchange):
             exchange.keepAlive = false
             phase = .awaitingResponse(exchange)
@@ -289,20 +297,19 @@ public struct HTTPConnectionStateMachine: Sendable {
             case .awaitingResponse, .writingResponse, .closed:
                 return
             }
-            guard let event = parser.next() else {
+            switch parser.step() {
+            case .needMore:
                 if inputEnded {
                     phase = .closed
                     actions.append(.close(lingering: false))
                 }
                 return
-            }
-            switch event {
             case .head(let head):
                 if !head.hasBody {
                     // Complete with its head (the parser's next event is its end): dispatched from
                     // here, the head never round-trips through the phase, whose every copy retains
                     // and releases its fields.
-                    guard case .end(let trailers)? = parser.next() else {
+                    guard case .end(let trailers) = parser.step() else {
                         return parserOutOfOrder(now: now, into: &actions)
                     }
                     dispatch(head, body: [], trailers: trailers, closeAfter: false, inputEnded: inputEnded, into: &actions)
@@ -315,20 +322,21 @@ public struct HTTPConnectionStateMachine: Sendable {
                 if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
                     actions.append(.write(HTTPResponseSerializer.continueResponse))
                 }
-                phase = .readingBody(head: head, body: body, lastProgress: time, closeAfter: false)
+                bodyInProgress = (head: head, body: body)
+                phase = .readingBody(lastProgress: time, closeAfter: false)
             case .body(let bytes):
-                guard case .readingBody(let head, var body, _, let closeAfter) = phase else {
+                guard case .readingBody(_, let closeAfter) = phase, bodyInProgress != nil else {
                     return parserOutOfOrder(now: now, into: &actions)
                 }
-                // Drop the phase's reference first, so the append below does not copy the body.
-                phase = .closed
-                body.append(contentsOf: bytes)
-                phase = .readingBody(head: head, body: body, lastProgress: time, closeAfter: closeAfter)
+                // Appended in place (optional chaining mutates the stored value without a copy).
+                bodyInProgress?.body.append(contentsOf: bytes)
+                phase = .readingBody(lastProgress: time, closeAfter: closeAfter)
             case .end(let trailers):
-                guard case .readingBody(let head, let body, _, let closeAfter) = phase else {
+                guard case .readingBody(_, let closeAfter) = phase, let request = bodyInProgress.take() else {
                     return parserOutOfOrder(now: now, into: &actions)
                 }
-                dispatch(head, body: body, trailers: trailers, closeAfter: closeAfter, inputEnded: inputEnded, into: &actions)
+                dispatch(request.head, body: request.body, trailers: trailers, closeAfter: closeAfter, inputEnded: inputEnded,
+                         into: &actions)
                 return
             case .error(let error):
                 actions.append(contentsOf: fail(error, now: now))
@@ -340,7 +348,7 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// Hands a complete request to the application and waits for its response.
     private mutating func dispatch(_ head: consuming HTTPRequestHead, body: consuming [UInt8], trailers: HTTPHeaders,
                                    closeAfter: Bool, inputEnded: Bool, into actions: inout [Action]) {
-        var exchange = Exchange(version: head.version, method: head.method, keepAlive: head.keepAlive && !closeAfter,
+        var exchange = Exchange(version: head.version, isHead: head.method == .head, keepAlive: head.keepAlive && !closeAfter,
                                 inputEnded: inputEnded)
         var headers = head.headers
         for trailer in trailers { headers.add(trailer.name, trailer.value) }
@@ -360,11 +368,12 @@ public struct HTTPConnectionStateMachine: Sendable {
     private mutating func fail(_ error: HTTPParseError, now: HTTPInstant) -> [Action] {
         var version = HTTPVersion.http1_1
         var method = HTTPMethod.get
-        if case .readingBody(let head, _, _, _) = phase {
+        if case .readingBody = phase, let head = bodyInProgress?.head {
             version = head.version
             method = head.method
         }
         phase = .closed
+        bodyInProgress = nil
         let response = HTTPProblem.response(status: error.status, detail: error.detail)
         var out = HTTPResponseSerializer.head(status: error.status, headers: response.headers,
                                               framing: .contentLength(Self.bodyCount(response)),

@@ -38,7 +38,7 @@ public struct HTTPLimits: Sendable, Equatable {
     /// The body limit for a request target, and the override that set it.
     func bodyLimit(forTarget target: String) -> (limit: Int, override: HTTPBodyLimitOverride?) {
         guard !bodyLimitOverrides.isEmpty else { return (maxBodyLength, nil) }
-        let path = HTTPRequest.queryMark(in: target).map { target[..<$0] } ?? target[...]
+        let path = HTTPRequest.queryMark(in: target).index.map { target[..<$0] } ?? target[...]
         for override in bodyLimitOverrides where path == override.path { return (override.maxBodyLength, override) }
         return (maxBodyLength, nil)
     }
@@ -204,10 +204,32 @@ public struct HTTPRequestParser: Sendable {
 
     /// The next event the buffered bytes allow, or nil when more input is needed (or after an error).
     public mutating func next() -> HTTPParserEvent? {
+        switch step() {
+        case .needMore: return nil
+        case .head(let head): return .head(head)
+        case .body(let bytes): return .body(bytes)
+        case .end(let trailers): return .end(trailers: trailers)
+        case .error(let error): return .error(error)
+        }
+    }
+
+    /// `next()`'s events without an Optional around them, for the connection state machine: an
+    /// Optional of the event (a large multi-payload enum) was destroyed through the runtime's
+    /// generic value witnesses, about 140 instructions each, several times a request.
+    enum Step {
+        case needMore
+        case head(HTTPRequestHead)
+        case body([UInt8])
+        case end(trailers: HTTPHeaders)
+        case error(HTTPParseError)
+    }
+
+    /// The next step the buffered bytes allow; `.needMore` when more input is needed (or after an error).
+    mutating func step() -> Step {
         while true {
             switch state {
             case .failed:
-                return nil
+                return .needMore
 
             case .requestLine:
                 switch scanLine(limit: limits.maxRequestLineLength,
@@ -216,7 +238,7 @@ public struct HTTPRequestParser: Sendable {
                     // Fail at once on a byte no method can hold (a TLS handshake, binary garbage)
                     // instead of waiting for a line end that may never come.
                     if let error = partialMethodError() { return fail(error) }
-                    return nil
+                    return .needMore
                 case .failure(let error):
                     // A bad method byte wins over a long or bare-CR line, as it does when the
                     // bytes arrive in pieces: the answer must not depend on packet boundaries.
@@ -232,7 +254,7 @@ public struct HTTPRequestParser: Sendable {
                 let budget = limits.maxHeaderBlockLength - headerBlockLength
                 switch scanLine(limit: max(budget - 2, 0),
                                 tooLong: .headerBlock) {
-                case .needMore: return nil
+                case .needMore: return .needMore
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
                     headerBlockLength += end - start + 2
@@ -260,7 +282,7 @@ public struct HTTPRequestParser: Sendable {
                     return finishMessage()
                 }
                 let available = buffer.count - readIndex
-                if available == 0 { return nil }
+                if available == 0 { return .needMore }
                 let count = min(available, remaining)
                 let bytes = Array(buffer[readIndex ..< readIndex + count])
                 readIndex += count
@@ -271,7 +293,7 @@ public struct HTTPRequestParser: Sendable {
             case .chunkSizeLine:
                 switch scanLine(limit: limits.maxChunkLineLength,
                                 tooLong: .chunkSizeLine) {
-                case .needMore: return nil
+                case .needMore: return .needMore
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
                     switch parseChunkSize(start: start, end: end) {
@@ -288,7 +310,7 @@ public struct HTTPRequestParser: Sendable {
 
             case .chunkData(let remaining):
                 let available = buffer.count - readIndex
-                if available == 0 { return nil }
+                if available == 0 { return .needMore }
                 let count = min(available, remaining)
                 let bytes = Array(buffer[readIndex ..< readIndex + count])
                 readIndex += count
@@ -302,7 +324,7 @@ public struct HTTPRequestParser: Sendable {
                     if buffer.count - readIndex == 1 && buffer[readIndex] != ASCII.cr {
                         return fail(HTTPParseError(status: .badRequest, detail: "Chunk data is not followed by CRLF."))
                     }
-                    return nil
+                    return .needMore
                 }
                 guard buffer[readIndex] == ASCII.cr, buffer[readIndex + 1] == ASCII.lf else {
                     return fail(HTTPParseError(status: .badRequest, detail: "Chunk data is not followed by CRLF."))
@@ -315,7 +337,7 @@ public struct HTTPRequestParser: Sendable {
                 let budget = limits.maxHeaderBlockLength - trailerBlockLength
                 switch scanLine(limit: max(budget - 2, 0),
                                 tooLong: .trailerSection) {
-                case .needMore: return nil
+                case .needMore: return .needMore
                 case .failure(let error): return fail(error)
                 case .line(let start, let end):
                     trailerBlockLength += end - start + 2
@@ -337,12 +359,12 @@ public struct HTTPRequestParser: Sendable {
         "The request body is larger than \(bodyLimit) bytes." + (bodyLimitHint.isEmpty ? "" : " " + bodyLimitHint)
     }
 
-    private mutating func fail(_ error: HTTPParseError) -> HTTPParserEvent {
+    private mutating func fail(_ error: HTTPParseError) -> Step {
         state = .failed
         return .error(error)
     }
 
-    private mutating func finishMessage() -> HTTPParserEvent {
+    private mutating func finishMessage() -> Step {
         let trailerHeaders = HTTPHeaders(fields: trailers)
         resetMessage()
         return .end(trailers: trailerHeaders)

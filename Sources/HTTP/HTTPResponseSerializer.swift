@@ -15,8 +15,12 @@ public enum HTTPResponseFraming: Sendable, Equatable {
 public enum HTTPResponseSerializer {
     /// Whether a response with this status to this method carries a body at all (RFC 9110 §6.4.1).
     public static func allowsBody(status: HTTPStatus, method: HTTPMethod) -> Bool {
-        if method == .head { return false }
-        return !(status.code == 204 || status.code == 304 || (status.code >= 100 && status.code < 200))
+        method != .head && allowsBody(status: status)
+    }
+
+    /// Whether a response with this status carries a body to a request other than HEAD.
+    public static func allowsBody(status: HTTPStatus) -> Bool {
+        !(status.code == 204 || status.code == 304 || (status.code >= 100 && status.code < 200))
     }
 
     /// Serializes a status line and headers. Framing, `Date` and `Connection` come from the
@@ -101,19 +105,24 @@ public enum HTTPResponseSerializer {
         private mutating func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
             guard let source = bytes.baseAddress, let target = buffer.baseAddress, !bytes.isEmpty else { return }
             precondition(count + bytes.count <= buffer.count, "response head larger than counted")
-            (target + count).update(from: source, count: bytes.count)
+            _ = Self.copyFlaggingControls(from: source, to: target + count, count: bytes.count)
             count += bytes.count
         }
 
         /// Application-supplied text never gets to inject CR, LF or other controls (response splitting).
         mutating func sanitized(_ text: String) {
-            // Clean text (nearly all of it) is copied whole; the byte loop only runs when there is something to replace.
+            // Copied whole, checked as it is copied; only text with a control byte in it (nearly
+            // never) is looked at again, in place, byte by byte.
             let copied: Bool? = text.utf8.withContiguousStorageIfAvailable { bytes in
-                guard Self.hasNoControls(bytes) else { return false }
-                copy(bytes)
+                guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return true }
+                precondition(count + bytes.count <= buffer.count, "response head larger than counted")
+                if Self.copyFlaggingControls(from: source, to: target + count, count: bytes.count) {
+                    for index in count ..< count + bytes.count where isControl(buffer[index]) { buffer[index] = ASCII.space }
+                }
+                count += bytes.count
                 return true
             }
-            guard copied != true else { return }
+            guard copied == nil else { return }
             for byte in text.utf8 { self.byte(isControl(byte) ? ASCII.space : byte) }
         }
 
@@ -122,6 +131,63 @@ public enum HTTPResponseSerializer {
         /// the byte loop then keeps it.
         static func hasNoControls(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
             !ByteScan.containsByte(below: 0x20, or: 0x7F, or: 0x7F, in: bytes)
+        }
+
+        /// Copies `count` bytes and tells whether any is below 0x20 or DEL (a tab counts too).
+        /// A head is a dozen short pieces (`: `, a 12-byte name, a 16-byte value): a `memmove` call
+        /// and a scan with a byte-wise tail for each cost more than the bytes themselves, so pieces
+        /// are moved as whole words, the last word overlapping the one before, and each word is
+        /// checked in registers on its way through.
+        @inline(__always)
+        static func copyFlaggingControls(from source: UnsafePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>,
+                                         count: Int) -> Bool {
+            let from = UnsafeRawPointer(source)
+            let to = UnsafeMutableRawPointer(target)
+            if count >= 8 {
+                // Longer text (a 64-byte token echo, a long location) goes through memmove and the scan.
+                if count > 32 {
+                    to.copyMemory(from: from, byteCount: count)
+                    return ByteScan.containsByte(below: 0x20, or: 0x7F, or: 0x7F, in: UnsafeBufferPointer(start: source, count: count))
+                }
+                var flags: UInt64 = 0
+                var offset = 0
+                while offset + 8 <= count {
+                    let word = from.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    flags |= controlFlags(word)
+                    to.storeBytes(of: word, toByteOffset: offset, as: UInt64.self)
+                    offset += 8
+                }
+                if offset < count {
+                    let word = from.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                    flags |= controlFlags(word)
+                    to.storeBytes(of: word, toByteOffset: count - 8, as: UInt64.self)
+                }
+                return flags != 0
+            }
+            if count >= 4 {
+                let first = from.loadUnaligned(as: UInt32.self)
+                let last = from.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                to.storeBytes(of: first, as: UInt32.self)
+                to.storeBytes(of: last, toByteOffset: count - 4, as: UInt32.self)
+                return controlFlags(UInt64(first) | UInt64(last) << 32) != 0
+            }
+            var found = false
+            for index in 0 ..< count {
+                let byte = source[index]
+                found = found || byte < 0x20 || byte == 0x7F
+                target[index] = byte
+            }
+            return found
+        }
+
+        /// A byte's high bit set for each byte below 0x20 or equal to DEL (and possibly for bytes
+        /// above such a byte, through the borrow: only whether any is set is meaningful).
+        @inline(__always)
+        static func controlFlags(_ word: UInt64) -> UInt64 {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let below = (word &- ones &* 0x20) & ~word
+            let delete = word ^ (ones &* 0x7F)
+            return (below | ((delete &- ones) & ~delete)) & 0x8080_8080_8080_8080
         }
 
         private func isControl(_ byte: UInt8) -> Bool {

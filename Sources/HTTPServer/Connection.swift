@@ -16,17 +16,33 @@ final class Connection: @unchecked Sendable {
     private var machine: HTTPConnectionStateMachine
     private var books = HTTPConnectionBookkeeping()
     private let readSource: any DispatchSourceRead
-    private let writeSource: any DispatchSourceWrite
-    private var pendingCancels = 2
+    /// Made the first time output has to wait for the socket, which a small response on a healthy
+    /// connection never does: most connections never need one, and each costs memory and a
+    /// Dispatch registration to tear down.
+    private var writeSource: (any DispatchSourceWrite)?
+    /// Sources whose cancellation is still to complete; the descriptor closes when none is left.
+    private var pendingCancels = 1
 
-    /// The state machine's actions not yet carried out. The machine appends to it directly, and
-    /// its capacity is kept, so a request costs no action-list allocation.
-    private var work: [HTTPConnectionStateMachine.Action] = []
+    /// The state machine's actions not yet carried out: the loop's one list (see
+    /// `ConnectionQueue.work`), which the machine appends to directly.
+    private var work: [HTTPConnectionStateMachine.Action] {
+        _read { yield loop.work }
+        _modify { yield &loop.work }
+    }
     /// A complete response is queued once the work loop reaches this index: the state machine
     /// then hears it is written (now, or once output drains). At most one response is pending.
     private var responseCompleteAt: Int?
     private var running = false
     private var shutdownNoted = false
+    /// Responses the state machine has heard are written during this turn on the queue.
+    private var responsesThisTurn = 0
+
+    /// Pipelined requests one connection has answered per turn on its loop's queue. Past this, the
+    /// next one waits behind the events already queued for the loop's other connections: one
+    /// client pipelining thousands of cheap requests in one read would otherwise hold the queue,
+    /// and every other connection on it, for the whole burst. A client that waits for each
+    /// answer (nearly all of them) never reaches it.
+    static let responsesPerTurn = 16
 
     private var responseGeneration: UInt64 = 0
     private var awaitingGeneration: UInt64?
@@ -49,29 +65,39 @@ final class Connection: @unchecked Sendable {
         self.machine = HTTPConnectionStateMachine(limits: configuration.limits, timeouts: configuration.timeouts,
                                                   now: DispatchTime.now().uptimeNanoseconds)
         self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
-        self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-        work.reserveCapacity(4)
     }
 
     func start() {
+        readSource.setEventHandler { [unowned self] in readable() }
+        readSource.setCancelHandler(handler: cancelHandler())
+        _ = books.resumeReading()
+        readSource.activate()
+    }
+
+    /// The descriptor closes only after every source made for it is cancelled, so none watches a reused number.
+    private func cancelHandler() -> @Sendable () -> Void {
         let fd = self.fd
-        // The descriptor closes only after both sources are cancelled, so neither watches a reused number.
-        let cancelHandler: @Sendable () -> Void = { [self] in
+        return { [self] in
             pendingCancels -= 1
             if pendingCancels == 0 { close(fd) }
         }
-        readSource.setEventHandler { [unowned self] in readable() }
-        readSource.setCancelHandler(handler: cancelHandler)
-        writeSource.setEventHandler { [unowned self] in writable() }
-        writeSource.setCancelHandler(handler: cancelHandler)
-        _ = books.resumeReading()
-        readSource.activate()
+    }
+
+    /// The write source, made (inactive) on first use.
+    private func makeWriteSource() -> any DispatchSourceWrite {
+        if let writeSource { return writeSource }
+        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+        source.setEventHandler { [unowned self] in writable() }
+        source.setCancelHandler(handler: cancelHandler())
+        pendingCancels += 1
+        writeSource = source
+        return source
     }
 
     // MARK: Events
 
     private func readable() {
-        eventInstant = nil
+        beginTurn()
         guard !books.isClosed else { return }
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
@@ -91,12 +117,13 @@ final class Connection: @unchecked Sendable {
     }
 
     private func writable() {
-        eventInstant = nil
+        beginTurn()
         guard !books.isClosed else { return }
         run()
     }
 
     func tick(_ instant: HTTPInstant) {
+        beginTurn()
         eventInstant = instant
         guard !books.isClosed else { return }
         switch books.timerStep(at: instant.uptimeNanoseconds, writeTimeout: loop.configuration.writeTimeout) {
@@ -122,6 +149,14 @@ final class Connection: @unchecked Sendable {
     }
 
     // MARK: Work loop
+
+    /// Every event handler starts here: a fresh clock reading and response budget. The loop's
+    /// shared action list is empty then (see `ConnectionQueue.work`).
+    private func beginTurn() {
+        assert(work.isEmpty, "a connection event began while another's actions were pending")
+        eventInstant = nil
+        responsesThisTurn = 0
+    }
 
     private func enqueue(_ actions: [HTTPConnectionStateMachine.Action]) {
         work.append(contentsOf: actions)
@@ -176,7 +211,19 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Tells the state machine a response is written, which lets it start on the next pipelined
+    /// request; past this turn's budget, that waits for a turn of its own.
     private func responseWritten() {
+        guard responsesThisTurn < Self.responsesPerTurn else {
+            loop.queue.async { [self] in
+                beginTurn()
+                guard !books.isClosed else { return }
+                responseWritten()
+                run()
+            }
+            return
+        }
+        responsesThisTurn += 1
         machine.responseWritten(now: now(), into: &work)
     }
 
@@ -229,7 +276,7 @@ final class Connection: @unchecked Sendable {
     }()
 
     private func responseArrived(_ response: HTTPResponse, generation: UInt64) {
-        eventInstant = nil
+        beginTurn()
         accept(response, generation: generation)
         run()
     }
@@ -261,7 +308,7 @@ final class Connection: @unchecked Sendable {
     }
 
     private func streamHasData() {
-        eventInstant = nil
+        beginTurn()
         guard !books.isClosed, let stream else { return }
         let taken = stream.take()
         books.queue(taken.bytes)
@@ -327,7 +374,7 @@ final class Connection: @unchecked Sendable {
             stream.closeFromServer()
         }
         readSource.cancel()
-        writeSource.cancel()
+        writeSource?.cancel()
         // Cancellation only completes on a running source.
         resumeReading()
         resumeWriting()
@@ -344,11 +391,14 @@ final class Connection: @unchecked Sendable {
     }
 
     private func suspendWriting() {
-        if books.suspendWriting() { writeSource.suspend() }
+        // Only a resumed source can be suspended, so it exists here.
+        if books.suspendWriting() { writeSource?.suspend() }
     }
 
     private func resumeWriting() {
-        if books.resumeWriting() { writeSource.resume() }
+        // Once closed, a write source never made stays unmade: nothing is left to write or cancel.
+        guard writeSource != nil || !books.isClosed else { return }
+        if books.resumeWriting() { makeWriteSource().resume() }
     }
 }
 

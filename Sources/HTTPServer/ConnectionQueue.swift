@@ -16,13 +16,20 @@ final class ConnectionQueue: @unchecked Sendable {
     private(set) var shuttingDown = false
     private var cachedSecond = -1
     private var cachedDate = ""
-
+    /// The action list of whichever connection is handling an event: one list for all of them,
+    /// its capacity kept, so a request costs no allocation and a thousand connections do not each
+    /// keep one that a request has to bring into the cache. Sharing it is sound because a
+    /// connection's work never runs another connection's synchronously (a completion for another
+    /// connection is always queued with `queue.async`), so the list is empty whenever an event
+    /// handler starts and is emptied before it returns.
+    var work: [HTTPConnectionStateMachine.Action] = []
 
     init(index: Int, configuration: HTTPServerConfiguration) {
         self.index = index
         self.configuration = configuration
         self.queue = DispatchQueue(label: "healthd.http.loop\(index)")
         self.readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        work.reserveCapacity(16)
     }
 
     deinit {

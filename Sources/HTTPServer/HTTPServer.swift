@@ -154,6 +154,11 @@ public final class HTTPServer: Sendable {
     // MARK: Accepting
 
     private func acceptConnections(listenFD: Int32) {
+        // Connections go to their loops in batches, one block per loop instead of one per
+        // connection: a client opening hundreds at once (a load balancer's pool, a load test)
+        // then wakes each loop a few times, not once per connection.
+        var batches = [[(fd: Int32, info: ConnectionInfo)]](repeating: [], count: loops.count)
+        defer { for index in batches.indices where !batches[index].isEmpty { handOver(batches[index], to: loops[index]) } }
         while true {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -190,11 +195,23 @@ public final class HTTPServer: Sendable {
                 continue
             }
             openConnections.add(1, ordering: .relaxed)
-            let loop = loops[nextLoopIndex.add(1, ordering: .relaxed).oldValue % loops.count]
-            let info = ConnectionInfo(id: id, remoteAddress: remote)
-            loop.queue.async {
-                let connection = Connection(fd: fd, info: info, loop: loop, server: self)
-                loop.register(connection)
+            let index = nextLoopIndex.add(1, ordering: .relaxed).oldValue % loops.count
+            batches[index].append((fd, ConnectionInfo(id: id, remoteAddress: remote)))
+            // Bounded, so the first of a long run of connections is not kept waiting for the last.
+            if batches[index].count == Self.acceptBatch {
+                handOver(batches[index], to: loops[index])
+                batches[index] = []
+            }
+        }
+    }
+
+    /// Connections accepted in one go that a loop takes over in one block.
+    static let acceptBatch = 16
+
+    private func handOver(_ accepted: [(fd: Int32, info: ConnectionInfo)], to loop: ConnectionQueue) {
+        loop.queue.async {
+            for (fd, info) in accepted {
+                loop.register(Connection(fd: fd, info: info, loop: loop, server: self))
             }
         }
     }

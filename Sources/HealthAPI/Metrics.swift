@@ -4,7 +4,16 @@ import Synchronization
 
 /// Request counters and a latency histogram, rendered in the Prometheus text format (version 0.0.4).
 public final class Metrics: Sendable {
-    private struct Key: Hashable { var route: String; var method: String; var status: Int }
+    private struct Key: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+
+        /// Compared field by field in place: building a key to compare copied (and retained) its strings.
+        func matches(route: String, method: String, status: Int) -> Bool {
+            self.status == status && self.route == route && self.method == method
+        }
+    }
     private struct State {
         var requests: [Key: UInt64] = [:]
         /// The key of the last request counted here and its requests not yet in `requests`: runs
@@ -43,18 +52,25 @@ public final class Metrics: Sendable {
 
     public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
         // Find the bucket outside the lock; the lock only guards a few additions.
-        let bucket = Self.latencyBuckets.firstIndex { seconds <= $0 }
+        let bucket = Self.bucketIndex(seconds: seconds)
         currentShard.state.withLock { state in
-            let key = Key(route: route, method: method, status: status)
-            if key != state.lastKey {
+            if state.lastKey?.matches(route: route, method: method, status: status) != true {
                 if let previous = state.lastKey { state.requests[previous, default: 0] += state.lastKeyPending }
-                state.lastKey = key
+                state.lastKey = Key(route: route, method: method, status: status)
                 state.lastKeyPending = 0
             }
             state.lastKeyPending += 1
             if let bucket { state.bucketCounts[bucket] += 1 }
             state.latencySum += seconds
             state.latencyCount += 1
+        }
+    }
+
+    /// The first latency bucket whose bound `seconds` does not exceed; nil past the last one.
+    static func bucketIndex(seconds: Double) -> Int? {
+        latencyBuckets.withUnsafeBufferPointer { bounds in
+            for index in bounds.indices where seconds <= bounds[index] { return index }
+            return nil
         }
     }
 

@@ -29,11 +29,17 @@ extension HealthApplication {
 /// JSON response helpers shared by every route.
 enum JSONResponse {
     static func ok(_ body: [UInt8], status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers, bytes: body)
+    }
+
+    /// The fields of every JSON answer, built once: a response shares them until it adds its own
+    /// (the request id), which copies them in one allocation instead of adding them one by one.
+    private static let headers: HTTPHeaders = {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
         headers.add("Cache-Control", "no-store")
-        return HTTPResponse(status: status, headers: headers, bytes: body)
-    }
+        return headers
+    }()
 
     /// `capacity`: the expected body size, so large bodies (a page of samples) do not regrow.
     static func write(status: HTTPStatus = .ok, capacity: Int = 1024, _ build: (inout JSONWriter) -> Void) -> HTTPResponse {

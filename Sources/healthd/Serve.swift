@@ -5,6 +5,7 @@ import HealthAPI
 import HealthdCommandLine
 import HealthStore
 import PostgresStore
+import PostgreSQL
 import HTTPServer
 
 /// Defaults, then the config file, then the environment (`HEALTHD_PUBLIC_DIR`, `HEALTHD_PORT`,
@@ -123,6 +124,12 @@ func runServe(_ options: ServeOptions) -> Never {
     let hostForURL = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     let baseURL = "http://\(hostForURL):\(server.boundPort)"
     say("healthd \(HealthdVersion.string) listening on \(baseURL)")
+    // Where the data goes: a binary started from another directory keeps `./healthd-data` there.
+    if let url = configuration.database {
+        say("data: PostgreSQL, \((try? PostgresConfiguration(url: url))?.redactedURL ?? "(the URL)")")
+    } else if let sqlite = store as? HealthStore {
+        say("data: SQLite, \(URL(fileURLWithPath: sqlite.databasePath).standardizedFileURL.path)")
+    }
     switch admin.origin {
     case .environment: say("admin token: from HEALTHD_ADMIN_TOKEN")
     case .file: say("admin token: in \(adminTokenPath(configuration))")

@@ -114,6 +114,33 @@ struct RouterTests {
         }
     }
 
+    /// Matching a request reads its path's bytes in place; it must answer exactly what matching
+    /// the path does, whatever the query, escapes, method or shape of the path.
+    @Test func requestMatchAgreesWithPathMatch() {
+        let router = makeRouter()
+        let targets = ["/v1/samples", "/v1/samples?limit=1", "/v1/samples/abc?x=/y", "/v1/samples/statistics?a=%2F",
+                       "/v1/samples/a%2Fb", "/v1/ingest/imu/s%201/end", "/", "/?q", "/v1/nothing?x", "/v1/samples/",
+                       "/v1/samples/%zz", "*", "/v1/samples/é?é=1", "?x", ""]
+        func describe(_ match: RouteMatch<String>) -> String {
+            switch match {
+            case .found(let handler, let parameters, let pattern): return "found \(handler) \(parameters.sorted { $0.key < $1.key }) \(pattern)"
+            case .methodNotAllowed(let allowed): return "405 \(allowed)"
+            case .notFound: return "404"
+            }
+        }
+        for target in targets {
+            for method in [HTTPMethod.get, .head, .post, .delete, .put] {
+                let request = HTTPRequest(method: method, target: target)
+                #expect(describe(router.match(method: method, request: request)) == describe(router.match(method: method, path: request.path)),
+                        "\(method) \(target)")
+            }
+        }
+        var request = HTTPRequest(method: .get, target: "/v1/samples/x?y")
+        request.target = "/v1/samples?limit=2"  // a changed target is searched again
+        #expect(describe(router.match(method: .get, request: request)) == "found list [] /v1/samples")
+        request.withPathBytes { #expect(Array($0) == Array("/v1/samples".utf8)) }
+    }
+
     @Test func malformedPatternsAreReported() {
         var router = Router<Int>()
         #expect(throws: Router<Int>.RegistrationError.self) { try router.tryRegister(.get, "no-slash", 1) }
@@ -208,10 +235,11 @@ struct SerializationTests {
         #expect(String(decoding: chunked, as: UTF8.self) == "HTTP/1.1 200 OK\r\nDate: \r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
     }
 
-    /// The word-at-a-time control check against a byte-by-byte one, for every byte value at
-    /// every offset of strings covering whole words and the tail.
+    /// The word-at-a-time control checks against a byte-by-byte one, for every byte value at
+    /// every offset of strings covering whole words, the tail, the overlapping last word of the
+    /// copying check and its hand-over to memmove above 32 bytes; the copy must be exact.
     @Test func controlCheckFindsEveryControlByteAtEveryOffset() {
-        for length in 1 ... 19 {
+        for length in Array(1 ... 19) + [31, 32, 33] {
             for offset in 0 ..< length {
                 for value in 0 ... 255 {
                     var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
@@ -220,6 +248,15 @@ struct SerializationTests {
                     let expected = !bytes.contains { $0 < 0x20 || $0 == 0x7F }
                     let found = bytes.withUnsafeBufferPointer { HTTPResponseSerializer.HeadWriter.hasNoControls($0) }
                     #expect(found == expected, "length \(length), byte \(value) at \(offset)")
+                    var copy = [UInt8](repeating: 0, count: length)
+                    let flagged = bytes.withUnsafeBufferPointer { source in
+                        copy.withUnsafeMutableBufferPointer { target in
+                            guard let from = source.baseAddress, let to = target.baseAddress else { return false }
+                            return HTTPResponseSerializer.HeadWriter.copyFlaggingControls(from: from, to: to, count: length)
+                        }
+                    }
+                    #expect(flagged == !expected, "copying: length \(length), byte \(value) at \(offset)")
+                    #expect(copy == bytes, "copying: length \(length), byte \(value) at \(offset)")
                 }
             }
         }

@@ -264,6 +264,20 @@ struct ServerIntegrationTests {
         }
     }
 
+    @Test func aLongPipelinedBurstIsAnsweredInOrderOverSeveralTurns() throws {
+        // Far more pipelined requests in one read than one turn on the queue answers: the rest
+        // wait for later turns, and none is lost, reordered or left behind by the end of input.
+        try withServer({ $0.loopCount = 1 }) { server, _ in
+            let client = try #require(TestClient(port: server.boundPort))
+            client.send((0 ..< 100).map { "GET /target?i=\($0) HTTP/1.1\r\nHost: t\r\n\r\n" }.joined())
+            Glibc.shutdown(client.fd, Int32(SHUT_WR))
+            for index in 0 ..< 100 {
+                #expect(client.readResponse()?.text == "/target?i=\(index)")
+            }
+            #expect(client.waitForClose())
+        }
+    }
+
     @Test func largeResponsesSurvivePartialWrites() throws {
         try withServer { server, _ in
             let client = try #require(TestClient(port: server.boundPort))
@@ -274,6 +288,34 @@ struct ServerIntegrationTests {
                 #expect(response.body == bigBody)
             }
             #expect(client.readResponse()?.text == "hello")
+        }
+    }
+
+    @Test func aResponseThatWaitedForTheSocketStillClosesTheConnection() throws {
+        // Far more than the socket takes at once, so output waits for writability (the write
+        // source is made then); closing must still cancel every source and close the descriptor.
+        try withServer { server, _ in
+            let client = try #require(TestClient(port: server.boundPort))
+            client.send("GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            let response = try #require(client.readResponse())
+            #expect(response.body == bigBody)
+            #expect(response.header("Connection") == "close")
+            #expect(client.waitForClose())
+        }
+    }
+
+    @Test func aBurstOfConnectionsIsServedOnEveryLoop() throws {
+        // More connections at once than one accept batch holds, over both loops.
+        try withServer { server, _ in
+            let clients = try (0 ..< 40).map { _ in try #require(TestClient(port: server.boundPort)) }
+            for (index, client) in clients.enumerated() {
+                client.send("GET /target?i=\(index) HTTP/1.1\r\nHost: t\r\n\r\n")
+            }
+            for (index, client) in clients.enumerated() {
+                #expect(client.readResponse()?.text == "/target?i=\(index)")
+            }
+            #expect(server.statistics.acceptedConnections == 40)
+            #expect(server.statistics.openConnections == 40)
         }
     }
 

@@ -88,6 +88,30 @@ import ThreadTestSupport
         #expect(metrics.render(gauges: gauges).contains(#"healthd_http_requests_total{route="/b",method="GET",status="200"} 4"#))
     }
 
+    /// A latency on a bucket's bound counts in that bucket (Prometheus' `le`), one just above it in
+    /// the next; past the last bound only the `+Inf` count and the sum hold it.
+    @Test func latencyBucketsIncludeTheirUpperBound() {
+        #expect(Metrics.bucketIndex(seconds: 0) == 0)
+        #expect(Metrics.bucketIndex(seconds: 0.0005) == 0)
+        #expect(Metrics.bucketIndex(seconds: 0.000_500_1) == 1)
+        #expect(Metrics.bucketIndex(seconds: 0.3) == Metrics.latencyBuckets.firstIndex(of: 0.5))
+        #expect(Metrics.bucketIndex(seconds: 10) == Metrics.latencyBuckets.count - 1)
+        #expect(Metrics.bucketIndex(seconds: 10.5) == nil)
+        for (index, bound) in Metrics.latencyBuckets.enumerated() {
+            #expect(Metrics.bucketIndex(seconds: bound) == index)
+            #expect(Metrics.bucketIndex(seconds: bound.nextUp) == (index + 1 < Metrics.latencyBuckets.count ? index + 1 : nil))
+        }
+    }
+
+    /// The route lookup reads the path's bytes in place: a path sliced from a longer target (the
+    /// query after it) must route exactly like the same path on its own.
+    @Test func pathWithQueryRoutesLikeThePathAlone() throws {
+        let server = try TestServer()
+        #expect(server.request(.get, "/healthz?probe=1").status == 200)
+        #expect(server.request(.get, "/healthz").status == 200)
+        #expect(server.request(.get, "/healthz/?x").status == 404)
+    }
+
     @Test func unknownQueryParameterIs400() throws {
         let server = try TestServer()
         let reply = server.request(.get, "/metrics?verbose=1")

@@ -735,14 +735,15 @@ LAYOUT_PROBLEMS = """(() => {
   return JSON.stringify(problems);
 })()"""
 
-# What a person would read as a bug: a figure or label the page rendered from a missing value.
+# What a person would read as a bug: a figure or label the page rendered from a missing value, or a
+# "Loading…" left standing after the page finished loading.
 SHOWN_TEXT_PROBLEMS = r"""(() => {
   const shown = [document.body.innerText];
   for (const e of document.querySelectorAll("svg text, svg title")) shown.push(e.textContent);
   for (const e of document.querySelectorAll("[aria-label], [title]")) shown.push(e.getAttribute("aria-label") || "", e.getAttribute("title") || "");
   const bad = new Set();
   for (const text of shown) {
-    for (const m of text.matchAll(/\b(NaN|undefined|Infinity|null)\b|\[object \w+\]/g)) bad.add(`${m[0]} in '${text.trim().slice(0, 80)}'`);
+    for (const m of text.matchAll(/\b(NaN|undefined|Infinity|null)\b|\[object \w+\]|Loading…/g)) bad.add(`${m[0]} in '${text.trim().slice(0, 80)}'`);
   }
   return JSON.stringify([...bad]);
 })()"""
@@ -813,13 +814,13 @@ def expect_states(wanted, hidden_dashboard=False):
     return expectation
 
 
-def view_checks(chromium, views, artifacts):
+def view_checks(chromium, views, artifacts, errors_expected=False):
     """Opens each view (name, url, width, expectation) in one headless page, checks it as a person
     would see it, and saves a screenshot of the whole page, however tall. Every view: the page
-    finishes loading, logs no error, shows no NaN, undefined or null, no chart label overlaps
+    finishes loading, logs no error, shows no NaN, undefined or null (nor a "Loading…" left standing), no chart label overlaps
     another, nothing is wider than the window, no card is left loading or in error; then what the
-    view's expectation says. Settings persist in localStorage as in a browser, so every URL names
-    its period."""
+    view's expectation says (with `errors_expected`, cards in error are the point of the view).
+    Settings persist in localStorage as in a browser, so every URL names its period."""
     os.makedirs(artifacts, exist_ok=True)
     page = DevTools(chromium)
     try:
@@ -843,7 +844,8 @@ def view_checks(chromium, views, artifacts):
             problems += page.console_problems()
             problems += json.loads(page.evaluate(SHOWN_TEXT_PROBLEMS) or "[]")
             problems += json.loads(page.evaluate(LAYOUT_PROBLEMS) or "[]")
-            problems += [f"{panel} is {state}" for panel, state in states.items() if state in ("loading", "error")]
+            problems += [f"{panel} is {state}" for panel, state in states.items()
+                         if state == "loading" or (state == "error" and not errors_expected)]
             problems += expectation(page, states)
             path = os.path.abspath(os.path.join(artifacts, name))
             height = page.full_page_screenshot(path, width)
@@ -1035,7 +1037,7 @@ def unit_checks(browser, repository):
           "dashboard-units: console capture works" in stderr)
 
 
-def server_down_checks(browser, public):
+def server_down_checks(browser, public, artifacts):
     """The page from a file server whose API connections drop without an answer, as when healthd is down."""
     print("browser: server down")
 
@@ -1055,9 +1057,16 @@ def server_down_checks(browser, public):
 
     files = ThreadingHTTPServer(("127.0.0.1", 0), Down)
     threading.Thread(target=files.serve_forever, daemon=True).start()
+    def banner_and_errors(page, states):
+        problems = [] if page.evaluate("document.getElementById('banner').dataset.problem === 'server-down'"
+                                       " && !document.getElementById('banner').hidden") else ["no server-down banner"]
+        return problems + [f"{panel} is {state}" for panel, state in states.items()
+                           if panel.startswith(("card-", "panel-")) and state != "error"]
     try:
         # Under the page's 15 s retry interval, so the dump shows the banner, not a retry in flight.
         dom, _ = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/#token=some-token", budget_ms=8000)
+        view_checks(browser.binary, [("dashboard-server-down.png", f"http://127.0.0.1:{files.server_address[1]}/#token=some-token&period=day",
+                                      1280, banner_and_errors)], artifacts, errors_expected=True)
     finally:
         files.shutdown()
     check("an unreachable server shows the banner with a retry button",
@@ -1067,6 +1076,43 @@ def server_down_checks(browser, public):
           dom.attr("card-heart", "data-state") == "error" and dom.attr("card-sleep", "data-state") == "error",
           (dom.attr("card-heart", "data-state"), dom.attr("card-sleep", "data-state")))
     check("the token is kept (a network error is not a bad token)", "hidden" in dom.by_id["token-panel"]["attrs"])
+
+
+def unavailable_checks(browser, public, artifacts):
+    """The page from a server without any of the API it reads (every /v1/ route answers 404, as an
+    older or different server would): each card says which endpoint is missing, none shows data."""
+    print("browser: a server without the endpoints the page reads")
+
+    class Missing(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=public, **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            if not self.path.startswith("/v1/"):
+                return super().do_GET()
+            body = json.dumps({"title": "Not Found", "status": 404, "detail": "no such route"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/problem+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    def every_card_unavailable(page, states):
+        problems = [f"{panel} is {state}" for panel, state in states.items()
+                    if panel.startswith(("card-", "panel-")) and state != "unavailable"]
+        live = page.evaluate("document.getElementById('live-status').dataset.live")
+        return problems + ([] if live == "polling" else [f"the live status is {live}, not polling"])
+
+    files = ThreadingHTTPServer(("127.0.0.1", 0), Missing)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    try:
+        view_checks(browser.binary, [("dashboard-unavailable.png", f"http://127.0.0.1:{files.server_address[1]}/#token=some-token&period=day",
+                                      1280, every_card_unavailable)], artifacts)
+    finally:
+        files.shutdown()
 
 
 def demo_checks(binary, public, browser, artifacts):
@@ -1161,7 +1207,8 @@ def main():
         live_checks(server.port, args.chromium, fixture, token)
         phone_checks(server.port, args.chromium, token, args.artifacts)
         empty_and_bad_token_checks(server.port, browser, fixture, args.artifacts)
-        server_down_checks(browser, os.path.abspath(args.public))
+        server_down_checks(browser, os.path.abspath(args.public), args.artifacts)
+        unavailable_checks(browser, os.path.abspath(args.public), args.artifacts)
         demo_checks(args.binary, os.path.abspath(args.public), browser, args.artifacts)
     finally:
         server.stop()

@@ -611,6 +611,8 @@ def first_start_checks(binary, public):
                 try:
                     token_file = os.path.join(data, "admin-token")
                     check(f"{label}, {run} start: the admin token file's path is printed", token_file in out, out)
+                    where = "data: PostgreSQL, postgres" if DATABASE["base"] else f"data: SQLite, {os.path.join(data, 'healthd.sqlite')}"
+                    check(f"{label}, {run} start: where the data is, in full, is printed", where in out, out)
                     if run == "second":
                         token = open(token_file).read().strip()
                         check(f"{label}: a later start does not print the token", token not in out, out)
