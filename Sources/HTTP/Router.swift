@@ -63,6 +63,17 @@ public struct Router<Handler> {
     public func match(method: HTTPMethod, path: String) -> RouteMatch<Handler> {
         match(method: method, path: path[...])
     }
+
+    /// Matches a request's raw path, read in place: a path equal to a literal pattern (most
+    /// requests) is found without making a String or Substring of it.
+    @inlinable
+    public func match(method: HTTPMethod, request: HTTPRequest) -> RouteMatch<Handler> {
+        switch table.match(method: method, request: request) {
+        case .found(let slot, let parameters, let pattern): return .found(handlers[slot], parameters: parameters, pattern: pattern)
+        case .methodNotAllowed(let allowed): return .methodNotAllowed(allowed: allowed)
+        case .notFound: return .notFound
+        }
+    }
 }
 
 extension Router: Sendable where Handler: Sendable {}
@@ -133,20 +144,35 @@ struct RouteTable: Sendable {
 
     @usableFromInline
     func match(method: HTTPMethod, path: Substring) -> Match {
-        guard path.utf8.first == UInt8(ascii: "/") else { return .notFound }
-        // A path without escapes that equals a literal pattern whose node takes this method is
-        // exactly what the walk below would find first (literals are tried before parameters).
-        // Scanned in the contiguous bytes: `Substring.UTF8View.contains` walks String indices at
-        // about 40 instructions a byte, on every request. `withUTF8` rather than the UTF-8 view's
-        // `withContiguousStorageIfAvailable`, whose generic slice version measured the offsets
-        // with String indices (about 300 instructions a request).
+        // `withUTF8` rather than the UTF-8 view's `withContiguousStorageIfAvailable`, whose
+        // generic slice version measured the offsets with String indices (about 300 instructions).
         var bytesOfPath = path
-        let literal = bytesOfPath.withUTF8 { bytes in
-            bytes.contains(UInt8(ascii: "%")) ? LiteralRoutes.Lookup.escaped : literalRoutes.lookup(bytes, method: method)
-        }
-        if case .found(let slot, let pattern) = literal {
+        if case .found(let slot, let pattern) = bytesOfPath.withUTF8({ literalLookup($0, method: method) }) {
             return .found(slot: slot, parameters: [:], pattern: pattern)
         }
+        return walk(method: method, path: path)
+    }
+
+    @usableFromInline
+    func match(method: HTTPMethod, request: HTTPRequest) -> Match {
+        if case .found(let slot, let pattern) = request.withPathBytes({ literalLookup($0, method: method) }) {
+            return .found(slot: slot, parameters: [:], pattern: pattern)
+        }
+        return walk(method: method, path: request.path)
+    }
+
+    /// A path without escapes that equals a literal pattern whose node takes this method is
+    /// exactly what the walk would find first (literals are tried before parameters). Scanned in
+    /// the contiguous bytes: `Substring.UTF8View.contains` walks String indices at about 40
+    /// instructions a byte, on every request.
+    private func literalLookup(_ bytes: UnsafeBufferPointer<UInt8>, method: HTTPMethod) -> LiteralRoutes.Lookup {
+        guard bytes.first == UInt8(ascii: "/") else { return .miss }
+        return bytes.contains(UInt8(ascii: "%")) ? .escaped : literalRoutes.lookup(bytes, method: method)
+    }
+
+    /// The segment-by-segment walk: parameters, escapes, 404 and 405.
+    private func walk(method: HTTPMethod, path: Substring) -> Match {
+        guard path.utf8.first == UInt8(ascii: "/") else { return .notFound }
         var segments: [String] = []
         for raw in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
             guard let decoded = PercentDecoding.decode(raw) else { return .notFound }

@@ -124,9 +124,6 @@ public final class HealthApplication: HTTPResponder {
                         completion: @escaping @Sendable (HTTPResponse) -> Void) {
         let startedAt = Self.monotonicNanoseconds()
         let requestID = requestCounter.next(connection: connection.id)
-        // Routed on the raw path as it is; a String of it is made only where one is needed (an
-        // access-log line, a 404's detail).
-        let path = request.path
         let problems = ProblemResponder(requestID: requestID, log: eventLog)
         // Behind a trusted reverse proxy, the client it names; otherwise the TCP peer.
         let client = clientAddresses.clientAddress(peer: connection.remoteAddress, headers: request.headers)
@@ -140,17 +137,19 @@ public final class HealthApplication: HTTPResponder {
             if cors.isEnabled { cors.decorate(&response, for: request) }
             let elapsed = Double(Self.monotonicNanoseconds() &- startedAt) / 1e9
             metrics.recordRequest(route: pattern, method: request.method.rawValue, status: response.status.code, seconds: elapsed)
-            accessLog?.record(requestID: requestID, method: request.method.rawValue, route: pattern, path: String(path),
+            accessLog?.record(requestID: requestID, method: request.method.rawValue, route: pattern, path: String(request.path),
                               status: response.status.code, seconds: elapsed, remote: client)
             completion(response)
         }
 
         let isPreflight = cors.isEnabled && CORSPolicy.isPreflight(request)
+        // Routed on the raw path's bytes in place; a String of the path is made only where one is
+        // needed (an access-log line, a 404's detail).
         let method = request.method == .head ? HTTPMethod.get : request.method
         // A preflight is the CORS policy's to answer whatever the path (its `.notFound` is never
         // read). Not an Optional: destroying an Optional of the match went through the runtime's
         // generic value witnesses.
-        let match = isPreflight ? RouteMatch<Route>.notFound : router.match(method: method, path: path)
+        let match = isPreflight ? RouteMatch<Route>.notFound : router.match(method: method, request: request)
         // The address budget is for traffic without a valid token, and it is charged here, once,
         // before any work: every request without a token, and one with a token that no token route
         // answers (a preflight, an unmatched path, an open route, which ignores tokens). A token
@@ -172,7 +171,8 @@ public final class HealthApplication: HTTPResponder {
             return
         }
 
-        switch match {
+        // Consumed: the payload is moved out rather than copied (and the match destroyed after).
+        switch consume match {
         case .found(let route, let parameters, let pattern):
             @Sendable func run() {
                 do throws(APIError) {
@@ -195,6 +195,7 @@ public final class HealthApplication: HTTPResponder {
         case .methodNotAllowed(let allowed):
             finish(APIError.methodNotAllowed(allowed).response, "unmatched")
         case .notFound:
+            let path = request.path
             // `/v1/samples/` or `/healthz/`: a route without its trailing slash. Said so, rather than
             // a bare 404 (or the dashboard's "no such file"), since the slash is easy to miss.
             if path.utf8.count > 1, path.hasSuffix("/"), case .found = router.match(method: method, path: path.dropLast()) {

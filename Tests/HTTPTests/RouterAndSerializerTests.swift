@@ -114,6 +114,33 @@ struct RouterTests {
         }
     }
 
+    /// Matching a request reads its path's bytes in place; it must answer exactly what matching
+    /// the path does, whatever the query, escapes, method or shape of the path.
+    @Test func requestMatchAgreesWithPathMatch() {
+        let router = makeRouter()
+        let targets = ["/v1/samples", "/v1/samples?limit=1", "/v1/samples/abc?x=/y", "/v1/samples/statistics?a=%2F",
+                       "/v1/samples/a%2Fb", "/v1/ingest/imu/s%201/end", "/", "/?q", "/v1/nothing?x", "/v1/samples/",
+                       "/v1/samples/%zz", "*", "/v1/samples/é?é=1", "?x", ""]
+        func describe(_ match: RouteMatch<String>) -> String {
+            switch match {
+            case .found(let handler, let parameters, let pattern): return "found \(handler) \(parameters.sorted { $0.key < $1.key }) \(pattern)"
+            case .methodNotAllowed(let allowed): return "405 \(allowed)"
+            case .notFound: return "404"
+            }
+        }
+        for target in targets {
+            for method in [HTTPMethod.get, .head, .post, .delete, .put] {
+                let request = HTTPRequest(method: method, target: target)
+                #expect(describe(router.match(method: method, request: request)) == describe(router.match(method: method, path: request.path)),
+                        "\(method) \(target)")
+            }
+        }
+        var request = HTTPRequest(method: .get, target: "/v1/samples/x?y")
+        request.target = "/v1/samples?limit=2"  // a changed target is searched again
+        #expect(describe(router.match(method: .get, request: request)) == "found list [] /v1/samples")
+        request.withPathBytes { #expect(Array($0) == Array("/v1/samples".utf8)) }
+    }
+
     @Test func malformedPatternsAreReported() {
         var router = Router<Int>()
         #expect(throws: Router<Int>.RegistrationError.self) { try router.tryRegister(.get, "no-slash", 1) }
