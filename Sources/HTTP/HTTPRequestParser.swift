@@ -681,8 +681,11 @@ public struct HTTPRequestParser: Sendable {
                 return .failure(HTTPParseError(status: .badRequest, detail: "'chunked' is applied more than once."))
             }
             if codings.count > 1 {
-                // We decode no other transfer coding: 501, as RFC 9112 §6.1 suggests for unknown codings.
-                return .failure(HTTPParseError(status: .notImplemented, detail: "Only the 'chunked' transfer coding is supported."))
+                // We decode no other transfer coding. RFC 9112 §6.1 suggests 501, but the API's only
+                // 5xx are 503 and 507 (any other is a bug to clients), and a body whose framing we
+                // cannot undo is a framing error: 400, and the connection closes.
+                return .failure(HTTPParseError(status: .badRequest,
+                                               detail: "Only the 'chunked' transfer coding is supported; send the body without other codings (e.g. gzip, chunked)."))
             }
             framing = .chunked
         } else if let length = contentLengthValue {

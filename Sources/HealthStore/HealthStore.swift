@@ -62,6 +62,7 @@ public final class HealthStore: HealthDataStore {
         typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
         correlationTypeCodes = Set(codes.compactMap { HealthTypeCatalog.type($0.key)?.kind == .correlation ? $0.value : nil })
         rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
+        keyCompactor = UUIDKeyCompactor(pool: pool, keys: sampleKeys)
         secret = try pool.write { db -> [UInt8] in
             if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
                 return existing
@@ -70,6 +71,8 @@ public final class HealthStore: HealthDataStore {
             try db.execute("INSERT INTO meta (key, value) VALUES ('secret', ?)", [.blob(fresh)])
             return fresh
         }
+        // A compaction cut short by a stop or a crash resumes where its last step committed.
+        keyCompactor.schedule()
     }
 
     /// The server's key for signing cursors and anchors: random, made once, kept in the database
@@ -79,6 +82,8 @@ public final class HealthStore: HealthDataStore {
     let typeCodes: [String: Int64]
     /// Samples by (user, uuid): the idempotency check of every save, and reads and deletes by uuid.
     let sampleKeys: SampleKeyIndex
+    /// Compacts a user's uuid key runs in steps after the deletes that call for it.
+    let keyCompactor: UUIDKeyCompactor
     let typeNames: [Int64: String]
     /// The codes of correlation types, whose rows hold their objects as child rows: a row read
     /// checks its kind by code instead of looking its type up in the catalog by name.
@@ -145,7 +150,10 @@ public final class HealthStore: HealthDataStore {
         for observer in commitObservers.withLock({ $0 }) { observer(change) }
     }
 
-    public func close() { try? pool.close() }
+    public func close() {
+        keyCompactor.stop()
+        try? pool.close()
+    }
 
     /// Bytes on disk: the database and its write-ahead log.
     public func storedBytes() -> Int64 {

@@ -14,10 +14,11 @@ import Synchronization
 /// A save asks for all of its batch's keys at once: a key absent from every run's in-memory keys is
 /// new without touching the database; a key present (the same uuid again, or another uuid with the
 /// same key) is checked exactly: the run's one chunk holding the key is read, and the full uuid of
-/// each row it points to is compared. A deleted sample's entry stays until a merge of its run
-/// leaves it out (`sample_key_deletions` lists the deleted rows whose entries remain); meanwhile a
-/// lookup checks that the row still exists (and is the same uuid), so a deleted uuid can be saved
-/// again, as with an index. Entries are only ever written and dropped in their rows' transactions.
+/// each row it points to is compared. A deleted sample's entry stays until a merge of its run, or a
+/// compaction of the user's runs (SampleKeyCompaction.swift), leaves it out (`sample_key_deletions`
+/// lists the deleted rows whose entries may remain); meanwhile a lookup checks that the row still
+/// exists (and is the same uuid), so a deleted uuid can be saved again, as with an index. Entries
+/// are written in their rows' transactions, and dropped only after their rows are.
 ///
 /// Memory: 4 bytes per key of the runs held, within `memoryBudget` (least recently used runs are
 /// dropped first, and reloaded from their chunks when next needed by a save; a read by uuid of a run
@@ -27,7 +28,13 @@ package final class SampleKeyIndex: Sendable {
     /// Runs of one level merged into one at the next once there are this many.
     package let fanout: Int
     package let memoryBudget: Int
+    /// Chunks a compaction step rewrites at most (about 480 entries each).
+    package let compactionStepChunks: Int
+    /// Whether the store runs compactions by itself after the deletes that call for them (tests
+    /// turn it off to step through one).
+    package let compactsInBackground: Bool
     private let cache: Mutex<Cache>
+    private let rewrittenCount = Atomic<Int>(0)
     private let batchLookupCount = Atomic<Int>(0)
     private let chunkReadCount = Atomic<Int>(0)
 
@@ -54,10 +61,13 @@ package final class SampleKeyIndex: Sendable {
         package var count: Int
     }
 
-    package init(derivation: SampleKeyDerivation = .standard, fanout: Int = 8, memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget) {
+    package init(derivation: SampleKeyDerivation = .standard, fanout: Int = 8, memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget,
+                 compactionStepChunks: Int = 8, compactsInBackground: Bool = true) {
         self.derivation = derivation
         self.fanout = max(2, fanout)
         self.memoryBudget = memoryBudget
+        self.compactionStepChunks = max(1, compactionStepChunks)
+        self.compactsInBackground = compactsInBackground
         cache = Mutex(Cache())
     }
 
@@ -97,7 +107,7 @@ package final class SampleKeyIndex: Sendable {
         """
 
     /// Every table, for the benchmark's raw SQLite.
-    package static let schema = runsSchema + deletionsSchema
+    package static let schema = runsSchema + deletionsSchema + compactionSchema
 
     /// The level a run of `count` entries belongs to: 0 below 1,024 × fanout, then one more per
     /// factor of `fanout`.
@@ -244,6 +254,9 @@ package final class SampleKeyIndex: Sendable {
     /// Chunks read to check a key exactly since the store opened, for tests.
     package var chunkReads: Int { chunkReadCount.load(ordering: .relaxed) }
 
+    /// Entries written to chunks since the store opened (new runs, merges, compaction steps), for tests.
+    package var entriesRewritten: Int { rewrittenCount.load(ordering: .relaxed) }
+
     /// Bytes of keys held in memory (for tests and metrics).
     package var heldBytes: Int { cache.withLock { $0.bytes } }
 
@@ -301,30 +314,41 @@ package final class SampleKeyIndex: Sendable {
 
     /// Notes rows of the user deleted in the caller's transaction: their entries are left out by
     /// the next merge of the runs holding them. Once more than half the user's entries are of
-    /// deleted rows, all the user's runs become one run of the live entries at once, so a user who
-    /// deletes without saving again holds at most about twice the live samples' entries.
-    package func noteDeleted(_ seqs: [Int64], userRowID: Int64, db: Database) throws {
-        guard !seqs.isEmpty else { return }
-        try forEach(seqs, userRowID: userRowID, db: db, run: "INSERT INTO sample_key_deletions (user_id, seq) VALUES (?, ?)")
+    /// deleted rows, a compaction of the user's runs begins, which the store runs afterwards in
+    /// short steps of their own (SampleKeyCompaction.swift), so a user who deletes without saving
+    /// again holds at most about twice the live samples' entries, and the delete rewrites nothing.
+    /// Returns whether a compaction of the user is under way (for the store to run it).
+    @discardableResult
+    package func noteDeleted(_ seqs: [Int64], userRowID: Int64, db: Database) throws -> Bool {
+        guard !seqs.isEmpty else { return false }
+        let generation = try deletionGeneration(userRowID: userRowID, db: db)
+        try forEach(seqs, userRowID: userRowID, db: db, run: "INSERT INTO sample_key_deletions (user_id, seq, generation) VALUES (?, ?, ?)",
+                    generation: generation)
         let pending = try deletedEntries(userRowID: userRowID, db: db) + seqs.count
         try setDeletedEntries(pending, userRowID: userRowID, db: db)
         let runs = try runs(userRowID: userRowID, db: db)
         let entries = runs.reduce(0) { $0 + $1.count }
-        guard pending * 2 > entries else { return }
-        var parts: [SampleKeyRun] = []
-        for run in runs { parts.append(try readRun(run.id, db: db, withSeqs: true)) }
-        _ = try replace(runs.map(\.id), by: SampleKeyRun.merged(parts), minimumLevel: 0, userRowID: userRowID, db: db)
+        guard pending * 2 > entries else { return try compaction(userRowID: userRowID, db: db) != nil }
+        return try beginCompaction(userRowID: userRowID, runs: runs, db: db)
     }
 
-    /// Runs `sql` (parameters: user, seq) once per seq.
-    private func forEach(_ seqs: [Int64], userRowID: Int64, db: Database, run sql: String) throws {
+    /// Runs `sql` (parameters: user, seq, and `generation` when given) once per seq.
+    func forEach(_ seqs: [Int64], userRowID: Int64, db: Database, run sql: String, generation: Int64? = nil) throws {
         let statement = try db.cachedStatement(sql)
         for seq in seqs {
             statement.reset()
             try statement.bind(userRowID, at: 1)
             try statement.bind(seq, at: 2)
+            if let generation { try statement.bind(generation, at: 3) }
             _ = try statement.step()
         }
+    }
+
+    /// The generation the user's deletions are listed under now (SampleKeyCompaction.swift).
+    func deletionGeneration(userRowID: Int64, db: Database) throws -> Int64 {
+        let statement = try db.cachedStatement("SELECT generation FROM sample_key_users WHERE user_id = ?")
+        try statement.bind(userRowID, at: 1)
+        return try statement.first { try $0.int64(at: 0) } ?? 0
     }
 
     /// How many entries of the user's runs are of deleted rows (listed in `sample_key_deletions`).
@@ -334,7 +358,7 @@ package final class SampleKeyIndex: Sendable {
         return try statement.first { try $0.int(at: 0) } ?? 0
     }
 
-    private func setDeletedEntries(_ count: Int, userRowID: Int64, db: Database) throws {
+    func setDeletedEntries(_ count: Int, userRowID: Int64, db: Database) throws {
         try db.execute("""
             INSERT INTO sample_key_users (user_id, deleted) VALUES (?, ?)
             ON CONFLICT(user_id) DO UPDATE SET deleted = excluded.deleted
@@ -371,19 +395,25 @@ package final class SampleKeyIndex: Sendable {
         let info = RunInfo(id: id, level: max(minimumLevel, level(forCount: run.count)), count: run.count)
         try db.execute("INSERT INTO sample_key_runs (id, user_id, level, count) VALUES (?, ?, ?, ?)",
                        [.integer(id), .integer(userRowID), .integer(Int64(info.level)), .integer(Int64(run.count))])
-        let insert = try db.cachedStatement("INSERT INTO sample_key_chunks (run_id, first_key, entries) VALUES (?, ?, ?)")
-        for chunk in run.chunks() {
-            insert.reset()
-            try insert.bind(id, at: 1)
-            try insert.bind(Int64(chunk.firstKey), at: 2)
-            try insert.bind(chunk.entries, at: 3)
-            _ = try insert.step()
-        }
+        try insertChunks(of: run, runID: id, db: db)
         hold(id, keys: run.keys)
         return info
     }
 
-    private func delete(_ runIDs: [Int64], db: Database) throws {
+    /// Stores `run`'s entries as chunks of run `runID`.
+    func insertChunks(of run: SampleKeyRun, runID: Int64, db: Database) throws {
+        let insert = try db.cachedStatement("INSERT INTO sample_key_chunks (run_id, first_key, entries) VALUES (?, ?, ?)")
+        for chunk in run.chunks() {
+            insert.reset()
+            try insert.bind(runID, at: 1)
+            try insert.bind(Int64(chunk.firstKey), at: 2)
+            try insert.bind(chunk.entries, at: 3)
+            _ = try insert.step()
+        }
+        rewrittenCount.add(run.count, ordering: .relaxed)
+    }
+
+    func delete(_ runIDs: [Int64], db: Database) throws {
         for id in runIDs {
             try db.execute("DELETE FROM sample_key_chunks WHERE run_id = ?", [.integer(id)])
             try db.execute("DELETE FROM sample_key_runs WHERE id = ?", [.integer(id)])
@@ -415,5 +445,15 @@ package final class SampleKeyIndex: Sendable {
             entries.append((derivation.key(userRowID: rowUser, uuid: uuid), seq))
         }
         try flush()
+    }
+}
+
+extension HealthStore {
+    /// The user's uuid key runs and the entries they hold (benchmarks and tests).
+    package func uuidKeyRunCounts(userRowID: Int64) throws -> (runs: Int, entries: Int) {
+        try pool.read { db in
+            let runs = try sampleKeys.runs(userRowID: userRowID, db: db)
+            return (runs.count, runs.reduce(0) { $0 + $1.count })
+        }
     }
 }

@@ -326,8 +326,11 @@ struct SampleDeleter {
     private(set) var lastSeq: Int64
     private(set) var touchedTypes: Set<String> = []
     private var rollups = RollupChanges()
-    /// The deleted rows' seqs, whose entries the uuid key runs drop at a later merge.
+    /// The deleted rows' seqs, whose entries the uuid key runs drop at a later merge or compaction.
     private var deletedSeqs: [Int64] = []
+    /// Set by `finish`: a compaction of the user's uuid key runs is under way, for the store to
+    /// run after the commit (never inside this transaction).
+    private(set) var keyCompactionPending = false
 
     init(db: Database, userRowID: Int64, store: HealthStore) throws {
         self.db = db
@@ -356,9 +359,9 @@ struct SampleDeleter {
         if let name = store.typeName(for: row.typeCode) { touchedTypes.insert(name) }
     }
 
-    func finish() throws {
+    mutating func finish() throws {
         try rollups.apply(db, userRowID: userRowID, store: store)
-        try store.sampleKeys.noteDeleted(deletedSeqs, userRowID: userRowID, db: db)
+        keyCompactionPending = try store.sampleKeys.noteDeleted(deletedSeqs, userRowID: userRowID, db: db)
         try ChangeSequence.store(lastSeq, db)
     }
 }

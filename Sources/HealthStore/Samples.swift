@@ -231,7 +231,7 @@ extension HealthStore {
     /// Deletes one sample the app saved. Another app's sample of the same user is `forbidden`;
     /// another user's, or none, is `notFound`.
     public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
-        let change = try pool.write { db -> CommittedChange in
+        let (change, compacting) = try pool.write { db -> (CommittedChange, Bool) in
             guard let row = try sampleKeys.find(uuid, userRowID: app.userRowID, db: db) else {
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
@@ -247,16 +247,18 @@ extension HealthStore {
             var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
             try deleter.delete(row)
             try deleter.finish()
-            return CommittedChange(userRowID: app.userRowID, typeIDs: deleter.touchedTypes, lastSeq: deleter.lastSeq)
+            return (CommittedChange(userRowID: app.userRowID, typeIDs: deleter.touchedTypes, lastSeq: deleter.lastSeq),
+                    deleter.keyCompactionPending)
         }
+        if compacting { keyCompactor.schedule() }
         publish(change)
     }
 
     /// Deletes the app's own samples of a type matching the date predicate; returns how many.
     public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
         try app.access.requireShare(type)
-        let (count, change) = try pool.write { db -> (Int, CommittedChange?) in
-            guard let typeCode = typeCode(for: type) else { return (0, nil) }
+        let (count, change, compacting) = try pool.write { db -> (Int, CommittedChange?, Bool) in
+            guard let typeCode = typeCode(for: type) else { return (0, nil, false) }
             var clause = WhereClause(conditions: ["user_id = ?1", "type_id = ?2", "source_id = ?3"],
                                      values: [.integer(app.userRowID), .integer(typeCode), .integer(app.sourceRowID)])
             var query = SampleQuery(type: type)
@@ -268,12 +270,15 @@ extension HealthStore {
             try statement.bind(clause.values)
             var rows: [SampleRow] = []
             try statement.forEachRow { rows.append(try SampleRow($0)) }
-            guard !rows.isEmpty else { return (0, nil) }
+            guard !rows.isEmpty else { return (0, nil, false) }
             var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
             for row in rows { try deleter.delete(row) }
             try deleter.finish()
-            return (rows.count, CommittedChange(userRowID: app.userRowID, typeIDs: deleter.touchedTypes, lastSeq: deleter.lastSeq))
+            return (rows.count, CommittedChange(userRowID: app.userRowID, typeIDs: deleter.touchedTypes, lastSeq: deleter.lastSeq),
+                    deleter.keyCompactionPending)
         }
+        // The compaction runs after the commit, in steps of its own: this request waits for none of it.
+        if compacting { keyCompactor.schedule() }
         if let change { publish(change) }
         return count
     }

@@ -312,6 +312,13 @@ enum Schema {
             // under the same keys. The rows move as they are.
             try StatisticsRollups.clusterRows(db)
         }
+        migrator.register("017-sample-key-compaction") { db in
+            // A user's runs are compacted in short steps of their own after the delete that calls
+            // for it, instead of all at once inside that delete (SampleKeyCompaction.swift): each
+            // listed deletion gets the generation of the compaction that drops it, and a cursor
+            // per user says where the next step resumes. Existing rows are generation 0.
+            try db.execute(SampleKeyIndex.compactionSchema)
+        }
         return migrator
     }
 }

@@ -30,6 +30,8 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      + "over HTTP, server RSS; rollup maintenance share of the load", MultiUserStatisticsBenchmark.run),
     ("postgres", "PostgreSQL beside SQLite: HTTP ingest vs raw binary COPY, statistics reads on two nodes vs one (--database URL)",
      PostgresBenchmark.run),
+    ("key-compaction", "deleting half of one large user's samples: each delete request's latency, and another user's saves meanwhile",
+     KeyCompactionBenchmark.run),
     ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
      WorkoutSessionBenchmark.run),
 ]

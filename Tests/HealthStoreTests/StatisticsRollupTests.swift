@@ -21,7 +21,7 @@ import Statistics
     /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs
     /// (and the deletions list of `015-sample-key-deletions`).
     static let undoSampleKeyRuns = """
-        DROP TABLE sample_key_deletions; DROP TABLE sample_key_users;
+        DROP TABLE sample_key_compactions; DROP TABLE sample_key_deletions; DROP TABLE sample_key_users;
         DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
         CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
         """
@@ -76,7 +76,7 @@ import Statistics
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
                           "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
-                          "015-sample-key-deletions", "016-statistics-days-clustered"],
+                          "015-sample-key-deletions", "016-statistics-days-clustered", "017-sample-key-compaction"],
                 "this test undoes every migration from the rollups' on")
         try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_day_details; DROP TABLE statistics_series")
@@ -122,7 +122,7 @@ import Statistics
             try $0.string(at: 0)
         }
         #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions",
-                          "016-statistics-days-clustered"],
+                          "016-statistics-days-clustered", "017-sample-key-compaction"],
                 "this test undoes the migrations from the rowid table's on")
         try database.execute(Self.undoClusteredDays())
         try database.execute(Self.undoSampleKeyRuns)
@@ -216,8 +216,12 @@ import Statistics
         let database = try Database(path: t.directory + "/healthd.sqlite")
         let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '016-statistics-days-clustered'", [],
                                                         { try $0.int64(at: 0) }))
-        #expect(try database.first("SELECT count(*) FROM schema_migrations WHERE id > ?", [.integer(migration)], { try $0.int64(at: 0) }) == 0,
-                "this test undoes the last migration only")
+        #expect(try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)], { try $0.string(at: 0) })
+                    == ["017-sample-key-compaction"], "this test undoes the clustered days and the migrations after them")
+        try database.execute("""
+            DROP TABLE sample_key_compactions;
+            ALTER TABLE sample_key_deletions DROP COLUMN generation; ALTER TABLE sample_key_users DROP COLUMN generation;
+            """)
         // The earlier table, its rows in the order arrival would have left them: day by day across users and types.
         try database.execute(Self.undoClusteredDays(order: "d.day, d.user_id, d.type_id"))
         try database.execute("DELETE FROM schema_migrations WHERE id >= \(migration); PRAGMA user_version = \(migration - 1)")
