@@ -1023,19 +1023,31 @@ def empty_and_bad_token_checks(port, browser, fixture, artifacts):
                 artifacts)
 
 
-def unit_checks(browser, repository):
-    """The dashboard's pure modules, checked in Chromium from a plain file server over the repository."""
-    print("browser: dashboard modules (Tests/e2e/dashboard-units)")
-
-    class Quiet(SimpleHTTPRequestHandler):
+def file_server(directory, api=None):
+    """A quiet static file server over `directory` on a free port, serving from a thread; given `api`,
+    `api(handler)` answers every GET /v1/... instead (a healthd that is down, or lacks the API)."""
+    class Files(SimpleHTTPRequestHandler):
         def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=repository, **kwargs)
+            super().__init__(*args, directory=directory, **kwargs)
 
         def log_message(self, *args):
             pass
 
-    files = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+        def do_GET(self):
+            if api and self.path.startswith("/v1/"):
+                return api(self)
+            return super().do_GET()
+
+    files = ThreadingHTTPServer(("127.0.0.1", 0), Files)
     threading.Thread(target=files.serve_forever, daemon=True).start()
+    return files
+
+
+def unit_checks(browser, repository):
+    """The dashboard's pure modules, checked in Chromium from a plain file server over the repository."""
+    print("browser: dashboard modules (Tests/e2e/dashboard-units)")
+
+    files = file_server(repository)
     try:
         dom, stderr = browser.dom(f"http://127.0.0.1:{files.server_address[1]}/Tests/e2e/dashboard-units/index.html")
     finally:
@@ -1053,22 +1065,12 @@ def server_down_checks(browser, public, artifacts):
     """The page from a file server whose API connections drop without an answer, as when healthd is down."""
     print("browser: server down")
 
-    class Down(SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=public, **kwargs)
+    def drop(handler):
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
 
-        def log_message(self, *args):
-            pass
+    files = file_server(public, drop)
 
-        def do_GET(self):
-            if self.path.startswith("/v1/"):
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            super().do_GET()
-
-    files = ThreadingHTTPServer(("127.0.0.1", 0), Down)
-    threading.Thread(target=files.serve_forever, daemon=True).start()
     def banner_and_errors(page, states):
         problems = [] if page.evaluate("document.getElementById('banner').dataset.problem === 'server-down'"
                                        " && !document.getElementById('banner').hidden") else ["no server-down banner"]
@@ -1095,22 +1097,13 @@ def unavailable_checks(browser, public, artifacts):
     older or different server would): each card says which endpoint is missing, none shows data."""
     print("browser: a server without the endpoints the page reads")
 
-    class Missing(SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=public, **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            if not self.path.startswith("/v1/"):
-                return super().do_GET()
-            body = json.dumps({"title": "Not Found", "status": 404, "detail": "no such route"}).encode()
-            self.send_response(404)
-            self.send_header("Content-Type", "application/problem+json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def not_found(handler):
+        body = json.dumps({"title": "Not Found", "status": 404, "detail": "no such route"}).encode()
+        handler.send_response(404)
+        handler.send_header("Content-Type", "application/problem+json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
 
     def every_card_unavailable(page, states):
         problems = [f"{panel} is {state}" for panel, state in states.items()
@@ -1118,8 +1111,7 @@ def unavailable_checks(browser, public, artifacts):
         live = page.evaluate("document.getElementById('live-status').dataset.live")
         return problems + ([] if live == "polling" else [f"the live status is {live}, not polling"])
 
-    files = ThreadingHTTPServer(("127.0.0.1", 0), Missing)
-    threading.Thread(target=files.serve_forever, daemon=True).start()
+    files = file_server(public, not_found)
     try:
         view_checks(browser.binary, [("dashboard-unavailable.png", f"http://127.0.0.1:{files.server_address[1]}/#token=some-token&period=day",
                                       1280, every_card_unavailable)], artifacts)
