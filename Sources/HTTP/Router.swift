@@ -52,11 +52,7 @@ public struct Router<Handler> {
     /// Matches a raw (not yet decoded) path such as `HTTPRequest.path`.
     @inlinable
     public func match(method: HTTPMethod, path: Substring) -> RouteMatch<Handler> {
-        switch table.match(method: method, path: path) {
-        case .found(let slot, let parameters, let pattern): return .found(handlers[slot], parameters: parameters, pattern: pattern)
-        case .methodNotAllowed(let allowed): return .methodNotAllowed(allowed: allowed)
-        case .notFound: return .notFound
-        }
+        handlerMatch(table.match(method: method, path: path))
     }
 
     @inlinable
@@ -68,7 +64,13 @@ public struct Router<Handler> {
     /// requests) is found without making a String or Substring of it.
     @inlinable
     public func match(method: HTTPMethod, request: HTTPRequest) -> RouteMatch<Handler> {
-        switch table.match(method: method, request: request) {
+        handlerMatch(table.match(method: method, request: request))
+    }
+
+    /// The table's slot replaced by its handler.
+    @inlinable
+    func handlerMatch(_ match: RouteTable.Match) -> RouteMatch<Handler> {
+        switch match {
         case .found(let slot, let parameters, let pattern): return .found(handlers[slot], parameters: parameters, pattern: pattern)
         case .methodNotAllowed(let allowed): return .methodNotAllowed(allowed: allowed)
         case .notFound: return .notFound

@@ -47,14 +47,23 @@ final class Connection: @unchecked Sendable {
     private var responseGeneration: UInt64 = 0
     private var awaitingGeneration: UInt64?
     private var insideRespond = false
-    private var responseReturnedDuringRespond: HTTPResponse?
+    /// A response the responder gave before its `respond` call returned (the loop's one slot:
+    /// only the connection inside `respond` on the queue's thread can fill it).
+    private var responseReturnedDuringRespond: HTTPResponse? {
+        _read { yield loop.responseReturnedDuringRespond }
+        _modify { yield &loop.responseReturnedDuringRespond }
+    }
 
     private var stream: ServerBodyStream?
 
     /// The time of the event being handled, read at most once per event: a request used to read
     /// the clock five times on its way through here (parse, response, written, two in flush).
-    /// Every entry point clears it first, so it is never older than the event.
-    private var eventInstant: HTTPInstant?
+    /// Every entry point clears it first, so it is never older than the event. Kept on the loop,
+    /// which handles one event at a time, like `work`.
+    private var eventInstant: HTTPInstant? {
+        _read { yield loop.eventInstant }
+        _modify { yield &loop.eventInstant }
+    }
 
     init(fd: Int32, info: ConnectionInfo, loop: ConnectionQueue, server: HTTPServer) {
         self.fd = fd

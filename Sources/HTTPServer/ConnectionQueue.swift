@@ -23,6 +23,10 @@ final class ConnectionQueue: @unchecked Sendable {
     /// connection is always queued with `queue.async`), so the list is empty whenever an event
     /// handler starts and is emptied before it returns.
     var work: [HTTPConnectionStateMachine.Action] = []
+    /// The handled event's time and a response returned inside `respond`: per event, so per loop
+    /// for the same reason (see `Connection`).
+    var eventInstant: HTTPInstant?
+    var responseReturnedDuringRespond: HTTPResponse?
 
     init(index: Int, configuration: HTTPServerConfiguration) {
         self.index = index

@@ -88,6 +88,18 @@ import ThreadTestSupport
         #expect(metrics.render(gauges: gauges).contains(#"healthd_http_requests_total{route="/b",method="GET",status="200"} 4"#))
     }
 
+    /// Request ids are `<connection>-<counter>` in base 36, zero and the largest values included.
+    @Test func requestIDsAreConnectionAndCounterInBase36() {
+        let counter = RequestCounter()
+        for connection: UInt64 in [0, 7, 35, 36, 123_456_789, .max] {
+            let id = counter.next(connection: connection)
+            let parts = id.split(separator: "-")
+            #expect(parts.count == 2 && parts[0] == String(connection, radix: 36), "\(id)")
+            #expect(UInt64(parts.last ?? "", radix: 36) != nil, "\(id)")
+        }
+        #expect(counter.next(connection: 1) == "1-7" && counter.next(connection: 1) == "1-8")
+    }
+
     /// A latency on a bucket's bound counts in that bucket (Prometheus' `le`), one just above it in
     /// the next; past the last bound only the `+Inf` count and the sum hold it.
     @Test func latencyBucketsIncludeTheirUpperBound() {
