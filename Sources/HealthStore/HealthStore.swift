@@ -72,7 +72,7 @@ public final class HealthStore: HealthDataStore {
             return fresh
         }
         // A compaction cut short by a stop or a crash resumes where its last step committed.
-        keyCompactor.schedule()
+        if try pool.read({ db in try sampleKeys.compactionPending(db: db) }) { keyCompactor.schedule() }
     }
 
     /// The server's key for signing cursors and anchors: random, made once, kept in the database

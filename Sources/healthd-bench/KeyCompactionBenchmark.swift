@@ -193,6 +193,7 @@ enum KeyCompactionBenchmark {
             print("  background compaction: \(figures.steps) steps holding the writer \(format(Double(figures.totalNanoseconds) / 1e9, decimals: 2)) s "
                   + "in all, the longest \(format(maxStep)) ms = \(format(maxStep / max(median, 0.001), decimals: 1)) x the median delete by uuid; "
                   + "done \(format(Double(compactionEnded - deletesEnded) / 1e9, decimals: 1)) s after the last delete")
+            print("    the longest step's own work, its commit left out: \(format(Double(figures.maxWorkNanoseconds) / 1e6)) ms")
             let during = probes.filter { $0.began >= deletesEnded && $0.began < compactionEnded }.map(\.nanoseconds)
             if !during.isEmpty { print("    another user's saves during the rest of it: \(LatencySummary(during))") }
         }
