@@ -17,20 +17,11 @@ cd "$(dirname "$0")/.."
 requests="${1:-10000}"
 shift || true
 if [ $# -gt 0 ]; then counts=("$@"); else counts=(64 500 1000); fi
-if [ -n "${BIN:-}" ]; then
-  bin="$BIN"
-else
-  swift build -c release --product healthd-bench 2>&1 | tail -1
-  swift build -c release --product dispatch-floor 2>&1 | tail -1
-  bin="$(swift build -c release --show-bin-path)"
-fi
+source Benchmarks/common.sh
+release_binaries healthd-bench dispatch-floor
 out="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$out"' EXIT
-read -r healthd_port floor_port < <(python3 -c '
-import socket
-held = [socket.socket() for _ in range(2)]
-for s in held: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in held))')
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null; rm -rf "$out"' EXIT  # valgrind writes its last dump as it exits
+read -r healthd_port floor_port < <(free_ports 2)
 
 cache=(--tool=callgrind --cache-sim=yes --LL=1048576,16,64 --instr-atstart=no)
 mkdir -p "$out/store"
@@ -103,7 +94,8 @@ path, label, conns, requests = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.ar
 lines = open(path).read().splitlines()
 events = next(l for l in lines if l.startswith("events:")).split()[1:]
 totals = dict(zip(events, map(int, next(l for l in lines if l.startswith("summary:")).split()[1:])))
-per = lambda *names: sum(totals[n] for n in names) / requests
+# callgrind leaves trailing zero counts off the summary line (no LL misses at all: no DLmr).
+per = lambda *names: sum(totals.get(n, 0) for n in names) / requests
 print(f"{label}|{conns}|{per('Ir'):.0f}|{per('D1mr', 'D1mw'):.1f}|{per('DLmr', 'DLmw'):.1f}")
 PY
 }

@@ -13,13 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 requests="${1:-8000}"
 store="${2:-}"
-if [ -n "${BIN:-}" ]; then
-  bin="$BIN"
-else
-  swift build -c release --product healthd-bench 2>&1 | tail -1
-  swift build -c release --product dispatch-floor 2>&1 | tail -1
-  bin="$(swift build -c release --show-bin-path)"
-fi
+source Benchmarks/common.sh
+release_binaries healthd-bench dispatch-floor
+read -r healthd_port floor_port < <(free_ports 2)
 out="${OUT:-$(mktemp -d)}"
 scratch="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
@@ -31,9 +27,9 @@ if [ -n "$store" ]; then
 fi
 # healthd's server and application, in healthd-bench because valgrind cannot run dispatchMain.
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out.%p" \
-  "$bin/healthd-bench" http-serve --port 18090 --work-dir "$data" > "$out/healthd.log" 2>&1 &
+  "$bin/healthd-bench" http-serve --port "$healthd_port" --work-dir "$data" > "$out/healthd.log" 2>&1 &
 pid=$!
-for _ in $(seq 600); do curl -fs http://127.0.0.1:18090/healthz >/dev/null 2>&1 && break; sleep 0.2; done
+for _ in $(seq 600); do curl -fs "http://127.0.0.1:$healthd_port/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 
 measure() { # port target
   python3 - "$requests" "$1" "$2" "$token" <<'PY'
@@ -75,10 +71,10 @@ instructions() { # label pid port target
 }
 
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out.floor.%p" \
-  "$bin/dispatch-floor" 18091 > "$out/floor.log" 2>&1 &
+  "$bin/dispatch-floor" "$floor_port" > "$out/floor.log" 2>&1 &
 floor_pid=$!
-for _ in $(seq 600); do curl -fs http://127.0.0.1:18091/healthz >/dev/null 2>&1 && break; sleep 0.2; done
-instructions floor "$floor_pid" 18091 /healthz
+for _ in $(seq 600); do curl -fs "http://127.0.0.1:$floor_port/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+instructions floor "$floor_pid" "$floor_port" /healthz
 kill "$floor_pid"
-instructions healthz "$pid" 18090 /healthz
-if [ -n "$token" ]; then instructions samples "$pid" 18090 "/v1/samples?type=stepCount&limit=10"; fi
+instructions healthz "$pid" "$healthd_port" /healthz
+if [ -n "$token" ]; then instructions samples "$pid" "$healthd_port" "/v1/samples?type=stepCount&limit=10"; fi

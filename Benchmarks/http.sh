@@ -28,25 +28,14 @@ if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq wrk nginx >/dev/null
 fi
-if [ -n "${BIN:-}" ]; then
-  bin="$BIN"   # healthd, healthd-bench and dispatch-floor from there (e.g. saved release builds)
-else
-  swift build -c release --product healthd 2>&1 | tail -1
-  swift build -c release --product healthd-bench 2>&1 | tail -1
-  swift build -c release --product dispatch-floor 2>&1 | tail -1
-  bin="$(swift build -c release --show-bin-path)"
-fi
+source Benchmarks/common.sh
+release_binaries healthd healthd-bench dispatch-floor
 work="$(mktemp -d)"
 store="$PWD/.build/http-bench-store-$store_samples"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
 ulimit -n 65536 2>/dev/null || true
-# Four ports the kernel says are free now (all bound at once, so they differ), so two runs or a
-# busy port do not collide: healthd, nginx, the Dispatch floor, the baseline.
-read -r healthd_port nginx_port floor_port baseline_port < <(python3 -c '
-import socket
-held = [socket.socket() for _ in range(4)]
-for s in held: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in held))')
+# healthd, nginx, the Dispatch floor, the baseline.
+read -r healthd_port nginx_port floor_port baseline_port < <(free_ports 4)
 
 # nginx, one worker, returning the same body as healthd.
 cat > "$work/nginx.conf" <<CONF
