@@ -31,6 +31,8 @@ let package = Package(
         // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON, HealthModel and
         // Statistics (HTTP is a protocol layer and must not depend on the health model).
         .target(name: "Primitives", swiftSettings: strict),
+        // Benchmark clients and test participants, each on a thread of its own (Foundation `Thread`).
+        .target(name: "ClientThreads", swiftSettings: strict),
         .target(name: "JSON", dependencies: ["Primitives"], swiftSettings: strict),
         .target(name: "HTTP", dependencies: ["Primitives"], swiftSettings: hotPath),
         .target(name: "HealthModel", dependencies: ["JSON", "Primitives"], swiftSettings: strict),
@@ -77,7 +79,7 @@ let package = Package(
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",
-                                         "HealthStore", "HealthAPI", "HealthAutoExport", "PostgreSQL", "PostgresStore"],
+                                         "HealthStore", "HealthAPI", "HealthAutoExport", "PostgreSQL", "PostgresStore", "ClientThreads"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
@@ -85,7 +87,6 @@ let package = Package(
         // What every PostgreSQL test needs: the test server's URL, a schema of its own per test, `eventually`.
         .target(name: "PostgresTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgresTestSupport", swiftSettings: strict),
         // `onThreads`: test participants each on a thread of their own (not limited to one per core).
-        .target(name: "ThreadTestSupport", path: "Tests/ThreadTestSupport", swiftSettings: strict),
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
@@ -95,13 +96,13 @@ let package = Package(
         .testTarget(name: "HealthAutoExportTests", dependencies: ["HealthAutoExport", "HealthModel", "JSON"]),
         .testTarget(name: "StatisticsTests", dependencies: ["Statistics", "TimeZoneDatabase", "Primitives"]),
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "ThreadTestSupport"]),
-        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport", "ThreadTestSupport"]),
-        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics", "Primitives", "ThreadTestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "ClientThreads"]),
+        .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport", "ClientThreads"]),
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics", "Primitives", "ClientThreads"]),
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics",
-                                                             "TimeZoneDatabase", "PostgresTestSupport", "Primitives", "ThreadTestSupport"]),
+                                                             "TimeZoneDatabase", "PostgresTestSupport", "Primitives", "ClientThreads"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
-                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport", "ThreadTestSupport"]),
+                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport", "ClientThreads"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),

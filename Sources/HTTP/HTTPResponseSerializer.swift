@@ -297,7 +297,6 @@ public enum HTTPProblem {
         switch status.code {
         case 400, 408, 414, 417, 431, 505: return "errorInvalidArgument"
         case 413: return "errorPayloadTooLarge"
-        case 501: return "errorNotImplemented"
         case 503: return "errorServiceUnavailable"
         default: return "errorInternal"
         }

@@ -1,3 +1,4 @@
+import ClientThreads
 import Foundation
 import Glibc
 
@@ -136,19 +137,4 @@ func machineDescription() -> String {
     let cores = ProcessInfo.processInfo.activeProcessorCount
     let memory = Double(ProcessInfo.processInfo.physicalMemory) / 1_073_741_824
     return "\(cores) cores, \(String(format: "%.0f", memory)) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
-}
-
-/// Runs `body(client)` for every client at once, each on a thread of its own, and returns when all
-/// are done. `DispatchQueue.concurrentPerform` would run only as many iterations at a time as there
-/// are cores, so 4 or 8 clients on a 2-core machine would be 2 clients for most of the run.
-func onClientThreads(_ clients: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    let group = DispatchGroup()
-    for client in 0..<clients {
-        group.enter()
-        Thread {
-            defer { group.leave() }
-            body(client)
-        }.start()
-    }
-    group.wait()
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import ClientThreads
 import Foundation
 import HTTPServer
 import HealthAPI
@@ -35,7 +36,7 @@ enum IMUIngestBenchmark {
             let totalBytes = bodies.reduce(0) { $0 + $1.count } * sessions
             let failures = Mutex(0)
             let started = DispatchTime.now().uptimeNanoseconds
-            onClientThreads(sessions) { index in
+            onThreads(sessions) { index in
                 do {
                     let client = try BenchHTTPClient(port: server.boundPort)
                     for body in bodies {

@@ -1,4 +1,5 @@
 import Dispatch
+import ClientThreads
 import Foundation
 import HealthStore
 import PostgreSQL
@@ -197,7 +198,7 @@ enum PostgresBenchmark {
         let failures = Mutex<[String]>([])
         let samples = bodies.count
         let began = nanosecondsNow()
-        onClientThreads(clients) { client in
+        onThreads(clients) { client in
             do {
                 let connection = try BenchHTTPClient(port: port)
                 let token = tokens[client % tokens.count]
@@ -330,7 +331,7 @@ enum PostgresBenchmark {
         let failures = Mutex<[String]>([])
         let cpuBefore = server?.seconds(database: database) ?? PostgresServerCPU.CPUSeconds()
         let began = nanosecondsNow()
-        onClientThreads(clients) { client in
+        onThreads(clients) { client in
             do {
                 for batch in work[client] {
                     _ = try connections.all[client].transaction { try $0.copyIn(copySamples, rows: batch) }

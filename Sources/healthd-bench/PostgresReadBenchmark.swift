@@ -1,4 +1,5 @@
 import Dispatch
+import ClientThreads
 import Foundation
 import Glibc
 import Synchronization
@@ -114,8 +115,8 @@ extension PostgresBenchmark {
         let machineBefore = MachineCPU()
         let began = nanosecondsNow()
         let deadline = began + UInt64(seconds * 1e9)
-        // A thread per client (`onClientThreads`): all 8 clients run for the whole phase.
-        onClientThreads(clients) { client in
+        // A thread per client (`onThreads`): all 8 clients run for the whole phase.
+        onThreads(clients) { client in
             do {
                 let connection = shared.all[client]
                 var mine: [UInt64] = []

@@ -1,4 +1,5 @@
 import Dispatch
+import ClientThreads
 import Foundation
 import HealthModel
 import HealthStore
@@ -362,7 +363,7 @@ enum SamplesBenchmark {
         monitor.start()
         let cpuBefore = processCPUSeconds(serverProcessIdentifier)
         let began = nanosecondsNow()
-        onClientThreads(clients) { client in
+        onThreads(clients) { client in
             do {
                 let connection = try BenchHTTPClient(port: port)
                 for batch in stride(from: client, to: sharedBodies.count, by: clients) {

@@ -4,7 +4,7 @@ import Testing
 import HTTP
 import JSON
 @testable import HealthAPI
-import ThreadTestSupport
+import ClientThreads
 
 /// A phone in a pocket walking at 1.8 steps/s: vertical bounce at the step frequency, sway at half
 /// of it, gravity on an oblique axis, a little deterministic noise. 50 Hz.

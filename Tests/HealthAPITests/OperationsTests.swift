@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import HTTP
 @testable import HealthAPI
-import ThreadTestSupport
+import ClientThreads
 
 @Suite struct OperationsTests {
     @Test func healthzNeedsNoToken() throws {

@@ -5,7 +5,7 @@ import HealthModel
 import Statistics
 @testable import HealthStore
 import Primitives
-import ThreadTestSupport
+import ClientThreads
 
 /// A small deterministic generator (SplitMix64), so failures replay.
 typealias SeededGenerator = SplitMix64

@@ -3,7 +3,7 @@ import Synchronization
 import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
-import ThreadTestSupport
+import ClientThreads
 
 @Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))
 struct ListenerTests {

@@ -3,7 +3,7 @@ import Synchronization
 import PostgresTestSupport
 import Testing
 @testable import PostgreSQL
-import ThreadTestSupport
+import ClientThreads
 
 /// Transactions, retries and the pool against a real server.
 @Suite(.enabled(if: TestPostgres.isAvailable, TestPostgres.skipReason))

@@ -5,7 +5,7 @@ import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
 import Testing
-import ThreadTestSupport
+import ClientThreads
 
 /// Two PostgreSQL stores on one schema behave as two healthd nodes: each hears the other's
 /// commits, a revocation reaches both, and one user's change feed stays complete and in order

@@ -8,7 +8,7 @@ import TimeZoneDatabase
 import PostgresTestSupport
 import Testing
 import Primitives
-import ThreadTestSupport
+import ClientThreads
 
 /// Writes samples the way the store's write path does (rows, `source_types`, `type_extents`, the
 /// user's change counter) and keeps the rollups with `PostgresRollups.apply` in the same

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import Synchronization
 @testable import SQLite
-import ThreadTestSupport
+import ClientThreads
 
 @Suite struct DatabasePoolTests {
     private static func migrator() -> DatabaseMigrator {
