@@ -126,16 +126,14 @@ extension SampleKeyIndex {
         var seqs: [Int64]? = []
         var read = 0
         var next: Int64?
-        var damaged = false
         try chunks.forEachRow { row in
             guard read < compactionStepChunks else {
                 next = try row.int64(at: 0)
                 return
             }
             read += 1
-            if !row.withBlob(at: 1, { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) }) { damaged = true }
+            try Self.appendChunk(row, at: 1, ofRun: runID, keys: &keys, seqs: &seqs)
         }
-        if damaged { throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys") }
         let entrySeqs = seqs ?? []
         // Which entries are of rows this compaction drops: one probe of the list's key per entry.
         let probe = try db.cachedStatement("SELECT generation FROM sample_key_deletions WHERE user_id = ? AND seq = ?")

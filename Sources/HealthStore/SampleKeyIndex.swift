@@ -188,9 +188,7 @@ package final class SampleKeyIndex: Sendable {
         // Searched in place: one chunk's key, not its 480 entries decoded.
         let found = try chunk.first { row in row.withBlob(at: 0) { SampleKeyRun.seqs(for: key, inChunk: $0) } }
         guard let found else { return nil }
-        guard let seqs = found else {
-            throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys")
-        }
+        guard let seqs = found else { throw Self.damagedChunk(ofRun: runID) }
         let read = try db.cachedStatement("SELECT \(SampleRow.selectList) FROM samples WHERE seq = ? AND user_id = ?")
         for seq in seqs {
             read.reset()
@@ -266,12 +264,18 @@ package final class SampleKeyIndex: Sendable {
         try statement.bind(runID, at: 1)
         var keys: [UInt32] = []
         var seqs: [Int64]? = withSeqs ? [] : nil
-        var damaged = false
-        try statement.forEachRow { row in
-            if !row.withBlob(at: 0, { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) }) { damaged = true }
-        }
-        if damaged { throw RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys") }
+        try statement.forEachRow { row in try Self.appendChunk(row, at: 0, ofRun: runID, keys: &keys, seqs: &seqs) }
         return SampleKeyRun(sortedKeys: keys, seqs: seqs ?? Array(repeating: 0, count: keys.count))
+    }
+
+    /// Appends the entries of the chunk in `row`'s column `index` (and their seqs, when `seqs` is
+    /// not nil); a blob that is not a chunk is a decoding error naming the run.
+    static func appendChunk(_ row: Row, at index: Int, ofRun runID: Int64, keys: inout [UInt32], seqs: inout [Int64]?) throws {
+        guard row.withBlob(at: index, { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) }) else { throw damagedChunk(ofRun: runID) }
+    }
+
+    static func damagedChunk(ofRun runID: Int64) -> RowDecodingError {
+        RowDecodingError(table: "sample_key_chunks", column: "entries", problem: "of run \(runID) is not a chunk of uuid keys")
     }
 
     // MARK: Writing (the writer's transaction only)
