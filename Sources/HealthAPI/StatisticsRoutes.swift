@@ -87,9 +87,9 @@ struct StatisticsRoutes: Sendable {
             for (bucket, answer) in zip(buckets, answers) {
                 writer.beginObject()
                 writer.key(Self.startKey)
-                Self.writeInstant(bucket.start, offsetSeconds: Int(bucket.startOffsetSeconds), into: &writer)
+                SampleCodec.writeInstant(bucket.start, offsetSeconds: Int(bucket.startOffsetSeconds), into: &writer)
                 writer.key(Self.endKey)
-                Self.writeInstant(bucket.end, offsetSeconds: Int(bucket.endOffsetSeconds), into: &writer)
+                SampleCodec.writeInstant(bucket.end, offsetSeconds: Int(bucket.endOffsetSeconds), into: &writer)
                 Self.write(answer, options: options, output: output, into: &writer)
                 writer.endObject()
             }
@@ -99,15 +99,6 @@ struct StatisticsRoutes: Sendable {
     }
 
     static let startKey = JSONWriter.Key("start"), endKey = JSONWriter.Key("end")
-
-    /// A bucket edge as RFC 3339 at its offset, formatted on the stack: a collection writes two
-    /// per bucket, and a String for each cost more than the rest of the bucket's JSON.
-    static func writeInstant(_ instant: HealthInstant, offsetSeconds: Int, into writer: inout JSONWriter) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumOffsetByteCount) { buffer in
-            let count = RFC3339.write(instant, offsetSeconds: offsetSeconds, into: buffer)
-            writer.unescapedString(UnsafeBufferPointer(rebasing: buffer[..<count]))
-        }
-    }
 
     /// `GET /v1/sources/priority`: the order in which sources of a type count toward cumulative totals.
     func readSourcePriority(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {

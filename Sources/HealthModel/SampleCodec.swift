@@ -264,6 +264,16 @@ public enum SampleCodec {
         writeInstant(instant, with: &instants, into: &writer)
     }
 
+    /// An instant as RFC 3339 at a UTC offset (a statistics bucket's edge), formatted on the
+    /// stack: a collection writes two per bucket, and a String for each cost more than the rest
+    /// of the bucket's JSON.
+    public static func writeInstant(_ instant: HealthInstant, offsetSeconds: Int, into writer: inout JSONWriter) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: RFC3339.maximumOffsetByteCount) { buffer in
+            let count = RFC3339.write(instant, offsetSeconds: offsetSeconds, into: buffer)
+            writer.unescapedString(UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
     /// The same, through a page's `UTCWriter` (which keeps the last date's text), quotes included
     /// in the one copy into the writer.
     static func writeInstant(_ instant: HealthInstant, with instants: inout RFC3339.UTCWriter, into writer: inout JSONWriter) {
