@@ -10,11 +10,22 @@ public struct HTTPTimeouts: Sendable, Equatable {
     public var header: Double
     /// How long a request body may go without progress.
     public var body: Double
+    /// The slowest a request body may arrive, in bytes per second averaged over
+    /// `minBodyRateSeconds` (408 below it; 0 turns the check off): a client that sends a byte now
+    /// and then never trips `body`, yet holds its buffer and its connection for as long as it likes.
+    public var minBodyBytesPerSecond: Int
+    public var minBodyRateSeconds: Double
+    /// How long a request waits for room in the server's body budget before it gets a 503.
+    public var bodyBudgetWait: Double
 
-    public init(idle: Double = 60, header: Double = 10, body: Double = 30) {
+    public init(idle: Double = 60, header: Double = 10, body: Double = 30,
+                minBodyBytesPerSecond: Int = 1024, minBodyRateSeconds: Double = 10, bodyBudgetWait: Double = 5) {
         self.idle = idle
         self.header = header
         self.body = body
+        self.minBodyBytesPerSecond = minBodyBytesPerSecond
+        self.minBodyRateSeconds = minBodyRateSeconds
+        self.bodyBudgetWait = bodyBudgetWait
     }
 }
 
@@ -34,6 +45,11 @@ public struct HTTPConnectionStateMachine: Sendable {
         /// Hand a complete request to the application. No other request is dispatched until
         /// `responseWritten` for this one.
         case dispatch(HTTPRequest)
+        /// A head is in and its body is not read yet: ask the responder (and, for a connection
+        /// from a trusted proxy, the per-address cap) and report with `admissionDecided`. Until
+        /// then nothing more of the request is read: the shell stops reading if the answer does
+        /// not come at once, and reads again once it came.
+        case admit(HTTPRequestHead)
         /// Queue bytes for the socket, in order.
         case write([UInt8])
         /// The head was queued by a preceding `.write`; now run the producer. With `chunked`
@@ -66,19 +82,43 @@ public struct HTTPConnectionStateMachine: Sendable {
         var readingPaused = false
         /// The peer sent end of input; buffered pipelined requests are still answered, then the connection closes.
         var inputEnded: Bool
+        /// The answer was given before the request's body was read: the connection closes after
+        /// it with a lingering close, so the peer still sending its body reads the answer.
+        var lingerOnClose = false
+    }
+
+    /// A request whose head is in and whose body is not complete yet (awaiting admission, waiting
+    /// for the body budget, or being read).
+    private struct PendingRequest: Sendable {
+        var head: HTTPRequestHead
+        var body: [UInt8] = []
+        /// Bytes of body this request may carry: the parser's limit, or the unauthenticated one.
+        var limit: Int = .max
+        /// Bytes of the server's body budget this request holds.
+        var reserved = 0
+        /// The minimum-rate window: when it began and the body bytes received since.
+        var windowStart: UInt64 = 0
+        var windowBytes = 0
+        /// Reading of the body has begun (and a `100 Continue` was sent if it was due).
+        var started = false
     }
 
     // Everything that varies per request lives in the phase's payload, so no field can be stale
-    // in a phase it does not belong to; only the head and body of a request whose body is still
-    // arriving live beside it, in `bodyInProgress`. The payloads are plain values: the phase is
-    // read and replaced several times a request, and a payload with references (the head used to
-    // be one) was copied and destroyed through the runtime's value witnesses each time.
+    // in a phase it does not belong to; only a request whose body is still to come lives beside
+    // it, in `pending`. The payloads are plain values: the phase is read and replaced several
+    // times a request, and a payload with references was copied and destroyed through the
+    // runtime's value witnesses each time.
     private enum Phase: Sendable {
         /// Between requests, nothing received.
         case idle(since: UInt64)
         /// Part of a head received.
         case readingHead(since: UInt64)
-        /// Head complete, body in progress. `closeAfter`: shutdown began; answer this request, then close.
+        /// Head complete; the responder decides whether the body is read (`admissionDecided`).
+        /// `closeAfter`: shutdown began; answer this request, then close.
+        case awaitingAdmission(closeAfter: Bool)
+        /// Admitted; reading paused until the body budget has room, or `bodyBudgetWait` passes (503).
+        case waitingForBudget(since: UInt64, closeAfter: Bool)
+        /// Head complete and admitted, body in progress.
         case readingBody(lastProgress: UInt64, closeAfter: Bool)
         /// Dispatched; waiting for `responseReady`.
         case awaitingResponse(Exchange)
@@ -90,16 +130,29 @@ public struct HTTPConnectionStateMachine: Sendable {
     public let timeouts: HTTPTimeouts
     /// Pipelined bytes buffered while a request is in flight before reading is paused.
     public let maxBufferedBytes: Int
+    /// Ask for admission of every head, not only of those with a body: a connection from a
+    /// trusted proxy, whose every request may come from another client address.
+    public let admitsEveryHead: Bool
+    private let maxUnauthenticatedBodyLength: Int
+    private let bodyBudget: HTTPBodyBudget?
     private var parser: HTTPRequestParser
     private var phase: Phase
-    /// The head and the body so far while the phase is `.readingBody`; nil otherwise.
-    private var bodyInProgress: (head: HTTPRequestHead, body: [UInt8])?
+    /// The request whose body is still to come; nil unless the phase is `.awaitingAdmission`,
+    /// `.waitingForBudget` or `.readingBody`.
+    private var pending: PendingRequest?
+
+    /// A chunked body's reservation grows in steps of this much, ahead of what has arrived.
+    static let chunkedReservationStep = 1 << 20
 
     public init(limits: HTTPLimits = .default, timeouts: HTTPTimeouts = HTTPTimeouts(),
-                maxBufferedBytes: Int = 64 * 1024, now: UInt64) {
+                maxBufferedBytes: Int = 64 * 1024, bodyBudget: HTTPBodyBudget? = nil, admitsEveryHead: Bool = false,
+                now: UInt64) {
         self.parser = HTTPRequestParser(limits: limits)
         self.timeouts = timeouts
         self.maxBufferedBytes = maxBufferedBytes
+        self.maxUnauthenticatedBodyLength = limits.maxUnauthenticatedBodyLength
+        self.bodyBudget = bodyBudget
+        self.admitsEveryHead = admitsEveryHead
         self.phase = .idle(since: now)
     }
 
@@ -114,6 +167,19 @@ public struct HTTPConnectionStateMachine: Sendable {
         default: return false
         }
     }
+
+    /// True while a response is queued or streaming, until `responseWritten`.
+    public var isWritingResponse: Bool {
+        if case .writingResponse = phase { return true } else { return false }
+    }
+
+    /// True while the responder is deciding on a head (`.admit` was asked, no decision yet).
+    public var isAwaitingAdmission: Bool {
+        if case .awaitingAdmission = phase { return true } else { return false }
+    }
+
+    /// Bytes of the body budget this connection holds now.
+    public var reservedBodyBytes: Int { pending?.reserved ?? 0 }
 
     public mutating func bytesReceived(_ bytes: UnsafeRawBufferPointer, now: HTTPInstant) -> [Action] {
         var actions: [Action] = []
@@ -132,6 +198,10 @@ public struct HTTPConnectionStateMachine: Sendable {
         switch phase {
         case .idle, .readingHead, .readingBody:
             parse(now: now, inputEnded: false, into: &actions)
+        case .awaitingAdmission, .waitingForBudget:
+            // Reading is paused; these are bytes of a read already under way. They wait in the
+            // parser, which holds at most one read's worth more.
+            break
         case .awaitingResponse(var exchange):
             if pauseIfBacklogged(&exchange, into: &actions) { phase = .awaitingResponse(exchange) }
         case .writingResponse(var exchange, let closeAfter):
@@ -149,6 +219,121 @@ public struct HTTPConnectionStateMachine: Sendable {
         return true
     }
 
+    // MARK: Admission and the body budget
+
+    /// The responder's decision on the head of the last `.admit`. Any other time it is a bug in
+    /// the shell: the connection closes rather than guessing.
+    public mutating func admissionDecided(_ admission: HTTPAdmission, now: HTTPInstant, into actions: inout [Action]) {
+        guard case .awaitingAdmission(let closeAfter) = phase, var request = pending else {
+            return illegalEvent(into: &actions)
+        }
+        switch admission {
+        case .admit(let authenticated):
+            if !authenticated {
+                request.limit = maxUnauthenticatedBodyLength
+                if case .contentLength(let length) = request.head.framing, length > request.limit {
+                    return actions.append(contentsOf: fail(Self.unauthenticatedTooLarge(request.limit), now: now))
+                }
+            }
+            switch request.head.framing {
+            case .none: break
+            case .contentLength(let length): request.reserved = length
+            case .chunked: request.reserved = min(Self.chunkedReservationStep, request.limit)
+            }
+            pending = request
+            if let bodyBudget, request.reserved > 0, !bodyBudget.reserve(request.reserved) {
+                // Nothing reserved yet: the reservation is retried on each tick.
+                pending?.reserved = 0
+                pendingReservation = request.reserved
+                phase = .waitingForBudget(since: now.uptimeNanoseconds, closeAfter: closeAfter)
+                actions.append(.pauseReading)
+                return
+            }
+            startBody(closeAfter: closeAfter, now: now, into: &actions)
+        case .refuse(let response):
+            refuse(response, closeAfter: closeAfter, now: now, into: &actions)
+        }
+    }
+
+    /// The reservation a request waiting for the budget asks for.
+    private var pendingReservation = 0
+
+    public mutating func admissionDecided(_ admission: HTTPAdmission, now: HTTPInstant) -> [Action] {
+        var actions: [Action] = []
+        admissionDecided(admission, now: now, into: &actions)
+        return actions
+    }
+
+    /// The body may be read now: invite it if the client waits for that, and parse what is buffered.
+    /// `resuming`: reading was paused for the body budget.
+    private mutating func startBody(closeAfter: Bool, resuming: Bool = false, now: HTTPInstant, into actions: inout [Action]) {
+        let time = now.uptimeNanoseconds
+        pending?.windowStart = time
+        pending?.windowBytes = 0
+        phase = .readingBody(lastProgress: time, closeAfter: closeAfter)
+        // Only invite the body if the client is actually waiting for the invitation.
+        if let request = pending, !request.started {
+            pending?.started = true
+            if request.head.expectsContinue && request.head.hasBody && parser.bufferedByteCount == 0 {
+                actions.append(.write(HTTPResponseSerializer.continueResponse))
+            }
+        }
+        if resuming { actions.append(.resumeReading) }
+        parse(now: now, inputEnded: false, into: &actions)
+    }
+
+    /// Answers a head without reading its body. A body already buffered whole is skipped and the
+    /// connection stays open; otherwise it closes after the answer (lingering, so a client still
+    /// sending reads the answer rather than a reset).
+    private mutating func refuse(_ response: HTTPResponse, closeAfter: Bool, now: HTTPInstant, into actions: inout [Action]) {
+        guard let request = takePending() else { return illegalEvent(into: &actions) }
+        var bodySkipped = !request.head.hasBody
+        if case .contentLength(let length) = request.head.framing, parser.bufferedByteCount >= length {
+            skipping: while true {
+                switch parser.step() {
+                case .body: continue
+                case .end: bodySkipped = true; break skipping
+                default: break skipping
+                }
+            }
+        }
+        let exchange = Exchange(version: request.head.version, isHead: request.head.method == .head,
+                                keepAlive: request.head.keepAlive && !closeAfter && bodySkipped,
+                                readingPaused: false, inputEnded: false, lingerOnClose: !bodySkipped)
+        phase = .awaitingResponse(exchange)
+        responseReady(response, now: now, into: &actions)
+    }
+
+    /// A chunked body's reservation stays a step ahead of what has arrived (a read's worth at
+    /// least). False when the budget has no room: reading pauses until it has.
+    private mutating func reserveAhead(closeAfter: Bool, now: HTTPInstant, into actions: inout [Action]) -> Bool {
+        guard let bodyBudget, let request = pending, case .chunked = request.head.framing,
+              request.body.count + maxBufferedBytes > request.reserved, request.reserved < request.limit else { return true }
+        let step = min(Self.chunkedReservationStep, request.limit - request.reserved)
+        if bodyBudget.reserve(step) {
+            pending?.reserved += step
+            return true
+        }
+        pendingReservation = step
+        phase = .waitingForBudget(since: now.uptimeNanoseconds, closeAfter: closeAfter)
+        actions.append(.pauseReading)
+        return false
+    }
+
+    /// Takes the pending request, giving its budget reservation back.
+    private mutating func takePending() -> PendingRequest? {
+        guard let request = pending.take() else { return nil }
+        if request.reserved > 0 { bodyBudget?.release(request.reserved) }
+        return request
+    }
+
+    private static func unauthenticatedTooLarge(_ limit: Int) -> HTTPParseError {
+        HTTPParseError(status: .contentTooLarge, detail: "A request without a valid token may carry at most \(limit) bytes of body; "
+                       + "send Authorization: Bearer <token>.")
+    }
+
+    // MARK: Responses
+
     /// The application's response for the dispatched request.
     public mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant) -> [Action] {
         var actions: [Action] = []
@@ -157,13 +342,9 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     /// Like `responseReady(_:now:)`, appending to the caller's (reused) action list. Only legal
-    /// while a request is dispatched; the socket shell guarantees that with its response
-    /// generations, so anything else is a bug (asserted; ignored in release builds).
+    /// while a request is dispatched; any other time the connection closes (after a close, ignored).
     public mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant, into actions: inout [Action]) {
-        guard case .awaitingResponse(var exchange) = phase else {
-            assert(isClosed, "responseReady without a dispatched request")
-            return
-        }
+        guard case .awaitingResponse(var exchange) = phase else { return illegalEvent(into: &actions) }
         if exchange.keepAlive && Self.asksToClose(response.headers) { exchange.keepAlive = false }
         let allowsBody = !exchange.isHead && HTTPResponseSerializer.allowsBody(status: response.status)
         let bodiless = response.status.code == 204 || response.status.code == 304
@@ -196,15 +377,12 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     /// Like `responseWritten(now:)`, appending to the caller's (reused) action list. Only legal
-    /// while a response is being written (asserted; ignored in release builds).
+    /// while a response is being written; any other time the connection closes (after a close, ignored).
     public mutating func responseWritten(now: HTTPInstant, into actions: inout [Action]) {
-        guard case .writingResponse(let exchange, let closeAfter) = phase else {
-            assert(isClosed, "responseWritten without a response being written")
-            return
-        }
+        guard case .writingResponse(let exchange, let closeAfter) = phase else { return illegalEvent(into: &actions) }
         if closeAfter {
             phase = .closed
-            actions.append(.close(lingering: false))
+            actions.append(.close(lingering: exchange.lingerOnClose))
             return
         }
         phase = .idle(since: now.uptimeNanoseconds)
@@ -212,13 +390,23 @@ public struct HTTPConnectionStateMachine: Sendable {
         parse(now: now, inputEnded: exchange.inputEnded, into: &actions)
     }
 
+    /// An event the current phase does not allow. The socket shell never sends one; should it
+    /// ever, the connection closes (a release build must not leave it hanging). After a close,
+    /// late events (a completion racing the close) are expected and ignored.
+    private mutating func illegalEvent(into actions: inout [Action]) {
+        guard !isClosed else { return }
+        _ = takePending()
+        phase = .closed
+        actions.append(.close(lingering: false))
+    }
+
     /// The peer will send nothing more (read returned 0).
     public mutating func peerHalfClosed(now: HTTPInstant) -> [Action] {
         switch phase {
-        case .idle, .readingHead, .readingBody:
+        case .idle, .readingHead, .awaitingAdmission, .waitingForBudget, .readingBody:
             // An unfinished request can never complete now.
             phase = .closed
-            bodyInProgress = nil
+            _ = takePending()
             return [.close(lingering: false)]
         case .awaitingResponse(var exchange):
             guard !exchange.inputEnded else { return [] }
@@ -234,6 +422,13 @@ public struct HTTPConnectionStateMachine: Sendable {
         }
     }
 
+    /// The shell closed the connection on its own (a write failed or stalled, the linger ended,
+    /// the shutdown deadline passed): whatever the request held is given back.
+    public mutating func connectionClosed() {
+        _ = takePending()
+        phase = .closed
+    }
+
     /// Periodic check; returns what an expired timeout requires.
     public mutating func tick(now: HTTPInstant) -> [Action] {
         let time = now.uptimeNanoseconds
@@ -247,14 +442,41 @@ public struct HTTPConnectionStateMachine: Sendable {
             if Self.elapsed(from: since, to: time) >= timeouts.header {
                 return fail(HTTPParseError(status: .requestTimeout, detail: "The request head was not received in time."), now: now)
             }
+        case .waitingForBudget(let since, let closeAfter):
+            if let bodyBudget, bodyBudget.reserve(pendingReservation) {
+                pending?.reserved += pendingReservation
+                pendingReservation = 0
+                var actions: [Action] = []
+                startBody(closeAfter: closeAfter, resuming: true, now: now, into: &actions)
+                return actions
+            }
+            if Self.elapsed(from: since, to: time) >= timeouts.bodyBudgetWait {
+                return fail(HTTPParseError(status: .serviceUnavailable,
+                                           detail: "The server is receiving too many request bodies at once; retry shortly."), now: now)
+            }
         case .readingBody(let lastProgress, _):
             if Self.elapsed(from: lastProgress, to: time) >= timeouts.body {
                 return fail(HTTPParseError(status: .requestTimeout, detail: "The request body was not received in time."), now: now)
             }
-        case .awaitingResponse, .writingResponse, .closed:
+            if timeouts.minBodyBytesPerSecond > 0, let request = pending,
+               Self.elapsed(from: request.windowStart, to: time) >= timeouts.minBodyRateSeconds {
+                let seconds = Self.elapsed(from: request.windowStart, to: time)
+                if Double(request.windowBytes) < Double(timeouts.minBodyBytesPerSecond) * seconds {
+                    return fail(HTTPParseError(status: .requestTimeout,
+                                               detail: "The request body arrived slower than \(timeouts.minBodyBytesPerSecond) bytes per second "
+                                               + "over \(Self.secondsText(timeouts.minBodyRateSeconds)) s."), now: now)
+                }
+                pending?.windowStart = time
+                pending?.windowBytes = 0
+            }
+        case .awaitingAdmission, .awaitingResponse, .writingResponse, .closed:
             break
         }
         return []
+    }
+
+    private static func secondsText(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 
     /// Graceful shutdown: idle connections close now, a request in progress finishes with `Connection: close`.
@@ -263,6 +485,10 @@ public struct HTTPConnectionStateMachine: Sendable {
         case .idle, .readingHead:
             phase = .closed
             return [.close(lingering: false)]
+        case .awaitingAdmission:
+            phase = .awaitingAdmission(closeAfter: true)
+        case .waitingForBudget(let since, _):
+            phase = .waitingForBudget(since: since, closeAfter: true)
         case .readingBody(let lastProgress, _):
             phase = .readingBody(lastProgress: lastProgress, closeAfter: true)
         case .awaitingResponse(var exchange):
@@ -294,18 +520,19 @@ public struct HTTPConnectionStateMachine: Sendable {
                 phase = .readingHead(since: time)
             case .readingHead, .readingBody:
                 break
-            case .awaitingResponse, .writingResponse, .closed:
+            case .awaitingAdmission, .waitingForBudget, .awaitingResponse, .writingResponse, .closed:
                 return
             }
             switch parser.step() {
             case .needMore:
                 if inputEnded {
                     phase = .closed
+                    _ = takePending()
                     actions.append(.close(lingering: false))
                 }
                 return
             case .head(let head):
-                if !head.hasBody {
+                if !head.hasBody && !admitsEveryHead {
                     // Complete with its head (the parser's next event is its end): dispatched from
                     // here, the head never round-trips through the phase, whose every copy retains
                     // and releases its fields.
@@ -315,24 +542,28 @@ public struct HTTPConnectionStateMachine: Sendable {
                     dispatch(head, body: [], trailers: trailers, closeAfter: false, inputEnded: inputEnded, into: &actions)
                     return
                 }
-                var body: [UInt8] = []
-                // Reserve up front, but never trust a declared length with more than 64 KiB before bytes arrive.
-                if case .contentLength(let length) = head.framing, length > 0 { body.reserveCapacity(min(length, 64 * 1024)) }
-                // Only invite the body if the client is actually waiting for the invitation.
-                if head.expectsContinue && head.hasBody && parser.bufferedByteCount == 0 {
-                    actions.append(.write(HTTPResponseSerializer.continueResponse))
-                }
-                bodyInProgress = (head: head, body: body)
-                phase = .readingBody(lastProgress: time, closeAfter: false)
+                // The responder decides before any of the body is read (a caller without a valid
+                // token is answered now); no body is invited or reserved until then.
+                var request = PendingRequest(head: head)
+                request.limit = .max
+                pending = request
+                phase = .awaitingAdmission(closeAfter: false)
+                actions.append(.admit(head))
+                return
             case .body(let bytes):
-                guard case .readingBody(_, let closeAfter) = phase, bodyInProgress != nil else {
+                guard case .readingBody(_, let closeAfter) = phase, pending != nil else {
                     return parserOutOfOrder(now: now, into: &actions)
                 }
                 // Appended in place (optional chaining mutates the stored value without a copy).
-                bodyInProgress?.body.append(contentsOf: bytes)
+                pending?.body.append(contentsOf: bytes)
+                pending?.windowBytes += bytes.count
                 phase = .readingBody(lastProgress: time, closeAfter: closeAfter)
+                if let request = pending, request.body.count > request.limit {
+                    return actions.append(contentsOf: fail(Self.unauthenticatedTooLarge(request.limit), now: now))
+                }
+                if !reserveAhead(closeAfter: closeAfter, now: now, into: &actions) { return }
             case .end(let trailers):
-                guard case .readingBody(_, let closeAfter) = phase, let request = bodyInProgress.take() else {
+                guard case .readingBody(_, let closeAfter) = phase, let request = takePending() else {
                     return parserOutOfOrder(now: now, into: &actions)
                 }
                 dispatch(request.head, body: request.body, trailers: trailers, closeAfter: closeAfter, inputEnded: inputEnded,
@@ -361,20 +592,20 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// The parser gives `.head` before any `.body` or `.end`; should that ever break, the request
     /// cannot be framed, so it is refused like any other framing error rather than trapping.
     private mutating func parserOutOfOrder(now: HTTPInstant, into actions: inout [Action]) {
-        assertionFailure("the parser gave a body or end event before a head")
         actions.append(contentsOf: fail(HTTPParseError(status: .badRequest, detail: "Malformed request."), now: now))
     }
 
     private mutating func fail(_ error: HTTPParseError, now: HTTPInstant) -> [Action] {
         var version = HTTPVersion.http1_1
         var method = HTTPMethod.get
-        if case .readingBody = phase, let head = bodyInProgress?.head {
+        if let head = pending?.head {
             version = head.version
             method = head.method
         }
         phase = .closed
-        bodyInProgress = nil
-        let response = HTTPProblem.response(status: error.status, detail: error.detail)
+        _ = takePending()
+        var response = HTTPProblem.response(status: error.status, detail: error.detail)
+        if error.status.code == 503 { response.headers.add("Retry-After", "1") }
         var out = HTTPResponseSerializer.head(status: error.status, headers: response.headers,
                                               framing: .contentLength(Self.bodyCount(response)),
                                               keepAlive: false, requestVersion: version, date: now.httpDate)

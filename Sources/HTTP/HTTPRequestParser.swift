@@ -18,6 +18,9 @@ public struct HTTPLimits: Sendable, Equatable {
     public var maxBodyLength: Int
     /// Longest chunk-size line, chunk extensions included, before 400.
     public var maxChunkLineLength: Int
+    /// Largest body of a request the responder admitted without a valid token (413 past it):
+    /// what a stranger can make the server buffer.
+    public var maxUnauthenticatedBodyLength: Int = 64 * 1024
     /// Larger (or smaller) body limits for particular paths (origin-form target, query ignored):
     /// an upload route may take far more than an ordinary JSON request.
     public var bodyLimitOverrides: [HTTPBodyLimitOverride] = []
@@ -130,7 +133,7 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private enum KnownField {
-        case other, host, contentLength, transferEncoding, connection, expect
+        case other, host, contentLength, transferEncoding, connection, expect, authorization
     }
 
     public let limits: HTTPLimits
@@ -148,6 +151,7 @@ public struct HTTPRequestParser: Sendable {
     private var fields: [HTTPHeaders.Field] = []
     private var headerBlockLength = 0
     private var hostCount = 0
+    private var authorizationCount = 0
     private var contentLengthValue: Int?
     private var contentLengthCount = 0
     private var transferEncodings: [Substring] = []
@@ -375,6 +379,7 @@ public struct HTTPRequestParser: Sendable {
         fields = []
         headerBlockLength = 0
         hostCount = 0
+        authorizationCount = 0
         contentLengthValue = nil
         contentLengthCount = 0
         transferEncodings = []
@@ -517,7 +522,15 @@ public struct HTTPRequestParser: Sendable {
             let major = Int(bytes[index + 5] - ASCII.zero)
             let minor = Int(bytes[index + 7] - ASCII.zero)
             guard major == 1, minor == 0 || minor == 1 else {
-                return HTTPParseError(status: .httpVersionNotSupported, detail: "Only HTTP/1.0 and HTTP/1.1 are supported.")
+                // A 400, not a 505: the API's only 5xx are 503 and 507. The HTTP/2 connection
+                // preface (`PRI * HTTP/2.0`) is a client that assumed HTTP/2 without asking.
+                let methodToken = UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd])
+                if major == 2 && ASCII.equals(methodToken, "PRI") {
+                    return HTTPParseError(status: .badRequest, detail: "This port speaks HTTP/1.1 only; the HTTP/2 connection preface "
+                                          + "(prior knowledge) is not accepted. Send HTTP/1.1 requests.")
+                }
+                return HTTPParseError(status: .badRequest, detail: "HTTP/\(major).\(minor) is not supported: this port speaks HTTP/1.1 "
+                                      + "(and HTTP/1.0). Send the request as HTTP/1.1.")
             }
             let methodToken = UnsafeBufferPointer(rebasing: bytes[start ..< methodEnd])
             guard let knownMethod = Self.method(methodToken) else { return Self.caseMismatchedMethodError(methodToken) }
@@ -599,6 +612,7 @@ public struct HTTPRequestParser: Sendable {
         case 4: return ASCII.equalsLowercase(name, "host") ? .host : .other
         case 6: return ASCII.equalsLowercase(name, "expect") ? .expect : .other
         case 10: return ASCII.equalsLowercase(name, "connection") ? .connection : .other
+        case 13: return ASCII.equalsLowercase(name, "authorization") ? .authorization : .other
         case 14: return ASCII.equalsLowercase(name, "content-length") ? .contentLength : .other
         case 17: return ASCII.equalsLowercase(name, "transfer-encoding") ? .transferEncoding : .other
         default: return .other
@@ -609,6 +623,10 @@ public struct HTTPRequestParser: Sendable {
         switch known {
         case .other:
             return nil
+        case .authorization:
+            authorizationCount += 1
+            // Which one would win differs between servers and proxies; refusing both is the safe answer.
+            if authorizationCount > 1 { return HTTPParseError(status: .badRequest, detail: "More than one Authorization header field; send one.") }
         case .host:
             hostCount += 1
             if hostCount > 1 { return HTTPParseError(status: .badRequest, detail: "More than one Host header field.") }

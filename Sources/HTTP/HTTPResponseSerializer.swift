@@ -40,7 +40,7 @@ public enum HTTPResponseSerializer {
         headers.fields.withUnsafeBufferPointer { fields in
             for index in fields.indices { capacity += fields[index].name.utf8.count + fields[index].value.utf8.count + 4 }
         }
-        capacity += 72  // the framing line (at most 38), the Connection line (24) and the final CRLF
+        capacity += 72 + 33  // nosniff (33), the framing line (at most 38), the Connection line (24) and the final CRLF
         // Written on the stack, then copied into an array with room for the body the caller
         // appends next (`bodyCount`), in one allocation: `init(unsafeUninitializedCapacity:)` and
         // `init(repeating:count:)` allocate through an unspecialized path that looks up the
@@ -54,7 +54,9 @@ public enum HTTPResponseSerializer {
             writer.sanitized(status.reasonPhrase)
             writer.literal("\r\nDate: ")
             writer.sanitized(date)
-            writer.literal("\r\n")
+            // On every response, API answers and server errors included: no browser sniffs a
+            // JSON answer into something it would run.
+            writer.literal("\r\nX-Content-Type-Options: nosniff\r\n")
             headers.fields.withUnsafeBufferPointer { fields in
                 for index in fields.indices where !isServerOwned(fields[index].name) {
                     writer.sanitized(fields[index].name)
@@ -231,6 +233,7 @@ public enum HTTPResponseSerializer {
         case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
         case 14: return name.asciiCaseInsensitiveEquals("content-length")
         case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
+        case 22: return name.asciiCaseInsensitiveEquals("x-content-type-options")
         default: return false
         }
     }

@@ -329,4 +329,28 @@ public final class DisconnectSignal: Sendable {
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest, connection: ConnectionInfo,
                  completion: @escaping @Sendable (HTTPResponse) -> Void)
+
+    /// Decides on a request that carries a body once its head is in, before any of the body is
+    /// read: a request that would fail authentication is answered at once (no `100 Continue`, no
+    /// body buffered). Called on a server queue; `completion` is called exactly once, from any
+    /// thread. The default admits every request as authenticated.
+    func admit(_ head: HTTPRequestHead, connection: ConnectionInfo,
+               completion: @escaping @Sendable (HTTPAdmission) -> Void)
+}
+
+extension HTTPResponder {
+    public func admit(_ head: HTTPRequestHead, connection: ConnectionInfo,
+                      completion: @escaping @Sendable (HTTPAdmission) -> Void) {
+        completion(.admit(authenticated: true))
+    }
+}
+
+/// A responder's decision on a request head (see `HTTPResponder.admit`).
+public enum HTTPAdmission: Sendable {
+    /// Read the body. `authenticated` false: a caller without a valid token, whose body may be
+    /// at most the server's unauthenticated limit (64 KiB by default; 413 past it).
+    case admit(authenticated: Bool)
+    /// Answer with this response instead; the body is not read (unless it is already buffered
+    /// whole), and the connection closes after the answer.
+    case refuse(HTTPResponse)
 }

@@ -65,13 +65,24 @@ final class Connection: @unchecked Sendable {
         _modify { yield &loop.eventInstant }
     }
 
-    init(fd: Int32, info: ConnectionInfo, loop: ConnectionQueue, server: HTTPServer) {
+    /// The address this connection counts against for the per-address cap: the TCP peer, or, from
+    /// a trusted proxy, the client its latest request was forwarded for (nil before the first).
+    private var countedAddress: String?
+    /// From a trusted proxy: every request head is attributed to its forwarded client address.
+    private let isProxied: Bool
+    private var admissionGeneration: UInt64 = 0
+    private var awaitingAdmission: UInt64?
+
+    init(fd: Int32, info: ConnectionInfo, loop: ConnectionQueue, server: HTTPServer, isProxied: Bool) {
         self.fd = fd
         self.info = info
         self.loop = loop
         self.server = server
+        self.isProxied = isProxied
+        self.countedAddress = isProxied ? nil : info.remoteAddress
         let configuration = loop.configuration
         self.machine = HTTPConnectionStateMachine(limits: configuration.limits, timeouts: configuration.timeouts,
+                                                  bodyBudget: server.bodyBudget, admitsEveryHead: isProxied,
                                                   now: DispatchTime.now().uptimeNanoseconds)
         self.readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
     }
@@ -203,6 +214,8 @@ final class Connection: @unchecked Sendable {
         switch action {
         case .dispatch(let request):
             dispatch(request)
+        case .admit(let head):
+            admit(head)
         case .write(let bytes):
             books.queue(bytes)
         case .startStream(let producer, let chunked):
@@ -276,6 +289,71 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Asks whether a head's body may be read: the per-address cap for a proxied connection,
+    /// then the responder. An answer given inside the call is taken at once; otherwise reading
+    /// stops until it arrives, so nothing more of the request is buffered meanwhile.
+    private func admit(_ head: HTTPRequestHead) {
+        if isProxied, let proxies = loop.configuration.proxies {
+            let client = proxies.clientAddress(info.remoteAddress, head.headers)
+            guard server.moveConnection(from: countedAddress, to: client) else {
+                let detail = "Too many open connections from this address; close some and retry."
+                server.recordServerError(status: .serviceUnavailable, detail: detail, connectionID: info.id, remoteAddress: client)
+                admissionDecided(.refuse(HTTPServer.unavailableResponse(detail: detail)))
+                return
+            }
+            countedAddress = client
+        }
+        guard head.hasBody else {
+            admissionDecided(.admit(authenticated: true))
+            return
+        }
+        admissionGeneration &+= 1
+        let generation = admissionGeneration
+        awaitingAdmission = generation
+        insideRespond = true
+        let marker = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        pthread_setspecific(Self.respondingKey, UnsafeRawPointer(bitPattern: marker))
+        server.responder.admit(head, connection: info) { [self] admission in
+            if UInt(bitPattern: pthread_getspecific(Self.respondingKey)) == marker && insideRespond && awaitingAdmission == generation {
+                loop.admissionReturnedDuringAdmit = admission
+            } else {
+                loop.queue.async { self.admissionArrived(admission, generation: generation) }
+            }
+        }
+        pthread_setspecific(Self.respondingKey, nil)
+        insideRespond = false
+        if let admission = loop.admissionReturnedDuringAdmit {
+            loop.admissionReturnedDuringAdmit = nil
+            awaitingAdmission = nil
+            admissionDecided(admission)
+        } else {
+            suspendReading()
+        }
+    }
+
+    private func admissionArrived(_ admission: HTTPAdmission, generation: UInt64) {
+        beginTurn()
+        guard !books.isClosed, awaitingAdmission == generation else { return }
+        awaitingAdmission = nil
+        resumeReading()
+        admissionDecided(admission)
+        run()
+    }
+
+    /// Hands the decision to the state machine; a refusal is a response queued like any other.
+    private func admissionDecided(_ admission: HTTPAdmission) {
+        let first = work.count
+        machine.admissionDecided(admission, now: now(), into: &work)
+        if machine.isWritingResponse { noteResponseQueued(since: first) }
+    }
+
+    /// A response was queued by the actions from `first` on: unless it streams, it counts as
+    /// written once the work loop reaches the end of them.
+    private func noteResponseQueued(since first: Int) {
+        let streams = work[first...].contains { if case .startStream = $0 { return true } else { return false } }
+        if !streams { responseCompleteAt = work.count }
+    }
+
     /// The connection whose `respond` call the current thread is in, if any.
     private static let respondingKey: pthread_key_t = {
         var key = pthread_key_t()
@@ -300,8 +378,7 @@ final class Connection: @unchecked Sendable {
         if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
         let first = work.count
         machine.responseReady(response, now: now(), into: &work)
-        let streams = work[first...].contains { if case .startStream = $0 { return true } else { return false } }
-        if !streams { responseCompleteAt = work.count }
+        noteResponseQueued(since: first)
     }
 
     // MARK: Streaming
@@ -374,8 +451,10 @@ final class Connection: @unchecked Sendable {
 
     func closeNow() {
         guard books.markClosed() else { return }
+        machine.connectionClosed()
         work.removeAll()
         responseCompleteAt = nil
+        awaitingAdmission = nil
         // A request still waiting for its answer has nobody to answer any more.
         info.disconnect.fire()
         if let stream {
@@ -388,7 +467,7 @@ final class Connection: @unchecked Sendable {
         resumeReading()
         resumeWriting()
         loop.unregister(self)
-        server.connectionClosed(remoteAddress: info.remoteAddress)
+        server.connectionClosed(countedAddress: countedAddress)
     }
 
     private func suspendReading() {

@@ -27,6 +27,7 @@ final class ConnectionQueue: @unchecked Sendable {
     /// for the same reason (see `Connection`).
     var eventInstant: HTTPInstant?
     var responseReturnedDuringRespond: HTTPResponse?
+    var admissionReturnedDuringAdmit: HTTPAdmission?
 
     init(index: Int, configuration: HTTPServerConfiguration) {
         self.index = index

@@ -22,9 +22,12 @@ public final class HTTPServer: Sendable {
     private let lifecycle = Mutex(Lifecycle())
     private let counters = Mutex(Counters())
     let openConnections = Atomic<Int>(0)
-    /// Open connections per remote address, for `maxConnectionsPerAddress`; an address leaves the
-    /// table when its last connection closes.
-    private let connectionsByAddress = Mutex<[String: Int]>([:])
+    /// Open connections per client address, for `maxConnectionsPerAddress`.
+    private let connectionsByAddress: Mutex<HTTPAddressConnectionCounts>
+    /// What all request bodies being received may hold at once (`maxBodyBytesInFlight`).
+    let bodyBudget: HTTPBodyBudget
+    /// Accepting while out of file descriptors (accept queue only).
+    private let descriptorShortage: DescriptorShortage
     /// Lock-free copy of the shutdown state for the per-response check.
     let shutdownStarted = Atomic<Bool>(false)
     private let nextConnectionID = Atomic<UInt64>(1)
@@ -53,8 +56,27 @@ public final class HTTPServer: Sendable {
         self.acceptQueue = acceptQueue
         self.rejections = RejectedConnections(queue: acceptQueue, limit: configuration.maxLingeringRejections,
                                               seconds: configuration.rejectionLingerSeconds)
+        self.connectionsByAddress = Mutex(HTTPAddressConnectionCounts(limit: configuration.maxConnectionsPerAddress))
+        self.bodyBudget = HTTPBodyBudget(limit: configuration.maxBodyBytesInFlight)
+        self.descriptorShortage = DescriptorShortage()
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, Self.activeProcessorCount())
         self.loops = (0 ..< count).map { ConnectionQueue(index: $0, configuration: configuration) }
+    }
+
+    /// Raises the soft limit on open files to the hard limit (a server holds a descriptor per
+    /// connection; many systems start services at a soft 1,024). Returns both limits after the
+    /// call, and the soft limit before it; nil when they cannot be read.
+    public static func raiseOpenFileLimit() -> (previousSoft: UInt64, soft: UInt64, hard: UInt64)? {
+        var limits = rlimit()
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        guard getrlimit(resource, &limits) == 0 else { return nil }
+        let previous = UInt64(limits.rlim_cur)
+        if limits.rlim_cur < limits.rlim_max {
+            var raised = limits
+            raised.rlim_cur = limits.rlim_max
+            if setrlimit(resource, &raised) == 0 { limits = raised }
+        }
+        return (previous, UInt64(limits.rlim_cur), UInt64(limits.rlim_max))
     }
 
     private static func activeProcessorCount() -> Int {
@@ -141,11 +163,14 @@ public final class HTTPServer: Sendable {
         errorObserver?(HTTPServerErrorEvent(status: status, detail: detail, connectionID: connectionID, remoteAddress: remoteAddress))
     }
 
-    func connectionClosed(remoteAddress: String) {
-        connectionsByAddress.withLock { table in
-            let remaining = (table[remoteAddress] ?? 1) - 1
-            table[remoteAddress] = remaining > 0 ? remaining : nil
-        }
+    /// A proxied connection's latest request came from `client`: it counts there now. False at
+    /// that address's cap.
+    func moveConnection(from old: String?, to client: String) -> Bool {
+        connectionsByAddress.withLock { $0.move(from: old, to: client) }
+    }
+
+    func connectionClosed(countedAddress: String?) {
+        if let countedAddress { connectionsByAddress.withLock { $0.remove(countedAddress) } }
         if openConnections.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
             checkShutdownComplete()
         }
@@ -157,7 +182,7 @@ public final class HTTPServer: Sendable {
         // Connections go to their loops in batches, one block per loop instead of one per
         // connection: a client opening hundreds at once (a load balancer's pool, a load test)
         // then wakes each loop a few times, not once per connection.
-        var batches = [[(fd: Int32, info: ConnectionInfo)]](repeating: [], count: loops.count)
+        var batches = [[(fd: Int32, info: ConnectionInfo, isProxied: Bool)]](repeating: [], count: loops.count)
         defer { for index in batches.indices where !batches[index].isEmpty { handOver(batches[index], to: loops[index]) } }
         while true {
             var address = sockaddr_storage()
@@ -168,8 +193,12 @@ public final class HTTPServer: Sendable {
                 }
             }
             if fd < 0 {
-                // EAGAIN: drained. EMFILE and friends: try again on the next readiness event.
-                if errno == EINTR || errno == ECONNABORTED { continue }
+                let code = errno
+                if code == EINTR || code == ECONNABORTED { continue }
+                // Out of descriptors: the waiting connections stay ready, so retrying at once
+                // would spin. Answer them through the spare descriptor, then pause accepting.
+                if code == EMFILE || code == ENFILE { shedWhileOutOfDescriptors(listenFD: listenFD) }
+                // EAGAIN: drained.
                 return
             }
             // accept4 is not exported to Swift here; two fcntl calls per connection are cheap.
@@ -184,19 +213,17 @@ public final class HTTPServer: Sendable {
                 rejectOverCapacity(fd: fd, id: id, remote: remote, detail: nil)
                 continue
             }
-            let admitted = connectionsByAddress.withLock { table -> Bool in
-                let open = table[remote] ?? 0
-                guard open < configuration.maxConnectionsPerAddress else { return false }
-                table[remote] = open + 1
-                return true
-            }
+            // A trusted proxy's connection counts for the client of each request it forwards (see
+            // `Connection.admit`), not for the proxy.
+            let isProxied = configuration.proxies?.isTrustedProxy(remote) ?? false
+            let admitted = isProxied || connectionsByAddress.withLock { $0.admit(remote) }
             guard admitted else {
                 rejectOverCapacity(fd: fd, id: id, remote: remote, detail: "Too many open connections from this address; close some and retry.")
                 continue
             }
             openConnections.add(1, ordering: .relaxed)
             let index = nextLoopIndex.add(1, ordering: .relaxed).oldValue % loops.count
-            batches[index].append((fd, ConnectionInfo(id: id, remoteAddress: remote)))
+            batches[index].append((fd, ConnectionInfo(id: id, remoteAddress: remote), isProxied))
             // Bounded, so the first of a long run of connections is not kept waiting for the last.
             if batches[index].count == Self.acceptBatch {
                 handOver(batches[index], to: loops[index])
@@ -208,22 +235,59 @@ public final class HTTPServer: Sendable {
     /// Connections accepted in one go that a loop takes over in one block.
     static let acceptBatch = 16
 
-    private func handOver(_ accepted: [(fd: Int32, info: ConnectionInfo)], to loop: ConnectionQueue) {
+    private func handOver(_ accepted: [(fd: Int32, info: ConnectionInfo, isProxied: Bool)], to loop: ConnectionQueue) {
         loop.queue.async {
-            for (fd, info) in accepted {
-                loop.register(Connection(fd: fd, info: info, loop: loop, server: self))
+            for (fd, info, isProxied) in accepted {
+                loop.register(Connection(fd: fd, info: info, loop: loop, server: self, isProxied: isProxied))
             }
         }
     }
 
-    private func rejectOverCapacity(fd: Int32, id: UInt64, remote: String, detail specificDetail: String?) {
-        let detail = specificDetail ?? (isShuttingDown ? "The server is shutting down." : "Too many open connections; try again later.")
-        let problem = HTTPProblem.json(status: .serviceUnavailable, detail: detail)
-        var bytes = HTTPResponseSerializer.head(status: .serviceUnavailable,
-                                                headers: ["Content-Type": "application/problem+json", "Retry-After": "1"],
+    /// A 503 the server gives on its own, with `Retry-After`.
+    static func unavailableResponse(detail: String) -> HTTPResponse {
+        var response = HTTPProblem.response(status: .serviceUnavailable, detail: detail)
+        response.headers.add("Retry-After", "1")
+        return response
+    }
+
+    /// A complete 503 on the wire, for a connection that never gets a state machine.
+    private static func unavailableBytes(detail: String) -> [UInt8] {
+        let response = unavailableResponse(detail: detail)
+        let problem: [UInt8]
+        if case .bytes(let bytes) = response.body { problem = bytes } else { problem = [] }
+        var bytes = HTTPResponseSerializer.head(status: .serviceUnavailable, headers: response.headers,
                                                 framing: .contentLength(problem.count), keepAlive: false,
                                                 requestVersion: .http1_1, date: HTTPDate.imfFixdate(unixSeconds: time(nil)))
         bytes.append(contentsOf: problem)
+        return bytes
+    }
+
+    /// Out of file descriptors (EMFILE/ENFILE on accept). Each waiting connection is taken with
+    /// the spare descriptor, answered 503 and closed, a few per pass; then accepting pauses for
+    /// a moment, so a full table costs a little work per new client and never a spinning loop.
+    private func shedWhileOutOfDescriptors(listenFD: Int32) {
+        let detail = "The server is out of file descriptors; try again later."
+        let response = Self.unavailableBytes(detail: detail)
+        var answered = 0
+        while answered < DescriptorShortage.answersPerPass, descriptorShortage.releaseSpare() {
+            let fd = accept(listenFD, nil, nil)
+            let accepted = fd >= 0
+            if accepted {
+                counters.withLock { $0.accepted += 1 }
+                recordServerError(status: .serviceUnavailable, detail: detail, connectionID: 0, remoteAddress: "")
+                DescriptorShortage.answerAndClose(fd: fd, response: response)
+                answered += 1
+            }
+            descriptorShortage.reopenSpare()
+            if !accepted { break }
+        }
+        let listener = lifecycle.withLock { $0.listener }
+        listener?.pause(seconds: DescriptorShortage.pauseSeconds, queue: acceptQueue)
+    }
+
+    private func rejectOverCapacity(fd: Int32, id: UInt64, remote: String, detail specificDetail: String?) {
+        let detail = specificDetail ?? (isShuttingDown ? "The server is shutting down." : "Too many open connections; try again later.")
+        let bytes = Self.unavailableBytes(detail: detail)
         // Counted before sending, so the count is visible by the time the client reads the response.
         recordServerError(status: .serviceUnavailable, detail: detail, connectionID: id, remoteAddress: remote)
         // Best effort: a fresh socket's send buffer takes this small response whole.
@@ -331,6 +395,10 @@ final class Listener: @unchecked Sendable {
         self.source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
     }
 
+    /// Suspended by `pause` (accept queue only).
+    private var paused = false
+    private var stopped = false
+
     func start(onReadable: @escaping @Sendable () -> Void) {
         let fd = self.fd
         source.setEventHandler(handler: onReadable)
@@ -338,13 +406,79 @@ final class Listener: @unchecked Sendable {
         source.activate()
     }
 
+    /// Stops accepting for `seconds` (on `queue`, the accept queue).
+    func pause(seconds: Double, queue: DispatchQueue) {
+        guard !paused, !stopped else { return }
+        paused = true
+        source.suspend()
+        queue.asyncAfter(deadline: .now() + seconds) { [self] in
+            guard paused else { return }
+            paused = false
+            source.resume()
+        }
+    }
+
     func stop() {
+        stopped = true
         source.cancel()
+        // A suspended source only completes its cancellation (closing the socket) once resumed.
+        if paused {
+            paused = false
+            source.resume()
+        }
     }
 
     deinit {
         // A server dropped without shutdown must not leave its socket listening.
         source.cancel()
+    }
+}
+
+/// The spare descriptor kept for running out of them: closed to accept one waiting connection
+/// and answer it, then opened again (accept queue only).
+// @unchecked: only touched on the accept queue.
+final class DescriptorShortage: @unchecked Sendable {
+    private var spare: Int32
+
+    /// Connections answered per pass before accepting pauses.
+    static let answersPerPass = 16
+    static let pauseSeconds = 0.25
+
+    init() {
+        spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    }
+
+    deinit {
+        if spare >= 0 { close(spare) }
+    }
+
+    /// Closes the spare so one descriptor is free; false when there is none to give.
+    func releaseSpare() -> Bool {
+        guard spare >= 0 else {
+            reopenSpare()
+            return false
+        }
+        close(spare)
+        spare = -1
+        return true
+    }
+
+    func reopenSpare() {
+        if spare < 0 { spare = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+    }
+
+    /// Sends the 503 and closes. The client's request, if it came already, is read first, and a
+    /// moment is given for it to arrive: closing with unread input would reset the connection,
+    /// and the client could lose the answer.
+    static func answerAndClose(fd: Int32, response: [UInt8]) {
+        _ = response.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+        Glibc.shutdown(fd, Int32(SHUT_WR))
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        if poll(&poller, 1, 20) > 0 {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            for _ in 0 ..< 4 where recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 {}
+        }
+        close(fd)
     }
 }
 

@@ -12,8 +12,15 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeTimeout: Double
     /// Open connections beyond this get a 503, then are drained briefly and closed (see below).
     public var maxConnections: Int
-    /// Open connections one remote address may hold; more get a 503 like those over `maxConnections`.
+    /// Open connections one client address may hold; more get a 503 like those over
+    /// `maxConnections`. Behind `proxies`, counted per forwarded client address.
     public var maxConnectionsPerAddress: Int
+    /// Bytes all request bodies being received may hold at once; past it a request waits (up to
+    /// `timeouts.bodyBudgetWait`) for room, then gets a 503.
+    public var maxBodyBytesInFlight: Int
+    /// Trusted reverse proxies: their connections count against the per-address cap of the
+    /// client each request is forwarded for, not against the proxy's own address.
+    public var proxies: HTTPProxyPolicy?
     /// Seconds a refused connection is read (and discarded) after its 503 before it is closed, so
     /// its client can finish sending the request and read the answer instead of a reset.
     public var rejectionLingerSeconds: Double
@@ -27,9 +34,10 @@ public struct HTTPServerConfiguration: Sendable {
 
     public init(host: String = "127.0.0.1", port: Int = 8080, limits: HTTPLimits = .default,
                 timeouts: HTTPTimeouts = HTTPTimeouts(), writeTimeout: Double = 30,
-                maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 512, maxStreamBacklogBytes: Int = 1024 * 1024,
+                maxConnections: Int = 4096, maxConnectionsPerAddress: Int = 256, maxStreamBacklogBytes: Int = 1024 * 1024,
                 loopCount: Int = 0, listenBacklog: Int32 = 1024,
-                rejectionLingerSeconds: Double = 2, maxLingeringRejections: Int = 256) {
+                rejectionLingerSeconds: Double = 2, maxLingeringRejections: Int = 256,
+                maxBodyBytesInFlight: Int = 256 * 1024 * 1024, proxies: HTTPProxyPolicy? = nil) {
         self.host = host
         self.port = port
         self.limits = limits
@@ -42,6 +50,22 @@ public struct HTTPServerConfiguration: Sendable {
         self.listenBacklog = listenBacklog
         self.rejectionLingerSeconds = rejectionLingerSeconds
         self.maxLingeringRejections = maxLingeringRejections
+        self.maxBodyBytesInFlight = maxBodyBytesInFlight
+        self.proxies = proxies
+    }
+}
+
+/// Which peers are trusted reverse proxies, and the client address a proxied request names.
+public struct HTTPProxyPolicy: Sendable {
+    public var isTrustedProxy: @Sendable (_ peer: String) -> Bool
+    /// The client a request from the trusted proxy `peer` was forwarded for (the peer itself
+    /// when its headers name none).
+    public var clientAddress: @Sendable (_ peer: String, _ headers: HTTPHeaders) -> String
+
+    public init(isTrustedProxy: @escaping @Sendable (String) -> Bool,
+                clientAddress: @escaping @Sendable (String, HTTPHeaders) -> String) {
+        self.isTrustedProxy = isTrustedProxy
+        self.clientAddress = clientAddress
     }
 }
 

@@ -73,7 +73,7 @@ public final class HealthApplication: HTTPResponder {
     let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
     /// Long-polls and event streams of the change feed.
     public let changeFeed: ChangeFeed
-    private let requestCounter = RequestCounter()
+    let requestCounter = RequestCounter()
 
     public init(configuration: HealthdConfiguration, store: any HealthDataStore, adminToken: String,
                 metrics: Metrics = Metrics(), accessLog: AccessLog? = AccessLog()) {

@@ -20,6 +20,11 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var idleTimeoutSeconds = 60.0
     public var headerTimeoutSeconds = 10.0
     public var bodyTimeoutSeconds = 30.0
+    /// A request body slower than this many bytes a second, averaged over `minBodyRateSeconds`, is a 408 (0: off).
+    public var minBodyBytesPerSecond = 1024
+    public var minBodyRateSeconds = 10.0
+    /// Bytes all request bodies being received may hold at once; past it a request waits, then gets a 503.
+    public var maxBodyBytesInFlight = 256 * 1024 * 1024
     public var maxConnections = 4096
     /// Serial queues connections are spread over; 0 means one per processor.
     public var eventLoops = 0
@@ -49,8 +54,9 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var rateLimitPerTokenBurst = 5_000.0
     /// Extra requests a 401 takes from the caller's address bucket.
     public var authenticationFailureCost = 100.0
-    /// Open connections one remote (TCP peer) address may hold; more get a 503 and are closed.
-    /// nil: `maxConnections`, so one busy client or a reverse proxy may use them all.
+    /// Open connections one client address may hold (behind `trustedProxies`, the forwarded
+    /// client's); more get a 503 and are closed. Well below `maxConnections`, so one client
+    /// cannot hold them all.
     public var maxConnectionsPerAddress: Int?
     /// Reverse proxies whose forwarded-client header is believed (README, Behind a reverse proxy).
     public var trustedProxies: [CIDRBlock] = []
@@ -62,13 +68,14 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public init() {}
 
     /// The per-address connection cap in effect.
-    public var effectiveMaxConnectionsPerAddress: Int { maxConnectionsPerAddress ?? maxConnections }
+    public var effectiveMaxConnectionsPerAddress: Int { maxConnectionsPerAddress ?? min(256, maxConnections) }
 
     /// Every key `config.example.json` may hold, with what it sets. Unknown keys are an error,
     /// so a typo never silently falls back to a default.
     public static let fileKeys: [String] = [
         "host", "port", "dataDir", "database", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
-        "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds", "maxConnections",
+        "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds",
+        "minBodyBytesPerSecond", "minBodyRateSeconds", "maxBodyBytesInFlight", "maxConnections",
         "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "uuidKeyMemoryMiB",
         "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",

@@ -36,6 +36,9 @@ public enum ConfigurationFile {
             try seconds("idleTimeoutSeconds") { configuration.idleTimeoutSeconds = $0 }
             try seconds("headerTimeoutSeconds") { configuration.headerTimeoutSeconds = $0 }
             try seconds("bodyTimeoutSeconds") { configuration.bodyTimeoutSeconds = $0 }
+            try integer("minBodyBytesPerSecond", 0...1_073_741_824) { configuration.minBodyBytesPerSecond = $0 }
+            try seconds("minBodyRateSeconds") { configuration.minBodyRateSeconds = $0 }
+            try integer("maxBodyBytesInFlight", 65_536...68_719_476_736) { configuration.maxBodyBytesInFlight = $0 }
             try integer("maxConnections", 1...1_000_000) { configuration.maxConnections = $0 }
             try integer("eventLoops", 0...256) { configuration.eventLoops = $0 }
             try integer("maxStreamBacklogBytes", 4_096...1_073_741_824) { configuration.maxStreamBacklogBytes = $0 }

@@ -100,6 +100,12 @@ func runServe(_ options: ServeOptions) -> Never {
     }
 
     let log = AccessLog()
+    // A descriptor per connection: a soft limit of 1,024 (systemd's default) would run out long
+    // before `maxConnections`.
+    if let limits = HTTPServer.raiseOpenFileLimit() {
+        log.event("open file limit", fields: [("soft", String(limits.soft)), ("hard", String(limits.hard)),
+                                              ("softAtStart", String(limits.previousSoft))])
+    }
     let application = HealthApplication(configuration: configuration, store: store, adminToken: admin.token,
                                         accessLog: log)
     let server = HTTPServer(configuration: configuration.serverConfiguration, responder: application) { event in

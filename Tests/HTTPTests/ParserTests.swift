@@ -130,8 +130,10 @@ let parserCases: [ParserCase] = [
     ParserCase(name: "missing colon", raw: "GET / HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", status: 400),
     ParserCase(name: "missing Host on 1.1", raw: "GET / HTTP/1.1\r\nX: 1\r\n\r\n", status: 400),
     ParserCase(name: "repeated Host", raw: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400),
-    ParserCase(name: "HTTP/2.0", raw: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", status: 505),
-    ParserCase(name: "HTTP/1.2", raw: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", status: 505),
+    ParserCase(name: "HTTP/2.0", raw: "GET / HTTP/2.0\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "HTTP/1.2", raw: "GET / HTTP/1.2\r\nHost: a\r\n\r\n", status: 400),
+    ParserCase(name: "HTTP/2 connection preface", raw: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", status: 400),
+    ParserCase(name: "two Authorization fields", raw: "GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n", status: 400),
     ParserCase(name: "malformed version", raw: "GET / HTTP/1.10\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "lowercase version", raw: "GET / http/1.1\r\nHost: a\r\n\r\n", status: 400),
     ParserCase(name: "extra space in request line", raw: "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", status: 400),
@@ -367,6 +369,19 @@ struct ParserMutationTests {
 
     /// The first bytes of a ClientHello (record type 0x16, version 3.x) get a 400 that says the port
     /// is plain HTTP, however the bytes arrive; other binary keeps the generic detail.
+    /// Not a 505: the API's only 5xx are 503 and 507. The answer says what to send instead.
+    @Test func otherHTTPVersionsAndTheHTTP2PrefaceAreA400ThatSaysSo() {
+        let preface = Self.errorDetail([Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)])
+        #expect(preface?.status == .badRequest)
+        #expect(preface?.detail.contains("HTTP/2 connection preface") == true)
+        let version = Self.errorDetail([Array("GET / HTTP/2.0\r\nHost: a\r\n\r\n".utf8)])
+        #expect(version?.status == .badRequest)
+        #expect(version?.detail.hasPrefix("HTTP/2.0 is not supported") == true)
+        let twice = Self.errorDetail([Array("POST / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer a\r\nAuthorization: Bearer a\r\nContent-Length: 0\r\n\r\n".utf8)])
+        #expect(twice?.status == .badRequest)
+        #expect(twice?.detail == "More than one Authorization header field; send one.")
+    }
+
     @Test func aTLSHandshakeIsToldThePortIsPlainHTTP() {
         let clientHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03] + Array(repeating: 0x2A, count: 32)
         let tlsDetail = "This port speaks plain HTTP/1.1, not TLS: use http://, or put a TLS-terminating proxy in front."

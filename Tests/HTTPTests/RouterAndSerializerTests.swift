@@ -205,7 +205,16 @@ struct SerializationTests {
         headers.add("Content-Type", "text/plain")
         let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: headers, framing: .contentLength(2),
                                                                 keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
-        #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Evil: a  Set-Cookie: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n")
+        #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nX-Evil: a  Set-Cookie: b\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n")
+    }
+
+    /// Every response says `nosniff` once, whether or not the application set it too.
+    @Test func everyResponseSaysNosniffOnce() {
+        for headers: HTTPHeaders in [[:], ["x-content-type-options": "nosniff"], ["Content-Type": "application/json"]] {
+            let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: headers, framing: .contentLength(0),
+                                                                    keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
+            #expect(text.lowercased().split(separator: "\r\n").filter { $0 == "x-content-type-options: nosniff" }.count == 1)
+        }
     }
 
     @Test(arguments: [0, 1, 9, 10, 99, 100, 1_000_000, 16_777_216])
@@ -226,13 +235,13 @@ struct SerializationTests {
                                                keepAlive: true, requestVersion: .http1_0, date: "Thu, 01 Jan 1970 00:00:00 GMT",
                                                reservingBody: 4096)
         let text = String(decoding: head, as: UTF8.self)
-        #expect(text.hasPrefix("HTTP/1.1 \(Int.max) Très Long\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nX-Field-0: \r\n"))
+        #expect(text.hasPrefix("HTTP/1.1 \(Int.max) Très Long\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nX-Content-Type-Options: nosniff\r\nX-Field-0: \r\n"))
         #expect(text.contains("\r\nX-Field-3: é é é \r\n"))
         #expect(text.hasSuffix("\r\nContent-Length: \(Int.max)\r\nConnection: keep-alive\r\n\r\n"))
         #expect(head.capacity >= head.count + 4096)
         let chunked = HTTPResponseSerializer.head(status: .ok, headers: HTTPHeaders(), framing: .chunked,
                                                   keepAlive: false, requestVersion: .http1_1, date: "")
-        #expect(String(decoding: chunked, as: UTF8.self) == "HTTP/1.1 200 OK\r\nDate: \r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        #expect(String(decoding: chunked, as: UTF8.self) == "HTTP/1.1 200 OK\r\nDate: \r\nX-Content-Type-Options: nosniff\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
     }
 
     /// The word-at-a-time control checks against a byte-by-byte one, for every byte value at
@@ -264,7 +273,7 @@ struct SerializationTests {
         headers.add("X-Tab", "a\tb\u{7F}c d")
         let text = String(decoding: HTTPResponseSerializer.head(status: .ok, headers: headers, framing: .none,
                                                                 keepAlive: true, requestVersion: .http1_1, date: "D"), as: UTF8.self)
-        #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Tab: a\tb c d\r\n\r\n")
+        #expect(text == "HTTP/1.1 200 OK\r\nDate: D\r\nX-Content-Type-Options: nosniff\r\nX-Tab: a\tb c d\r\n\r\n")
     }
 
     @Test(arguments: [("/healthz", "/healthz", nil), ("/v1/samples?type=stepCount&limit=10", "/v1/samples", "type=stepCount&limit=10"),

@@ -11,7 +11,7 @@ import Testing
         #expect(configuration.rateLimitPerAddressPerSecond == 5 && configuration.rateLimitPerAddressBurst == 10)
         #expect(configuration.rateLimitPerTokenPerSecond == 0 && configuration.authenticationFailureCost == 7)
         #expect(configuration.maxConnectionsPerAddress == 3 && configuration.corsOrigins == ["https://a.example:8443"])
-        #expect(HealthdConfiguration().effectiveMaxConnectionsPerAddress == HealthdConfiguration().maxConnections)
+        #expect(HealthdConfiguration().effectiveMaxConnectionsPerAddress == 256 && HealthdConfiguration().maxConnections == 4096)
         let proxies = #"{"trustedProxies": ["10.0.0.0/8", "fd00::/8", "192.0.2.7"], "trustedProxyHeader": "Forwarded"}"#
         let behindProxy = try ConfigurationFile.apply(Array(proxies.utf8), to: HealthdConfiguration())
         #expect(behindProxy.trustedProxies.map(\.description) == ["10.0.0.0/8", "fd00::/8", "192.0.2.7/32"])
