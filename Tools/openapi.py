@@ -464,11 +464,14 @@ PATHS = {
     "/v1/workouts/{uuid}/route": {"get": {
         "summary": "A workout's routes with their locations (HKWorkoutRouteQuery)", "tags": ["heart-rate"],
         "description": "The workoutRoute samples linked to the workout (read privacy as for queries), oldest first, each with "
-                       "its locations in time order. A workout without a route answers an empty list.",
+                       "its locations in time order. A workout without a route answers an empty list. A page holds at most "
+                       "100,000 locations (whole routes, one route at least); `next` is the cursor for the rest.",
         "parameters": [{"name": "uuid", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"},
-                        "description": "The workout's uuid."}],
-        "responses": {"200": ok_json({"type": "object", "required": ["workout", "routes"], "properties": {
+                        "description": "The workout's uuid."},
+                       qparam("cursor", "The previous page's `next`.")],
+        "responses": {"200": ok_json({"type": "object", "required": ["workout", "routes", "next"], "properties": {
             "workout": {"type": "string", "format": "uuid"},
+            "next": {"type": ["string", "null"], "description": "Opaque, HMAC-signed cursor of the next page; null on the last."},
             "routes": {"type": "array", "items": {"type": "object", "required": ["uuid", "start", "end", "source", "locations"],
                 "properties": {"uuid": {"type": "string", "format": "uuid"}, "start": instant, "end": instant,
                                "source": {"type": "string", "description": "The app that saved the route."},

@@ -1,3 +1,4 @@
+import Crypto
 import HTTP
 import HealthModel
 import HealthStore
@@ -68,17 +69,26 @@ public enum WorkoutHeartRate {
 struct WorkoutRoutes: Sendable {
     let store: any HealthDataStore
     let now: @Sendable () -> Int64
+    /// Signs the route answer's page cursors.
+    let cursorKey: HMACSHA256.Key
 
     static let maximumWorkouts = 500
+    /// Locations one page of a workout's routes holds at most (a route is never split: a page
+    /// holds one route at least, and a route holds at most 100,000). Bounds what one request
+    /// makes the server build: a page of 16 such routes was a 248 MiB answer.
+    static let maximumLocationsPerPage = HealthValidation.maximumRouteLocations
+    static let routeCursorKind: UInt8 = 3
 
     static func register(into router: inout Router<Route>, store: any HealthDataStore, now: @escaping @Sendable () -> Int64) {
-        let routes = WorkoutRoutes(store: store, now: now)
+        let routes = WorkoutRoutes(store: store, now: now, cursorKey: HMACSHA256.Key(store.secret))
         router.register(.get, "/v1/workouts", Route(access: .token, handler: routes.listWorkouts))
         router.register(.get, "/v1/workouts/{uuid}/route", Route(access: .token, handler: routes.workoutRoute))
     }
 
-    /// `GET /v1/workouts/{uuid}/route`: the workout's routes and their locations (HKWorkoutRouteQuery).
+    /// `GET /v1/workouts/{uuid}/route`: the workout's routes and their locations (HKWorkoutRouteQuery),
+    /// a page of at most `maximumLocationsPerPage` locations at a time, with a cursor for the rest.
     func workoutRoute(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let cursorText = try context.query.string("cursor")
         try context.query.rejectUnknown()
         let app = try context.app()
         let uuid = try QueryParsing.uuid(context.parameter("uuid"))
@@ -86,6 +96,10 @@ struct WorkoutRoutes: Sendable {
               case .workout = workout.sample.content else {
             throw APIError.notFound("no workout \(uuid.lowercasedString)")
         }
+        var parts = SignedToken.Fingerprint()
+        parts.append(app.userID)
+        parts.append(uuid.lowercasedString)
+        let fingerprint = parts.value
         // Routes are samples of their own, linked by the workout's uuid; they lie within the
         // workout's time (a GPS fix may come a little before the start or after the end, hence
         // a margin), so only the routes around it are read.
@@ -93,17 +107,34 @@ struct WorkoutRoutes: Sendable {
         var query = SampleQuery(type: HealthTypeCatalog.workoutRouteType.id)
         query.start = workout.sample.start - margin
         query.end = workout.sample.end + margin
-        query.limit = HealthTypeCatalog.workoutRouteType.maximumPageSize
+        // One route read at a time: each may hold 100,000 locations.
+        query.limit = 1
+        if let cursorText {
+            guard let fields = SignedToken.decode(cursorText, kind: Self.routeCursorKind, fieldCount: 3, key: cursorKey),
+                  fields[2] == fingerprint else {
+                throw APIError.invalidField("cursor", "is not a cursor of this workout's routes (forged, altered, or from another query)")
+            }
+            query.after = SampleCursor(start: fields[0], seq: fields[1])
+        }
         var routes: [(StoredSample, WorkoutRoute)] = []
-        while true {
+        var locations = 0
+        var next: SampleCursor?
+        reading: while true {
             let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
             for stored in page.samples {
-                if case .workoutRoute(let route) = stored.sample.content, route.workout == uuid { routes.append((stored, route)) }
+                guard case .workoutRoute(let route) = stored.sample.content, route.workout == uuid else { continue }
+                if !routes.isEmpty && locations + route.locations.count > Self.maximumLocationsPerPage {
+                    // The next page starts with this route.
+                    next = query.after
+                    break reading
+                }
+                routes.append((stored, route))
+                locations += route.locations.count
             }
-            guard let next = page.next else { break }
-            query.after = next
+            guard let after = page.next else { break }
+            query.after = after
         }
-        return JSONResponse.write { writer in
+        return JSONResponse.write(capacity: 128 * locations + 256) { writer in
             writer.beginObject()
             writer.field("workout", uuid.lowercasedString)
             writer.key("routes")
@@ -118,6 +149,12 @@ struct WorkoutRoutes: Sendable {
                 writer.endObject()
             }
             writer.endArray()
+            writer.key("next")
+            if let next {
+                writer.string(SignedToken.encode(kind: Self.routeCursorKind, fields: [next.start, next.seq, fingerprint], key: cursorKey))
+            } else {
+                writer.null()
+            }
             writer.endObject()
         }
     }

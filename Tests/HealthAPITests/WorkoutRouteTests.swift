@@ -139,3 +139,50 @@ struct WorkoutRoutePageTests {
         #expect(seen.count == 40 && Set(seen).count == 40)
     }
 }
+
+extension WorkoutRouteTests {
+    /// A route of `count` locations half a second apart from 09:00, linked to the workout.
+    static func longRoute(uuid: String, count: Int) -> String {
+        var locations: [String] = []
+        locations.reserveCapacity(count)
+        for index in 0 ..< count {
+            let seconds = index / 2 % 60, minutes = index / 120 % 60, hours = 9 + index / 7200
+            let date = "2026-03-08T" + [hours, minutes, seconds].map { $0 < 10 ? "0\($0)" : "\($0)" }.joined(separator: ":")
+                + (index % 2 == 0 ? ".000Z" : ".500Z")
+            locations.append(#"{"date":"\#(date)","latitude":51.5,"longitude":-0.12}"#)
+        }
+        return #"{"samples":[{"uuid":"\#(uuid)","type":"workoutRoute","workout":"\#(workoutUUID)","start":"2026-03-08T09:00:00+00:00","#
+            + #""end":"2026-03-08T23:00:00+00:00","locations":[\#(locations.joined(separator: ","))]}]}"#
+    }
+
+    @Test("the route answer is paged by locations: two routes of 60,000 come one a page, and a cursor of another workout is a 400")
+    func routeAnswerIsPagedByLocations() throws {
+        let server = try TestServer()
+        let user = server.createUser("jane")
+        let token = server.token(user: user, app: "runner", read: ["workout", "workoutRoute"], share: ["workout", "workoutRoute"])
+        let workout = #"{"samples":[{"uuid":"\#(Self.workoutUUID)","type":"workout","activityType":"running","#
+            + #""start":"2026-03-08T09:00:00+00:00","end":"2026-03-08T23:00:00+00:00"}]}"#
+        #expect(server.request(.post, "/v1/samples", token: token, json: workout).status == 201)
+        let routeUUIDs = ["0195c8a4-1f00-7000-8000-0000000000b1", "0195c8a4-1f00-7000-8000-0000000000b2"]
+        for uuid in routeUUIDs {
+            let saved = server.request(.post, "/v1/samples", token: token, json: Self.longRoute(uuid: uuid, count: 60_000))
+            #expect(saved.status == 201, "\(saved.text.prefix(300))")
+        }
+        let first = server.request(.get, "/v1/workouts/\(Self.workoutUUID)/route", token: token)
+        #expect(first.status == 200)
+        #expect(first["routes"]?.arrayValue?.count == 1)
+        #expect(first["routes"]?.arrayValue?.first?.objectValue?["locations"]?.arrayValue?.count == 60_000)
+        guard let cursor = first["next"]?.stringValue else {
+            Issue.record("no next cursor: \(first.text.prefix(200))")
+            return
+        }
+        let second = server.request(.get, "/v1/workouts/\(Self.workoutUUID)/route?cursor=\(cursor)", token: token)
+        #expect(second["routes"]?.arrayValue?.count == 1)
+        let uuids = [first, second].compactMap { $0["routes"]?.arrayValue?.first?.objectValue?["uuid"]?.stringValue }
+        #expect(uuids == routeUUIDs)
+        #expect(second["next"] == .null)
+        let otherWorkout = "0195c8a4-1f00-7000-8000-0000000000c1"
+        #expect(server.request(.get, "/v1/workouts/\(otherWorkout)/route?cursor=\(cursor)", token: token).status == 404)
+        #expect(server.request(.get, "/v1/workouts/\(Self.workoutUUID)/route?cursor=x\(cursor)", token: token).status == 400)
+    }
+}
