@@ -10,20 +10,26 @@ import Synchronization
 /// connection of a server, across threads.
 public final class HTTPBodyBudget: Sendable {
     public let limit: Int
+    /// The part of the budget only small bodies (`smallBody` bytes or fewer) may take, so a few
+    /// large uploads filling the budget never hold up an ordinary request.
+    public let headroom: Int
+    public static let smallBody = 64 * 1024
     private let reserved = Atomic<Int>(0)
 
     public init(limit: Int) {
         self.limit = max(0, limit)
+        self.headroom = self.limit / 8
     }
 
-    /// Reserves `count` bytes; false (nothing reserved) when that would pass the limit. A single
-    /// body larger than the whole budget reserves the whole budget, so it waits for an empty one
-    /// rather than never being read.
+    /// Reserves `count` bytes; false (nothing reserved) when that would pass the limit (less the
+    /// headroom, for a large body). A single body larger than it may ever take reserves all it
+    /// may take, so it waits for an empty budget rather than never being read.
     public func reserve(_ count: Int) -> Bool {
-        let count = min(max(0, count), limit)
+        let count = clamped(count)
+        let ceiling = count > Self.smallBody ? limit - headroom : limit
         var current = reserved.load(ordering: .relaxed)
         while true {
-            guard current + count <= limit else { return false }
+            guard current + count <= ceiling else { return false }
             let (exchanged, original) = reserved.compareExchange(expected: current, desired: current + count,
                                                                  ordering: .acquiringAndReleasing)
             if exchanged { return true }
@@ -33,9 +39,14 @@ public final class HTTPBodyBudget: Sendable {
 
     /// Gives back a reservation `reserve` granted (the same `count` it was asked for).
     public func release(_ count: Int) {
-        let count = min(max(0, count), limit)
+        let count = clamped(count)
         guard count > 0 else { return }
         reserved.subtract(count, ordering: .acquiringAndReleasing)
+    }
+
+    private func clamped(_ count: Int) -> Int {
+        let count = max(0, count)
+        return count > Self.smallBody ? min(count, max(Self.smallBody + 1, limit - headroom)) : min(count, limit)
     }
 
     /// Bytes reserved now, for metrics and tests.

@@ -282,19 +282,21 @@ public struct HTTPConnectionStateMachine: Sendable {
         parse(now: now, inputEnded: false, into: &actions)
     }
 
-    /// Answers a head without reading its body. A body already buffered whole is skipped and the
-    /// connection stays open; otherwise it closes after the answer (lingering, so a client still
-    /// sending reads the answer rather than a reset).
+    /// Answers a head without reading its body. What of the body is already buffered is framed
+    /// and dropped: a framing error in it is still the 400 it would be with a token, and a body
+    /// buffered whole keeps the connection open. Otherwise the connection closes after the answer
+    /// (lingering, so a client still sending reads the answer rather than a reset).
     private mutating func refuse(_ response: HTTPResponse, closeAfter: Bool, now: HTTPInstant, into actions: inout [Action]) {
         guard let request = takePending() else { return illegalEvent(into: &actions) }
         var bodySkipped = !request.head.hasBody
-        if case .contentLength(let length) = request.head.framing, parser.bufferedByteCount >= length {
-            skipping: while true {
-                switch parser.step() {
-                case .body: continue
-                case .end: bodySkipped = true; break skipping
-                default: break skipping
-                }
+        skipping: while !bodySkipped {
+            switch parser.step() {
+            case .body: continue
+            case .end: bodySkipped = true
+            case .needMore, .head: break skipping
+            case .error(let error):
+                pending = request
+                return actions.append(contentsOf: fail(error, now: now))
             }
         }
         let exchange = Exchange(version: request.head.version, isHead: request.head.method == .head,

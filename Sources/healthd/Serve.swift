@@ -101,11 +101,8 @@ func runServe(_ options: ServeOptions) -> Never {
 
     let log = AccessLog()
     // A descriptor per connection: a soft limit of 1,024 (systemd's default) would run out long
-    // before `maxConnections`.
-    if let limits = HTTPServer.raiseOpenFileLimit() {
-        log.event("open file limit", fields: [("soft", String(limits.soft)), ("hard", String(limits.hard)),
-                                              ("softAtStart", String(limits.previousSoft))])
-    }
+    // before `maxConnections`. Logged once the server listens (its first line says where).
+    let fileLimits = HTTPServer.raiseOpenFileLimit()
     let application = HealthApplication(configuration: configuration, store: store, adminToken: admin.token,
                                         accessLog: log)
     let server = HTTPServer(configuration: configuration.serverConfiguration, responder: application) { event in
@@ -130,6 +127,10 @@ func runServe(_ options: ServeOptions) -> Never {
     let hostForURL = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     let baseURL = "http://\(hostForURL):\(server.boundPort)"
     say("healthd \(HealthdVersion.string) listening on \(baseURL)")
+    if let fileLimits {
+        log.event("open file limit", fields: [("soft", String(fileLimits.soft)), ("hard", String(fileLimits.hard)),
+                                              ("softAtStart", String(fileLimits.previousSoft))])
+    }
     // Where the data goes: a binary started from another directory keeps `./healthd-data` there.
     if let url = configuration.database {
         say("data: PostgreSQL, \((try? PostgresConfiguration(url: url))?.redactedURL ?? "(the URL)")")

@@ -143,7 +143,7 @@ struct ConnectionLimitTests {
     }
 
     @Test func aChunkedBodyReservesInStepsAheadOfWhatArrived() {
-        let budget = HTTPBodyBudget(limit: Machine.chunkedReservationStep + 1024)
+        let budget = HTTPBodyBudget(limit: 2 * Machine.chunkedReservationStep + 1024)
         var machine = Machine(bodyBudget: budget, now: 0)
         _ = machine.bytesReceived(bytes("POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"), now: at(0))
         _ = machine.admissionDecided(.admit(authenticated: true), now: at(0))
@@ -151,7 +151,7 @@ struct ConnectionLimitTests {
         let size = 512 * 1024
         let chunk = bytes(String(size, radix: 16) + "\r\n") + [UInt8](repeating: 0x61, count: size) + bytes("\r\n")
         #expect(machine.bytesReceived(chunk, now: at(0)).isEmpty)
-        // Within a read's worth of the reservation, and the budget has no second step: pause.
+        // Within a read's worth of the reservation, and the budget (less its headroom) has no second step: pause.
         let more = bytes(String(size - 32 * 1024, radix: 16) + "\r\n") + [UInt8](repeating: 0x61, count: size - 32 * 1024) + bytes("\r\n")
         #expect(describe(machine.bytesReceived(more, now: at(0))) == ["pause"])
         machine.connectionClosed()
@@ -175,16 +175,32 @@ struct ConnectionLimitTests {
     }
 
     @Test func theBudgetNeverGrantsPastItsLimit() {
-        let budget = HTTPBodyBudget(limit: 10)
-        #expect(budget.reserve(6))
-        #expect(!budget.reserve(5))
-        #expect(budget.reserve(4))
-        budget.release(6)
-        // A body larger than the whole budget waits for an empty one rather than never being read.
-        #expect(!budget.reserve(50))
-        budget.release(4)
-        #expect(budget.reserve(50))
-        #expect(budget.reservedByteCount == 10)
+        let budget = HTTPBodyBudget(limit: 8 * 1024)
+        #expect(budget.reserve(6 * 1024))
+        #expect(!budget.reserve(3 * 1024))
+        #expect(budget.reserve(2 * 1024))
+        #expect(!budget.reserve(1))
+        budget.release(6 * 1024)
+        budget.release(2 * 1024)
+        #expect(budget.reservedByteCount == 0)
+    }
+
+    @Test func largeBodiesLeaveHeadroomForSmallOnes() {
+        let budget = HTTPBodyBudget(limit: 8 << 20)
+        // Large bodies may take the budget less its headroom (an eighth)...
+        #expect(budget.reserve(4 << 20))
+        #expect(!budget.reserve(4 << 20))
+        #expect(budget.reserve(3 << 20))
+        // ...which small ones still find.
+        #expect(budget.reserve(HTTPBodyBudget.smallBody))
+        budget.release(4 << 20)
+        budget.release(3 << 20)
+        budget.release(HTTPBodyBudget.smallBody)
+        // A body larger than the budget waits for an empty one rather than never being read.
+        #expect(budget.reserve(64 << 20))
+        #expect(budget.reservedByteCount == 7 << 20)
+        budget.release(64 << 20)
+        #expect(budget.reservedByteCount == 0)
     }
 
     // MARK: The minimum body rate
@@ -236,5 +252,21 @@ struct ConnectionLimitTests {
         counts.remove("127.0.0.1")
         #expect(counts.count(for: "127.0.0.1") == 0)
         #expect(counts.addressCount == 1)
+    }
+}
+
+extension ConnectionLimitTests {
+    /// Framing errors are a 400 whether or not the request is authenticated: a refused request's
+    /// body is framed as far as it is buffered (never read further).
+    @Test func aFramingErrorInTheBufferedBodyOfARefusedRequestIsStillA400() {
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n"), now: at(0))
+        let actions = machine.admissionDecided(.refuse(unauthorized), now: at(0))
+        #expect(describe(actions) == ["error 400", "write HTTP/1.1 400 Bad Request", "close lingering"])
+
+        var partial = Machine(now: 0)
+        _ = partial.bytesReceived(bytes("POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"), now: at(0))
+        #expect(describe(partial.admissionDecided(.refuse(unauthorized), now: at(0))) == ["write HTTP/1.1 401 Unauthorized"])
+        #expect(describe(partial.responseWritten(now: at(0))) == ["close lingering"])
     }
 }

@@ -95,8 +95,9 @@ def default_limit_checks(binary, public):
 
         held = []
         try:
-            for _ in range(1000):
-                held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+            # From four loopback addresses: one address may hold 256 (edge.py checks that cap).
+            for index in range(1000):
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(f"127.0.0.{index // 250 + 1}", 0)))
             for s in held:
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             answered = 0
@@ -112,7 +113,7 @@ def default_limit_checks(binary, public):
             for s in held[:50]:
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             still_open = sum(statuses(s.recv(4096)) == [200] for s in held[:50])
-            check("default settings: 1,000 keep-alive connections from one address are all accepted and answered",
+            check("default settings: 1,000 keep-alive connections from four addresses are all accepted and answered",
                   answered == 1000, answered)
             check("default settings: idle keep-alive connections stay open and keep answering", still_open == 50, still_open)
         finally:

@@ -71,11 +71,11 @@ def query_store(data_dir, sql):
 
 
 class Server:
-    def __init__(self, binary, public, data_dir=None, extra=(), drain=False):
+    def __init__(self, binary, public, data_dir=None, extra=(), drain=False, preexec_fn=None):
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="healthd-e2e-")
         env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
         self.proc = subprocess.Popen([binary, "serve", "--port", "0", *store_args(self.data_dir), *extra],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, preexec_fn=preexec_fn)
         self.port = None
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -203,7 +203,11 @@ def foundation_checks(port):
     resp = raw(port, b"GET /healthz HTTP/1.1\r\n\r\n")
     check("HTTP/1.1 without Host is 400", statuses(resp) == [400])
     resp = raw(port, b"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n")
-    check("HTTP/2.0 request line is 505", statuses(resp) == [505], resp[:80])
+    check("HTTP/2.0 request line is 400 (the API has no 505) and says what to send", statuses(resp) == [400]
+          and b"HTTP/1.1" in resp.split(b"\r\n\r\n", 1)[-1], resp[:300])
+    resp = raw(port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    check("the HTTP/2 connection preface is 400 with a clear message", statuses(resp) == [400]
+          and b"HTTP/2 connection preface" in resp, resp[:300])
     resp = raw(port, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     check("over-long request line is 414", statuses(resp) == [414], resp[:80])
     resp = raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 17000 + b"\r\n\r\n")
@@ -949,6 +953,7 @@ def main():
     from malformed import malformed_http_checks  # modules of their own; they import this one
     from abuse import abuse_checks
     from faults import internal_error_checks
+    from edge import edge_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
@@ -983,6 +988,7 @@ def main():
         import_export_checks(args.binary, os.path.abspath(args.public))
         round_trip_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
+        edge_checks(args.binary, os.path.abspath(args.public))
         internal_error_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
