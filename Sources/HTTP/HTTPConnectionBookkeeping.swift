@@ -1,7 +1,8 @@
-// The socket shell's bookkeeping for one connection, as a plain value: the output queued for the
-// socket and how far `send` got, the bytes queued ahead of a streamed body, whether the read and
-// write sources are suspended, and how the connection is closing. The server's connection makes
-// the system calls this value asks for, so these rules are tested without sockets.
+// The socket shell's output accounting for one connection, as a plain value: the output queued
+// for the socket and how far `send` got, the bytes queued ahead of a streamed body, and whether
+// the read and write sources are suspended. The connection's lifecycle (closing and lingering
+// included) is the state machine's; this only counts bytes and suspensions, so these rules are
+// tested without sockets.
 
 /// What a connection's bookkeeping asks of the socket layer after a `send` pass.
 package enum HTTPFlushStep: Equatable, Sendable {
@@ -9,18 +10,13 @@ package enum HTTPFlushStep: Equatable, Sendable {
     case idle
     /// Output is left: watch for writability and send the rest then.
     case waitForWritable
-    /// Everything is sent and the connection was asked to close: close now.
-    case close
-    /// Everything is sent and an error response asked for a lingering close: half-close the
-    /// socket and read (and discard) until the peer is done or the deadline passes.
-    case linger
 }
 
 /// What the periodic timer finds for a connection.
 package enum HTTPTimerStep: Equatable, Sendable {
-    /// Close now: lingering ended or the peer stopped reading for longer than the write timeout.
+    /// Close now: the peer stopped reading for longer than the write timeout.
     case close
-    /// Output is waiting or the connection lingers: the request state machine's timeouts do not apply.
+    /// Output is waiting: the state machine's timeouts do not apply.
     case wait
     /// Nothing queued: the state machine's own timeouts apply.
     case checkStateMachine
@@ -30,8 +26,6 @@ package struct HTTPConnectionBookkeeping: Sendable {
     /// Above this much unsent output, a response counts as written only once output drains below
     /// it, so pipelined requests wait for a slow reader instead of growing the buffer.
     package let outputHighWater: Int
-    /// How long a lingering close drains the peer before closing.
-    package let lingerNanoseconds: UInt64
 
     package private(set) var output: [UInt8] = []
     /// First byte of `output` the socket has not taken.
@@ -46,14 +40,9 @@ package struct HTTPConnectionBookkeeping: Sendable {
     package private(set) var writeSuspended = true
     /// A queued response waits for output to drain below the high-water mark before it counts as written.
     private var responseWaitingForDrain = false
-    package private(set) var closeAfterFlush = false
-    package private(set) var lingering = false
-    package private(set) var lingerDeadline: UInt64?
-    package private(set) var isClosed = false
 
-    package init(outputHighWater: Int = 64 * 1024, lingerSeconds: UInt64 = 2) {
+    package init(outputHighWater: Int = 64 * 1024) {
         self.outputHighWater = outputHighWater
-        self.lingerNanoseconds = lingerSeconds * 1_000_000_000
     }
 
     // Inlinable, like `sendUnsent`: the server calls these from another module on every flush,
@@ -115,8 +104,7 @@ package struct HTTPConnectionBookkeeping: Sendable {
             // few hundred bytes on every idle connection, and freed cold one request later.
             output = []
             outputOffset = 0
-            guard closeAfterFlush else { return .idle }
-            return lingering ? .linger : .close
+            return .idle
         }
         // Compact only when most of the buffer is sent, so a large response is not copied over and over.
         if outputOffset >= 64 * 1024 && outputOffset * 2 >= output.count {
@@ -128,7 +116,7 @@ package struct HTTPConnectionBookkeeping: Sendable {
         return .waitForWritable
     }
 
-    // MARK: Responses and closing
+    // MARK: Responses
 
     /// A complete response is queued. True when the state machine may hear now that it is
     /// written; otherwise `takeDrainedResponse` says when.
@@ -145,29 +133,8 @@ package struct HTTPConnectionBookkeeping: Sendable {
         return true
     }
 
-    /// The state machine asked to close once output is flushed.
-    package mutating func closeRequested(lingering: Bool) {
-        closeAfterFlush = true
-        self.lingering = self.lingering || lingering
-    }
-
-    /// Starts the lingering close at `time`; false if it already started.
-    package mutating func beginLingering(at time: UInt64) -> Bool {
-        guard lingerDeadline == nil else { return false }
-        lingerDeadline = time + lingerNanoseconds
-        return true
-    }
-
-    /// Marks the connection closed; false if it already was (close work must run once).
-    package mutating func markClosed() -> Bool {
-        guard !isClosed else { return false }
-        isClosed = true
-        return true
-    }
-
     /// The periodic timer at `time`, with the server's write timeout in seconds.
     package func timerStep(at time: UInt64, writeTimeout: Double) -> HTTPTimerStep {
-        if let deadline = lingerDeadline { return time >= deadline ? .close : .wait }
         if unsentByteCount > 0 {
             let stalled = Double(time &- lastWriteProgress) / 1_000_000_000
             return stalled >= writeTimeout ? .close : .wait

@@ -1,6 +1,8 @@
-// The life of one HTTP/1.1 connection as a pure state machine: the socket shell feeds it events
-// and carries out the actions it returns. Keep-alive, pipelining, 100-continue and timeouts are
-// therefore testable without sockets.
+// The life of one HTTP/1.1 connection as a pure state machine, from the first byte to the closed
+// socket: the socket shell feeds it events and carries out the actions it returns. Keep-alive,
+// pipelining, 100-continue, authentication at the head, the body budget, timeouts and the
+// lingering close are therefore testable without sockets. Every event either moves it or is
+// answered with a close; none is merely asserted away.
 
 /// Connection timeouts in seconds.
 public struct HTTPTimeouts: Sendable, Equatable {
@@ -57,10 +59,15 @@ public struct HTTPConnectionStateMachine: Sendable {
         case startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool)
         case pauseReading
         case resumeReading
-        /// Close once queued output is flushed. `lingering`: an error response was sent while the
-        /// peer may still be sending; half-close and drain briefly so the peer sees the response
-        /// instead of a reset.
+        /// Flush queued output, then report `outputFlushed`. `lingering`: an error response was
+        /// sent while the peer may still be sending; the machine will ask for a half-close and a
+        /// brief drain so the peer sees the response instead of a reset.
         case close(lingering: Bool)
+        /// Output is flushed: shut the write side, and read (discarding) until the peer is done
+        /// (`peerHalfClosed`) or the linger deadline passes (`tick`).
+        case halfClose
+        /// Close the socket now; report `connectionClosed` when done.
+        case closeSocket
         /// The server answered on its own (parse error, timeout): for statistics and access logs.
         case serverError(status: HTTPStatus, detail: String)
         /// The client sent end of input while its request waits for an answer. The answer is still
@@ -124,12 +131,22 @@ public struct HTTPConnectionStateMachine: Sendable {
         case awaitingResponse(Exchange)
         /// Response queued or streaming; waiting for `responseWritten`.
         case writingResponse(Exchange, closeAfter: Bool)
+        /// Closing: the last output is flushing (`outputFlushed`). `lingering`: half-close and
+        /// drain after it.
+        case draining(lingering: Bool)
+        /// Half-closed after an error answer; input is discarded until the peer closes or `until`.
+        case lingering(until: UInt64)
+        /// The shell was asked to close the socket (`.closeSocket`).
+        case closing
+        /// The socket is closed (`connectionClosed`): every later event is ignored.
         case closed
     }
 
     public let timeouts: HTTPTimeouts
     /// Pipelined bytes buffered while a request is in flight before reading is paused.
     public let maxBufferedBytes: Int
+    /// How long a lingering close drains the peer before the socket closes.
+    public let lingerNanoseconds: UInt64
     /// Ask for admission of every head, not only of those with a body: a connection from a
     /// trusted proxy, whose every request may come from another client address.
     public let admitsEveryHead: Bool
@@ -146,18 +163,39 @@ public struct HTTPConnectionStateMachine: Sendable {
 
     public init(limits: HTTPLimits = .default, timeouts: HTTPTimeouts = HTTPTimeouts(),
                 maxBufferedBytes: Int = 64 * 1024, bodyBudget: HTTPBodyBudget? = nil, admitsEveryHead: Bool = false,
-                now: UInt64) {
+                lingerSeconds: Double = 2, now: UInt64) {
         self.parser = HTTPRequestParser(limits: limits)
         self.timeouts = timeouts
         self.maxBufferedBytes = maxBufferedBytes
+        self.lingerNanoseconds = UInt64(max(0, lingerSeconds) * 1_000_000_000)
         self.maxUnauthenticatedBodyLength = limits.maxUnauthenticatedBodyLength
         self.bodyBudget = bodyBudget
         self.admitsEveryHead = admitsEveryHead
         self.phase = .idle(since: now)
     }
 
+    /// The socket is closed: the shell has nothing left to do for this connection.
     public var isClosed: Bool {
         if case .closed = phase { return true } else { return false }
+    }
+
+    /// Closing has begun (draining, lingering, or the socket is being closed): no request
+    /// will be read or answered any more.
+    public var isClosing: Bool {
+        switch phase {
+        case .draining, .lingering, .closing, .closed: return true
+        default: return false
+        }
+    }
+
+    /// Waiting for the last output to flush (`outputFlushed`).
+    public var isDraining: Bool {
+        if case .draining = phase { return true } else { return false }
+    }
+
+    /// Half-closed after an error answer, discarding input.
+    public var isLingering: Bool {
+        if case .lingering = phase { return true } else { return false }
     }
 
     /// True while a request is dispatched or its response is being written.
@@ -193,7 +231,8 @@ public struct HTTPConnectionStateMachine: Sendable {
 
     /// Like `bytesReceived(_:now:)`, appending to the caller's (reused) action list.
     public mutating func bytesReceived(_ bytes: UnsafeRawBufferPointer, now: HTTPInstant, into actions: inout [Action]) {
-        guard !isClosed else { return }
+        // Closing: input is discarded (a lingering close reads only to let the peer finish).
+        guard !isClosing else { return }
         parser.append(bytes)
         switch phase {
         case .idle, .readingHead, .readingBody:
@@ -206,7 +245,7 @@ public struct HTTPConnectionStateMachine: Sendable {
             if pauseIfBacklogged(&exchange, into: &actions) { phase = .awaitingResponse(exchange) }
         case .writingResponse(var exchange, let closeAfter):
             if pauseIfBacklogged(&exchange, into: &actions) { phase = .writingResponse(exchange, closeAfter: closeAfter) }
-        case .closed:
+        case .draining, .lingering, .closing, .closed:
             break
         }
     }
@@ -382,11 +421,7 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// while a response is being written; any other time the connection closes (after a close, ignored).
     public mutating func responseWritten(now: HTTPInstant, into actions: inout [Action]) {
         guard case .writingResponse(let exchange, let closeAfter) = phase else { return illegalEvent(into: &actions) }
-        if closeAfter {
-            phase = .closed
-            actions.append(.close(lingering: exchange.lingerOnClose))
-            return
-        }
+        if closeAfter { return beginClose(lingering: exchange.lingerOnClose, into: &actions) }
         phase = .idle(since: now.uptimeNanoseconds)
         if exchange.readingPaused { actions.append(.resumeReading) }
         parse(now: now, inputEnded: exchange.inputEnded, into: &actions)
@@ -396,10 +431,34 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// ever, the connection closes (a release build must not leave it hanging). After a close,
     /// late events (a completion racing the close) are expected and ignored.
     private mutating func illegalEvent(into actions: inout [Action]) {
-        guard !isClosed else { return }
+        guard !isClosing else { return }
+        beginClose(lingering: false, into: &actions)
+    }
+
+    /// Starts closing: the output queued so far is flushed first (`outputFlushed`).
+    private mutating func beginClose(lingering: Bool, into actions: inout [Action]) {
         _ = takePending()
-        phase = .closed
-        actions.append(.close(lingering: false))
+        phase = .draining(lingering: lingering)
+        actions.append(.close(lingering: lingering))
+    }
+
+    /// Everything queued has been sent while closing: close the socket, or half-close and
+    /// linger when an error answer may still be followed by the peer's request bytes.
+    public mutating func outputFlushed(now: HTTPInstant, into actions: inout [Action]) {
+        guard case .draining(let lingering) = phase else { return }
+        if lingering && lingerNanoseconds > 0 {
+            phase = .lingering(until: now.uptimeNanoseconds &+ lingerNanoseconds)
+            actions.append(.halfClose)
+        } else {
+            phase = .closing
+            actions.append(.closeSocket)
+        }
+    }
+
+    public mutating func outputFlushed(now: HTTPInstant) -> [Action] {
+        var actions: [Action] = []
+        outputFlushed(now: now, into: &actions)
+        return actions
     }
 
     /// The peer will send nothing more (read returned 0).
@@ -407,9 +466,9 @@ public struct HTTPConnectionStateMachine: Sendable {
         switch phase {
         case .idle, .readingHead, .awaitingAdmission, .waitingForBudget, .readingBody:
             // An unfinished request can never complete now.
-            phase = .closed
-            _ = takePending()
-            return [.close(lingering: false)]
+            var actions: [Action] = []
+            beginClose(lingering: false, into: &actions)
+            return actions
         case .awaitingResponse(var exchange):
             guard !exchange.inputEnded else { return [] }
             exchange.inputEnded = true
@@ -419,13 +478,21 @@ public struct HTTPConnectionStateMachine: Sendable {
             exchange.inputEnded = true
             phase = .writingResponse(exchange, closeAfter: closeAfter)
             return []
-        case .closed:
+        case .draining:
+            // The peer read its answer or gave up: no need to linger once output is flushed.
+            phase = .draining(lingering: false)
+            return []
+        case .lingering:
+            // The peer is done: the lingering close has done its work.
+            phase = .closing
+            return [.closeSocket]
+        case .closing, .closed:
             return []
         }
     }
 
-    /// The shell closed the connection on its own (a write failed or stalled, the linger ended,
-    /// the shutdown deadline passed): whatever the request held is given back.
+    /// The socket is closed: after `.closeSocket`, or on the shell's own account (a write failed
+    /// or stalled, the shutdown deadline passed). Whatever the request held is given back.
     public mutating func connectionClosed() {
         _ = takePending()
         phase = .closed
@@ -437,8 +504,9 @@ public struct HTTPConnectionStateMachine: Sendable {
         switch phase {
         case .idle(let since):
             if Self.elapsed(from: since, to: time) >= timeouts.idle {
-                phase = .closed
-                return [.close(lingering: false)]
+                var actions: [Action] = []
+                beginClose(lingering: false, into: &actions)
+                return actions
             }
         case .readingHead(let since):
             if Self.elapsed(from: since, to: time) >= timeouts.header {
@@ -471,7 +539,14 @@ public struct HTTPConnectionStateMachine: Sendable {
                 pending?.windowStart = time
                 pending?.windowBytes = 0
             }
-        case .awaitingAdmission, .awaitingResponse, .writingResponse, .closed:
+        case .lingering(let until):
+            if time >= until {
+                phase = .closing
+                return [.closeSocket]
+            }
+        case .awaitingAdmission, .awaitingResponse, .writingResponse, .draining, .closing, .closed:
+            // The application or the socket's write side is what is waited for; the shell times
+            // out a write that makes no progress.
             break
         }
         return []
@@ -485,8 +560,9 @@ public struct HTTPConnectionStateMachine: Sendable {
     public mutating func shutdownRequested(now: HTTPInstant) -> [Action] {
         switch phase {
         case .idle, .readingHead:
-            phase = .closed
-            return [.close(lingering: false)]
+            var actions: [Action] = []
+            beginClose(lingering: false, into: &actions)
+            return actions
         case .awaitingAdmission:
             phase = .awaitingAdmission(closeAfter: true)
         case .waitingForBudget(let since, _):
@@ -499,7 +575,7 @@ public struct HTTPConnectionStateMachine: Sendable {
         case .writingResponse(let exchange, _):
             // The head may already say keep-alive; close once this response is out.
             phase = .writingResponse(exchange, closeAfter: true)
-        case .closed:
+        case .draining, .lingering, .closing, .closed:
             break
         }
         return []
@@ -513,25 +589,18 @@ public struct HTTPConnectionStateMachine: Sendable {
             switch phase {
             case .idle:
                 if parser.bufferedByteCount == 0 {
-                    if inputEnded {
-                        phase = .closed
-                        actions.append(.close(lingering: false))
-                    }
+                    if inputEnded { beginClose(lingering: false, into: &actions) }
                     return
                 }
                 phase = .readingHead(since: time)
             case .readingHead, .readingBody:
                 break
-            case .awaitingAdmission, .waitingForBudget, .awaitingResponse, .writingResponse, .closed:
+            case .awaitingAdmission, .waitingForBudget, .awaitingResponse, .writingResponse, .draining, .lingering, .closing, .closed:
                 return
             }
             switch parser.step() {
             case .needMore:
-                if inputEnded {
-                    phase = .closed
-                    _ = takePending()
-                    actions.append(.close(lingering: false))
-                }
+                if inputEnded { beginClose(lingering: false, into: &actions) }
                 return
             case .head(let head):
                 if !head.hasBody && !admitsEveryHead {
@@ -604,8 +673,8 @@ public struct HTTPConnectionStateMachine: Sendable {
             version = head.version
             method = head.method
         }
-        phase = .closed
         _ = takePending()
+        phase = .draining(lingering: true)
         var response = HTTPProblem.response(status: error.status, detail: error.detail)
         if error.status.code == 503 { response.headers.add("Retry-After", "1") }
         var out = HTTPResponseSerializer.head(status: error.status, headers: response.headers,

@@ -3,8 +3,9 @@ import Glibc
 import HTTP
 import Synchronization
 
-/// One client socket. It drives an `HTTPConnectionStateMachine`, keeps its socket bookkeeping in
-/// an `HTTPConnectionBookkeeping` value, and makes the system calls both ask for.
+/// One client socket. It drives an `HTTPConnectionStateMachine`, whose phase is the connection's
+/// whole lifecycle (closing and lingering included), counts its output in an
+/// `HTTPConnectionBookkeeping` value, and makes the system calls both ask for.
 // @unchecked: all mutable state is only touched on `loop.queue`; other threads reach a
 // connection only through `loop.queue.async`.
 final class Connection: @unchecked Sendable {
@@ -118,15 +119,15 @@ final class Connection: @unchecked Sendable {
 
     private func readable() {
         beginTurn()
-        guard !books.isClosed else { return }
+        guard !machine.isClosed else { return }
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 {
-            if books.lingering { return }
+            // Lingering after an error answer: the input is discarded unread.
+            if machine.isLingering { return }
             machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: now(), into: &work)
             run()
         } else if count == 0 {
-            if books.lingering { closeNow(); return }
             enqueue(machine.peerHalfClosed(now: now()))
             // Nothing more will arrive; keeping the source armed would spin on EOF.
             suspendReading()
@@ -138,14 +139,14 @@ final class Connection: @unchecked Sendable {
 
     private func writable() {
         beginTurn()
-        guard !books.isClosed else { return }
+        guard !machine.isClosed else { return }
         run()
     }
 
     func tick(_ instant: HTTPInstant) {
         beginTurn()
         eventInstant = instant
-        guard !books.isClosed else { return }
+        guard !machine.isClosed else { return }
         switch books.timerStep(at: instant.uptimeNanoseconds, writeTimeout: loop.configuration.writeTimeout) {
         case .close:
             closeNow()
@@ -162,7 +163,7 @@ final class Connection: @unchecked Sendable {
 
     func shutdownRequested() {
         eventInstant = nil
-        guard !books.isClosed, !shutdownNoted else { return }
+        guard !machine.isClosed, !shutdownNoted else { return }
         shutdownNoted = true
         enqueue(machine.shutdownRequested(now: now()))
         run()
@@ -191,7 +192,7 @@ final class Connection: @unchecked Sendable {
         defer { running = false }
         repeat {
             var index = 0
-            while !books.isClosed {
+            while !machine.isClosed {
                 if responseCompleteAt == index {
                     responseCompleteAt = nil
                     if books.responseQueued() { responseWritten() }
@@ -205,9 +206,9 @@ final class Connection: @unchecked Sendable {
                 perform(action)
             }
             work.removeAll(keepingCapacity: true)
-            if books.isClosed { return }
+            if machine.isClosed { return }
             flush()
-        } while !work.isEmpty && !books.isClosed
+        } while !work.isEmpty && !machine.isClosed
     }
 
     private func perform(_ action: HTTPConnectionStateMachine.Action) {
@@ -224,8 +225,16 @@ final class Connection: @unchecked Sendable {
             suspendReading()
         case .resumeReading:
             resumeReading()
-        case .close(let lingering):
-            books.closeRequested(lingering: lingering)
+        case .close:
+            // The flush that follows the work loop reports `outputFlushed` once all is sent.
+            break
+        case .halfClose:
+            // Half-close and read until the peer is done, so it sees the error answer rather than a reset.
+            suspendWriting()
+            Glibc.shutdown(fd, Int32(SHUT_WR))
+            resumeReading()
+        case .closeSocket:
+            closeNow()
         case .serverError(let status, let detail):
             server.recordServerError(status: status, detail: detail, connectionID: info.id, remoteAddress: info.remoteAddress)
         case .peerGone:
@@ -239,7 +248,7 @@ final class Connection: @unchecked Sendable {
         guard responsesThisTurn < Self.responsesPerTurn else {
             loop.queue.async { [self] in
                 beginTurn()
-                guard !books.isClosed else { return }
+                guard !machine.isClosed else { return }
                 responseWritten()
                 run()
             }
@@ -333,7 +342,7 @@ final class Connection: @unchecked Sendable {
 
     private func admissionArrived(_ admission: HTTPAdmission, generation: UInt64) {
         beginTurn()
-        guard !books.isClosed, awaitingAdmission == generation else { return }
+        guard !machine.isClosed, awaitingAdmission == generation else { return }
         awaitingAdmission = nil
         resumeReading()
         admissionDecided(admission)
@@ -370,7 +379,7 @@ final class Connection: @unchecked Sendable {
 
     private func accept(_ response: HTTPResponse, generation: UInt64) {
         // A second completion, or one for a connection that died meanwhile, is ignored.
-        guard !books.isClosed, awaitingGeneration == generation else { return }
+        guard !machine.isClosed, awaitingGeneration == generation else { return }
         info.disconnect.requestAnswered()
         awaitingGeneration = nil
         // Shutdown may have begun while this loop had not heard of it yet: this response then
@@ -395,7 +404,7 @@ final class Connection: @unchecked Sendable {
 
     private func streamHasData() {
         beginTurn()
-        guard !books.isClosed, let stream else { return }
+        guard !machine.isClosed, let stream else { return }
         let taken = stream.take()
         books.queue(taken.bytes)
         if taken.overflowed {
@@ -427,30 +436,23 @@ final class Connection: @unchecked Sendable {
                 return
             }
         }
-        let step = books.flushStopped(at: nowNanoseconds())
-        switch step {
+        switch books.flushStopped(at: nowNanoseconds()) {
         case .idle:
             suspendWriting()
+            // Closing: everything is out; the machine says whether to close or linger (the work
+            // loop carries that out next).
+            if machine.isDraining {
+                machine.outputFlushed(now: now(), into: &work)
+                return
+            }
         case .waitForWritable:
             resumeWriting()
-        case .close:
-            suspendWriting()
-            closeNow()
-            return
-        case .linger:
-            suspendWriting()
-            // Half-close and read until the peer is done, so it sees the error response rather than a reset.
-            if books.beginLingering(at: nowNanoseconds()) {
-                Glibc.shutdown(fd, Int32(SHUT_WR))
-                resumeReading()
-            }
-            return
         }
         if books.takeDrainedResponse() { responseWritten() }
     }
 
     func closeNow() {
-        guard books.markClosed() else { return }
+        guard !machine.isClosed else { return }
         machine.connectionClosed()
         work.removeAll()
         responseCompleteAt = nil
@@ -485,7 +487,7 @@ final class Connection: @unchecked Sendable {
 
     private func resumeWriting() {
         // Once closed, a write source never made stays unmade: nothing is left to write or cancel.
-        guard writeSource != nil || !books.isClosed else { return }
+        guard writeSource != nil || !machine.isClosed else { return }
         if books.resumeWriting() { makeWriteSource().resume() }
     }
 }

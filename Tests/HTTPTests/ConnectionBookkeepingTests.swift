@@ -65,27 +65,6 @@ struct ConnectionBookkeepingTests {
         #expect(!step(&books) { $0.takeDrainedResponse() })
     }
 
-    @Test func closingWaitsForTheFlushAndLingersAfterAnErrorResponse() {
-        var plain = HTTPConnectionBookkeeping()
-        plain.queue([1, 2])
-        plain.closeRequested(lingering: false)
-        #expect(step(&plain) { $0.flushStopped(at: 0) } == .waitForWritable)
-        _ = plain.sent(2, at: 1)
-        #expect(step(&plain) { $0.flushStopped(at: 1) } == .close)
-
-        var lingering = HTTPConnectionBookkeeping(lingerSeconds: 2)
-        lingering.queue([1])
-        lingering.closeRequested(lingering: true)
-        // A later plain close does not cancel the lingering.
-        lingering.closeRequested(lingering: false)
-        _ = lingering.sent(1, at: 1)
-        #expect(step(&lingering) { $0.flushStopped(at: 1) } == .linger)
-        #expect(step(&lingering) { $0.beginLingering(at: 10 * second) })
-        #expect(!step(&lingering) { $0.beginLingering(at: 11 * second) })
-        #expect(lingering.timerStep(at: 11 * second, writeTimeout: 30) == .wait)
-        #expect(lingering.timerStep(at: 12 * second, writeTimeout: 30) == .close)
-    }
-
     @Test func aStalledWriterIsClosedAfterTheWriteTimeout() {
         var books = HTTPConnectionBookkeeping()
         #expect(books.timerStep(at: 100 * second, writeTimeout: 5) == .checkStateMachine)
@@ -113,10 +92,4 @@ struct ConnectionBookkeepingTests {
         #expect(!step(&books) { $0.suspendWriting() })
     }
 
-    @Test func closeWorkRunsOnce() {
-        var books = HTTPConnectionBookkeeping()
-        #expect(step(&books) { $0.markClosed() })
-        #expect(!step(&books) { $0.markClosed() })
-        #expect(books.isClosed)
-    }
 }

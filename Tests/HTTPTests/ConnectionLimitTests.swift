@@ -25,6 +25,8 @@ private func describe(_ actions: [Machine.Action]) -> [String] {
         case .close(let lingering): return lingering ? "close lingering" : "close"
         case .serverError(let status, _): return "error \(status.code)"
         case .peerGone: return "peer gone"
+        case .halfClose: return "half-close"
+        case .closeSocket: return "close socket"
         }
     }
 }
@@ -171,7 +173,7 @@ struct ConnectionLimitTests {
         _ = timedOut.bytesReceived(post(length: 100), now: at(0))
         _ = timedOut.admissionDecided(.admit(authenticated: true), now: at(0))
         _ = timedOut.tick(now: at(3))
-        #expect(timedOut.isClosed && budget.reservedByteCount == 0)
+        #expect(timedOut.isClosing && budget.reservedByteCount == 0)
     }
 
     @Test func theBudgetNeverGrantsPastItsLimit() {

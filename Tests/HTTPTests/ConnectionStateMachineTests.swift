@@ -25,6 +25,8 @@ private func describe(_ actions: [Machine.Action]) -> [String] {
         case .close(let lingering): return lingering ? "close lingering" : "close"
         case .serverError(let status, _): return "error \(status.code)"
         case .peerGone: return "peer gone"
+        case .halfClose: return "half-close"
+        case .closeSocket: return "close socket"
         }
     }
 }
@@ -52,7 +54,7 @@ struct ConnectionStateMachineTests {
             let next = describe(machine.responseWritten(now: at(0)))
             #expect(next == (index < 4 ? ["dispatch GET /\(index + 1) body="] : []))
         }
-        #expect(!machine.isClosed)
+        #expect(!machine.isClosing)
     }
 
     // The socket shell only reports a response for a dispatched request, and only reports it
@@ -61,7 +63,7 @@ struct ConnectionStateMachineTests {
     @Test func illegalEventsCloseTheConnection() {
         var early = Machine(now: 0)
         #expect(describe(early.responseReady(HTTPResponse(status: .ok), now: at(0))) == ["close"])
-        #expect(early.isClosed)
+        #expect(early.isClosing)
 
         var unwritten = Machine(now: 0)
         _ = unwritten.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
@@ -76,6 +78,40 @@ struct ConnectionStateMachineTests {
         #expect(describe(unasked.admissionDecided(.admit(authenticated: true), now: at(0))) == ["close"])
         // After a close, late events are expected (a completion racing it) and ignored.
         #expect(unasked.responseReady(HTTPResponse(status: .ok), now: at(0)).isEmpty)
+    }
+
+    /// Closing is part of the lifecycle: flush, then close the socket or half-close and linger
+    /// until the peer is done or the deadline passes; after `connectionClosed` nothing moves it.
+    @Test func closingFlushesThenClosesOrLingersUntilTheDeadline() {
+        var plain = Machine(now: 0)
+        _ = plain.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), now: at(0))
+        _ = plain.responseReady(HTTPResponse(status: .ok), now: at(0))
+        #expect(describe(plain.responseWritten(now: at(0))) == ["close"])
+        #expect(plain.isDraining && !plain.isClosed)
+        #expect(describe(plain.outputFlushed(now: at(0))) == ["close socket"])
+        plain.connectionClosed()
+        #expect(plain.isClosed)
+
+        var lingering = Machine(timeouts: HTTPTimeouts(header: 2), lingerSeconds: 2, now: 0)
+        _ = lingering.bytesReceived(bytes("GET / HTTP/1.1\r\nHo"), now: at(0))
+        #expect(describe(lingering.tick(now: at(2))).last == "close lingering")
+        #expect(describe(lingering.outputFlushed(now: at(10))) == ["half-close"])
+        #expect(lingering.isLingering)
+        // What the peer still sends is discarded; the deadline closes the socket.
+        #expect(lingering.bytesReceived(bytes("st: a\r\n\r\n"), now: at(11)).isEmpty)
+        #expect(lingering.tick(now: at(11.9)).isEmpty)
+        #expect(describe(lingering.tick(now: at(12))) == ["close socket"])
+
+        var peerDone = Machine(now: 0)
+        _ = peerDone.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n"), now: at(0))
+        #expect(describe(peerDone.outputFlushed(now: at(0))) == ["half-close"])
+        #expect(describe(peerDone.peerHalfClosed(now: at(0.5))) == ["close socket"])
+
+        // The peer gone before the flush: no lingering needed.
+        var gone = Machine(now: 0)
+        _ = gone.bytesReceived(bytes("\u{1}"), now: at(0))
+        _ = gone.peerHalfClosed(now: at(0))
+        #expect(describe(gone.outputFlushed(now: at(0))) == ["close socket"])
     }
 
     @Test func eventsAfterCloseAreIgnored() {
@@ -100,7 +136,7 @@ struct ConnectionStateMachineTests {
         _ = machine.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"), now: at(0))
         #expect(writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
         #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
-        #expect(machine.isClosed)
+        #expect(machine.isClosing)
     }
 
     @Test func responderCanAskToClose() {
@@ -146,7 +182,7 @@ struct ConnectionStateMachineTests {
         #expect(text.contains("Content-Type: application/problem+json\r\n"))
         #expect(text.contains("Connection: close\r\n"))
         #expect(text.contains("\"code\":\"errorPayloadTooLarge\""))
-        #expect(machine.isClosed)
+        #expect(machine.isClosing)
         #expect(machine.bytesReceived(bytes("more"), now: at(0)).isEmpty)
     }
 
@@ -180,7 +216,7 @@ struct ConnectionStateMachineTests {
         #expect(machine.tick(now: at(11.9)).isEmpty)
         let actions = machine.tick(now: at(12))
         #expect(describe(actions) == ["error 408", "write HTTP/1.1 408 Request Timeout", "close lingering"])
-        #expect(machine.isClosed)
+        #expect(machine.isClosing)
     }
 
     @Test func bodyTimeoutCountsFromLastProgress() {
@@ -252,7 +288,7 @@ struct ConnectionStateMachineTests {
         #expect(describe(machine.bytesReceived(bytes("cd"), now: at(0))) == ["dispatch POST /p body=abcd"])
         #expect(writtenText(machine.responseReady(HTTPResponse(status: .ok), now: at(0))).contains("Connection: close\r\n"))
         #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
-        #expect(machine.isClosed)
+        #expect(machine.isClosing)
     }
 
     @Test func shutdownWhileAResponseIsWrittenClosesAfterIt() {
@@ -284,7 +320,7 @@ struct ConnectionStateMachineTests {
         _ = machine.responseReady(HTTPResponse(status: .ok), now: at(0))
         // The rest of /2 can never arrive: close now rather than wait for the header timeout.
         #expect(describe(machine.responseWritten(now: at(0))) == ["close"])
-        #expect(machine.isClosed)
+        #expect(machine.isClosing)
     }
 
     @Test func readingStaysPausedAcrossAResponseThatCloses() {
