@@ -298,7 +298,7 @@ public enum HTTPProblem {
     /// The application error code the API uses for each server-generated status.
     public static func code(for status: HTTPStatus) -> String {
         switch status.code {
-        case 400, 408, 414, 417, 431, 505: return "errorInvalidArgument"
+        case 400, 408, 414, 417, 431: return "errorInvalidArgument"
         case 413: return "errorPayloadTooLarge"
         case 503: return "errorServiceUnavailable"
         default: return "errorInternal"

@@ -223,7 +223,6 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let requestHeaderFieldsTooLarge = HTTPStatus(code: 431, reasonPhrase: "Request Header Fields Too Large")
     public static let internalServerError = HTTPStatus(code: 500, reasonPhrase: "Internal Server Error")
     public static let serviceUnavailable = HTTPStatus(code: 503, reasonPhrase: "Service Unavailable")
-    public static let httpVersionNotSupported = HTTPStatus(code: 505, reasonPhrase: "HTTP Version Not Supported")
 }
 
 /// Where a streamed response body goes. The server implements it; producers call it from any thread.

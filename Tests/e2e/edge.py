@@ -140,6 +140,12 @@ def stranger_memory_checks(binary, public):
     try:
         port = server.port
         token = app_token(port, "healthy")
+        answers = [http(port, "GET", "/healthz"), http(port, "GET", "/v1/samples?type=stepCount"),
+                   http(port, "GET", "/v1/samples?type=stepCount", token=token)]
+        check("API answers carry X-Content-Type-Options: nosniff (200, 401 and a token route)",
+              [st for st, _, _ in answers] == [200, 401, 200]
+              and all({k.lower(): v for k, v in h.items()}.get("x-content-type-options") == "nosniff" for _, h, _ in answers),
+              [(st, h) for st, h, _ in answers][:1])
         for _ in range(20):
             http(port, "POST", "/v1/samples", one_sample(), token=token)
             http(port, "GET", "/v1/samples?type=stepCount&limit=10", token=token)
