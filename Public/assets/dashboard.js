@@ -204,6 +204,11 @@ function onShownDay() {
   return periodWords("day", shownDay(), localMidnight(new Date())).phrase;
 }
 
+/** "No data yet" for what is still going on (today, this week); "No data" for what is over. */
+function noData(current = !pinned()) {
+  return current ? "No data yet" : "No data";
+}
+
 /** "the last 28 days", or "the 28 days to Fri, Nov 27". */
 function lastDays(count) {
   return pinned() ? `the ${count} days to ${formatDay(dayKey(shownDay()))}` : `the last ${count} days`;
@@ -289,7 +294,7 @@ async function loadSummary(client, current) {
     daily && shared("activeEnergyBurned") ? dailySums(client, "activeEnergyBurned", "kcal", range.start, until) : null,
   ]);
   if (!current() || period !== state.settings.period) return;
-  const { phrase } = periodWords(period, shownDay(), localMidnight(new Date()));
+  const { phrase, current: ongoing } = periodWords(period, shownDay(), localMidnight(new Date()));
   $("steps-heading").textContent = `Steps ${phrase}`;
   $("energy-heading").textContent = `Active energy ${phrase}`;
   const first = new Date(body.start), last = new Date(new Date(body.end).getTime() - 1);
@@ -298,7 +303,7 @@ async function loadSummary(client, current) {
   if (!notShared("card-steps", ["stepCount"], "Your step count is", ["steps-value"])) {
     const any = number(body.steps) && body.steps > 0;
     setValue("steps-value", any ? body.steps : null, any ? formatInteger(body.steps) : "–");
-    setPanel("card-steps", any ? "ok" : "empty", any ? "" : `No data yet: no steps recorded ${phrase}.`);
+    setPanel("card-steps", any ? "ok" : "empty", any ? "" : `${noData(ongoing)}: no steps recorded ${phrase}.`);
     const average = averageOfDaysWithData(stepDays);
     setValue("steps-average", average.value, number(average.value) ? formatInteger(average.value) : "–");
     setValue("period-days", average.days, average.days === 1 ? "1 day" : `${formatInteger(average.days)} days`);
@@ -311,7 +316,7 @@ async function loadSummary(client, current) {
   if (!notShared("card-energy", ["activeEnergyBurned"], "Your active energy is", ["energy-value"])) {
     const any = number(body.activeEnergy) && body.activeEnergy > 0;
     setValue("energy-value", any ? body.activeEnergy : null, any ? formatInteger(body.activeEnergy) : "–");
-    setPanel("card-energy", any ? "ok" : "empty", any ? "" : `No data yet: no active energy recorded ${phrase}.`);
+    setPanel("card-energy", any ? "ok" : "empty", any ? "" : `${noData(ongoing)}: no active energy recorded ${phrase}.`);
     const average = averageOfDaysWithData(energyDays);
     setValue("energy-average", average.value, number(average.value) ? formatInteger(average.value) : "–");
     setValue("energy-days", average.days, average.days === 1 ? "1 day" : `${formatInteger(average.days)} days`);
@@ -437,14 +442,15 @@ async function loadSleepWeek(client, current) {
     return item;
   }));
   const any = nights.some((n) => n.totalSeconds > 0);
-  setPanel("panel-sleep-week", any ? "ok" : "empty", any ? "" : `No data yet: no sleep recorded in the 7 nights to ${formatDay(dayKey(now))}.`);
+  setPanel("panel-sleep-week", any ? "ok" : "empty", any ? "" : pinned()
+    ? `No data: no sleep recorded in the 7 nights to ${formatDay(dayKey(now))}.` : "No data yet: no sleep recorded in the last 7 nights.");
 }
 
 /** The period chart: steps per hour (day), per day (week, month) or per month (year). */
 async function loadPeriodChart(client, current) {
   const period = state.settings.period;
   const words = periodWords(period, shownDay(), localMidnight(new Date()));
-  const phrase = words.phrase;
+  const { phrase, current: ongoing } = words;
   $("period-heading").textContent = `Steps by ${{ day: "hour", week: "day", month: "day", year: "month" }[period]}${words.current ? "," : ""} ${phrase}`;
   if (notShared("panel-period", ["stepCount"], "Your step count is")) return;
   const range = periodRange(period, shownDay());
@@ -464,7 +470,7 @@ async function loadPeriodChart(client, current) {
   });
   state.periodBars = bars;
   const any = bars.some((b) => b.sum !== undefined);
-  setPanel("panel-period", any ? "ok" : "empty", any ? "" : `No data yet: no steps recorded ${phrase}.`);
+  setPanel("panel-period", any ? "ok" : "empty", any ? "" : `${noData(ongoing)}: no steps recorded ${phrase}.`);
   if (any) drawPeriodChart(); else clearChart($("chart-period"));
 }
 
@@ -496,7 +502,7 @@ async function loadStepDays(client, current) {
   } else {
     setValue("trend-average", null, "–");
     clearChart($("chart-trend"));
-    setPanel("panel-trend", "empty", `No data yet: no steps in ${lastDays(28)}.`);
+    setPanel("panel-trend", "empty", `${noData()}: no steps in ${lastDays(28)}.`);
   }
 }
 
@@ -524,7 +530,7 @@ function dailyReadingLoader({ panel, chart, latest, type, unit, what, noun, form
     if (withData.length === 0) {
       clearChart($(chart));
       setValue(latest, null, "–");
-      setPanel(panel, "empty", `No data yet: no ${noun} in ${lastDays(28)}.`);
+      setPanel(panel, "empty", `${noData()}: no ${noun} in ${lastDays(28)}.`);
       return;
     }
     const last = withData[withData.length - 1];
@@ -569,7 +575,7 @@ async function loadRings(client, current) {
     clearChart($("rings-today"));
     $("ring-figures").replaceChildren();
     $("rings-week").replaceChildren();
-    setPanel("panel-rings", "empty", `No data yet: no activity recorded in ${lastDays(7)}.`);
+    setPanel("panel-rings", "empty", `${noData()}: no activity recorded in ${lastDays(7)}.`);
     return;
   }
   drawRings($("rings-today"), todayRings.rings, 140);
@@ -663,7 +669,7 @@ async function loadWorkouts(client, current) {
   }));
   const count = body.workouts.length;
   const shownNote = count > WORKOUTS_SHOWN ? `The ${WORKOUTS_SHOWN} most recent of ${count}. ` : "";
-  setPanel("panel-workouts", count ? "ok" : "empty", count === 0 ? `No data yet: no workouts in ${lastDays(28)}.`
+  setPanel("panel-workouts", count ? "ok" : "empty", count === 0 ? `${noData()}: no workouts in ${lastDays(28)}.`
     : shownNote + (zone ? `Time in zone is for your ${$("goal-select").selectedOptions[0]?.textContent.toLowerCase() || state.settings.goal} zone.`
       : "Time in zone needs your age: enter it above."));
 }
@@ -677,7 +683,7 @@ async function loadHeartRateDay(client, current) {
   if (!current()) return;
   state.heartSamples = samples;
   state.heartDay = { start, end };
-  setPanel("panel-heart", samples.length ? "ok" : "empty", samples.length ? "" : `No data yet: no heart-rate readings ${onShownDay()}.`);
+  setPanel("panel-heart", samples.length ? "ok" : "empty", samples.length ? "" : `${noData()}: no heart-rate readings ${onShownDay()}.`);
   drawHeartChart();
 }
 
