@@ -77,7 +77,7 @@ SCHEMAS = {
             "code": {"type": "string", "enum": ["errorInvalidArgument", "errorAuthenticationRequired", "errorAuthorizationDenied",
                                                 "errorNotFound", "errorConflict", "errorPayloadTooLarge",
                                                 "errorUnsupportedMediaType", "errorRateLimited", "errorMethodNotAllowed",
-                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal",
+                                                "errorAnchorExpired", "errorUnavailable", "errorInternal",
                                                 "errorInsufficientStorage"]},
             "requestId": {"type": "string", "description": "On 5xx answers: the request's id (as in `X-Request-Id`); the server's "
                           "log line with this id holds what failed. The detail itself never shows internals."},

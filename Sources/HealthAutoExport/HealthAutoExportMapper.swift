@@ -867,7 +867,7 @@ public struct HealthAutoExportMapper {
     static func optionalDate(_ object: JSONObject, _ key: String) throws(MalformedField) -> HealthAutoExportDate? {
         guard let text = try optionalString(object, key) else { return nil }
         guard let date = HealthAutoExportDate(text) else {
-            throw MalformedField(key, "'\(text)' is not a date 'yyyy-MM-dd HH:mm:ss Z' (e.g. 2024-02-06 07:00:00 -0800)")
+            throw MalformedField(key, "'\(text)' is not a date 'yyyy-MM-dd HH:mm:ss Z' (e.g. 2024-02-06 07:00:00 -0800, or 2024-02-06 7:00:00 am -0800 from a 12-hour phone)")
         }
         return date
     }
@@ -902,21 +902,17 @@ public struct HealthAutoExportMapper {
     }
 }
 
-/// A date as the app writes it, `2024-02-06 07:00:00 -0800`: the instant and its UTC offset.
+/// A date as the app writes it, `2024-02-06 07:00:00 -0800` or, from a 12-hour phone,
+/// `2024-02-06 7:00:00 am -0800` (`HealthDate.parseHealthAutoExportDate`): the instant and its
+/// UTC offset.
 public struct HealthAutoExportDate: Sendable, Hashable {
     public let instant: HealthInstant
     public let offsetSeconds: Int
 
     public init?(_ text: String) {
-        guard let instant = HealthDate.parseAppleExportDate(text) else { return nil }
-        let utf8 = Array(text.utf8)
-        guard utf8.count >= 5 else { return nil }
-        let tail = utf8[(utf8.count - 5)...]
-        let sign = tail[tail.startIndex]
-        let digits = tail.dropFirst().map { Int($0) - 48 }
-        let seconds = (digits[0] * 10 + digits[1]) * 3600 + (digits[2] * 10 + digits[3]) * 60
-        self.instant = instant
-        self.offsetSeconds = sign == UInt8(ascii: "-") ? -seconds : seconds
+        guard let parsed = HealthDate.parseHealthAutoExportDate(text) else { return nil }
+        instant = parsed.instant
+        offsetSeconds = parsed.offsetSeconds
     }
 
     /// `GMT-0800`: the name NSTimeZone gives a fixed offset, which HKTimeZone metadata accepts.

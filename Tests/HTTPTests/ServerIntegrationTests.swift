@@ -452,7 +452,7 @@ struct ServerIntegrationTests {
                 let second = try #require(TestClient(port: server.boundPort))
                 let response = try #require(second.readResponse())
                 #expect(response.status == 503)
-                #expect(response.text.contains("\"code\":\"errorServiceUnavailable\""))
+                #expect(response.text.contains("\"code\":\"errorUnavailable\""))
                 #expect(second.waitForClose())
                 #expect(server.statistics.serverErrorResponses[503] == 1)
                 #expect(server.statistics.openConnections == 1)
