@@ -39,6 +39,20 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+extension IPAddress {
+    /// What the per-address rate limits count: an IPv4 address itself; for IPv6, its /64
+    /// (`2001:db8:1:2::/64`). One IPv6 host or network is handed a whole /64 and may use any
+    /// address in it, so counting single addresses would let it reset its budget at will.
+    public var rateLimitKey: String {
+        guard !isIPv4 else { return description }
+        return IPAddress(prefix64Of: self).description + "/64"
+    }
+
+    private init(prefix64Of address: IPAddress) {
+        bytes = Array(address.bytes[0 ..< 8]) + [UInt8](repeating: 0, count: 8)
+    }
+}
+
 /// An address block in CIDR notation (`10.0.0.0/8`, `fd00::/8`); a bare address is a block of one.
 public struct CIDRBlock: Sendable, Equatable, CustomStringConvertible {
     public let network: IPAddress
@@ -106,6 +120,15 @@ public struct ClientAddressResolver: Sendable {
         guard !values.isEmpty else { return peer }
         let hops = header == .forwarded ? Self.forwardedHops(values) : Self.forwardedForHops(values)
         return rightmostUntrusted(hops, nearest: peerAddress).description
+    }
+
+    /// The per-address budget's key for a client address as `clientAddress` gives it: IPv4 as it
+    /// is, IPv6 by its /64 (`IPAddress.rateLimitKey`). Text that is no address (a Unix socket's
+    /// peer) is its own key.
+    public static func rateLimitKey(_ client: String) -> String {
+        // IPv4 text, the common case, needs no parsing.
+        guard client.utf8.contains(UInt8(ascii: ":")), let address = IPAddress(client) else { return client }
+        return address.rateLimitKey
     }
 
     /// Walks from the nearest hop outwards. A hop that is not an address (`unknown`, an
