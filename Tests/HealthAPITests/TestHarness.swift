@@ -20,7 +20,7 @@ final class TestServer: Sendable {
     let backend: any HealthDataStore
     let directory: String
     private let ownsDirectory: Bool
-    private let postgresSchema: TestSchema?
+    let postgresSchema: TestSchema?
 
     /// The SQLite store, for the tests that look inside it (they run on SQLite only).
     var store: HealthStore {
