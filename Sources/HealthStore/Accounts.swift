@@ -48,7 +48,7 @@ public struct AppAuthorization: Sendable, Equatable {
     public func mayShare(_ type: String) -> Bool { access.mayShare(type) }
 }
 
-/// What one token may read and share, and the one place that says what that means (API.md,
+/// What one token may read and share, and the one place that says what that means (docs/api.md,
 /// Authorization). The store applies it on every read and write, so a route cannot forget it:
 /// - read privacy, as in HealthKit: for a type the token may not read, data of that type is
 ///   narrowed to the token's own source, as if nothing else existed (not an error);
@@ -181,7 +181,7 @@ struct WhereClause {
     var text: String { conditions.joined(separator: " AND ") }
 }
 
-/// A write or delete of a type the token may not share: a 403 (API.md, Authorization).
+/// A write or delete of a type the token may not share: a 403 (docs/api.md, Authorization).
 public struct SharingDenied: Error, Sendable, Equatable, CustomStringConvertible {
     public var type: String
     /// The refused sample's position in its batch, when a batch was refused.
