@@ -54,29 +54,27 @@ extension HealthStore {
     fileprivate func importBatch(_ batch: [SourcedSample], userRowID: Int64, created: Int64, db: Database)
         throws -> (outcomes: [ImportOutcome], touched: Set<String>) {
         guard !batch.isEmpty else { return ([], []) }
-        do {
-            var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
-            var lookups = RowLookups()
-            let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(db, userRowID: userRowID, app: $0) },
-                                                   isKnown: { typeCode(for: $0) != nil }) { row in
-                (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
-            }
-            var touched: Set<String> = []
-            for group in decisions.insertsBySource() {
-                // Each writer continues the change sequence where the last one stored it.
-                var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
-                // Decided: the writer neither looks the uuids up again nor inserts the adopted objects.
-                let adopted = Set(group.indices.flatMap { decisions.adoptions[$0] ?? [] })
-                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, decidedAdopting: adopted))
-                try writer.finish()
-                touched.formUnion(writer.touchedTypes)
-                for index in group.indices {
-                    guard let adopted = decisions.adoptions[index] else { continue }
-                    try adopt(adopted, into: batch[index].sample, db: db, userRowID: userRowID)
-                }
-            }
-            return (outcomes, touched)
+        var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
+        var lookups = RowLookups()
+        let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(db, userRowID: userRowID, app: $0) },
+                                               isKnown: { typeCode(for: $0) != nil }) { row in
+            (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
         }
+        var touched: Set<String> = []
+        for group in decisions.insertsBySource() {
+            // Each writer continues the change sequence where the last one stored it.
+            var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
+            // Decided: the writer neither looks the uuids up again nor inserts the adopted objects.
+            let adopted = Set(group.indices.flatMap { decisions.adoptions[$0] ?? [] })
+            try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, decidedAdopting: adopted))
+            try writer.finish()
+            touched.formUnion(writer.touchedTypes)
+            for index in group.indices {
+                guard let adopted = decisions.adoptions[index] else { continue }
+                try adopt(adopted, into: batch[index].sample, db: db, userRowID: userRowID)
+            }
+        }
+        return (outcomes, touched)
     }
 
     /// The stored rows of the batch's uuids (samples and correlation objects): one look at the

@@ -54,36 +54,34 @@ extension PostgresHealthStore {
     /// change sequence it wrote.
     fileprivate func importBatch(_ batch: [SourcedSample], userRowID: Int64, created: Int64, _ connection: PostgresConnection)
         throws -> (outcomes: [ImportOutcome], touched: Set<String>, lastSeq: Int64) {
-        do {
-            var decisions = ImportDecisions(stored: try storedRows(for: batch, userRowID: userRowID, connection),
-                                            batchCount: batch.count)
-            var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: "")
-            let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(connection, userRowID: userRowID, app: $0) },
-                                                   isKnown: { typeCode(for: $0) != nil }) { row in
-                (row.sourceRowID, try materializer.sample(row).sample)
-            }
-            var inserts: [(sample: HealthSample, sourceRowID: Int64)] = []
-            var adoptions: [(correlation: HealthUUID, objects: [HealthUUID])] = []
-            for group in decisions.insertsBySource() {
-                for index in group.indices {
-                    inserts.append((batch[index].sample, group.sourceRowID))
-                    if let adopted = decisions.adoptions[index] { adoptions.append((batch[index].sample.uuid, adopted)) }
-                }
-            }
-            var prepared = try PostgresSampleBatch(inserts.map(\.sample), sourceRowID: { inserts[$0].sourceRowID }, typeCodes: typeCodes,
-                                                   rollupStyles: rollupStyles, userRowID: userRowID, created: created)
-            let (effects, last) = try write(&prepared, userRowID: userRowID, userExternalID: "", connection)
-            for adoption in adoptions {
-                // Objects stored before (on their own) become the objects of the correlation stored now.
-                try connection.execute("""
-                    UPDATE samples SET parent_seq = p.seq FROM samples p
-                    WHERE p.user_id = $1 AND p.uuid = $2 AND samples.user_id = $1 AND samples.uuid = ANY($3::uuid[])
-                    AND samples.parent_seq IS NULL AND samples.seq <> p.seq
-                    """, [.int64(userRowID), adoption.correlation.parameter, Self.uuidArray(adoption.objects)])
-            }
-            try rollupsChanged(effects.rollups, userRowID: userRowID, connection)
-            return (outcomes, effects.touchedTypes, last)
+        var decisions = ImportDecisions(stored: try storedRows(for: batch, userRowID: userRowID, connection),
+                                        batchCount: batch.count)
+        var materializer = Materializer(store: self, connection: connection, userRowID: userRowID, userExternalID: "")
+        let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(connection, userRowID: userRowID, app: $0) },
+                                               isKnown: { typeCode(for: $0) != nil }) { row in
+            (row.sourceRowID, try materializer.sample(row).sample)
         }
+        var inserts: [(sample: HealthSample, sourceRowID: Int64)] = []
+        var adoptions: [(correlation: HealthUUID, objects: [HealthUUID])] = []
+        for group in decisions.insertsBySource() {
+            for index in group.indices {
+                inserts.append((batch[index].sample, group.sourceRowID))
+                if let adopted = decisions.adoptions[index] { adoptions.append((batch[index].sample.uuid, adopted)) }
+            }
+        }
+        var prepared = try PostgresSampleBatch(inserts.map(\.sample), sourceRowID: { inserts[$0].sourceRowID }, typeCodes: typeCodes,
+                                               rollupStyles: rollupStyles, userRowID: userRowID, created: created)
+        let (effects, last) = try write(&prepared, userRowID: userRowID, userExternalID: "", connection)
+        for adoption in adoptions {
+            // Objects stored before (on their own) become the objects of the correlation stored now.
+            try connection.execute("""
+                UPDATE samples SET parent_seq = p.seq FROM samples p
+                WHERE p.user_id = $1 AND p.uuid = $2 AND samples.user_id = $1 AND samples.uuid = ANY($3::uuid[])
+                AND samples.parent_seq IS NULL AND samples.seq <> p.seq
+                """, [.int64(userRowID), adoption.correlation.parameter, Self.uuidArray(adoption.objects)])
+        }
+        try rollupsChanged(effects.rollups, userRowID: userRowID, connection)
+        return (outcomes, effects.touchedTypes, last)
     }
 
     /// A uuid[] parameter in PostgreSQL's array text form (uuids need no quoting).
