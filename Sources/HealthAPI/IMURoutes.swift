@@ -52,7 +52,7 @@ struct IMURoutes: Sendable {
     /// `POST /v1/ingest/imu`: ingests one accelerometer batch of an IMU session and saves the steps the pedometer finds in it.
     /// Deferred: the session is read on a reader, the pedometer runs with no transaction open,
     /// and only the conditional state update, the samples and the answer go to the writer's
-    /// group commit (HealthStore.commitIMU); the worker moves on meanwhile.
+    /// group commit (SQLiteHealthStore.commitIMU); the worker moves on meanwhile.
     func ingestBatch(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         let app = try context.app()
         try Self.requireShare(app)

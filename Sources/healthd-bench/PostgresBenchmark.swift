@@ -2,6 +2,7 @@ import Dispatch
 import ClientThreads
 import Foundation
 import HealthStore
+import SQLiteStore
 import PostgreSQL
 import PostgresStore
 import Synchronization
@@ -95,7 +96,7 @@ enum PostgresBenchmark {
             let total = options.batches * options.batchSize
 
             let sqliteDirectory = options.workDirectory + "/sqlite"
-            let sqliteStore = try HealthStore(directory: sqliteDirectory, readers: 1)
+            let sqliteStore = try SQLiteHealthStore(directory: sqliteDirectory, readers: 1)
             let sqliteTokens = try tokens(sqliteStore, users: options.users)
             sqliteStore.close()
             let sqliteServer = try ServerProcess(executable: options.healthdPath, dataDirectory: sqliteDirectory)

@@ -7,6 +7,7 @@ import PostgresTestSupport
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// Health Auto Export payloads kept faithfully: dates from 12-hour phones, each app's own copy,
 /// and a request stored whole or not at all when the store fails part way.
@@ -266,7 +267,7 @@ struct HealthAutoExportFaithfulnessTests {
     func fullDiskPartWaySQLite() throws {
         let body = Self.manySteps(Self.stepTotal)
         #expect(Self.stepTotal > 2 * HealthAutoExportIngest.batchSize)
-        func pageCount(_ store: HealthStore) throws -> Int64 {
+        func pageCount(_ store: SQLiteHealthStore) throws -> Int64 {
             try store.pool.write { db in try db.first("PRAGMA page_count", [], { try $0.int64(at: 0) }) ?? 0 }
         }
         // How many pages the whole request takes, measured on a store of its own.

@@ -1,17 +1,8 @@
+import HealthStore
 import HealthModel
 import SQLite
 
-/// What happened to one sample of an import batch.
-public enum ImportOutcome: Sendable, Hashable {
-    /// Stored now.
-    case inserted
-    /// The same uuid with the same content was stored before (an earlier import, or an earlier batch).
-    case alreadyStored
-    /// The uuid is taken by different content (e.g. the same record with other metadata); nothing saved.
-    case conflict(String)
-}
-
-extension HealthStore {
+extension SQLiteHealthStore {
     /// Saves an import batch for a user, each sample as its own app's source (created if needed, with
     /// no authorization: the import is the admin acting for the user). The batch commits as one
     /// transaction; a uuid that exists is not saved twice, and a uuid taken by other content is
@@ -106,13 +97,13 @@ extension HealthStore {
 
 /// The SQLite store's import transaction, handed to `importSamples(userRowID:_:)`'s body.
 private final class SQLiteImportSession: ImportSession {
-    let store: HealthStore
+    let store: SQLiteHealthStore
     let db: Database
     let userRowID: Int64
     let created: Int64
     private(set) var touched: Set<String> = []
 
-    init(store: HealthStore, db: Database, userRowID: Int64, created: Int64) {
+    init(store: SQLiteHealthStore, db: Database, userRowID: Int64, created: Int64) {
         self.store = store
         self.db = db
         self.userRowID = userRowID
@@ -130,129 +121,7 @@ private final class SQLiteImportSession: ImportSession {
     }
 }
 
-/// Decides each sample of an import batch, in order, as a save one by one would: against what is
-/// stored and what the batch inserts before it. `StoredRow` is a store's row type, read into a
-/// sample only when first compared.
-package struct ImportDecisions<StoredRow> {
-    /// What a uuid is taken by: a stored row (read in full only when first compared), or a sample of
-    /// this batch, by position (a correlation's object by its position in the correlation too), so
-    /// no sample is copied.
-    private enum Taken {
-        case stored(StoredRow)
-        case materialized(sourceRowID: Int64, sample: HealthSample)
-        case batch(sourceRowID: Int64, index: Int, object: Int?)
-    }
-
-    private var taken: [HealthUUID: Taken] = [:]
-    /// Indices of the samples to insert, with their source.
-    private var inserts: [(index: Int, sourceRowID: Int64)] = []
-    /// Correlation index -> objects stored before, to adopt once it is inserted.
-    package private(set) var adoptions: [Int: [HealthUUID]] = [:]
-
-    package init(stored: [HealthUUID: StoredRow], batchCount: Int) {
-        taken.reserveCapacity(stored.count + batchCount * 2)
-        for (uuid, row) in stored { taken[uuid] = .stored(row) }
-    }
-
-    /// The uuids an import batch may find stored: its samples' and their correlation objects'.
-    package static func uuids(of batch: [SourcedSample]) -> [HealthUUID] {
-        var uuids: [HealthUUID] = []
-        uuids.reserveCapacity(batch.count)
-        for item in batch {
-            uuids.append(item.sample.uuid)
-            if case .correlation(let objects) = item.sample.content { uuids.append(contentsOf: objects.map(\.uuid)) }
-        }
-        return uuids
-    }
-
-    /// Decides every sample of the batch in order. `sourceRowID` gives an app's source row (asked
-    /// once per app); `isKnown` and `read` as for `decide`.
-    package mutating func decideAll(_ batch: [SourcedSample], sourceRowID: (String) throws -> Int64, isKnown: (String) -> Bool,
-                                    read: (StoredRow) throws -> (sourceRowID: Int64, sample: HealthSample)) throws -> [ImportOutcome] {
-        var sourceRows: [String: Int64] = [:]
-        var outcomes: [ImportOutcome] = []
-        outcomes.reserveCapacity(batch.count)
-        for (index, item) in batch.enumerated() {
-            let source: Int64
-            if let known = sourceRows[item.app] {
-                source = known
-            } else {
-                source = try sourceRowID(item.app)
-                sourceRows[item.app] = source
-            }
-            outcomes.append(try decide(index, of: batch, sourceRowID: source, isKnown: isKnown, read: read))
-        }
-        return outcomes
-    }
-
-    /// `isKnown`: whether the store has a code for a type; `read`: a stored row's source and sample.
-    package mutating func decide(_ index: Int, of batch: [SourcedSample], sourceRowID: Int64, isKnown: (String) -> Bool,
-                                 read: (StoredRow) throws -> (sourceRowID: Int64, sample: HealthSample)) throws -> ImportOutcome {
-        let sample = batch[index].sample
-        guard isKnown(sample.type) else { return .conflict("unknown type \(sample.type)") }
-        if taken[sample.uuid] != nil {
-            return try isSame(sample, sourceRowID: sourceRowID, batch: batch, read: read)
-                ? .alreadyStored : .conflict("uuid \(sample.uuid.lowercasedString) exists with different content")
-        }
-        var adopted: [HealthUUID] = []
-        if case .correlation(let objects) = sample.content {
-            // Check the objects first, so a conflict leaves nothing half-saved.
-            for object in objects {
-                guard isKnown(object.type) else { return .conflict("unknown type \(object.type)") }
-                guard taken[object.uuid] != nil else { continue }
-                guard try isSame(object, sourceRowID: sourceRowID, batch: batch, read: read) else {
-                    return .conflict("object \(object.uuid.lowercasedString) exists with different content")
-                }
-                adopted.append(object.uuid)
-            }
-            for (position, object) in objects.enumerated() where taken[object.uuid] == nil {
-                taken[object.uuid] = .batch(sourceRowID: sourceRowID, index: index, object: position)
-            }
-        }
-        taken[sample.uuid] = .batch(sourceRowID: sourceRowID, index: index, object: nil)
-        inserts.append((index, sourceRowID))
-        if !adopted.isEmpty { adoptions[index] = adopted }
-        return .inserted
-    }
-
-    /// Whether `sample`'s uuid is taken by the same sample from the same source (a harmless repeat).
-    private mutating func isSame(_ sample: HealthSample, sourceRowID: Int64, batch: [SourcedSample],
-                                 read: (StoredRow) throws -> (sourceRowID: Int64, sample: HealthSample)) throws -> Bool {
-        switch taken[sample.uuid] {
-        case .batch(let takenSource, let index, let object)?:
-            guard takenSource == sourceRowID else { return false }
-            guard let object else { return batch[index].sample == sample }
-            guard case .correlation(let objects) = batch[index].sample.content else { return false }
-            return objects[object] == sample
-        case .materialized(let takenSource, let earlier)?:
-            return takenSource == sourceRowID && earlier == sample
-        case .stored(let row)?:
-            let existing = try read(row)
-            // Read once: later repeats of the uuid compare with the materialized sample.
-            taken[sample.uuid] = .materialized(sourceRowID: existing.sourceRowID, sample: existing.sample)
-            return existing.sourceRowID == sourceRowID && existing.sample == sample
-        case nil:
-            return false
-        }
-    }
-
-    /// The samples to insert grouped by source (first-seen order), each group in batch order.
-    package func insertsBySource() -> [(sourceRowID: Int64, indices: [Int])] {
-        var groups: [(sourceRowID: Int64, indices: [Int])] = []
-        var position: [Int64: Int] = [:]
-        for insert in inserts {
-            if let existing = position[insert.sourceRowID] {
-                groups[existing].indices.append(insert.index)
-            } else {
-                position[insert.sourceRowID] = groups.count
-                groups.append((insert.sourceRowID, [insert.index]))
-            }
-        }
-        return groups
-    }
-}
-
-extension HealthStore {
+extension SQLiteHealthStore {
     // MARK: Export
 
     /// One page of a user's top-level samples of one type (a correlation carries its objects), oldest

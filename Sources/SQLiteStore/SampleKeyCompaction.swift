@@ -1,3 +1,4 @@
+import HealthStore
 import Dispatch
 import SQLite
 import Synchronization
@@ -214,7 +215,7 @@ final class UUIDKeyCompactor: Sendable {
     private let keys: SampleKeyIndex
     private let queue = DispatchQueue(label: "healthd.uuid-key-compaction", qos: .utility)
     private let state = Mutex(State())
-    private let figures = Mutex(HealthStore.UUIDKeyCompactionFigures())
+    private let figures = Mutex(SQLiteHealthStore.UUIDKeyCompactionFigures())
 
     private struct State {
         var running = false
@@ -288,10 +289,10 @@ final class UUIDKeyCompactor: Sendable {
         return more
     }
 
-    var currentFigures: HealthStore.UUIDKeyCompactionFigures { figures.withLock { $0 } }
+    var currentFigures: SQLiteHealthStore.UUIDKeyCompactionFigures { figures.withLock { $0 } }
 }
 
-extension HealthStore {
+extension SQLiteHealthStore {
     /// What the background uuid key compaction has done since the store opened (benchmarks).
     package struct UUIDKeyCompactionFigures: Sendable {
         package var steps = 0
