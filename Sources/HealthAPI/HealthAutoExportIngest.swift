@@ -33,7 +33,8 @@ struct HealthAutoExportIngest {
             try store.importSamples(userRowID: app.userRowID) { session in
                 // Runs again from the start if the store retries the transaction.
                 report = HealthAutoExportReport()
-                let legacy = LegacyContentUUIDs()
+                // Only an app that saved before can have samples under the uuids of before.
+                let legacy = try session.hasSource(app: app.appName) ? LegacyContentUUIDs() : nil
                 var reader = HealthAutoExportReader(user: app.userID, app: app.appName, interval: interval, batchSize: Self.batchSize)
                 reader.mapper.legacyUUIDs = legacy
                 try body.withUnsafeBytes { bytes in
@@ -49,7 +50,7 @@ struct HealthAutoExportIngest {
     }
 
     /// One batch: counted, share-checked, and saved in the request's transaction.
-    private func save(_ items: [HealthAutoExportItem], session: any ImportSession, legacy: LegacyContentUUIDs,
+    private func save(_ items: [HealthAutoExportItem], session: any ImportSession, legacy: LegacyContentUUIDs?,
                       into report: inout HealthAutoExportReport) throws {
         var batch: [SourcedSample] = []
         var legacyUUIDs: [HealthUUID?] = []
@@ -58,7 +59,7 @@ struct HealthAutoExportIngest {
         for item in items {
             switch item {
             case .sample(let sample, let metric):
-                let legacyUUID = legacy.take(sample.uuid)
+                let legacyUUID = legacy?.take(sample.uuid)
                 // A type the token may not share is refused, not saved, and not fatal to the rest.
                 guard app.mayShare(sample.type), sample.objectTypes.allSatisfy(app.mayShare) else {
                     report.refused[metric, default: 0] += 1
@@ -74,7 +75,7 @@ struct HealthAutoExportIngest {
         }
         guard !batch.isEmpty else { return }
         // Stored by this app before uuids included the app: the same sample under its old uuid.
-        let storedBefore = try session.storedUUIDs(legacyUUIDs.compactMap { $0 }, app: app.appName)
+        let storedBefore = legacy == nil ? [] : try session.storedUUIDs(legacyUUIDs.compactMap { $0 }, app: app.appName)
         if !storedBefore.isEmpty {
             var fresh: [SourcedSample] = []
             fresh.reserveCapacity(batch.count)

@@ -214,6 +214,9 @@ public protocol ImportSession: AnyObject {
     func save(_ batch: [SourcedSample]) throws -> [ImportOutcome]
     /// Which of `uuids` the user's `app` has stored, as of this transaction.
     func storedUUIDs(_ uuids: [HealthUUID], app: String) throws -> Set<HealthUUID>
+    /// Whether the user's `app` is a source yet (it may have stored samples); false for an app
+    /// that never saved for the user.
+    func hasSource(app: String) throws -> Bool
 }
 
 /// What a backend's error says about the database as a whole, beyond the request: the API answers

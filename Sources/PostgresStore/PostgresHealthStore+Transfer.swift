@@ -150,4 +150,8 @@ private final class PostgresImportSession: ImportSession {
     func storedUUIDs(_ uuids: [HealthUUID], app: String) throws -> Set<HealthUUID> {
         try store.storedUUIDs(uuids, userRowID: userRowID, app: app, connection)
     }
+
+    func hasSource(app: String) throws -> Bool {
+        try connection.scalarInt64("SELECT id FROM sources WHERE user_id = $1 AND app = $2", [.int64(userRowID), .text(app)]) != nil
+    }
 }

@@ -119,6 +119,10 @@ private final class SQLiteImportSession: ImportSession {
     func storedUUIDs(_ uuids: [HealthUUID], app: String) throws -> Set<HealthUUID> {
         try store.storedUUIDs(uuids, userRowID: userRowID, app: app, db: db)
     }
+
+    func hasSource(app: String) throws -> Bool {
+        try db.first("SELECT 1 FROM sources WHERE user_id = ? AND app = ?", [.integer(userRowID), .text(app)], { _ in true }) ?? false
+    }
 }
 
 extension SQLiteHealthStore {
