@@ -18,7 +18,8 @@ private func describe(_ actions: [Machine.Action]) -> [String] {
         case .write(let bytes):
             let text = String(decoding: bytes, as: UTF8.self)
             return "write " + (text.split(separator: "\r\n").first.map(String.init) ?? "")
-        case .startStream(_, let chunked): return "stream chunked=\(chunked)"
+        case .startStream(_, let chunked, let length):
+            return "stream chunked=\(chunked)" + (length.map { " length=\($0)" } ?? "")
         case .pauseReading: return "pause"
         case .resumeReading: return "resume"
         case .close(let lingering): return lingering ? "close lingering" : "close"

@@ -1,0 +1,51 @@
+import SQLite
+
+/// An app of a user (a source) with what its live tokens together may read and share: the person's
+/// backup carries these, never a token.
+public struct AppPermissions: Sendable, Equatable {
+    public var app: String
+    public var read: Set<String>
+    public var share: Set<String>
+
+    public init(app: String, read: Set<String>, share: Set<String>) {
+        self.app = app
+        self.read = read
+        self.share = share
+    }
+
+    /// Folds rows of (app, read list, share list) from a source-ordered join into one entry per app,
+    /// in source order; an app without a live token has empty sets.
+    package static func folding(_ rows: [(app: String, read: String?, share: String?)]) -> [AppPermissions] {
+        var apps: [AppPermissions] = []
+        var index: [String: Int] = [:]
+        for row in rows {
+            let position = index[row.app] ?? {
+                apps.append(AppPermissions(app: row.app, read: [], share: []))
+                index[row.app] = apps.count - 1
+                return apps.count - 1
+            }()
+            if let read = row.read { apps[position].read.formUnion(HealthStore.typeList(read)) }
+            if let share = row.share { apps[position].share.formUnion(HealthStore.typeList(share)) }
+        }
+        return apps
+    }
+}
+
+extension HealthStore {
+    /// Every source of the user, oldest first, with the union of its live authorizations' permissions.
+    public func appPermissions(userRowID: Int64) throws -> [AppPermissions] {
+        try pool.read { db in
+            let statement = try db.cachedStatement("""
+                SELECT s.app, a.read_types, a.share_types FROM sources s
+                LEFT JOIN authorizations a ON a.user_id = s.user_id AND a.app = s.app AND a.revoked_ms IS NULL
+                WHERE s.user_id = ? ORDER BY s.id, a.created_ms
+                """)
+            try statement.bind([.integer(userRowID)])
+            var rows: [(app: String, read: String?, share: String?)] = []
+            try statement.forEachRow { row in
+                rows.append((try row.string(at: 0), row.stringIfPresent(at: 1), row.stringIfPresent(at: 2)))
+            }
+            return AppPermissions.folding(rows)
+        }
+    }
+}
