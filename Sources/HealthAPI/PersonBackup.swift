@@ -94,7 +94,7 @@ public struct PersonSettings: Sendable, Equatable {
     /// admin issues new tokens: secrets never travel).
     public func restoreApps(into store: any HealthDataStore, user: User, changes: inout Changes) throws {
         let existing = Dictionary(try store.appPermissions(userRowID: user.rowID).map { ($0.app, $0) }, uniquingKeysWith: { a, _ in a })
-        for app in apps where !(app.read.isEmpty && app.share.isEmpty) {
+        for app in apps {
             if let current = existing[app.app], app.read.isSubset(of: current.read), app.share.isSubset(of: current.share) { continue }
             _ = try store.appAuthorizationCreatingIfNeeded(user: user, app: app.app, read: app.read, share: app.share)
             changes.apps.append(app.app)

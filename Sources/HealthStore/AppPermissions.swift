@@ -1,7 +1,7 @@
 import SQLite
 
-/// An app of a user (a source) with what its live tokens together may read and share: the person's
-/// backup carries these, never a token.
+/// An app of a user with a live token, and what its live tokens together may read and share: the
+/// person's backup carries these, never a token.
 public struct AppPermissions: Sendable, Equatable {
     public var app: String
     public var read: Set<String>
@@ -13,12 +13,13 @@ public struct AppPermissions: Sendable, Equatable {
         self.share = share
     }
 
-    /// Folds rows of (app, read list, share list) from a source-ordered join into one entry per app,
-    /// in source order; an app without a live token has empty sets.
+    /// Folds rows of (app, read list, share list) from a source-ordered left join into one entry per
+    /// app with a live token, in source order (a source without one, say from an import, has no
+    /// permissions to carry: its samples bring it back).
     package static func folding(_ rows: [(app: String, read: String?, share: String?)]) -> [AppPermissions] {
         var apps: [AppPermissions] = []
         var index: [String: Int] = [:]
-        for row in rows {
+        for row in rows where row.read != nil || row.share != nil {
             let position = index[row.app] ?? {
                 apps.append(AppPermissions(app: row.app, read: [], share: []))
                 index[row.app] = apps.count - 1

@@ -21,7 +21,7 @@ extension HealthStore {
     /// Batched: one query per few hundred uuids finds which of the batch are stored already; every
     /// sample is then decided in order against those and the samples of the batch decided before it
     /// (so the outcome is the one a sample-by-sample save would give), and what is new is inserted
-    /// with one prepared batch per app, reusing the prepared INSERT.
+    /// with one prepared batch per run of one app, reusing the prepared INSERT.
     public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
         guard !batch.isEmpty else { return [] }
         let created = Self.nowMilliseconds()
@@ -33,7 +33,7 @@ extension HealthStore {
                 (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
             }
             var touched: Set<String> = []
-            for group in decisions.insertsBySource() {
+            for group in decisions.insertRuns() {
                 // Each writer continues the change sequence where the last one stored it.
                 var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
                 // Decided: the writer neither looks the uuids up again nor inserts the adopted objects.
@@ -186,19 +186,21 @@ package struct ImportDecisions<StoredRow> {
         }
     }
 
-    /// The samples to insert grouped by source (first-seen order), each group in batch order.
-    package func insertsBySource() -> [(sourceRowID: Int64, indices: [Int])] {
-        var groups: [(sourceRowID: Int64, indices: [Int])] = []
-        var position: [Int64: Int] = [:]
+    /// The samples to insert as runs of one source each, in batch order. Inserting run by run keeps
+    /// the batch's order in the change sequence: samples with the same start list in the order they
+    /// had on the server a backup came from, and the first app to save a type (the default source
+    /// order, and HKSourceQuery's) stays first. Grouping all of an app's samples instead put the app
+    /// first seen in a batch ahead of the other for the whole batch.
+    package func insertRuns() -> [(sourceRowID: Int64, indices: [Int])] {
+        var runs: [(sourceRowID: Int64, indices: [Int])] = []
         for insert in inserts {
-            if let existing = position[insert.sourceRowID] {
-                groups[existing].indices.append(insert.index)
+            if let last = runs.indices.last, runs[last].sourceRowID == insert.sourceRowID {
+                runs[last].indices.append(insert.index)
             } else {
-                position[insert.sourceRowID] = groups.count
-                groups.append((insert.sourceRowID, [insert.index]))
+                runs.append((insert.sourceRowID, [insert.index]))
             }
         }
-        return groups
+        return runs
     }
 }
 
