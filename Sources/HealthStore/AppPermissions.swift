@@ -1,5 +1,3 @@
-import SQLite
-
 /// An app of a user with a live token, and what its live tokens together may read and share: the
 /// person's backup carries these, never a token.
 public struct AppPermissions: Sendable, Equatable {
@@ -25,28 +23,9 @@ public struct AppPermissions: Sendable, Equatable {
                 index[row.app] = apps.count - 1
                 return apps.count - 1
             }()
-            if let read = row.read { apps[position].read.formUnion(HealthStore.typeList(read)) }
-            if let share = row.share { apps[position].share.formUnion(HealthStore.typeList(share)) }
+            if let read = row.read { apps[position].read.formUnion(StoredForms.typeList(read)) }
+            if let share = row.share { apps[position].share.formUnion(StoredForms.typeList(share)) }
         }
         return apps
-    }
-}
-
-extension HealthStore {
-    /// Every source of the user, oldest first, with the union of its live authorizations' permissions.
-    public func appPermissions(userRowID: Int64) throws -> [AppPermissions] {
-        try pool.read { db in
-            let statement = try db.cachedStatement("""
-                SELECT s.app, a.read_types, a.share_types FROM sources s
-                LEFT JOIN authorizations a ON a.user_id = s.user_id AND a.app = s.app AND a.revoked_ms IS NULL
-                WHERE s.user_id = ? ORDER BY s.id, a.created_ms
-                """)
-            try statement.bind([.integer(userRowID)])
-            var rows: [(app: String, read: String?, share: String?)] = []
-            try statement.forEachRow { row in
-                rows.append((try row.string(at: 0), row.stringIfPresent(at: 1), row.stringIfPresent(at: 2)))
-            }
-            return AppPermissions.folding(rows)
-        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HealthAPI
 import HealthModel
 import HealthStore
+import SQLiteStore
 import JSON
 import Testing
 @testable import HealthdCommandLine
@@ -24,9 +25,9 @@ private final class BackupBytes: AppleHealthByteSource {
 
 @Suite("A person's backup")
 struct PersonBackupTests {
-    static func store() throws -> (HealthStore, URL) {
+    static func store() throws -> (SQLiteHealthStore, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("healthd-backup-\(UUID().uuidString)")
-        return (try HealthStore(directory: directory.path, readers: 1), directory)
+        return (try SQLiteHealthStore(directory: directory.path, readers: 1), directory)
     }
 
     static func steps(_ value: Double, minute: Int64) -> HealthSample {
@@ -35,7 +36,7 @@ struct PersonBackupTests {
                             content: .quantity(value))
     }
 
-    static func backup(_ store: HealthStore, _ user: User) throws -> [UInt8] {
+    static func backup(_ store: SQLiteHealthStore, _ user: User) throws -> [UInt8] {
         var bytes: [UInt8] = []
         try PersonBackup(user: user).forEachPage(from: store) { bytes += $0; return true }
         return bytes

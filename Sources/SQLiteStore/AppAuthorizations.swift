@@ -1,9 +1,10 @@
+import HealthStore
 import SQLite
 
 // Server-side writers (`healthd seed`, `serve --demo`) act as ordinary apps. They need an
 // authorization to save through, but never its token, so an existing one is reused.
 
-extension HealthStore {
+extension SQLiteHealthStore {
     /// A live authorization of `app` for `user` that may read and share at least the given types;
     /// created (with exactly those permissions) when there is none. Created tokens are never shown:
     /// the caller only saves through the returned authorization.
@@ -19,8 +20,8 @@ extension HealthStore {
             var found: [AppAuthorization] = []
             try statement.forEachRow { row in
                 found.append(AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, appName: app,
-                                              sourceRowID: try row.int64(at: 3), read: Self.typeList(try row.string(at: 1)),
-                                              share: Self.typeList(try row.string(at: 2)), disclosesRead: try row.int64(at: 4) != 0))
+                                              sourceRowID: try row.int64(at: 3), read: StoredForms.typeList(try row.string(at: 1)),
+                                              share: StoredForms.typeList(try row.string(at: 2)), disclosesRead: try row.int64(at: 4) != 0))
             }
             return found
         }
