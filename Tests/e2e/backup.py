@@ -368,6 +368,7 @@ def data_directory_checks(binary, public, root):
         with open(os.path.join(big_public, "big.bin"), "rb") as f:
             want = hashlib.file_digest(f, "sha256").hexdigest() if hasattr(hashlib, "file_digest") else None
         grown = vm_hwm(proc.pid) - before
+        print(f"  (peak memory grew by {grown / 1048576:.1f} MiB during the four downloads)")
         check("four downloads of a 96 MiB static file arrive whole with Content-Length and caching headers",
               len(results) == 4 and all(f"Content-Length: {size}".encode() in h and b"ETag:" in h and n == size
                                         and (want is None or d == want) for h, n, d in results),
