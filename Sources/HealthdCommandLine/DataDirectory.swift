@@ -69,7 +69,7 @@ public enum DataDirectoryError: Error, Equatable, CustomStringConvertible {
         case .notADirectory(let path):
             return "the data directory \(path) is not a directory"
         case .inaccessible(let path, let code):
-            return "cannot use \(path): \(String(cString: strerror(code)))"
+            return "cannot use the data directory: \(path): \(String(cString: strerror(code)))"
         case .inUse(let directory, let pid, let port):
             let who = [pid.map { "pid \($0)" }, port.map { "port \($0)" }].compactMap { $0 }.joined(separator: ", ")
             return "another healthd (\(who.isEmpty ? "starting" : who)) is serving the data directory \(directory); "
