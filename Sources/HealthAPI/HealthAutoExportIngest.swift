@@ -9,7 +9,7 @@ struct HealthAutoExportIngest {
 
     let app: AppAuthorization
     let interval: HealthAutoExportInterval
-    let store: any HealthDataStore
+    let data: HealthData
 
     /// Two passes over the body: the first maps everything and saves nothing, so a malformed
     /// payload is a 400 with nothing stored; the second saves batch by batch. Each batch is one
@@ -61,7 +61,7 @@ struct HealthAutoExportIngest {
             }
         }
         guard !batch.isEmpty else { return }
-        for outcome in try store.importSamples(batch, userRowID: app.userRowID) {
+        for outcome in try data.app(app).importSamples(batch) {
             switch outcome {
             case .inserted: report.saved += 1
             // Stored before; a resend that differs only in metadata (the phone's zone changed,

@@ -44,9 +44,9 @@ struct ChangeSubscriber: Sendable {
         return !types.isDisjoint(with: typeIDs)
     }
 
-    func read(after position: ChangePosition?, store: any HealthDataStore) throws(APIError) -> ChangePage {
+    func read(after position: ChangePosition?, data: HealthData) throws(APIError) -> ChangePage {
         do {
-            return try store.changes(ChangeRequest(types: types, after: position, limit: limit), for: app, userExternalID: app.userID)
+            return try data.app(app).changes(ChangeRequest(types: types, after: position, limit: limit))
         } catch ChangeFeedError.anchorExpired {
             throw ChangeFeed.anchorExpired
         } catch {
@@ -91,7 +91,7 @@ public final class ChangeFeed: Sendable {
         status: .gone, code: "errorAnchorExpired",
         detail: "the anchor is older than the retained deletion history; start over without an anchor")
 
-    let store: any HealthDataStore
+    let data: HealthData
     let workers: DispatchQueue
     /// A stream whose unsent backlog exceeds this is cut off (after a final `event: error`).
     let streamBacklogLimit: Int
@@ -123,16 +123,16 @@ public final class ChangeFeed: Sendable {
         var respond: @Sendable (HTTPResponse) -> Void
     }
 
-    init(store: any HealthDataStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
+    init(data: HealthData, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
          log: AccessLog? = nil) {
-        self.store = store
+        self.data = data
         self.log = log
         self.workers = workers
         self.streamBacklogLimit = streamBacklogLimit
         self.keepAliveSeconds = keepAliveSeconds
         self.retentionDays = retentionDays
-        store.addCommitObserver { [weak self] change in self?.committed(change) }
-        store.streamEventLog.addObserver { [weak self] user in self?.streamEventArrived(userRowID: user) }
+        data.addCommitObserver { [weak self] change in self?.committed(change) }
+        data.streamEventLog.addObserver { [weak self] user in self?.streamEventArrived(userRowID: user) }
         startRetention()
     }
 
@@ -156,7 +156,7 @@ public final class ChangeFeed: Sendable {
     func longPoll(_ subscriber: ChangeSubscriber, after position: ChangePosition?, wait: Int,
                   disconnect: DisconnectSignal? = nil,
                   respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
-        let page = try subscriber.read(after: position, store: store)
+        let page = try subscriber.read(after: position, data: data)
         if !page.isEmpty || page.more || wait == 0 {
             respond(subscriber.response(page))
             return
@@ -200,7 +200,7 @@ public final class ChangeFeed: Sendable {
     /// A relevant commit: read again; answer if the app can see something, else keep waiting.
     private func wake(_ poll: LongPoll) {
         do throws(APIError) {
-            let page = try poll.subscriber.read(after: poll.position, store: store)
+            let page = try poll.subscriber.read(after: poll.position, data: data)
             if !page.isEmpty || page.more || DispatchTime.now() >= poll.deadline {
                 poll.respond(poll.subscriber.response(page))
             } else {
@@ -225,7 +225,7 @@ public final class ChangeFeed: Sendable {
     /// Answers with whatever is there now (usually nothing, with the anchor moved to the present).
     private func answer(_ poll: LongPoll) {
         do throws(APIError) {
-            poll.respond(poll.subscriber.response(try poll.subscriber.read(after: poll.position, store: store)))
+            poll.respond(poll.subscriber.response(try poll.subscriber.read(after: poll.position, data: data)))
         } catch {
             poll.respond(poll.subscriber.problems.response(error))
         }
@@ -258,7 +258,7 @@ public final class ChangeFeed: Sendable {
     /// Starts feeding `output` from `position`; `announce` first sends an empty event carrying the
     /// starting anchor, so a client that connected without one has an id to resume from.
     func openStream(_ subscriber: ChangeSubscriber, from position: ChangePosition, announce: Bool, output: any HTTPBodyStream) {
-        let stream = ChangeStream(subscriber: subscriber, position: position, eventPosition: store.streamEventLog.current,
+        let stream = ChangeStream(subscriber: subscriber, position: position, eventPosition: data.streamEventLog.current,
                                   output: output, feed: self)
         if announce {
             _ = stream.send(ChangeStream.event(subscriber, ChangePage(added: [], deleted: [], next: position, more: false)))
@@ -326,7 +326,7 @@ public final class ChangeFeed: Sendable {
     /// (anchors expire later), nothing is lost or answered wrongly.
     func purgeExpiredTombstones() {
         do {
-            _ = try store.purgeTombstones(retentionDays: retentionDays)
+            _ = try data.purgeTombstones(retentionDays: retentionDays)
         } catch {
             log?.event("tombstone purge failed; retrying in an hour", level: "warning", fields: [("error", String(describing: error))])
         }
@@ -417,13 +417,13 @@ final class ChangeStream: Sendable {
                 state.pending = false
                 return (state.position, state.eventPosition)
             }
-            let streamEvents = feed.store.streamEventLog.events(after: eventStart, for: subscriber.app)
+            let streamEvents = feed.data.app(subscriber.app).streamEvents(after: eventStart)
             var position = start
             var more = true
             while more {
                 let page: ChangePage
                 do throws(APIError) {
-                    page = try subscriber.read(after: position, store: feed.store)
+                    page = try subscriber.read(after: position, data: feed.data)
                 } catch {
                     _ = output.write(Array("event: error\ndata: ".utf8) + subscriber.problems.response(error).bodyBytes + [10, 10])
                     end()
