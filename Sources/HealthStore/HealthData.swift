@@ -45,6 +45,10 @@ public final class HealthData: Sendable {
     public func revokeAuthorization(id: String) throws -> Bool { try store.revokeAuthorization(id: id) }
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? { store.cachedAuthorization(tokenHash: tokenHash) }
     public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? { try store.authorization(tokenHash: tokenHash) }
+    public func addAuthorizationObserver(_ observer: @escaping @Sendable (_ authorizationID: String) -> Void) {
+        store.addAuthorizationObserver(observer)
+    }
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] { try store.liveAuthorizations(ids: ids) }
 }
 
 /// One app's view of one user's data. Reads see what the token may read (other apps' data of a type

@@ -73,6 +73,13 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// The live authorization for a token hash, nil for unknown and revoked tokens. A failing read
     /// throws: a database fault must not look like a wrong token.
     func authorization(tokenHash: [UInt8]) throws -> AppAuthorization?
+    /// Called when an authorization is revoked or its permissions change, on any node serving this
+    /// data, and before any later commit reaches the commit observers: what is in flight for that
+    /// authorization (change streams, parked long-polls) ends on it.
+    func addAuthorizationObserver(_ observer: @escaping @Sendable (_ authorizationID: String) -> Void)
+    /// The live authorizations among `ids`, read from the database, not a cache (revoked and unknown
+    /// ones are absent): what in-flight work compares with the authorization it started with.
+    func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization]
 
     // MARK: Samples
 

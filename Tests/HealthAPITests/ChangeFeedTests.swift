@@ -511,3 +511,68 @@ private func openStream(_ f: Fixture, token: String, query: String = "types=step
         #expect(stream.events.count == 31)
     }
 }
+
+/// Revocation and narrowed permissions reach what is in flight (API.md, Authorization): an open
+/// stream and a parked long-poll of the token end within a second, and nothing saved after the
+/// revocation reaches them.
+@Suite struct ChangeFeedRevocationTests {
+    /// A token of Alice's that reads steps, and its authorization id.
+    static func reader(_ f: Fixture, app: String = "follower") -> (token: String, id: String) {
+        let reply = f.server.request(.post, "/v1/authorizations", token: TestServer.adminToken,
+                                     json: #"{"user":"\#(f.alice)","app":"\#(app)","read":["stepCount"],"share":["stepCount"]}"#)
+        return (reply["token"]?.stringValue ?? "", reply["id"]?.stringValue ?? "")
+    }
+
+    @Test func revokingATokenEndsItsStreamAndParkedPollAtOnce() throws {
+        let f = try Fixture()
+        let (token, id) = Self.reader(f)
+        let stream = try openStream(f, token: token)
+        #expect(stream.waitUntil { $0.events.count == 1 })
+        let anchor = f.server.request(.get, "/v1/changes?types=stepCount", token: token).anchor
+        let poll = PendingReply(f.server, "/v1/changes?types=stepCount&wait=60&anchor=\(anchor)", token: token)
+        let feed = f.server.application.changeFeed
+        while feed.parkedCount == 0 && !poll.isAnswered { usleep(1000) }
+        #expect(f.save(f.phone, steps(0)).status == 201)
+        #expect(stream.waitUntil { $0.events.count == 2 })
+        #expect(poll.wait()?.status.code == 200)
+        let current = f.server.request(.get, "/v1/changes?types=stepCount", token: token).anchor
+        let nextPoll = PendingReply(f.server, "/v1/changes?types=stepCount&wait=60&anchor=\(current)", token: token)
+        while feed.parkedCount == 0 && !nextPoll.isAnswered { usleep(1000) }
+
+        let revokedAt = Date()
+        #expect(f.server.request(.delete, "/v1/authorizations/\(id)", token: TestServer.adminToken).status == 204)
+        // The revocation returns after its streams ended and its polls were answered.
+        #expect(stream.isFinished)
+        #expect(nextPoll.wait()?.status.code == 401)
+        #expect(Date().timeIntervalSince(revokedAt) < 1)
+        let last = try #require(stream.events.last)
+        #expect(last.event == "error" && last.data.contains("errorAuthenticationRequired"), "\(stream.text)")
+        #expect(feed.streamCount == 0 && feed.parkedCount == 0)
+        // Saved after the revocation: reaches nothing of the token, and the token opens nothing.
+        #expect(f.save(f.phone, steps(1)).status == 201)
+        #expect(!stream.text.contains(uuid(1)))
+        #expect(f.server.request(.get, "/v1/changes/stream?types=stepCount", token: token).status == 401)
+        #expect(f.server.request(.get, "/v1/changes?types=stepCount&wait=5", token: token).status == 401)
+    }
+
+    /// A revocation or narrowing no notification announced (another node's, with its NOTIFY lost;
+    /// here written straight to the database) still ends the stream within a second.
+    @Test(arguments: ["UPDATE authorizations SET revoked_ms = 1 WHERE id = ?",
+                      "UPDATE authorizations SET read_types = '' WHERE id = ?"])
+    func anUnannouncedChangeEndsTheStreamWithinASecond(_ sql: String) throws {
+        let f = try Fixture()
+        let (token, id) = Self.reader(f)
+        let stream = try openStream(f, token: token)
+        #expect(stream.waitUntil { $0.events.count == 1 })
+        let anchor = f.server.request(.get, "/v1/changes?types=stepCount", token: token).anchor
+        let poll = PendingReply(f.server, "/v1/changes?types=stepCount&wait=60&anchor=\(anchor)", token: token)
+        let feed = f.server.application.changeFeed
+        while feed.parkedCount == 0 && !poll.isAnswered { usleep(1000) }
+        let changedAt = Date()
+        try f.server.store.pool.write { db in try db.execute(sql, [.text(id)]) }
+        #expect(stream.waitUntil { $0.isFinished })
+        #expect(poll.wait()?.status.code == 401)
+        #expect(Date().timeIntervalSince(changedAt) < 1, "ended after \(Date().timeIntervalSince(changedAt)) s")
+        #expect(stream.events.last?.event == "error")
+    }
+}
