@@ -1,7 +1,7 @@
 import HTTP
 import HealthdSettings
 
-/// Cross-origin access for dashboards served from other origins (README, Abuse and privacy).
+/// Cross-origin access for dashboards served from other origins (docs/operations.md, Abuse and privacy).
 /// Only listed origins get CORS headers; for any other origin the browser's same-origin rule
 /// stays in force because nothing is added. Tokens travel in `Authorization`, never cookies,
 /// so credentials mode is never enabled.

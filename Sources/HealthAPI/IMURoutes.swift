@@ -4,7 +4,7 @@ import HealthStore
 import JSON
 import Pedometer
 
-/// One IMU batch as a phone sends it (API.md, Motion), before the pedometer sees it.
+/// One IMU batch as a phone sends it (docs/api.md, Motion: IMU ingest and pedometer), before the pedometer sees it.
 struct IMUBatchRequest {
     var device: SampleDevice?
     var session: String

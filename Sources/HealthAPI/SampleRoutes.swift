@@ -5,7 +5,7 @@ import HealthModel
 import HealthStore
 import JSON
 
-/// Samples, sources and the type catalog (API.md, Samples).
+/// Samples, sources and the type catalog (docs/api.md, Samples).
 struct SampleRoutes: Sendable {
     let data: HealthData
     let configuration: HealthdConfiguration

@@ -47,7 +47,7 @@ public struct AppAuthorization: Sendable, Equatable {
     public func mayShare(_ type: String) -> Bool { access.mayShare(type) }
 }
 
-/// What one token may read and share, and the one place that says what that means (API.md,
+/// What one token may read and share, and the one place that says what that means (docs/api.md,
 /// Authorization). The store applies it on every read and write, so a route cannot forget it:
 /// - read privacy, as in HealthKit: for a type the token may not read, data of that type is
 ///   narrowed to the token's own source, as if nothing else existed (not an error);
@@ -135,7 +135,7 @@ public enum ReadScope: Sendable, Equatable {
         }
     }
 }
-/// A write or delete of a type the token may not share: a 403 (API.md, Authorization).
+/// A write or delete of a type the token may not share: a 403 (docs/api.md, Authorization).
 public struct SharingDenied: Error, Sendable, Equatable, CustomStringConvertible {
     public var type: String
     /// The refused sample's position in its batch, when a batch was refused.

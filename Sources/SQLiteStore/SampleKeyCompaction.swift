@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Why steps: rewriting every run of a user with millions of samples at once took the delete
 /// request that crossed the line (and the single writer, so every other user's writes) for as
-/// long as the rewrite took (BENCHMARKS.md, "uuid key compaction"). A step rewrites at most
+/// long as the rewrite took (BENCHMARKS.md, "uuid keys"). A step rewrites at most
 /// `compactionStepChunks` chunks of one run, in place, without the entries of rows listed as
 /// deleted before the compaction began, and commits; the writer runs other work between steps.
 ///

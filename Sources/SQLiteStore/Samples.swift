@@ -142,7 +142,7 @@ extension SQLiteHealthStore {
         }
     }
 
-    /// The overlap (or strict) predicate of API.md, bounded below by the longest sample of the type
+    /// The overlap (or strict) predicate of docs/api.md (Samples, `GET /v1/samples`), bounded below by the longest sample of the type
     /// so the index on (user, type, start) is used from both ends.
     private func appendDatePredicate(_ db: Database, query: SampleQuery, typeCode: Int64, userRowID: Int64,
                                      into clause: inout WhereClause) throws {

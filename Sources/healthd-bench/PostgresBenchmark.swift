@@ -9,7 +9,7 @@ import Synchronization
 import Primitives
 
 /// `healthd-bench postgres`: the PostgreSQL backend beside SQLite in one run (BENCHMARKS.md,
-/// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:
+/// PostgreSQL and several nodes). Every figure is a ratio to a floor or peer measured in the same run:
 /// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
 ///   PostgreSQL, and two floors that copy the rows that run stored (the same rows, encoded before
 ///   the clock starts, the same batches) into the same `samples` table by binary `COPY`:

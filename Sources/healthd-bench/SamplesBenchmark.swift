@@ -66,7 +66,7 @@ enum SamplesBenchmark {
     // MARK: Raw SQLite baseline
 
     /// How a raw-SQLite run shapes the samples table and its idempotency by client uuid: the
-    /// alternatives measured side by side in one run (BENCHMARKS.md, Ingest with random client uuids).
+    /// alternatives measured side by side in one run (BENCHMARKS.md, Samples: ingest).
     enum TableShape: String, CaseIterable {
         /// The floor: no uuid index at all (idempotency would cost nothing).
         case noUUIDIndex = "no uuid index"

@@ -1,7 +1,7 @@
 import SQLiteStore
 import Foundation
 
-/// `samples`, `sqlite-baseline`, `samples-write`, `samples-read`: the samples API's numbers (BENCHMARKS.md, Samples API).
+/// `samples`, `sqlite-baseline`, `samples-write`, `samples-read`: the samples API's numbers (BENCHMARKS.md, Samples: ingest and Samples: reads).
 enum SamplesBenchmarkCommand {
     static func run(_ command: String, _ arguments: [String]) -> Int32 {
         var arguments = arguments
