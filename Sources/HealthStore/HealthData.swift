@@ -84,13 +84,24 @@ public struct AppHealthData: Sendable {
     }
     public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] { try store.sources(type: type, for: app) }
 
+    /// True when the token may save `sample`: its type and, for a correlation, every object's.
+    public func mayShare(_ sample: HealthSample) -> Bool {
+        access.mayShare(sample.type) && sample.objectTypes.allSatisfy(access.mayShare)
+    }
+
+    /// Refuses (`SharingDenied`, a 403) unless the token may share every one of `types`: for a
+    /// route whose whole purpose is writing them (the pedometer's steps and distance).
+    public func requireShare(_ types: [String], detail: (String) -> String) throws(SharingDenied) {
+        for type in types { try access.requireShare(type, detail: detail(type)) }
+    }
+
     /// The samples of `samples` the token may share, and how many of the rest each type had: a
     /// writer that derives samples (the pedometer, an importer) saves the first and reports the second.
     public func shareable(_ samples: [HealthSample]) -> (allowed: [HealthSample], refused: [String: Int]) {
         var allowed: [HealthSample] = []
         var refused: [String: Int] = [:]
         for sample in samples {
-            if access.mayShare(sample.type) && sample.objectTypes.allSatisfy(access.mayShare) {
+            if mayShare(sample) {
                 allowed.append(sample)
             } else {
                 refused[sample.type, default: 0] += 1
@@ -140,7 +151,7 @@ public struct AppHealthData: Sendable {
     /// measured): a sample whose type the token may not share must be filtered out by the caller
     /// with `shareable`; one that reaches here is a `SharingDenied` and nothing is saved.
     public func importSamples(_ batch: [SourcedSample]) throws -> [ImportOutcome] {
-        for (index, item) in batch.enumerated() where !(access.mayShare(item.sample.type) && item.sample.objectTypes.allSatisfy(access.mayShare)) {
+        for (index, item) in batch.enumerated() where !mayShare(item.sample) {
             throw SharingDenied(type: item.sample.type, index: index, detail: "this token may not share \(item.sample.type)")
         }
         return try store.importSamples(batch, userRowID: app.userRowID)

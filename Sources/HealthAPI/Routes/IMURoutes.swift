@@ -55,7 +55,7 @@ struct IMURoutes: Sendable {
     /// group commit (SQLiteHealthStore.commitIMU); the worker moves on meanwhile.
     func ingestBatch(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         let app = try context.app()
-        try Self.requireShare(app)
+        try Self.requireShare(data.app(app))
         let batch = try Self.decode(&context)
         let accelerometer = try batch.accelerometerBatch()
         // Validate before touching the store, so a bad batch is a 400 even for a new session.
@@ -80,7 +80,7 @@ struct IMURoutes: Sendable {
     func endSession(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         try context.query.rejectUnknown()
         let app = try context.app()
-        try Self.requireShare(app)
+        try Self.requireShare(data.app(app))
         if !context.request.body.isEmpty {
             let body = try RequestBody.json(context.request)
             try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
@@ -128,9 +128,13 @@ struct IMURoutes: Sendable {
     static let limits = PedometerInputLimits(maximumSamplesPerBatch: maximumSamplesPerBatch)
 
     /// The pedometer's samples are written as the calling app, so it needs share permission for them.
-    static func requireShare(_ app: AppAuthorization) throws(APIError) {
-        for type in ["stepCount", "distanceWalkingRunning"] where !app.mayShare(type) {
-            throw APIError.authorizationDenied("IMU ingest saves \(type) samples: this token may not share \(type)")
+    static func requireShare(_ writer: AppHealthData) throws(APIError) {
+        do throws(SharingDenied) {
+            try writer.requireShare(["stepCount", "distanceWalkingRunning"]) { type in
+                "IMU ingest saves \(type) samples: this token may not share \(type)"
+            }
+        } catch {
+            throw APIError.authorizationDenied(error.detail)
         }
     }
 

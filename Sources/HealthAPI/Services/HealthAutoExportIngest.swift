@@ -49,7 +49,7 @@ struct HealthAutoExportIngest {
             switch item {
             case .sample(let sample, let metric):
                 // A type the token may not share is refused, not saved, and not fatal to the rest.
-                guard app.mayShare(sample.type), sample.objectTypes.allSatisfy(app.mayShare) else {
+                guard data.app(app).mayShare(sample) else {
                     report.refused[metric, default: 0] += 1
                     continue
                 }
