@@ -71,8 +71,8 @@ public struct HTTPConnectionStateMachine: Sendable {
     // Everything that varies per request lives in the phase's payload, so no field can be stale
     // in a phase it does not belong to; only the head and body of a request whose body is still
     // arriving live beside it, in `bodyInProgress`. The payloads are plain values: the phase is
-    // read and replaced several times a request, and a payload with references (the head used to
-    // be one) was copied and destroyed through the runtime's value witnesses each time.
+    // read and replaced several times a request, and a payload with references would be copied
+    // and destroyed through the runtime's value witnesses each time.
     private enum Phase: Sendable {
         /// Between requests, nothing received.
         case idle(since: UInt64)

@@ -56,8 +56,8 @@ final class Connection: @unchecked Sendable {
 
     private var stream: ServerBodyStream?
 
-    /// The time of the event being handled, read at most once per event: a request used to read
-    /// the clock five times on its way through here (parse, response, written, two in flush).
+    /// The time of the event being handled, read at most once per event, though a request needs
+    /// it five times on its way through here (parse, response, written, two in flush).
     /// Every entry point clears it first, so it is never older than the event. Kept on the loop,
     /// which handles one event at a time, like `work`.
     private var eventInstant: HTTPInstant? {

@@ -283,8 +283,8 @@ public final class HealthApplication: HTTPResponder {
 }
 
 extension HealthApplication {
-    /// The monotonic clock for a request's latency, read straight from the C library: through
-    /// `DispatchTime.now()` each read cost about twice as much, twice a request.
+    /// The monotonic clock for a request's latency, read straight from the C library (twice a
+    /// request): `DispatchTime.now()` costs about twice as much per read.
     static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

@@ -830,7 +830,8 @@ public struct HealthAutoExportMapper {
     /// A name-based uuid (RFC 9562 version 8) from the sample's identity: user, type, start, end,
     /// source and value. The app resends overlapping windows; the same point gets the same uuid,
     /// so the store keeps it once. The first 48 bits are the start (Unix ms, as in version 7) so
-    /// inserts land at the end of the uuid index; the other 74 bits come from SHA-256 of the fields.
+    /// inserts land at the end of the PostgreSQL store's (user, uuid) key; the other 74 bits come
+    /// from SHA-256 of the fields.
     private mutating func uuid(_ type: String, _ start: Int64, _ end: Int64, _ source: String, _ value: ContentValue) -> HealthUUID {
         guard computesUUIDs else { return HealthUUID(high: 0, low: 0) }
         contentKey.reset(prefix: "healthd-health-auto-export")
