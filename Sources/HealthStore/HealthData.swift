@@ -63,24 +63,16 @@ public struct AppHealthData: Sendable {
     // MARK: Samples
 
     public func save(_ samples: [HealthSample], completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
-        do throws(SharingDenied) { try access.requireShare(samples) } catch {
-            completion(.failure(error))
-            return
-        }
         store.save(samples, by: app, completion: completion)
     }
 
-    public func save(_ samples: [HealthSample]) throws -> [HealthUUID] {
-        try access.requireShare(samples)
-        return try store.save(samples, by: app)
-    }
+    public func save(_ samples: [HealthSample]) throws -> [HealthUUID] { try store.save(samples, by: app) }
 
     public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, for: app, userExternalID: app.userID) }
     public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, for: app, userExternalID: app.userID) }
     public func deleteSample(_ uuid: HealthUUID) throws { try store.deleteSample(uuid, by: app) }
     public func deleteSamples(type: String, start: Int64, end: Int64) throws -> Int {
-        try access.requireShare(type)
-        return try store.deleteSamples(type: type, start: start, end: end, by: app)
+        try store.deleteSamples(type: type, start: start, end: end, by: app)
     }
     public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] { try store.sources(type: type, for: app) }
 
@@ -165,10 +157,6 @@ public struct AppHealthData: Sendable {
     /// names what was refused): one the token may not share fails the commit with `SharingDenied`.
     public func commitIMU(session: String, seq: Int?, device: SampleDevice?, basis: IMUSessionState, result: IMUBatchResult,
                           completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
-        do throws(SharingDenied) { try access.requireShare(result.samples) } catch {
-            completion(.failure(error))
-            return
-        }
         store.commitIMU(app: app, session: session, seq: seq, device: device, basis: basis, result: result, completion: completion)
     }
 
