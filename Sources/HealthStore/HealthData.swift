@@ -139,14 +139,11 @@ public struct AppHealthData: Sendable {
         try store.exportPage(type: type, scope: .app(app), after: after, limit: limit)
     }
 
-    /// Saves an import batch as each sample's own source (Health Auto Export names the apps that
-    /// measured): a sample whose type the token may not share must be filtered out by the caller
-    /// with `shareable`; one that reaches here is a `SharingDenied` and nothing is saved.
-    public func importSamples(_ batch: [SourcedSample]) throws -> [ImportOutcome] {
-        for (index, item) in batch.enumerated() where !mayShare(item.sample) {
-            throw SharingDenied(type: item.sample.type, index: index, detail: "this token may not share \(item.sample.type)")
-        }
-        return try store.importSamples(batch, userRowID: app.userRowID)
+    /// One import transaction for the token (Health Auto Export stores a request whole or not at
+    /// all): `body` saves batches through a session that refuses (`SharingDenied`, nothing saved) a
+    /// sample of a type the token may not share; the caller leaves those out first with `mayShare`.
+    public func importSamples(_ body: (AppImportSession) throws -> Void) throws {
+        try store.importSamples(userRowID: app.userRowID) { session in try body(AppImportSession(session: session, writer: self)) }
     }
 
     // MARK: IMU sessions
@@ -207,4 +204,24 @@ extension HealthData {
     public func purgeTombstones(retentionDays days: Int) throws -> Int {
         try purgeTombstones(deletedBefore: StoreClock.nowMilliseconds() - Int64(days) * 86_400_000)
     }
+}
+
+/// An import transaction as one app sees it: it saves only what the app may share, and asks only
+/// about the app's own samples.
+public struct AppImportSession {
+    let session: any ImportSession
+    let writer: AppHealthData
+
+    public func save(_ batch: [SourcedSample]) throws -> [ImportOutcome] {
+        for (index, item) in batch.enumerated() where !writer.mayShare(item.sample) {
+            throw SharingDenied(type: item.sample.type, index: index, detail: "this token may not share \(item.sample.type)")
+        }
+        return try session.save(batch)
+    }
+
+    /// Which of `uuids` this app has stored, as of this transaction.
+    public func storedUUIDs(_ uuids: [HealthUUID]) throws -> Set<HealthUUID> { try session.storedUUIDs(uuids, app: writer.app.appName) }
+
+    /// Whether this app is a source of the user's yet (it may have stored samples).
+    public func hasSource() throws -> Bool { try session.hasSource(app: writer.app.appName) }
 }

@@ -81,7 +81,9 @@ enum AccessContract {
         #expect(throws: SharingDenied.self) { try phone.save([flights]) }
         #expect(throws: SharingDenied.self) { try phone.save([steps(1, start: t0), flights]) }
         #expect(throws: SharingDenied.self) { try phone.deleteSamples(type: "flightsClimbed", start: t0 - 1, end: t0 + 1) }
-        #expect(throws: SharingDenied.self) { try phone.importSamples([SourcedSample(app: "Health", sample: flights)]) }
+        #expect(throws: SharingDenied.self) {
+            try phone.importSamples { session in _ = try session.save([SourcedSample(app: "phone", sample: flights)]) }
+        }
         // Asynchronous saves are decided the same way.
         let refused = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
