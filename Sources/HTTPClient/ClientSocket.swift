@@ -17,6 +17,12 @@ final class ClientSocket: @unchecked Sendable {
         self.queue = queue
     }
 
+    /// A socket dropped without `close` (an idle one when its client goes away): a live source
+    /// keeps its socket alive through its cancel handler, so none is left here.
+    deinit {
+        if !closeRequested { Glibc.close(fd) }
+    }
+
     /// A non-blocking stream socket for `family`; nil with `errno` set when none can be made.
     static func make(family: Int32, queue: DispatchQueue) -> ClientSocket? {
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
