@@ -50,7 +50,8 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         guard parts.count == 4 else { return nil }
         var value: UInt32 = 0
         for part in parts {
-            guard !part.isEmpty, part.count <= 3, part.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            // No leading zeros: `010` is 8 to `inet_aton`, so it is not dotted decimal.
+            guard !part.isEmpty, part.count <= 3, part == "0" || !part.hasPrefix("0"), part.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
                   let octet = UInt32(part), octet <= 255 else { return nil }
             value = value << 8 | octet
         }

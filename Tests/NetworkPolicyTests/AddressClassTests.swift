@@ -70,6 +70,10 @@ import Testing
     @Test func strictIPv4RefusesLooseForms() {
         #expect(IPAddress("127.1") == nil)
         #expect(IPAddress("0127.0.0.1") == nil)
+        #expect(IPAddress("010.0.0.1") == nil)
+        #expect(IPAddress("::ffff:010.0.0.1") == nil)
+        #expect(IPAddress("10.0.0.0") == IPAddress(v4: 10, 0, 0, 0))
+        #expect(IPAddress.parseIPv4Loosely("010.0.0.1").map { IPAddress.v4($0) } == IPAddress(v4: 8, 0, 0, 1))
         #expect(IPAddress("1.2.3.4") == IPAddress(v4: 1, 2, 3, 4))
     }
 }
