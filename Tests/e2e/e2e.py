@@ -734,7 +734,7 @@ def seed_and_demo_checks(binary, public):
                     if server.proc.poll() is not None:
                         break
                     continue
-                url = re.search(r"dashboard: (http://\S+/#token=(\S+))", line)
+                url = re.search(r"dashboard: (http://\S+/#(?:\S+&)?token=(\S+))", line)
             check(f"serve --demo ({attempt} data dir) prints a dashboard URL with a token", url is not None)
             if url is None:
                 continue
