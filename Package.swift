@@ -79,9 +79,10 @@ let package = Package(
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
         .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore", "Primitives"], swiftSettings: strict),
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
-        // wiring to the store; a module of its own so tests reach them.
+        // wiring to the store, and `healthd export`/`import` of a person's backup (PersonBackup, beside the
+        // export it shares in HealthAPI); a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
-                dependencies: ["HealthdSettings", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
+                dependencies: ["HealthdSettings", "HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "HTTP", "HTTPServer", "HealthStore",
