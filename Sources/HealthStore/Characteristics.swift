@@ -11,8 +11,11 @@ package enum CharacteristicsBody {
         return writer.bytes
     }
 
-    package static func decode(_ body: [UInt8]) throws -> [(String, String)] {
-        guard case .object(let object) = try JSONParser.parse(body) else { return [] }
+    /// Written only by `encode`; a body that is not a JSON object is a damaged row.
+    package static func decode(_ body: [UInt8]) throws(RowDecodingError) -> [(String, String)] {
+        guard case .object(let object)? = try? JSONParser.parse(body) else {
+            throw RowDecodingError(table: "characteristics", column: "body", problem: "is not a JSON object")
+        }
         return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
     }
 }
@@ -22,8 +25,8 @@ extension HealthStore {
     /// the admin's paths (seeding, importing); a token reads `characteristics(for:)`.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.read { db in
-            try db.first("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)],
-                         { try CharacteristicsBody.decode(try $0.blob(at: 0)) }) ?? []
+            try db.firstBlob("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)])
+                .map { body throws(RowDecodingError) in try CharacteristicsBody.decode(body) } ?? []
         }
     }
 

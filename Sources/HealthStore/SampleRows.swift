@@ -208,11 +208,13 @@ package enum SampleRowBody {
         }
     }
 
-    /// Bodies are written only by `encode`; a body that does not parse means a damaged file, and
-    /// is reported as empty rather than taking the server down.
-    package static func decode(_ bytes: [UInt8]) -> Decoded {
+    /// Bodies are written only by `encode`; one that is not a JSON object is a damaged row, and
+    /// throws rather than reading as empty (a category sample would lose its value).
+    package static func decode(_ bytes: [UInt8]) throws(RowDecodingError) -> Decoded {
         var decoded = Decoded()
-        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return decoded }
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else {
+            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.body.name, problem: "is not a JSON object")
+        }
         if case .string(let name)? = object["c"] { decoded.category = name }
         if case .object(let workout)? = object["w"], case .string(let activity)? = workout["a"] {
             var events: [WorkoutEvent] = []
@@ -263,9 +265,9 @@ package struct SampleBodyCache {
 
     package init() {}
 
-    package mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
+    package mutating func decoded(_ bytes: [UInt8]) throws(RowDecodingError) -> SampleRowBody.Decoded {
         if let known = bodies[bytes] { return known }
-        let decoded = SampleRowBody.decode(bytes)
+        let decoded = try SampleRowBody.decode(bytes)
         if bodies.count < 256, bytes.count <= 1_024 { bodies[bytes] = decoded }
         return decoded
     }
@@ -278,8 +280,11 @@ package enum DeviceBody {
         return writer.bytes
     }
 
-    package static func decode(_ bytes: [UInt8]) -> SampleDevice? {
-        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
+    /// Bodies are written only by `encode`; one that is not a JSON object is a damaged row.
+    package static func decode(_ bytes: [UInt8]) throws(RowDecodingError) -> SampleDevice {
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else {
+            throw RowDecodingError(table: "devices", column: "body", problem: "is not a JSON object")
+        }
         var device = SampleDevice()
         device.name = object["name"]?.stringValue
         device.manufacturer = object["manufacturer"]?.stringValue

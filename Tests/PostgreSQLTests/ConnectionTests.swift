@@ -60,7 +60,7 @@ struct ConnectionTests {
         #expect(throws: RowDecodingError.self) { try row.string(at: 7) }
         #expect(try row.double(at: 2) == 2.5)
 
-        enum Columns: Int, PostgresColumns {
+        enum Columns: Int, TableColumns {
             case id, label
             static let table = "things"
             var name: String { self == .id ? "id" : "label" }
