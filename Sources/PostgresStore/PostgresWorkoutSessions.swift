@@ -69,9 +69,13 @@ enum PostgresWorkoutSessions {
 
     private static func activeSession(user: PostgresValue, source: PostgresValue,
                                       on connection: PostgresConnection) throws -> (id: String, state: String)? {
-        try connection.first("""
+        enum Active: Int, TableColumns {
+            case id, state
+            static let table = "workout_sessions"
+        }
+        return try connection.first("""
             SELECT id, state FROM workout_sessions WHERE user_id = $1 AND source_id = $2 AND state <> 'ended'
-            """, [user, source]) { (try $0.string(Column.id), try $0.string(Column.state)) }
+            """, [user, source]) { (try $0.string(Active.id), try $0.string(Active.state)) }
     }
 
     private static func conflict(_ active: (id: String, state: String)) -> StoreError {
