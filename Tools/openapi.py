@@ -58,7 +58,7 @@ ERRORS_APP = {
     "401": problem("Missing, unknown or revoked token (errorAuthenticationRequired)."),
     "403": problem("The token may not do this (errorAuthorizationDenied)."),
     "429": {**problem("Too many requests from this address or with this token (errorRateLimited): token buckets, "
-                      "see README 'Abuse and privacy'. A failed authentication costs the address extra."),
+                      "see docs/operations.md, 'Abuse and privacy'. A failed authentication costs the address extra."),
             "headers": {"Retry-After": {"description": "Whole seconds until a request fits the bucket again.",
                                         "schema": {"type": "integer", "minimum": 1}}}},
 }
@@ -342,7 +342,7 @@ PATHS = {
     "/v1/ingest/health-auto-export": {"post": {
         "summary": "Ingest what the Health Auto Export iOS app's REST API automation posts (JSON, export format v2)", "tags": ["ingest"],
         "description": "The app's payload, unchanged: {\"data\":{\"metrics\":[{\"name\",\"units\",\"data\":[...]}],\"workouts\":[...]}}. "
-                       "Each metric with a HealthKit counterpart is saved as that type in its unit (the README's table): "
+                       "Each metric with a HealthKit counterpart is saved as that type in its unit (the table in docs/guide.md, 'Health Auto Export'): "
                        "quantity samples, sleep stages as sleepAnalysis category samples, blood_pressure as a bloodPressure "
                        "correlation, workouts with their totals, heart-rate samples and a workoutRoute sample linked to "
                        "the workout; symptoms as symptom category types, heart-rate notifications as high/low heart rate "
@@ -800,8 +800,9 @@ def document():
     return {
         "openapi": "3.1.0",
         "info": {"title": "healthd", "version": healthd_version(),
-                 "description": "HealthKit-style health data over HTTP. This document is the API reference; "
-                                "the project's README explains the design decisions and walks through every feature."},
+                 "description": "HealthKit-style health data over HTTP. This document is the machine-readable API reference; "
+                                "the project's docs/api.md describes the same routes in prose, docs/guide.md walks through "
+                                "them and docs/decisions.md gives the reasons."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Dispatch
 import Foundation
 import HTTP

@@ -76,7 +76,7 @@ public struct HealthAutoExportMapper {
     }
 
     /// The app's metric names (snake_case, as its JSON spells them) and their HealthKit types.
-    /// The README's mapping table lists the same.
+    /// The mapping table in docs/guide.md (Health Auto Export) lists the same.
     static let metrics: [String: MetricKind] = {
         var table: [String: MetricKind] = [
             "heart_rate": .heartRate, "blood_pressure": .bloodPressure, "sleep_analysis": .sleep,

@@ -3,7 +3,7 @@ import HealthModel
 import Statistics
 
 /// Everything the HTTP layer, the change feed, the workout zone monitor, the importers and the
-/// demo seeder ask of a store, whatever keeps the data: the embedded SQLite `HealthStore` (the
+/// demo seeder ask of a store, whatever keeps the data: the embedded SQLite `SQLiteHealthStore` (the
 /// default) or the PostgreSQL store (`PostgresStore`, for several nodes on one database).
 ///
 /// The value types (users, authorizations and their `AccessPolicy`, sample queries and pages,

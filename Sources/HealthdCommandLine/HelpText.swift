@@ -15,7 +15,7 @@ public enum HelpText {
           --config FILE     read settings from FILE (JSON; see config.example.json)
           --data-dir DIR    where the SQLite database and the admin token live (default ./healthd-data)
           --database URL    use PostgreSQL at URL (postgres://user@host:port/db) instead of SQLite;
-                            several 'serve' nodes may share one (README, More than one machine)
+                            several 'serve' nodes may share one (docs/operations.md)
           -h, --help        show this help
         """
 

@@ -115,8 +115,8 @@ extension PostgresHealthStore {
                     static let table = "authorizations"
                 }
                 return AppAuthorization(id: try row.string(Column.id), userRowID: user.rowID, userID: user.id, appName: app,
-                                        sourceRowID: try row.int64(Column.sourceID), read: HealthStore.typeList(try row.string(Column.readTypes)),
-                                        share: HealthStore.typeList(try row.string(Column.shareTypes)), disclosesRead: try row.bool(Column.disclosesRead))
+                                        sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
+                                        share: StoredForms.typeList(try row.string(Column.shareTypes)), disclosesRead: try row.bool(Column.disclosesRead))
             }
         }
         if let existing = candidates.first(where: { read.isSubset(of: $0.read) && share.isSubset(of: $0.share) }) {
@@ -187,8 +187,8 @@ extension PostgresHealthStore {
         AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
                          userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
                          sourceRowID: try row.int64(AuthorizationColumn.sourceID),
-                         read: HealthStore.typeList(try row.string(AuthorizationColumn.readTypes)),
-                         share: HealthStore.typeList(try row.string(AuthorizationColumn.shareTypes)),
+                         read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
+                         share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
                          disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
     }
 

@@ -1,9 +1,11 @@
+import HealthdSettings
 import DemoData
 import Dispatch
 import Foundation
 import HealthAPI
 import HealthdCommandLine
 import HealthStore
+import SQLiteStore
 import PostgresStore
 import PostgreSQL
 import HTTPServer
@@ -70,7 +72,7 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
         fail("the data directory \(directory) is not writable")
     }
     do {
-        return try HealthStore(directory: directory, readers: configuration.readerConnections,
+        return try SQLiteHealthStore(directory: directory, readers: configuration.readerConnections,
                                statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20,
                                uuidKeyMemoryBudget: configuration.uuidKeyMemoryMiB << 20)
     } catch {
@@ -127,7 +129,7 @@ func runServe(_ options: ServeOptions) -> Never {
     // Where the data goes: a binary started from another directory keeps `./healthd-data` there.
     if let url = configuration.database {
         say("data: PostgreSQL, \((try? PostgresConfiguration(url: url))?.redactedURL ?? "(the URL)")")
-    } else if let sqlite = store as? HealthStore {
+    } else if let sqlite = store as? SQLiteHealthStore {
         say("data: SQLite, \(URL(fileURLWithPath: sqlite.databasePath).standardizedFileURL.path)")
     }
     switch admin.origin {

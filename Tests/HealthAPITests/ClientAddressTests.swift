@@ -1,3 +1,4 @@
+import HealthdSettings
 import HTTP
 import Testing
 @testable import HealthAPI

@@ -5,6 +5,7 @@ import JSON
 @testable import DemoData
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// 2026-03-02 (a Monday) and the 13 days after: two full weeks.
 private let firstDay: Int64 = GregorianCalendarMath.daysSinceEpoch(year: 2026, month: 3, day: 2)

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// Lines a server writes to its log, captured in a temporary file. The log owns its descriptor:
 /// it may outlive this object (a server's background work holds it and can still log a failure

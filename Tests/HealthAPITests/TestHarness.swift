@@ -1,3 +1,4 @@
+import HealthdSettings
 import Dispatch
 import Foundation
 import HTTP
@@ -5,6 +6,7 @@ import JSON
 import Synchronization
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
@@ -23,8 +25,8 @@ final class TestServer: Sendable {
     private let postgresSchema: TestSchema?
 
     /// The SQLite store, for the tests that look inside it (they run on SQLite only).
-    var store: HealthStore {
-        guard let store = backend as? HealthStore else { fatalError("this test reaches into the SQLite store") }
+    var store: SQLiteHealthStore {
+        guard let store = backend as? SQLiteHealthStore else { fatalError("this test reaches into the SQLite store") }
         return store
     }
 
@@ -41,7 +43,7 @@ final class TestServer: Sendable {
         switch kind {
         case .sqlite:
             postgresSchema = nil
-            backend = try HealthStore(directory: directory, readers: 2)
+            backend = try SQLiteHealthStore(directory: directory, readers: 2)
         case .postgres:
             let schema = try TestSchema(prefix: "hd_api_")
             postgresSchema = schema

@@ -2,6 +2,7 @@ import Foundation
 import HealthAPI
 import HealthModel
 import HealthStore
+import SQLiteStore
 import JSON
 import Testing
 @testable import HealthdCommandLine
@@ -44,7 +45,7 @@ struct HealthdExportRoundTripTests {
     func largestRouteRoundTrips() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("healthd-roundtrip-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try HealthStore(directory: directory.path, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory.path, readers: 1)
         let original = try Self.largestRoute()
         var writer = JSONWriter()
         SampleCodec.write(StoredSample(sample: original, source: SampleSource(app: "runner", user: "u"), created: 0), into: &writer)
@@ -70,7 +71,7 @@ struct HealthdExportRoundTripTests {
     func overlongLineIsRefused() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("healthd-roundtrip-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try HealthStore(directory: directory.path, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory.path, readers: 1)
         let user = try store.createUser(name: "jane")
         let bytes = [UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: HealthdExportImporter.maxLineBytes + 256 * 1024)
         #expect {

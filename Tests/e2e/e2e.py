@@ -261,7 +261,7 @@ def api_checks(port):
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
 def idempotency_checks(port, token):
     """Saves by client uuid: a re-send stores nothing twice, other content is a 409 that keeps
-    nothing of its batch, and a deleted uuid can be saved again (API.md, POST /v1/samples)."""
+    nothing of its batch, and a deleted uuid can be saved again (docs/api.md, Samples)."""
     def sample(u, value, minute):
         return {"uuid": u, "type": "stepCount", "value": value, "unit": "count",
                 "start": f"2026-03-09T09:{minute:02d}:00Z", "end": f"2026-03-09T09:{minute:02d}:30Z"}

@@ -1,3 +1,4 @@
+import HealthStore
 import Dispatch
 import SQLite
 import Synchronization
@@ -7,7 +8,7 @@ import Synchronization
 ///
 /// Why steps: rewriting every run of a user with millions of samples at once took the delete
 /// request that crossed the line (and the single writer, so every other user's writes) for as
-/// long as the rewrite took (BENCHMARKS.md, "uuid key compaction"). A step rewrites at most
+/// long as the rewrite took (BENCHMARKS.md, "uuid keys"). A step rewrites at most
 /// `compactionStepChunks` chunks of one run, in place, without the entries of rows listed as
 /// deleted before the compaction began, and commits; the writer runs other work between steps.
 ///
@@ -231,7 +232,7 @@ final class UUIDKeyCompactor: Sendable {
     private let keys: SampleKeyIndex
     private let queue = DispatchQueue(label: "healthd.uuid-key-compaction", qos: .utility)
     private let state = Mutex(State())
-    private let figures = Mutex(HealthStore.UUIDKeyCompactionFigures())
+    private let figures = Mutex(SQLiteHealthStore.UUIDKeyCompactionFigures())
 
     private struct State {
         var running = false
@@ -305,10 +306,10 @@ final class UUIDKeyCompactor: Sendable {
         return more
     }
 
-    var currentFigures: HealthStore.UUIDKeyCompactionFigures { figures.withLock { $0 } }
+    var currentFigures: SQLiteHealthStore.UUIDKeyCompactionFigures { figures.withLock { $0 } }
 }
 
-extension HealthStore {
+extension SQLiteHealthStore {
     /// What the background uuid key compaction has done since the store opened (benchmarks).
     package struct UUIDKeyCompactionFigures: Sendable {
         package var steps = 0

@@ -1,3 +1,4 @@
+import HealthStore
 import Dispatch
 import HealthModel
 import SQLite
@@ -24,7 +25,7 @@ struct RollupChanges {
     }
 
     /// Brings the rollup rows of every noted day up to date (`DayRollup.maintain`).
-    func apply(_ db: Database, userRowID: Int64, store: HealthStore) throws {
+    func apply(_ db: Database, userRowID: Int64, store: SQLiteHealthStore) throws {
         let mode = RollupMaintenanceMode(rawValue: store.rollupMaintenance.load(ordering: .relaxed)) ?? .incremental
         guard !changes.isEmpty, mode != .off else { return }
         let began = DispatchTime.now().uptimeNanoseconds
@@ -232,7 +233,7 @@ enum StatisticsRollups {
                 try db.execute("DELETE FROM \(table) WHERE key BETWEEN ? AND ?", [.integer(keys.lowerBound), .integer(keys.upperBound)])
             }
         }
-        let samples = try HealthStore.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
+        let samples = try SQLiteHealthStore.indexableSamples(db, userRowID: userRowID, typeCode: typeCode)
         try write(db, userRowID: userRowID, typeCode: typeCode,
                   rows: DayRollup.rows(of: samples, style: style, priority: priority).map { ($0.day, $0.row) }, layout: layout)
         try bumpVersion(db, userRowID: userRowID, typeCode: typeCode)
@@ -373,7 +374,7 @@ enum StatisticsRollups {
     private static func priority(_ db: Database, userRowID: Int64, typeCode: Int64, style: AggregationStyle) throws -> SourcePriority {
         // Discrete rows hold samples, not merges: the order matters only when answering.
         guard style == .cumulative else { return SourcePriority([]) }
-        return SourcePriority(try HealthStore.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
+        return SourcePriority(try SQLiteHealthStore.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
     }
 
     private static func longestDuration(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> Int64 {
@@ -390,7 +391,7 @@ enum StatisticsRollups {
         try statement.bind([.integer(userRowID), .integer(typeCode), .integer(from), .integer(to)])
         var samples: [StatisticsSample] = []
         try statement.forEachRow { row in
-            if let sample = try HealthStore.indexable(row) { samples.append(sample) }
+            if let sample = try SQLiteHealthStore.indexable(row) { samples.append(sample) }
         }
         return samples
     }

@@ -1,3 +1,4 @@
+import HealthStore
 import HealthModel
 import SQLite
 import Statistics
@@ -64,7 +65,7 @@ struct PreparedBatch: Sendable {
     /// `decidedAdopting`: the importer has decided every sample against what is stored and the
     /// samples before it (repeats collapsed, so the duplicate check is skipped too); the objects it
     /// adopts are not inserted.
-    init(_ samples: [HealthSample], store: HealthStore, decidedAdopting adoptedObjects: Set<HealthUUID>? = nil) {
+    init(_ samples: [HealthSample], store: SQLiteHealthStore, decidedAdopting adoptedObjects: Set<HealthUUID>? = nil) {
         self.adoptedObjects = adoptedObjects
         let distinctUUIDs = adoptedObjects != nil
         rows.reserveCapacity(samples.count)
@@ -86,7 +87,7 @@ struct PreparedBatch: Sendable {
         }
     }
 
-    private mutating func row(_ sample: HealthSample, index: Int, store: HealthStore) -> Row {
+    private mutating func row(_ sample: HealthSample, index: Int, store: SQLiteHealthStore) -> Row {
         let typeCode: Int64?
         if let lastType, lastType.name == sample.type {
             typeCode = lastType.code
@@ -127,7 +128,7 @@ struct PreparedBatch: Sendable {
 /// Inserts one prepared batch inside the writer's transaction.
 struct SampleWriter {
     let db: Database
-    let store: HealthStore
+    let store: SQLiteHealthStore
     let userRowID: Int64
     let sourceRowID: Int64
     let created: Int64
@@ -153,7 +154,7 @@ struct SampleWriter {
     /// A decided batch's objects stored already (`PreparedBatch.adoptedObjects`).
     private var adoptedObjects: Set<HealthUUID> = []
 
-    init(db: Database, store: HealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
+    init(db: Database, store: SQLiteHealthStore, userRowID: Int64, sourceRowID: Int64, created: Int64) throws {
         self.db = db
         self.store = store
         self.userRowID = userRowID
@@ -230,7 +231,7 @@ struct SampleWriter {
         if parentSeq != nil, !adoptedObjects.isEmpty, adoptedObjects.contains(row.sample.uuid) { return }
         if let seq = insertedSeqs?[row.sample.uuid] {
             // An object repeating a uuid inserted earlier in this batch.
-            guard let earlier = try db.first("SELECT \(HealthStore.sampleColumns) FROM samples WHERE seq = ?", [.integer(seq)],
+            guard let earlier = try db.first("SELECT \(SQLiteHealthStore.sampleColumns) FROM samples WHERE seq = ?", [.integer(seq)],
                                              { try SampleRow($0) }) else {
                 throw SampleConflict(index: row.index, uuid: row.sample.uuid,
                                      detail: "uuid \(row.sample.uuid.lowercasedString) could not be saved")
@@ -321,8 +322,8 @@ struct SampleWriter {
 struct SampleDeleter {
     let db: Database
     let userRowID: Int64
-    let store: HealthStore
-    let deletedAt = HealthStore.nowMilliseconds()
+    let store: SQLiteHealthStore
+    let deletedAt = SQLiteHealthStore.nowMilliseconds()
     private(set) var lastSeq: Int64
     private(set) var touchedTypes: Set<String> = []
     private var rollups = RollupChanges()
@@ -332,7 +333,7 @@ struct SampleDeleter {
     /// run after the commit (never inside this transaction).
     private(set) var keyCompactionPending = false
 
-    init(db: Database, userRowID: Int64, store: HealthStore) throws {
+    init(db: Database, userRowID: Int64, store: SQLiteHealthStore) throws {
         self.db = db
         self.userRowID = userRowID
         self.store = store
@@ -341,7 +342,7 @@ struct SampleDeleter {
 
     mutating func delete(_ row: SampleRow) throws {
         // A correlation's objects go with it: they were saved as part of it.
-        let children = try db.cachedStatement("SELECT \(HealthStore.sampleColumns) FROM samples WHERE parent_seq = ?")
+        let children = try db.cachedStatement("SELECT \(SQLiteHealthStore.sampleColumns) FROM samples WHERE parent_seq = ?")
         try children.bind([.integer(row.seq)])
         var childRows: [SampleRow] = []
         try children.forEachRow { childRows.append(try SampleRow($0)) }

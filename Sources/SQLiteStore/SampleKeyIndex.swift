@@ -1,3 +1,4 @@
+import HealthStore
 import HealthModel
 import SQLite
 import Synchronization
@@ -38,7 +39,7 @@ package final class SampleKeyIndex: Sendable {
     private let batchLookupCount = Atomic<Int>(0)
     private let chunkReadCount = Atomic<Int>(0)
 
-    package static let defaultMemoryBudget = HealthStore.defaultUUIDKeyMemoryBudget
+    package static let defaultMemoryBudget = SQLiteHealthStore.defaultUUIDKeyMemoryBudget
 
     private struct Cache {
         var runs: [Int64: Held] = [:]
@@ -459,7 +460,7 @@ package final class SampleKeyIndex: Sendable {
     }
 }
 
-extension HealthStore {
+extension SQLiteHealthStore {
     /// The user's uuid key runs and the entries they hold (benchmarks and tests).
     package func uuidKeyRunCounts(userRowID: Int64) throws -> (runs: Int, entries: Int) {
         try pool.read { db in

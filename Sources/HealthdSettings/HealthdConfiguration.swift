@@ -9,13 +9,13 @@ public struct HealthdConfiguration: Sendable, Equatable {
     /// Where the dashboard's static files live. Relative paths are resolved against the working directory.
     public var publicDirectory = "./Public"
 
-    // HTTP limits (API.md, Operations).
+    // HTTP limits (docs/api.md, HTTP: framing and limits; docs/operations.md, Configuration).
     public var maxHeaderBytes = 16 * 1024
     public var maxHeaderCount = 100
     public var maxRequestLineBytes = 8 * 1024
     public var maxBodyBytes = 16 * 1024 * 1024
     /// Body limit of `POST /v1/ingest/health-auto-export` only: a month of the app's per-minute
-    /// export is tens of MB (README, Health Auto Export).
+    /// export is tens of MB (docs/guide.md, Health Auto Export).
     public var maxHealthAutoExportBodyBytes = 128 * 1024 * 1024
     public var idleTimeoutSeconds = 60.0
     public var headerTimeoutSeconds = 10.0
@@ -40,7 +40,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var uuidKeyMemoryMiB = 32
     public var accessLog = true
 
-    // Abuse limits (README, Abuse and privacy): token buckets; a rate of 0 disables one.
+    // Abuse limits (docs/operations.md, Abuse and privacy): token buckets; a rate of 0 disables one.
     /// Requests without a valid token (no token, open routes, failed authentication), per client address.
     public var rateLimitPerAddressPerSecond = 1_000.0
     public var rateLimitPerAddressBurst = 5_000.0
@@ -52,7 +52,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
     /// Open connections one remote (TCP peer) address may hold; more get a 503 and are closed.
     /// nil: `maxConnections`, so one busy client or a reverse proxy may use them all.
     public var maxConnectionsPerAddress: Int?
-    /// Reverse proxies whose forwarded-client header is believed (README, Behind a reverse proxy).
+    /// Reverse proxies whose forwarded-client header is believed (docs/operations.md, Abuse and privacy: behind a reverse proxy).
     public var trustedProxies: [CIDRBlock] = []
     /// The header those proxies write the client's address into.
     public var trustedProxyHeader: ForwardedHeader = .xForwardedFor

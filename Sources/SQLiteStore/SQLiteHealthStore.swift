@@ -1,3 +1,4 @@
+import HealthStore
 import Crypto
 import Foundation
 import HealthModel
@@ -7,7 +8,7 @@ import Synchronization
 
 /// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
 /// returned has survived a crash or power loss. One writer connection, a few readers.
-public final class HealthStore: HealthDataStore {
+public final class SQLiteHealthStore: HealthDataStore {
     public let databasePath: String
     let pool: DatabasePool
     /// Token hash -> authorization. Filled lazily; revocation removes the entry in the same call
@@ -22,12 +23,12 @@ public final class HealthStore: HealthDataStore {
     }
 
     /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
-    /// `defaultStatisticsMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
+    /// `StatisticsIndexCache.defaultMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
     /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
     /// saves queue (their work, not their threads) until earlier ones commit.
     /// `uuidKeyMemoryBudget`: bytes of uuid keys held in memory (`SampleKeyIndex`).
-    public convenience init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
-                            writeBacklogLimit: Int = 200_000, uuidKeyMemoryBudget: Int = HealthStore.defaultUUIDKeyMemoryBudget) throws {
+    public convenience init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = StatisticsIndexCache.defaultMemoryBudget,
+                            writeBacklogLimit: Int = 200_000, uuidKeyMemoryBudget: Int = SQLiteHealthStore.defaultUUIDKeyMemoryBudget) throws {
         try self.init(directory: directory, readers: readers, statisticsMemoryBudget: statisticsMemoryBudget,
                       writeBacklogLimit: writeBacklogLimit, sampleKeys: SampleKeyIndex(memoryBudget: uuidKeyMemoryBudget))
     }
@@ -37,7 +38,7 @@ public final class HealthStore: HealthDataStore {
 
     /// `sampleKeys`: how samples are found by uuid (tests narrow its keys to force collisions,
     /// or its fanout to force merges).
-    package init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget,
+    package init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = StatisticsIndexCache.defaultMemoryBudget,
                  writeBacklogLimit: Int = 200_000, sampleKeys: SampleKeyIndex) throws {
         self.sampleKeys = sampleKeys
         statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
@@ -102,9 +103,6 @@ public final class HealthStore: HealthDataStore {
     let writeBacklog: WriteBacklog
     /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
     let statisticsIndexes: StatisticsIndexCache
-    /// 64 MiB: a year of per-minute steps from two sources decodes to a few MiB (BENCHMARKS.md), and
-    /// a series dropped from memory costs only a cold read of its rollup rows (one per day asked about).
-    public static let defaultStatisticsMemoryBudget = 64 << 20
     /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
     let rollupStyles: [Int64: AggregationStyle]
     let rollupNanoseconds = Atomic<UInt64>(0)
@@ -272,8 +270,9 @@ public final class HealthStore: HealthDataStore {
                 }
                 return AppAuthorization(id: try row.string(Column.id), userRowID: try row.int64(Column.userID),
                                         userID: try row.string(Column.userExternalID), appName: try row.string(Column.app),
-                                        sourceRowID: try row.int64(Column.sourceID), read: Self.typeList(try row.string(Column.readTypes)),
-                                        share: Self.typeList(try row.string(Column.shareTypes)), disclosesRead: try row.bool(Column.disclosesRead))
+                                        sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
+                                        share: StoredForms.typeList(try row.string(Column.shareTypes)),
+                                        disclosesRead: try row.bool(Column.disclosesRead))
             }
         }
         guard let authorization = found else { return nil }
@@ -282,9 +281,6 @@ public final class HealthStore: HealthDataStore {
         }
         return authorization
     }
-
-    /// A stored permission list (comma-separated type ids) as a set.
-    package static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",

@@ -1,3 +1,4 @@
+import HealthStore
 import HealthModel
 
 /// How a sample's (user, uuid) becomes the 32-bit key of the uuid key runs (`SampleKeyIndex`).

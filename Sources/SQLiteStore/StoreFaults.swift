@@ -1,11 +1,12 @@
+import HealthStore
 import SQLite
 
 extension SQLiteError: StoreFaultReporting {
     /// A full disk is the only database-wide fault SQLite reports (an embedded file is never unreachable).
-    public var storeFault: StoreFault? { HealthStore.isOutOfSpace(self) ? .outOfSpace : nil }
+    public var storeFault: StoreFault? { SQLiteHealthStore.isOutOfSpace(self) ? .outOfSpace : nil }
 }
 
-extension HealthStore {
+extension SQLiteHealthStore {
     /// True when `error` means the data directory's filesystem is full (SQLite's SQLITE_FULL, or
     /// an I/O error SQLite reports while growing the WAL or its index). Nothing was written by the
     /// failed transaction, so the caller may retry once space returns; the store needs no repair.

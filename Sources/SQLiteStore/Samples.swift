@@ -1,70 +1,10 @@
+import HealthStore
 import Foundation
 import HealthModel
 import SQLite
 import Synchronization
 
-/// HKQuery's sample predicate plus paging.
-public struct SampleQuery: Sendable {
-    public var type: String
-    public var start: Int64?
-    public var end: Int64?
-    public var strictStartDate = false
-    public var strictEndDate = false
-    /// Only this app's samples.
-    public var sourceApp: String?
-    public var descending = false
-    public var limit = 100
-    public var after: SampleCursor?
-
-    public init(type: String) { self.type = type }
-}
-
-/// Where a page ended, in the query's order: keyset paging on (start, seq), so rows written while
-/// a client pages neither shift nor repeat what it has seen.
-public struct SampleCursor: Sendable, Equatable {
-    public var start: Int64
-    public var seq: Int64
-    public init(start: Int64, seq: Int64) { self.start = start; self.seq = seq }
-}
-
-public struct SamplePage: Sendable {
-    public var samples: [StoredSample]
-    public var next: SampleCursor?
-
-    public init(samples: [StoredSample], next: SampleCursor?) {
-        self.samples = samples
-        self.next = next
-    }
-}
-
-/// A save that could not be done; `index` is the position in the request's batch.
-public struct SampleConflict: Error, Sendable, Equatable {
-    public var index: Int
-    public var uuid: HealthUUID
-    public var detail: String
-
-    public init(index: Int, uuid: HealthUUID, detail: String) {
-        self.index = index
-        self.uuid = uuid
-        self.detail = detail
-    }
-}
-
-/// What a commit changed, for commit observers (the change feed, the workout zone monitor).
-public struct CommittedChange: Sendable {
-    public var userRowID: Int64
-    public var typeIDs: Set<String>
-    /// The user's change sequence number after the commit.
-    public var lastSeq: Int64
-
-    public init(userRowID: Int64, typeIDs: Set<String>, lastSeq: Int64) {
-        self.userRowID = userRowID
-        self.typeIDs = typeIDs
-        self.lastSeq = lastSeq
-    }
-}
-
-extension HealthStore {
+extension SQLiteHealthStore {
     // MARK: Saving
 
     /// Saves a batch atomically: all samples or none. A uuid saved before with identical content is
@@ -202,7 +142,7 @@ extension HealthStore {
         }
     }
 
-    /// The overlap (or strict) predicate of API.md, bounded below by the longest sample of the type
+    /// The overlap (or strict) predicate of docs/api.md (Samples, `GET /v1/samples`), bounded below by the longest sample of the type
     /// so the index on (user, type, start) is used from both ends.
     private func appendDatePredicate(_ db: Database, query: SampleQuery, typeCode: Int64, userRowID: Int64,
                                      into clause: inout WhereClause) throws {
@@ -407,65 +347,3 @@ extension HealthStore {
     }
 }
 
-/// A budget of samples in flight to the writer. Work that does not fit waits in a queue, not on
-/// a thread: `acquire` runs it at once when the budget allows, otherwise `release` starts it later,
-/// in arrival order, once enough has been committed. A flood of saves therefore parks request
-/// bodies, while every worker thread stays free for reads. A batch larger than the whole budget
-/// still goes through, alone.
-package final class WriteBacklog: Sendable {
-    private struct Waiting {
-        var count: Int
-        var start: @Sendable () -> Void
-    }
-
-    private struct State {
-        var inFlight = 0
-        var waiting: [Waiting] = []
-        /// Index of the oldest waiting entry (the queue is compacted when it empties).
-        var head = 0
-
-        func fits(_ count: Int, limit: Int) -> Bool { inFlight == 0 || inFlight + count <= limit }
-    }
-
-    private let state = Mutex(State())
-    let limit: Int
-
-    package init(limit: Int) { self.limit = limit }
-
-    /// Work waiting for budget (for tests and metrics).
-    var waitingCount: Int { state.withLock { $0.waiting.count - $0.head } }
-
-    /// Runs `start` when `count` fits: now, on the calling thread, or later from `release`.
-    /// Earlier waiting work goes first, so a large batch is not overtaken forever.
-    package func acquire(_ count: Int, then start: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            if state.head == state.waiting.count && state.fits(count, limit: limit) {
-                state.inFlight += count
-                return true
-            }
-            state.waiting.append(Waiting(count: count, start: start))
-            return false
-        }
-        if runNow { start() }
-    }
-
-    /// Returns `count` to the budget and starts the waiting work that now fits.
-    package func release(_ count: Int) {
-        let ready = state.withLock { state -> [Waiting] in
-            state.inFlight -= count
-            var ready: [Waiting] = []
-            while state.head < state.waiting.count, state.fits(state.waiting[state.head].count, limit: limit) {
-                let next = state.waiting[state.head]
-                state.inFlight += next.count
-                ready.append(next)
-                state.head += 1
-            }
-            if state.head == state.waiting.count {
-                state.waiting.removeAll(keepingCapacity: true)
-                state.head = 0
-            }
-            return ready
-        }
-        for work in ready { work.start() }
-    }
-}

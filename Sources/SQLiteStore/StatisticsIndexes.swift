@@ -1,9 +1,10 @@
+import HealthStore
 import HealthModel
 import JSON
 import SQLite
 import Statistics
 
-extension HealthStore {
+extension SQLiteHealthStore {
     // MARK: Statistics indexes
 
     /// Runs `body` on the user's series for a quantity type, decoded from the rollup rows of the
@@ -55,10 +56,10 @@ extension HealthStore {
         }
 
         func sourcePriority() throws -> SourcePriority {
-            SourcePriority(try HealthStore.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
+            SourcePriority(try SQLiteHealthStore.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source))
         }
 
-        func appNames() throws -> [Int32: String] { try HealthStore.appNames(db, userRowID: userRowID) }
+        func appNames() throws -> [Int32: String] { try SQLiteHealthStore.appNames(db, userRowID: userRowID) }
     }
 
     /// Bytes held by all cached statistics series.
@@ -124,7 +125,7 @@ extension HealthStore {
         var listed = Set<Int32>()
         if let text = try db.firstString("SELECT apps FROM source_priorities WHERE user_id = ? AND type_id = ?",
                                          [.integer(userRowID), .integer(typeCode)]) {
-            let names = try Self.decodeAppList(text)
+            let names = try StoredForms.decodeAppList(text)
             let statement = try db.cachedStatement("SELECT id FROM sources WHERE user_id = ? AND app = ?")
             for name in names {
                 try statement.bind([.integer(userRowID), .text(name)])
@@ -172,7 +173,7 @@ extension HealthStore {
             try db.execute("""
                 INSERT INTO source_priorities (user_id, type_id, apps) VALUES (?, ?, ?)
                 ON CONFLICT(user_id, type_id) DO UPDATE SET apps = excluded.apps
-                """, [.integer(userRowID), .integer(typeCode), .text(Self.encodeAppList(apps))])
+                """, [.integer(userRowID), .integer(typeCode), .text(StoredForms.encodeAppList(apps))])
             // A new order changes which source wins every overlap: every day of the series is rebuilt.
             if let style = rollupStyles[typeCode] {
                 try StatisticsRollups.rebuild(db, userRowID: userRowID, typeCode: typeCode, style: style)
@@ -180,22 +181,6 @@ extension HealthStore {
         }
     }
 
-    package static func encodeAppList(_ apps: [String]) -> String {
-        var writer = JSONWriter()
-        writer.beginArray()
-        for app in apps { writer.string(app) }
-        writer.endArray()
-        return String(decoding: writer.bytes, as: UTF8.self)
-    }
-
-    /// Written only by `encodeAppList`; a list that is not a JSON array is a damaged row, and
-    /// throws rather than reading as no order (which would silently change how sources merge).
-    package static func decodeAppList(_ text: String) throws(RowDecodingError) -> [String] {
-        guard let values = (try? JSONParser.parse(text))?.arrayValue else {
-            throw RowDecodingError(table: "source_priorities", column: "apps", problem: "is not a JSON array of app names")
-        }
-        return values.compactMap(\.stringValue)
-    }
 }
 
 /// The columns a sample is read by for statistics (`indexable`), in SELECT order.

@@ -1,3 +1,4 @@
+import HealthStore
 import SQLite
 
 /// The database schema as ordered, named migrations. Never edit a shipped migration: add one.

@@ -1,9 +1,10 @@
+import HealthStore
 import SQLite
 
 // Server-side writers (`healthd seed`, `serve --demo`) act as ordinary apps. They need an
 // authorization to save through, but never its token, so an existing one is reused.
 
-extension HealthStore {
+extension SQLiteHealthStore {
     /// A live authorization of `app` for `user` that may read and share at least the given types;
     /// created (with exactly those permissions) when there is none. Created tokens are never shown:
     /// the caller only saves through the returned authorization.
@@ -23,8 +24,8 @@ extension HealthStore {
             }
             try statement.forEachRow { row in
                 found.append(AppAuthorization(id: try row.string(Column.id), userRowID: user.rowID, userID: user.id, appName: app,
-                                              sourceRowID: try row.int64(Column.sourceID), read: Self.typeList(try row.string(Column.readTypes)),
-                                              share: Self.typeList(try row.string(Column.shareTypes)),
+                                              sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
+                                              share: StoredForms.typeList(try row.string(Column.shareTypes)),
                                               disclosesRead: try row.bool(Column.disclosesRead)))
             }
             return found

@@ -1,0 +1,95 @@
+import HealthStore
+import HealthModel
+import SQLite
+
+extension SQLiteHealthStore {
+    /// Saves an import batch for a user, each sample as its own app's source (created if needed, with
+    /// no authorization: the import is the admin acting for the user). The batch commits as one
+    /// transaction; a uuid that exists is not saved twice, and a uuid taken by other content is
+    /// reported rather than failing the batch. A correlation adopts objects already stored on their
+    /// own (Apple exports repeat them at top level), so they are kept once.
+    ///
+    /// Batched: one query per few hundred uuids finds which of the batch are stored already; every
+    /// sample is then decided in order against those and the samples of the batch decided before it
+    /// (so the outcome is the one a sample-by-sample save would give), and what is new is inserted
+    /// with one prepared batch per app, reusing the prepared INSERT.
+    public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
+        guard !batch.isEmpty else { return [] }
+        let created = Self.nowMilliseconds()
+        let (outcomes, change) = try pool.write { db -> ([ImportOutcome], CommittedChange) in
+            var decisions = ImportDecisions(stored: try storedRows(for: batch, db: db, userRowID: userRowID), batchCount: batch.count)
+            var lookups = RowLookups()
+            let outcomes = try decisions.decideAll(batch, sourceRowID: { try Self.sourceRowID(db, userRowID: userRowID, app: $0) },
+                                                   isKnown: { typeCode(for: $0) != nil }) { row in
+                (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
+            }
+            var touched: Set<String> = []
+            for group in decisions.insertsBySource() {
+                // Each writer continues the change sequence where the last one stored it.
+                var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
+                // Decided: the writer neither looks the uuids up again nor inserts the adopted objects.
+                let adopted = Set(group.indices.flatMap { decisions.adoptions[$0] ?? [] })
+                try writer.insert(PreparedBatch(group.indices.map { batch[$0].sample }, store: self, decidedAdopting: adopted))
+                try writer.finish()
+                touched.formUnion(writer.touchedTypes)
+                for index in group.indices {
+                    guard let adopted = decisions.adoptions[index] else { continue }
+                    try adopt(adopted, into: batch[index].sample, db: db, userRowID: userRowID)
+                }
+            }
+            let lastSeq = try ChangeSequence.current(db)
+            return (outcomes, CommittedChange(userRowID: userRowID, typeIDs: touched, lastSeq: lastSeq))
+        }
+        if !change.typeIDs.isEmpty { publish(change) }
+        return outcomes
+    }
+
+    /// The stored rows of the batch's uuids (samples and correlation objects): one look at the
+    /// user's uuid key runs for the whole batch.
+    private func storedRows(for batch: [SourcedSample], db: Database, userRowID: Int64) throws -> [HealthUUID: SampleRow] {
+        let uuids = ImportDecisions<SampleRow>.uuids(of: batch)
+        let keys = uuids.map { sampleKeys.key(userRowID: userRowID, uuid: $0) }
+        let found = try sampleKeys.find(uuids, keys: keys, userRowID: userRowID,
+                                        runs: try sampleKeys.runs(userRowID: userRowID, db: db), db: db)
+        var rows: [HealthUUID: SampleRow] = [:]
+        for (position, row) in found { rows[uuids[position]] = row }
+        return rows
+    }
+
+    /// Makes objects stored before (on their own) the objects of the just-inserted `correlation`.
+    private func adopt(_ objects: [HealthUUID], into correlation: HealthSample, db: Database, userRowID: Int64) throws {
+        guard let parentSeq = try sampleKeys.find(correlation.uuid, userRowID: userRowID, db: db)?.seq else {
+            throw StoreError.invalid("correlation \(correlation.uuid.lowercasedString) vanished while saving")
+        }
+        let update = try db.cachedStatement("UPDATE samples SET parent_seq = ? WHERE seq = ? AND parent_seq IS NULL AND seq <> ?")
+        for object in objects {
+            guard let stored = try sampleKeys.find(object, userRowID: userRowID, db: db) else { continue }
+            update.reset()
+            try update.bind([.integer(parentSeq), .integer(stored.seq), .integer(parentSeq)])
+            _ = try update.step()
+        }
+    }
+}
+
+
+extension SQLiteHealthStore {
+    // MARK: Export
+
+    /// One page of a user's top-level samples of one type (a correlation carries its objects), oldest
+    /// first by (start, seq), after `after`: keyset paging on the (user, type, start) index.
+    /// `onlySource` limits it to one app's samples (read privacy for types the token may not read).
+    public func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
+                           after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
+        guard let typeCode = typeCode(for: type) else { return [] }
+        let query = ExportPageQuery(.sqlite, userRowID: userRowID, typeCode: typeCode, onlySource: onlySource, after: after, limit: limit)
+        return try pool.read { db in
+            let statement = try db.cachedStatement(query.sql)
+            try statement.bind(query.parameters.map(SQLValue.integer))
+            var rows: [SampleRow] = []
+            try statement.forEachRow { rows.append(try SampleRow($0)) }
+            return try rows.map { row in
+                (try materialize(row, db: db, userExternalID: userExternalID), SampleCursor(start: row.start, seq: row.seq))
+            }
+        }
+    }
+}
