@@ -352,8 +352,8 @@ extension PostgresSourcePriority {
 }
 
 extension PostgresError {
-    /// In a statement whose parameters are all binary numbers, these states can only come from
-    /// reading a stored text as JSON: 22P02 (invalid text representation) from the cast, 22023 (a
+    /// In a statement whose parameters are numbers (and arrays of numbers this store writes),
+    /// these states can only come from reading a stored text as JSON: 22P02 (invalid text representation) from the cast, 22023 (a
     /// value of another shape than the function takes, e.g. elements of an object) from
     /// `jsonb_array_elements_text`.
     fileprivate var isDamagedJSON: Bool { sqlState == "22P02" || sqlState == "22023" }
