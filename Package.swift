@@ -1,6 +1,7 @@
 // swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
-// only the toolchain and system C libraries (SQLite, zlib) through system-library targets.
+// only the toolchain and system C libraries through system-library targets: SQLite, zlib, and
+// libpq (loaded at run time, and only for `--database postgres://...`).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -97,7 +98,6 @@ let package = Package(
 
         // What every PostgreSQL test needs: the test server's URL, a schema of its own per test, `eventually`.
         .target(name: "PostgresTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgresTestSupport", swiftSettings: strict),
-        // `onThreads`: test participants each on a thread of their own (not limited to one per core).
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),

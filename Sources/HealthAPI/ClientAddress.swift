@@ -27,6 +27,15 @@ public struct ClientAddressResolver: Sendable {
         return rightmostUntrusted(hops, nearest: peerAddress).description
     }
 
+    /// The per-address budget's key for a client address as `clientAddress` gives it: IPv4 as it
+    /// is, IPv6 by its /64 (`IPAddress.rateLimitKey`). Text that is no address (a Unix socket's
+    /// peer) is its own key.
+    public static func rateLimitKey(_ client: String) -> String {
+        // IPv4 text, the common case, needs no parsing.
+        guard client.utf8.contains(UInt8(ascii: ":")), let address = IPAddress(client) else { return client }
+        return address.rateLimitKey
+    }
+
     /// Walks from the nearest hop outwards. A hop that is not an address (`unknown`, an
     /// obfuscated identifier, garbage) ends the walk at the last trusted hop: the proxy that wrote
     /// it is the best we can name.

@@ -38,6 +38,20 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+extension IPAddress {
+    /// What the per-address rate limits count: an IPv4 address itself; for IPv6, its /64
+    /// (`2001:db8:1:2::/64`). One IPv6 host or network is handed a whole /64 and may use any
+    /// address in it, so counting single addresses would let it reset its budget at will.
+    public var rateLimitKey: String {
+        guard !isIPv4 else { return description }
+        return IPAddress(prefix64Of: self).description + "/64"
+    }
+
+    private init(prefix64Of address: IPAddress) {
+        bytes = Array(address.bytes[0 ..< 8]) + [UInt8](repeating: 0, count: 8)
+    }
+}
+
 /// An address block in CIDR notation (`10.0.0.0/8`, `fd00::/8`); a bare address is a block of one.
 public struct CIDRBlock: Sendable, Equatable, CustomStringConvertible {
     public let network: IPAddress

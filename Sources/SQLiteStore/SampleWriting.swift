@@ -26,7 +26,7 @@ struct PreparedBatch: Sendable {
         /// Same uuid and content as an earlier sample of the batch: stored once.
         case repeatOfEarlier
         /// Same uuid as an earlier sample of the batch, different content: the batch is rejected
-        /// when the writer reaches it (so an earlier conflict with stored data is reported first, as before).
+        /// when the writer reaches it (so an earlier conflict with stored data is reported first).
         case conflictsWithEarlier
     }
 

@@ -42,7 +42,7 @@ struct RollupChanges {
 
 /// How a write keeps the rollups: the store always folds its changes in (`incremental`); the
 /// other two exist so `healthd-bench ingest` can put figures beside it in one run: every touched
-/// day rewritten from all its samples (how the rows were first kept), and no maintenance at all
+/// day rewritten from all its samples (the simple way), and no maintenance at all
 /// (the rows then disagree with the samples, so statistics answer wrongly).
 package enum RollupMaintenanceMode: UInt8, Sendable {
     case incremental, rereadDays, off

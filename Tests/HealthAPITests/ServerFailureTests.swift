@@ -177,6 +177,16 @@ final class CapturedLog: Sendable {
         #expect(failure.status == .internalServerError)
         #expect(failure.cause != nil)
         #expect(!failure.detail.contains("Cocoa"))
+        // The contract's codes: 503 is errorUnavailable, 507 errorInsufficientStorage, both with Retry-After.
+        let unavailable = APIError(storeError: FaultError(storeFault: .unavailable))
+        #expect(unavailable.status.code == 503 && unavailable.code == "errorUnavailable")
+        #expect(unavailable.headers["Retry-After"] != nil)
+        let full = APIError(storeError: FaultError(storeFault: .outOfSpace))
+        #expect(full.status.code == 507 && full.code == "errorInsufficientStorage")
+    }
+
+    struct FaultError: StoreFaultReporting {
+        var storeFault: StoreFault?
     }
 }
 

@@ -22,7 +22,7 @@ final class TestServer: Sendable {
     let backend: any HealthDataStore
     let directory: String
     private let ownsDirectory: Bool
-    private let postgresSchema: TestSchema?
+    let postgresSchema: TestSchema?
 
     /// The SQLite store, for the tests that look inside it (they run on SQLite only).
     var store: SQLiteHealthStore {
@@ -87,6 +87,10 @@ final class TestServer: Sendable {
         switch response.body {
         case .bytes(let bytes): return Reply(status: response.status.code, headers: response.headers, body: bytes)
         case .stream: return Reply(status: response.status.code, headers: response.headers, body: [])
+        case .sizedStream(_, let producer):
+            let collector = CollectingBodyStream()
+            producer(collector)
+            return Reply(status: response.status.code, headers: response.headers, body: collector.waitForBody())
         }
     }
 

@@ -22,6 +22,8 @@ The convention for the documents' blocks (also in docs/architecture.md, "Tests a
   print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
   before anything runs, as is a block that uses a file the repository does not have, or a stream
   (`curl -N`, `/stream`) left in the foreground without --max-time.
+- Every relative link of README.md, BENCHMARKS.md and docs/*.md must name a file the repository
+  has and, with `#anchor`, a heading of it.
 - Output shown in comments is checked loosely against what the block printed: every
   `"key":value` pair in a comment whose value is a number, a string, true, false or null must
   appear with that key in the block's output, a number as printed or rounded to the digits shown
@@ -159,6 +161,34 @@ def output_problems(line_number, source, printed):
             for key, value in shown_pairs(source) if not any(matches(value, p) for p in found.get(key, []))]
 
 
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def link_problems():
+    """Relative links in README.md, BENCHMARKS.md and docs/*.md that name a file the repository
+    does not have, or a heading the file does not have: moved text must not leave dead links."""
+    def headings(path):
+        text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)
+        return {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", text, flags=re.M)}
+    problems = []
+    for document in documents() + ["BENCHMARKS.md"]:
+        path = os.path.join(ROOT, document)
+        text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)
+        for match in re.finditer(r"\]\(([^)\s]+)\)", text):
+            link = match.group(1)
+            if re.match(r"^[a-z]+:", link):
+                continue
+            target, _, anchor = link.partition("#")
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+            if not os.path.exists(resolved):
+                problems.append(f"{document}: the link {link} names a file the repository does not have")
+            elif anchor and resolved.endswith(".md") and anchor not in headings(resolved):
+                problems.append(f"{document}: the link {link} names a heading {os.path.relpath(resolved, ROOT)} does not have")
+    return problems
+
+
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -206,7 +236,7 @@ def main():
                   for line, source, runnable, why in blocks(text, first=(name == "README.md"))]
     for line, source, runnable, why in found:
         print(f"readme: {line}: " + ("run" if runnable else f"not run ({why})"))
-    problems = [p for line, source, runnable, _ in found if runnable for p in lint(line, source)]
+    problems = [p for line, source, runnable, _ in found if runnable for p in lint(line, source)] + link_problems()
     if problems:
         print("\n".join(problems))
         raise SystemExit(f"readme: {len(problems)} problem(s) before running anything")
