@@ -116,6 +116,17 @@ let package = Package(
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "SQLiteStore", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
+
+        // Webhooks (issue 30), not yet served: Standard Webhooks signing, the retry schedule and the
+        // per-subscription delivery state machine (pure).
+        .target(name: "Webhooks", dependencies: ["Crypto"], swiftSettings: strict),
+        // The SSRF policy for outbound requests: address classes, receiver URLs, the allow-list (pure).
+        .target(name: "NetworkPolicy", swiftSettings: strict),
+        // The outbound HTTP/1.1 client webhook deliveries use: a shell around a pure response parser.
+        .target(name: "HTTPClient", dependencies: ["NetworkPolicy"], swiftSettings: strict),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Crypto"]),
+        .testTarget(name: "NetworkPolicyTests", dependencies: ["NetworkPolicy"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "NetworkPolicy"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import HealthStore
+import JSON
 import Crypto
 import Foundation
 import HealthModel
@@ -96,6 +97,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     private let appNames = Mutex<[Int64: String]>([:])
     private let devices = Mutex<[Int64: SampleDevice?]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    private let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
@@ -232,15 +234,50 @@ public final class SQLiteHealthStore: HealthDataStore {
         let revoked = try pool.write { db -> Bool in
             try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL",
                            [.integer(Self.nowMilliseconds()), .text(id)])
-            return db.changes > 0
+            guard db.changes > 0 else { return false }
+            // Inside the write, so the token is out of the cache and its streams have ended before
+            // any later write commits: nothing saved after the revocation can reach them. Should the
+            // commit fail, those streams merely end early.
+            forgetAuthorization(id: id)
+            return true
         }
-        if revoked {
-            authorizationCache.withLock { cache in
-                cache.entries = cache.entries.filter { $0.value.id != id }
-                cache.generation &+= 1
-            }
-        }
+        if revoked { forgetAuthorization(id: id) }
         return revoked
+    }
+
+    private func forgetAuthorization(id: String) {
+        authorizationCache.withLock { cache in
+            cache.entries = cache.entries.filter { $0.value.id != id }
+            cache.generation &+= 1
+        }
+        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+    }
+
+    public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
+        authorizationObservers.withLock { $0.append(observer) }
+    }
+
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        guard !ids.isEmpty else { return [:] }
+        var list = JSONWriter()
+        list.beginArray()
+        for id in ids.sorted() { list.string(id) }
+        list.endArray()
+        let idList = String(decoding: list.bytes, as: UTF8.self)
+        return try pool.read { db -> [String: AppAuthorization] in
+            var found: [String: AppAuthorization] = [:]
+            let statement = try db.cachedStatement("""
+                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                WHERE a.id IN (SELECT value FROM json_each(?)) AND a.revoked_ms IS NULL
+                """)
+            try statement.bind([.text(idList)])
+            try statement.forEachRow { row in
+                let authorization = try Self.appAuthorization(row)
+                found[authorization.id] = authorization
+            }
+            return found
+        }
     }
 
     /// The authorization for a token hash if it was looked up recently and not revoked since;
@@ -259,27 +296,38 @@ public final class SQLiteHealthStore: HealthDataStore {
         if let cached { return cached }
         let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
-                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read
+                SELECT \(Self.authorizationColumns)
                 FROM authorizations a JOIN users u ON u.id = a.user_id
                 JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
-                """, [.blob(tokenHash)]) { row in
-                enum Column: Int, TableColumns {
-                    case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead
-                    static let table = "authorizations"
-                }
-                return AppAuthorization(id: try row.string(Column.id), userRowID: try row.int64(Column.userID),
-                                        userID: try row.string(Column.userExternalID), appName: try row.string(Column.app),
-                                        sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
-                                        share: StoredForms.typeList(try row.string(Column.shareTypes)),
-                                        disclosesRead: try row.bool(Column.disclosesRead))
-            }
+                """, [.blob(tokenHash)]) { row in try Self.appAuthorization(row) }
         }
         guard let authorization = found else { return nil }
         authorizationCache.withLock { cache in
             if let key, cache.generation == generation { cache.entries[key] = authorization }
         }
         return authorization
+    }
+
+    /// What `appAuthorization` reads, from `authorizations a JOIN users u JOIN sources s`.
+    private static let authorizationColumns =
+        "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read"
+
+    /// The columns `appAuthorization` reads (`a.id, a.user_id, u.external_id, a.app, a.read_types,
+    /// a.share_types, s.id, a.discloses_read`), in SELECT order.
+    enum AuthorizationColumn: Int, TableColumns {
+        case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead
+
+        static let table = "authorizations"
+    }
+
+    private static func appAuthorization(_ row: Row) throws -> AppAuthorization {
+        AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
+                         userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
+                         sourceRowID: try row.int64(AuthorizationColumn.sourceID),
+                         read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
+                         share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
+                         disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
     }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
