@@ -1,6 +1,7 @@
 // swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
-// only the toolchain and system C libraries (SQLite, zlib) through system-library targets.
+// only the toolchain and system C libraries through system-library targets: SQLite, zlib, and
+// libpq (loaded at run time, and only for `--database postgres://...`).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -57,13 +58,22 @@ let package = Package(
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
         .target(name: "PostgreSQL", dependencies: ["CLibPQ", "SQLSupport"], swiftSettings: strict),
-        .target(name: "HealthStore", dependencies: ["SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // The health-data interface both stores implement: the `HealthDataStore` protocol, its value
+        // types, the access policy, and the pieces of storage both backends share (no database of its own).
+        // It still links the SQLite driver (not the SQLite store) for `TableColumns` and `SampleRow`'s
+        // reading of a SQLite row, until the column protocol lives in SQLSupport.
+        .target(name: "HealthStore", dependencies: ["SQLSupport", "SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // The embedded SQLite store (the default): `SQLiteHealthStore`.
+        .target(name: "SQLiteStore", dependencies: ["SQLite", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
+                swiftSettings: strict),
         // The PostgreSQL store (`serve --database postgres://...`): the same HealthDataStore, distributed by user.
         .target(name: "PostgresStore", dependencies: ["PostgreSQL", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
                 swiftSettings: strict),
+        // The server's settings (defaults, config file, flags), shared by the command line and the HTTP API.
+        .target(name: "HealthdSettings", swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
-                dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "Statistics", "TimeZoneDatabase", "Pedometer", "Crypto",
+                dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "HealthdSettings", "Statistics", "TimeZoneDatabase", "Pedometer", "Crypto",
                                "HealthAutoExport"],
                 swiftSettings: strict),
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
@@ -71,22 +81,23 @@ let package = Package(
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
         // wiring to the store; a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
-                dependencies: ["HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
+                dependencies: ["HealthdSettings", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
-                          dependencies: ["HealthdCommandLine", "HealthAPI", "HTTP", "HTTPServer", "HealthStore", "PostgresStore",
+                          dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "HTTP", "HTTPServer", "HealthStore",
+                                         "SQLiteStore", "PostgresStore",
                                          "PostgreSQL", "DemoData"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",
-                                         "HealthStore", "HealthAPI", "HealthAutoExport", "PostgreSQL", "PostgresStore", "ClientThreads"],
+                                         "HealthStore", "SQLiteStore", "HealthdSettings", "HealthAPI", "HealthAutoExport", "PostgreSQL",
+                                         "PostgresStore", "ClientThreads"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
 
         // What every PostgreSQL test needs: the test server's URL, a schema of its own per test, `eventually`.
         .target(name: "PostgresTestSupport", dependencies: ["PostgreSQL"], path: "Tests/PostgresTestSupport", swiftSettings: strict),
-        // `onThreads`: test participants each on a thread of their own (not limited to one per core).
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
@@ -98,14 +109,25 @@ let package = Package(
         .testTarget(name: "PedometerTests", dependencies: ["Pedometer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "ClientThreads"]),
         .testTarget(name: "PostgreSQLTests", dependencies: ["PostgreSQL", "PostgresTestSupport", "ClientThreads"]),
-        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "HealthModel", "Statistics", "Primitives", "ClientThreads"]),
-        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "HealthModel", "Statistics",
+        .testTarget(name: "HealthStoreTests", dependencies: ["HealthStore", "SQLiteStore", "HealthModel", "Statistics", "Primitives", "ClientThreads"]),
+        .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "SQLiteStore", "HealthModel", "Statistics",
                                                              "TimeZoneDatabase", "PostgresTestSupport", "Primitives", "ClientThreads"]),
-        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "HealthdCommandLine", "DemoData",
+        .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "SQLiteStore", "HealthdSettings", "HealthdCommandLine", "DemoData",
                                                           "PostgresStore", "PostgreSQL", "PostgresTestSupport", "ClientThreads"]),
-        .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthAPI", "CZlib"]),
+        .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "SQLiteStore", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
+
+        // Webhooks (issue 30), not yet served: Standard Webhooks signing, the retry schedule and the
+        // per-subscription delivery state machine (pure).
+        .target(name: "Webhooks", dependencies: ["Crypto"], swiftSettings: strict),
+        // The SSRF policy for outbound requests: address classes, receiver URLs, the allow-list (pure).
+        .target(name: "NetworkPolicy", swiftSettings: strict),
+        // The outbound HTTP/1.1 client webhook deliveries use: a shell around a pure response parser.
+        .target(name: "HTTPClient", dependencies: ["NetworkPolicy"], swiftSettings: strict),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Crypto"]),
+        .testTarget(name: "NetworkPolicyTests", dependencies: ["NetworkPolicy"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "NetworkPolicy"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Server CPU per GET /v1/samples/{uuid} right after a start (no uuid key run held), of stored and
-of unknown uuids, beside GET /healthz (the HTTP floor) in the same run (BENCHMARKS.md, uuid key runs).
+of unknown uuids, beside GET /healthz (the HTTP floor) in the same run (BENCHMARKS.md, uuid keys).
 
   healthd-bench seed-store --work-dir DIR --store-samples 1000000 --batch-size 1000   # prints TOKEN
   cp -r DIR COPY; Benchmarks/uuid_reads.py BINARY COPY TOKEN PORT    (a copy per run: a newer

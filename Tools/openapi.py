@@ -58,7 +58,7 @@ ERRORS_APP = {
     "401": problem("Missing, unknown or revoked token (errorAuthenticationRequired)."),
     "403": problem("The token may not do this (errorAuthorizationDenied)."),
     "429": {**problem("Too many requests from this address or with this token (errorRateLimited): token buckets, "
-                      "see README 'Abuse and privacy'. A failed authentication costs the address extra."),
+                      "see docs/operations.md, 'Abuse and privacy'. A failed authentication costs the address extra."),
             "headers": {"Retry-After": {"description": "Whole seconds until a request fits the bucket again.",
                                         "schema": {"type": "integer", "minimum": 1}}}},
 }
@@ -77,7 +77,7 @@ SCHEMAS = {
             "code": {"type": "string", "enum": ["errorInvalidArgument", "errorAuthenticationRequired", "errorAuthorizationDenied",
                                                 "errorNotFound", "errorConflict", "errorPayloadTooLarge",
                                                 "errorUnsupportedMediaType", "errorRateLimited", "errorMethodNotAllowed",
-                                                "errorAnchorExpired", "errorServiceUnavailable", "errorInternal",
+                                                "errorAnchorExpired", "errorUnavailable", "errorInternal",
                                                 "errorInsufficientStorage"]},
             "requestId": {"type": "string", "description": "On 5xx answers: the request's id (as in `X-Request-Id`); the server's "
                           "log line with this id holds what failed. The detail itself never shows internals."},
@@ -342,14 +342,19 @@ PATHS = {
     "/v1/ingest/health-auto-export": {"post": {
         "summary": "Ingest what the Health Auto Export iOS app's REST API automation posts (JSON, export format v2)", "tags": ["ingest"],
         "description": "The app's payload, unchanged: {\"data\":{\"metrics\":[{\"name\",\"units\",\"data\":[...]}],\"workouts\":[...]}}. "
-                       "Each metric with a HealthKit counterpart is saved as that type in its unit (the README's table): "
+                       "Each metric with a HealthKit counterpart is saved as that type in its unit (the table in docs/guide.md, 'Health Auto Export'): "
                        "quantity samples, sleep stages as sleepAnalysis category samples, blood_pressure as a bloodPressure "
                        "correlation, workouts with their totals, heart-rate samples and a workoutRoute sample linked to "
                        "the workout; symptoms as symptom category types, heart-rate notifications as high/low heart rate "
                        "and irregular rhythm events, ECGs as electrocardiogram samples, state of mind as stateOfMind samples. "
-                       "Dates keep their UTC offset (also "
-                       "stored as HKTimeZone metadata). Sample uuids derive from content (user, type, start, end, source, "
-                       "value), so overlapping re-sends store nothing twice. Unknown metrics and sections (medications), and "
+                       "Dates come as the app writes them: yyyy-MM-dd HH:mm:ss Z, or from a 12-hour phone h:mm:ss am/pm "
+                       "(one or two hour digits, am/pm in any case, after a space, U+202F or U+00A0), the same instant; "
+                       "they keep their UTC offset (also stored as HKTimeZone metadata). Metric names of other app versions "
+                       "(dietary_cholesterol, caffeine) map to the same type. Sample uuids derive from content (user, the "
+                       "saving app, type, start, end, source, value), so overlapping re-sends store nothing twice and each "
+                       "app's copy of a point is its own; samples stored before the app was part of the uuid stay duplicates "
+                       "of the same app's re-sends. The request is stored whole or not at all (one transaction): a 507 or 503 "
+                       "stores nothing of it, and the re-send completes it without duplicates. Unknown metrics and sections (medications), and "
                        "what is not stored (ECG voltages, the readings inside heart-rate notifications), "
                        "are counted in `unmapped`; types the token may not share in `refused`; values HealthKit refuses in "
                        "`invalid` (with the first 20 in `errors`). None of these fails the request; a malformed payload "
@@ -800,8 +805,9 @@ def document():
     return {
         "openapi": "3.1.0",
         "info": {"title": "healthd", "version": healthd_version(),
-                 "description": "HealthKit-style health data over HTTP. This document is the API reference; "
-                                "the project's README explains the design decisions and walks through every feature."},
+                 "description": "HealthKit-style health data over HTTP. This document is the machine-readable API reference; "
+                                "the project's docs/api.md describes the same routes in prose, docs/guide.md walks through "
+                                "them and docs/decisions.md gives the reasons."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
         "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],

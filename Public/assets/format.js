@@ -1,5 +1,5 @@
 // Display rules for the dashboard's figures. Every number shown comes straight from the API and
-// is only rounded here, the same way everywhere (the README's "Dashboard" section lists them).
+// is only rounded here, the same way everywhere (the "Dashboard" section of docs/guide.md lists them).
 
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const twoDecimals = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });

@@ -568,8 +568,8 @@ public struct AppleHealthExportMapper {
 
     // Content uuids (RFC 9562 version 8, see `ContentKey`): like version 7, the first 48 bits are
     // the sample's start (Unix ms): exports list each type's records in time order, so inserts land
-    // at the end of the uuid index instead of at random pages (a third of the import's time with
-    // random uuids). The other 74 bits are 128-bit MurmurHash3 (x64) of the content: far faster
+    // at the end of the PostgreSQL store's (user, uuid) key instead of at random pages (in a B-tree
+    // keyed by uuid, random uuids cost a third of an import's time). The other 74 bits are 128-bit MurmurHash3 (x64) of the content: far faster
     // than SHA-256, and collisions would only matter between records of one user's own export,
     // which is not adversarial.
 

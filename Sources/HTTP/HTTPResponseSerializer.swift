@@ -297,7 +297,7 @@ public enum HTTPProblem {
         switch status.code {
         case 400, 408, 414, 417, 431, 505: return "errorInvalidArgument"
         case 413: return "errorPayloadTooLarge"
-        case 503: return "errorServiceUnavailable"
+        case 503: return "errorUnavailable"
         default: return "errorInternal"
         }
     }

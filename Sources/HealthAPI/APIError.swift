@@ -53,7 +53,7 @@ public struct APIError: Error, Sendable {
     /// 503 with Retry-After when the database cannot be reached (the driver already retried):
     /// nothing is known to be stored, and an idempotent retry (client uuids) settles any doubt.
     public static func storeUnavailable(_ cause: any Error) -> APIError {
-        retryLater(.serviceUnavailable, code: "errorServiceUnavailable", detail: "the database is unavailable right now; retry later",
+        retryLater(.serviceUnavailable, code: "errorUnavailable", detail: "the database is unavailable right now; retry later",
                    seconds: storeUnavailableRetrySeconds, cause: cause)
     }
 

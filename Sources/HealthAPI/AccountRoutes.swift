@@ -3,7 +3,7 @@ import HealthModel
 import HealthStore
 import JSON
 
-/// Users, authorizations and the share-status query (API.md, Authorization).
+/// Users, authorizations and the share-status query (docs/api.md, Authorization).
 struct AccountRoutes: Sendable {
     let store: any HealthDataStore
 

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Crypto
 import Foundation
 import HealthStore

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Dispatch
 import Foundation
 import HTTP
@@ -162,7 +163,7 @@ public final class HealthApplication: HTTPResponder {
             hasCredentials = false
         }
         let chargesAddress = !hasCredentials
-        if chargesAddress, let wait = rateLimits.perAddress.take(client) {
+        if chargesAddress, let wait = rateLimits.perAddress.take(ClientAddressResolver.rateLimitKey(client)) {
             finish(APIError.rateLimitedAddress(retryAfterSeconds: wait).response, "rate-limited")
             return
         }
@@ -227,7 +228,7 @@ public final class HealthApplication: HTTPResponder {
                 // is throttled by the same O(1) bucket, with no sleeping thread on the server.
                 if error.status == .unauthorized {
                     // A request with a token was not counted before routing: it pays for itself too.
-                    _ = rateLimits.perAddress.take(client, cost: rateLimits.authenticationFailureCost + (hasCredentials ? 1 : 0))
+                    _ = rateLimits.perAddress.take(ClientAddressResolver.rateLimitKey(client), cost: rateLimits.authenticationFailureCost + (hasCredentials ? 1 : 0))
                 }
                 throw error
             }
@@ -263,7 +264,7 @@ public final class HealthApplication: HTTPResponder {
         } else {
             // Only a token not seen lately costs a read: an address out of budget (guessing
             // tokens) is refused before it can make the server read SQLite.
-            if let wait = rateLimits.perAddress.peek(client) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
+            if let wait = rateLimits.perAddress.peek(ClientAddressResolver.rateLimitKey(client)) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
             // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
             guard let authorization = try storeCall({ try store.authorization(tokenHash: hash) }) else {
                 throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
@@ -281,8 +282,8 @@ public final class HealthApplication: HTTPResponder {
 }
 
 extension HealthApplication {
-    /// The monotonic clock for a request's latency, read straight from the C library: through
-    /// `DispatchTime.now()` each read cost about twice as much, twice a request.
+    /// The monotonic clock for a request's latency, read straight from the C library (twice a
+    /// request): `DispatchTime.now()` costs about twice as much per read.
     static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

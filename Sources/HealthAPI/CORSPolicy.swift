@@ -1,6 +1,7 @@
 import HTTP
+import HealthdSettings
 
-/// Cross-origin access for dashboards served from other origins (README, Abuse and privacy).
+/// Cross-origin access for dashboards served from other origins (docs/operations.md, Abuse and privacy).
 /// Only listed origins get CORS headers; for any other origin the browser's same-origin rule
 /// stays in force because nothing is added. Tokens travel in `Authorization`, never cookies,
 /// so credentials mode is never enabled.
@@ -19,14 +20,7 @@ public struct CORSPolicy: Sendable {
     public var isEnabled: Bool { !allowedOrigins.isEmpty }
 
     /// scheme://host[:port] with an http(s) scheme and nothing after the authority.
-    public static func isValidOrigin(_ text: String) -> Bool {
-        let lower = text.lowercased()
-        let rest: Substring
-        if lower.hasPrefix("https://") { rest = lower.dropFirst(8) } else if lower.hasPrefix("http://") { rest = lower.dropFirst(7) } else { return false }
-        guard !rest.isEmpty, rest.count <= 253 else { return false }
-        return rest.allSatisfy { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "[" || $0 == "]" }
-            && rest.first != ":"
-    }
+    public static func isValidOrigin(_ text: String) -> Bool { CORSOrigin.isValid(text) }
 
     /// The request's Origin when it is on the list.
     public func allowedOrigin(of request: HTTPRequest) -> String? {

@@ -3,7 +3,7 @@ import HealthModel
 import HealthStore
 import JSON
 
-/// The type catalog and characteristics (API.md, Samples).
+/// The type catalog and characteristics (docs/api.md, Samples).
 struct CatalogRoutes: Sendable {
     let store: any HealthDataStore
     let catalog: [UInt8]

@@ -2,7 +2,7 @@ import HTTP
 import HealthModel
 import HealthStore
 
-/// The change feed (API.md, Change feed): anchored queries with long-poll, and Server-Sent Events.
+/// The change feed (docs/api.md, Change feed): anchored queries with long-poll, and Server-Sent Events.
 struct ChangeRoutes: Sendable {
     let feed: ChangeFeed
     let store: any HealthDataStore

@@ -12,9 +12,10 @@ struct HealthAutoExportIngest {
     let store: any HealthDataStore
 
     /// Two passes over the body: the first maps everything and saves nothing, so a malformed
-    /// payload is a 400 with nothing stored; the second saves batch by batch. Each batch is one
-    /// transaction; uuids derive from content, so a payload cut short by a crash and posted
-    /// again completes without storing anything twice.
+    /// payload is a 400 with nothing stored; the second saves batch by batch inside one store
+    /// transaction, so the request is stored whole or not at all (a 507 or 503 part way stores
+    /// nothing) while memory holds one batch. Uuids derive from content, so a re-send stores
+    /// nothing twice.
     func run(_ body: [UInt8]) throws(APIError) -> HealthAutoExportReport {
         do {
             var check = HealthAutoExportReader(user: app.userID, interval: interval, batchSize: Self.batchSize)
@@ -28,10 +29,17 @@ struct HealthAutoExportIngest {
             throw APIError.invalidArgument("the Health Auto Export payload cannot be read: \(error)")
         }
         var report = HealthAutoExportReport()
-        var reader = HealthAutoExportReader(user: app.userID, interval: interval, batchSize: Self.batchSize)
         do {
-            try body.withUnsafeBytes { bytes in
-                try reader.read(bytes) { items in try save(items, into: &report) }
+            try store.importSamples(userRowID: app.userRowID) { session in
+                // Runs again from the start if the store retries the transaction.
+                report = HealthAutoExportReport()
+                // Only an app that saved before can have samples under the uuids of before.
+                let legacy = try session.hasSource(app: app.appName) ? LegacyContentUUIDs() : nil
+                var reader = HealthAutoExportReader(user: app.userID, app: app.appName, interval: interval, batchSize: Self.batchSize)
+                reader.mapper.legacyUUIDs = legacy
+                try body.withUnsafeBytes { bytes in
+                    try reader.read(bytes) { items in try save(items, session: session, legacy: legacy, into: &report) }
+                }
             }
         } catch let error as APIError {
             throw error
@@ -41,19 +49,24 @@ struct HealthAutoExportIngest {
         return report
     }
 
-    /// One batch: counted, share-checked, and saved in one transaction.
-    private func save(_ items: [HealthAutoExportItem], into report: inout HealthAutoExportReport) throws {
+    /// One batch: counted, share-checked, and saved in the request's transaction.
+    private func save(_ items: [HealthAutoExportItem], session: any ImportSession, legacy: LegacyContentUUIDs?,
+                      into report: inout HealthAutoExportReport) throws {
         var batch: [SourcedSample] = []
+        var legacyUUIDs: [HealthUUID?] = []
         batch.reserveCapacity(items.count)
+        legacyUUIDs.reserveCapacity(items.count)
         for item in items {
             switch item {
             case .sample(let sample, let metric):
+                let legacyUUID = legacy?.take(sample.uuid)
                 // A type the token may not share is refused, not saved, and not fatal to the rest.
                 guard app.mayShare(sample.type), sample.objectTypes.allSatisfy(app.mayShare) else {
                     report.refused[metric, default: 0] += 1
                     continue
                 }
                 batch.append(SourcedSample(app: app.appName, sample: sample))
+                legacyUUIDs.append(legacyUUID)
             case .unmapped(let name):
                 report.unmapped[name, default: 0] += 1
             case .invalid(let metric, let field, let detail):
@@ -61,7 +74,17 @@ struct HealthAutoExportIngest {
             }
         }
         guard !batch.isEmpty else { return }
-        for outcome in try store.importSamples(batch, userRowID: app.userRowID) {
+        // Stored by this app before uuids included the app: the same sample under its old uuid.
+        let storedBefore = legacy == nil ? [] : try session.storedUUIDs(legacyUUIDs.compactMap { $0 }, app: app.appName)
+        if !storedBefore.isEmpty {
+            var fresh: [SourcedSample] = []
+            fresh.reserveCapacity(batch.count)
+            for (item, legacyUUID) in zip(batch, legacyUUIDs) {
+                if let legacyUUID, storedBefore.contains(legacyUUID) { report.duplicates += 1 } else { fresh.append(item) }
+            }
+            batch = fresh
+        }
+        for outcome in try session.save(batch) {
             switch outcome {
             case .inserted: report.saved += 1
             // Stored before; a resend that differs only in metadata (the phone's zone changed,

@@ -3,7 +3,7 @@ import HealthAutoExport
 import HealthStore
 
 /// `POST /v1/ingest/health-auto-export`: what the Health Auto Export iOS app's REST API
-/// automation posts (JSON, export format v2), unchanged (API.md, Health Auto Export; README).
+/// automation posts (JSON, export format v2), unchanged (docs/api.md, Health Auto Export; the mapping in docs/guide.md).
 /// The handler reads the request; `HealthAutoExportIngest` maps and saves the body;
 /// `HealthAutoExportReport` is the answer.
 public struct HealthAutoExportRoutes: Sendable {

@@ -77,7 +77,7 @@ extension Int {
     }
 }
 
-/// `GET /v1/heart-rate/zones` (API.md, Heart-rate zones).
+/// `GET /v1/heart-rate/zones` (docs/api.md, Heart-rate zones and workout sessions).
 struct HeartRateZoneRoutes: Sendable {
     let store: any HealthDataStore
     let now: @Sendable () -> Int64

@@ -4,7 +4,7 @@ import HealthStore
 import JSON
 import Pedometer
 
-/// One IMU batch as a phone sends it (API.md, Motion), before the pedometer sees it.
+/// One IMU batch as a phone sends it (docs/api.md, Motion: IMU ingest and pedometer), before the pedometer sees it.
 struct IMUBatchRequest {
     var device: SampleDevice?
     var session: String
@@ -52,7 +52,7 @@ struct IMURoutes: Sendable {
     /// `POST /v1/ingest/imu`: ingests one accelerometer batch of an IMU session and saves the steps the pedometer finds in it.
     /// Deferred: the session is read on a reader, the pedometer runs with no transaction open,
     /// and only the conditional state update, the samples and the answer go to the writer's
-    /// group commit (HealthStore.commitIMU); the worker moves on meanwhile.
+    /// group commit (SQLiteHealthStore.commitIMU); the worker moves on meanwhile.
     func ingestBatch(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         let app = try context.app()
         try Self.requireShare(app)

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Dispatch
 import HTTP
 import Synchronization

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Foundation
 import HTTP
 import HealthStore
@@ -5,7 +6,7 @@ import JSON
 import Synchronization
 
 extension HealthApplication {
-    /// The whole API surface in one place, in API.md's order.
+    /// The whole API surface in one place; docs/api.md describes each route.
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
                                store: any HealthDataStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,

@@ -1,10 +1,11 @@
+import HealthdSettings
 import Crypto
 import HTTP
 import HealthModel
 import HealthStore
 import JSON
 
-/// Samples, sources and the type catalog (API.md, Samples).
+/// Samples, sources and the type catalog (docs/api.md, Samples).
 struct SampleRoutes: Sendable {
     let store: any HealthDataStore
     let configuration: HealthdConfiguration

@@ -6,7 +6,7 @@ import JSON
 import Statistics
 import TimeZoneDatabase
 
-/// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (API.md, Statistics).
+/// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (docs/api.md, Statistics).
 struct StatisticsRoutes: Sendable {
     let store: any HealthDataStore
 

@@ -6,7 +6,7 @@ import JSON
 import Statistics
 import TimeZoneDatabase
 
-/// The dashboard's period summary and HKActivitySummary (API.md, Statistics), computed through the
+/// The dashboard's period summary and HKActivitySummary (docs/api.md, Statistics), computed through the
 /// same cached indexes and source merging as the statistics endpoints.
 struct SummaryRoutes: Sendable {
     let store: any HealthDataStore

@@ -6,7 +6,7 @@ import HealthStore
 import JSON
 import Synchronization
 
-/// `POST /v1/workout-sessions` and its state changes (API.md, Heart-rate zones and workout sessions).
+/// `POST /v1/workout-sessions` and its state changes (docs/api.md, Heart-rate zones and workout sessions).
 struct WorkoutSessionRoutes: Sendable {
     let store: any HealthDataStore
     let now: @Sendable () -> Int64

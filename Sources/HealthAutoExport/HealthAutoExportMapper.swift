@@ -46,6 +46,12 @@ public struct HealthAutoExportMapper {
     public let interval: HealthAutoExportInterval
     /// The user's id: part of every content-derived uuid.
     public let user: String
+    /// The saving app: part of every content-derived uuid when set, so each app's copy of a point
+    /// is its own sample (source merging de-duplicates them for statistics, as in HealthKit).
+    public let app: String?
+    /// Where the uuid each sample had before uuids included the app is kept (when set), so a
+    /// re-send of a sample stored under it is known as a duplicate.
+    public var legacyUUIDs: LegacyContentUUIDs?
     /// False for a checking pass: samples get no uuid (hashing is most of a point's cost).
     public var computesUUIDs = true
     private var items: [HealthAutoExportItem] = []
@@ -53,8 +59,9 @@ public struct HealthAutoExportMapper {
     /// HKTimeZone names by offset: a payload has one or two.
     private var zoneNames: [Int: String] = [:]
 
-    public init(user: String, interval: HealthAutoExportInterval = .minutes) {
+    public init(user: String, app: String? = nil, interval: HealthAutoExportInterval = .minutes) {
         self.user = user
+        self.app = app
         self.interval = interval
     }
 
@@ -76,15 +83,43 @@ public struct HealthAutoExportMapper {
     }
 
     /// The app's metric names (snake_case, as its JSON spells them) and their HealthKit types.
-    /// The README's mapping table lists the same.
+    /// The mapping table in docs/guide.md (Health Auto Export) lists the same.
     static let metrics: [String: MetricKind] = {
         var table: [String: MetricKind] = [
             "heart_rate": .heartRate, "blood_pressure": .bloodPressure, "sleep_analysis": .sleep,
             "mindful_minutes": .mindful,
         ]
         for (name, type) in quantityMetrics { table[name] = .quantity(type) }
+        for (alias, name) in metricAliases {
+            guard let kind = table[name] else { preconditionFailure("alias \(alias) of unknown metric \(name)") }
+            table[alias] = kind
+        }
         return table
     }()
+
+    /// Names the app has used in other versions, or spells differently in its own server's
+    /// reference list, for a name in `quantityMetrics`: the same type whichever version posts.
+    /// Earlier versions prefixed nutrients with `dietary_` (`dietary_cholesterol`, now
+    /// `cholesterol`); HealthKit's own spellings (`dietary_fat_total`) are read too.
+    static let metricAliases: [(alias: String, name: String)] = [
+        // Nutrition
+        ("dietary_energy_consumed", "dietary_energy"),
+        ("dietary_carbohydrates", "carbohydrates"),
+        ("dietary_total_fat", "total_fat"), ("dietary_fat_total", "total_fat"),
+        ("dietary_saturated_fat", "saturated_fat"), ("dietary_fat_saturated", "saturated_fat"),
+        ("dietary_monounsaturated_fat", "monounsaturated_fat"), ("dietary_fat_monounsaturated", "monounsaturated_fat"),
+        ("monosaturated_fat", "monounsaturated_fat"),
+        ("dietary_polyunsaturated_fat", "polyunsaturated_fat"), ("dietary_fat_polyunsaturated", "polyunsaturated_fat"),
+        ("dietary_protein", "protein"), ("dietary_fiber", "fiber"),
+        ("dietary_cholesterol", "cholesterol"), ("dietary_sodium", "sodium"), ("dietary_potassium", "potassium"),
+        ("dietary_calcium", "calcium"), ("dietary_iron", "iron"), ("dietary_vitamin_c", "vitamin_c"),
+        ("caffeine", "dietary_caffeine"),
+        // Activity, heart, hearing
+        ("wheelchair_push_count", "push_count"), ("swim_stroke_count", "swimming_stroke_count"),
+        ("downhill_snow_sports", "distance_downhill_snow_sports"), ("number_of_time_fallen", "number_of_times_fallen"),
+        ("walking_heart_rate", "walking_heart_rate_average"), ("forced_expiratory_volume", "forced_expiratory_volume_1"),
+        ("environmental_audio", "environmental_audio_exposure"), ("headphone_audio", "headphone_audio_exposure"),
+    ]
 
     static let quantityMetrics: [(String, String)] = [
         // Activity
@@ -257,9 +292,11 @@ public struct HealthAutoExportMapper {
                 HealthSample(uuid: uuid("bloodPressureDiastolic", instant, instant, source, .number(diastolicValue)),
                              type: "bloodPressureDiastolic", start: instant, end: instant, content: .quantity(diastolicValue), metadata: metadata),
             ]
+            let pair = ContentValue.text("\(systolicValue.bitPattern)/\(diastolicValue.bitPattern)")
             let correlation = HealthSample(
-                uuid: uuid("bloodPressure", instant, instant, source, .text("\(systolicValue.bitPattern)/\(diastolicValue.bitPattern)")),
+                uuid: uuid("bloodPressure", instant, instant, source, pair),
                 type: "bloodPressure", start: instant, end: instant, content: .correlation(objects), metadata: metadata)
+            recordLegacyUUID(of: correlation.uuid, "bloodPressure", instant, instant, source, pair)
             items.append(.sample(correlation, metric: metric))
         } catch {
             items.append(.invalid(metric: metric, field: error.field, detail: error.detail))
@@ -816,8 +853,14 @@ public struct HealthAutoExportMapper {
             // The workout (itself content-derived) and the locations' extent identify the route.
             value = .text("\(route.workout.lowercasedString)/\(route.locations.count)")
         }
-        let sample = HealthSample(uuid: uuid(type, start, end, Self.sourceName(metadata), value), type: type, start: start, end: end,
+        let source = Self.sourceName(metadata)
+        let sample = HealthSample(uuid: uuid(type, start, end, source, value), type: type, start: start, end: end,
                                   content: content, metadata: metadata)
+        if case .workoutRoute(let route) = content, let legacyWorkout = legacyUUIDs?.legacy(of: route.workout) {
+            recordLegacyUUID(of: sample.uuid, type, start, end, source, .text("\(legacyWorkout.lowercasedString)/\(route.locations.count)"))
+        } else {
+            recordLegacyUUID(of: sample.uuid, type, start, end, source, value)
+        }
         items.append(.sample(sample, metric: metric))
         return sample.uuid
     }
@@ -827,14 +870,23 @@ public struct HealthAutoExportMapper {
         case text(String)
     }
 
-    /// A name-based uuid (RFC 9562 version 8) from the sample's identity: user, type, start, end,
-    /// source and value. The app resends overlapping windows; the same point gets the same uuid,
-    /// so the store keeps it once. The first 48 bits are the start (Unix ms, as in version 7) so
-    /// inserts land at the end of the uuid index; the other 74 bits come from SHA-256 of the fields.
-    private mutating func uuid(_ type: String, _ start: Int64, _ end: Int64, _ source: String, _ value: ContentValue) -> HealthUUID {
+    /// A name-based uuid (RFC 9562 version 8) from the sample's identity: user, the saving app,
+    /// type, start, end, source and value. The app resends overlapping windows; the same point
+    /// gets the same uuid, so the store keeps it once. The first 48 bits are the start (Unix ms,
+    /// as in version 7) so inserts land at the end of the PostgreSQL store's (user, uuid) key; the
+    /// other 74 bits come from SHA-256 of the fields. With an `app`, the app follows the user in
+    /// the key (and the prefix differs), so every app derives its own uuids.
+    private mutating func uuid(_ type: String, _ start: Int64, _ end: Int64, _ source: String, _ value: ContentValue,
+                               includingApp: Bool = true) -> HealthUUID {
         guard computesUUIDs else { return HealthUUID(high: 0, low: 0) }
-        contentKey.reset(prefix: "healthd-health-auto-export")
-        contentKey.append(user)
+        if includingApp, let app {
+            contentKey.reset(prefix: "healthd-health-auto-export-app")
+            contentKey.append(user)
+            contentKey.append(app)
+        } else {
+            contentKey.reset(prefix: "healthd-health-auto-export")
+            contentKey.append(user)
+        }
         contentKey.append(type)
         contentKey.append(decimal: start)
         contentKey.append(decimal: end)
@@ -844,6 +896,13 @@ public struct HealthAutoExportMapper {
         case .text(let text): contentKey.append(text)
         }
         return contentKey.uuid(start: start, hash: Self.sha256Words)
+    }
+
+    /// Notes the uuid a top-level sample had before uuids included the app.
+    private mutating func recordLegacyUUID(of current: HealthUUID, _ type: String, _ start: Int64, _ end: Int64, _ source: String,
+                                           _ value: ContentValue) {
+        guard computesUUIDs, app != nil, let legacyUUIDs else { return }
+        legacyUUIDs.record(current, legacy: uuid(type, start, end, source, value, includingApp: false))
     }
 
     /// The first 128 bits of SHA-256, as two big-endian words.
@@ -867,7 +926,7 @@ public struct HealthAutoExportMapper {
     static func optionalDate(_ object: JSONObject, _ key: String) throws(MalformedField) -> HealthAutoExportDate? {
         guard let text = try optionalString(object, key) else { return nil }
         guard let date = HealthAutoExportDate(text) else {
-            throw MalformedField(key, "'\(text)' is not a date 'yyyy-MM-dd HH:mm:ss Z' (e.g. 2024-02-06 07:00:00 -0800)")
+            throw MalformedField(key, "'\(text)' is not a date 'yyyy-MM-dd HH:mm:ss Z' (e.g. 2024-02-06 07:00:00 -0800, or 2024-02-06 7:00:00 am -0800 from a 12-hour phone)")
         }
         return date
     }
@@ -902,21 +961,35 @@ public struct HealthAutoExportMapper {
     }
 }
 
-/// A date as the app writes it, `2024-02-06 07:00:00 -0800`: the instant and its UTC offset.
+/// The uuids samples had before content uuids included the saving app, by their uuid now: samples
+/// stored then keep their uuids, and a re-send by the same app must find them. The ingest takes
+/// each entry as it saves the sample, so the table holds about one batch.
+public final class LegacyContentUUIDs {
+    private var legacyByCurrent: [HealthUUID: HealthUUID] = [:]
+
+    public init() {}
+
+    func record(_ current: HealthUUID, legacy: HealthUUID) { legacyByCurrent[current] = legacy }
+
+    func legacy(of current: HealthUUID) -> HealthUUID? { legacyByCurrent[current] }
+
+    /// The legacy uuid of a sample, removed from the table.
+    public func take(_ current: HealthUUID) -> HealthUUID? { legacyByCurrent.removeValue(forKey: current) }
+
+    public var count: Int { legacyByCurrent.count }
+}
+
+/// A date as the app writes it, `2024-02-06 07:00:00 -0800` or, from a 12-hour phone,
+/// `2024-02-06 7:00:00 am -0800` (`HealthDate.parseHealthAutoExportDate`): the instant and its
+/// UTC offset.
 public struct HealthAutoExportDate: Sendable, Hashable {
     public let instant: HealthInstant
     public let offsetSeconds: Int
 
     public init?(_ text: String) {
-        guard let instant = HealthDate.parseAppleExportDate(text) else { return nil }
-        let utf8 = Array(text.utf8)
-        guard utf8.count >= 5 else { return nil }
-        let tail = utf8[(utf8.count - 5)...]
-        let sign = tail[tail.startIndex]
-        let digits = tail.dropFirst().map { Int($0) - 48 }
-        let seconds = (digits[0] * 10 + digits[1]) * 3600 + (digits[2] * 10 + digits[3]) * 60
-        self.instant = instant
-        self.offsetSeconds = sign == UInt8(ascii: "-") ? -seconds : seconds
+        guard let parsed = HealthDate.parseHealthAutoExportDate(text) else { return nil }
+        instant = parsed.instant
+        offsetSeconds = parsed.offsetSeconds
     }
 
     /// `GMT-0800`: the name NSTimeZone gives a fixed offset, which HKTimeZone metadata accepts.

@@ -44,8 +44,8 @@ public struct HealthAutoExportReader {
     private var truncated = false
     private var pending: [HealthAutoExportItem] = []
 
-    public init(user: String, interval: HealthAutoExportInterval = .minutes, batchSize: Int = 5_000) {
-        mapper = HealthAutoExportMapper(user: user, interval: interval)
+    public init(user: String, app: String? = nil, interval: HealthAutoExportInterval = .minutes, batchSize: Int = 5_000) {
+        mapper = HealthAutoExportMapper(user: user, app: app, interval: interval)
         self.batchSize = max(1, batchSize)
     }
 

@@ -104,8 +104,9 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// A version-7 UUID (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits.
     /// The server gives these to samples saved without a uuid: uuids made in the same minute sort
-    /// together, so the store's uuid index grows at its end instead of dirtying a random page per
-    /// row (random v4 keys halve SQLite's insert rate). Still unique without coordination.
+    /// together, so the PostgreSQL store's (user, uuid) key grows at its end instead of dirtying a
+    /// random page per row (the SQLite store's uuid key runs cost the same for any uuid). Still
+    /// unique without coordination.
     public static func timeOrdered<G: RandomNumberGenerator>(unixMilliseconds: Int64,
                                                               using generator: inout G) -> HealthUUID {
         let milliseconds = UInt64(clamping: max(0, unixMilliseconds)) & 0xFFFF_FFFF_FFFF
@@ -161,7 +162,8 @@ public struct HealthUUID: Sendable, Hashable, Comparable, CustomStringConvertibl
 extension HealthUUID {
     /// A name-based uuid (RFC 9562 version 8) for content-derived identities (imports, the Health
     /// Auto Export ingest): like version 7, the first 48 bits are the sample's start (Unix ms), so
-    /// inserts land at the end of the uuid index; 74 bits of a hash of the content fill the rest.
+    /// inserts land at the end of the PostgreSQL store's (user, uuid) key; 74 bits of a hash of the
+    /// content fill the rest.
     public init(contentStart start: Int64, hashHigh: UInt64, hashLow: UInt64) {
         let time = UInt64(bitPattern: start) & 0xFFFF_FFFF_FFFF
         self.init(high: time << 16 | 0x8000 | (hashHigh & 0x0FFF),

@@ -520,6 +520,65 @@ public enum HealthDate {
         try? scanAppleExportDate(bytes)
     }
 
+    /// Health Auto Export dates, written in the phone's regional format: `2024-09-21 07:57:00 +1000`,
+    /// or on a 12-hour phone `2024-09-21 7:57:00 pm +1000` (one or two hour digits; am/pm in any
+    /// case, after a space, U+202F NARROW NO-BREAK SPACE or U+00A0 NO-BREAK SPACE). 12 am is
+    /// midnight, 12 pm noon. The instant and the date's UTC offset in seconds.
+    public static func parseHealthAutoExportDate<S: StringProtocol>(_ string: S) -> (instant: HealthInstant, offsetSeconds: Int)? {
+        try? withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> (instant: HealthInstant, offsetSeconds: Int) in
+            try scanHealthAutoExportDate(bytes)
+        }
+    }
+
+    private static func scanHealthAutoExportDate(_ bytes: UnsafeBufferPointer<UInt8>)
+        throws(InstantParseError) -> (instant: HealthInstant, offsetSeconds: Int) {
+        var scanner = ASCIIScanner(bytes)
+        let days = try RFC3339.scanDate(&scanner)
+        try scanner.expect(UInt8(ascii: " "), "' ' between date and time")
+        var hour = try scanner.digits(1, field: "hour")
+        if let next = scanner.current, next &- UInt8(ascii: "0") < 10 { hour = hour * 10 + (try scanner.digits(1, field: "hour")) }
+        try scanner.expect(UInt8(ascii: ":"), "':' after the hour")
+        let minute = try scanner.digits(2, field: "minute")
+        try scanner.expect(UInt8(ascii: ":"), "':' after the minute")
+        let second = try scanner.digits(2, field: "second")
+        guard minute <= 59, second <= 59 else { throw .outOfRange("time of day") }
+        let spaceLength = Self.spaceLength(scanner)
+        guard spaceLength > 0 else { throw .malformed("expected ' ' after the time") }
+        scanner.position += spaceLength
+        if let first = scanner.current, first | 0x20 == UInt8(ascii: "a") || first | 0x20 == UInt8(ascii: "p") {
+            // 12-hour clock: 12 am is midnight, 12 pm noon.
+            scanner.position += 1
+            guard let letter = scanner.current, letter | 0x20 == UInt8(ascii: "m") else { throw .malformed("expected am or pm") }
+            scanner.position += 1
+            guard (1...12).contains(hour) else { throw .outOfRange("hour on a 12-hour clock") }
+            hour = hour % 12 + (first | 0x20 == UInt8(ascii: "p") ? 12 : 0)
+            try scanner.expect(UInt8(ascii: " "), "' ' before the offset")
+        } else {
+            guard spaceLength == 1, hour <= 23 else { throw .outOfRange("time of day") }
+        }
+        guard let sign = scanner.current, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else {
+            throw .malformed("offset must be ±HHMM")
+        }
+        scanner.position += 1
+        let offsetHours = try scanner.digits(2, field: "offset hours")
+        let offsetMinutes = try scanner.digits(2, field: "offset minutes")
+        guard offsetHours <= 23, offsetMinutes <= 59, scanner.isAtEnd else { throw .malformed("offset") }
+        let offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
+        let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
+        return (days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000, offsetSeconds)
+    }
+
+    /// The length in bytes of the space at the scanner: U+0020 (1), U+00A0 (2) or U+202F (3); 0 if none.
+    private static func spaceLength(_ scanner: ASCIIScanner) -> Int {
+        let bytes = scanner.bytes
+        let at = scanner.position
+        guard at < bytes.count else { return 0 }
+        if bytes[at] == 0x20 { return 1 }
+        if bytes[at] == 0xC2, at + 1 < bytes.count, bytes[at + 1] == 0xA0 { return 2 }
+        if bytes[at] == 0xE2, at + 2 < bytes.count, bytes[at + 1] == 0x80, bytes[at + 2] == 0xAF { return 3 }
+        return 0
+    }
+
     private static func scanAppleExportDate(_ bytes: UnsafeBufferPointer<UInt8>) throws(InstantParseError) -> HealthInstant {
         var scanner = ASCIIScanner(bytes)
         let days = try RFC3339.scanDate(&scanner)

@@ -1,5 +1,4 @@
 import HealthModel
-import SQLite
 import Crypto
 
 /// A person whose data the server holds.
@@ -48,7 +47,7 @@ public struct AppAuthorization: Sendable, Equatable {
     public func mayShare(_ type: String) -> Bool { access.mayShare(type) }
 }
 
-/// What one token may read and share, and the one place that says what that means (API.md,
+/// What one token may read and share, and the one place that says what that means (docs/api.md,
 /// Authorization). The store applies it on every read and write, so a route cannot forget it:
 /// - read privacy, as in HealthKit: for a type the token may not read, data of that type is
 ///   narrowed to the token's own source, as if nothing else existed (not an error);
@@ -136,52 +135,7 @@ public enum ReadScope: Sendable, Equatable {
         }
     }
 }
-
-extension AccessPolicy {
-    /// Narrows a `samples` query on `type` to the token's own rows when it may not read the type.
-    func narrow(_ type: String, into clause: inout WhereClause) {
-        guard let own = visibleSource(of: type) else { return }
-        let source = clause.bind(.integer(own))
-        clause.require("source_id = ?\(source)")
-    }
-
-    func narrow(_ type: String, conditions: inout [String], values: inout [SQLValue]) {
-        var clause = WhereClause(conditions: conditions, values: values)
-        narrow(type, into: &clause)
-        conditions = clause.conditions
-        values = clause.values
-    }
-}
-
-/// A WHERE clause's parameter values, and its text only when the caller needs it: a query whose
-/// text is fixed by a few choices (`StatementFamily`) builds it once per connection, not per run.
-struct WhereClause {
-    let buildsText: Bool
-    private(set) var conditions: [String]
-    private(set) var values: [SQLValue]
-
-    init(buildsText: Bool = true, conditions: [String] = [], values: [SQLValue] = []) {
-        self.buildsText = buildsText
-        self.conditions = conditions
-        self.values = values
-    }
-
-    /// Adds a parameter value and returns its number (`?N` in the text).
-    mutating func bind(_ value: SQLValue) -> Int {
-        values.append(value)
-        return values.count
-    }
-
-    /// Adds a condition (ANDed with the others); its text is built only when `buildsText`.
-    mutating func require(_ condition: @autoclosure () -> String) {
-        if buildsText { conditions.append(condition()) }
-    }
-
-    /// The conditions joined by AND (empty unless `buildsText`).
-    var text: String { conditions.joined(separator: " AND ") }
-}
-
-/// A write or delete of a type the token may not share: a 403 (API.md, Authorization).
+/// A write or delete of a type the token may not share: a 403 (docs/api.md, Authorization).
 public struct SharingDenied: Error, Sendable, Equatable, CustomStringConvertible {
     public var type: String
     /// The refused sample's position in its batch, when a batch was refused.

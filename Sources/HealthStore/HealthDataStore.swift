@@ -3,7 +3,7 @@ import HealthModel
 import Statistics
 
 /// Everything the HTTP layer, the change feed, the workout zone monitor, the importers and the
-/// demo seeder ask of a store, whatever keeps the data: the embedded SQLite `HealthStore` (the
+/// demo seeder ask of a store, whatever keeps the data: the embedded SQLite `SQLiteHealthStore` (the
 /// default) or the PostgreSQL store (`PostgresStore`, for several nodes on one database).
 ///
 /// The value types (users, authorizations and their `AccessPolicy`, sample queries and pages,
@@ -68,6 +68,8 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// False when there is no such unrevoked authorization. How soon a revoked token stops working
     /// is the backend's documented bound (at once for SQLite).
     func revokeAuthorization(id: String) throws -> Bool
+    /// The user's apps with a live token (oldest source first) and what those tokens may read and share.
+    func appPermissions(userRowID: Int64) throws -> [AppPermissions]
     /// The authorization for a token hash if it is cached and still valid; nil says nothing. No I/O.
     func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization?
     /// The live authorization for a token hash, nil for unknown and revoked tokens. A failing read
@@ -158,6 +160,10 @@ public protocol HealthDataStore: AnyObject, Sendable {
 
     /// Saves an import batch, each sample as its own app's source; see `ImportOutcome`.
     func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome]
+    /// Runs `body` in one write transaction: every batch it saves through the session commits
+    /// together, or none does. For a request that must be stored whole or not at all (a Health
+    /// Auto Export payload) while holding one batch in memory at a time.
+    func importSamples(userRowID: Int64, _ body: (any ImportSession) throws -> Void) throws
     /// One page of a user's top-level samples of one type, oldest first, after `after`.
     func exportPage(userRowID: Int64, userExternalID: String, type: String, onlySource: Int64?,
                     after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)]
@@ -202,6 +208,17 @@ public struct StatisticsAnswer: Sendable {
         self.buckets = buckets
         self.appNames = appNames
     }
+}
+
+/// An import transaction in progress (`HealthDataStore.importSamples(userRowID:_:)`).
+public protocol ImportSession: AnyObject {
+    /// Saves a batch as `importSamples(_:userRowID:)` does, inside the open transaction.
+    func save(_ batch: [SourcedSample]) throws -> [ImportOutcome]
+    /// Which of `uuids` the user's `app` has stored, as of this transaction.
+    func storedUUIDs(_ uuids: [HealthUUID], app: String) throws -> Set<HealthUUID>
+    /// Whether the user's `app` is a source yet (it may have stored samples); false for an app
+    /// that never saved for the user.
+    func hasSource(app: String) throws -> Bool
 }
 
 /// What a backend's error says about the database as a whole, beyond the request: the API answers

@@ -2,16 +2,6 @@ import HealthModel
 import JSON
 import SQLite
 
-extension Statement {
-    /// Binds a uuid as the `uuid` column stores it: its 16 network-order bytes, straight from its
-    /// two words (no array per row).
-    func bind(_ uuid: HealthUUID, at index: Int) throws(SQLiteError) {
-        try withUnsafeBytes(of: (uuid.high.bigEndian, uuid.low.bigEndian)) { bytes throws(SQLiteError) in
-            try bind(bytes: bytes, at: index)
-        }
-    }
-}
-
 /// The columns of `samples` that `SampleRow` reads, in SELECT order. Both stores' `samples`
 /// tables have these columns; the PostgreSQL store decodes the same row type from its results.
 package enum SampleColumn: Int, TableColumns {
@@ -71,7 +61,7 @@ package struct SampleRow: Sendable {
 
     /// Reads by position with non-generic getters (this runs for every row of every page); a
     /// NULL in a NOT NULL column is reported under the column's name, as `Row`'s named getters do.
-    init(_ row: Row) throws(RowDecodingError) {
+    package init(_ row: Row) throws(RowDecodingError) {
         func required(_ column: SampleColumn) throws(RowDecodingError) -> Int64 {
             guard let value = row.int64IfPresent(at: column.rawValue) else {
                 throw RowDecodingError(table: SampleColumn.table, column: column.name, problem: "is NULL")

@@ -195,6 +195,12 @@ public struct StatisticsCacheFigures: Sendable, Equatable {
 }
 
 extension StatisticsIndexCache {
+    /// 64 MiB: a year of per-minute steps from two sources decodes to a few MiB (BENCHMARKS.md), and
+    /// a series dropped from memory costs only a cold read of its rollup rows (one per day asked about).
+    public static let defaultMemoryBudget = 64 << 20
+}
+
+extension StatisticsIndexCache {
     /// Runs `body` on a series decoded from the rollup rows of the UTC days the buckets touch, as
     /// of one snapshot: a query reads one row per day (and, for a discrete type, the samples of
     /// 15-minute slots a bucket edge cuts), never all samples. `inSnapshot` opens one snapshot of

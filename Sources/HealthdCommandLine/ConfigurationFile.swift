@@ -1,4 +1,4 @@
-import HealthAPI
+import HealthdSettings
 import JSON
 
 /// Reads `config.example.json`-style files: a JSON object whose keys are `HealthdConfiguration.fileKeys`.
@@ -77,7 +77,7 @@ public enum ConfigurationFile {
                 var origins: [String] = []
                 for index in 0 ..< list.count {
                     let origin = try list.string(at: index)
-                    guard CORSPolicy.isValidOrigin(origin) else {
+                    guard CORSOrigin.isValid(origin) else {
                         throw list.error(at: index, "'\(origin)' is not an origin (scheme://host[:port], no path)")
                     }
                     origins.append(origin)

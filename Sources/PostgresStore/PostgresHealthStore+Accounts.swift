@@ -107,8 +107,8 @@ extension PostgresHealthStore {
                 WHERE user_id = $1 AND app = $2 AND revoked_ms IS NULL ORDER BY created_ms
                 """, [.int64(user.rowID), .text(app)]) { row in
                 AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, appName: app,
-                                 sourceRowID: try row.int64(at: 3), read: HealthStore.typeList(try row.string(at: 1)),
-                                 share: HealthStore.typeList(try row.string(at: 2)), disclosesRead: try row.bool(at: 4))
+                                 sourceRowID: try row.int64(at: 3), read: StoredForms.typeList(try row.string(at: 1)),
+                                 share: StoredForms.typeList(try row.string(at: 2)), disclosesRead: try row.bool(at: 4))
             }
         }
         if let existing = candidates.first(where: { read.isSubset(of: $0.read) && share.isSubset(of: $0.share) }) {
@@ -171,7 +171,7 @@ extension PostgresHealthStore {
     private static func appAuthorization(_ row: PostgresRow, from first: Int = 0) throws -> AppAuthorization {
         AppAuthorization(id: try row.string(at: first), userRowID: try row.int64(at: first + 1), userID: try row.string(at: first + 2),
                          appName: try row.string(at: first + 3), sourceRowID: try row.int64(at: first + 6),
-                         read: HealthStore.typeList(try row.string(at: first + 4)), share: HealthStore.typeList(try row.string(at: first + 5)),
+                         read: StoredForms.typeList(try row.string(at: first + 4)), share: StoredForms.typeList(try row.string(at: first + 5)),
                          disclosesRead: try row.bool(at: first + 7))
     }
 

@@ -18,7 +18,7 @@ extension PostgresHealthStore {
             let limit = request.limit
             var rows: [SampleRow] = []
             var tombstones: [(seq: Int64, deleted: DeletedSample?)] = []
-            if let visibility = HealthStore.visibilityCondition(types: request.types, app: app, sourceParameter: "$3",
+            if let visibility = app.visibilityCondition(types: request.types, sourceParameter: "$3",
                                                                  code: { typeCode(for: $0) }) {
                 rows = try connection.map("""
                     SELECT \(SampleRow.selectList) FROM samples

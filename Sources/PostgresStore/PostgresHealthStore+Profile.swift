@@ -75,7 +75,7 @@ extension PostgresHealthStore {
             try connection.execute("""
                 INSERT INTO source_priorities (user_id, type_id, apps) VALUES ($1, $2, $3)
                 ON CONFLICT (user_id, type_id) DO UPDATE SET apps = excluded.apps
-                """, [.int64(userRowID), .int64(typeCode), .text(HealthStore.encodeAppList(apps))])
+                """, [.int64(userRowID), .int64(typeCode), .text(StoredForms.encodeAppList(apps))])
             try rollupsRebuild(userRowID: userRowID, typeCode: typeCode, connection)
         }
     }

@@ -103,7 +103,7 @@ extension PostgresHealthStore {
         }
     }
 
-    /// The overlap (or strict) predicate of API.md, bounded below by the longest sample of the type
+    /// The overlap (or strict) predicate of docs/api.md (Samples, `GET /v1/samples`), bounded below by the longest sample of the type
     /// so the (user, type, start) index is used from both ends.
     func appendDatePredicate(_ connection: PostgresConnection, start: Int64?, end: Int64?, strictStart: Bool, strictEnd: Bool,
                              typeCode: Int64, userRowID: Int64, conditions: inout [String], values: inout [PostgresValue]) throws {

@@ -70,14 +70,14 @@ public final class PostgresHealthStore: HealthDataStore {
     /// `statisticsMemoryBudget`: bytes of decoded statistics rollups this node keeps in memory (the
     /// SQLite store's setting and default).
     public convenience init(url: String, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000, listen: Bool = true,
-                            statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
+                            statisticsMemoryBudget: Int = StatisticsIndexCache.defaultMemoryBudget) throws {
         try self.init(configuration: PostgresConfiguration(url: url), maxConnections: maxConnections,
                       writeBacklogLimit: writeBacklogLimit, listen: listen, statisticsMemoryBudget: statisticsMemoryBudget)
     }
 
     /// `configuration.settings` may name a `search_path`: the schema holding healthd's tables.
     public init(configuration: PostgresConfiguration, maxConnections: Int = 16, writeBacklogLimit: Int = 200_000,
-                listen: Bool = true, statisticsMemoryBudget: Int = HealthStore.defaultStatisticsMemoryBudget) throws {
+                listen: Bool = true, statisticsMemoryBudget: Int = StatisticsIndexCache.defaultMemoryBudget) throws {
         self.configuration = configuration
         statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
         // Resumed at once (with no schedule it never fires): libdispatch traps when a suspended

@@ -34,7 +34,7 @@ public enum PostgresSchema {
     ] + PostgresSessionsSchema.distributedTables
 
     /// What distributes this schema on a Citus cluster (run once, after the first start has made
-    /// the tables and before data arrives; README, "More than one machine").
+    /// the tables and before data arrives; docs/operations.md, "PostgreSQL and more than one machine").
     public static var citusDistributionStatements: [String] {
         referenceTables.map { "SELECT create_reference_table('\($0)');" }
             + ["SELECT create_distributed_table('samples', 'user_id');"]

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Dispatch
 import Foundation
 import HealthAPI
@@ -72,7 +73,7 @@ enum HealthAutoExportBenchmark {
                 }
             }
             // The route's own limit is raised to fit a payload over the default (a year), so its
-            // memory can be measured; the default stays what the README says.
+            // memory can be measured; the default stays what docs/guide.md says.
             let limit = max(payload.count + 4096, HealthdConfiguration().maxHealthAutoExportBodyBytes)
             let (firstSeconds, firstPeak, againSeconds, httpPeak) = try withServer("hae", healthAutoExportBodyLimit: limit) { harness, token in
                 let client = try BenchHTTPClient(port: harness.port)

@@ -1,14 +1,16 @@
+import HealthdSettings
 import Foundation
 import HTTPServer
 import HealthAPI
 import HealthStore
+import SQLiteStore
 
 /// healthd's application and HTTP server in this process, on a fresh temporary store, for the
 /// benchmarks that need real HTTP plus direct access to the store.
 final class InProcessServer {
     let directory: String
     private let keepsDirectory: Bool
-    let store: HealthStore
+    let store: SQLiteHealthStore
     let application: HealthApplication
     let server: HTTPServer
     var port: Int { server.boundPort }
@@ -26,7 +28,7 @@ final class InProcessServer {
         // Every benchmark client is one loopback address: the abuse limits would measure themselves.
         configuration.rateLimitPerAddressPerSecond = 0
         configuration.rateLimitPerTokenPerSecond = 0
-        store = try HealthStore(directory: directory)
+        store = try SQLiteHealthStore(directory: directory)
         application = HealthApplication(configuration: configuration, store: store,
                                         adminToken: "bench-admin-token-0123456789", accessLog: nil)
         var serverConfiguration = HTTPServerConfiguration(host: "127.0.0.1", port: port)

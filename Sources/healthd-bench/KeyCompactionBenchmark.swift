@@ -1,10 +1,11 @@
 import Foundation
 import HealthModel
 import HealthStore
+import SQLiteStore
 import Synchronization
 
 /// `key-compaction`: what deleting half of a large user's samples costs, request by request, in
-/// process on HealthStore. The uuid key runs keep deleted rows' entries until they are compacted
+/// process on SQLiteHealthStore. The uuid key runs keep deleted rows' entries until they are compacted
 /// (SampleKeyIndex); this times every delete request around the point where more than half of the
 /// user's entries are of deleted rows, and the saves of another user that wait for the writer
 /// meanwhile. Each figure is a ratio to the median delete request of the same size in the same run.

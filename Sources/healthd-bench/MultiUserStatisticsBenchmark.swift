@@ -1,6 +1,7 @@
 import Foundation
 import HealthModel
 import HealthStore
+import SQLiteStore
 import PostgreSQL
 import PostgresStore
 import SQLite
@@ -142,7 +143,7 @@ enum MultiUserStatisticsBenchmark {
                 database = created
                 store = try PostgresHealthStore(url: created.url, listen: false)
             } else {
-                store = try HealthStore(directory: directory, readers: 1)
+                store = try SQLiteHealthStore(directory: directory, readers: 1)
             }
             let slots = options.days * 720
             print("statistics-users on \(backend): \(options.users) users x \(options.days) days; per user \(slots) phone and \(slots) watch step samples "
@@ -165,9 +166,9 @@ enum MultiUserStatisticsBenchmark {
                 print("plus one user with \(options.yearDays) days of the same data, for the year-long queries")
             }
             let loadSeconds = StatisticsBenchmark.seconds(since: loadStart)
-            if let sqlite = store as? HealthStore {
+            if let sqlite = store as? SQLiteHealthStore {
                 let maintenance = Double(sqlite.rollupMaintenanceNanoseconds) / 1e9
-                print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through HealthStore.save); rollup maintenance %.1f s of it (%.1f %%)",
+                print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through SQLiteHealthStore.save); rollup maintenance %.1f s of it (%.1f %%)",
                              saved, loadSeconds, Double(saved) / loadSeconds, maintenance, 100 * maintenance / loadSeconds))
             } else {
                 print(String(format: "loaded %d samples in %.1f s (%.0f samples/s through PostgresHealthStore.save, rollups included)",

@@ -2,13 +2,14 @@ import Dispatch
 import ClientThreads
 import Foundation
 import HealthStore
+import SQLiteStore
 import PostgreSQL
 import PostgresStore
 import Synchronization
 import Primitives
 
 /// `healthd-bench postgres`: the PostgreSQL backend beside SQLite in one run (BENCHMARKS.md,
-/// PostgreSQL). Every figure is a ratio to a floor or peer measured in the same run:
+/// PostgreSQL and several nodes). Every figure is a ratio to a floor or peer measured in the same run:
 /// - ingest: the same POST /v1/samples batches (client uuids) to `healthd serve` on SQLite and on
 ///   PostgreSQL, and two floors that copy the rows that run stored (the same rows, encoded before
 ///   the clock starts, the same batches) into the same `samples` table by binary `COPY`:
@@ -95,7 +96,7 @@ enum PostgresBenchmark {
             let total = options.batches * options.batchSize
 
             let sqliteDirectory = options.workDirectory + "/sqlite"
-            let sqliteStore = try HealthStore(directory: sqliteDirectory, readers: 1)
+            let sqliteStore = try SQLiteHealthStore(directory: sqliteDirectory, readers: 1)
             let sqliteTokens = try tokens(sqliteStore, users: options.users)
             sqliteStore.close()
             let sqliteServer = try ServerProcess(executable: options.healthdPath, dataDirectory: sqliteDirectory)

@@ -3,6 +3,7 @@ import ClientThreads
 import Foundation
 import HealthModel
 import HealthStore
+import SQLiteStore
 import JSON
 import SQLite
 import Synchronization
@@ -65,7 +66,7 @@ enum SamplesBenchmark {
     // MARK: Raw SQLite baseline
 
     /// How a raw-SQLite run shapes the samples table and its idempotency by client uuid: the
-    /// alternatives measured side by side in one run (BENCHMARKS.md, Ingest with random client uuids).
+    /// alternatives measured side by side in one run (BENCHMARKS.md, Samples: ingest).
     enum TableShape: String, CaseIterable {
         /// The floor: no uuid index at all (idempotency would cost nothing).
         case noUUIDIndex = "no uuid index"
@@ -268,9 +269,9 @@ enum SamplesBenchmark {
         return rate
     }
 
-    // MARK: HealthStore.save and the cost of rollup maintenance
+    // MARK: SQLiteHealthStore.save and the cost of rollup maintenance
 
-    /// The same client-uuid batches saved in process through `HealthStore.save`, with the statistics
+    /// The same client-uuid batches saved in process through `SQLiteHealthStore.save`, with the statistics
     /// rollups maintained as the store does (saves folded into the day rows), with every touched day
     /// rewritten from all its samples instead, and with no maintenance at all (the modes exist for
     /// these figures only): what maintenance adds to a write, apart from HTTP and JSON. CPU per sample
@@ -298,7 +299,7 @@ enum SamplesBenchmark {
             store.close()
             if !options.keep { try? FileManager.default.removeItem(atPath: directory) }
             rates[mode] = Double(total) / max(cpu, 1e-9)
-            print("HealthStore.save, rollup maintenance \(name): \(total) samples in \(options.batchSize)-sample batches: "
+            print("SQLiteHealthStore.save, rollup maintenance \(name): \(total) samples in \(options.batchSize)-sample batches: "
                   + "\(format(seconds, decimals: 3)) s, \(Int(Double(total) / seconds)) samples/s; "
                   + "CPU \(format(1e6 * cpu / Double(total), decimals: 2)) µs per sample"
                   + (mode == .off ? "" : "; inside maintenance \(format(1e6 * maintenance / Double(total), decimals: 2)) µs per sample"))
@@ -419,7 +420,7 @@ enum SamplesBenchmark {
             }
         }
         let seconds = Double(nanosecondsNow() - began) / 1e9
-        print("\(log): built a store of \(samples) samples with HealthStore.save in \(format(seconds, decimals: 1)) s (\(Int(Double(samples) / seconds)) samples/s in-process)")
+        print("\(log): built a store of \(samples) samples with SQLiteHealthStore.save in \(format(seconds, decimals: 1)) s (\(Int(Double(samples) / seconds)) samples/s in-process)")
         return token
     }
 

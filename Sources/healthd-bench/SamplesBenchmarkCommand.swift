@@ -1,6 +1,7 @@
+import SQLiteStore
 import Foundation
 
-/// `samples`, `sqlite-baseline`, `samples-write`, `samples-read`: the samples API's numbers (BENCHMARKS.md, Samples API).
+/// `samples`, `sqlite-baseline`, `samples-write`, `samples-read`: the samples API's numbers (BENCHMARKS.md, Samples: ingest and Samples: reads).
 enum SamplesBenchmarkCommand {
     static func run(_ command: String, _ arguments: [String]) -> Int32 {
         var arguments = arguments
@@ -114,7 +115,7 @@ let samplesUsage = """
       samples           sqlite-baseline, samples-write and samples-read in one run
       sqlite-baseline   raw SQLite inserts into a samples-shaped table (WAL, synchronous=FULL), one run per
                         table shape for uuid idempotency (none, today's index, 64-bit keys, clustered)
-      ingest            both raw floors, the other table shapes, samples-write, then HealthStore.save in
+      ingest            both raw floors, the other table shapes, samples-write, then SQLiteHealthStore.save in
                         process with statistics rollup maintenance incremental, re-reading days, and off
       samples-write     POST /v1/samples batches from concurrent keep-alive clients
       samples-read      GET /v1/samples pages of 1,000 from a large store

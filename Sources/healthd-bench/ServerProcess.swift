@@ -1,5 +1,6 @@
 import Foundation
 import HealthStore
+import SQLiteStore
 
 /// A real `healthd serve` child process on a free port with its own data directory.
 final class ServerProcess {
@@ -66,8 +67,8 @@ func processMemory(_ processIdentifier: Int32) -> (residentKiB: Int, peakKiB: In
 
 /// Creates the benchmark user and an app token for it directly in the store (before the server
 /// opens it), so the samples benchmark needs no admin round trips.
-func prepareUser(dataDirectory: String) throws -> (store: HealthStore, app: AppAuthorization, token: String) {
-    let store = try HealthStore(directory: dataDirectory, readers: 1)
+func prepareUser(dataDirectory: String) throws -> (store: SQLiteHealthStore, app: AppAuthorization, token: String) {
+    let store = try SQLiteHealthStore(directory: dataDirectory, readers: 1)
     let user = try store.userCreatingIfNeeded(name: "bench")
     let types: Set<String> = ["stepCount", "heartRate"]
     let (app, token) = try store.createAuthorization(user: user, app: "bench-phone", read: types, share: types)

@@ -1,15 +1,17 @@
+import HealthdSettings
 import Dispatch
 import Foundation
 import HTTP
 import HealthAPI
 import HealthModel
 import HealthStore
+import SQLiteStore
 import SQLite
 import Synchronization
 import Primitives
 
 /// `healthd-bench statistics [--days N] [--repeats N] [--keep DIR]`: one user with a year of per-minute
-/// steps from two overlapping sources and heart rate every 10 s, saved through `HealthStore.save`;
+/// steps from two overlapping sources and heart rate every 10 s, saved through `SQLiteHealthStore.save`;
 /// then statistics queries through the real route handlers (`HealthApplication`), timed cold and warm,
 /// against SQLite `GROUP BY` over the raw rows and (when installed) DuckDB over the same rows.
 enum StatisticsBenchmark {
@@ -44,7 +46,7 @@ enum StatisticsBenchmark {
         }
         let directory = options.directory ?? NSTemporaryDirectory() + "healthd-bench-statistics-" + UUID().uuidString
         defer { if options.directory == nil { try? FileManager.default.removeItem(atPath: directory) } }
-        let store = try HealthStore(directory: directory, readers: 4)
+        let store = try SQLiteHealthStore(directory: directory, readers: 4)
         defer { store.close() }
         let admin = "bench-admin-token-0123456789abcdef"
         var configuration = HealthdConfiguration()
@@ -153,7 +155,7 @@ enum StatisticsBenchmark {
 
         if options.duckDB { runDuckDB(databasePath: store.databasePath, userRowID: user.rowID, origin: origin, yearEnd: yearEnd, june: june) }
 
-        print("\nwrite throughput (10,000-sample batches of steps through HealthStore.save):")
+        print("\nwrite throughput (10,000-sample batches of steps through SQLiteHealthStore.save):")
         var day = yearEnd + 86_400_000
         // Saves rewrite the touched days' rollup rows whether or not a decoded series is cached;
         // alternating the order keeps WAL growth and checkpoints from favouring either side.

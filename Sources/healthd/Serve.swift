@@ -1,9 +1,11 @@
+import HealthdSettings
 import DemoData
 import Dispatch
 import Foundation
 import HealthAPI
 import HealthdCommandLine
 import HealthStore
+import SQLiteStore
 import PostgresStore
 import PostgreSQL
 import HTTPServer
@@ -53,7 +55,7 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     if let url = configuration.database {
         // The data directory then holds only the generated admin token (without HEALTHD_ADMIN_TOKEN);
         // if it cannot be made, writing the token says so in one line.
-        try? FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        _ = try? DataDirectory.prepare(configuration.dataDirectory)
         do {
             return try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
         } catch {
@@ -61,21 +63,32 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
         }
     }
     let directory = configuration.dataDirectory
-    do {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    } catch {
-        fail("cannot create the data directory \(directory): \(error.localizedDescription)")
-    }
+    prepareDataDirectory(directory)
     guard FileManager.default.isWritableFile(atPath: directory) else {
         fail("the data directory \(directory) is not writable")
     }
     do {
-        return try HealthStore(directory: directory, readers: configuration.readerConnections,
+        return try SQLiteHealthStore(directory: directory, readers: configuration.readerConnections,
                                statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20,
                                uuidKeyMemoryBudget: configuration.uuidKeyMemoryMiB << 20)
     } catch {
         fail("cannot open the database in \(directory): \(error)")
     }
+}
+
+/// Creates the data directory (0700) or narrows the modes of an existing one, saying what it changed.
+func prepareDataDirectory(_ directory: String) {
+    let repairs: [DataDirectory.Repair]
+    do {
+        repairs = try DataDirectory.prepare(directory)
+    } catch let error as DataDirectoryError {
+        fail(error.description)
+    } catch {
+        fail("cannot create the data directory \(directory): \(error.localizedDescription)")
+    }
+    guard !repairs.isEmpty else { return }
+    FileHandle.standardError.write(Data(("healthd: the data directory was readable by others; now its owner's alone: "
+        + repairs.map(\.description).joined(separator: ", ") + "\n").utf8))
 }
 
 func runServe(_ options: ServeOptions) -> Never {
@@ -88,6 +101,19 @@ func runServe(_ options: ServeOptions) -> Never {
     if let directory = options.publicDirectory { configuration.publicDirectory = directory }
     let dashboardSearch = locateDashboard(&configuration)
 
+    // One server per SQLite directory: a second one would keep its own token cache and statistics
+    // series, and disagree with the first. Held until the process ends.
+    let lock: DataDirectoryLock?
+    if configuration.database == nil {
+        prepareDataDirectory(configuration.dataDirectory)
+        do { lock = try DataDirectoryLock(directory: configuration.dataDirectory) } catch let error as DataDirectoryError {
+            fail(error.description)
+        } catch {
+            fail("\(error)")
+        }
+    } else {
+        lock = nil
+    }
     let store = openStore(configuration)
     let admin: (token: String, origin: AdminToken.Origin)
     do {
@@ -121,13 +147,14 @@ func runServe(_ options: ServeOptions) -> Never {
         return (open: statistics.openConnections, accepted: UInt64(statistics.acceptedConnections))
     }
 
+    lock?.record(port: server.boundPort)
     let hostForURL = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     let baseURL = "http://\(hostForURL):\(server.boundPort)"
     say("healthd \(HealthdVersion.string) listening on \(baseURL)")
     // Where the data goes: a binary started from another directory keeps `./healthd-data` there.
     if let url = configuration.database {
         say("data: PostgreSQL, \((try? PostgresConfiguration(url: url))?.redactedURL ?? "(the URL)")")
-    } else if let sqlite = store as? HealthStore {
+    } else if let sqlite = store as? SQLiteHealthStore {
         say("data: SQLite, \(URL(fileURLWithPath: sqlite.databasePath).standardizedFileURL.path)")
     }
     switch admin.origin {
@@ -149,7 +176,7 @@ func runServe(_ options: ServeOptions) -> Never {
             ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
         // Off the main thread, which waits for stop signals: a stop during seeding is not delayed.
         DispatchQueue.global().async {
-            prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", timeZone: demoTimeZone(options.timeZone),
+            prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", zone: demoTimeZone(options.timeZone),
                         hasDashboard: hasDashboard)
         }
     }
@@ -206,19 +233,23 @@ func waitForStopSignals(server: HTTPServer, application: HealthApplication, stor
 }
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
-/// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
+/// fresh read-only token that opens on a whole day (`DemoSeeder.openingDay`). Runs while the server already
+/// answers, so health checks pass meanwhile.
+func prepareDemo(store: any HealthDataStore, baseURL: String, zone: DemoTimeZoneChoice, hasDashboard: Bool) {
     let started = Date()
+    let timeZone = zone.zone
     do {
         let now = StoreClock.nowMilliseconds()
         let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
                                          today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
-        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) \(report.timeZone.identifier), "
+        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) (\(zone.description)), "
             + "\(report.added) new, in \(seconds) s")
         if hasDashboard {
-            say("dashboard: \(baseURL)/#token=\(token)")
+            // The day in the link, not today: before noon today is mostly empty, and a link opened later still shows seeded data.
+            let day = DemoSeeder.openingDay(nowMilliseconds: now, timeZone: timeZone)
+            say("dashboard: \(baseURL)/#date=\(day)&token=\(token)")
         } else {
             // No page to open: the token still reads the demo user's data through the API.
             say("demo read token (no dashboard to open, see the warning above): \(token)")

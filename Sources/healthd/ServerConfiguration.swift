@@ -1,3 +1,4 @@
+import HealthdSettings
 import HTTP
 import HTTPServer
 import HealthAPI

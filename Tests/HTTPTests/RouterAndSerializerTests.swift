@@ -290,6 +290,6 @@ struct SerializationTests {
         #expect(json == #"{"type":"about:blank","title":"Bad Request","status":400,"detail":"bad \"q\" \\ \n\u0001 é","code":"errorInvalidArgument"}"#)
         #expect(HTTPProblem.code(for: .contentTooLarge) == "errorPayloadTooLarge")
         #expect(HTTPProblem.code(for: .requestTimeout) == "errorInvalidArgument")
-        #expect(HTTPProblem.code(for: .serviceUnavailable) == "errorServiceUnavailable")
+        #expect(HTTPProblem.code(for: .serviceUnavailable) == "errorUnavailable")
     }
 }

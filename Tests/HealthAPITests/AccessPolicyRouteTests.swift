@@ -6,7 +6,7 @@ import JSON
 @testable import HealthAPI
 
 /// Walks every registered route with tokens that lack one permission each, and checks the
-/// contract (API.md, Authorization): without read permission a type behaves as if the only data
+/// contract (docs/api.md, Authorization): without read permission a type behaves as if the only data
 /// were the caller's own (never an error, never another app's data); without share permission a
 /// write or delete of the type is a 403 and changes nothing; other users' data never shows; app
 /// tokens cannot call admin routes. A route added without an entry here fails the walk.

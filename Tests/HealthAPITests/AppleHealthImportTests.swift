@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 @testable import HealthdCommandLine
 
 /// Bytes from memory in chunks of a chosen size, so chunk boundaries fall everywhere.
@@ -148,7 +149,7 @@ enum Fixtures {
     @Test func aFailingStoreStopsTheImportWithItsReason() throws {
         let directory = NSTemporaryDirectory() + "healthd-import-fail-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try HealthStore(directory: directory, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory, readers: 1)
         let user = try store.createUser(name: "jane")
         store.close()
         let importer = AppleHealthImporter(store: store, userRowID: user.rowID, batchSize: 2)
@@ -225,7 +226,7 @@ final class CollectingBodyStream: HTTPBodyStream, Sendable {
         switch response.body {
         case .bytes(let bytes):
             return (response.status.code, response.headers["Content-Type"], [try? JSONParser.parse(bytes)].compactMap { $0??.objectValue })
-        case .stream(let producer):
+        case .stream(let producer), .sizedStream(_, let producer):
             let collector = CollectingBodyStream()
             producer(collector)
             let body = collector.waitForBody()

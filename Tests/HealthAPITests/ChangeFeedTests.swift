@@ -6,6 +6,7 @@ import JSON
 import Synchronization
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// An `HTTPBodyStream` that keeps what it is given, never drains (a client that stopped reading)
 /// and, like the server's, refuses and closes once the unsent backlog passes `cap`.

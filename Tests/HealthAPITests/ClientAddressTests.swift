@@ -1,3 +1,4 @@
+import HealthdSettings
 import HTTP
 import Testing
 @testable import HealthAPI
@@ -139,5 +140,58 @@ import Testing
         // An untrusted peer cannot pick a fresh address with the header.
         #expect([healthz("198.51.100.3", via: "203.0.113.9"), healthz("198.51.100.4", via: "203.0.113.9"),
                  healthz("198.51.100.5", via: "203.0.113.9")] == [200, 200, 429])
+    }
+
+    @Test("rate limits count IPv4 per address and IPv6 per /64")
+    func rateLimitKeys() {
+        #expect(ClientAddressResolver.rateLimitKey("198.51.100.7") == "198.51.100.7")
+        #expect(ClientAddressResolver.rateLimitKey("::ffff:198.51.100.7") == "198.51.100.7")
+        #expect(ClientAddressResolver.rateLimitKey("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64")
+        #expect(ClientAddressResolver.rateLimitKey("2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(ClientAddressResolver.rateLimitKey("2001:db8:1:3::1") == "2001:db8:1:3::/64")
+        #expect(ClientAddressResolver.rateLimitKey("::1") == "::/64")
+        #expect(ClientAddressResolver.rateLimitKey("unix") == "unix")
+    }
+
+    @Test("addresses rotating within one IPv6 /64 share one failed-authentication budget; IPv4 neighbours do not")
+    func rotatingIPv6AddressesShareTheBudget() throws {
+        let server = try TestServer {
+            $0.rateLimitPerAddressPerSecond = 0.01
+            $0.rateLimitPerAddressBurst = 100
+            $0.authenticationFailureCost = 60
+        }
+        func guess(_ remote: String) -> Int {
+            server.request(.get, "/v1/samples?type=stepCount", token: "guess-\(remote)", remote: remote).status
+        }
+        // Each guess costs 61 of 100: two from anywhere in the /64 spend it.
+        #expect(guess("2001:db8:5:6::1") == 401)
+        #expect(guess("2001:db8:5:6:1234:5678:9abc:def0") == 401)
+        #expect(guess("2001:db8:5:6::ffff") == 429)
+        #expect(server.request(.get, "/healthz", remote: "2001:db8:5:6:ffff:ffff:ffff:ffff").status == 429)
+        // The next /64 is another client.
+        #expect(guess("2001:db8:5:7::1") == 401)
+        // IPv4 is counted per address, as before.
+        #expect(guess("198.51.100.1") == 401)
+        #expect(guess("198.51.100.1") == 401)
+        #expect(guess("198.51.100.1") == 429)
+        #expect(guess("198.51.100.2") == 401)
+    }
+
+    @Test("behind a trusted proxy, forwarded IPv6 clients are counted per /64 too")
+    func forwardedIPv6AddressesShareTheBudget() throws {
+        let server = try TestServer {
+            $0.rateLimitPerAddressPerSecond = 0.01
+            $0.rateLimitPerAddressBurst = 100
+            $0.authenticationFailureCost = 60
+            $0.trustedProxies = [CIDRBlock("10.0.0.0/8")].compactMap { $0 }
+        }
+        func guess(_ client: String) -> Int {
+            server.request(.get, "/v1/samples?type=stepCount", token: "guess-\(client)",
+                           headers: [("X-Forwarded-For", client)], remote: "10.0.0.2").status
+        }
+        #expect(guess("2001:db8:9:9::1") == 401)
+        #expect(guess("2001:db8:9:9::2") == 401)
+        #expect(guess("2001:db8:9:9::3") == 429)
+        #expect(guess("2001:db8:9:a::1") == 401, "another /64 behind the same proxy")
     }
 }

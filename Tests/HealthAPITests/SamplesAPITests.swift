@@ -1,3 +1,4 @@
+import HealthdSettings
 import Foundation
 import Testing
 import HTTP

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// Lines a server writes to its log, captured in a temporary file. The log owns its descriptor:
 /// it may outlive this object (a server's background work holds it and can still log a failure
@@ -152,6 +153,16 @@ final class CapturedLog: Sendable {
         #expect(failure.status == .internalServerError)
         #expect(failure.cause != nil)
         #expect(!failure.detail.contains("Cocoa"))
+        // The contract's codes: 503 is errorUnavailable, 507 errorInsufficientStorage, both with Retry-After.
+        let unavailable = APIError(storeError: FaultError(storeFault: .unavailable))
+        #expect(unavailable.status.code == 503 && unavailable.code == "errorUnavailable")
+        #expect(unavailable.headers["Retry-After"] != nil)
+        let full = APIError(storeError: FaultError(storeFault: .outOfSpace))
+        #expect(full.status.code == 507 && full.code == "errorInsufficientStorage")
+    }
+
+    struct FaultError: StoreFaultReporting {
+        var storeFault: StoreFault?
     }
 }
 

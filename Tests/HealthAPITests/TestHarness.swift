@@ -1,3 +1,4 @@
+import HealthdSettings
 import Dispatch
 import Foundation
 import HTTP
@@ -5,6 +6,7 @@ import JSON
 import Synchronization
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
@@ -20,11 +22,11 @@ final class TestServer: Sendable {
     let backend: any HealthDataStore
     let directory: String
     private let ownsDirectory: Bool
-    private let postgresSchema: TestSchema?
+    let postgresSchema: TestSchema?
 
     /// The SQLite store, for the tests that look inside it (they run on SQLite only).
-    var store: HealthStore {
-        guard let store = backend as? HealthStore else { fatalError("this test reaches into the SQLite store") }
+    var store: SQLiteHealthStore {
+        guard let store = backend as? SQLiteHealthStore else { fatalError("this test reaches into the SQLite store") }
         return store
     }
 
@@ -41,7 +43,7 @@ final class TestServer: Sendable {
         switch kind {
         case .sqlite:
             postgresSchema = nil
-            backend = try HealthStore(directory: directory, readers: 2)
+            backend = try SQLiteHealthStore(directory: directory, readers: 2)
         case .postgres:
             let schema = try TestSchema(prefix: "hd_api_")
             postgresSchema = schema
@@ -85,6 +87,10 @@ final class TestServer: Sendable {
         switch response.body {
         case .bytes(let bytes): return Reply(status: response.status.code, headers: response.headers, body: bytes)
         case .stream: return Reply(status: response.status.code, headers: response.headers, body: [])
+        case .sizedStream(_, let producer):
+            let collector = CollectingBodyStream()
+            producer(collector)
+            return Reply(status: response.status.code, headers: response.headers, body: collector.waitForBody())
         }
     }
 

@@ -5,6 +5,7 @@ import HealthModel
 import JSON
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 // MARK: Pure: state machine, timeline, zone judgement
 

@@ -208,6 +208,42 @@ struct HealthAutoExportMappingTests {
         #expect(mapped.1 == indoor)
     }
 
+    @Test("every name the app has used for a metric maps to that metric's type", arguments: HealthAutoExportMapper.metricAliases.map { ($0.alias, $0.name) })
+    func aliasesMap(alias: String, name: String) throws {
+        let types = try #require(HealthAutoExportMapper.typeIDs(forMetric: alias))
+        #expect(types == HealthAutoExportMapper.typeIDs(forMetric: name))
+        // An alias is an old spelling, never a name the table already maps otherwise.
+        #expect(!HealthAutoExportMapper.quantityMetrics.contains { $0.0 == alias })
+    }
+
+    @Test("each dietary and body metric the app lists maps to its HealthKit type", arguments: [
+        // The app's current names, then those of earlier versions.
+        ("dietary_energy", "dietaryEnergyConsumed"), ("carbohydrates", "dietaryCarbohydrates"), ("total_fat", "dietaryFatTotal"),
+        ("saturated_fat", "dietaryFatSaturated"), ("monounsaturated_fat", "dietaryFatMonounsaturated"),
+        ("polyunsaturated_fat", "dietaryFatPolyunsaturated"), ("protein", "dietaryProtein"), ("dietary_sugar", "dietarySugar"),
+        ("fiber", "dietaryFiber"), ("cholesterol", "dietaryCholesterol"), ("sodium", "dietarySodium"), ("potassium", "dietaryPotassium"),
+        ("calcium", "dietaryCalcium"), ("iron", "dietaryIron"), ("vitamin_c", "dietaryVitaminC"), ("caffeine", "dietaryCaffeine"),
+        ("dietary_water", "dietaryWater"), ("weight_body_mass", "bodyMass"), ("height", "height"), ("body_mass_index", "bodyMassIndex"),
+        ("body_fat_percentage", "bodyFatPercentage"), ("lean_body_mass", "leanBodyMass"), ("waist_circumference", "waistCircumference"),
+        ("dietary_cholesterol", "dietaryCholesterol"), ("dietary_caffeine", "dietaryCaffeine"), ("dietary_protein", "dietaryProtein"),
+        ("dietary_carbohydrates", "dietaryCarbohydrates"), ("dietary_fiber", "dietaryFiber"), ("dietary_sodium", "dietarySodium"),
+        ("dietary_fat_total", "dietaryFatTotal"), ("monosaturated_fat", "dietaryFatMonounsaturated"), ("body_mass", "bodyMass"),
+    ])
+    func dietaryAndBodyNames(name: String, type: String) throws {
+        #expect(HealthAutoExportMapper.typeIDs(forMetric: name) == [type])
+    }
+
+    @Test("a point posted under an old name and under the current one is the same sample")
+    func aliasIsTheSameSample() throws {
+        func sample(_ name: String) throws -> HealthSample? {
+            HAEFixtures.samples(try HAEFixtures.items(
+                #"{"data":{"metrics":[{"name":"\#(name)","units":"mg","data":[{"date":"2023-01-20 7:57:00 pm +1100","qty":120}]}]}}"#)).first
+        }
+        let current = try #require(try sample("cholesterol"))
+        #expect(current.type == "dietaryCholesterol")
+        #expect(try sample("dietary_cholesterol") == current)
+    }
+
     @Test("uuids come from content: the same point twice is one uuid, another value or source another")
     func contentUUIDs() throws {
         func uuid(_ point: String) throws -> HealthUUID? {

@@ -167,6 +167,39 @@ struct InstantTests {
         #expect(HealthDate.parseAppleExportDate("2019-05-14 19:05:29 -04:00") == nil)
     }
 
+    @Test("Health Auto Export dates: the 24-hour form and every 12-hour form are the same instant; anything else is refused")
+    func parsesHealthAutoExportDates() throws {
+        func parse(_ text: String) -> (HealthInstant, Int)? {
+            HealthDate.parseHealthAutoExportDate(text).map { ($0.instant, $0.offsetSeconds) }
+        }
+        let evening = try #require(RFC3339.parse("2023-01-20T19:57:00+11:00"))
+        for space in [" ", "\u{202F}", "\u{00A0}"] {
+            for meridiem in ["pm", "PM", "Pm", "pM"] {
+                for hour in ["7", "07"] {
+                    let text = "2023-01-20 \(hour):57:00\(space)\(meridiem) +1100"
+                    #expect(parse(text)?.0 == evening, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+                    #expect(parse(text)?.1 == 39_600)
+                }
+            }
+        }
+        #expect(parse("2023-01-20 19:57:00 +1100")?.0 == evening)
+        #expect(parse("2023-01-20 7:57:00 am +1100")?.0 == RFC3339.parse("2023-01-20T07:57:00+11:00"))
+        // 12 am is midnight, 12 pm noon.
+        #expect(parse("2023-01-20 12:00:00 am -0500")?.0 == RFC3339.parse("2023-01-20T00:00:00-05:00"))
+        #expect(parse("2023-01-20 12:30:15\u{202F}AM -0500")?.0 == RFC3339.parse("2023-01-20T00:30:15-05:00"))
+        #expect(parse("2023-01-20 12:00:00 pm -0500")?.0 == RFC3339.parse("2023-01-20T12:00:00-05:00"))
+        #expect(parse("2023-01-20 11:59:59 pm -0500")?.0 == RFC3339.parse("2023-01-20T23:59:59-05:00"))
+        #expect(parse("2023-01-20 00:00:00 +0000")?.0 == RFC3339.parse("2023-01-20T00:00:00Z"))
+        for bad in ["2023-01-20 13:00:00 pm +1100", "2023-01-20 0:30:00 am +1100", "2023-01-20 7:57:00 p.m. +1100",
+                    "2023-01-20 7:57:00 pm", "2023-01-20 7:57:00pm +1100", "2023-01-20 7:57:00  pm +1100",
+                    "2023-01-20 7:57:00 pm\u{202F}+1100", "2023-01-20 19:57:00\u{202F}+1100", "2023-01-20 24:00:00 +1100",
+                    "2023-01-20 7:5:00 pm +1100", "2023-01-20 123:57:00 +1100", "2023-01-20 7:57:00 pmx +1100",
+                    "2023-01-20 7:57:00 xm +1100", "2023-01-20 7:57:60 am +1100", "2023-01-20 7:57:00 am +11:00",
+                    "2023-01-20 7:57:00 \u{202F}pm +1100", "2023-01-20 :57:00 pm +1100", "2023-01-20 7:57:00 a +1100"] {
+            #expect(parse(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func sampleWindowConstants() {
         #expect(RFC3339.format(HealthInstantLimits.earliestSampleInstant) == "1900-01-01T00:00:00.000Z")
         #expect(RFC3339.format(HealthInstantLimits.latestSampleInstant) == "2200-01-01T00:00:00.000Z")

@@ -3,18 +3,19 @@ import Testing
 import HealthModel
 import SQLite
 @testable import HealthStore
+@testable import SQLiteStore
 
 final class TemporaryStore {
     let directory = NSTemporaryDirectory() + "healthd-store-" + UUID().uuidString
-    var store: HealthStore
+    var store: SQLiteHealthStore
 
     init(writeBacklogLimit: Int = 200_000) throws {
-        store = try HealthStore(directory: directory, readers: 2, writeBacklogLimit: writeBacklogLimit)
+        store = try SQLiteHealthStore(directory: directory, readers: 2, writeBacklogLimit: writeBacklogLimit)
     }
 
     func reopen() throws {
         store.close()
-        store = try HealthStore(directory: directory, readers: 2)
+        store = try SQLiteHealthStore(directory: directory, readers: 2)
     }
 
     deinit {

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import HealthModel
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// The store's half of exactly-once IMU ingest: read on a reader, commit only if the session has
 /// not moved since (the pedometer itself is the caller's business and is stood in for here).
@@ -15,7 +16,7 @@ import HealthModel
                               ended: ended, response: Array("{\"answer\":\"\(state)\"}".utf8))
     }
 
-    static func commit(_ store: HealthStore, _ app: AppAuthorization, seq: Int?, basis: IMUSessionState,
+    static func commit(_ store: SQLiteHealthStore, _ app: AppAuthorization, seq: Int?, basis: IMUSessionState,
                        _ result: IMUBatchResult) -> Result<[UInt8], any Error> {
         let outcome = Mutex<Result<[UInt8], any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)

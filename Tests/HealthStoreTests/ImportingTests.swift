@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 import HealthModel
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// `importSamples`: batched lookups and inserts with the outcomes of a save one sample at a time.
 @Suite struct ImportingTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import SQLite
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// Whether a token may learn its own read list: off unless the admin opts in, kept with the authorization.
 @Suite struct ReadDisclosureTests {
@@ -46,7 +47,7 @@ import SQLite
             """, [.blob(TokenHashing.hash(token))])
         database.close()
 
-        let store = try HealthStore(directory: directory, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory, readers: 1)
         defer { store.close() }
         let carried = try #require(try store.authorization(tokenHash: TokenHashing.hash(token)))
         #expect(carried.id == "a-1" && carried.appName == "phone" && carried.userID == "u-1")

@@ -4,6 +4,7 @@ import HealthModel
 import Primitives
 import SQLite
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// The uuid key runs: the pure run operations, and the store's idempotency through them against a
 /// model, with keys narrowed so that different uuids share keys all the time.
@@ -92,13 +93,13 @@ import SQLite
         var directory = NSTemporaryDirectory() + "healthd-keys-" + UUID().uuidString
         let derivation: SampleKeyDerivation
         let stepChunks: Int
-        var store: HealthStore
+        var store: SQLiteHealthStore
 
         init(bits: Int, memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget, stepChunks: Int = 8, directory: String? = nil) throws {
             if let directory { self.directory = directory }
             derivation = .narrowed(to: bits)
             self.stepChunks = stepChunks
-            store = try HealthStore(directory: self.directory, readers: 2, sampleKeys: Self.keys(derivation, memoryBudget, stepChunks))
+            store = try SQLiteHealthStore(directory: self.directory, readers: 2, sampleKeys: Self.keys(derivation, memoryBudget, stepChunks))
         }
 
         static func keys(_ derivation: SampleKeyDerivation, _ memoryBudget: Int, _ stepChunks: Int) -> SampleKeyIndex {
@@ -109,13 +110,13 @@ import SQLite
         /// A new store object on the same file: nothing held in memory.
         func reopen(memoryBudget: Int = SampleKeyIndex.defaultMemoryBudget) throws {
             store.close()
-            store = try HealthStore(directory: directory, readers: 2, sampleKeys: Self.keys(derivation, memoryBudget, stepChunks))
+            store = try SQLiteHealthStore(directory: directory, readers: 2, sampleKeys: Self.keys(derivation, memoryBudget, stepChunks))
         }
 
         /// A new store object on the same file without closing the old one, as after `kill -9`:
         /// what was committed is in the write-ahead log, nothing else survives.
         func abandonAndReopen() throws {
-            store = try HealthStore(directory: directory, readers: 2,
+            store = try SQLiteHealthStore(directory: directory, readers: 2,
                                     sampleKeys: Self.keys(derivation, SampleKeyIndex.defaultMemoryBudget, stepChunks))
         }
 
@@ -474,13 +475,13 @@ import SQLite
         let (app, live, deleted) = try Self.halfDeletedUser(t, seed: 8)
         #expect(try t.store.compactUUIDKeysStep())
         t.store.close()
-        func waitForCompaction(_ store: HealthStore) throws {
+        func waitForCompaction(_ store: SQLiteHealthStore) throws {
             let deadline = Date().addingTimeInterval(60)
             while try store.uuidKeyCompactionPending(), Date() < deadline { usleep(5_000) }
             #expect(try !store.uuidKeyCompactionPending())
         }
         // Reopened with compaction in the background: it resumes at once.
-        var store = try HealthStore(directory: directory, readers: 2)
+        var store = try SQLiteHealthStore(directory: directory, readers: 2)
         try waitForCompaction(store)
         #expect(store.uuidKeyCompactionFigures.steps > 0)
         // And a delete past half again starts the next one.
@@ -492,7 +493,7 @@ import SQLite
         let remaining = try store.samples(query, for: app, userExternalID: "").samples.map(\.sample)
         #expect(remaining.count == ordered.count - ordered.count * 3 / 4)
         store.close()
-        store = try HealthStore(directory: directory, readers: 2)
+        store = try SQLiteHealthStore(directory: directory, readers: 2)
         defer { store.close() }
         for sample in remaining.prefix(50) { #expect(try store.sample(sample.uuid, for: app, userExternalID: "")?.sample == sample) }
         for sample in deleted.prefix(50) { #expect(try store.sample(sample.uuid, for: app, userExternalID: "") == nil) }
@@ -505,7 +506,7 @@ import SQLite
     @Test func aReadByUUIDProbesTheLargestRunFirst() throws {
         let directory = NSTemporaryDirectory() + "healthd-keys-probes-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var store = try HealthStore(directory: directory, readers: 1, sampleKeys: SampleKeyIndex(fanout: 8))
+        var store = try SQLiteHealthStore(directory: directory, readers: 1, sampleKeys: SampleKeyIndex(fanout: 8))
         let user = try store.createUser(name: "alice")
         let app = try store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"]).0
         var random = SplitMix64(seed: 23)
@@ -515,7 +516,7 @@ import SQLite
             _ = try store.save((0..<10).map { steps(1, start: 1_800_000_000_000 + Int64(batch * 10 + $0) * 60_000) }, by: app)
         }
         store.close()
-        store = try HealthStore(directory: directory, readers: 1, sampleKeys: SampleKeyIndex(fanout: 8))
+        store = try SQLiteHealthStore(directory: directory, readers: 1, sampleKeys: SampleKeyIndex(fanout: 8))
         defer { store.close() }
         #expect(try store.pool.read { db in try store.sampleKeys.runs(userRowID: user.rowID, db: db) }.count == 6)
         for sample in old.prefix(50) {
@@ -564,7 +565,7 @@ import SQLite
         // The public initializer passes the budget on.
         let directory = NSTemporaryDirectory() + "healthd-keys-budget-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let configured = try HealthStore(directory: directory, readers: 1, uuidKeyMemoryBudget: 3 << 20)
+        let configured = try SQLiteHealthStore(directory: directory, readers: 1, uuidKeyMemoryBudget: 3 << 20)
         #expect(configured.sampleKeys.memoryBudget == 3 << 20)
         configured.close()
     }
@@ -638,7 +639,7 @@ import SQLite
         }
         database.close()
 
-        let store = try HealthStore(directory: directory, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory, readers: 1)
         defer { store.close() }
         let (indexes, entries) = try store.pool.read { db in
             (try db.scalarInt64("SELECT count(*) FROM sqlite_schema WHERE name = 'samples_by_uuid'"),

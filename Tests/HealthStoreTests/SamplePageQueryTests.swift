@@ -3,6 +3,7 @@ import Testing
 import HealthModel
 import SQLite
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// The page query of `samples(_:for:userExternalID:)` is prepared once per shape (its filters and
 /// order) and connection, and its text is built only for a shape the connection has not seen.
@@ -32,11 +33,11 @@ import SQLite
                 query.strictStartDate = flag(5)
                 if flag(6) { query.after = SampleCursor(start: Self.t0, seq: 1) }
                 query.descending = flag(7)
-                let shape = HealthStore.samplePageShape(query, narrowed: app.access.visibleSource(of: "stepCount") != nil)
+                let shape = SQLiteHealthStore.samplePageShape(query, narrowed: app.access.visibleSource(of: "stepCount") != nil)
                 let full = try t.store.samplePageClause(db, query: query, typeCode: typeCode, app: app, buildsText: true)
                 let lean = try t.store.samplePageClause(db, query: query, typeCode: typeCode, app: app, buildsText: false)
                 #expect(lean.values == full.values && lean.conditions.isEmpty)
-                let text = HealthStore.samplePageSQL(full, descending: query.descending)
+                let text = SQLiteHealthStore.samplePageSQL(full, descending: query.descending)
                 if let known = texts[shape] {
                     #expect(known == text, "shape \(shape) names two texts")
                 } else {

@@ -4,6 +4,7 @@ import Testing
 import HealthModel
 import SQLite
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// The prepared insert path (work done before the writer lock): in-batch duplicates, devices,
 /// correlations, and the per-type bookkeeping rows.

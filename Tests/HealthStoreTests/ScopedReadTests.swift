@@ -3,6 +3,7 @@ import Testing
 import HealthModel
 import Statistics
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// The store's readers for a token (`HealthDataStore` extension): read privacy is applied there,
 /// so these answers are what every route serves. A token without read permission for a type sees

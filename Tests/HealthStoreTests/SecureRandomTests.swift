@@ -1,5 +1,6 @@
 import Testing
 @testable import HealthStore
+@testable import SQLiteStore
 
 @Suite struct SecureRandomTests {
     @Test func tokensAreLongAndDistinct() {

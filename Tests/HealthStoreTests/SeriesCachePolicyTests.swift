@@ -1,5 +1,6 @@
 import Testing
 @testable import HealthStore
+@testable import SQLiteStore
 
 @Suite struct SeriesCachePolicyTests {
     /// Asks for `key` and stores it at `bytes` after a miss, as the cache does after a query.

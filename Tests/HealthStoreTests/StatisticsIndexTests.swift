@@ -4,6 +4,7 @@ import Testing
 import HealthModel
 import Statistics
 @testable import HealthStore
+@testable import SQLiteStore
 import Primitives
 import ClientThreads
 
@@ -133,7 +134,7 @@ typealias SeededGenerator = SplitMix64
         let (phone, _) = try t.store.createAuthorization(user: user, app: "phone", read: [], share: ["stepCount"])
         guard let type = HealthTypeCatalog.type("stepCount"), let sleep = HealthTypeCatalog.type("sleepAnalysis") else { return }
         _ = try t.store.save((0..<10).map { steps(5, start: Self.day0 + Int64($0) * 60_000) }, by: phone)
-        let sum = { (store: HealthStore) throws -> Double? in
+        let sum = { (store: SQLiteHealthStore) throws -> Double? in
             try store.withStatisticsIndex(userRowID: user.rowID, type: type, buckets: span(Self.day0, Self.day0 + 86_400_000)) { snapshot in
                 try snapshot.index.statistics(start: Self.day0, end: Self.day0 + 86_400_000, options: .cumulativeSum).figures.sum
             }

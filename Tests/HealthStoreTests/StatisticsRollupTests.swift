@@ -4,11 +4,12 @@ import HealthModel
 import SQLite
 import Statistics
 @testable import HealthStore
+@testable import SQLiteStore
 
 @Suite struct StatisticsRollupTests {
     static let day0 = StatisticsIndexTests.day0
 
-    static func dailySums(_ store: HealthStore, user: User, type: HealthType, days: Int) throws -> [Double?] {
+    static func dailySums(_ store: SQLiteHealthStore, user: User, type: HealthType, days: Int) throws -> [Double?] {
         let buckets = (0..<days).map { day in
             CalendarBucket(start: day0 + Int64(day) * 86_400_000, end: day0 + Int64(day + 1) * 86_400_000,
                            startOffsetSeconds: 0, endOffsetSeconds: 0)
@@ -282,7 +283,7 @@ import Statistics
         let before = try database.map(everyHeartRow, [], row)
         database.close()
         #expect(before.count >= 2 && before.allSatisfy { $0.body.first == 2 }, "fixed-width rows of several days")
-        let store = try HealthStore(directory: directory, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory, readers: 1)
         defer { store.close() }
         let after = try store.pool.read { db in try db.map(everyHeartRow, [], row) }
         #expect(after.map { [$0.user, $0.day] } == before.map { [$0.user, $0.day] })
@@ -430,7 +431,7 @@ import Statistics
         var users: [User] = []
         var size = 0
         do {
-            let store = try HealthStore(directory: directory, readers: 1)
+            let store = try SQLiteHealthStore(directory: directory, readers: 1)
             defer { store.close() }
             for name in ["a", "b", "c"] {
                 let user = try store.createUser(name: name)
@@ -443,7 +444,7 @@ import Statistics
         }
         #expect(size > 0)
         let budget = 2 * size + size / 2
-        let store = try HealthStore(directory: directory, readers: 1, statisticsMemoryBudget: budget)
+        let store = try SQLiteHealthStore(directory: directory, readers: 1, statisticsMemoryBudget: budget)
         defer { store.close() }
         for _ in 0..<3 {
             for user in users {
@@ -466,7 +467,7 @@ import Statistics
     @Test func aBudgetBelowOneSeriesKeepsNothing() throws {
         let directory = NSTemporaryDirectory() + "healthd-budget-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try HealthStore(directory: directory, readers: 1, statisticsMemoryBudget: 1)
+        let store = try SQLiteHealthStore(directory: directory, readers: 1, statisticsMemoryBudget: 1)
         defer { store.close() }
         guard let type = HealthTypeCatalog.type("stepCount") else { return }
         let user = try store.createUser(name: "a")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HealthModel
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// The store's change feed, activity summaries and workout sessions, tested without the HTTP layer.
 @Suite struct StoreFeatureTests {

@@ -1,3 +1,4 @@
+import HealthdSettings
 import Foundation
 import HealthAPI
 import Testing
@@ -32,9 +33,9 @@ import Testing
         #expect(configuration.port == 8080)
     }
 
-    /// The reader, `HealthdConfiguration.fileKeys`, config.example.json and the README's
-    /// Configuration table name the same keys, so no setting is undocumented or documented wrongly.
-    @Test func everyKeyIsReadListedInTheExampleAndInTheREADME() throws {
+    /// The reader, `HealthdConfiguration.fileKeys`, config.example.json and the Configuration
+    /// table of docs/operations.md name the same keys, so no setting is undocumented or documented wrongly.
+    @Test func everyKeyIsReadListedInTheExampleAndInTheOperationsGuide() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let keys = Set(HealthdConfiguration.fileKeys)
         // Each listed key is read: a value of the wrong type is refused under its name, never as unknown.
@@ -55,10 +56,10 @@ import Testing
         let example = try JSONSerialization.jsonObject(with: Data(contentsOf: root.appendingPathComponent("config.example.json")))
         let named = Set(((example as? [String: Any])?.keys ?? [:].keys).map { $0.hasPrefix("// ") ? String($0.dropFirst(3)) : $0 })
         #expect(named.subtracting(["healthd configuration"]) == keys)
-        // The README's Configuration section names each one.
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = readme.components(separatedBy: "\n## Configuration\n").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
-        for key in keys.sorted() { #expect(section.contains("`\(key)`"), "README's Configuration section does not name \(key)") }
+        // The Configuration section of docs/operations.md names each one.
+        let operations = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let section = operations.components(separatedBy: "\n## Configuration\n").dropFirst().first?.components(separatedBy: "\n## ").first ?? ""
+        for key in keys.sorted() { #expect(section.contains("`\(key)`"), "the Configuration section of docs/operations.md does not name \(key)") }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import HealthAPI
 import HealthModel
 import HealthStore
+import SQLiteStore
 import JSON
 import Testing
 @testable import HealthdCommandLine
@@ -44,7 +45,7 @@ struct HealthdExportRoundTripTests {
     func largestRouteRoundTrips() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("healthd-roundtrip-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try HealthStore(directory: directory.path, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory.path, readers: 1)
         let original = try Self.largestRoute()
         var writer = JSONWriter()
         SampleCodec.write(StoredSample(sample: original, source: SampleSource(app: "runner", user: "u"), created: 0), into: &writer)
@@ -53,7 +54,7 @@ struct HealthdExportRoundTripTests {
         #expect(line.count > 16 * 1024 * 1024 && line.count <= HealthdExportImporter.maxLineBytes)
 
         let first = try store.createUser(name: "jane")
-        let imported = try HealthdExportImporter(store: store, userRowID: first.rowID).run(MemoryByteSource(line))
+        let imported = try HealthdExportImporter(store: store, user: first).run(MemoryByteSource(line))
         #expect(imported.skipped.isEmpty, "\(imported.skipped)")
 
         // Exported from the store and imported again for another user: the same sample.
@@ -62,7 +63,7 @@ struct HealthdExportRoundTripTests {
         let restored = try HealthdExportLine.decode(exported.dropLast())
         #expect(restored.sample == original)
         let second = try store.createUser(name: "john")
-        let again = try HealthdExportImporter(store: store, userRowID: second.rowID).run(MemoryByteSource(exported))
+        let again = try HealthdExportImporter(store: store, user: second).run(MemoryByteSource(exported))
         #expect(again.skipped.isEmpty, "\(again.skipped)")
     }
 
@@ -70,11 +71,11 @@ struct HealthdExportRoundTripTests {
     func overlongLineIsRefused() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("healthd-roundtrip-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try HealthStore(directory: directory.path, readers: 1)
+        let store = try SQLiteHealthStore(directory: directory.path, readers: 1)
         let user = try store.createUser(name: "jane")
         let bytes = [UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: HealthdExportImporter.maxLineBytes + 256 * 1024)
         #expect {
-            _ = try HealthdExportImporter(store: store, userRowID: user.rowID).run(MemoryByteSource(bytes))
+            _ = try HealthdExportImporter(store: store, user: user).run(MemoryByteSource(bytes))
         } throws: { error in
             "\(error)".contains("longer than \(HealthdExportImporter.maxLineBytes) bytes")
         }

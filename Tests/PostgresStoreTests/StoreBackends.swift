@@ -1,6 +1,7 @@
 import Foundation
 import HealthModel
 import HealthStore
+import SQLiteStore
 import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
@@ -25,7 +26,7 @@ final class TestStore: @unchecked Sendable {
             let directory = NSTemporaryDirectory() + "healthd-backend-" + UUID().uuidString
             self.directory = directory
             schema = nil
-            store = try HealthStore(directory: directory, readers: 2)
+            store = try SQLiteHealthStore(directory: directory, readers: 2)
         case .postgres:
             let schema = try TestSchema(prefix: "hd_test_")
             self.schema = schema

@@ -161,6 +161,10 @@ def trusted_proxy_checks(binary, public):
         check("behind a trusted proxy (Forwarded): one client's budget runs out", first == [200, 200, 200, 429], first)
         check("behind a trusted proxy (Forwarded): another client has its own budget",
               healthz(port, "Forwarded", "for=192.0.2.60") == 200)
+        rotating = [healthz(port, "Forwarded", f'for="[2001:db8:0:9::{n:x}]"') for n in range(1, 5)]
+        check("IPv6 clients are counted per /64: rotating addresses in one /64 share one budget",
+              rotating == [200, 200, 200, 429], rotating)
+        check("IPv6: the next /64 is another client", healthz(port, "Forwarded", 'for="[2001:db8:0:a::1]"') == 200)
 
     with server_with({}) as server:
         port = server.port

@@ -315,7 +315,7 @@ def verify(port, token, ledger, round_name):
     check(f"{round_name}: re-sending the {len(resent)} stored batches is accepted and stores nothing twice",
           not refused and after == len(stored_uuids), (refused[:2], after, len(stored_uuids)))
 
-    # Batches with deleted samples sent again: the deleted uuids are saved anew (as API.md's
+    # Batches with deleted samples sent again: the deleted uuids are saved anew (as docs/api.md's
     # idempotency only covers stored uuids), the stored ones are not saved twice.
     partly = [(uuids, samples) for uuids, _, state, samples in ledger.batches
               if state == "acked" and not all(u in stored_uuids for u in uuids)]

@@ -2,7 +2,7 @@
 """Checks the Dockerfile without a Docker engine: the build stage's COPY lines must bring in every
 path the package manifest names (SwiftPM refuses a manifest whose target folder is missing, even
 when building one product), the health check must use the port the server listens on, and the
-README's Docker section must name every package the runtime stage installs.
+Docker section of docs/operations.md must name every package the runtime stage installs.
 
 It also checks that the build image's Swift is the one the code is built with here (the same
 major.minor as `swift --version`, and not older than the manifest's tools version), and, given
@@ -114,17 +114,17 @@ def main():
             problems.append("the HEALTHCHECK must read HEALTHD_PORT, the port the server listens on")
         if not re.search(r"^ENV HEALTHD_PORT=\d+", runtime, flags=re.M):
             problems.append("the runtime stage must set a default HEALTHD_PORT")
-        # The README's Docker section says what the image carries: every package the runtime stage
+        # The Docker section of docs/operations.md says what the image carries: every package the runtime stage
         # installs must be named there (in backticks), so the two cannot drift apart.
         install = re.search(r"apt-get install[^&]*", runtime.replace("\\\n", " "))
         packages = [word for word in install.group(0).split()[2:] if not word.startswith("-")] if install else []
-        readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-        section = readme.split("\n## Docker\n", 1)[-1].split("\n## ", 1)[0] if "\n## Docker\n" in readme else ""
+        operations = open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8").read()
+        section = operations.split("\n## Docker\n", 1)[-1].split("\n## ", 1)[0] if "\n## Docker\n" in operations else ""
         if not packages:
             problems.append("the runtime stage installs no packages with apt-get install (expected the runtime libraries)")
         for package in packages:
             if f"`{package}`" not in section:
-                problems.append(f"the runtime stage installs {package}, which the README's Docker section does not name")
+                problems.append(f"the runtime stage installs {package}, which the Docker section of docs/operations.md does not name")
         problems += swift_version_problems(build)
         if args.binary:
             problems += runtime_library_problems(args.binary, build, packages)
@@ -138,7 +138,7 @@ def main():
     if problems:
         raise SystemExit(1)
     print("dockerfile: the build stage's files make the package with the Swift release used here; the health check reads "
-          "HEALTHD_PORT; the README names every runtime package" + ("; the runtime stage has every library the binary needs" if args.binary else ""))
+          "HEALTHD_PORT; docs/operations.md names every runtime package" + ("; the runtime stage has every library the binary needs" if args.binary else ""))
 
 
 if __name__ == "__main__":

@@ -261,7 +261,7 @@ def api_checks(port):
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
 def idempotency_checks(port, token):
     """Saves by client uuid: a re-send stores nothing twice, other content is a 409 that keeps
-    nothing of its batch, and a deleted uuid can be saved again (API.md, POST /v1/samples)."""
+    nothing of its batch, and a deleted uuid can be saved again (docs/api.md, Samples)."""
     def sample(u, value, minute):
         return {"uuid": u, "type": "stepCount", "value": value, "unit": "count",
                 "start": f"2026-03-09T09:{minute:02d}:00Z", "end": f"2026-03-09T09:{minute:02d}:30Z"}
@@ -701,7 +701,7 @@ def seed_and_demo_checks(binary, public):
                     if server.proc.poll() is not None:
                         break
                     continue
-                url = re.search(r"dashboard: (http://\S+/#token=(\S+))", line)
+                url = re.search(r"dashboard: (http://\S+/#(?:\S+&)?token=(\S+))", line)
             check(f"serve --demo ({attempt} data dir) prints a dashboard URL with a token", url is not None)
             if url is None:
                 continue
@@ -754,7 +754,9 @@ def import_export_checks(binary, public):
         out_path = os.path.join(data_dir, "export.ndjson")
         exported = run("export", "--user", "me", "--output", out_path)
         lines = [json.loads(l) for l in open(out_path)] if exported.returncode == 0 else []
-        check("healthd export writes every sample as NDJSON", len(lines) == 24, exported.stdout + exported.stderr)
+        check("healthd export writes the person's settings, then every sample as NDJSON",
+              len(lines) == 25 and "healthdBackup" in lines[0], exported.stdout + exported.stderr)
+        lines = lines[1:]
 
         server = Server(binary, public, data_dir=data_dir)
         try:
@@ -807,7 +809,7 @@ def round_trip_checks(binary, public):
         backup = os.path.join(tmp, "robin.ndjson")
         exported = run("old", "export", "--user", "robin", "--output", backup)
         check("seed and export for the round trip", seeded.returncode == 0 and exported.returncode == 0, seeded.stderr + exported.stderr)
-        lines = sum(1 for _ in open(backup))
+        lines = sum(1 for _ in open(backup)) - 1  # the settings line
         first = run("new", "import", backup, "--user", "robin")
         check("healthd import reads healthd's own NDJSON export", first.returncode == 0 and
               f"imported {lines} new samples" in first.stdout and "0 skipped" in first.stdout, first.stdout[-400:] + first.stderr)
@@ -930,6 +932,23 @@ def health_auto_export_checks(port):
     buckets = (js(after) or {}).get("buckets", [])
     check("the same statistics after the re-send, in the user's local day",
           st == 200 and after == before and len(buckets) == 1 and buckets[0].get("sum") == 200, after)
+
+    def twelve_hour(match):
+        hour = int(match.group(2))
+        return (f"{match.group(1)} {hour % 12 or 12}:{match.group(3)}\u202f{'PM' if hour >= 12 else 'AM'} {match.group(4)}")
+    rewritten = re.sub(r"(\d{4}-\d{2}-\d{2}) (\d{2}):(\d{2}:\d{2}) ([+-]\d{4})", twelve_hour, payload.decode()).encode()
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export", rewritten, token=token)
+    body = js(b) or {}
+    check("the payload from a 12-hour phone (7:05:00\u202fPM) is the same samples: all duplicates",
+          "\u202f".encode() in rewritten and st == 200 and body.get("saved") == 0 and body.get("duplicates") == 20, b)
+    _, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "second-automation", "read": [], "share": types},
+                   token=ADMIN)
+    st, h, b = http(port, "POST", "/v1/ingest/health-auto-export", payload, token=js(b)["token"])
+    body = js(b) or {}
+    check("another app's copy is its own (saved, not reported as another app's duplicate)",
+          st == 200 and body.get("saved") == 20 and body.get("duplicates") == 0, b)
+    st, h, after = http(port, "GET", day, token=token)
+    check("statistics count the two apps' copies once (source merging)", st == 200 and after == before, after)
     st, h, b = http(port, "POST", "/v1/ingest/health-auto-export",
                     b'{"data":{"metrics":[{"name":"step_count","units":"count","data":[{"date":"06/02/2024","qty":1}]}]}}', token=token)
     errors = (js(b) or {}).get("errors", [])

@@ -84,7 +84,7 @@ CASES = [
     ("bare LF inside the header block", b"GET /healthz HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n", {400}, [400]),
     ("two spaces in the request line", b"GET  /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
     # Methods are case-sensitive (RFC 9110 9.1): a known one in another case is a 400 that says so;
-    # an unknown one is the router's 405 with Allow (API.md has no 501).
+    # an unknown one is the router's 405 with Allow (docs/api.md: no 5xx for bad input).
     ("lowercase method", b"get /healthz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
     ("unknown method", b"BREW /healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {405}, [405]),
     ("TLS ClientHello to the plain-HTTP port", TLS_CLIENT_HELLO, {400}, [400]),

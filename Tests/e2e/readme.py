@@ -1,23 +1,31 @@
 #!/usr/bin/env python3
-"""Runs the README's shell walkthroughs, so they cannot rot: every ```sh block, in order, as one
-bash script with `set -euo pipefail`, against a fresh healthd on a free port with a fresh data dir.
+"""Runs the documents' shell walkthroughs, so they cannot rot: every ```sh block of README.md, then
+of docs/guide.md, then of the other docs/*.md files (operations, api, architecture, decisions, then
+any other, by name), in order, as one bash script with `set -euo pipefail`, against a fresh healthd
+on a free port with a fresh data dir.
 
-Usage: python3 Tests/e2e/readme.py --binary .build/debug/healthd [--readme README.md] [--list]
+Usage: python3 Tests/e2e/readme.py --binary .build/debug/healthd [--doc FILE ...] [--list]
 
-The convention for README blocks (also in the README's "Tests and CI"):
-- Every ```sh block runs, top to bottom, in one shell: variables and functions set in one block
-  (HEALTHD, ADMIN, HK_USER, TOKEN, the `field` helper...) are there in the next.
-- Not run: the first block (the two set-up commands), and a block whose fence is preceded by the
-  line `<!-- readme: not run (why) -->` (installs, Docker, your own files, loops that never end).
+The convention for the documents' blocks (also in docs/architecture.md, "Tests and CI"):
+- Every ```sh block runs, top to bottom, in one shell, document after document: variables and
+  functions set in one block (HEALTHD, ADMIN, HK_USER, TOKEN, the `field` helper...) are there in
+  the next, and in the next document's.
+- Not run: the README's first block (the two set-up commands), and a block whose fence is preceded
+  by the line `<!-- readme: not run (why) -->` (installs, Docker, your own files, loops that never
+  end).
 - The shell starts in a fresh directory holding the server's data dir as `healthd-data` (so
   `cat healthd-data/admin-token` works), with HEALTHD set to the server's URL (blocks write
   `export HEALTHD=${HEALTHD:-http://127.0.0.1:8080}`), the repository's `Examples/` linked as
   `Examples`, and the built binary as `.build/debug/healthd` (where `swift build` puts it in a
   checkout) and on PATH as `healthd` (as after the install step).
-- Every curl must fail on an HTTP error: `curl -fsS ...`, or, where the README shows an error,
-  print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
-  before anything runs, as is a block that uses a file the repository does not have, or a stream
-  (`curl -N`, `/stream`) left in the foreground without --max-time.
+- Every curl must fail on an HTTP error and show why: `curl -sS --fail-with-body ...` (curl 7.76
+  or later; a bare `-f` prints only "error: 409" and drops the problem body that says what went
+  wrong), or, where a document shows an error, print the status with `-w '%{http_code}'` and
+  compare it. A curl without either is refused before anything runs, as is a block that uses a
+  file the repository does not have, or a stream (`curl -N`, `/stream`) left in the foreground
+  without --max-time.
+- Every relative link of README.md, BENCHMARKS.md and docs/*.md must name a file the repository
+  has and, with `#anchor`, a heading of it.
 - Output shown in comments is checked loosely against what the block printed: every
   `"key":value` pair in a comment whose value is a number, a string, true, false or null must
   appear with that key in the block's output, a number as printed or rounded to the digits shown
@@ -28,13 +36,23 @@ import argparse, os, re, shutil, socket, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+# The documents whose blocks run, in this order; any other docs/*.md follows, by name.
+ORDER = ["README.md", "docs/guide.md", "docs/operations.md", "docs/api.md", "docs/architecture.md", "docs/decisions.md"]
+
+
+def documents():
+    """README.md and every docs/*.md, in the order their blocks run."""
+    others = sorted(os.path.join("docs", name) for name in os.listdir(os.path.join(ROOT, "docs"))
+                    if name.endswith(".md") and os.path.join("docs", name) not in ORDER)
+    return [path for path in ORDER + others if os.path.exists(os.path.join(ROOT, path))]
 NOT_RUN = re.compile(r"^\s*<!--\s*readme:\s*not run\b.*-->\s*$")
 
 
-def blocks(text):
-    """Every ```sh block as (first line number, source, runnable, why not)."""
+def blocks(text, first=True):
+    """Every ```sh block as (first line number, source, runnable, why not); with `first`, the first
+    block is the set-up commands and is not run."""
     lines = text.split("\n")
-    found, index, first = [], 0, True
+    found, index = [], 0
     while index < len(lines):
         fence = re.match(r"^(\s*)```sh\s*$", lines[index])
         if not fence:
@@ -72,27 +90,31 @@ def commands(source):
 
 
 def lint(line_number, source):
-    """Problems that would let a block pass while doing nothing: a curl that ignores HTTP errors,
-    an @file the repository does not have."""
+    """Problems that would let a block pass while doing nothing, or fail without saying why: a curl
+    that ignores HTTP errors or hides the problem body, an @file the repository does not have."""
     problems = []
     for command in commands(source):
         for match in re.finditer(r"(?:^|[\s|;&(`$])curl\s((?:[^|;&)`]|\$\()*)", command):
             arguments = match.group(1)
-            fails = re.search(r"(^|\s)-[a-zA-Z]*f[a-zA-Z]*(\s|$)|--fail", arguments)
+            fails = re.search(r"(^|\s)--fail-with-body(\s|$)", arguments)
+            hides = re.search(r"(^|\s)(-[a-zA-Z]*f[a-zA-Z]*|--fail)(\s|$)", arguments)
             reports = "%{http_code}" in arguments or "%{response_code}" in arguments
             streams = re.search(r"(^|\s)(-N|--no-buffer)(\s|$)", arguments) or "/stream" in arguments
             if streams and not re.search(r"&\s*$", command) and not re.search(r"(^|\s)(-m|--max-time)\s", arguments):
-                problems.append(f"README line {line_number}: a stream never ends: run it in the background (&) and kill it, "
+                problems.append(f"{line_number}: a stream never ends: run it in the background (&) and kill it, "
                                 f"give it --max-time, or mark the block not run: curl {arguments.strip()[:60]}")
-            if not (fails or reports):
-                problems.append(f"README line {line_number}: curl without -f (use curl -fsS, or -w '%{{http_code}}' "
-                                f"and compare): curl {arguments.strip()[:80]}")
+            if hides and not fails:
+                problems.append(f"{line_number}: curl -f hides the problem body on an error (use curl -sS "
+                                f"--fail-with-body): curl {arguments.strip()[:80]}")
+            elif not (fails or reports):
+                problems.append(f"{line_number}: curl without --fail-with-body (use curl -sS --fail-with-body, "
+                                f"or -w '%{{http_code}}' and compare): curl {arguments.strip()[:80]}")
         if re.search(r"(localhost|127\.0\.0\.1):8080", re.sub(r"\$\{HEALTHD:-[^}]*\}", "", command)):
-            problems.append(f"README line {line_number}: write $HEALTHD, not a fixed address: {command.strip()[:80]}")
+            problems.append(f"{line_number}: write $HEALTHD, not a fixed address: {command.strip()[:80]}")
         for match in re.finditer(r"@([\w./-]+)", command):
             path = match.group(1)
             if "/" in path and not path.startswith(("http", "$")) and not os.path.exists(os.path.join(ROOT, path)):
-                problems.append(f"README line {line_number}: @{path} is not in the repository")
+                problems.append(f"{line_number}: @{path} is not in the repository")
     return problems
 
 
@@ -140,9 +162,37 @@ def output_problems(line_number, source, printed):
     found = {}
     for key, value in PAIR.findall(printed):
         found.setdefault(key, []).append(value)
-    return [f"README line {line_number}: the comment shows \"{key}\":{value}, but the block printed "
+    return [f"{line_number}: the comment shows \"{key}\":{value}, but the block printed "
             + (", ".join(sorted(set(found[key]))[:5]) if key in found else f"no \"{key}\"")
             for key, value in shown_pairs(source) if not any(matches(value, p) for p in found.get(key, []))]
+
+
+def slug(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def link_problems():
+    """Relative links in README.md, BENCHMARKS.md and docs/*.md that name a file the repository
+    does not have, or a heading the file does not have: moved text must not leave dead links."""
+    def headings(path):
+        text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)
+        return {slug(m.group(1)) for m in re.finditer(r"^#+\s+(.*)$", text, flags=re.M)}
+    problems = []
+    for document in documents() + ["BENCHMARKS.md"]:
+        path = os.path.join(ROOT, document)
+        text = re.sub(r"```.*?```", "", open(path, encoding="utf-8").read(), flags=re.S)
+        for match in re.finditer(r"\]\(([^)\s]+)\)", text):
+            link = match.group(1)
+            if re.match(r"^[a-z]+:", link):
+                continue
+            target, _, anchor = link.partition("#")
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+            if not os.path.exists(resolved):
+                problems.append(f"{document}: the link {link} names a file the repository does not have")
+            elif anchor and resolved.endswith(".md") and anchor not in headings(resolved):
+                problems.append(f"{document}: the link {link} names a heading {os.path.relpath(resolved, ROOT)} does not have")
+    return problems
 
 
 def free_port():
@@ -177,13 +227,22 @@ def start_server(binary, workdir):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
-    parser.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
+    parser.add_argument("--doc", action="append", help="run only these documents' blocks, in this order (default: "
+                        "README.md, docs/guide.md, then the other docs/*.md)")
     parser.add_argument("--list", action="store_true", help="show which blocks run and stop")
     args = parser.parse_args()
-    found = blocks(open(args.readme, encoding="utf-8").read())
+    # Every block as ("DOCUMENT line N", source, runnable, why not); only the README's first block
+    # is the set-up commands.
+    found = []
+    for document in args.doc or documents():
+        path = document if os.path.isabs(document) else os.path.join(ROOT, document)
+        name = os.path.relpath(path, ROOT)
+        text = open(path, encoding="utf-8").read()
+        found += [(f"{name} line {line}", source, runnable, why)
+                  for line, source, runnable, why in blocks(text, first=(name == "README.md"))]
     for line, source, runnable, why in found:
-        print(f"readme: line {line}: " + ("run" if runnable else f"not run ({why})"))
-    problems = [p for line, source, runnable, _ in found if runnable for p in lint(line, source)]
+        print(f"readme: {line}: " + ("run" if runnable else f"not run ({why})"))
+    problems = [p for line, source, runnable, _ in found if runnable for p in lint(line, source)] + link_problems()
     if problems:
         print("\n".join(problems))
         raise SystemExit(f"readme: {len(problems)} problem(s) before running anything")
@@ -202,8 +261,8 @@ def main():
     script = ["set -euo pipefail"]
     for line, source, runnable, _ in found:
         if runnable:
-            # A marker per block, so a failure names the README line it came from.
-            script.append(f"echo '--- README line {line}' >&2; echo; echo '--- README line {line}'")
+            # A marker per block, so a failure names the document and line it came from.
+            script.append(f"echo '--- {line}' >&2; echo; echo '--- {line}'")
             script.append(source)
     path = os.path.join(top, "readme.sh")
     open(path, "w").write("\n".join(script) + "\n")
@@ -216,13 +275,13 @@ def main():
         sys.stdout.write(run.stdout)
         sys.stderr.write(run.stderr)
         if run.returncode != 0:
-            last = [l for l in run.stderr.splitlines() if l.startswith("--- README line")]
+            last = [l for l in run.stderr.splitlines() if re.match(r"^--- \S+ line \d+$", l)]
             print(f"readme: FAIL: exit status {run.returncode} in the block at {last[-1][4:] if last else '?'}"
                   f" (server log: {server_log})")
             raise SystemExit(1)
         # Each block's output, split at the markers the script printed before each block.
-        printed = dict((int(m.group(1)), m.group(2)) for m in
-                       re.finditer(r"^--- README line (\d+)\n(.*?)(?=^--- README line |\Z)", run.stdout, re.S | re.M))
+        printed = dict((m.group(1), m.group(2)) for m in
+                       re.finditer(r"^--- (\S+ line \d+)\n(.*?)(?=^--- \S+ line \d+$|\Z)", run.stdout, re.S | re.M))
         shown = [p for line, source, runnable, _ in found if runnable for p in output_problems(line, source, printed.get(line, ""))]
         if shown:
             print("\n".join(shown))

@@ -232,6 +232,7 @@ def fault_checks(base_url, database, a, b, token):
               (status, headers, body[:200]))
         check(f"the 503 comes quickly, not after a hang ({elapsed:.1f} s)", elapsed < 10, elapsed)
         text = body.decode(errors="replace")
+        check("the 503's code is the contract's errorUnavailable", '"code":"errorUnavailable"' in text.replace(" ", ""), text[:300])
         check("no SQL or driver text in the 503", not any(word in text for word in ("PostgreSQL", "connect", "SELECT", "INSERT", name)),
               text[:300])
     finally:

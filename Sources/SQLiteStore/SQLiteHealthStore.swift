@@ -1,0 +1,283 @@
+import HealthStore
+import Crypto
+import Foundation
+import HealthModel
+import SQLite
+import Statistics
+import Synchronization
+
+/// healthd's persistence: one SQLite file in WAL mode with `synchronous=FULL`, so a write that
+/// returned has survived a crash or power loss. One writer connection, a few readers.
+public final class SQLiteHealthStore: HealthDataStore {
+    public let databasePath: String
+    let pool: DatabasePool
+    /// Token hash -> authorization. Filled lazily; revocation removes the entry in the same call
+    /// that commits it, so a revoked token stops working at once.
+    private let authorizationCache = Mutex(AuthorizationCache())
+
+    private struct AuthorizationCache {
+        var entries: [TokenHashKey: AppAuthorization] = [:]
+        /// Bumped by every revocation; a lookup caches its result only if no revocation happened
+        /// while it read, so a revoked token can never be re-cached by a read that raced the revoke.
+        var generation: UInt64 = 0
+    }
+
+    /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
+    /// `StatisticsIndexCache.defaultMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
+    /// `writeBacklogLimit`: samples handed to the writer and not yet committed, past which new
+    /// saves queue (their work, not their threads) until earlier ones commit.
+    /// `uuidKeyMemoryBudget`: bytes of uuid keys held in memory (`SampleKeyIndex`).
+    public convenience init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = StatisticsIndexCache.defaultMemoryBudget,
+                            writeBacklogLimit: Int = 200_000, uuidKeyMemoryBudget: Int = SQLiteHealthStore.defaultUUIDKeyMemoryBudget) throws {
+        try self.init(directory: directory, readers: readers, statisticsMemoryBudget: statisticsMemoryBudget,
+                      writeBacklogLimit: writeBacklogLimit, sampleKeys: SampleKeyIndex(memoryBudget: uuidKeyMemoryBudget))
+    }
+
+    /// 32 MiB: the uuid keys of about 8 million samples.
+    public static let defaultUUIDKeyMemoryBudget = 32 << 20
+
+    /// `sampleKeys`: how samples are found by uuid (tests narrow its keys to force collisions,
+    /// or its fanout to force merges).
+    package init(directory: String, readers: Int = 4, statisticsMemoryBudget: Int = StatisticsIndexCache.defaultMemoryBudget,
+                 writeBacklogLimit: Int = 200_000, sampleKeys: SampleKeyIndex) throws {
+        self.sampleKeys = sampleKeys
+        statisticsIndexes = StatisticsIndexCache(memoryBudget: statisticsMemoryBudget)
+        writeBacklog = WriteBacklog(limit: writeBacklogLimit)
+        let url = URL(fileURLWithPath: directory)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        databasePath = url.appendingPathComponent("healthd.sqlite").path
+        var configuration = DatabasePool.Configuration()
+        configuration.readerCount = readers
+        pool = try DatabasePool(path: databasePath, configuration: configuration, migrator: Schema.migrator(sampleKeys: sampleKeys))
+        // Every catalog type gets a stable small code once; the map is fixed for the process's life.
+        let codes = try pool.write { db -> [String: Int64] in
+            for type in HealthTypeCatalog.all {  // characteristics included
+                try db.execute("INSERT INTO type_codes (name) VALUES (?) ON CONFLICT(name) DO NOTHING", [.text(type.id)])
+            }
+            var codes: [String: Int64] = [:]
+            let statement = try db.cachedStatement("SELECT id, name FROM type_codes")
+            try statement.forEachRow { codes[try $0.string(at: 1)] = try $0.int64(at: 0) }
+            return codes
+        }
+        typeCodes = codes
+        typeNames = Dictionary(uniqueKeysWithValues: codes.map { ($0.value, $0.key) })
+        correlationTypeCodes = Set(codes.compactMap { HealthTypeCatalog.type($0.key)?.kind == .correlation ? $0.value : nil })
+        rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
+        keyCompactor = UUIDKeyCompactor(pool: pool, keys: sampleKeys)
+        secret = try pool.write { db -> [UInt8] in
+            if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
+                return existing
+            }
+            let fresh = SecureRandom.bytes(32)
+            try db.execute("INSERT INTO meta (key, value) VALUES ('secret', ?)", [.blob(fresh)])
+            return fresh
+        }
+        // A compaction cut short by a stop or a crash resumes where its last step committed.
+        if try pool.read({ db in try sampleKeys.compactionPending(db: db) }) { keyCompactor.schedule() }
+    }
+
+    /// The server's key for signing cursors and anchors: random, made once, kept in the database
+    /// so tokens stay valid across restarts.
+    public let secret: [UInt8]
+
+    let typeCodes: [String: Int64]
+    /// Samples by (user, uuid): the idempotency check of every save, and reads and deletes by uuid.
+    let sampleKeys: SampleKeyIndex
+    /// Compacts a user's uuid key runs in steps after the deletes that call for it.
+    let keyCompactor: UUIDKeyCompactor
+    let typeNames: [Int64: String]
+    /// The codes of correlation types, whose rows hold their objects as child rows: a row read
+    /// checks its kind by code instead of looking its type up in the catalog by name.
+    let correlationTypeCodes: Set<Int64>
+    private let appNames = Mutex<[Int64: String]>([:])
+    private let devices = Mutex<[Int64: SampleDevice?]>([:])
+    private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    public let streamEventLog = StreamEventLog()
+    /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
+    /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
+    /// as prepared rows in the writer's group.
+    let writeBacklog: WriteBacklog
+    /// Per (user, quantity type) statistics indexes, built lazily (StatisticsIndexes.swift).
+    let statisticsIndexes: StatisticsIndexCache
+    /// Type code -> aggregation style, for the quantity types whose statistics have rollups.
+    let rollupStyles: [Int64: AggregationStyle]
+    let rollupNanoseconds = Atomic<UInt64>(0)
+    /// How writes keep the statistics rollups (`RollupMaintenanceMode`); changed only by
+    /// `healthd-bench ingest`, to measure what maintenance costs.
+    package let rollupMaintenance = Atomic<UInt8>(RollupMaintenanceMode.incremental.rawValue)
+
+    /// Time spent rewriting statistics rollup rows inside write transactions since the store
+    /// opened: the cost of keeping them, for benchmarks.
+    public var rollupMaintenanceNanoseconds: UInt64 { rollupNanoseconds.load(ordering: .relaxed) }
+
+    func typeCode(for type: String) -> Int64? { typeCodes[type] }
+    func typeName(for code: Int64) -> String? { typeNames[code] }
+
+    /// Source rows never change their app, so their names are cached after the first read.
+    func appName(for sourceRowID: Int64, db: Database) throws -> String {
+        if let name = appNames.withLock({ $0[sourceRowID] }) { return name }
+        let name = try db.first("SELECT app FROM sources WHERE id = ?", [.integer(sourceRowID)], { try $0.string(at: 0) }) ?? "unknown"
+        appNames.withLock { $0[sourceRowID] = name }
+        return name
+    }
+
+    /// Device rows are content-addressed and never change or go away, so a device read once is
+    /// kept: most pages name one or two devices, which then cost neither a query nor a parse.
+    /// Bounded: past `deviceCacheLimit` distinct devices the cache starts over.
+    func device(rowID: Int64, db: Database) throws -> SampleDevice? {
+        if let known = devices.withLock({ $0[rowID] }) { return known }
+        let device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(rowID)], { DeviceBody.decode(try $0.blob(at: 0)) }) ?? nil
+        devices.withLock { cache in
+            if cache.count >= Self.deviceCacheLimit { cache.removeAll() }
+            cache[rowID] = device
+        }
+        return device
+    }
+
+    static let deviceCacheLimit = 4_096
+
+    /// Called after every commit that added or deleted samples (on the committing thread, after
+    /// the data is durable): the change feed wakes its waiters and the workout zone monitor judges
+    /// new heart rates. (Statistics indexes do not listen: they catch up from the change sequence
+    /// when next asked.)
+    public func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void) {
+        commitObservers.withLock { $0.append(observer) }
+    }
+
+    func publish(_ change: CommittedChange) {
+        for observer in commitObservers.withLock({ $0 }) { observer(change) }
+    }
+
+    public func close() {
+        keyCompactor.stop()
+        try? pool.close()
+    }
+
+    /// Bytes on disk: the database and its write-ahead log.
+    public func storedBytes() -> Int64 {
+        pool.statistics().totalBytes
+    }
+
+    static func nowMilliseconds() -> Int64 { StoreClock.nowMilliseconds() }
+
+    static func newIdentifier() -> String { UUID().uuidString.lowercased() }
+
+    // MARK: Users
+
+    public func createUser(name: String) throws -> User {
+        try pool.write { db in
+            if try db.first("SELECT 1 FROM users WHERE name = ?", [.text(name)], { _ in true }) != nil {
+                throw StoreError.conflict("a user named '\(name)' exists")
+            }
+            let id = Self.newIdentifier()
+            try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
+                           [.text(id), .text(name), .integer(Self.nowMilliseconds())])
+            return User(rowID: db.lastInsertRowID, id: id, name: name)
+        }
+    }
+
+    public func user(named name: String) throws -> User? {
+        try pool.read { db in
+            try db.first("SELECT id, external_id, name FROM users WHERE name = ?", [.text(name)]) { row in
+                User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
+            }
+        }
+    }
+
+    /// Looks a user up by the id clients see or, for convenience in admin calls, by name.
+    public func user(idOrName: String) throws -> User? {
+        try pool.read { db in
+            try db.first("""
+                SELECT id, external_id, name FROM users WHERE external_id = ?1 OR name = ?1
+                ORDER BY external_id = ?1 DESC LIMIT 1
+                """, [.text(idOrName)]) { row in
+                User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
+            }
+        }
+    }
+
+    // MARK: Authorizations
+
+    /// Creates an authorization and returns it with its token, which is never stored or shown again.
+    /// `disclosesRead`: the token may learn its own read list (off by default, as in HealthKit).
+    public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>,
+                                    disclosesRead: Bool)
+        throws -> (authorization: AppAuthorization, token: String) {
+        let token = SecureRandom.token(prefix: "hdt_")
+        let hash = TokenHashing.hash(token)
+        let id = Self.newIdentifier()
+        let authorization = try pool.write { db -> AppAuthorization in
+            let sourceRowID = try Self.sourceRowID(db, userRowID: user.rowID, app: app)
+            try db.execute("""
+                INSERT INTO authorizations (id, user_id, app, token_hash, read_types, share_types, created_ms, discloses_read)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(id), .integer(user.rowID), .text(app), .blob(hash),
+                      .text(read.sorted().joined(separator: ",")), .text(share.sorted().joined(separator: ",")),
+                      .integer(Self.nowMilliseconds()), .integer(disclosesRead ? 1 : 0)])
+            return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app,
+                                    sourceRowID: sourceRowID, read: read, share: share, disclosesRead: disclosesRead)
+        }
+        return (authorization, token)
+    }
+
+    /// Revokes at once: the row is marked and the cache entry dropped before this returns.
+    /// Returns false when there is no such (unrevoked) authorization.
+    public func revokeAuthorization(id: String) throws -> Bool {
+        let revoked = try pool.write { db -> Bool in
+            try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL",
+                           [.integer(Self.nowMilliseconds()), .text(id)])
+            return db.changes > 0
+        }
+        if revoked {
+            authorizationCache.withLock { cache in
+                cache.entries = cache.entries.filter { $0.value.id != id }
+                cache.generation &+= 1
+            }
+        }
+        return revoked
+    }
+
+    /// The authorization for a token hash if it was looked up recently and not revoked since;
+    /// nil says nothing (ask `authorization(tokenHash:)`). Costs a dictionary lookup, no I/O.
+    public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
+        guard let key = TokenHashKey(tokenHash) else { return nil }
+        return authorizationCache.withLock { $0.entries[key] }
+    }
+
+    /// The live authorization for a token hash, or nil for unknown and revoked tokens. A failing
+    /// read throws: a database error must not look like a wrong token (a 401 would send the app
+    /// to sign in again for a server fault).
+    public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? {
+        let key = TokenHashKey(tokenHash)
+        let (cached, generation) = authorizationCache.withLock { cache in (key.flatMap { cache.entries[$0] }, cache.generation) }
+        if let cached { return cached }
+        let found = try pool.read { db -> AppAuthorization? in
+            try db.first("""
+                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read
+                FROM authorizations a JOIN users u ON u.id = a.user_id
+                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                WHERE a.token_hash = ? AND a.revoked_ms IS NULL
+                """, [.blob(tokenHash)]) { row in
+                AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
+                                 appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
+                                 read: StoredForms.typeList(try row.string(at: 4)), share: StoredForms.typeList(try row.string(at: 5)),
+                                 disclosesRead: try row.int64(at: 7) != 0)
+            }
+        }
+        guard let authorization = found else { return nil }
+        authorizationCache.withLock { cache in
+            if let key, cache.generation == generation { cache.entries[key] = authorization }
+        }
+        return authorization
+    }
+
+    static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
+        try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                       [.integer(userRowID), .text(app)])
+        guard let id = try db.first("SELECT id FROM sources WHERE user_id = ? AND app = ?",
+                                    [.integer(userRowID), .text(app)], { try $0.int64(at: 0) }) else {
+            throw StoreError.notFound("source for app '\(app)'")
+        }
+        return id
+    }
+}
