@@ -1,7 +1,7 @@
 // swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
-// only the toolchain and system C libraries through system-library targets: SQLite, zlib, and
-// libpq (loaded at run time, and only for `--database postgres://...`).
+// only the toolchain and system C libraries through system-library targets: SQLite, zlib, libargon2,
+// and libpq (loaded at run time, and only for `--database postgres://...`).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
