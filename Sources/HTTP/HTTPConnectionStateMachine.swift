@@ -36,9 +36,10 @@ public struct HTTPConnectionStateMachine: Sendable {
         case dispatch(HTTPRequest)
         /// Queue bytes for the socket, in order.
         case write([UInt8])
-        /// The head was queued by a preceding `.write`; now run the producer. With `chunked`
-        /// false the body is delimited by closing the connection (HTTP/1.0).
-        case startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool)
+        /// The head was queued by a preceding `.write`; now run the producer. With `length` the body
+        /// has that `Content-Length`; otherwise with `chunked` false it is delimited by closing the
+        /// connection (HTTP/1.0).
+        case startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool, length: Int?)
         case pauseReading
         case resumeReading
         /// Close once queued output is flushed. `lingering`: an error response was sent while the
@@ -183,7 +184,13 @@ public struct HTTPConnectionStateMachine: Sendable {
                                                   keepAlive: exchange.keepAlive, requestVersion: exchange.version, date: now.httpDate)
             actions.append(.write(out))
             // Bodiless responses never run the producer: there is nowhere for its bytes to go.
-            if allowsBody { actions.append(.startStream(producer: producer, chunked: chunked)) }
+            if allowsBody { actions.append(.startStream(producer: producer, chunked: chunked, length: nil)) }
+        case .sizedStream(let length, let producer):
+            let out = HTTPResponseSerializer.head(status: response.status, headers: response.headers,
+                                                  framing: bodiless ? .none : .contentLength(length),
+                                                  keepAlive: exchange.keepAlive, requestVersion: exchange.version, date: now.httpDate)
+            actions.append(.write(out))
+            if allowsBody && length > 0 { actions.append(.startStream(producer: producer, chunked: false, length: length)) }
         }
         phase = .writingResponse(exchange, closeAfter: !exchange.keepAlive)
     }

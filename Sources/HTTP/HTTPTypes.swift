@@ -246,6 +246,10 @@ public enum HTTPResponseBody: Sendable {
     /// Sent with `Transfer-Encoding: chunked` (HTTP/1.1) or until close (HTTP/1.0).
     /// The closure is called once, on a server queue; it may keep the stream and write later from anywhere.
     case stream(@Sendable (any HTTPBodyStream) -> Void)
+    /// Sent with `Content-Length: length`, so the connection stays open (a file of known size). The
+    /// producer writes exactly `length` bytes: bytes past it are dropped, and a body that finishes
+    /// short closes the connection (the client sees the truncation instead of misframed data).
+    case sizedStream(length: Int, producer: @Sendable (any HTTPBodyStream) -> Void)
 }
 
 public struct HTTPResponse: Sendable {

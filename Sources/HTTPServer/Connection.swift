@@ -205,8 +205,8 @@ final class Connection: @unchecked Sendable {
             dispatch(request)
         case .write(let bytes):
             books.queue(bytes)
-        case .startStream(let producer, let chunked):
-            startStream(producer: producer, chunked: chunked)
+        case .startStream(let producer, let chunked, let length):
+            startStream(producer: producer, chunked: chunked, length: length)
         case .pauseReading:
             suspendReading()
         case .resumeReading:
@@ -306,8 +306,9 @@ final class Connection: @unchecked Sendable {
 
     // MARK: Streaming
 
-    private func startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool) {
-        let stream = ServerBodyStream(chunked: chunked, maxBacklog: loop.configuration.maxStreamBacklogBytes) { [weak self] in
+    private func startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool, length: Int?) {
+        let stream = ServerBodyStream(chunked: chunked, length: length,
+                                      maxBacklog: loop.configuration.maxStreamBacklogBytes) { [weak self] in
             guard let self else { return }
             self.loop.queue.async { self.streamHasData() }
         }
@@ -321,8 +322,9 @@ final class Connection: @unchecked Sendable {
         guard !books.isClosed, let stream else { return }
         let taken = stream.take()
         books.queue(taken.bytes)
-        if taken.overflowed {
-            // The consumer cannot keep up; dropping it bounds memory.
+        if taken.overflowed || taken.cutShort {
+            // The consumer cannot keep up (dropping it bounds memory), or a body of announced
+            // length ended early (only closing tells the client).
             closeNow()
             return
         }
@@ -420,6 +422,9 @@ final class ServerBodyStream: HTTPBodyStream {
         var closed = false
         var finished = false
         var overflowed = false
+        /// Bytes the announced `Content-Length` still expects.
+        var remaining: Int?
+        var cutShort = false
         var drainScheduled = false
         var closeHandlers: [@Sendable () -> Void] = []
     }
@@ -429,18 +434,23 @@ final class ServerBodyStream: HTTPBodyStream {
     private let maxBacklog: Int
     private let scheduleDrain: @Sendable () -> Void
 
-    init(chunked: Bool, maxBacklog: Int, scheduleDrain: @escaping @Sendable () -> Void) {
+    init(chunked: Bool, length: Int? = nil, maxBacklog: Int, scheduleDrain: @escaping @Sendable () -> Void) {
         self.chunked = chunked
         self.maxBacklog = maxBacklog
         self.scheduleDrain = scheduleDrain
+        state.withLock { $0.remaining = length }
     }
 
     @discardableResult
     func write(_ bytes: [UInt8]) -> Bool {
         if bytes.isEmpty { return !isClosed }
-        let framed = chunked ? HTTPResponseSerializer.chunk(bytes) : bytes
+        var framed = chunked ? HTTPResponseSerializer.chunk(bytes) : bytes
         let (accepted, schedule, handlers) = state.withLock { state -> (Bool, Bool, [@Sendable () -> Void]) in
             guard !state.closed else { return (false, false, []) }
+            if let remaining = state.remaining {
+                if framed.count > remaining { framed.removeSubrange(remaining...) }
+                state.remaining = remaining - framed.count
+            }
             state.unsent += framed.count
             if state.unsent > maxBacklog {
                 state.overflowed = true
@@ -466,6 +476,7 @@ final class ServerBodyStream: HTTPBodyStream {
             guard !state.closed else { return (false, []) }
             state.closed = true
             state.finished = true
+            if let remaining = state.remaining, remaining > 0 { state.cutShort = true }
             if chunked { state.pending.append(contentsOf: HTTPResponseSerializer.lastChunk) }
             let handlers = state.closeHandlers
             state.closeHandlers = []
@@ -491,12 +502,12 @@ final class ServerBodyStream: HTTPBodyStream {
     }
 
     /// Moves framed bytes out for the socket (connection queue only).
-    func take() -> (bytes: [UInt8], finished: Bool, overflowed: Bool) {
+    func take() -> (bytes: [UInt8], finished: Bool, overflowed: Bool, cutShort: Bool) {
         state.withLock { state in
             let bytes = state.pending
             state.pending = []
             state.drainScheduled = false
-            return (bytes, state.finished, state.overflowed)
+            return (bytes, state.finished, state.overflowed, state.cutShort)
         }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HTTP
 
@@ -46,14 +47,10 @@ final class StaticFileServer: Sendable {
             url = url.appendingPathComponent("index.html")
         }
         let resolved = url.resolvingSymlinksInPath().path
-        guard resolved.hasPrefix(rootPath + "/"),
-              let attributes = try? FileManager.default.attributesOfItem(atPath: resolved),
-              (attributes[.type] as? FileAttributeType) == .typeRegular,
-              let data = FileManager.default.contents(atPath: resolved) else {
+        guard resolved.hasPrefix(rootPath + "/"), let file = Self.regularFile(resolved) else {
             return APIError.notFound("no such file").response
         }
-        let modified = (attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-        let etag = "\"\(String(data.count, radix: 16))-\(String(Int64(modified * 1000), radix: 16))\""
+        let etag = "\"\(String(file.size, radix: 16))-\(String(file.modifiedMilliseconds, radix: 16))\""
         var headers = HTTPHeaders()
         let ext = (resolved as NSString).pathExtension.lowercased()
         headers.add("Content-Type", Self.contentTypes[ext] ?? "application/octet-stream")
@@ -67,7 +64,66 @@ final class StaticFileServer: Sendable {
         }) {
             return HTTPResponse(status: .notModified, headers: headers)
         }
-        return HTTPResponse(status: .ok, headers: headers, bytes: [UInt8](data))
+        // A file of one chunk goes out whole; a larger one is read chunk by chunk as the socket takes
+        // it, so a large file in Public/ costs a few chunks per download, never its size.
+        if file.size <= Self.chunkSize {
+            guard let bytes = Self.read(resolved, upTo: Int(file.size)) else { return APIError.notFound("no such file").response }
+            return HTTPResponse(status: .ok, headers: headers, bytes: bytes)
+        }
+        let length = Int(file.size)
+        return HTTPResponse(status: .ok, headers: headers, body: .sizedStream(length: length, producer: { stream in
+            DispatchQueue.global(qos: .utility).async { Self.stream(resolved, length: length, to: stream) }
+        }))
+    }
+
+    /// Bytes read and queued at a time.
+    static let chunkSize = 64 * 1024
+    /// Unsent bytes above which the reader waits for the socket rather than reading on.
+    static let backlogLimit = 4 * chunkSize
+
+    /// Size and modification time of a regular file (symlinks already resolved), or nil.
+    static func regularFile(_ path: String) -> (size: Int64, modifiedMilliseconds: Int64)? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
+        return (Int64(info.st_size), modified)
+    }
+
+    /// The whole of a small file (at most `count` bytes), or nil when it cannot be read.
+    static func read(_ path: String, upTo count: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                pread(fd, buffer.baseAddress.map { $0 + filled }, count - filled, off_t(filled))
+            }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            filled += got
+        }
+        return Array(bytes[0 ..< filled])
+    }
+
+    /// Writes the first `length` bytes of the file to `stream`, a chunk at a time, waiting while the
+    /// socket is behind. A file that shrank meanwhile ends the body early (the connection then closes).
+    static func stream(_ path: String, length: Int, to stream: any HTTPBodyStream) {
+        defer { stream.finish() }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var chunk = [UInt8](repeating: 0, count: chunkSize)
+        var offset = 0
+        while offset < length && !stream.isClosed {
+            while stream.bufferedByteCount > backlogLimit && !stream.isClosed { usleep(2_000) }
+            let wanted = min(chunkSize, length - offset)
+            let got = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(offset)) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0, stream.write(Array(chunk[0 ..< got])) else { return }
+            offset += got
+        }
     }
 
     /// The request path as a relative file path, or nil when it could name anything outside the

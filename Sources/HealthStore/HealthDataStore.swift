@@ -68,6 +68,8 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// False when there is no such unrevoked authorization. How soon a revoked token stops working
     /// is the backend's documented bound (at once for SQLite).
     func revokeAuthorization(id: String) throws -> Bool
+    /// The user's apps with a live token (oldest source first) and what those tokens may read and share.
+    func appPermissions(userRowID: Int64) throws -> [AppPermissions]
     /// The authorization for a token hash if it is cached and still valid; nil says nothing. No I/O.
     func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization?
     /// The live authorization for a token hash, nil for unknown and revoked tokens. A failing read

@@ -106,18 +106,19 @@ package struct ImportDecisions<StoredRow> {
         }
     }
 
-    /// The samples to insert grouped by source (first-seen order), each group in batch order.
-    package func insertsBySource() -> [(sourceRowID: Int64, indices: [Int])] {
-        var groups: [(sourceRowID: Int64, indices: [Int])] = []
-        var position: [Int64: Int] = [:]
+    /// The samples to insert as runs of one source each, in batch order. Inserting run by run keeps
+    /// the batch's order in the change sequence, so samples with the same start list in the order
+    /// they had on the server a backup came from; grouping all of an app's samples instead put the
+    /// app first seen in a batch ahead of the others for the whole batch.
+    package func insertRuns() -> [(sourceRowID: Int64, indices: [Int])] {
+        var runs: [(sourceRowID: Int64, indices: [Int])] = []
         for insert in inserts {
-            if let existing = position[insert.sourceRowID] {
-                groups[existing].indices.append(insert.index)
+            if let last = runs.indices.last, runs[last].sourceRowID == insert.sourceRowID {
+                runs[last].indices.append(insert.index)
             } else {
-                position[insert.sourceRowID] = groups.count
-                groups.append((insert.sourceRowID, [insert.index]))
+                runs.append((insert.sourceRowID, [insert.index]))
             }
         }
-        return groups
+        return runs
     }
 }

@@ -1,3 +1,4 @@
+import HealthAPI
 import HealthModel
 import HealthStore
 import JSON
@@ -47,17 +48,39 @@ public enum HealthdExportLine {
 /// Imports healthd's NDJSON export: reads it in chunks, decodes each line and saves in batches, each
 /// one transaction (the same writer as the Apple Health import). A line that does not decode is
 /// skipped with its reason; a sample whose uuid is stored with other content is skipped as a conflict.
+/// A person's backup starts with its settings line (`PersonSettings`): its apps are restored before
+/// the samples, everything else once they are in, so the same queries answer the same.
 public final class HealthdExportImporter {
     private let writer: ImportWriter
+    private let store: any HealthDataStore
+    private let user: User
     private let batchSize: Int
     private static let chunkSize = 256 * 1024
     /// A line longer than this is not a sample of ours: the largest, a route with the most
     /// locations at their longest, fits (`SampleCodec.maximumSampleBytes`). It bounds one line's memory too.
     static let maxLineBytes = SampleCodec.maximumSampleBytes
 
-    public init(store: any HealthDataStore, userRowID: Int64, batchSize: Int = 5_000) {
-        writer = ImportWriter(store: store, userRowID: userRowID)
+    public init(store: any HealthDataStore, user: User, batchSize: Int = 5_000) {
+        writer = ImportWriter(store: store, userRowID: user.rowID)
+        self.store = store
+        self.user = user
         self.batchSize = max(1, batchSize)
+    }
+
+    static let settingsLinePrefix = Array("{\"\(PersonSettings.lineKey)\"".utf8)
+
+    /// The settings of a backup's settings line, or nil when the line is something else (a sample).
+    static func settings(_ line: ArraySlice<UInt8>) throws(JSONFieldError) -> PersonSettings? {
+        let text = line.drop(while: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0xEF || $0 == 0xBB || $0 == 0xBF })
+        guard text.starts(with: settingsLinePrefix) else { return nil }
+        let value: JSONValue
+        do { value = try JSONParser.parse(text) } catch {
+            throw JSONFieldError(field: PersonSettings.lineKey, detail: "invalid JSON: \(error.description)")
+        }
+        guard let object = value.objectValue?[PersonSettings.lineKey]?.objectValue else {
+            throw JSONFieldError(field: PersonSettings.lineKey, detail: "must be an object")
+        }
+        return try PersonSettings.decode(object)
     }
 
     public func run(_ source: some AppleHealthByteSource,
@@ -70,9 +93,20 @@ public final class HealthdExportImporter {
         var lineNumber = 0
         // Skips are counted by reason; the first line of each is named so it can be found.
         var skips: [String: (count: Int, firstLine: Int)] = [:]
+        var settings: PersonSettings?
+        var changes = PersonSettings.Changes()
         func accept(_ line: ArraySlice<UInt8>) throws {
             lineNumber += 1
             guard line.contains(where: { $0 != 0x20 && $0 != 0x0D && $0 != 0x09 }) else { return }
+            // Settings that do not decode stop the import: a restore without them would answer differently.
+            if let found = try Self.settings(line) {
+                guard settings == nil else {
+                    throw AppleHealthImportError.notAnExport("line \(lineNumber) is a second settings line: not one person's backup")
+                }
+                settings = found
+                try found.restoreApps(into: store, user: user, changes: &changes)
+                return
+            }
             report.records += 1
             do throws(JSONFieldError) {
                 batch.append(try HealthdExportLine.decode(line))
@@ -111,7 +145,23 @@ public final class HealthdExportImporter {
             report.skipped["\(reason) (line \(skip.firstLine)\(skip.count > 1 ? " and others" : ""))"] = skip.count
         }
         try writer.finish(into: &report)
+        if let settings {
+            try settings.restoreSettings(into: store, user: user, changes: &changes)
+            report.settingsRestored = Self.describe(changes)
+        }
         return report
+    }
+
+    static func describe(_ changes: PersonSettings.Changes) -> [String] {
+        var lines: [String] = []
+        if !changes.apps.isEmpty { lines.append("apps with their permissions: \(changes.apps.joined(separator: ", "))") }
+        if !changes.sourcePriorities.isEmpty {
+            lines.append("source order of \(changes.sourcePriorities.count) types: \(changes.sourcePriorities.joined(separator: ", "))")
+        }
+        if changes.characteristics { lines.append("characteristics") }
+        if changes.activityGoals { lines.append("activity goals") }
+        if changes.activitySummaries > 0 { lines.append("\(changes.activitySummaries) activity summaries") }
+        return lines
     }
 }
 

@@ -80,14 +80,17 @@ public enum HelpText {
         Imports an Apple Health export (export.zip or export.xml), or an NDJSON file written by
         'healthd export' or GET /v1/export (a backup, or another server's data: uuids and apps are
         kept), streaming, with progress. The format is read from the file's first bytes.
-        Running it twice imports nothing twice.
+        A person's backup ('healthd export') restores their settings too: apps and permissions,
+        source order, characteristics, activity goals. Running it twice imports nothing twice.
         \(common)
         """
 
     public static let export = """
         Usage: healthd export --user NAME [--output FILE] [--config FILE] [--data-dir DIR] [--database URL]
 
-        Writes every sample of the user as NDJSON, oldest first (to standard output by default).
+        Writes the person's backup (to standard output by default): a line of their settings (apps
+        and permissions, the source order of every type, characteristics, activity goals; never a
+        token), then every sample as NDJSON, oldest first. 'healthd import' restores it.
         \(common)
         """
 }

@@ -63,7 +63,7 @@ extension PostgresHealthStore {
         }
         var inserts: [(sample: HealthSample, sourceRowID: Int64)] = []
         var adoptions: [(correlation: HealthUUID, objects: [HealthUUID])] = []
-        for group in decisions.insertsBySource() {
+        for group in decisions.insertRuns() {
             for index in group.indices {
                 inserts.append((batch[index].sample, group.sourceRowID))
                 if let adopted = decisions.adoptions[index] { adoptions.append((batch[index].sample.uuid, adopted)) }

@@ -12,7 +12,7 @@ extension SQLiteHealthStore {
     /// Batched: one query per few hundred uuids finds which of the batch are stored already; every
     /// sample is then decided in order against those and the samples of the batch decided before it
     /// (so the outcome is the one a sample-by-sample save would give), and what is new is inserted
-    /// with one prepared batch per app, reusing the prepared INSERT.
+    /// with one prepared batch per run of one app, reusing the prepared INSERT.
     public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
         guard !batch.isEmpty else { return [] }
         var outcomes: [ImportOutcome] = []
@@ -52,7 +52,7 @@ extension SQLiteHealthStore {
             (row.sourceRowID, try materialize(row, db: db, userExternalID: "", lookups: &lookups).sample)
         }
         var touched: Set<String> = []
-        for group in decisions.insertsBySource() {
+        for group in decisions.insertRuns() {
             // Each writer continues the change sequence where the last one stored it.
             var writer = try SampleWriter(db: db, store: self, userRowID: userRowID, sourceRowID: group.sourceRowID, created: created)
             // Decided: the writer neither looks the uuids up again nor inserts the adopted objects.

@@ -38,7 +38,7 @@ func runImport(_ options: ImportOptions) {
         case .appleHealthZip, .appleHealthXML:
             report = try AppleHealthImporter(store: store, userRowID: user.rowID).run(source) { meter.show($0) }
         case .healthdNDJSON:
-            report = try HealthdExportImporter(store: store, userRowID: user.rowID).run(source) { meter.show($0) }
+            report = try HealthdExportImporter(store: store, user: user).run(source) { meter.show($0) }
         }
     } catch {
         meter.end()
@@ -74,6 +74,9 @@ private func summary(_ report: AppleHealthImportReport, user: String, seconds: D
         for (reason, count) in report.skipped.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
             lines.append("  \(count) × \(reason)")
         }
+    }
+    if let restored = report.settingsRestored {
+        lines.append("settings: " + (restored.isEmpty ? "as in the backup already" : "restored " + restored.joined(separator: "; ")))
     }
     if report.removedDoctype { lines.append("note: the export's DOCTYPE was ignored") }
     if report.droppedControlCharacters > 0 {
@@ -124,7 +127,8 @@ final class ProgressMeter {
     }
 }
 
-/// `healthd export --user NAME [--output FILE]`: every sample of the user as NDJSON, oldest first.
+/// `healthd export --user NAME [--output FILE]`: the person's backup, their settings line then every
+/// sample as NDJSON, oldest first.
 func runExport(_ options: ExportOptions) {
     let configuration = loadConfiguration(options.common)
     let store = openStore(configuration)
@@ -141,10 +145,9 @@ func runExport(_ options: ExportOptions) {
     } else {
         output = FileHandle.standardOutput
     }
-    let scope = ExportScope(.wholeUser(user))
-    var count = 0
+    var count = -1  // the settings line is not a sample
     do {
-        try scope.forEachPage(from: store) { bytes in
+        try PersonBackup(user: user).forEachPage(from: store) { bytes in
             try output.write(contentsOf: bytes)
             count += bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 }
             return true
@@ -153,5 +156,5 @@ func runExport(_ options: ExportOptions) {
     } catch {
         fail("export stopped: \(error)")
     }
-    if let path = options.output { say("exported \(count) samples of \(user.name) to \(path)") }
+    if let path = options.output { say("exported \(count) samples of \(user.name) and their settings to \(path)") }
 }

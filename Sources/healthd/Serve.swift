@@ -55,7 +55,7 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     if let url = configuration.database {
         // The data directory then holds only the generated admin token (without HEALTHD_ADMIN_TOKEN);
         // if it cannot be made, writing the token says so in one line.
-        try? FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        _ = try? DataDirectory.prepare(configuration.dataDirectory)
         do {
             return try PostgresHealthStore(url: url, statisticsMemoryBudget: configuration.statisticsMemoryMiB << 20)
         } catch {
@@ -63,11 +63,7 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
         }
     }
     let directory = configuration.dataDirectory
-    do {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    } catch {
-        fail("cannot create the data directory \(directory): \(error.localizedDescription)")
-    }
+    prepareDataDirectory(directory)
     guard FileManager.default.isWritableFile(atPath: directory) else {
         fail("the data directory \(directory) is not writable")
     }
@@ -80,6 +76,21 @@ func openStore(_ configuration: HealthdConfiguration) -> any HealthDataStore {
     }
 }
 
+/// Creates the data directory (0700) or narrows the modes of an existing one, saying what it changed.
+func prepareDataDirectory(_ directory: String) {
+    let repairs: [DataDirectory.Repair]
+    do {
+        repairs = try DataDirectory.prepare(directory)
+    } catch let error as DataDirectoryError {
+        fail(error.description)
+    } catch {
+        fail("cannot create the data directory \(directory): \(error.localizedDescription)")
+    }
+    guard !repairs.isEmpty else { return }
+    FileHandle.standardError.write(Data(("healthd: the data directory was readable by others; now its owner's alone: "
+        + repairs.map(\.description).joined(separator: ", ") + "\n").utf8))
+}
+
 func runServe(_ options: ServeOptions) -> Never {
     // Before any thread starts, so every thread inherits the mask (see `StopSignals`).
     StopSignals.block()
@@ -90,6 +101,19 @@ func runServe(_ options: ServeOptions) -> Never {
     if let directory = options.publicDirectory { configuration.publicDirectory = directory }
     let dashboardSearch = locateDashboard(&configuration)
 
+    // One server per SQLite directory: a second one would keep its own token cache and statistics
+    // series, and disagree with the first. Held until the process ends.
+    let lock: DataDirectoryLock?
+    if configuration.database == nil {
+        prepareDataDirectory(configuration.dataDirectory)
+        do { lock = try DataDirectoryLock(directory: configuration.dataDirectory) } catch let error as DataDirectoryError {
+            fail(error.description)
+        } catch {
+            fail("\(error)")
+        }
+    } else {
+        lock = nil
+    }
     let store = openStore(configuration)
     let admin: (token: String, origin: AdminToken.Origin)
     do {
@@ -123,6 +147,7 @@ func runServe(_ options: ServeOptions) -> Never {
         return (open: statistics.openConnections, accepted: UInt64(statistics.acceptedConnections))
     }
 
+    lock?.record(port: server.boundPort)
     let hostForURL = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     let baseURL = "http://\(hostForURL):\(server.boundPort)"
     say("healthd \(HealthdVersion.string) listening on \(baseURL)")

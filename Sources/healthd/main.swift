@@ -16,6 +16,10 @@ func fail(_ message: String, status: Int32 = 1) -> Never {
     exit(status)
 }
 
+// Everything healthd creates (the database, its journal files, the admin token, backups written with
+// --output) is its owner's alone.
+umask(DataDirectory.umaskBits)
+
 let command: HealthdCommand
 do {
     command = try CommandLineParser.parse(Array(CommandLine.arguments.dropFirst()))

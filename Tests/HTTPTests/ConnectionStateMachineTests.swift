@@ -18,7 +18,8 @@ private func describe(_ actions: [Machine.Action]) -> [String] {
         case .write(let bytes):
             let text = String(decoding: bytes, as: UTF8.self)
             return "write " + (text.split(separator: "\r\n").first.map(String.init) ?? "")
-        case .startStream(_, let chunked): return "stream chunked=\(chunked)"
+        case .startStream(_, let chunked, let length):
+            return "stream chunked=\(chunked)" + (length.map { " length=\($0)" } ?? "")
         case .pauseReading: return "pause"
         case .resumeReading: return "resume"
         case .close(let lingering): return lingering ? "close lingering" : "close"
@@ -309,6 +310,26 @@ struct ConnectionStateMachineTests {
         #expect(!text.contains("Transfer-Encoding"))
         #expect(text.contains("Connection: close\r\n"))
         #expect(describe(old.responseWritten(now: at(0))) == ["close"])
+    }
+
+    /// A stream of known length (a static file) keeps the connection: Content-Length framing, on
+    /// HTTP/1.1 and a keep-alive HTTP/1.0 alike, and no producer for HEAD.
+    @Test func sizedStreamsCarryTheirLengthAndKeepTheConnection() {
+        for request in ["GET /f HTTP/1.1\r\nHost: a\r\n\r\n", "GET /f HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"] {
+            var machine = Machine(now: 0)
+            _ = machine.bytesReceived(bytes(request), now: at(0))
+            let actions = machine.responseReady(HTTPResponse(status: .ok, body: .sizedStream(length: 70_000) { _ in }), now: at(0))
+            #expect(describe(actions) == ["write HTTP/1.1 200 OK", "stream chunked=false length=70000"])
+            let text = writtenText(actions)
+            #expect(text.contains("Content-Length: 70000\r\n") && !text.contains("Transfer-Encoding"))
+            #expect(!text.contains("Connection: close"))
+            #expect(machine.responseWritten(now: at(0)).isEmpty, "the connection stays open")
+        }
+        var machine = Machine(now: 0)
+        _ = machine.bytesReceived(bytes("HEAD /f HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
+        let head = machine.responseReady(HTTPResponse(status: .ok, body: .sizedStream(length: 70_000) { _ in }), now: at(0))
+        #expect(describe(head) == ["write HTTP/1.1 200 OK"])
+        #expect(writtenText(head).contains("Content-Length: 70000\r\n"))
     }
 
     @Test func headAnd204And304HaveNoBody() {

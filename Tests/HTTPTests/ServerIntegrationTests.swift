@@ -176,6 +176,22 @@ final class TestResponder: HTTPResponder {
                     stream.finish()
                 }
             }))
+        case "/sized":
+            // Written in pieces, the last one past the announced length (dropped).
+            completion(HTTPResponse(status: .ok, body: .sizedStream(length: 12) { stream in
+                DispatchQueue.global().async {
+                    stream.write(Array("sized-".utf8))
+                    stream.write(Array("body!!extra".utf8))
+                    stream.finish()
+                }
+            }))
+        case "/short":
+            completion(HTTPResponse(status: .ok, body: .sizedStream(length: 100) { stream in
+                DispatchQueue.global().async {
+                    stream.write(Array("only this".utf8))
+                    stream.finish()
+                }
+            }))
         case "/flood":
             completion(HTTPResponse(status: .ok, body: .stream { stream in
                 stream.onClose { self.floodClosedByServer.store(true, ordering: .relaxed) }
@@ -395,6 +411,24 @@ struct ServerIntegrationTests {
             let oldResponse = try #require(old.readResponse())
             #expect(oldResponse.header("Transfer-Encoding") == nil)
             #expect(oldResponse.text == "chunk0;chunk1;chunk2;")
+        }
+    }
+
+    @Test func sizedStreamsKeepTheirLengthAndAShortOneCloses() throws {
+        try withServer { server, _ in
+            let client = try #require(TestClient(port: server.boundPort))
+            client.send("GET /sized HTTP/1.1\r\nHost: t\r\n\r\n")
+            let response = try #require(client.readResponse())
+            #expect(response.header("Content-Length") == "12" && response.header("Transfer-Encoding") == nil)
+            #expect(response.text == "sized-body!!")
+            // Framed by its length, the connection goes on.
+            client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(client.readResponse()?.text == "hello")
+
+            // A body that ends before its announced length can only be told by closing.
+            let short = try #require(TestClient(port: server.boundPort))
+            short.send("GET /short HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(short.waitForClose())
         }
     }
 

@@ -226,7 +226,7 @@ final class CollectingBodyStream: HTTPBodyStream, Sendable {
         switch response.body {
         case .bytes(let bytes):
             return (response.status.code, response.headers["Content-Type"], [try? JSONParser.parse(bytes)].compactMap { $0??.objectValue })
-        case .stream(let producer):
+        case .stream(let producer), .sizedStream(_, let producer):
             let collector = CollectingBodyStream()
             producer(collector)
             let body = collector.waitForBody()

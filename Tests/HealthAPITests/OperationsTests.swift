@@ -3,6 +3,7 @@ import Testing
 import HTTP
 @testable import HealthAPI
 import ClientThreads
+import Synchronization
 
 @Suite struct OperationsTests {
     @Test func healthzNeedsNoToken() throws {
@@ -175,5 +176,66 @@ import ClientThreads
         #expect(fresh.request(.get, "/app.css", headers: [("If-None-Match", etag)]).status == 304)
         #expect(fresh.request(.get, "/link.txt").status == 404, "a symlink pointing out of Public/ is not followed")
         #expect(fresh.request(.get, "/missing.js").status == 404)
+    }
+
+    /// A file larger than a chunk is streamed with its length announced: the response holds no copy
+    /// of the file, and the stream carries it in chunks of at most `chunkSize`, byte for byte.
+    @Test func largeFilesAreStreamedInChunksWithTheirLength() throws {
+        let server = try TestServer()
+        let publicDir = server.directory + "/Public"
+        try FileManager.default.createDirectory(atPath: publicDir, withIntermediateDirectories: true)
+        try Data("<html>hi</html>".utf8).write(to: URL(fileURLWithPath: publicDir + "/index.html"))
+        let size = StaticFileServer.chunkSize * 5 + 123
+        var generator = SystemRandomNumberGenerator()
+        let content = (0 ..< size).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+        try Data(content).write(to: URL(fileURLWithPath: publicDir + "/big.bin"))
+        let files = try #require(StaticFileServer(root: publicDir))
+        let request = HTTPRequest(method: .get, target: "/big.bin", version: .http1_1, headers: HTTPHeaders(), body: [])
+        let response = files.response(for: request)
+        #expect(response.status.code == 200)
+        #expect(response.headers["ETag"] != nil && response.headers["Cache-Control"] == "public, max-age=300")
+        guard case .sizedStream(let length, let producer) = response.body else {
+            Issue.record("a large file was answered whole: \(response.body)")
+            return
+        }
+        #expect(length == size)
+        let collector = ChunkRecordingStream()
+        producer(collector)
+        let chunks = collector.waitForChunks()
+        #expect(chunks.joined().elementsEqual(content))
+        #expect(chunks.allSatisfy { $0.count <= StaticFileServer.chunkSize } && chunks.count == 6)
+        // A small file is still one body with its bytes.
+        let small = files.response(for: HTTPRequest(method: .get, target: "/index.html", version: .http1_1,
+                                                    headers: HTTPHeaders(), body: []))
+        guard case .bytes(let bytes) = small.body else { Issue.record("index.html was streamed"); return }
+        #expect(bytes == Array("<html>hi</html>".utf8))
+    }
+}
+
+/// Records each write separately, as the socket would receive the chunks.
+final class ChunkRecordingStream: HTTPBodyStream, Sendable {
+    private let state = Mutex<(chunks: [[UInt8]], closed: Bool)>(([], false))
+    private let done = DispatchSemaphore(value: 0)
+
+    func write(_ bytes: [UInt8]) -> Bool {
+        state.withLock { state in
+            guard !state.closed else { return false }
+            state.chunks.append(bytes)
+            return true
+        }
+    }
+
+    func finish() {
+        state.withLock { $0.closed = true }
+        done.signal()
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+    var bufferedByteCount: Int { 0 }
+    func onClose(_ handler: @escaping @Sendable () -> Void) {}
+
+    func waitForChunks() -> [[UInt8]] {
+        done.wait()
+        return state.withLock { $0.chunks }
     }
 }

@@ -115,7 +115,7 @@ extension AccessPolicyRouteTests {
             producer(output)
             output.waitUntil { $0.text.contains(marker) }
             return output.text
-        case .stream(let producer):
+        case .stream(let producer), .sizedStream(_, let producer):
             let output = CollectingBodyStream()
             producer(output)
             return String(decoding: output.waitForBody(), as: UTF8.self)

@@ -87,6 +87,10 @@ final class TestServer: Sendable {
         switch response.body {
         case .bytes(let bytes): return Reply(status: response.status.code, headers: response.headers, body: bytes)
         case .stream: return Reply(status: response.status.code, headers: response.headers, body: [])
+        case .sizedStream(_, let producer):
+            let collector = CollectingBodyStream()
+            producer(collector)
+            return Reply(status: response.status.code, headers: response.headers, body: collector.waitForBody())
         }
     }
 

@@ -54,7 +54,7 @@ struct HealthdExportRoundTripTests {
         #expect(line.count > 16 * 1024 * 1024 && line.count <= HealthdExportImporter.maxLineBytes)
 
         let first = try store.createUser(name: "jane")
-        let imported = try HealthdExportImporter(store: store, userRowID: first.rowID).run(MemoryByteSource(line))
+        let imported = try HealthdExportImporter(store: store, user: first).run(MemoryByteSource(line))
         #expect(imported.skipped.isEmpty, "\(imported.skipped)")
 
         // Exported from the store and imported again for another user: the same sample.
@@ -63,7 +63,7 @@ struct HealthdExportRoundTripTests {
         let restored = try HealthdExportLine.decode(exported.dropLast())
         #expect(restored.sample == original)
         let second = try store.createUser(name: "john")
-        let again = try HealthdExportImporter(store: store, userRowID: second.rowID).run(MemoryByteSource(exported))
+        let again = try HealthdExportImporter(store: store, user: second).run(MemoryByteSource(exported))
         #expect(again.skipped.isEmpty, "\(again.skipped)")
     }
 
@@ -75,7 +75,7 @@ struct HealthdExportRoundTripTests {
         let user = try store.createUser(name: "jane")
         let bytes = [UInt8(ascii: "{")] + [UInt8](repeating: 0x20, count: HealthdExportImporter.maxLineBytes + 256 * 1024)
         #expect {
-            _ = try HealthdExportImporter(store: store, userRowID: user.rowID).run(MemoryByteSource(bytes))
+            _ = try HealthdExportImporter(store: store, user: user).run(MemoryByteSource(bytes))
         } throws: { error in
             "\(error)".contains("longer than \(HealthdExportImporter.maxLineBytes) bytes")
         }

@@ -754,7 +754,9 @@ def import_export_checks(binary, public):
         out_path = os.path.join(data_dir, "export.ndjson")
         exported = run("export", "--user", "me", "--output", out_path)
         lines = [json.loads(l) for l in open(out_path)] if exported.returncode == 0 else []
-        check("healthd export writes every sample as NDJSON", len(lines) == 24, exported.stdout + exported.stderr)
+        check("healthd export writes the person's settings, then every sample as NDJSON",
+              len(lines) == 25 and "healthdBackup" in lines[0], exported.stdout + exported.stderr)
+        lines = lines[1:]
 
         server = Server(binary, public, data_dir=data_dir)
         try:
@@ -807,7 +809,7 @@ def round_trip_checks(binary, public):
         backup = os.path.join(tmp, "robin.ndjson")
         exported = run("old", "export", "--user", "robin", "--output", backup)
         check("seed and export for the round trip", seeded.returncode == 0 and exported.returncode == 0, seeded.stderr + exported.stderr)
-        lines = sum(1 for _ in open(backup))
+        lines = sum(1 for _ in open(backup)) - 1  # the settings line
         first = run("new", "import", backup, "--user", "robin")
         check("healthd import reads healthd's own NDJSON export", first.returncode == 0 and
               f"imported {lines} new samples" in first.stdout and "0 skipped" in first.stdout, first.stdout[-400:] + first.stderr)

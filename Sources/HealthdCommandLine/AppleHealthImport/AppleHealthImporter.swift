@@ -75,6 +75,9 @@ public struct AppleHealthImportReport: Sendable {
     public var bytesRead: Int64 = 0
     public var droppedControlCharacters = 0
     public var removedDoctype = false
+    /// A person's backup only: what restoring its settings changed ("apps: a, b", ...), empty when
+    /// all were already so; nil when the file carried no settings.
+    public var settingsRestored: [String]?
 
     public var insertedCount: Int { inserted.values.reduce(0, +) }
     public var alreadyStoredCount: Int { alreadyStored.values.reduce(0, +) }
