@@ -6,9 +6,12 @@ public enum Argon2 {
     public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         /// libargon2's error code and its message (a parameter out of its range, memory not allocated).
         case library(code: Int32, message: String)
+        /// Parameters outside what a stored hash may carry (`PasswordHash`'s bounds).
+        case outOfBounds(Argon2Parameters)
         public var description: String {
             switch self {
             case .library(let code, let message): "argon2 failed (\(code)): \(message)"
+            case .outOfBounds(let parameters): "Argon2 parameters outside the bounds a stored hash may have: \(parameters)"
             }
         }
     }

@@ -107,10 +107,11 @@ public enum PasswordHashing {
 
     /// The hash with a given salt (tests, and `hash` above).
     public static func hash(_ password: String, salt: [UInt8], parameters: Argon2Parameters) throws(Argon2.Failure) -> PasswordHash {
+        guard parameters.isWithinBounds else { throw .outOfBounds(parameters) }
         let tag = try Argon2.argon2id(password: Array(password.utf8), salt: salt, iterations: parameters.iterations,
                                       memoryKiB: parameters.memoryKiB, lanes: parameters.parallelism, length: hashLength)
         guard let stored = PasswordHash(parameters: parameters, salt: salt, hash: tag) else {
-            throw .library(code: -1, message: "parameters outside the bounds a stored hash may have: \(parameters)")
+            throw .outOfBounds(parameters)
         }
         return stored
     }

@@ -77,7 +77,7 @@ public enum CookieHeader {
         public let value: String
     }
 
-    /// At most this many pairs are read, so a header of thousands of `;` costs no more than a page.
+    /// At most this many pairs are returned, so a header of thousands of pairs makes no large array.
     public static let maximumPairs = 64
 
     public static func pairs(_ header: String) -> [Pair] {

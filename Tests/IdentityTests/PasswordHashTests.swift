@@ -76,6 +76,16 @@ private func hex(_ bytes: [UInt8]) -> String {
         #expect(!PasswordHashing.verify("password", against: stored))
     }
 
+    @Test func refusesToMakeAHashItCouldNotReadBack() {
+        let huge = Argon2Parameters(memoryKiB: 64, iterations: 65, parallelism: 1)
+        #expect(throws: Argon2.Failure.outOfBounds(huge)) {
+            try PasswordHashing.hash("a long passphrase", salt: Array("somesalt".utf8), parameters: huge)
+        }
+        #expect(throws: Argon2.Failure.self) {
+            try PasswordHashing.hash("a long passphrase", salt: Array("salt".utf8), parameters: Argon2Parameters(memoryKiB: 64, iterations: 1, parallelism: 1))
+        }
+    }
+
     @Test func dummyVerifyIsAlwaysFalse() {
         #expect(!PasswordHashing.dummyVerify("password"))
     }
