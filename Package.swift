@@ -83,9 +83,10 @@ let package = Package(
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
         .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore", "Primitives"], swiftSettings: strict),
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
-        // wiring to the store; a module of its own so tests reach them.
+        // wiring to the store, and `healthd export`/`import` of a person's backup (PersonBackup, beside the
+        // export it shares in HealthAPI); a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
-                dependencies: ["HealthdSettings", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
+                dependencies: ["HealthdSettings", "HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "HTTP", "HTTPServer", "HealthStore",
@@ -122,6 +123,17 @@ let package = Package(
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "SQLiteStore", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
+
+        // Webhooks (issue 30), not yet served: Standard Webhooks signing, the retry schedule and the
+        // per-subscription delivery state machine (pure).
+        .target(name: "Webhooks", dependencies: ["Crypto"], swiftSettings: strict),
+        // The SSRF policy for outbound requests: address classes, receiver URLs, the allow-list (pure).
+        .target(name: "NetworkPolicy", swiftSettings: strict),
+        // The outbound HTTP/1.1 client webhook deliveries use: a shell around a pure response parser.
+        .target(name: "HTTPClient", dependencies: ["NetworkPolicy"], swiftSettings: strict),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Crypto"]),
+        .testTarget(name: "NetworkPolicyTests", dependencies: ["NetworkPolicy"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "NetworkPolicy"]),
     ],
     swiftLanguageModes: [.v6]
 )

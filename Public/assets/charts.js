@@ -2,6 +2,7 @@
 // (the browser test reads them back), and each chart gets an aria-label that says the same in words.
 
 import { formatInteger, formatWeekday, formatDay, formatShortDate, formatClock, formatCompact } from "./format.js";
+import { ASLEEP_STAGES } from "./sleep.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -38,18 +39,23 @@ function dateAnchor(index, count) {
   return index === 0 ? "start" : index === count - 1 ? "end" : "middle";
 }
 
-/** A "nice" axis top: 1, 2 or 5 times a power of ten, at least `value`. */
-function niceCeiling(value) {
-  if (!(value > 0)) return 1;
-  const power = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
-  return 10 * power;
-}
+// Axis tops: these leading digits times a power of ten, each with the number of grid steps that
+// splits it into round values (1.2 into 4 steps of 0.3, 1.5 into 3 of 0.5...). Finer than 1, 2, 5,
+// so a series near 25k draws on a 25k axis, not half of a 50k one.
+const AXIS_STEPS = [[1, 5], [1.2, 4], [1.5, 3], [2, 4], [2.5, 5], [3, 3], [4, 4], [5, 5], [6, 3], [8, 4], [10, 5]];
 
-/** Grid lines at round steps: a top of 1, 2 or 5 times a power of ten splits into 5, 4 or 5 steps. */
-function niceTicks(top) {
-  const leading = Math.round(top / 10 ** Math.floor(Math.log10(top)));
-  return leading === 2 ? 4 : 5;
+/** The axis for values up to `value`: { top, ticks }, top the least nice value at least `value`. */
+export function niceAxis(value) {
+  if (!(value > 0) || !Number.isFinite(value)) return { top: 1, ticks: 5 };
+  const exponent = Math.floor(Math.log10(value));
+  for (const power of [exponent - 1, exponent, exponent + 1]) {  // log10 can be off by one near a power of ten
+    for (const [leading, ticks] of AXIS_STEPS) {
+      // toPrecision drops the binary noise of 1.2 × 10ⁿ, so the top reads as written.
+      const top = Number((leading * 10 ** power).toPrecision(12));
+      if (top >= value) return { top, ticks };
+    }
+  }
+  return { top: value, ticks: 5 };
 }
 
 function horizontalGrid(svg, box, top, ticks, format) {
@@ -79,8 +85,9 @@ export function drawBars(svg, bars, description) {
   const width = drawingWidth(svg), height = 260;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   const box = { left: 44, right: width - 8, top: 24, bottom: height - 34 };
-  const top = niceCeiling(Math.max(0, ...bars.map((d) => d.sum ?? 0)));
-  horizontalGrid(svg, box, top, niceTicks(top), formatCompact);
+  const { top, ticks } = niceAxis(Math.max(0, ...bars.map((d) => d.sum ?? 0)));
+  svg.setAttribute("data-axis-top", String(top));
+  horizontalGrid(svg, box, top, ticks, formatCompact);
   const slot = (box.right - box.left) / Math.max(bars.length, 1);
   // Digits are about 8 px wide at 13 px and 6.6 px at the compact labels' 11 px; a label needs
   // its text plus a little air.
@@ -201,8 +208,9 @@ export function drawTrend(svg, days) {
   const width = drawingWidth(svg), height = 260;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   const box = { left: 58, right: width - 30, top: 16, bottom: height - 34 };
-  const top = niceCeiling(Math.max(0, ...days.map((d) => d.sum ?? 0)));
-  horizontalGrid(svg, box, top, niceTicks(top), formatInteger);
+  const { top, ticks } = niceAxis(Math.max(0, ...days.map((d) => d.sum ?? 0)));
+  svg.setAttribute("data-axis-top", String(top));
+  horizontalGrid(svg, box, top, ticks, formatInteger);
   const step = (box.right - box.left) / Math.max(days.length - 1, 1);
   const xOf = (index) => box.left + step * index;
   const yOf = (value) => box.bottom - ((box.bottom - box.top) * value) / top;
@@ -304,10 +312,9 @@ export function drawSleepStages(svg, stages, filled = 300) {
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("preserveAspectRatio", "none");
   const total = stages.reduce((sum, s) => sum + s.seconds, 0);
-  // Deep first, as the night's hypnogram puts it early; the order is the legend's.
-  const order = ["asleepDeep", "asleepCore", "asleepREM", "asleepUnspecified"];
   let x = 0;
-  for (const s of [...stages].sort((a, b) => order.indexOf(a.stage) - order.indexOf(b.stage))) {
+  // The legend's order (ASLEEP_STAGES), whatever order `stages` came in.
+  for (const s of [...stages].sort((a, b) => ASLEEP_STAGES.indexOf(a.stage) - ASLEEP_STAGES.indexOf(b.stage))) {
     if (s.seconds <= 0 || total <= 0) continue;
     const w = (filled * s.seconds) / total;
     const segment = element("rect", { x, y: 0, width: w, height, class: `stage stage-${s.stage}`, "data-stage": s.stage,

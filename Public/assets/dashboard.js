@@ -12,7 +12,7 @@ import {
   formatInteger, formatKilometres, formatHoursMinutes, formatClock, formatDay, formatWeekday, formatShortDate,
   formatMonth, formatOneDecimal, formatMinutesLong, localMidnight, localTime, dayKey, dateFromDayKey,
 } from "./format.js";
-import { periodRange, periodPhrase, PERIODS } from "./period.js";
+import { periodRange, periodWords, PERIODS } from "./period.js";
 
 const TOKEN_KEY = "healthd.token";
 const SETTINGS_KEY = "healthd.dashboard.settings";
@@ -53,6 +53,9 @@ const state = {
   dayTimer: null,
   retryTimer: null,
   shownDay: null,
+  // A day from the address (`#date=YYYY-MM-DD`) shown instead of today: a demo opened in the
+  // morning, or a walkthrough's data on its own dates. Not kept in settings: a later visit shows today.
+  pinnedDay: null,
 };
 
 // ---------------------------------------------------------------- token and settings
@@ -69,9 +72,12 @@ function adoptFragment() {
   if (["fatBurn", "cardio", "peak"].includes(goal)) state.settings.goal = goal;
   const period = fragment.get("period");
   if (PERIODS.includes(period)) state.settings.period = period;
+  const date = fragment.get("date");
+  state.pinnedDay = date && /^\d{4}-\d{2}-\d{2}$/.test(date) && dayKey(dateFromDayKey(date)) === date ? date : null;
   saveSettings();
-  // The token must not stay in the address bar, the history or a bookmark.
-  history.replaceState(null, "", location.pathname + location.search);
+  // The token must not stay in the address bar, the history or a bookmark; the day may (a reload
+  // shows the same day).
+  history.replaceState(null, "", location.pathname + location.search + (state.pinnedDay ? `#date=${state.pinnedDay}` : ""));
 }
 
 function loadSettings() {
@@ -183,8 +189,40 @@ async function run(panelIDs, loader) {
 
 // ---------------------------------------------------------------- loaders, one per card or chart
 
-function today() {
-  return localMidnight(new Date());
+/** Whether the page shows a day from the address that is not today (one in the future shows today). */
+function pinned() {
+  return state.pinnedDay !== null && state.pinnedDay < dayKey(new Date());
+}
+
+/** Local midnight of the day the page shows: today, or the day from the address. */
+function shownDay() {
+  return pinned() ? dateFromDayKey(state.pinnedDay) : localMidnight(new Date());
+}
+
+/** "today", or "on Fri, Nov 27" for a day from the address. */
+function onShownDay() {
+  return periodWords("day", shownDay(), localMidnight(new Date())).phrase;
+}
+
+/** "No data yet" for what is still going on (today, this week); "No data" for what is over. */
+function noData(current = !pinned()) {
+  return current ? "No data yet" : "No data";
+}
+
+/** "the last 28 days", or "the 28 days to Fri, Nov 27". */
+function lastDays(count) {
+  return pinned() ? `the ${count} days to ${formatDay(dayKey(shownDay()))}` : `the last ${count} days`;
+}
+
+/** The headings that name the shown day, and the line that says a day other than today is shown. */
+function showDayWords() {
+  const day = formatDay(dayKey(shownDay()));
+  $("pinned-day").hidden = !pinned();
+  $("pinned-day-text").textContent = day;
+  $("sleep-heading").textContent = pinned() ? `Sleep, night to ${day}` : "Sleep last night";
+  $("heart-chart-heading").textContent = `Heart rate ${onShownDay()}`;
+  $("sleep-week-heading").textContent = pinned() ? `Sleep, 7 nights to ${day}` : "Sleep, last 7 nights";
+  $("workouts-heading").textContent = pinned() ? `Workouts, 28 days to ${day}` : "Workouts, last 28 days";
 }
 
 const number = (v) => typeof v === "number" && Number.isFinite(v);
@@ -246,23 +284,30 @@ function setFigure(wrapperID, id, type, value, format, unit, name) {
 
 async function loadSummary(client, current) {
   const period = state.settings.period;
-  const body = await client.getJSON("/v1/summary", { date: dayKey(today()), timeZone, period });
+  const daily = period !== "day";
+  const range = periodRange(period, shownDay());
+  // Days not begun have no data: the daily figures stop at tomorrow's midnight.
+  const until = new Date(Math.min(range.end.getTime(), localMidnight(new Date(), 1).getTime()));
+  const [body, stepDays, energyDays] = await Promise.all([
+    client.getJSON("/v1/summary", { date: dayKey(shownDay()), timeZone, period }),
+    daily && shared("stepCount") ? dailySums(client, "stepCount", "count", range.start, until) : null,
+    daily && shared("activeEnergyBurned") ? dailySums(client, "activeEnergyBurned", "kcal", range.start, until) : null,
+  ]);
   if (!current() || period !== state.settings.period) return;
-  const phrase = periodPhrase(period);
+  const { phrase, current: ongoing } = periodWords(period, shownDay(), localMidnight(new Date()));
   $("steps-heading").textContent = `Steps ${phrase}`;
   $("energy-heading").textContent = `Active energy ${phrase}`;
   const first = new Date(body.start), last = new Date(new Date(body.end).getTime() - 1);
   $("period-range").textContent = period === "day" ? formatDay(dayKey(first))
     : `${formatDay(dayKey(first))} – ${formatDay(dayKey(last))}`;
-  const averages = body.dailyAverage || {};
-  const daily = period !== "day";
   if (!notShared("card-steps", ["stepCount"], "Your step count is", ["steps-value"])) {
     const any = number(body.steps) && body.steps > 0;
     setValue("steps-value", any ? body.steps : null, any ? formatInteger(body.steps) : "–");
-    setPanel("card-steps", any ? "ok" : "empty", any ? "" : `No data yet: no steps recorded ${phrase}.`);
-    setValue("steps-average", averages.steps, number(averages.steps) ? formatInteger(averages.steps) : "–");
-    setValue("period-days", body.days, body.days === 1 ? "1 day" : `${formatInteger(body.days)} days`);
-    $("steps-average-line").hidden = !(daily && any);
+    setPanel("card-steps", any ? "ok" : "empty", any ? "" : `${noData(ongoing)}: no steps recorded ${phrase}.`);
+    const average = averageOfDaysWithData(stepDays);
+    setValue("steps-average", average.value, number(average.value) ? formatInteger(average.value) : "–");
+    setValue("period-days", average.days, average.days === 1 ? "1 day" : `${formatInteger(average.days)} days`);
+    $("steps-average-line").hidden = !(daily && any && average.days > 0);
   } else {
     $("steps-average-line").hidden = true;
   }
@@ -271,12 +316,30 @@ async function loadSummary(client, current) {
   if (!notShared("card-energy", ["activeEnergyBurned"], "Your active energy is", ["energy-value"])) {
     const any = number(body.activeEnergy) && body.activeEnergy > 0;
     setValue("energy-value", any ? body.activeEnergy : null, any ? formatInteger(body.activeEnergy) : "–");
-    setPanel("card-energy", any ? "ok" : "empty", any ? "" : `No data yet: no active energy recorded ${phrase}.`);
-    setValue("energy-average", averages.activeEnergy, number(averages.activeEnergy) ? formatInteger(averages.activeEnergy) : "–");
-    $("energy-average-line").hidden = !(daily && any);
+    setPanel("card-energy", any ? "ok" : "empty", any ? "" : `${noData(ongoing)}: no active energy recorded ${phrase}.`);
+    const average = averageOfDaysWithData(energyDays);
+    setValue("energy-average", average.value, number(average.value) ? formatInteger(average.value) : "–");
+    setValue("energy-days", average.days, average.days === 1 ? "1 day" : `${formatInteger(average.days)} days`);
+    $("energy-average-line").hidden = !(daily && any && average.days > 0);
   } else {
     $("energy-average-line").hidden = true;
   }
+}
+
+/** The daily sums of a cumulative type from `start` to `end` (local midnights), in `unit`; days without data left out. */
+async function dailySums(client, type, unit, start, end) {
+  const body = await client.getJSON("/v1/statistics/collection", { type, start: start.toISOString(), end: end.toISOString(),
+    interval: "P1D", timeZone, options: "cumulativeSum", unit });
+  return body.buckets.filter((bucket) => number(bucket.sum)).map((bucket) => bucket.sum);
+}
+
+/**
+ * A period's daily average over the days that have data, not over the days it has had: four weeks
+ * of data in a year read as four weeks' average, not diluted by eleven empty months.
+ */
+function averageOfDaysWithData(sums) {
+  if (!sums || sums.length === 0) return { value: null, days: 0 };
+  return { value: sums.reduce((total, sum) => total + sum, 0) / sums.length, days: sums.length };
 }
 
 async function loadLatestHeartRate(client, current) {
@@ -312,9 +375,9 @@ async function loadSleep(client, current) {
     $("sleep-stage-list").replaceChildren();
     return;
   }
-  const now = new Date();
-  const windowStart = localTime(now, -1, 18);
-  const windowEnd = localTime(now, 0, 12);
+  const day = shownDay();
+  const windowStart = localTime(day, -1, 18);
+  const windowEnd = localTime(day, 0, 12);
   const samples = await client.allSamples({ type: "sleepAnalysis", start: windowStart.toISOString(),
     end: windowEnd.toISOString(), limit: "10000" });
   if (!current()) return;
@@ -332,17 +395,20 @@ async function loadSleep(client, current) {
   }));
   if (sleep.totalSeconds > 0) {
     setValue("sleep-value", sleep.totalSeconds, formatHoursMinutes(sleep.totalSeconds));
-    setPanel("card-sleep", "ok", `Between ${formatClock(windowStart)} yesterday and ${formatClock(windowEnd)} today.`);
+    setPanel("card-sleep", "ok", pinned()
+      ? `Between ${formatClock(windowStart)} the evening before and ${formatClock(windowEnd)} on ${formatDay(dayKey(day))}.`
+      : `Between ${formatClock(windowStart)} yesterday and ${formatClock(windowEnd)} today.`);
   } else {
     setValue("sleep-value", null, "–");
-    setPanel("card-sleep", "empty", "No data yet: no sleep recorded last night.");
+    setPanel("card-sleep", "empty", pinned() ? `No data: no sleep recorded the night to ${formatDay(dayKey(day))}.`
+      : "No data yet: no sleep recorded last night.");
   }
 }
 
 /** The seven nights ending this morning, each by the same rule as the sleep card. */
 async function loadSleepWeek(client, current) {
   if (notShared("panel-sleep-week", ["sleepAnalysis"], "Your sleep is")) { $("sleep-nights").replaceChildren(); return; }
-  const now = new Date();
+  const now = shownDay();
   const samples = await client.allSamples({ type: "sleepAnalysis", start: localTime(now, -7, 18).toISOString(),
     end: localTime(now, 0, 12).toISOString(), limit: "10000" });
   if (!current()) return;
@@ -376,16 +442,18 @@ async function loadSleepWeek(client, current) {
     return item;
   }));
   const any = nights.some((n) => n.totalSeconds > 0);
-  setPanel("panel-sleep-week", any ? "ok" : "empty", any ? "" : "No data yet: no sleep recorded in the last 7 nights.");
+  setPanel("panel-sleep-week", any ? "ok" : "empty", any ? "" : pinned()
+    ? `No data: no sleep recorded in the 7 nights to ${formatDay(dayKey(now))}.` : "No data yet: no sleep recorded in the last 7 nights.");
 }
 
 /** The period chart: steps per hour (day), per day (week, month) or per month (year). */
 async function loadPeriodChart(client, current) {
   const period = state.settings.period;
-  const phrase = periodPhrase(period);
-  $("period-heading").textContent = `Steps by ${{ day: "hour", week: "day", month: "day", year: "month" }[period]}, ${phrase}`;
+  const words = periodWords(period, shownDay(), localMidnight(new Date()));
+  const { phrase, current: ongoing } = words;
+  $("period-heading").textContent = `Steps by ${{ day: "hour", week: "day", month: "day", year: "month" }[period]}${words.current ? "," : ""} ${phrase}`;
   if (notShared("panel-period", ["stepCount"], "Your step count is")) return;
-  const range = periodRange(period, new Date());
+  const range = periodRange(period, shownDay());
   const body = await client.getJSON("/v1/statistics/collection", { type: "stepCount", start: range.start.toISOString(),
     end: range.end.toISOString(), interval: range.interval, timeZone, options: "cumulativeSum" });
   if (!current() || period !== state.settings.period) return;
@@ -402,7 +470,7 @@ async function loadPeriodChart(client, current) {
   });
   state.periodBars = bars;
   const any = bars.some((b) => b.sum !== undefined);
-  setPanel("panel-period", any ? "ok" : "empty", any ? "" : `No data yet: no steps recorded ${phrase}.`);
+  setPanel("panel-period", any ? "ok" : "empty", any ? "" : `${noData(ongoing)}: no steps recorded ${phrase}.`);
   if (any) drawPeriodChart(); else clearChart($("chart-period"));
 }
 
@@ -412,15 +480,15 @@ function drawPeriodChart() {
 
 async function loadStepDays(client, current) {
   if (notShared("panel-trend", ["stepCount"], "Your step count is", ["trend-average"])) return;
-  const first = localMidnight(new Date(), -27);
-  const end = localMidnight(new Date(), 1);
+  const first = localMidnight(shownDay(), -27);
+  const end = localMidnight(shownDay(), 1);
   const body = await client.getJSON("/v1/statistics/collection", { type: "stepCount", start: first.toISOString(),
     end: end.toISOString(), interval: "P1D", timeZone, options: "cumulativeSum" });
   if (!current()) return;
   const sums = new Map(body.buckets.map((b) => [String(b.start).slice(0, 10), b.sum]));
   const days = [];
   for (let offset = -27; offset <= 0; offset++) {
-    const key = dayKey(localMidnight(new Date(), offset));
+    const key = dayKey(localMidnight(shownDay(), offset));
     const sum = sums.get(key);
     days.push({ day: key, sum: typeof sum === "number" ? sum : undefined });
   }
@@ -434,7 +502,7 @@ async function loadStepDays(client, current) {
   } else {
     setValue("trend-average", null, "–");
     clearChart($("chart-trend"));
-    setPanel("panel-trend", "empty", "No data yet: no steps in the last 28 days.");
+    setPanel("panel-trend", "empty", `${noData()}: no steps in ${lastDays(28)}.`);
   }
 }
 
@@ -446,14 +514,14 @@ function drawTrendChart() {
 function dailyReadingLoader({ panel, chart, latest, type, unit, what, noun, format, step, unitLabel }) {
   return async (client, current) => {
     if (notShared(panel, [type], what, [latest])) return;
-    const first = localMidnight(new Date(), -27);
+    const first = localMidnight(shownDay(), -27);
     const body = await client.getJSON("/v1/statistics/collection", { type, start: first.toISOString(),
-      end: localMidnight(new Date(), 1).toISOString(), interval: "P1D", timeZone, options: "discreteAverage", unit });
+      end: localMidnight(shownDay(), 1).toISOString(), interval: "P1D", timeZone, options: "discreteAverage", unit });
     if (!current()) return;
     const averages = new Map(body.buckets.map((b) => [String(b.start).slice(0, 10), b.average]));
     const days = [];
     for (let offset = -27; offset <= 0; offset++) {
-      const key = dayKey(localMidnight(new Date(), offset));
+      const key = dayKey(localMidnight(shownDay(), offset));
       const value = averages.get(key);
       days.push({ day: key, value: number(value) ? value : undefined });
     }
@@ -462,7 +530,7 @@ function dailyReadingLoader({ panel, chart, latest, type, unit, what, noun, form
     if (withData.length === 0) {
       clearChart($(chart));
       setValue(latest, null, "–");
-      setPanel(panel, "empty", `No data yet: no ${noun} in the last 28 days.`);
+      setPanel(panel, "empty", `${noData()}: no ${noun} in ${lastDays(28)}.`);
       return;
     }
     const last = withData[withData.length - 1];
@@ -496,8 +564,8 @@ async function loadRings(client, current) {
     $("rings-week").replaceChildren();
     return;
   }
-  const body = await client.getJSON("/v1/activity-summaries", { start: dayKey(localMidnight(new Date(), -6)),
-    end: dayKey(today()), timeZone });
+  const body = await client.getJSON("/v1/activity-summaries", { start: dayKey(localMidnight(shownDay(), -6)),
+    end: dayKey(shownDay()), timeZone });
   if (!current()) return;
   const days = body.summaries.map((summary) => ({ day: summary.date,
     rings: RINGS.map((r) => ({ ring: r.ring, value: summary[r.value], goal: summary[r.goal] })) }));
@@ -507,11 +575,11 @@ async function loadRings(client, current) {
     clearChart($("rings-today"));
     $("ring-figures").replaceChildren();
     $("rings-week").replaceChildren();
-    setPanel("panel-rings", "empty", "No data yet: no activity recorded in the last 7 days.");
+    setPanel("panel-rings", "empty", `${noData()}: no activity recorded in ${lastDays(7)}.`);
     return;
   }
   drawRings($("rings-today"), todayRings.rings, 140);
-  $("rings-today").setAttribute("aria-label", "Activity rings today: " + RINGS.map((r, i) =>
+  $("rings-today").setAttribute("aria-label", `Activity rings ${onShownDay()}: ` + RINGS.map((r, i) =>
     `${r.name} ${formatInteger(todayRings.rings[i].value)} of ${formatInteger(todayRings.rings[i].goal)} ${r.unit}`).join(", "));
   $("ring-figures").replaceChildren(...RINGS.map((r, index) => {
     const figure = todayRings.rings[index];
@@ -538,7 +606,7 @@ async function loadRings(client, current) {
     item.append(svg, label);
     return item;
   }));
-  setPanel("panel-rings", "ok", "Today, and the six days before.");
+  setPanel("panel-rings", "ok", pinned() ? `${formatDay(dayKey(shownDay()))}, and the six days before.` : "Today, and the six days before.");
 }
 
 const ACTIVITY_NAMES = {
@@ -556,7 +624,7 @@ const WORKOUTS_SHOWN = 8;
 /** The last 28 days of workouts, newest first, with heart rate and time in the chosen zone. */
 async function loadWorkouts(client, current) {
   if (notShared("panel-workouts", ["workout"], "Your workouts are")) { $("workout-list").replaceChildren(); return; }
-  const parameters = { start: localMidnight(new Date(), -27).toISOString(), end: localMidnight(new Date(), 1).toISOString(),
+  const parameters = { start: localMidnight(shownDay(), -27).toISOString(), end: localMidnight(shownDay(), 1).toISOString(),
     goal: state.settings.goal, limit: "50" };
   if (state.settings.age) parameters.age = String(state.settings.age);
   const body = await client.getJSON("/v1/workouts", parameters);
@@ -601,21 +669,21 @@ async function loadWorkouts(client, current) {
   }));
   const count = body.workouts.length;
   const shownNote = count > WORKOUTS_SHOWN ? `The ${WORKOUTS_SHOWN} most recent of ${count}. ` : "";
-  setPanel("panel-workouts", count ? "ok" : "empty", count === 0 ? "No data yet: no workouts in the last 28 days."
+  setPanel("panel-workouts", count ? "ok" : "empty", count === 0 ? `${noData()}: no workouts in ${lastDays(28)}.`
     : shownNote + (zone ? `Time in zone is for your ${$("goal-select").selectedOptions[0]?.textContent.toLowerCase() || state.settings.goal} zone.`
       : "Time in zone needs your age: enter it above."));
 }
 
 async function loadHeartRateDay(client, current) {
   if (notShared("panel-heart", ["heartRate"], "Your heart rate is")) return;
-  const start = today();
-  const end = localMidnight(new Date(), 1);
+  const start = shownDay();
+  const end = localMidnight(start, 1);
   const samples = await client.allSamples({ type: "heartRate", start: start.toISOString(), end: end.toISOString(),
     limit: "10000" });
   if (!current()) return;
   state.heartSamples = samples;
   state.heartDay = { start, end };
-  setPanel("panel-heart", samples.length ? "ok" : "empty", samples.length ? "" : "No data yet: no heart-rate readings today.");
+  setPanel("panel-heart", samples.length ? "ok" : "empty", samples.length ? "" : `${noData()}: no heart-rate readings ${onShownDay()}.`);
   drawHeartChart();
 }
 
@@ -718,6 +786,7 @@ function refresh(names) {
 
 function refreshAll() {
   state.shownDay = dayKey(new Date());
+  showDayWords();
   return refresh(Object.keys(LOADERS));
 }
 
@@ -957,6 +1026,11 @@ function wire() {
     showTokenPanel("Paste an access token that may read your data.");
   });
   $("retry").addEventListener("click", retryNow);
+  $("show-today").addEventListener("click", () => {
+    state.pinnedDay = null;
+    history.replaceState(null, "", location.pathname + location.search);
+    if (state.client) refreshAll();
+  });
   const age = $("age-input");
   const goal = $("goal-select");
   if (state.settings.age) age.value = String(state.settings.age);

@@ -3,6 +3,8 @@
 // calendar year. Built from calendar fields (never by adding 24 h), so a week with a daylight-
 // saving change is still seven calendar days.
 
+import { dayKey, formatDay, formatShortDate } from "./format.js";
+
 export const PERIODS = ["day", "week", "month", "year"];
 
 /**
@@ -25,7 +27,22 @@ export function periodRange(period, date) {
   }
 }
 
-/** "today", "this week"... for headings. */
-export function periodPhrase(period) {
-  return { day: "today", week: "this week", month: "this month", year: "this year" }[period] || "today";
+/**
+ * Words for the period holding `shown`, seen on `today` (local dates). The period holding today is
+ * "today", "this week"...; another names itself ("on Fri, Nov 27", "in the week of Nov 23", "in
+ * November 2026", "in 2026"). `current` says which.
+ */
+export function periodWords(period, shown, today) {
+  const range = periodRange(period, shown);
+  if (range.start <= today && today < range.end) {
+    return { current: true, phrase: { day: "today", week: "this week", month: "this month", year: "this year" }[period] || "today" };
+  }
+  switch (period) {
+    case "week": return { current: false, phrase: `in the week of ${formatShortDate(dayKey(range.start))}` };
+    case "month": return { current: false, phrase: `in ${monthYear.format(range.start)}` };
+    case "year": return { current: false, phrase: `in ${range.start.getFullYear()}` };
+    default: return { current: false, phrase: `on ${formatDay(dayKey(range.start))}` };
+  }
 }
+
+const monthYear = new Intl.DateTimeFormat(undefined, { month: "long", year: "numeric" });

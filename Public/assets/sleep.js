@@ -3,11 +3,13 @@
 // recording the same night) counted once. Where records overlap with different stages, the time
 // goes to the most specific stage, so the stages always add up to the total.
 
-export const ASLEEP_STAGES = ["asleepCore", "asleepDeep", "asleepREM", "asleepUnspecified"];
+// The asleep stages in the order every bar stacks them and every legend and list names them: deep
+// first, as the night's hypnogram has it early.
+export const ASLEEP_STAGES = ["asleepDeep", "asleepCore", "asleepREM", "asleepUnspecified"];
 // Highest first: a staged record beats an unstaged one; among stages, the rarer one wins.
 const STAGE_PRIORITY = ["asleepDeep", "asleepREM", "asleepCore", "asleepUnspecified"];
 
-/** { totalSeconds, stages: [{stage, seconds}] } for samples overlapping [windowStart, windowEnd). */
+/** { totalSeconds, stages: [{stage, seconds}] in ASLEEP_STAGES order } for samples overlapping [windowStart, windowEnd). */
 export function summarizeSleep(samples, windowStart, windowEnd) {
   const intervals = [];
   for (const sample of samples) {

@@ -130,6 +130,19 @@ public enum DemoSeeder {
         try store.createAuthorization(user: user, app: dashboardApp, read: dashboardReadTypes, share: [], disclosesRead: true).token
     }
 
+    /// The day a dashboard link opens on (`serve --demo` puts it in the link): today from local noon
+    /// on, else yesterday. Before noon today holds a night and a morning at most (steps "–", rings
+    /// at 0 at 05:00), and a visitor's first look should be a whole day; from noon on today has
+    /// enough to show, and is what a visitor expects. The hour is the zone's wall clock, so it
+    /// holds on the days the clocks change.
+    public static func openingDay(nowMilliseconds: Int64, timeZone: TimeZone = DemoDataGenerator.utc) -> HealthDay {
+        let generator = DemoDataGenerator(userName: "", timeZone: timeZone)
+        let today = generator.localDay(of: nowMilliseconds)
+        let wall = nowMilliseconds + generator.offset(at: nowMilliseconds)
+        let sinceMidnight = wall - today * GregorianCalendarMath.millisecondsPerDay
+        return HealthDay(daysSinceEpoch: sinceMidnight >= 12 * 3_600_000 ? today : today - 1)
+    }
+
     /// Today in `timeZone`, as days since 1970.
     public static func today(nowMilliseconds: Int64, timeZone: TimeZone = DemoDataGenerator.utc) -> Int64 {
         DemoDataGenerator(userName: "", timeZone: timeZone).localDay(of: nowMilliseconds)

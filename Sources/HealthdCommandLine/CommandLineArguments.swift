@@ -31,7 +31,7 @@ public struct ServeOptions: Equatable, Sendable {
     public var port: Int?
     public var demo = false
     public var publicDirectory: String?
-    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    /// The IANA zone the demo person lives in; nil: TZ's, else the server's (`DemoTimeZoneChoice`).
     public var timeZone: String?
     /// MiB of decoded statistics rollups kept in memory (`statisticsMemoryMiB`).
     public var statisticsMemoryMiB: Int?
@@ -42,7 +42,7 @@ public struct SeedOptions: Equatable, Sendable {
     public var common = CommonOptions()
     public var user = ""
     public var days = 28
-    /// The IANA zone the demo person lives in; nil: the server's local zone.
+    /// The IANA zone the demo person lives in; nil: TZ's, else the server's (`DemoTimeZoneChoice`).
     public var timeZone: String?
     public init() {}
 }

@@ -44,11 +44,13 @@ public enum HelpText {
           --host H          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)
           --port P          TCP port (default 8080; 0 picks a free port and prints it)
           --demo            create a 'demo' user with four weeks of realistic data and print
-                            a dashboard URL with a read token
+                            a dashboard URL with a read token, opening on today from local
+                            noon and on yesterday, the last whole day, before it
           --public-dir DIR  the dashboard's files (index.html, openapi.json); found on its own in a
                             checkout (next to .build/) or an install (PREFIX/share/healthd/Public)
-          --time-zone ZONE  the IANA zone the demo person lives in (default: the server's
-                            local zone, from TZ or /etc/localtime)
+          --time-zone ZONE  the IANA zone the demo person lives in; give your browser's (default:
+                            the zone TZ names, else the server's from /etc/localtime: UTC in
+                            most containers)
           --statistics-memory MIB
                             decoded statistics rollups kept in memory (default 64; also
                             HEALTHD_STATISTICS_MEMORY_MIB or statisticsMemoryMiB in the config file)
@@ -69,8 +71,9 @@ public enum HelpText {
         in short samples through the day from a phone and a watch, heart rate, sleep stages,
         workouts, body mass. Creates the user if missing; a rerun adds nothing twice (and adds what
         has ended since the last run today).
-          --time-zone ZONE  the IANA zone the person lives in (default: the server's local zone,
-                            from TZ or /etc/localtime), e.g. America/New_York
+          --time-zone ZONE  the IANA zone the person lives in, e.g. America/New_York (default:
+                            the zone TZ names, else the server's from /etc/localtime: UTC in
+                            most containers)
         \(common)
         """
 

@@ -159,56 +159,18 @@ public enum PasswordHashing {
     }()
 }
 
-/// The PHC string format's base64: the standard alphabet, no padding.
+/// The PHC string format's base64: Crypto's standard base64 without its padding.
 enum PHCBase64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
     static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index < bytes.count {
-            let b0 = UInt32(bytes[index])
-            let b1 = index + 1 < bytes.count ? UInt32(bytes[index + 1]) : 0
-            let b2 = index + 2 < bytes.count ? UInt32(bytes[index + 2]) : 0
-            let chunk = b0 << 16 | b1 << 8 | b2
-            let characters = min(4, (bytes.count - index) * 4 / 3 + ((bytes.count - index) < 3 ? 1 : 0))
-            for position in 0 ..< characters { out.append(alphabet[Int(chunk >> (18 - 6 * UInt32(position)) & 0x3F)]) }
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
+        var text = Base64.encode(bytes)
+        while text.last == "=" { text.removeLast() }
+        return text
     }
 
-    /// Nil for a character outside the alphabet, padding, a length no encoding has, or stray bits.
+    /// Nil for padding, a character outside the alphabet, a length no encoding has, or stray bits.
     static func decode(_ text: Substring) -> [UInt8]? {
-        let characters = Array(text.utf8)
-        guard characters.count % 4 != 1 else { return nil }
-        var values: [UInt32] = []
-        values.reserveCapacity(characters.count)
-        for character in characters {
-            switch character {
-            case 0x41 ... 0x5A: values.append(UInt32(character - 0x41))
-            case 0x61 ... 0x7A: values.append(UInt32(character - 0x61 + 26))
-            case 0x30 ... 0x39: values.append(UInt32(character - 0x30 + 52))
-            case 0x2B: values.append(62)
-            case 0x2F: values.append(63)
-            default: return nil
-            }
-        }
-        var bytes: [UInt8] = []
-        var index = 0
-        while index < values.count {
-            let group = values[index ..< min(index + 4, values.count)]
-            var chunk: UInt32 = 0
-            for (position, value) in group.enumerated() { chunk |= value << (18 - 6 * UInt32(position)) }
-            let produced = group.count - 1
-            let all = [UInt8(chunk >> 16 & 0xFF), UInt8(chunk >> 8 & 0xFF), UInt8(chunk & 0xFF)]
-            bytes += all.prefix(produced)
-            // Bits past the last whole byte must be zero, so each byte string has one encoding.
-            if group.count < 4 && chunk & (0xFFFFFF >> (8 * UInt32(produced))) != 0 { return nil }
-            index += 4
-        }
-        return bytes
+        guard !text.utf8.contains(UInt8(ascii: "=")) else { return nil }
+        return Base64.decode(text)
     }
 }
 

@@ -125,17 +125,38 @@ extension PostgresHealthStore {
                                                  [.int64(StoreClock.nowMilliseconds()), .text(id)])
             guard changed > 0 else { return false }
             try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text("r \(id)")])
+            // Before the commit, so this node's streams of the token have ended before any later
+            // write of this node commits (other nodes hear the NOTIFY before later commits' ones).
+            forgetAuthorization(id: id)
             return true
         }
         if revoked { forgetAuthorization(id: id) }
         return revoked
     }
 
+    /// Drops the cached token and tells the authorization observers (this node's streams).
     func forgetAuthorization(id: String) {
         authorizationCache.withLock { cache in
             cache.entries = cache.entries.filter { $0.value.authorization.id != id }
             cache.generation &+= 1
         }
+        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+    }
+
+    public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
+        authorizationObservers.withLock { $0.append(observer) }
+    }
+
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        guard !ids.isEmpty else { return [:] }
+        let quoted = ids.sorted().map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        let found = try pool.withConnection { connection in
+            try connection.map("""
+                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                WHERE a.id = ANY($1::text[]) AND a.revoked_ms IS NULL
+                """, [.text("{" + quoted.joined(separator: ",") + "}")]) { row in try Self.appAuthorization(row) }
+        }
+        return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {

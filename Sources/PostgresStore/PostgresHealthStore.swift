@@ -38,6 +38,7 @@ public final class PostgresHealthStore: HealthDataStore {
     let writers = DispatchQueue(label: "healthd.postgres.writers", attributes: .concurrent)
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     let authorizationCache = Mutex(AuthorizationCache())
+    let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     private let listener = Mutex<PostgresListener?>(nil)
     /// Confirms the cached authorizations in use every half `authorizationRevalidation` (a listening
     /// node only). Dispatch sources are thread-safe objects Dispatch does not mark Sendable; this
@@ -50,7 +51,7 @@ public final class PostgresHealthStore: HealthDataStore {
 
     /// How long a cached authorization is used before it is read again: the bound on how long a
     /// token revoked on another node can still work if that node's revocation NOTIFY was lost.
-    public static let authorizationRevalidation: Int64 = 5_000
+    public static let authorizationRevalidation: Int64 = 1_000
 
     /// The channel every node of this deployment LISTENs on. Payloads: `c <node> <user> <seq> <type,type...>`
     /// for a commit, `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).

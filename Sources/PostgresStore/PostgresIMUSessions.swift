@@ -15,7 +15,7 @@ import PostgreSQL
 /// created it meanwhile (the same outcome). So a repeated seq returns the first answer and a gap is
 /// `unexpectedSeq` (409) whichever node each batch reaches.
 enum PostgresIMUSessions {
-    /// Where a batch (`seq`) or the session's end (`seq` nil) stands; see `SQLiteHealthStore.imuSession`.
+    /// Where a batch (`seq`) or the session's end (`seq` nil) stands; see `HealthDataStore.imuSession`.
     static func lookup(userRowID: Int64, sourceRowID: Int64, session: String, seq: Int?,
                        on connection: PostgresConnection) throws -> IMUSessionLookup {
         let key: [PostgresValue] = [.int64(userRowID), .int64(sourceRowID), .text(session)]
@@ -70,7 +70,7 @@ enum PostgresIMUSessions {
         return saved
     }
 
-    /// CMPedometer.queryPedometerData over the app's own batches (see `SQLiteHealthStore.pedometerTotals`).
+    /// CMPedometer.queryPedometerData over the app's own batches (see `HealthDataStore.pedometerTotals`).
     static func totals(userRowID: Int64, sourceRowID: Int64, start: Int64, end: Int64,
                        on connection: PostgresConnection) throws -> PedometerTotals {
         let result = try connection.query("""

@@ -40,9 +40,10 @@ extension SQLiteHealthStore {
     /// the writer's next group commit, and calls `completion` with the answer once it is durable;
     /// `sessionChanged` when the session is no longer at `basis`. Samples count against the
     /// write backlog like any save.
-    public func commitIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+    public func commitIMU(granted: WriteGrant, session: String, seq: Int?, device: SampleDevice?,
                           basis: IMUSessionState, result: IMUBatchResult,
                           completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(result.samples, store: self)
         let weight = max(1, result.samples.count)

@@ -1,4 +1,5 @@
 import HealthStore
+import JSON
 import Crypto
 import Foundation
 import HealthModel
@@ -92,6 +93,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     private let appNames = Mutex<[Int64: String]>([:])
     private let devices = Mutex<[Int64: SampleDevice?]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    private let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
@@ -226,15 +228,50 @@ public final class SQLiteHealthStore: HealthDataStore {
         let revoked = try pool.write { db -> Bool in
             try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL",
                            [.integer(Self.nowMilliseconds()), .text(id)])
-            return db.changes > 0
+            guard db.changes > 0 else { return false }
+            // Inside the write, so the token is out of the cache and its streams have ended before
+            // any later write commits: nothing saved after the revocation can reach them. Should the
+            // commit fail, those streams merely end early.
+            forgetAuthorization(id: id)
+            return true
         }
-        if revoked {
-            authorizationCache.withLock { cache in
-                cache.entries = cache.entries.filter { $0.value.id != id }
-                cache.generation &+= 1
-            }
-        }
+        if revoked { forgetAuthorization(id: id) }
         return revoked
+    }
+
+    private func forgetAuthorization(id: String) {
+        authorizationCache.withLock { cache in
+            cache.entries = cache.entries.filter { $0.value.id != id }
+            cache.generation &+= 1
+        }
+        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+    }
+
+    public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
+        authorizationObservers.withLock { $0.append(observer) }
+    }
+
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        guard !ids.isEmpty else { return [:] }
+        var list = JSONWriter()
+        list.beginArray()
+        for id in ids.sorted() { list.string(id) }
+        list.endArray()
+        let idList = String(decoding: list.bytes, as: UTF8.self)
+        return try pool.read { db -> [String: AppAuthorization] in
+            var found: [String: AppAuthorization] = [:]
+            let statement = try db.cachedStatement("""
+                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                WHERE a.id IN (SELECT value FROM json_each(?)) AND a.revoked_ms IS NULL
+                """)
+            try statement.bind([.text(idList)])
+            try statement.forEachRow { row in
+                let authorization = try Self.appAuthorization(row)
+                found[authorization.id] = authorization
+            }
+            return found
+        }
     }
 
     /// The authorization for a token hash if it was looked up recently and not revoked since;
@@ -253,22 +290,28 @@ public final class SQLiteHealthStore: HealthDataStore {
         if let cached { return cached }
         let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
-                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read
+                SELECT \(Self.authorizationColumns)
                 FROM authorizations a JOIN users u ON u.id = a.user_id
                 JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
-                """, [.blob(tokenHash)]) { row in
-                AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
-                                 appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
-                                 read: StoredForms.typeList(try row.string(at: 4)), share: StoredForms.typeList(try row.string(at: 5)),
-                                 disclosesRead: try row.int64(at: 7) != 0)
-            }
+                """, [.blob(tokenHash)]) { row in try Self.appAuthorization(row) }
         }
         guard let authorization = found else { return nil }
         authorizationCache.withLock { cache in
             if let key, cache.generation == generation { cache.entries[key] = authorization }
         }
         return authorization
+    }
+
+    /// What `appAuthorization` reads, from `authorizations a JOIN users u JOIN sources s`.
+    private static let authorizationColumns =
+        "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read"
+
+    private static func appAuthorization(_ row: Row) throws -> AppAuthorization {
+        AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
+                         appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
+                         read: StoredForms.typeList(try row.string(at: 4)), share: StoredForms.typeList(try row.string(at: 5)),
+                         disclosesRead: try row.int64(at: 7) != 0)
     }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {

@@ -10,8 +10,8 @@ extension SQLiteHealthStore {
     /// Saves a batch atomically: all samples or none. A uuid saved before with identical content is
     /// accepted again without a second copy; with different content the whole batch is a conflict.
     /// Returns the uuids in request order.
-    public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
-        try app.access.requireShare(samples)
+    public func save(_ samples: [HealthSample], granted: WriteGrant) throws -> [HealthUUID] {
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let change = try pool.groupedWrite { db in try insert(batch, by: app, created: created, db) }
@@ -22,14 +22,9 @@ extension SQLiteHealthStore {
     /// `save` without waiting: the batch is prepared on the calling thread, written in the
     /// writer's next group commit, and `completion` gets the uuids in request order once it is
     /// durable (or the error: `SampleConflict`, `StoreError`, `SQLiteError`), on a global queue.
-    public func save(_ samples: [HealthSample], by app: AppAuthorization,
+    public func save(_ samples: [HealthSample], granted: WriteGrant,
                      completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
-        do {
-            try app.access.requireShare(samples)
-        } catch {
-            completion(.failure(error))
-            return
-        }
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let uuids = samples.map(\.uuid)
@@ -195,8 +190,8 @@ extension SQLiteHealthStore {
     }
 
     /// Deletes the app's own samples of a type matching the date predicate; returns how many.
-    public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
-        try app.access.requireShare(type)
+    public func deleteSamples(type: String, start: Int64, end: Int64, granted: WriteGrant) throws -> Int {
+        let app = granted.app
         let (count, change, compacting) = try pool.write { db -> (Int, CommittedChange?, Bool) in
             guard let typeCode = typeCode(for: type) else { return (0, nil, false) }
             var clause = WhereClause(conditions: ["user_id = ?1", "type_id = ?2", "source_id = ?3"],

@@ -32,13 +32,12 @@ extension SQLiteHealthStore {
     static let workoutSessionColumns = WorkoutSessionColumn.selectList
 
     /// Starting and ending a session need share permission for `workout`: ending saves one as the app.
-    static let workoutShareDetail = "a workout session saves a workout sample: this token may not share workout"
 
     /// Starts a session as `app`. An app runs one session at a time per user (as HealthKit runs one
     /// per app): while another is running or paused this is a `conflict` naming it.
-    public func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+    public func startWorkoutSession(granted: WriteGrant, activityType: String, zone: HeartRateZoneBounds?,
                                     at start: Int64) throws -> WorkoutSession {
-        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        let app = granted.app
         return try pool.write { db in
             if let active = try db.first("""
                 SELECT external_id, state FROM workout_sessions WHERE user_id = ? AND source_id = ? AND state <> 'ended'
@@ -94,9 +93,9 @@ extension SQLiteHealthStore {
     /// (as statistics merge sources) `activeEnergyBurned` and `distanceWalkingRunning` over the
     /// running stretches, pro-rated by overlap; the app sees other apps' samples of a type only
     /// with read permission for it. A type with no sample there gives no total (absent, not 0).
-    public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64,
+    public func endWorkoutSession(id: String, granted: WriteGrant, now: Int64,
                                   workoutUUID: HealthUUID) throws -> WorkoutSession {
-        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in
             guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {

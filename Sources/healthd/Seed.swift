@@ -11,7 +11,7 @@ func runSeed(_ options: SeedOptions) {
     defer { store.close() }
     let report: DemoSeeder.Report
     do {
-        let zone = demoTimeZone(options.timeZone)
+        let zone = demoTimeZone(options.timeZone).zone
         let now = StoreClock.nowMilliseconds()
         report = try DemoSeeder.seed(store: store, userName: options.user, days: options.days,
                                      today: DemoSeeder.today(nowMilliseconds: now, timeZone: zone), now: now, timeZone: zone)
@@ -23,11 +23,18 @@ func runSeed(_ options: SeedOptions) {
         + "\(report.generated) samples, \(report.added) new")
 }
 
-/// The demo person's zone: `--time-zone`, else the server's local zone (TZ, /etc/localtime).
-func demoTimeZone(_ identifier: String?) -> TimeZone {
-    guard let identifier else { return TimeZone.current }
-    guard let zone = TimeZone(identifier: identifier) else {
-        fail("--time-zone: unknown time zone '\(identifier)' (an IANA name such as America/New_York)")
+/// The demo person's zone: `--time-zone`, else TZ, else the server's local zone (/etc/localtime);
+/// says so on standard error when TZ names no zone or the person lands in UTC without asking.
+func demoTimeZone(_ identifier: String?) -> DemoTimeZoneChoice {
+    let choice: DemoTimeZoneChoice
+    do {
+        choice = try DemoTimeZoneChoice.resolve(flag: identifier, environmentTZ: ProcessInfo.processInfo.environment["TZ"],
+                                                serverLocal: TimeZone.current)
+    } catch {
+        fail(error.description)
     }
-    return zone
+    for note in [choice.warning, choice.hint].compactMap({ $0 }) {
+        FileHandle.standardError.write(Data("healthd: note: \(note)\n".utf8))
+    }
+    return choice
 }

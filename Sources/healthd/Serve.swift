@@ -176,7 +176,7 @@ func runServe(_ options: ServeOptions) -> Never {
             ? (configuration.host == "0.0.0.0" ? "127.0.0.1" : "[::1]") : hostForURL
         // Off the main thread, which waits for stop signals: a stop during seeding is not delayed.
         DispatchQueue.global().async {
-            prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", timeZone: demoTimeZone(options.timeZone),
+            prepareDemo(store: store, baseURL: "http://\(dashboardHost):\(server.boundPort)", zone: demoTimeZone(options.timeZone),
                         hasDashboard: hasDashboard)
         }
     }
@@ -233,19 +233,23 @@ func waitForStopSignals(server: HTTPServer, application: HealthApplication, stor
 }
 
 /// `serve --demo`: four weeks and today so far of data for user `demo` (idempotent), then a dashboard URL with a
-/// fresh read-only token. Runs while the server already answers, so health checks pass meanwhile.
-func prepareDemo(store: any HealthDataStore, baseURL: String, timeZone: TimeZone, hasDashboard: Bool) {
+/// fresh read-only token that opens on a whole day (`DemoSeeder.openingDay`). Runs while the server already
+/// answers, so health checks pass meanwhile.
+func prepareDemo(store: any HealthDataStore, baseURL: String, zone: DemoTimeZoneChoice, hasDashboard: Bool) {
     let started = Date()
+    let timeZone = zone.zone
     do {
         let now = StoreClock.nowMilliseconds()
         let report = try DemoSeeder.seed(store: store, userName: "demo", days: 28,
                                          today: DemoSeeder.today(nowMilliseconds: now, timeZone: timeZone), now: now, timeZone: timeZone)
         let token = try DemoSeeder.dashboardToken(store: store, user: report.user)
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
-        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) \(report.timeZone.identifier), "
+        say("demo user ready: \(report.generated) samples \(report.firstDay) to \(report.lastDay) (\(zone.description)), "
             + "\(report.added) new, in \(seconds) s")
         if hasDashboard {
-            say("dashboard: \(baseURL)/#token=\(token)")
+            // The day in the link, not today: before noon today is mostly empty, and a link opened later still shows seeded data.
+            let day = DemoSeeder.openingDay(nowMilliseconds: now, timeZone: timeZone)
+            say("dashboard: \(baseURL)/#date=\(day)&token=\(token)")
         } else {
             // No page to open: the token still reads the demo user's data through the API.
             say("demo read token (no dashboard to open, see the warning above): \(token)")

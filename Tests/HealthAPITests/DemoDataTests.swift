@@ -203,6 +203,33 @@ private let aliceTwoWeeks = DemoDataGenerator(userName: "alice").days(twoWeeks)
         return (instant + offset - day * GregorianCalendarMath.millisecondsPerDay) / 60_000
     }
 
+    /// The dashboard link opens on today from local noon on, else on yesterday: at any hour a whole
+    /// day or a day with its morning, on clock-change days too (the hour is the wall clock's).
+    @Test func theDemoLinkOpensOnYesterdayBeforeLocalNoonAndTodayFromIt() throws {
+        let zone = try #require(Self.newYork)
+        func opening(_ day: Int64, hour: Int64, minute: Int64 = 0) -> Int64 {
+            // New York wall time on `day`, as an instant (EST or EDT as the day has it at that hour).
+            let generator = DemoDataGenerator(userName: "", timeZone: zone)
+            let wall = day * GregorianCalendarMath.millisecondsPerDay + (hour * 60 + minute) * 60_000
+            return DemoSeeder.openingDay(nowMilliseconds: generator.instant(wall: wall), timeZone: zone).daysSinceEpoch
+        }
+        let day = GregorianCalendarMath.daysSinceEpoch(year: 2026, month: 11, day: 27)
+        #expect(opening(day, hour: 0, minute: 1) == day - 1)
+        #expect(opening(day, hour: 5) == day - 1)
+        #expect(opening(day, hour: 11, minute: 59) == day - 1)
+        #expect(opening(day, hour: 12) == day)
+        #expect(opening(day, hour: 23, minute: 59) == day)
+        for change in [Self.springForward, Self.fallBack] {
+            #expect(opening(change, hour: 11, minute: 59) == change - 1)
+            #expect(opening(change, hour: 12) == change)
+        }
+        // 03:00 UTC is still the evening before in New York: that day from its noon.
+        let utcMorning = day * GregorianCalendarMath.millisecondsPerDay + 3 * 3_600_000
+        #expect(DemoSeeder.openingDay(nowMilliseconds: utcMorning, timeZone: zone).daysSinceEpoch == day - 1)
+        #expect(DemoSeeder.openingDay(nowMilliseconds: utcMorning).daysSinceEpoch == day - 1)
+        #expect(DemoSeeder.openingDay(nowMilliseconds: utcMorning + 9 * 3_600_000).daysSinceEpoch == day)
+    }
+
     @Test func theDayRunsOnLocalWallClockTime() throws {
         let generator = try generator()
         let zone = generator.timeZone

@@ -434,6 +434,78 @@ def number(text):
         return None
 
 
+def days_with_data_average(port, token, type_id, unit, start, end):
+    """The dashboard's daily average of a period: the mean of the daily sums over the days that have
+    data, from `start` to `end` or tomorrow, whichever is first; and how many days those are."""
+    tomorrow = datetime.combine(datetime.now(ZoneInfo(TIME_ZONE)).date() + timedelta(days=1), datetime.min.time(), ZoneInfo(TIME_ZONE))
+    status, collection = api(port, token, "/v1/statistics/collection", type=type_id, start=rfc3339(start), end=rfc3339(min(end, tomorrow)),
+                             interval="P1D", timeZone=TIME_ZONE, options="cumulativeSum", unit=unit)
+    if status != 200:
+        raise RuntimeError(f"GET /v1/statistics/collection: {status} {collection}")
+    sums = [b["sum"] for b in collection["buckets"] if "sum" in b]
+    total = 0
+    for value in sums:  # left to right, as the page adds (Python 3.12's sum() compensates)
+        total += value
+    return (total / len(sums) if sums else None), len(sums)
+
+
+def nice_axis_top(value):
+    """The charts' axis top: the least of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^n at least `value`."""
+    if not value > 0:
+        return 1
+    power = math.floor(math.log10(value)) - 1
+    while True:
+        for leading in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8):
+            top = float(f"{leading * 10 ** power:.12g}")
+            if top >= value:
+                return top
+        power += 1
+
+
+def average_checks(label, port, token, dom, start, end):
+    """A period's step and energy averages are over the days with data, and the card says so."""
+    steps, step_days = days_with_data_average(port, token, "stepCount", "count", start, end)
+    energy, energy_days = days_with_data_average(port, token, "activeEnergyBurned", "kcal", start, end)
+    check(f"{label}: the daily step average is over the {step_days} days with data, and says so",
+          number(dom.attr("steps-average", "data-value")) == steps and number(dom.attr("period-days", "data-value")) == step_days
+          and (steps is None or (dom.text("steps-average") == thousands(steps)
+                                 and f"over the {step_days} day{'s' if step_days != 1 else ''} with data" in dom.text("steps-average-line"))),
+          (dom.text("steps-average-line"), steps, step_days))
+    check(f"{label}: the daily energy average too",
+          number(dom.attr("energy-average", "data-value")) == energy and number(dom.attr("energy-days", "data-value")) == energy_days
+          and (energy is None or f"over the {energy_days} day" in dom.text("energy-average-line")),
+          (dom.text("energy-average-line"), energy, energy_days))
+    return step_days
+
+
+def sleep_order_checks(dom):
+    """The stage legend, the sleep card's list and every stacked bar name the stages in one order."""
+    legend = [e["attrs"]["data-legend"] for e in dom.with_attribute("data-legend")]
+    listed = [e["attrs"]["data-stage"] for e in dom.with_attribute("data-stage") if e["tag"] == "li"]
+    bars = []
+    for container in ["sleep-stages"] + [e["attrs"]["data-night"] for e in dom.with_attribute("data-night") if e["tag"] == "li"]:
+        rects = [e for e in (dom_children(dom, container) if container == "sleep-stages" else night_children(dom, container))
+                 if e["tag"] == "rect" and "data-stage" in e["attrs"]]
+        bars.append([r["attrs"]["data-stage"] for r in sorted(rects, key=lambda r: float(r["attrs"]["x"]))])
+    in_order = lambda stages: stages == sorted(stages, key=legend.index) if all(s in legend for s in stages) else False
+    check("the sleep legend reads Deep, Core, REM, Asleep, as the bars stack", legend == ["asleepDeep", "asleepCore", "asleepREM", "asleepUnspecified"],
+          legend)
+    check("the sleep card's stage list and every night's bar follow the legend's order",
+          in_order(listed) and all(in_order(bar) for bar in bars) and len(listed) >= 2 and any(len(bar) >= 2 for bar in bars), (listed, bars))
+
+
+def night_children(dom, night):
+    """The elements inside the sleep week's `li` for `night`."""
+    start = next(e for e in dom.elements if e["tag"] == "li" and e["attrs"].get("data-night") == night)
+    index = dom.elements.index(start)
+    out = []
+    for element in dom.elements[index + 1:]:
+        if element["tag"] == "li":
+            break
+        out.append(element)
+    return out
+
+
 def dashboard_checks(port, browser, fixture, token, artifacts):
     base = f"http://127.0.0.1:{port}/"
     url = f"{base}#token={urllib.parse.quote(token)}&age={AGE}&goal={GOAL}"
@@ -470,6 +542,7 @@ def dashboard_checks(port, browser, fixture, token, artifacts):
     # The unspecified record lies inside a core stretch: the staged record wins that time.
     check("sleep stages listed, adding up to the total", set(stages) == {"asleepCore", "asleepDeep", "asleepREM"}
           and sum(stages.values()) == asleep, stages)
+    sleep_order_checks(dom)
 
     print("browser: heart-rate chart")
     day_samples = all_samples(port, token, type="heartRate", start=rfc3339(fixture.today),
@@ -524,6 +597,10 @@ def dashboard_checks(port, browser, fixture, token, artifacts):
         check("trend points carry the sums", [number(t["attrs"]["data-value"]) for t in trend]
               == [sums[day] for day in days if day in sums])
         check("the fixture's gap days have no trend point", len([d for d in days if d in sums]) <= 26)
+        highest = max(sums.values())
+        top = number(dom.attr("chart-trend", "data-axis-top"))
+        check("the trend's axis tops at the least of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^n above the highest day (not a 1-2-5 step)",
+              top == nice_axis_top(highest) and highest <= top < 1.34 * highest, (top, highest))
 
     period_chart_checks(port, token, dom, "day", fixture.today, fixture.local(1, 0), "PT1H")
     new_card_checks(port, fixture, token, dom)
@@ -675,13 +752,8 @@ def period_checks(port, browser, fixture, token):
     check("week: the steps card is the week's total from GET /v1/summary?period=week",
           number(dom.attr("steps-value", "data-value")) == summary["steps"] and dom.text("steps-value") == thousands(summary["steps"]),
           (dom.text("steps-value"), summary.get("steps")))
-    check("week: its daily average and day count are the summary's",
-          number(dom.attr("steps-average", "data-value")) == summary["dailyAverage"]["steps"]
-          and dom.text("steps-average") == thousands(summary["dailyAverage"]["steps"])
-          and number(dom.attr("period-days", "data-value")) == summary["days"], (dom.text("steps-average"), summary))
-    check("week: energy card total and average are the summary's",
-          number(dom.attr("energy-value", "data-value")) == summary["activeEnergy"]
-          and number(dom.attr("energy-average", "data-value")) == summary["dailyAverage"]["activeEnergy"])
+    average_checks("week", port, token, dom, monday, sunday_end)
+    check("week: energy card total is the summary's", number(dom.attr("energy-value", "data-value")) == summary["activeEnergy"])
     buckets = period_chart_checks(port, token, dom, "week", monday, sunday_end, "P1D")
     check("week: seven day bars from Monday", len(buckets) == 7 and buckets[0]["start"][:10] == monday.date().isoformat())
     status, zone = api(port, token, "/v1/heart-rate/zones", goal=GOAL)
@@ -707,6 +779,9 @@ def period_checks(port, browser, fixture, token):
     status, summary = api(port, token, "/v1/summary", date=fixture.today.date().isoformat(), timeZone=TIME_ZONE, period="year")
     check("year: the steps card is the year's total", number(dom.attr("steps-value", "data-value")) == summary["steps"]
           and dom.text("steps-heading") == "Steps this year")
+    with_data = average_checks("year", port, token, dom, start, end)
+    check("year: four weeks of data average over those weeks' days, not over the days of the year so far",
+          with_data <= 28 and "so far" not in (dom.text("steps-average-line") or ""), (with_data, dom.text("steps-average-line")))
 
     print("browser: month view")
     dom, _ = browser.dom(base + "&period=month")
@@ -717,12 +792,34 @@ def period_checks(port, browser, fixture, token):
     buckets = period_chart_checks(port, token, dom, "month", start, end, "P1D")
     check("month: one day bar per day of the calendar month", len(buckets) == (following - first).days, len(buckets))
     status, summary = api(port, token, "/v1/summary", date=fixture.today.date().isoformat(), timeZone=TIME_ZONE, period="month")
-    check("month: the steps card, its daily average and day count are GET /v1/summary?period=month's",
+    check("month: the steps card is GET /v1/summary?period=month's",
           status == 200 and number(dom.attr("steps-value", "data-value")) == summary["steps"]
-          and number(dom.attr("steps-average", "data-value")) == summary["dailyAverage"]["steps"]
-          and number(dom.attr("period-days", "data-value")) == summary["days"]
           and dom.text("steps-heading") == "Steps this month" and dom.text("period-heading") == "Steps by day, this month",
           (dom.text("steps-value"), dom.text("steps-heading"), dom.text("period-heading"), summary))
+    average_checks("month", port, token, dom, start, end)
+
+    print("browser: a day from the address (#date=), three days ago")
+    shown = fixture.local(-3, 0)
+    day = shown.date().isoformat()
+    page = DevTools(browser.binary)
+    try:
+        page.open(base + f"&period=day&date={day}")
+        page.wait_for("document.body.dataset.loaded === 'true'")
+        check("the day stays in the address, the token does not", page.evaluate("location.hash") == f"#date={day}",
+              page.evaluate("location.hash"))
+    finally:
+        page.close()
+    dom, _ = browser.dom(base + f"&period=day&date={day}")
+    status, summary = api(port, token, "/v1/summary", date=day, timeZone=TIME_ZONE, period="day")
+    check("#date: the steps card is that day's summary", number(dom.attr("steps-value", "data-value")) == summary["steps"] > 0,
+          (dom.text("steps-value"), summary.get("steps")))
+    check("#date: the headings name the day, and a line says it is not today, with the way back",
+          dom.text("steps-heading").startswith("Steps on ") and dom.text("period-heading").startswith("Steps by hour on ")
+          and "hidden" not in dom.by_id["pinned-day"]["attrs"] and "show-today" in dom.by_id,
+          (dom.text("steps-heading"), dom.text("period-heading"), dom.by_id["pinned-day"]["attrs"]))
+    trend = [e["attrs"]["data-trend-day"] for e in dom.with_attribute("data-trend-day")]
+    check("#date: the 28-day trend ends on that day", trend and trend[-1] == day, trend[-3:])
+    period_chart_checks(port, token, dom, "#date day", shown, fixture.local(-2, 0), "PT1H")
 
 
 LAYOUT_PROBLEMS = """(() => {
@@ -782,11 +879,13 @@ def png_height(path):
     return int.from_bytes(head[20:24], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0
 
 
-def expect_period(period, today, all_ok=False):
+def expect_period(period, today, all_ok=False, strict=False):
     """A dashboard with data in `period`: one step bar per bucket of the period, some with a value, and
-    the step card showing a figure; with `all_ok`, every card and panel has data."""
+    the step card showing a figure; with `all_ok`, every card and panel has data (with `strict`,
+    today's too: a demo link's day)."""
     # Just after midnight on the period's first day there may be no steps in it yet: then the panel says so.
-    just_begun = {"day": True, "week": today.weekday() == 0, "month": today.day == 1, "year": (today.month, today.day) == (1, 1)}[period]
+    just_begun = not strict and {"day": True, "week": today.weekday() == 0, "month": today.day == 1,
+                                 "year": (today.month, today.day) == (1, 1)}[period]
 
     def expectation(page, states):
         problems = []
@@ -807,7 +906,7 @@ def expect_period(period, today, all_ok=False):
         if all_ok:  # the panels over 28 days or 7 nights have data; today's may still be empty just after midnight
             over_days = ("panel-trend", "panel-sleep-week", "panel-workouts", "panel-resting", "panel-weight")
             problems += [f"{panel} is {state}" for panel, state in states.items() if panel.startswith(("card-", "panel-"))
-                         and state != "ok" and not (state == "empty" and panel not in over_days)]
+                         and state != "ok" and not (state == "empty" and panel not in over_days and not strict)]
         return problems
     return expectation
 
@@ -1131,19 +1230,26 @@ def demo_checks(binary, public, browser, artifacts):
             # Lines may already sit in the pipe's text buffer, where select() cannot see them.
             # Then keep reading: the access log would fill the pipe and stall the server.
             for line in demo.proc.stdout:
-                match = re.search(r"dashboard: (http://\S+#token=(\S+))", line)
+                match = re.search(r"dashboard: (http://\S+#date=(\d{4}-\d{2}-\d{2})&token=(\S+))", line)
                 if match and "url" not in found:
-                    found["url"], found["token"] = match.group(1), match.group(2)
+                    found["url"], found["date"], found["token"] = match.group(1), match.group(2), match.group(3)
+                    found["printed"] = datetime.now(ZoneInfo(TIME_ZONE))
                     ready.set()
             ready.set()
         ready = threading.Event()
         reader = threading.Thread(target=read_lines, daemon=True)
         reader.start()
+        started = datetime.now(ZoneInfo(TIME_ZONE))
         ready.wait(90)
         url, token = found.get("url"), found.get("token")
-        check("serve --demo prints a dashboard URL with a token in its fragment", url is not None)
+        check("serve --demo prints a dashboard URL with the day to open and a token in its fragment", url is not None)
         if url is None:
             return
+        # The day the link opens on: yesterday before noon in New York, today from noon (a whole day
+        # or a day with its morning at any hour, whenever CI runs). Either side of noon while it ran: either.
+        opening = lambda moment: (moment.date() - timedelta(days=1) if moment.hour < 12 else moment.date()).isoformat()
+        check("demo: the link opens on yesterday before noon in New York, on today from noon",
+              found["date"] in {opening(found["printed"]), opening(started)}, (found["date"], found["printed"].isoformat()))
         status, _, payload = http(demo.port, "GET", "/v1/authorizations/current", token=urllib.parse.unquote(token))
         grant = js(payload) if status == 200 else {}
         check("demo: the dashboard token opted in to learning its read list (the user's own viewer)",
@@ -1151,14 +1257,21 @@ def demo_checks(binary, public, browser, artifacts):
         dom, _ = browser.dom(url + "&period=week")
         zone = ZoneInfo(TIME_ZONE)
         today = datetime.now(zone).date()
-        week = [(today - timedelta(days=today.weekday()) + timedelta(days=offset)).isoformat() for offset in range(7)]
-        days = [(today - timedelta(days=offset)).isoformat() for offset in range(27, -1, -1)]
-        start = datetime.combine(today - timedelta(days=27), datetime.min.time(), zone)
-        end = datetime.combine(today + timedelta(days=1), datetime.min.time(), zone)
+        shown = datetime.fromisoformat(found["date"]).date()
+        check("demo: a day before today says so, with a way back to today; today does not",
+              ("hidden" in dom.by_id["pinned-day"]["attrs"]) == (shown >= today), (shown, today, dom.text("pinned-day")))
+        week = [(shown - timedelta(days=shown.weekday()) + timedelta(days=offset)).isoformat() for offset in range(7)]
+        days = [(shown - timedelta(days=offset)).isoformat() for offset in range(27, -1, -1)]
+        start = datetime.combine(shown - timedelta(days=27), datetime.min.time(), zone)
+        end = datetime.combine(shown + timedelta(days=1), datetime.min.time(), zone)
         status, collection = api(demo.port, token, "/v1/statistics/collection", type="stepCount", start=rfc3339(start),
                                  end=rfc3339(end), interval="P1D", timeZone=TIME_ZONE, options="cumulativeSum")
         sums = {b["start"][:10]: b["sum"] for b in (collection or {}).get("buckets", []) if "sum" in b}
-        check("demo: the statistics collection has four weeks of steps", status == 200 and len(sums) >= 27, (status, len(sums)))
+        check("demo: the statistics collection has four weeks of steps to the day shown", status == 200 and len(sums) == 28,
+              (status, len(sums)))
+        average_checks("demo week", demo.port, token, dom, datetime.combine(shown - timedelta(days=shown.weekday()), datetime.min.time(), zone),
+                       datetime.combine(shown - timedelta(days=shown.weekday() - 7), datetime.min.time(), zone))
+        sleep_order_checks(dom)
         bars = [e for e in dom.with_attribute("data-day") if e["tag"] == "rect"]
         check("demo: the week's 7 day bars (Monday first) equal the API's daily sums",
               [b["attrs"]["data-day"] for b in bars] == week
@@ -1185,8 +1298,10 @@ def demo_checks(binary, public, browser, artifacts):
               [number(t["attrs"]["data-value"]) for t in trend] == [sums[day] for day in days if day in sums] and len(trend) >= 27,
               (len(trend), len(sums)))
         print("browser: the demo in every period, at 1280 and 390 px (full-page screenshots)")
+        # Whatever the hour, every card and panel of every period has data: the link's day is a whole
+        # day, or today from noon on.
         view_checks(browser.binary, [(f"dashboard-demo-{period}{suffix}.png", f"{url}&period={period}", width,
-                                      expect_period(period, today, all_ok=True))
+                                      expect_period(period, shown, all_ok=True, strict=True))
                                      for suffix, width in (("", 1280), ("-phone", 390)) for period in ("day", "week", "month", "year")],
                     artifacts)
     finally:

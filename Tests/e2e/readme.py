@@ -18,10 +18,12 @@ The convention for the documents' blocks (also in docs/architecture.md, "Tests a
   `export HEALTHD=${HEALTHD:-http://127.0.0.1:8080}`), the repository's `Examples/` linked as
   `Examples`, and the built binary as `.build/debug/healthd` (where `swift build` puts it in a
   checkout) and on PATH as `healthd` (as after the install step).
-- Every curl must fail on an HTTP error: `curl -fsS ...`, or, where a document shows an error,
-  print the status with `-w '%{http_code}'` and compare it. A curl without either is refused
-  before anything runs, as is a block that uses a file the repository does not have, or a stream
-  (`curl -N`, `/stream`) left in the foreground without --max-time.
+- Every curl must fail on an HTTP error and show why: `curl -sS --fail-with-body ...` (curl 7.76
+  or later; a bare `-f` prints only "error: 409" and drops the problem body that says what went
+  wrong), or, where a document shows an error, print the status with `-w '%{http_code}'` and
+  compare it. A curl without either is refused before anything runs, as is a block that uses a
+  file the repository does not have, or a stream (`curl -N`, `/stream`) left in the foreground
+  without --max-time.
 - Every relative link of README.md, BENCHMARKS.md and docs/*.md must name a file the repository
   has and, with `#anchor`, a heading of it.
 - Output shown in comments is checked loosely against what the block printed: every
@@ -88,21 +90,25 @@ def commands(source):
 
 
 def lint(line_number, source):
-    """Problems that would let a block pass while doing nothing: a curl that ignores HTTP errors,
-    an @file the repository does not have."""
+    """Problems that would let a block pass while doing nothing, or fail without saying why: a curl
+    that ignores HTTP errors or hides the problem body, an @file the repository does not have."""
     problems = []
     for command in commands(source):
         for match in re.finditer(r"(?:^|[\s|;&(`$])curl\s((?:[^|;&)`]|\$\()*)", command):
             arguments = match.group(1)
-            fails = re.search(r"(^|\s)-[a-zA-Z]*f[a-zA-Z]*(\s|$)|--fail", arguments)
+            fails = re.search(r"(^|\s)--fail-with-body(\s|$)", arguments)
+            hides = re.search(r"(^|\s)(-[a-zA-Z]*f[a-zA-Z]*|--fail)(\s|$)", arguments)
             reports = "%{http_code}" in arguments or "%{response_code}" in arguments
             streams = re.search(r"(^|\s)(-N|--no-buffer)(\s|$)", arguments) or "/stream" in arguments
             if streams and not re.search(r"&\s*$", command) and not re.search(r"(^|\s)(-m|--max-time)\s", arguments):
                 problems.append(f"{line_number}: a stream never ends: run it in the background (&) and kill it, "
                                 f"give it --max-time, or mark the block not run: curl {arguments.strip()[:60]}")
-            if not (fails or reports):
-                problems.append(f"{line_number}: curl without -f (use curl -fsS, or -w '%{{http_code}}' "
-                                f"and compare): curl {arguments.strip()[:80]}")
+            if hides and not fails:
+                problems.append(f"{line_number}: curl -f hides the problem body on an error (use curl -sS "
+                                f"--fail-with-body): curl {arguments.strip()[:80]}")
+            elif not (fails or reports):
+                problems.append(f"{line_number}: curl without --fail-with-body (use curl -sS --fail-with-body, "
+                                f"or -w '%{{http_code}}' and compare): curl {arguments.strip()[:80]}")
         if re.search(r"(localhost|127\.0\.0\.1):8080", re.sub(r"\$\{HEALTHD:-[^}]*\}", "", command)):
             problems.append(f"{line_number}: write $HEALTHD, not a fixed address: {command.strip()[:80]}")
         for match in re.finditer(r"@([\w./-]+)", command):

@@ -3,11 +3,11 @@
 // body's data-failed counts failures.
 
 import { EventStreamParser } from "/Public/assets/sse.js";
-import { summarizeSleep } from "/Public/assets/sleep.js";
+import { summarizeSleep, ASLEEP_STAGES } from "/Public/assets/sleep.js";
 import { formatInteger, formatKilometres, formatHoursMinutes, formatCompact, formatMinutesLong, localMidnight, dayKey }
   from "/Public/assets/format.js";
-import { periodRange } from "/Public/assets/period.js";
-import { drawBars } from "/Public/assets/charts.js";
+import { periodRange, periodWords } from "/Public/assets/period.js";
+import { drawBars, drawSleepStages, niceAxis } from "/Public/assets/charts.js";
 
 const lines = [];
 let failed = 0;
@@ -67,9 +67,42 @@ check("two sources recording the same hour count it once", summarizeSleep([sampl
 check("overlap goes to the staged record, stages sum to the total", (() => {
   const s = summarizeSleep([sample("asleepUnspecified", at(0), at(4)), sample("asleepDeep", at(1), at(2))], windowStart, windowEnd);
   return [s.totalSeconds, s.stages.map((x) => [x.stage, x.seconds])];
-})(), [4 * 3600, [["asleepCore", 0], ["asleepDeep", 3600], ["asleepREM", 0], ["asleepUnspecified", 3 * 3600]]]);
+})(), [4 * 3600, [["asleepDeep", 3600], ["asleepCore", 0], ["asleepREM", 0], ["asleepUnspecified", 3 * 3600]]]);
 check("clipped to the window", summarizeSleep([sample("asleepCore", at(11), at(13))], windowStart, windowEnd).totalSeconds, 3600);
 check("outside the window: nothing", summarizeSleep([sample("asleepCore", at(12), at(14))], windowStart, windowEnd).totalSeconds, 0);
+
+check("stages are listed in the order the bar stacks them: Deep, Core, REM, then unspecified",
+  summarizeSleep([sample("asleepREM", at(3), at(4)), sample("asleepCore", at(0), at(1)), sample("asleepDeep", at(1), at(2))],
+    windowStart, windowEnd).stages.map((s) => s.stage), ["asleepDeep", "asleepCore", "asleepREM", "asleepUnspecified"]);
+check("the bar stacks in the same order, whatever order the stages come in", (() => {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  drawSleepStages(svg, [{ stage: "asleepREM", seconds: 60, label: "" }, { stage: "asleepCore", seconds: 60, label: "" },
+    { stage: "asleepDeep", seconds: 60, label: "" }]);
+  return [...svg.querySelectorAll("rect")].sort((a, b) => Number(a.getAttribute("x")) - Number(b.getAttribute("x")))
+    .map((r) => r.dataset.stage);
+})(), ASLEEP_STAGES.slice(0, 3));
+
+// Axis tops: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten, the least at or above the data.
+check("data near 25k draws on a 25k axis, not 50k", [niceAxis(24_600), niceAxis(25_000)].map((a) => a.top), [25_000, 25_000]);
+check("just above a step goes to the next one", [niceAxis(25_001), niceAxis(10_001), niceAxis(12_001), niceAxis(60_001)].map((a) => a.top),
+  [30_000, 12_000, 15_000, 80_000]);
+check("every step of a decade", [0.9, 1.1, 1.4, 1.9, 2.4, 2.9, 3.9, 4.9, 5.9, 7.9, 9.9].map((v) => niceAxis(v * 1000).top),
+  [1000, 1200, 1500, 2000, 2500, 3000, 4000, 5000, 6000, 8000, 10_000]);
+check("powers of ten are their own top, with no binary noise", [niceAxis(1000).top, niceAxis(100_000).top, niceAxis(0.3).top, niceAxis(1.2e-3).top],
+  [1000, 100_000, 0.3, 0.0012]);
+check("each top splits into round grid steps", [1000, 1200, 1500, 2000, 2500, 3000, 4000, 5000, 6000, 8000].map((v) => v / niceAxis(v).ticks),
+  [200, 300, 500, 500, 500, 1000, 1000, 1000, 2000, 2000]);
+check("no data, or nonsense, gives a 1 axis", [niceAxis(0), niceAxis(-5), niceAxis(NaN), niceAxis(Infinity)].map((a) => a.top), [1, 1, 1, 1]);
+check("the step bars' axis for a 25k week tops at 25k", (() => {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.style.width = "600px";
+  document.body.append(svg);
+  drawBars(svg, [24_800, 21_000, 18_500].map((sum, i) => ({ key: String(i), label: String(i), title: String(i), sum, current: false, future: false })),
+    "Steps");
+  const labels = [...svg.querySelectorAll("text.axis-label")].map((t) => t.textContent);
+  svg.remove();
+  return [svg.dataset.axisTop, labels.slice(0, 6)];
+})(), ["25000", ["0", "5k", "10k", "15k", "20k", "25k"]]);
 
 // Display rounding (the page runs with --lang=en-US).
 check("integers round halves up, with separators", [formatInteger(8123.5), formatInteger(8123.49), formatInteger(0.5), formatInteger(1234567)],
@@ -89,6 +122,13 @@ check("a week from Monday (Sunday 8 March is in the week of 2 March)", span("wee
 check("a Monday starts its own week", span("week", new Date(2026, 2, 9, 0, 30)), ["2026-03-09", "2026-03-16", "P1D"]);
 check("a month", span("month", new Date(2026, 1, 28)), ["2026-02-01", "2026-03-01", "P1D"]);
 check("a year, by the month", span("year", new Date(2026, 11, 31, 23)), ["2026-01-01", "2027-01-01", "P1M"]);
+check("the period holding today is named as such", ["day", "week", "month", "year"].map((p) =>
+  periodWords(p, new Date(2026, 2, 8), new Date(2026, 2, 8)).phrase), ["today", "this week", "this month", "this year"]);
+check("another period names itself", ["day", "week", "month", "year"].map((p) => periodWords(p, new Date(2026, 2, 8), new Date(2027, 0, 5))),
+  [{ current: false, phrase: "on Sun, Mar 8" }, { current: false, phrase: "in the week of Mar 2" },
+    { current: false, phrase: "in March 2026" }, { current: false, phrase: "in 2026" }]);
+check("yesterday's week is this week unless today is a Monday", [[new Date(2026, 2, 9), new Date(2026, 2, 10)],
+  [new Date(2026, 2, 8), new Date(2026, 2, 9)]].map(([yesterday, today]) => periodWords("week", yesterday, today).current), [true, false]);
 check("local days step by calendar, not by 24 h", dayKey(localMidnight(new Date(2026, 2, 8, 12), 1)), "2026-03-09");
 
 // Step bars at a phone's width: a 390 px screen gives the chart 324 px. Seven five-digit days (any

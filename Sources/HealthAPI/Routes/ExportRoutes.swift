@@ -7,10 +7,10 @@ import JSON
 
 /// `GET /v1/export`: every sample the token may read, as NDJSON, streamed page by page.
 struct ExportRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
-        let routes = ExportRoutes(store: store)
+    static func register(into router: inout Router<Route>, data: HealthData) {
+        let routes = ExportRoutes(data: data)
         router.register(.get, "/v1/export", Route(access: .token, handler: routes.export))
     }
 
@@ -24,7 +24,7 @@ struct ExportRoutes: Sendable {
         headers.add("Content-Type", "application/x-ndjson")
         headers.add("Cache-Control", "no-store")
         return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
-            DispatchQueue.global(qos: .utility).async { scope.stream(from: store, to: stream) }
+            DispatchQueue.global(qos: .utility).async { scope.stream(from: data, to: stream) }
         }))
     }
 }
@@ -61,6 +61,10 @@ public struct ExportScope: Sendable {
     /// (start, seq), handing `write` about `pageSize` lines at a time; `write` returns false to stop.
     /// Memory holds one page per type whatever the export's size.
     public func forEachPage(from store: any HealthDataStore, _ write: ([UInt8]) throws -> Bool) throws {
+        try forEachPage(from: HealthData(store), write)
+    }
+
+    func forEachPage(from data: HealthData, _ write: ([UInt8]) throws -> Bool) throws {
         let wanted = HealthTypeCatalog.all.filter { $0.kind != .characteristic && (types?.contains($0.id) ?? true) }
         struct Lane {
             var type: String
@@ -82,7 +86,7 @@ public struct ExportScope: Sendable {
             for index in lanes.indices where !lanes[index].exhausted {
                 if lanes[index].next >= lanes[index].buffer.count {
                     let bound = HealthTypeCatalog.type(lanes[index].type)?.maximumPageSize ?? laneSize
-                    let page = try store.exportPage(type: lanes[index].type, scope: reader, after: lanes[index].after,
+                    let page = try data.exportPage(type: lanes[index].type, scope: reader, after: lanes[index].after,
                                                     limit: min(laneSize, bound))
                     lanes[index].buffer = page
                     lanes[index].next = 0
@@ -123,9 +127,9 @@ public struct ExportScope: Sendable {
         return bytes
     }
 
-    func stream(from store: any HealthDataStore, to stream: any HTTPBodyStream) {
+    func stream(from data: HealthData, to stream: any HTTPBodyStream) {
         do {
-            try forEachPage(from: store) { bytes in
+            try forEachPage(from: data) { bytes in
                 // Wait for the socket to drain instead of letting the backlog grow (or be cut off).
                 while stream.bufferedByteCount > Self.backlogLimit && !stream.isClosed { usleep(2_000) }
                 return !stream.isClosed && stream.write(bytes)

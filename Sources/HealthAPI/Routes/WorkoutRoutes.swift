@@ -66,13 +66,13 @@ public enum WorkoutHeartRate {
 /// `GET /v1/workouts`: the workouts in a range, newest first, each with its totals, active
 /// duration, heart-rate statistics and time in the target zone (what a fitness app lists).
 struct WorkoutRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
     let now: @Sendable () -> Int64
 
     static let maximumWorkouts = 500
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore, now: @escaping @Sendable () -> Int64) {
-        let routes = WorkoutRoutes(store: store, now: now)
+    static func register(into router: inout Router<Route>, data: HealthData, now: @escaping @Sendable () -> Int64) {
+        let routes = WorkoutRoutes(data: data, now: now)
         router.register(.get, "/v1/workouts", Route(access: .token, handler: routes.listWorkouts))
         router.register(.get, "/v1/workouts/{uuid}/route", Route(access: .token, handler: routes.workoutRoute))
     }
@@ -82,7 +82,7 @@ struct WorkoutRoutes: Sendable {
         try context.query.rejectUnknown()
         let app = try context.app()
         let uuid = try QueryParsing.uuid(context.parameter("uuid"))
-        guard let workout = try storeCall({ try store.sample(uuid, for: app, userExternalID: app.userID) }),
+        guard let workout = try storeCall({ try data.app(app).sample(uuid) }),
               case .workout = workout.sample.content else {
             throw APIError.notFound("no workout \(uuid.lowercasedString)")
         }
@@ -96,7 +96,7 @@ struct WorkoutRoutes: Sendable {
         query.limit = HealthTypeCatalog.workoutRouteType.maximumPageSize
         var routes: [(StoredSample, WorkoutRoute)] = []
         while true {
-            let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
+            let page = try storeCall { try data.app(app).samples(query) }
             for stored in page.samples {
                 if case .workoutRoute(let route) = stored.sample.content, route.workout == uuid { routes.append((stored, route)) }
             }
@@ -139,9 +139,9 @@ struct WorkoutRoutes: Sendable {
         query.end = range.end
         query.descending = true
         query.limit = limit
-        let workouts = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }.samples
+        let workouts = try storeCall { try data.app(app).samples(query) }.samples
         // The zone as GET /v1/heart-rate/zones gives it; no age known means no zone, not an error.
-        let zone = try HeartRateZoneRoutes.zoneIfKnown(store: store, app: app, age: givenAge, goal: goal, now: now())
+        let zone = try HeartRateZoneRoutes.zoneIfKnown(data: data, app: app, age: givenAge, goal: goal, now: now())
 
         struct Row {
             var stored: StoredSample
@@ -160,7 +160,7 @@ struct WorkoutRoutes: Sendable {
             readingsQuery.limit = 10_000
             var readings: [(date: Int64, bpm: Double)] = []
             while true {
-                let page = try storeCall { try store.samples(readingsQuery, for: app, userExternalID: app.userID) }
+                let page = try storeCall { try data.app(app).samples(readingsQuery) }
                 for reading in page.samples {
                     if let bpm = reading.sample.quantity { readings.append((reading.sample.start, bpm)) }
                 }

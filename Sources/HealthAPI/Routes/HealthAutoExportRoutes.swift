@@ -9,7 +9,7 @@ import HealthStore
 public struct HealthAutoExportRoutes: Sendable {
     public static let path = "/v1/ingest/health-auto-export"
 
-    let store: any HealthDataStore
+    let data: HealthData
 
     /// This route's own body limit, with what the app's user can do about a 413.
     public static func bodyLimit(_ bytes: Int) -> HTTPBodyLimitOverride {
@@ -18,8 +18,8 @@ public struct HealthAutoExportRoutes: Sendable {
             hint: "Health Auto Export: choose a shorter export period (Since Last Sync, Today) or a coarser time grouping, or raise maxHealthAutoExportBodyBytes.")
     }
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
-        let routes = HealthAutoExportRoutes(store: store)
+    static func register(into router: inout Router<Route>, data: HealthData) {
+        let routes = HealthAutoExportRoutes(data: data)
         router.register(.post, path, Route(access: .token, handler: routes.ingestHealthAutoExport))
     }
 
@@ -29,7 +29,7 @@ public struct HealthAutoExportRoutes: Sendable {
         try context.query.rejectUnknown()
         let app = try context.app()
         try RequestBody.requireContentType(context.request, "application/json")
-        let ingest = HealthAutoExportIngest(app: app, interval: interval, store: store)
+        let ingest = HealthAutoExportIngest(app: app, interval: interval, data: data)
         let report = try ingest.run(context.request.body)
         return JSONResponse.write { writer in report.write(to: &writer) }
     }

@@ -9,7 +9,7 @@ struct HealthAutoExportIngest {
 
     let app: AppAuthorization
     let interval: HealthAutoExportInterval
-    let store: any HealthDataStore
+    let data: HealthData
 
     /// Two passes over the body: the first maps everything and saves nothing, so a malformed
     /// payload is a 400 with nothing stored; the second saves batch by batch inside one store
@@ -30,11 +30,11 @@ struct HealthAutoExportIngest {
         }
         var report = HealthAutoExportReport()
         do {
-            try store.importSamples(userRowID: app.userRowID) { session in
+            try data.app(app).importSamples { session in
                 // Runs again from the start if the store retries the transaction.
                 report = HealthAutoExportReport()
                 // Only an app that saved before can have samples under the uuids of before.
-                let legacy = try session.hasSource(app: app.appName) ? LegacyContentUUIDs() : nil
+                let legacy = try session.hasSource() ? LegacyContentUUIDs() : nil
                 var reader = HealthAutoExportReader(user: app.userID, app: app.appName, interval: interval, batchSize: Self.batchSize)
                 reader.mapper.legacyUUIDs = legacy
                 try body.withUnsafeBytes { bytes in
@@ -50,7 +50,7 @@ struct HealthAutoExportIngest {
     }
 
     /// One batch: counted, share-checked, and saved in the request's transaction.
-    private func save(_ items: [HealthAutoExportItem], session: any ImportSession, legacy: LegacyContentUUIDs?,
+    private func save(_ items: [HealthAutoExportItem], session: AppImportSession, legacy: LegacyContentUUIDs?,
                       into report: inout HealthAutoExportReport) throws {
         var batch: [SourcedSample] = []
         var legacyUUIDs: [HealthUUID?] = []
@@ -61,7 +61,7 @@ struct HealthAutoExportIngest {
             case .sample(let sample, let metric):
                 let legacyUUID = legacy?.take(sample.uuid)
                 // A type the token may not share is refused, not saved, and not fatal to the rest.
-                guard app.mayShare(sample.type), sample.objectTypes.allSatisfy(app.mayShare) else {
+                guard data.app(app).mayShare(sample) else {
                     report.refused[metric, default: 0] += 1
                     continue
                 }
@@ -75,7 +75,7 @@ struct HealthAutoExportIngest {
         }
         guard !batch.isEmpty else { return }
         // Stored by this app before uuids included the app: the same sample under its old uuid.
-        let storedBefore = legacy == nil ? [] : try session.storedUUIDs(legacyUUIDs.compactMap { $0 }, app: app.appName)
+        let storedBefore = legacy == nil ? [] : try session.storedUUIDs(legacyUUIDs.compactMap { $0 })
         if !storedBefore.isEmpty {
             var fresh: [SourcedSample] = []
             fresh.reserveCapacity(batch.count)

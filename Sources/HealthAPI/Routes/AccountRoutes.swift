@@ -5,10 +5,10 @@ import JSON
 
 /// Users, authorizations and the share-status query (docs/api.md, Authorization).
 struct AccountRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
-        let routes = AccountRoutes(store: store)
+    static func register(into router: inout Router<Route>, data: HealthData) {
+        let routes = AccountRoutes(data: data)
         router.register(.post, "/v1/users", Route(access: .admin, handler: routes.createUser))
         router.register(.post, "/v1/authorizations", Route(access: .admin, handler: routes.createAuthorization))
         router.register(.delete, "/v1/authorizations/{id}", Route(access: .admin, handler: routes.revokeAuthorization))
@@ -27,7 +27,7 @@ struct AccountRoutes: Sendable {
         guard !name.isEmpty, name.count <= 200, !name.contains(where: { $0.isNewline }) else {
             throw APIError.invalidField("name", "must be 1 to 200 characters on one line")
         }
-        let user = try storeCall { try store.createUser(name: name) }
+        let user = try storeCall { try data.createUser(name: name) }
         return JSONResponse.write(status: .created) { writer in
             writer.beginObject()
             writer.field("id", user.id)
@@ -54,11 +54,11 @@ struct AccountRoutes: Sendable {
         guard !app.isEmpty, app.count <= 200 else { throw APIError.invalidField("app", "must be 1 to 200 characters") }
         let readTypes = try Self.canonicalTypes(read, field: "read", allowCharacteristics: true)
         let shareTypes = try Self.canonicalTypes(share, field: "share", allowCharacteristics: false)
-        guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+        guard let user = try storeCall({ try data.user(idOrName: userKey) }) else {
             throw APIError.invalidField("user", "no user '\(userKey)'")
         }
         let created = try storeCall {
-            try store.createAuthorization(user: user, app: app, read: readTypes, share: shareTypes, disclosesRead: discloseRead)
+            try data.createAuthorization(user: user, app: app, read: readTypes, share: shareTypes, disclosesRead: discloseRead)
         }
         return JSONResponse.write(status: .created) { writer in
             writer.beginObject()
@@ -77,7 +77,7 @@ struct AccountRoutes: Sendable {
     func revokeAuthorization(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
         let id = context.parameter("id")
-        guard try storeCall({ try store.revokeAuthorization(id: id) }) else {
+        guard try storeCall({ try data.revokeAuthorization(id: id) }) else {
             throw APIError.notFound("no active authorization \(id)")
         }
         return HTTPResponse(status: .noContent)

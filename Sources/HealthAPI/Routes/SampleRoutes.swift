@@ -7,24 +7,24 @@ import JSON
 
 /// Samples, sources and the type catalog (docs/api.md, Samples).
 struct SampleRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
     let configuration: HealthdConfiguration
     /// The store's secret ready for signing cursors (its HMAC pads hashed once, not per page).
     let cursorKey: HMACSHA256.Key
     /// Next-page cursors already signed (a page polled again ends at the same place).
     let cursors: SignedToken.Memo
 
-    init(store: any HealthDataStore, configuration: HealthdConfiguration) {
-        self.store = store
+    init(data: HealthData, configuration: HealthdConfiguration) {
+        self.data = data
         self.configuration = configuration
-        cursorKey = HMACSHA256.Key(store.secret)
+        cursorKey = HMACSHA256.Key(data.secret)
         cursors = SignedToken.Memo(kind: Self.cursorKind, key: cursorKey)
     }
 
     static let cursorKind: UInt8 = 1
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore, configuration: HealthdConfiguration) {
-        let routes = SampleRoutes(store: store, configuration: configuration)
+    static func register(into router: inout Router<Route>, data: HealthData, configuration: HealthdConfiguration) {
+        let routes = SampleRoutes(data: data, configuration: configuration)
         router.register(.post, "/v1/samples", Route(access: .token, deferred: routes.saveSamples))
         router.register(.get, "/v1/samples", Route(access: .token, handler: routes.listSamples))
         router.register(.get, "/v1/samples/{uuid}", Route(access: .token, handler: routes.readSample))
@@ -42,7 +42,7 @@ struct SampleRoutes: Sendable {
         let samples = try Self.decodeBatch(context.request, maxBatchSize: configuration.maxBatchSize)
         let problems = context.problems
         // Share permission for every sample and object is the store's to check (AccessPolicy).
-        store.save(samples, by: app) { result in
+        data.app(app).save(samples) { result in
             switch result {
             case .success(let saved):
                 // 39 bytes per uuid with its quotes and comma; each written from the stack, no String.
@@ -100,7 +100,7 @@ struct SampleRoutes: Sendable {
             }
             query.after = SampleCursor(start: fields[0], seq: fields[1])
         }
-        let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
+        let page = try storeCall { try data.app(app).samples(query) }
         // A quantity sample with a device and a little metadata writes about 500 bytes.
         return JSONResponse.write(capacity: 512 * page.samples.count + 256) { writer in
             writer.beginObject()
@@ -122,7 +122,7 @@ struct SampleRoutes: Sendable {
         try context.query.rejectUnknown()
         let app = try context.app()
         let uuid = try QueryParsing.uuid(context.parameter("uuid"))
-        guard let sample = try storeCall({ try store.sample(uuid, for: app, userExternalID: app.userID) }) else {
+        guard let sample = try storeCall({ try data.app(app).sample(uuid) }) else {
             throw APIError.notFound("no sample \(uuid.lowercasedString)")
         }
         var unit: HealthUnit?
@@ -137,7 +137,7 @@ struct SampleRoutes: Sendable {
         try context.query.rejectUnknown()
         let app = try context.app()
         let uuid = try QueryParsing.uuid(context.parameter("uuid"))
-        try storeCall { try store.deleteSample(uuid, by: app) }
+        try storeCall { try data.app(app).deleteSample(uuid) }
         return HTTPResponse(status: .noContent)
     }
 
@@ -149,7 +149,7 @@ struct SampleRoutes: Sendable {
         guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
         try context.query.rejectUnknown()
         guard end >= start else { throw APIError.invalidField("end", "is before start") }
-        let deleted = try storeCall { try store.deleteSamples(type: type.id, start: start, end: end, by: app) }
+        let deleted = try storeCall { try data.app(app).deleteSamples(type: type.id, start: start, end: end) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("deleted", deleted)
@@ -162,7 +162,7 @@ struct SampleRoutes: Sendable {
         let app = try context.app()
         let type = try QueryParsing.type(&context.query)
         try context.query.rejectUnknown()
-        let sources = try storeCall { try store.sources(type: type.id, for: app) }
+        let sources = try storeCall { try data.app(app).sources(type: type.id) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.key("sources")

@@ -8,22 +8,22 @@ import Synchronization
 extension HealthApplication {
     /// The whole API surface in one place; docs/api.md describes each route.
     static func registerRoutes(into router: inout Router<Route>, configuration: HealthdConfiguration,
-                               store: any HealthDataStore, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
-        OperationsRoutes.register(into: &router, configuration: configuration, store: store, metrics: metrics,
+                               data: HealthData, metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
+        OperationsRoutes.register(into: &router, configuration: configuration, data: data, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
-        AccountRoutes.register(into: &router, store: store)
+        AccountRoutes.register(into: &router, data: data)
         CurrentAuthorizationRoutes.register(into: &router)
-        SampleRoutes.register(into: &router, store: store, configuration: configuration)
-        CatalogRoutes.register(into: &router, store: store)
-        IMURoutes.register(into: &router, store: store)
-        HealthAutoExportRoutes.register(into: &router, store: store)
-        HeartRateZoneRoutes.register(into: &router, store: store)
+        SampleRoutes.register(into: &router, data: data, configuration: configuration)
+        CatalogRoutes.register(into: &router, data: data)
+        IMURoutes.register(into: &router, data: data)
+        HealthAutoExportRoutes.register(into: &router, data: data)
+        HeartRateZoneRoutes.register(into: &router, data: data)
         ChangeRoutes.register(into: &router, feed: changeFeed)
-        ExportRoutes.register(into: &router, store: store)
-        StatisticsRoutes.register(into: &router, store: store)
-        SummaryRoutes.register(into: &router, store: store)
-        WorkoutSessionRoutes.register(into: &router, store: store, feed: changeFeed)
-        WorkoutRoutes.register(into: &router, store: store, now: StoreClock.nowMilliseconds)
+        ExportRoutes.register(into: &router, data: data)
+        StatisticsRoutes.register(into: &router, data: data)
+        SummaryRoutes.register(into: &router, data: data)
+        WorkoutSessionRoutes.register(into: &router, data: data, feed: changeFeed)
+        WorkoutRoutes.register(into: &router, data: data, now: StoreClock.nowMilliseconds)
     }
 }
 
@@ -51,17 +51,17 @@ enum JSONResponse {
 }
 
 struct OperationsRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
     let metrics: Metrics
     let connections: ConnectionGauges
     let changeFeed: ChangeFeed
     let healthy: [UInt8]
     let openAPIPath: String
 
-    static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, store: any HealthDataStore,
+    static func register(into router: inout Router<Route>, configuration: HealthdConfiguration, data: HealthData,
                          metrics: Metrics, connections: ConnectionGauges, changeFeed: ChangeFeed) {
         let openAPIPath = URL(fileURLWithPath: configuration.publicDirectory).appendingPathComponent("openapi.json").path
-        let routes = OperationsRoutes(store: store, metrics: metrics, connections: connections, changeFeed: changeFeed,
+        let routes = OperationsRoutes(data: data, metrics: metrics, connections: connections, changeFeed: changeFeed,
                                       healthy: Array(#"{"status":"ok"}"#.utf8), openAPIPath: openAPIPath)
         router.register(.get, "/healthz", Route(access: .open, execution: .inline, handler: routes.health))
         router.register(.get, "/metrics", Route(access: .open, handler: routes.renderMetrics))
@@ -78,10 +78,10 @@ struct OperationsRoutes: Sendable {
         try context.query.rejectUnknown()
         let server = connections.read()
         var gauges = Metrics.Gauges(openConnections: server.open, acceptedConnections: server.accepted,
-                                    storeBytes: try storeCall { try store.storedBytes() })
+                                    storeBytes: try storeCall { try data.storedBytes() })
         gauges.parkedLongPolls = changeFeed.parkedCount
         gauges.openChangeStreams = changeFeed.streamCount
-        gauges.statisticsCache = store.statisticsCacheFigures
+        gauges.statisticsCache = data.statisticsCacheFigures
         let text = metrics.render(gauges: gauges)
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

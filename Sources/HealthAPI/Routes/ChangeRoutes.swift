@@ -5,7 +5,7 @@ import HealthStore
 /// The change feed (docs/api.md, Change feed): anchored queries with long-poll, and Server-Sent Events.
 struct ChangeRoutes: Sendable {
     let feed: ChangeFeed
-    let store: any HealthDataStore
+    let data: HealthData
 
     static let defaultLimit = 1_000
     static let maxLimit = 10_000
@@ -14,7 +14,7 @@ struct ChangeRoutes: Sendable {
     static let streamPageSize = 500
 
     static func register(into router: inout Router<Route>, feed: ChangeFeed) {
-        let routes = ChangeRoutes(feed: feed, store: feed.store)
+        let routes = ChangeRoutes(feed: feed, data: feed.data)
         router.register(.get, "/v1/changes", Route(access: .token, deferred: routes.changes))
         router.register(.get, "/v1/changes/stream", Route(access: .token, handler: routes.streamChanges))
     }
@@ -27,7 +27,7 @@ struct ChangeRoutes: Sendable {
         let anchorText = try context.query.string("anchor")
         let wait = try context.query.integer("wait", in: 0...Self.maxWaitSeconds) ?? 0
         try context.query.rejectUnknown()
-        let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: store.secret, problems: context.problems)
+        let subscriber = ChangeSubscriber(app: app, types: types, limit: limit, secret: data.secret, problems: context.problems)
         let position = try anchorText.map { text throws(APIError) in try subscriber.position(fromAnchor: text, field: "anchor") }
         try feed.longPoll(subscriber, after: position, wait: wait, disconnect: context.connection.disconnect, respond: respond)
     }
@@ -38,7 +38,7 @@ struct ChangeRoutes: Sendable {
         let types = try Self.requestedTypes(&context.query)
         let anchorText = try context.query.string("anchor")
         try context.query.rejectUnknown()
-        let subscriber = ChangeSubscriber(app: app, types: types, limit: Self.streamPageSize, secret: store.secret, problems: context.problems)
+        let subscriber = ChangeSubscriber(app: app, types: types, limit: Self.streamPageSize, secret: data.secret, problems: context.problems)
         // A reconnecting EventSource keeps the URL it first used and adds Last-Event-ID, the newer position.
         var position: ChangePosition?
         if let lastEventID = context.request.headers["Last-Event-ID"], !lastEventID.isEmpty {
@@ -49,11 +49,11 @@ struct ChangeRoutes: Sendable {
         // Expired or not is decided now, while a 410 can still be the status line.
         let start: ChangePosition
         if let position {
-            let probe = ChangeSubscriber(app: app, types: types, limit: 1, secret: store.secret, problems: context.problems)
-            _ = try probe.read(after: position, store: store)
+            let probe = ChangeSubscriber(app: app, types: types, limit: 1, secret: data.secret, problems: context.problems)
+            _ = try probe.read(after: position, data: data)
             start = position
         } else {
-            start = try storeCall { try store.currentChangePosition(userRowID: app.userRowID) }
+            start = try storeCall { try data.app(app).currentChangePosition() }
         }
         var headers = HTTPHeaders()
         headers.add("Content-Type", "text/event-stream; charset=utf-8")

@@ -38,12 +38,12 @@ struct IMUBatchRequest {
 }
 
 struct IMURoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
 
     static let maximumSamplesPerBatch = 100_000
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
-        let routes = IMURoutes(store: store)
+    static func register(into router: inout Router<Route>, data: HealthData) {
+        let routes = IMURoutes(data: data)
         router.register(.post, "/v1/ingest/imu", Route(access: .token, deferred: routes.ingestBatch))
         router.register(.post, "/v1/ingest/imu/{session}/end", Route(access: .token, deferred: routes.endSession))
         router.register(.get, "/v1/pedometer", Route(access: .token, handler: routes.pedometerTotals))
@@ -55,13 +55,14 @@ struct IMURoutes: Sendable {
     /// group commit (SQLiteHealthStore.commitIMU); the worker moves on meanwhile.
     func ingestBatch(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         let app = try context.app()
-        try Self.requireShare(app)
+        try Self.requireShare(data.app(app))
         let batch = try Self.decode(&context)
         let accelerometer = try batch.accelerometerBatch()
         // Validate before touching the store, so a bad batch is a 400 even for a new session.
         do throws(PedometerInputError) { try accelerometer.validate(limits: Self.limits) } catch { throw Self.invalid(error) }
         let input = accelerometer
-        Self.ingest(store: store, app: app, session: batch.session, seq: batch.seq, device: batch.device, respond: respond) {
+        let writer = data.app(app)
+        Self.ingest(writer, session: batch.session, seq: batch.seq, device: batch.device, respond: respond) {
             state throws(APIError) -> IMUBatchResult in
             var session = try Self.restore(state, name: batch.session) ?? PedometerSession(heightCm: batch.heightCm)
             let update: PedometerUpdate
@@ -70,7 +71,7 @@ struct IMURoutes: Sendable {
                 let last = session.lastAccelerometerTimestamp ?? 0
                 return last...last
             }()
-            return Self.result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device,
+            return Self.result(for: update, session: session, name: batch.session, seq: batch.seq, device: batch.device, sharing: writer,
                           spanStart: span.lowerBound, spanEnd: span.upperBound, ended: false)
         }
     }
@@ -79,21 +80,22 @@ struct IMURoutes: Sendable {
     func endSession(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
         try context.query.rejectUnknown()
         let app = try context.app()
-        try Self.requireShare(app)
+        try Self.requireShare(data.app(app))
         if !context.request.body.isEmpty {
             let body = try RequestBody.json(context.request)
             try RequestBody.decode { () throws(JSONFieldError) in try body.finish() }
         }
         let name = context.parameter("session")
         try Self.validateSessionName(name)
-        Self.ingest(store: store, app: app, session: name, seq: nil, device: nil, respond: respond) {
+        let writer = data.app(app)
+        Self.ingest(writer, session: name, seq: nil, device: nil, respond: respond) {
             state throws(APIError) -> IMUBatchResult in
             guard var session = try Self.restore(state, name: name) else {
                 throw APIError.conflict("the stored state of session '\(name)' cannot be read")
             }
             let update = session.finish()
             let last = session.lastAccelerometerTimestamp ?? 0
-            return Self.result(for: update, session: session, name: name, seq: state.nextSeq - 1, device: nil,
+            return Self.result(for: update, session: session, name: name, seq: state.nextSeq - 1, device: nil, sharing: writer,
                           spanStart: update.stepTimestamps.first ?? last, spanEnd: max(last, update.stepTimestamps.last ?? last),
                           ended: true)
         }
@@ -106,7 +108,7 @@ struct IMURoutes: Sendable {
         guard let end = try QueryParsing.instant(&context.query, "end") else { throw APIError.invalidField("end", "is required") }
         try context.query.rejectUnknown()
         guard end > start else { throw APIError.invalidField("end", "must be after start") }
-        let totals = try storeCall { try store.pedometerTotals(app: app, start: start, end: end) }
+        let totals = try storeCall { try data.app(app).pedometerTotals(start: start, end: end) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("numberOfSteps", Int64(totals.steps.rounded()))
@@ -126,9 +128,13 @@ struct IMURoutes: Sendable {
     static let limits = PedometerInputLimits(maximumSamplesPerBatch: maximumSamplesPerBatch)
 
     /// The pedometer's samples are written as the calling app, so it needs share permission for them.
-    static func requireShare(_ app: AppAuthorization) throws(APIError) {
-        for type in ["stepCount", "distanceWalkingRunning"] where !app.mayShare(type) {
-            throw APIError.authorizationDenied("IMU ingest saves \(type) samples: this token may not share \(type)")
+    static func requireShare(_ writer: AppHealthData) throws(APIError) {
+        do throws(SharingDenied) {
+            try writer.requireShare(["stepCount", "distanceWalkingRunning"]) { type in
+                "IMU ingest saves \(type) samples: this token may not share \(type)"
+            }
+        } catch {
+            throw APIError.authorizationDenied(error.detail)
         }
     }
 
@@ -138,13 +144,13 @@ struct IMURoutes: Sendable {
 
     /// Reads the session, runs `process` (the pedometer) outside any transaction, commits the
     /// outcome if the session has not moved meanwhile (otherwise reads it again), and answers.
-    static func ingest(store: any HealthDataStore, app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+    static func ingest(_ writer: AppHealthData, session: String, seq: Int?, device: SampleDevice?,
                        attempt: Int = 1, respond: @escaping @Sendable (HTTPResponse) -> Void,
                        _ process: @escaping @Sendable (IMUSessionState) throws(APIError) -> IMUBatchResult) {
         let basis: IMUSessionState
         let outcome: IMUBatchResult
         do {
-            switch try store.imuSession(app: app, session: session, seq: seq) {
+            switch try writer.imuSession(session, seq: seq) {
             case .replay(let answer):
                 respond(JSONResponse.ok(answer))
                 return
@@ -156,12 +162,12 @@ struct IMURoutes: Sendable {
             respond(apiError(error, session: session).response)
             return
         }
-        store.commitIMU(app: app, session: session, seq: seq, device: device, basis: basis, result: outcome) { committed in
+        writer.commitIMU(session: session, seq: seq, device: device, basis: basis, result: outcome) { committed in
             switch committed {
             case .success(let answer):
                 respond(JSONResponse.ok(answer))
             case .failure(IMUIngestError.sessionChanged) where attempt < maximumAttempts:
-                ingest(store: store, app: app, session: session, seq: seq, device: device, attempt: attempt + 1,
+                ingest(writer, session: session, seq: seq, device: device, attempt: attempt + 1,
                        respond: respond, process)
             case .failure(let error):
                 respond(apiError(error, session: session).response)
@@ -197,9 +203,10 @@ struct IMURoutes: Sendable {
         }
     }
 
-    /// The samples and the answer for one pedometer update.
+    /// The samples and the answer for one pedometer update: only the samples `sharing` may share are
+    /// saved; the others are counted by type under `refused` (as Health Auto Export's are).
     static func result(for update: PedometerUpdate, session: PedometerSession, name: String, seq: Int, device: SampleDevice?,
-                       spanStart: Double, spanEnd: Double, ended: Bool) -> IMUBatchResult {
+                       sharing: AppHealthData, spanStart: Double, spanEnd: Double, ended: Bool) -> IMUBatchResult {
         let first = min(spanStart, update.stepTimestamps.first ?? spanStart)
         let last = max(spanEnd, update.stepTimestamps.last ?? spanEnd)
         let start = Int64((first * 1000).rounded(.down)), end = Int64((last * 1000).rounded(.up))
@@ -217,6 +224,8 @@ struct IMURoutes: Sendable {
             samples.append(HealthSample(uuid: .timeOrdered(), type: "flightsClimbed", start: start, end: end,
                                         content: .quantity(Double(update.floorsAscended)), metadata: metadata, device: device))
         }
+        let (saved, refused) = sharing.shareable(samples)
+        samples = saved
         var writer = JSONWriter(capacity: 512)
         writer.beginObject()
         writer.field("session", name)
@@ -241,6 +250,12 @@ struct IMURoutes: Sendable {
         writer.beginArray()
         for sample in samples { writer.string(sample.uuid.lowercasedString) }
         writer.endArray()
+        if !refused.isEmpty {
+            writer.key("refused")
+            writer.beginObject()
+            for (type, count) in refused.sorted(by: { $0.key < $1.key }) { writer.field(type, count) }
+            writer.endObject()
+        }
         writer.endObject()
         return IMUBatchResult(
             state: session.encoded(), samples: samples, start: start, end: end, steps: update.steps,

@@ -8,14 +8,14 @@ import Synchronization
 
 /// `POST /v1/workout-sessions` and its state changes (docs/api.md, Heart-rate zones and workout sessions).
 struct WorkoutSessionRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
     let now: @Sendable () -> Int64
     let monitor: WorkoutZoneMonitor
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore, feed: ChangeFeed,
+    static func register(into router: inout Router<Route>, data: HealthData, feed: ChangeFeed,
                          now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
-        let monitor = WorkoutZoneMonitor(store: store, feed: feed)
-        let routes = WorkoutSessionRoutes(store: store, now: now, monitor: monitor)
+        let monitor = WorkoutZoneMonitor(data: data, feed: feed)
+        let routes = WorkoutSessionRoutes(data: data, now: now, monitor: monitor)
         router.register(.post, "/v1/workout-sessions", Route(access: .token, handler: routes.startSession))
         router.register(.get, "/v1/workout-sessions/{id}", Route(access: .token, handler: routes.readSession))
         for action in WorkoutSessionAction.allCases {
@@ -30,7 +30,7 @@ struct WorkoutSessionRoutes: Sendable {
         try context.query.rejectUnknown()
         let app = try context.app()
         let (activityType, zone) = try Self.decodeStart(context.request)
-        let session = try storeCall { try store.startWorkoutSession(app: app, activityType: activityType, zone: zone, at: now()) }
+        let session = try storeCall { try data.app(app).startWorkoutSession(activityType: activityType, zone: zone, at: now()) }
         monitor.sessionStarted(userRowID: app.userRowID)
         return Self.response(session, status: .created)
     }
@@ -40,7 +40,7 @@ struct WorkoutSessionRoutes: Sendable {
         try context.query.rejectUnknown()
         let app = try context.app()
         let id = try Self.sessionID(context)
-        guard let session = try storeCall({ try store.workoutSession(id: id, app: app) }) else {
+        guard let session = try storeCall({ try data.app(app).workoutSession(id: id) }) else {
             throw APIError.notFound("no workout session \(id)")
         }
         return Self.response(session)
@@ -60,9 +60,9 @@ struct WorkoutSessionRoutes: Sendable {
         do {
             switch action {
             case .pause, .resume:
-                session = try store.changeWorkoutSession(id: id, app: app, action: action, now: now())
+                session = try data.app(app).changeWorkoutSession(id: id, action: action, now: now())
             case .end:
-                session = try store.endWorkoutSession(id: id, app: app, now: now())
+                session = try data.app(app).endWorkoutSession(id: id, now: now())
                 monitor.sessionEnded(userRowID: app.userRowID)
             }
         } catch let error as WorkoutSessionTransitionError {

@@ -5,10 +5,10 @@ import JSON
 
 /// The type catalog and characteristics (docs/api.md, Samples).
 struct CatalogRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
     let catalog: [UInt8]
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
+    static func register(into router: inout Router<Route>, data: HealthData) {
         // The catalog is fixed for the life of the process: serialize it once.
         let catalog: [UInt8] = {
             var writer = JSONWriter(capacity: 32 * 1024)
@@ -20,7 +20,7 @@ struct CatalogRoutes: Sendable {
             writer.endObject()
             return writer.bytes
         }()
-        let routes = CatalogRoutes(store: store, catalog: catalog)
+        let routes = CatalogRoutes(data: data, catalog: catalog)
         router.register(.get, "/v1/types", Route(access: .token, execution: .inline, handler: routes.listTypes))
         router.register(.get, "/v1/types/{id}", Route(access: .token, execution: .inline, handler: routes.readType))
         router.register(.get, "/v1/characteristics", Route(access: .token, handler: routes.readCharacteristics))
@@ -46,7 +46,7 @@ struct CatalogRoutes: Sendable {
     func readCharacteristics(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
         let app = try context.app()
-        let values = try storeCall { try store.characteristics(for: app) }
+        let values = try storeCall { try data.app(app).characteristics() }
         return JSONResponse.write { writer in
             writer.beginObject()
             for (key, value) in values { writer.field(key, value) }
@@ -79,10 +79,10 @@ struct CatalogRoutes: Sendable {
             try body.finish()
             return (user, values)
         }
-        guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+        guard let user = try storeCall({ try data.user(idOrName: userKey) }) else {
             throw APIError.invalidField("user", "no user '\(userKey)'")
         }
-        try storeCall { try store.replaceCharacteristics(userRowID: user.rowID, values) }
+        try storeCall { try data.person(user).replaceCharacteristics(values) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("user", user.id)

@@ -8,13 +8,13 @@ import TimeZoneDatabase
 
 /// HKStatisticsQuery, HKStatisticsCollectionQuery and source priority (docs/api.md, Statistics).
 struct StatisticsRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
 
     /// At most this many buckets per collection query: a year of hours fits, a year of minutes does not.
     static let bucketLimit = 50_000
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
-        let routes = StatisticsRoutes(store: store)
+    static func register(into router: inout Router<Route>, data: HealthData) {
+        let routes = StatisticsRoutes(data: data)
         router.register(.get, "/v1/statistics", Route(access: .token, handler: routes.statistics))
         router.register(.get, "/v1/statistics/collection", Route(access: .token, handler: routes.statisticsCollection))
         router.register(.get, "/v1/sources/priority", Route(access: .token, handler: routes.readSourcePriority))
@@ -31,7 +31,7 @@ struct StatisticsRoutes: Sendable {
         let unit = try QueryParsing.unit(&context.query, for: type)
         try context.query.rejectUnknown()
         let interval = CalendarBucket(start: range.start, end: range.end, startOffsetSeconds: 0, endOffsetSeconds: 0)
-        guard let answer = try statisticsCall({ try store.statistics(type, buckets: [interval], options: options, for: app) })
+        guard let answer = try statisticsCall({ try data.app(app).statistics(type, buckets: [interval], options: options) })
             .first else {
             throw APIError.invalidArgument("no interval to compute")
         }
@@ -76,7 +76,7 @@ struct StatisticsRoutes: Sendable {
         } catch {
             throw APIError.invalidArgument(error.description)
         }
-        let answers = try statisticsCall { try store.statistics(type, buckets: buckets, options: options, for: app) }
+        let answers = try statisticsCall { try data.app(app).statistics(type, buckets: buckets, options: options) }
         let output = try UnitOutput(type: type, unit: unit)
         return JSONResponse.write { writer in
             writer.beginObject()
@@ -105,7 +105,7 @@ struct StatisticsRoutes: Sendable {
         let app = try context.app()
         let type = try Self.quantityType(&context.query)
         try context.query.rejectUnknown()
-        let order = try storeCall { try store.sourcePriority(type: type, for: app) }
+        let order = try storeCall { try data.app(app).sourcePriority(type: type) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("type", type.id)
@@ -130,11 +130,11 @@ struct StatisticsRoutes: Sendable {
         guard type.kind == .quantity else {
             throw APIError.invalidField("type", "source priority applies to quantity types; \(type.id) is a \(type.kind.rawValue) type")
         }
-        guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+        guard let user = try storeCall({ try data.user(idOrName: userKey) }) else {
             throw APIError.invalidField("user", "no user '\(userKey)'")
         }
-        try storeCall { try store.setSourcePriority(userRowID: user.rowID, type: type, apps: order) }
-        let effective = try storeCall { try store.sourcePriority(userRowID: user.rowID, type: type) }
+        try storeCall { try data.person(user).setSourcePriority(type: type, apps: order) }
+        let effective = try storeCall { try data.person(user).sourcePriority(type: type) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("user", user.id)

@@ -79,14 +79,14 @@ extension Int {
 
 /// `GET /v1/heart-rate/zones` (docs/api.md, Heart-rate zones and workout sessions).
 struct HeartRateZoneRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
     let now: @Sendable () -> Int64
 
     static let restingHeartRates: ClosedRange<Double> = 20...250
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore,
+    static func register(into router: inout Router<Route>, data: HealthData,
                          now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
-        let routes = HeartRateZoneRoutes(store: store, now: now)
+        let routes = HeartRateZoneRoutes(data: data, now: now)
         router.register(.get, "/v1/heart-rate/zones", Route(access: .token, handler: routes.heartRateZone))
     }
 
@@ -108,9 +108,9 @@ struct HeartRateZoneRoutes: Sendable {
         let app = try context.app()
 
         let age: Int
-        if let givenAge { age = givenAge } else { age = try Self.storedAge(store: store, app: app, today: Self.utcDay(of: now())) }
+        if let givenAge { age = givenAge } else { age = try Self.storedAge(data: data, app: app, today: Self.utcDay(of: now())) }
         let rest: Double?
-        if let givenRest { rest = givenRest } else { rest = try Self.latestRestingHeartRate(store: store, app: app) }
+        if let givenRest { rest = givenRest } else { rest = try Self.latestRestingHeartRate(data: data, app: app) }
         guard let zone = HeartRateZones.zone(age: age, goal: goal, restingHeartRate: rest) else {
             let maximum = Double(HeartRateZones.maximumTenths(age: age)) / 10
             let detail = "a resting heart rate of \(PlainNumber.text(rest ?? 0)) is not below the maximum of \(PlainNumber.text(maximum)) for age \(age)"
@@ -137,34 +137,34 @@ struct HeartRateZoneRoutes: Sendable {
 
     /// The latest resting rate this token can see: all of the user's when it may read the type,
     /// otherwise only its own samples (read privacy).
-    static func latestRestingHeartRate(store: any HealthDataStore, app: AppAuthorization) throws(APIError) -> Double? {
+    static func latestRestingHeartRate(data: HealthData, app: AppAuthorization) throws(APIError) -> Double? {
         var query = SampleQuery(type: "restingHeartRate")
         query.descending = true
         query.limit = 1
-        return try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }.samples.first?.sample.quantity
+        return try storeCall { try data.app(app).samples(query) }.samples.first?.sample.quantity
     }
 
     /// The zone from `age`, or else from the stored date of birth, with the stored resting rate;
     /// nil when no age is known (or the resting rate leaves no reserve). For listings that show
     /// time in zone where they can, rather than failing where they cannot.
-    static func zoneIfKnown(store: any HealthDataStore, app: AppAuthorization, age givenAge: Int?, goal: HeartRateZones.Goal,
+    static func zoneIfKnown(data: HealthData, app: AppAuthorization, age givenAge: Int?, goal: HeartRateZones.Goal,
                             now: Int64) throws(APIError) -> HeartRateZones.Zone? {
         var age = givenAge
-        if age == nil { age = try birthdayAge(store: store, app: app, today: utcDay(of: now)) }
+        if age == nil { age = try birthdayAge(data: data, app: app, today: utcDay(of: now)) }
         guard let age, HeartRateZones.ages.contains(age) else { return nil }
-        return HeartRateZones.zone(age: age, goal: goal, restingHeartRate: try latestRestingHeartRate(store: store, app: app))
+        return HeartRateZones.zone(age: age, goal: goal, restingHeartRate: try latestRestingHeartRate(data: data, app: app))
     }
 
     /// Completed years since the user's `dateOfBirth`, when the token may read it and it is set.
-    static func birthdayAge(store: any HealthDataStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int? {
-        let birth = try storeCall { try store.characteristics(for: app) }
+    static func birthdayAge(data: HealthData, app: AppAuthorization, today: Int64) throws(APIError) -> Int? {
+        let birth = try storeCall { try data.app(app).characteristics() }
             .first { $0.0 == "dateOfBirth" }.flatMap { HealthDate.parseDay($0.1) }
         return birth.map { HeartRateZones.age(born: $0, on: HealthDay(daysSinceEpoch: today)) }
     }
 
     /// Age from the user's `dateOfBirth` characteristic, when the token may read it.
-    static func storedAge(store: any HealthDataStore, app: AppAuthorization, today: Int64) throws(APIError) -> Int {
-        guard let age = try birthdayAge(store: store, app: app, today: today) else {
+    static func storedAge(data: HealthData, app: AppAuthorization, today: Int64) throws(APIError) -> Int {
+        guard let age = try birthdayAge(data: data, app: app, today: today) else {
             throw APIError.invalidField("age", "is required (no dateOfBirth this token may read)")
         }
         guard HeartRateZones.ages.contains(age) else {

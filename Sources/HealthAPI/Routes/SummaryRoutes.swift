@@ -9,7 +9,7 @@ import TimeZoneDatabase
 /// The dashboard's period summary and HKActivitySummary (docs/api.md, Statistics), computed through the
 /// same cached indexes and source merging as the statistics endpoints.
 struct SummaryRoutes: Sendable {
-    let store: any HealthDataStore
+    let data: HealthData
 
     /// At most this many days per activity-summaries request.
     static let maximumSummaryDays: Int64 = 1_000
@@ -26,8 +26,8 @@ struct SummaryRoutes: Sendable {
         ("activeEnergy", "activeEnergyBurned", .kilocalorie),
     ]
 
-    static func register(into router: inout Router<Route>, store: any HealthDataStore) {
-        let routes = SummaryRoutes(store: store)
+    static func register(into router: inout Router<Route>, data: HealthData) {
+        let routes = SummaryRoutes(data: data)
         router.register(.get, "/v1/summary", Route(access: .token, handler: routes.summary))
         router.register(.get, "/v1/activity-summaries", Route(access: .token, handler: routes.listActivitySummaries))
         router.register(.put, "/v1/activity-goals", Route(access: .admin, handler: routes.setActivityGoals))
@@ -52,7 +52,7 @@ struct SummaryRoutes: Sendable {
         var totals: [String: Double] = [:]
         for figure in Self.summaryFigures {
             guard let type = HealthTypeCatalog.type(figure.type) else { continue }
-            let answer = try statisticsCall { try store.statistics(type, buckets: interval, options: .cumulativeSum, for: app) }
+            let answer = try statisticsCall { try data.app(app).statistics(type, buckets: interval, options: .cumulativeSum) }
                 .first
             let sum = answer?.figures.sum ?? 0
             totals[figure.field] = try Self.convert(sum, type: type, to: figure.unit)
@@ -61,7 +61,7 @@ struct SummaryRoutes: Sendable {
         var pace: Double?
         if distance > 0, let distanceType = HealthTypeCatalog.type("distanceWalkingRunning") {
             let covered = try storeCall {
-                try store.coveredDuration(type: distanceType, start: start, end: end, for: app)
+                try data.app(app).coveredDuration(type: distanceType, start: start, end: end)
             }
             pace = FigureRounding.significant(Double(covered) / 1000 / distance)
         }
@@ -118,13 +118,13 @@ struct SummaryRoutes: Sendable {
                 bucketOfDay.append(nil)
             }
         }
-        let energy = try Self.dailySums(store: store, app: app, type: "activeEnergyBurned", unit: .kilocalorie, buckets: buckets)
-        let exercise = try Self.dailySums(store: store, app: app, type: "appleExerciseTime", unit: .minute, buckets: buckets)
-        let stood = try Self.stoodHours(store: store, app: app, start: midnights[0], end: midnights[Int(dayCount)],
+        let energy = try Self.dailySums(data: data, app: app, type: "activeEnergyBurned", unit: .kilocalorie, buckets: buckets)
+        let exercise = try Self.dailySums(data: data, app: app, type: "appleExerciseTime", unit: .minute, buckets: buckets)
+        let stood = try Self.stoodHours(data: data, app: app, start: midnights[0], end: midnights[Int(dayCount)],
                                    firstDay: first.daysSinceEpoch, calendar: calendar)
-        let goals = try storeCall { try store.activityGoals(userRowID: app.userRowID) }
+        let goals = try storeCall { try data.app(app).activityGoals() }
         // A day imported from Apple Health keeps the goals the user had that day.
-        let imported = try storeCall { try store.activitySummaries(userRowID: app.userRowID, from: first, through: last) }
+        let imported = try storeCall { try data.app(app).activitySummaries(from: first, through: last) }
         let importedByDay = Dictionary(imported.map { ($0.day.daysSinceEpoch, $0) }, uniquingKeysWith: { _, later in later })
         return JSONResponse.write { writer in
             writer.beginObject()
@@ -172,16 +172,16 @@ struct SummaryRoutes: Sendable {
         guard values.contains(where: { $0 != nil }) else {
             throw APIError.invalidArgument("give at least one of activeEnergyBurnedGoal, appleExerciseTimeGoal, appleStandHoursGoal")
         }
-        guard let user = try storeCall({ try store.user(idOrName: userKey) }) else {
+        guard let user = try storeCall({ try data.user(idOrName: userKey) }) else {
             throw APIError.invalidField("user", "no user '\(userKey)'")
         }
         // Goals not given keep their current value.
-        var goals = try storeCall { try store.activityGoals(userRowID: user.rowID) }
+        var goals = try storeCall { try data.person(user).activityGoals() }
         if let value = values[0] { goals.activeEnergyBurned = value }
         if let value = values[1] { goals.appleExerciseTime = value }
         if let value = values[2] { goals.appleStandHours = value }
         let stored = goals
-        try storeCall { try store.setActivityGoals(userRowID: user.rowID, stored) }
+        try storeCall { try data.person(user).setActivityGoals(stored) }
         return JSONResponse.write { writer in
             writer.beginObject()
             writer.field("user", user.id)
@@ -248,10 +248,10 @@ struct SummaryRoutes: Sendable {
         }
     }
 
-    static func dailySums(store: any HealthDataStore, app: AppAuthorization, type typeID: String, unit: HealthUnit,
+    static func dailySums(data: HealthData, app: AppAuthorization, type typeID: String, unit: HealthUnit,
                           buckets: [CalendarBucket]) throws(APIError) -> [Double] {
         guard let type = HealthTypeCatalog.type(typeID), !buckets.isEmpty else { return buckets.map { _ in 0 } }
-        let answers = try statisticsCall { try store.statistics(type, buckets: buckets, options: .cumulativeSum, for: app) }
+        let answers = try statisticsCall { try data.app(app).statistics(type, buckets: buckets, options: .cumulativeSum) }
         var sums: [Double] = []
         for answer in answers { sums.append(try convert(answer.figures.sum ?? 0, type: type, to: unit)) }
         return sums
@@ -259,7 +259,7 @@ struct SummaryRoutes: Sendable {
 
     /// Per day from `firstDay`: the local hours in which an `appleStandHour` sample marked `stood`
     /// starts (HealthKit records one such sample per hour stood). Read privacy as for every read.
-    static func stoodHours(store: any HealthDataStore, app: AppAuthorization, start: Int64, end: Int64, firstDay: Int64,
+    static func stoodHours(data: HealthData, app: AppAuthorization, start: Int64, end: Int64, firstDay: Int64,
                            calendar: BucketCalendar) throws(APIError) -> [Int] {
         let dayCount = Int(max(0, localDay(of: end - 1, calendar) - firstDay + 1))
         var hours = Array(repeating: Set<Int64>(), count: max(dayCount, 1))
@@ -269,7 +269,7 @@ struct SummaryRoutes: Sendable {
         query.strictStartDate = true
         query.limit = 10_000
         while true {
-            let page = try storeCall { try store.samples(query, for: app, userExternalID: app.userID) }
+            let page = try storeCall { try data.app(app).samples(query) }
             for stored in page.samples {
                 guard case .category(let value) = stored.sample.content, value == "stood" else { continue }
                 let local = stored.sample.start + Int64(calendar.offsetSeconds(at: stored.sample.start)) * 1000
