@@ -53,17 +53,16 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
         .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
-        // What both database drivers share (no I/O of its own: the drivers run the SQL): row decoding
-        // errors, savepoints, the ordered named migrations runner.
+        // What both database drivers share (no I/O of its own: the drivers run the SQL): the column lists
+        // queries declare (`TableColumns`), row decoding errors, savepoints, the ordered named migrations runner.
         .target(name: "SQLSupport", swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
         .target(name: "PostgreSQL", dependencies: ["CLibPQ", "SQLSupport"], swiftSettings: strict),
         // The health-data interface both stores implement: the `HealthDataStore` protocol, its value
-        // types, the access policy, and the pieces of storage both backends share (no database of its own).
-        // It still links the SQLite driver (not the SQLite store) for `TableColumns` and `SampleRow`'s
-        // reading of a SQLite row, until the column protocol lives in SQLSupport.
-        .target(name: "HealthStore", dependencies: ["SQLSupport", "SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // types, the access policy, and the pieces of storage both backends share (no database of its own;
+        // the column lists and row errors it declares come from SQLSupport).
+        .target(name: "HealthStore", dependencies: ["SQLSupport", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         // The embedded SQLite store (the default): `SQLiteHealthStore`.
         .target(name: "SQLiteStore", dependencies: ["SQLite", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
                 swiftSettings: strict),

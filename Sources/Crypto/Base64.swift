@@ -32,37 +32,14 @@ public enum Base64 {
             if c == UInt8(ascii: "=") { padding += 1; continue }
             guard padding == 0 else { return nil }  // data after padding
             switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(c - 65)
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(c - 97 + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(c - 48 + 52)
             case UInt8(ascii: "+"): values.append(62)
             case UInt8(ascii: "/"): values.append(63)
-            default: return nil
+            default:
+                guard let value = Base64Sextets.alphanumericValue(c) else { return nil }
+                values.append(value)
             }
         }
-        let rest = values.count % 4
-        if rest == 1 { return nil }
         if padding > 0 && (padding > 2 || (values.count + padding) % 4 != 0) { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(values.count * 3 / 4)
-        var i = 0
-        while i + 4 <= values.count {
-            let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6 | UInt32(values[i + 3])
-            out.append(UInt8(n >> 16 & 255))
-            out.append(UInt8(n >> 8 & 255))
-            out.append(UInt8(n & 255))
-            i += 4
-        }
-        if rest == 2 {
-            let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12
-            guard n & 0xFFFF == 0 else { return nil }
-            out.append(UInt8(n >> 16 & 255))
-        } else if rest == 3 {
-            let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6
-            guard n & 0xFF == 0 else { return nil }
-            out.append(UInt8(n >> 16 & 255))
-            out.append(UInt8(n >> 8 & 255))
-        }
-        return out
+        return Base64Sextets.bytes(values)
     }
 }

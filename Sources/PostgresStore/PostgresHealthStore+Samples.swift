@@ -237,9 +237,13 @@ extension PostgresHealthStore {
             sql += " ORDER BY st.first_seq"
             var order: [String] = []
             var devices: [String: [SampleDevice]] = [:]
-            for (name, body) in try connection.map(sql, values, { (try $0.string(at: 0), try $0.bytesIfPresent(at: 1)) }) {
+            enum Column: Int, TableColumns {
+                case app, body
+                static let table = "source_types"
+            }
+            for (name, body) in try connection.map(sql, values, { (try $0.string(Column.app), try $0.bytesIfPresent(Column.body)) }) {
                 if devices[name] == nil { order.append(name); devices[name] = [] }
-                if let body, let device = DeviceBody.decode(body), !(devices[name] ?? []).contains(device) {
+                if let body, case let device = try DeviceBody.decode(body), !(devices[name] ?? []).contains(device) {
                     devices[name, default: []].append(device)
                 }
             }
@@ -273,7 +277,11 @@ extension PostgresHealthStore {
                 values.append(.int64(onlySource))
             }
             sql += " ORDER BY start_ms"
-            let intervals = try connection.map(sql, values) { (try $0.int64(at: 0), try $0.int64(at: 1)) }
+            enum Column: Int, TableColumns {
+                case start, end
+                static let table = "samples"
+            }
+            let intervals = try connection.map(sql, values) { (try $0.int64(Column.start), try $0.int64(Column.end)) }
             return CoveredTime.union(of: intervals, within: start, end)
         }
     }

@@ -153,8 +153,8 @@ extension SQLiteHealthStore {
                 clause.require("start_ms >= ?\(s)")
             } else {
                 clause.require("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
-                let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                           [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
+                let longest = try db.firstInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                                                [.integer(userRowID), .integer(typeCode)]) ?? 0
                 let lower = clause.bind(.integer(start - longest))
                 clause.require("start_ms >= ?\(lower)")
             }
@@ -240,10 +240,15 @@ extension SQLiteHealthStore {
             var devices: [String: [SampleDevice]] = [:]
             let statement = try db.cachedStatement(sql)
             try statement.bind(values)
+            enum Column: Int, TableColumns {
+                case app, body
+                static let table = "source_types"
+            }
             try statement.forEachRow { row in
-                let name = try row.string(at: 0)
+                let name = try row.string(Column.app)
                 if devices[name] == nil { order.append(name); devices[name] = [] }
-                if !row.isNull(at: 1), let device = DeviceBody.decode(try row.blob(at: 1)), !(devices[name] ?? []).contains(device) {
+                if let body = row.blobIfPresent(Column.body), case let device = try DeviceBody.decode(body),
+                   !(devices[name] ?? []).contains(device) {
                     devices[name, default: []].append(device)
                 }
             }
@@ -273,7 +278,7 @@ extension SQLiteHealthStore {
         var lastDevice: (id: Int64, device: SampleDevice?)?
         var lastApp: (id: Int64, name: String)?
 
-        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
+        mutating func body(_ bytes: [UInt8]) throws(RowDecodingError) -> SampleRowBody.Decoded { try bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
@@ -284,7 +289,7 @@ extension SQLiteHealthStore {
             typeName = self.typeName(for: row.typeCode) ?? "unknown"
             lookups.lastType = (row.typeCode, typeName)
         }
-        let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
+        let body = try row.body.map { bytes throws(RowDecodingError) in try lookups.body(bytes) } ?? SampleRowBody.Decoded()
         let content: SampleContent
         if let bodyContent = body.content {
             content = bodyContent
