@@ -1,7 +1,7 @@
 // swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
-// only the toolchain and system C libraries through system-library targets: SQLite, zlib, and
-// libpq (loaded at run time, and only for `--database postgres://...`).
+// only the toolchain and system C libraries through system-library targets: SQLite, zlib, libargon2,
+// and libpq (loaded at run time, and only for `--database postgres://...`).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -27,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
+        .systemLibrary(name: "CArgon2", path: "Sources/CArgon2", providers: [.apt(["libargon2-dev"])]),
 
         // Pure cores: no I/O.
         // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON, HealthModel and
@@ -70,6 +71,9 @@ let package = Package(
                 swiftSettings: strict),
         // The server's settings (defaults, config file, flags), shared by the command line and the HTTP API.
         .target(name: "HealthdSettings", swiftSettings: strict),
+        // People's sign-in pieces: Argon2id password hashes (libargon2), the password policy, RFC 8628's
+        // codes and poll, the sign-in limiter, session tokens and cookies. Pure but for libargon2 and the system random source.
+        .target(name: "Identity", dependencies: ["CArgon2", "Crypto", "HealthdSettings"], swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "HealthdSettings", "Statistics", "TimeZoneDatabase", "Pedometer", "Crypto",
@@ -91,7 +95,7 @@ let package = Package(
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",
                                          "HealthStore", "SQLiteStore", "HealthdSettings", "HealthAPI", "HealthAutoExport", "PostgreSQL",
-                                         "PostgresStore", "ClientThreads"],
+                                         "PostgresStore", "ClientThreads", "Identity"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
@@ -101,6 +105,7 @@ let package = Package(
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "IdentityTests", dependencies: ["Identity", "HealthdSettings"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer", "Primitives"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON", "Primitives"]),
         .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
