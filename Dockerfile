@@ -7,7 +7,7 @@
 
 FROM swift:6.3.1-bookworm AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev \
+ && apt-get install -y --no-install-recommends libsqlite3-dev zlib1g-dev libargon2-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Every folder the manifest names a target in: SwiftPM refuses a manifest with a missing target
@@ -22,11 +22,11 @@ RUN swift build -c release --product healthd --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 # Runtime libraries (what `ldd` lists for the binary; the Swift runtime is linked in statically):
-# SQLite and zlib (our system-library targets), libstdc++6 (Foundation's ICU), libpq5 (loaded only
+# SQLite, zlib and Argon2 (our system-library targets), libstdc++6 (Foundation's ICU), libpq5 (loaded only
 # for --database postgres://...), tzdata for IANA time zones in statistics, curl for the health
 # check. (The importer's XML tokenizer is our own: no libxml2.)
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libstdc++6 libpq5 tzdata ca-certificates curl \
+ && apt-get install -y --no-install-recommends libsqlite3-0 zlib1g libargon2-1 libstdc++6 libpq5 tzdata ca-certificates curl \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /var/lib/healthd --create-home healthd
 COPY --from=build /out/healthd /usr/local/bin/healthd

@@ -1,7 +1,7 @@
 // swift-tools-version:6.2
 // healthd: a HealthKit-style health-data server. No Swift package dependencies:
-// only the toolchain and system C libraries through system-library targets: SQLite, zlib, and
-// libpq (loaded at run time, and only for `--database postgres://...`).
+// only the toolchain and system C libraries through system-library targets: SQLite, zlib, libargon2,
+// and libpq (loaded at run time, and only for `--database postgres://...`).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -27,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ"),
+        .systemLibrary(name: "CArgon2", path: "Sources/CArgon2", providers: [.apt(["libargon2-dev"])]),
 
         // Pure cores: no I/O.
         // Hex digits and the Gregorian civil-date conversion, shared by HTTP, JSON, HealthModel and
@@ -52,17 +53,16 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["HTTP"], swiftSettings: hotPath),
         // The system's tz database (Foundation's TimeZone) as the statistics engine's time-zone rules.
         .target(name: "TimeZoneDatabase", dependencies: ["Statistics"], swiftSettings: strict),
-        // What both database drivers share (no I/O of its own: the drivers run the SQL): row decoding
-        // errors, savepoints, the ordered named migrations runner.
+        // What both database drivers share (no I/O of its own: the drivers run the SQL): the column lists
+        // queries declare (`TableColumns`), row decoding errors, savepoints, the ordered named migrations runner.
         .target(name: "SQLSupport", swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite", "SQLSupport"], swiftSettings: strict),
         // A synchronous PostgreSQL driver over libpq (no health-domain code).
         .target(name: "PostgreSQL", dependencies: ["CLibPQ", "SQLSupport"], swiftSettings: strict),
         // The health-data interface both stores implement: the `HealthDataStore` protocol, its value
-        // types, the access policy, and the pieces of storage both backends share (no database of its own).
-        // It still links the SQLite driver (not the SQLite store) for `TableColumns` and `SampleRow`'s
-        // reading of a SQLite row, until the column protocol lives in SQLSupport.
-        .target(name: "HealthStore", dependencies: ["SQLSupport", "SQLite", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
+        // types, the access policy, and the pieces of storage both backends share (no database of its own;
+        // the column lists and row errors it declares come from SQLSupport).
+        .target(name: "HealthStore", dependencies: ["SQLSupport", "HealthModel", "Statistics", "JSON", "Crypto"], swiftSettings: strict),
         // The embedded SQLite store (the default): `SQLiteHealthStore`.
         .target(name: "SQLiteStore", dependencies: ["SQLite", "HealthStore", "HealthModel", "Statistics", "JSON", "Crypto"],
                 swiftSettings: strict),
@@ -71,6 +71,9 @@ let package = Package(
                 swiftSettings: strict),
         // The server's settings (defaults, config file, flags), shared by the command line and the HTTP API.
         .target(name: "HealthdSettings", swiftSettings: strict),
+        // People's sign-in pieces: Argon2id password hashes (libargon2), the password policy, RFC 8628's
+        // codes and poll, the sign-in limiter, session tokens and cookies. Pure but for libargon2 and the system random source.
+        .target(name: "Identity", dependencies: ["CArgon2", "Crypto", "HealthdSettings"], swiftSettings: strict),
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "HealthdSettings", "Statistics", "TimeZoneDatabase", "Pedometer", "Crypto",
@@ -79,9 +82,10 @@ let package = Package(
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
         .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore", "Primitives"], swiftSettings: strict),
         // The command line's pure parts (arguments, help, the config file) and the Apple Health importer's
-        // wiring to the store; a module of its own so tests reach them.
+        // wiring to the store, and `healthd export`/`import` of a person's backup (PersonBackup, beside the
+        // export it shares in HealthAPI); a module of its own so tests reach them.
         .target(name: "HealthdCommandLine",
-                dependencies: ["HealthdSettings", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
+                dependencies: ["HealthdSettings", "HealthAPI", "JSON", "HealthModel", "HealthStore", "AppleHealthExport", "CZlib"],
                 swiftSettings: strict),
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "HTTP", "HTTPServer", "HealthStore",
@@ -91,7 +95,7 @@ let package = Package(
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",
                                          "HealthStore", "SQLiteStore", "HealthdSettings", "HealthAPI", "HealthAutoExport", "PostgreSQL",
-                                         "PostgresStore", "ClientThreads"],
+                                         "PostgresStore", "ClientThreads", "Identity"],
                           swiftSettings: strict),
         // The HTTP benchmark's floor: a minimal responder on healthd's socket design (Benchmarks/http.sh).
         .executableTarget(name: "dispatch-floor", path: "Benchmarks/DispatchFloor", swiftSettings: strict),
@@ -101,6 +105,7 @@ let package = Package(
         .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "IdentityTests", dependencies: ["Identity", "HealthdSettings"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPServer", "Primitives"]),
         .testTarget(name: "HealthModelTests", dependencies: ["HealthModel", "JSON", "Primitives"]),
         .testTarget(name: "AppleHealthExportTests", dependencies: ["AppleHealthExport", "HealthModel"]),
@@ -117,6 +122,17 @@ let package = Package(
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "SQLiteStore", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
+
+        // Webhooks (issue 30), not yet served: Standard Webhooks signing, the retry schedule and the
+        // per-subscription delivery state machine (pure).
+        .target(name: "Webhooks", dependencies: ["Crypto"], swiftSettings: strict),
+        // The SSRF policy for outbound requests: address classes, receiver URLs, the allow-list (pure).
+        .target(name: "NetworkPolicy", swiftSettings: strict),
+        // The outbound HTTP/1.1 client webhook deliveries use: a shell around a pure response parser.
+        .target(name: "HTTPClient", dependencies: ["NetworkPolicy"], swiftSettings: strict),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Crypto"]),
+        .testTarget(name: "NetworkPolicyTests", dependencies: ["NetworkPolicy"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "NetworkPolicy"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -208,7 +208,13 @@ imu_answer = {"type": "object", "required": ["session", "seq", "steps", "totalSt
                                                          "the previous batch's end (by up to 0.1 s).",
                                           "properties": {k: {"type": "integer", "minimum": 0} for k in ["duplicates", "reordered", "late"]}},
                              "saved": {"type": "array", "items": {"type": "string", "format": "uuid"},
-                                       "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call."}}}
+                                       "description": "stepCount, distanceWalkingRunning and flightsClimbed samples saved for this call: "
+                                                      "only types the token may share."},
+                             "refused": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+                                         "description": "Present when this call found samples of a type the token may not share "
+                                                        "(flightsClimbed from the barometer): how many of each type were left unsaved. "
+                                                        "The batch still succeeds; stepCount and distanceWalkingRunning need share "
+                                                        "permission for the call to be accepted at all (403 otherwise)."}}}
 
 PATHS = {
     "/healthz": {"get": {"summary": "Liveness", "security": [], "tags": ["operations"],
@@ -521,7 +527,7 @@ PATHS["/v1/changes"] = {
                 CHANGE_TYPES,
                 qparam("anchor", "From a previous response; absent = every matching sample now present (paged: follow `anchor` while `more`)."),
                 qparam("limit", "Changes per page, 1 to 10,000. A page holds at most 16 workoutRoute samples (a route can hold 100,000 locations), as `GET /v1/samples` pages do: it ends before the 17th with `more: true`, and its `anchor` resumes at that route, so following it skips nothing.", {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}),
-                qparam("wait", "Long-poll: seconds (0 to 60) to hold the request when there is nothing new; it answers within milliseconds of a relevant commit, or with an empty page (and a current anchor) when the time is up.",
+                qparam("wait", "Long-poll: seconds (0 to 60) to hold the request when there is nothing new; it answers within milliseconds of a relevant commit, or with an empty page (and a current anchor) when the time is up. A revocation of the token, or a change of its permissions, answers a parked poll 401 within 1 s, on every node, with nothing saved after it.",
                        {"type": "integer", "minimum": 0, "maximum": 60, "default": 0}),
             ],
             "responses": {"200": ok_json(ref("ChangePage")), **CHANGE_ERRORS}},
@@ -532,7 +538,8 @@ PATHS["/v1/changes/stream"] = {
                            "Without an anchor or Last-Event-ID the stream starts at the present with one empty event carrying the current anchor. "
                            "A `: keep-alive` comment at least every 15 s (every 10 s). A client that cannot keep up (unsent backlog over half of "
                            "`maxStreamBacklogBytes`) gets `event: error` with `{\"code\":\"errorSlowConsumer\"}` and the stream ends: reconnect with Last-Event-ID. "
-                           "The stream ends cleanly on server shutdown. While a workout session with a zone runs, streams of apps that may read "
+                           "The stream ends cleanly on server shutdown. A revocation of the token, or a change of its permissions, ends the stream "
+                           "within 1 s on every node with `event: error` and `{\"code\":\"errorAuthenticationRequired\"}`; nothing saved after it is sent. While a workout session with a zone runs, streams of apps that may read "
                            "`heartRate` also carry `event: zone` without an `id` (see `POST /v1/workout-sessions`).",
             "parameters": [
                 CHANGE_TYPES,

@@ -46,15 +46,33 @@ public enum Base64URL {
         values.reserveCapacity(text.utf8.count)
         for c in text.utf8 {
             switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(c - 65)
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(c - 97 + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(c - 48 + 52)
             case UInt8(ascii: "-"): values.append(62)
             case UInt8(ascii: "_"): values.append(63)
-            default: return nil
+            default:
+                guard let value = Base64Sextets.alphanumericValue(c) else { return nil }
+                values.append(value)
             }
         }
-        if values.count % 4 == 1 { return nil }
+        return Base64Sextets.bytes(values)
+    }
+}
+
+/// What the two base64 alphabets share: letters and digits, and turning 6-bit values into bytes.
+enum Base64Sextets {
+    /// The value of A-Z, a-z, 0-9 (0...61) in both alphabets; nil for any other byte.
+    static func alphanumericValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): c - 65
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): c - 97 + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - 48 + 52
+        default: nil
+        }
+    }
+
+    /// The bytes 6-bit values spell; nil for an impossible length or non-canonical trailing bits.
+    static func bytes(_ values: [UInt8]) -> [UInt8]? {
+        let rest = values.count % 4
+        if rest == 1 { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(values.count * 3 / 4)
         var i = 0
@@ -65,10 +83,9 @@ public enum Base64URL {
             out.append(UInt8(n & 255))
             i += 4
         }
-        let rest = values.count - i
         if rest == 2 {
             let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12
-            guard n & 0xFFFF == 0 else { return nil }  // non-canonical trailing bits
+            guard n & 0xFFFF == 0 else { return nil }
             out.append(UInt8(n >> 16 & 255))
         } else if rest == 3 {
             let n = UInt32(values[i]) << 18 | UInt32(values[i + 1]) << 12 | UInt32(values[i + 2]) << 6

@@ -58,7 +58,8 @@ public struct Route: Sendable {
 /// dashboard's static files, on top of any `HTTPServer`.
 public final class HealthApplication: HTTPResponder {
     public let configuration: HealthdConfiguration
-    public let store: any HealthDataStore
+    /// The only way to the health data: scoped views that decide access (`HealthData`).
+    let data: HealthData
     public let metrics: Metrics
     public let connections = ConnectionGauges()
     let router: Router<Route>
@@ -79,7 +80,7 @@ public final class HealthApplication: HTTPResponder {
     public init(configuration: HealthdConfiguration, store: any HealthDataStore, adminToken: String,
                 metrics: Metrics = Metrics(), accessLog: AccessLog? = AccessLog()) {
         self.configuration = configuration
-        self.store = store
+        self.data = HealthData(store)
         self.metrics = metrics
         self.accessLog = configuration.accessLog ? accessLog : nil
         self.eventLog = accessLog
@@ -89,10 +90,10 @@ public final class HealthApplication: HTTPResponder {
                                                      header: configuration.trustedProxyHeader)
         self.cors = CORSPolicy(origins: configuration.corsOrigins)
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
-        changeFeed = ChangeFeed(store: store, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
+        changeFeed = ChangeFeed(data: data, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
                                 retentionDays: configuration.tombstoneRetentionDays, log: accessLog)
         var router = Router<Route>()
-        Self.registerRoutes(into: &router, configuration: configuration, store: store, metrics: metrics,
+        Self.registerRoutes(into: &router, configuration: configuration, data: data, metrics: metrics,
                             connections: connections, changeFeed: changeFeed)
         self.router = router
     }
@@ -259,14 +260,14 @@ public final class HealthApplication: HTTPResponder {
         let principal: Principal
         if TokenHashing.equals(hash, adminTokenHash) {
             principal = .admin
-        } else if let cached = store.cachedAuthorization(tokenHash: hash) {
+        } else if let cached = data.cachedAuthorization(tokenHash: hash) {
             principal = .app(cached)
         } else {
             // Only a token not seen lately costs a read: an address out of budget (guessing
             // tokens) is refused before it can make the server read SQLite.
             if let wait = rateLimits.perAddress.peek(ClientAddressResolver.rateLimitKey(client)) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
             // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
-            guard let authorization = try storeCall({ try store.authorization(tokenHash: hash) }) else {
+            guard let authorization = try storeCall({ try data.authorization(tokenHash: hash) }) else {
                 throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
             }
             principal = .app(authorization)

@@ -556,6 +556,13 @@ public enum HealthDate {
         } else {
             guard spaceLength == 1, hour <= 23 else { throw .outOfRange("time of day") }
         }
+        let offsetSeconds = try scanOffsetToEnd(&scanner)
+        let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
+        return (days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000, offsetSeconds)
+    }
+
+    /// The `±HHMM` offset that ends an Apple-style date, in seconds east of UTC.
+    private static func scanOffsetToEnd(_ scanner: inout ASCIIScanner) throws(InstantParseError) -> Int {
         guard let sign = scanner.current, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else {
             throw .malformed("offset must be ±HHMM")
         }
@@ -563,9 +570,7 @@ public enum HealthDate {
         let offsetHours = try scanner.digits(2, field: "offset hours")
         let offsetMinutes = try scanner.digits(2, field: "offset minutes")
         guard offsetHours <= 23, offsetMinutes <= 59, scanner.isAtEnd else { throw .malformed("offset") }
-        let offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
-        let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
-        return (days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000, offsetSeconds)
+        return (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
     }
 
     /// The length in bytes of the space at the scanner: U+0020 (1), U+00A0 (2) or U+202F (3); 0 if none.
@@ -590,14 +595,7 @@ public enum HealthDate {
         let second = try scanner.digits(2, field: "second")
         guard hour <= 23, minute <= 59, second <= 59 else { throw .outOfRange("time of day") }
         try scanner.expect(UInt8(ascii: " "), "' ' before the offset")
-        guard let sign = scanner.current, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") else {
-            throw .malformed("offset must be ±HHMM")
-        }
-        scanner.position += 1
-        let offsetHours = try scanner.digits(2, field: "offset hours")
-        let offsetMinutes = try scanner.digits(2, field: "offset minutes")
-        guard offsetHours <= 23, offsetMinutes <= 59, scanner.isAtEnd else { throw .malformed("offset") }
-        let offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (sign == UInt8(ascii: "-") ? -1 : 1)
+        let offsetSeconds = try scanOffsetToEnd(&scanner)
         let secondOfDay = hour * 3600 + minute * 60 + second - offsetSeconds
         return days * GregorianCalendarMath.millisecondsPerDay + Int64(secondOfDay) * 1000
     }

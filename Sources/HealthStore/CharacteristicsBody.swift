@@ -1,4 +1,5 @@
 import JSON
+import SQLSupport
 
 /// How a user's characteristics are stored: one JSON object of strings, in the order given.
 package enum CharacteristicsBody {
@@ -10,8 +11,11 @@ package enum CharacteristicsBody {
         return writer.bytes
     }
 
-    package static func decode(_ body: [UInt8]) throws -> [(String, String)] {
-        guard case .object(let object) = try JSONParser.parse(body) else { return [] }
+    /// Written only by `encode`; a body that is not a JSON object is a damaged row.
+    package static func decode(_ body: [UInt8]) throws(RowDecodingError) -> [(String, String)] {
+        guard case .object(let object)? = try? JSONParser.parse(body) else {
+            throw RowDecodingError(table: "characteristics", column: "body", problem: "is not a JSON object")
+        }
         return object.members.compactMap { member in member.value.stringValue.map { (member.key, $0) } }
     }
 }

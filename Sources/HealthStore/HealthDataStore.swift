@@ -75,16 +75,22 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// The live authorization for a token hash, nil for unknown and revoked tokens. A failing read
     /// throws: a database fault must not look like a wrong token.
     func authorization(tokenHash: [UInt8]) throws -> AppAuthorization?
+    /// Called when an authorization is revoked or its permissions change, on any node serving this
+    /// data, and before any later commit reaches the commit observers: what is in flight for that
+    /// authorization (change streams, parked long-polls) ends on it.
+    func addAuthorizationObserver(_ observer: @escaping @Sendable (_ authorizationID: String) -> Void)
+    /// The live authorizations among `ids`, read from the database, not a cache (revoked and unknown
+    /// ones are absent): what in-flight work compares with the authorization it started with.
+    func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization]
 
     // MARK: Samples
 
-    /// Saves a batch atomically (all or none) and returns the uuids in request order. A uuid saved
-    /// before with identical content is accepted again without a second copy; with different
-    /// content the batch is a `SampleConflict`.
-    func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID]
+    /// Saves a batch atomically (all or none) and returns the uuids in request order: the writes
+    /// below receive a `WriteGrant`, the access policy's decision (`save(_:by:)` makes it).
+    func save(_ samples: [HealthSample], granted: WriteGrant) throws -> [HealthUUID]
     /// `save` without holding the calling thread until the commit: `completion` gets the uuids (or
     /// the error) once the batch is durable.
-    func save(_ samples: [HealthSample], by app: AppAuthorization,
+    func save(_ samples: [HealthSample], granted: WriteGrant,
               completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void)
     /// Samples of one type visible to `app`, one page in the query's order.
     func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage
@@ -94,7 +100,7 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// `notFound` when the app may not read the type), none is `notFound`.
     func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws
     /// Deletes the app's own top-level samples of a type in [start, end) (overlap); returns how many.
-    func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int
+    func deleteSamples(type: String, start: Int64, end: Int64, granted: WriteGrant) throws -> Int
     /// The apps (with their devices) that saved a type, first saver first (HKSourceQuery).
     func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])]
     /// How many samples (top-level and correlation objects) of `type` the user has from `app`.
@@ -137,19 +143,19 @@ public protocol HealthDataStore: AnyObject, Sendable {
     // MARK: IMU sessions (the pedometer's exactly-once batches)
 
     func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup
-    func commitIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+    func commitIMU(granted: WriteGrant, session: String, seq: Int?, device: SampleDevice?,
                    basis: IMUSessionState, result: IMUBatchResult,
                    completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void)
     func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals
 
     // MARK: Workout sessions
 
-    func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+    func startWorkoutSession(granted: WriteGrant, activityType: String, zone: HeartRateZoneBounds?,
                              at start: Int64) throws -> WorkoutSession
     func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession?
     func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction,
                               now: Int64) throws -> WorkoutSession
-    func endWorkoutSession(id: String, app: AppAuthorization, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession
+    func endWorkoutSession(id: String, granted: WriteGrant, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession
     /// Users with a running or paused session, and how many each has.
     func activeWorkoutSessionCounts() throws -> [Int64: Int]
     /// Judges heart-rate readings committed since the last call against the user's running

@@ -1,6 +1,6 @@
 import HealthModel
 import JSON
-import SQLite
+import SQLSupport
 
 /// The columns of `samples` that `SampleRow` reads, in SELECT order. Both stores' `samples`
 /// tables have these columns; the PostgreSQL store decodes the same row type from its results.
@@ -57,34 +57,6 @@ package struct SampleRow: Sendable {
         self.body = body
         self.created = created
         self.parentSeq = parentSeq
-    }
-
-    /// Reads by position with non-generic getters (this runs for every row of every page); a
-    /// NULL in a NOT NULL column is reported under the column's name, as `Row`'s named getters do.
-    package init(_ row: Row) throws(RowDecodingError) {
-        func required(_ column: SampleColumn) throws(RowDecodingError) -> Int64 {
-            guard let value = row.int64IfPresent(at: column.rawValue) else {
-                throw RowDecodingError(table: SampleColumn.table, column: column.name, problem: "is NULL")
-            }
-            return value
-        }
-        seq = try required(.seq)
-        guard !row.isNull(at: SampleColumn.uuid.rawValue) else {
-            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is NULL")
-        }
-        guard let uuid = row.withBlob(at: SampleColumn.uuid.rawValue, { HealthUUID(bytes: $0) }) else {
-            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.uuid.name, problem: "is not a 16-byte uuid")
-        }
-        self.uuid = uuid
-        typeCode = try required(.typeID)
-        sourceRowID = try required(.sourceID)
-        deviceRowID = row.int64IfPresent(at: SampleColumn.deviceID.rawValue)
-        start = try required(.start)
-        end = try required(.end)
-        value = row.doubleIfPresent(at: SampleColumn.value.rawValue)
-        body = row.blobIfPresent(at: SampleColumn.body.rawValue)
-        created = try required(.created)
-        parentSeq = row.int64IfPresent(at: SampleColumn.parentSeq.rawValue)
     }
 }
 
@@ -198,11 +170,13 @@ package enum SampleRowBody {
         }
     }
 
-    /// Bodies are written only by `encode`; a body that does not parse means a damaged file, and
-    /// is reported as empty rather than taking the server down.
-    package static func decode(_ bytes: [UInt8]) -> Decoded {
+    /// Bodies are written only by `encode`; one that is not a JSON object is a damaged row, and
+    /// throws rather than reading as empty (a category sample would lose its value).
+    package static func decode(_ bytes: [UInt8]) throws(RowDecodingError) -> Decoded {
         var decoded = Decoded()
-        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return decoded }
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else {
+            throw RowDecodingError(table: SampleColumn.table, column: SampleColumn.body.name, problem: "is not a JSON object")
+        }
         if case .string(let name)? = object["c"] { decoded.category = name }
         if case .object(let workout)? = object["w"], case .string(let activity)? = workout["a"] {
             var events: [WorkoutEvent] = []
@@ -253,9 +227,9 @@ package struct SampleBodyCache {
 
     package init() {}
 
-    package mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
+    package mutating func decoded(_ bytes: [UInt8]) throws(RowDecodingError) -> SampleRowBody.Decoded {
         if let known = bodies[bytes] { return known }
-        let decoded = SampleRowBody.decode(bytes)
+        let decoded = try SampleRowBody.decode(bytes)
         if bodies.count < 256, bytes.count <= 1_024 { bodies[bytes] = decoded }
         return decoded
     }
@@ -268,8 +242,11 @@ package enum DeviceBody {
         return writer.bytes
     }
 
-    package static func decode(_ bytes: [UInt8]) -> SampleDevice? {
-        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
+    /// Bodies are written only by `encode`; one that is not a JSON object is a damaged row.
+    package static func decode(_ bytes: [UInt8]) throws(RowDecodingError) -> SampleDevice {
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else {
+            throw RowDecodingError(table: "devices", column: "body", problem: "is not a JSON object")
+        }
         var device = SampleDevice()
         device.name = object["name"]?.stringValue
         device.manufacturer = object["manufacturer"]?.stringValue

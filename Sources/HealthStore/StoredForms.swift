@@ -1,4 +1,5 @@
 import JSON
+import SQLSupport
 
 /// How both stores write the access policy and the user's source order into their tables and SQL,
 /// so the two backends agree on one form.
@@ -14,8 +15,12 @@ package enum StoredForms {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    package static func decodeAppList(_ text: String) -> [String] {
-        guard let values = (try? JSONParser.parse(text))?.arrayValue else { return [] }
+    /// Written only by `encodeAppList`; a list that is not a JSON array is a damaged row, and
+    /// throws rather than reading as no order (which would silently change how sources merge).
+    package static func decodeAppList(_ text: String) throws(RowDecodingError) -> [String] {
+        guard let values = (try? JSONParser.parse(text))?.arrayValue else {
+            throw RowDecodingError(table: "source_priorities", column: "apps", problem: "is not a JSON array of app names")
+        }
         return values.compactMap(\.stringValue)
     }
 }

@@ -1,5 +1,6 @@
 import HealthModel
 import JSON
+import SQLSupport
 import Statistics
 
 /// One workout session as stored (HKWorkoutSession), owned by one app acting for one user.
@@ -56,9 +57,12 @@ extension WorkoutSession {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    /// Stored events back; anything unreadable is dropped rather than failing a request.
-    public static func decodeEvents(_ text: String) -> [WorkoutEvent] {
-        guard let list = (try? JSONParser.parse(text))?.arrayValue else { return [] }
+    /// Stored events back. Written only by `encodeEvents`: a list that is not a JSON array is a
+    /// damaged row (an unknown event in it is skipped, as a newer writer's would be).
+    public static func decodeEvents(_ text: String) throws(RowDecodingError) -> [WorkoutEvent] {
+        guard let list = (try? JSONParser.parse(text))?.arrayValue else {
+            throw RowDecodingError(table: "workout_sessions", column: "events", problem: "is not a JSON array")
+        }
         return list.compactMap { item in
             guard let pair = item.arrayValue, pair.count == 2, let name = pair[0].stringValue,
                   let type = WorkoutEventType(rawValue: name), let date = pair[1].numberValue else { return nil }

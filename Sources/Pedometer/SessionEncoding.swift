@@ -6,12 +6,13 @@
 /// 8 bytes, flags as 1 byte, optionals as a flag then the value, arrays as a count then the values.
 /// At most about 600 bytes. Version 1 (before the walk-start candidates were kept) still decodes,
 /// with no such candidates; versions 1 and 2 (before the bump look-ahead) decode with it off, and
-/// versions 1 to 3 (before the stride-lock check) with that off, as they ran. States saved before this format (Foundation JSON, starting with `{`) still decode,
+/// versions 1 to 3 (before the stride-lock check) with that off, and versions 1 to 4 (before the
+/// stride look-ahead) with that off, as they ran. States saved before this format (Foundation JSON, starting with `{`) still decode,
 /// through `Codable`, and are stored in this format from their next batch on.
 extension PedometerSession {
     static let magic: [UInt8] = [0x50, 0x44]  // "PD"
     /// Bump when the field list changes, and keep decoding the older versions.
-    static let formatVersion: UInt8 = 4
+    static let formatVersion: UInt8 = 5
     /// Versions this build restores (the current one last).
     static let readableVersions: ClosedRange<UInt8> = 1...formatVersion
 
@@ -160,10 +161,11 @@ extension StepDetectionParameters {
         writer.double(bumpRhythmTolerance)
         writer.double(longestStepPeriodSeconds)
         writer.int(strideLockStrides)
+        writer.double(strideRhythmTolerance)
     }
 
-    /// Versions before 3 had no bump look-ahead, before 4 no stride-lock check: such sessions go on
-    /// without them, as they ran.
+    /// Versions before 3 had no bump look-ahead, before 4 no stride-lock check, before 5 no stride
+    /// look-ahead: such sessions go on without them, as they ran.
     init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
         self.init()
         sampleRateHz = try reader.double()
@@ -187,6 +189,7 @@ extension StepDetectionParameters {
             bumpRhythmTolerance = 0
         }
         strideLockStrides = version >= 4 ? try reader.int() : 0
+        strideRhythmTolerance = version >= 5 ? try reader.double() : 0
         // The detector divides by the rate, sizes a buffer by the bout length, and resamples up to
         // a gap's worth of grid points per input sample.
         guard (1...10_000).contains(sampleRateHz), lowPassCutoffHz > 0, lowPassCutoffHz < sampleRateHz / 2,
@@ -262,6 +265,10 @@ extension StepDetector {
         writer.doubles(preludeTimes)
         writer.bool(midStrideCandidateMerged)
         writer.int(midStrideMerges)
+        writer.bool(hasPreviousAccepted)
+        writer.double(previousAcceptedTime)
+        writer.double(lastAcceptedValue)
+        writer.double(stridePeriod)
     }
 
     init(from reader: inout SessionStateReader, version: UInt8) throws(SessionStateError) {
@@ -293,6 +300,12 @@ extension StepDetector {
         if version >= 4 {
             midStrideCandidateMerged = try reader.bool()
             midStrideMerges = try reader.int()
+        }
+        if version >= 5 {
+            hasPreviousAccepted = try reader.bool()
+            previousAcceptedTime = try reader.double()
+            lastAcceptedValue = try reader.double()
+            stridePeriod = try reader.double()
         }
         // The next grid point follows the last sample within one grid step; anything else (damage)
         // would make the resampler walk an unbounded number of points.

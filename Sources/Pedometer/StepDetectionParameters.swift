@@ -25,6 +25,11 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
     /// candidate after it lands within this fraction of a step period of one period after the last
     /// step (the same ±15 % the walk-start back-fill allows). 0 turns the look-ahead off.
     public var bumpRhythmTolerance: Double = 0.15
+    /// The same look-ahead by the stride: a low candidate is a bump, not a step, when the candidate
+    /// after it lands within this fraction of a stride of one stride after the step before last,
+    /// and it does not. Catches a step's second peak where steps alternate long and short (a phone
+    /// in a back pocket). 0 turns it off.
+    public var strideRhythmTolerance: Double = 0.15
     /// The longest step period (s) taken at face value. A longer "period" may be a stride (two
     /// steps), whose mid-point candidates are the other foot's steps: the bump look-ahead is off
     /// there, and the stride-lock check below is on.
@@ -48,8 +53,8 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
 
     public init() {}
 
-    /// Sessions stored as JSON before the bump look-ahead and the stride-lock check existed restore
-    /// with both off, as they ran.
+    /// Sessions stored as JSON before the bump look-ahead, the stride-lock check and the stride
+    /// look-ahead existed restore with them off, as they ran.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         sampleRateHz = try container.decode(Double.self, forKey: .sampleRateHz)
@@ -70,6 +75,7 @@ public struct StepDetectionParameters: Sendable, Codable, Equatable {
         longestStepPeriodSeconds = try container.decodeIfPresent(
             Double.self, forKey: .longestStepPeriodSeconds) ?? longestStepPeriodSeconds
         strideLockStrides = try container.decodeIfPresent(Int.self, forKey: .strideLockStrides) ?? 0
+        strideRhythmTolerance = try container.decodeIfPresent(Double.self, forKey: .strideRhythmTolerance) ?? 0
     }
 
     public static let standard = StepDetectionParameters()

@@ -6,8 +6,9 @@ import Foundation
 /// minus a running gravity estimate → low-pass → peaks whose prominence exceeds
 /// an adaptive threshold → minimum step spacing (adapted to the step period) →
 /// bout confirmation (several regular candidates before any of them counts) → in a walk, a
-/// candidate between two on-rhythm ones is dropped as a bump, and a period that keeps hiding a
-/// candidate in its middle is halved (a stride taken for a step).
+/// candidate between two on-rhythm ones is dropped as a bump (on-rhythm by the step period, or by
+/// the stride where steps alternate long and short), and a period that keeps hiding a candidate in
+/// its middle is halved (a stride taken for a step).
 /// Everything is processed sample by sample, so batch boundaries do not matter.
 struct StepDetector: Sendable, Codable, Equatable {
     let parameters: StepDetectionParameters
@@ -54,6 +55,14 @@ struct StepDetector: Sendable, Codable, Equatable {
     var midStrideCandidateMerged = false
     /// Consecutive such intervals (see `StepDetectionParameters.strideLockStrides`).
     var midStrideMerges = 0
+    /// The counted step before `lastAcceptedTime` (the same foot as the next step) and the height
+    /// of the last counted step's peak, for the stride look-ahead.
+    var hasPreviousAccepted = false
+    var previousAcceptedTime: Double = 0
+    var lastAcceptedValue: Double = 0
+    /// Running estimate of the stride (two steps, s) in the current walk; 0 when unknown. Stays
+    /// regular where the step intervals alternate (a pocket on one hip sees the two feet differently).
+    var stridePeriod: Double = 0
 
     private let gravityAlpha: Double
     private let amplitudeAlpha: Double
@@ -132,7 +141,7 @@ struct StepDetector: Sendable, Codable, Equatable {
     /// After a gap the interpolated signal would be fiction: settle the held step,
     /// drop unconfirmed ones and the filter history.
     private mutating func restartAfterGap(steps: inout [Double]) {
-        if hasLastCandidate { accept(time: lastCandidateTime, steps: &steps) }
+        if hasLastCandidate { accept(time: lastCandidateTime, value: lastCandidateValue, steps: &steps) }
         filtersStarted = false
         searchingPeak = false
         extremeValue = 0
@@ -176,7 +185,7 @@ struct StepDetector: Sendable, Codable, Equatable {
         if hasLastCandidate && time - lastCandidateTime > parameters.maximumStepIntervalSeconds {
             // Pause: the held candidate is settled, then the bout ends and unconfirmed
             // candidates (too few to be walking) are dropped.
-            accept(time: lastCandidateTime, steps: &steps)
+            accept(time: lastCandidateTime, value: lastCandidateValue, steps: &steps)
             endBout()
         }
     }
@@ -187,6 +196,8 @@ struct StepDetector: Sendable, Codable, Equatable {
         hasAcceptedStep = false
         irregularIntervals = 0
         stepPeriod = 0
+        stridePeriod = 0
+        hasPreviousAccepted = false
         midStrideCandidateMerged = false
         midStrideMerges = 0
         pendingTimes.removeAll(keepingCapacity: true)
@@ -212,8 +223,8 @@ struct StepDetector: Sendable, Codable, Equatable {
                 }
                 return
             }
-            if !isBumpBetweenSteps(next: time) {
-                accept(time: lastCandidateTime, steps: &steps)
+            if !isBumpBetweenSteps(next: time, nextValue: value) {
+                accept(time: lastCandidateTime, value: lastCandidateValue, steps: &steps)
             }
         }
         hasLastCandidate = true
@@ -225,15 +236,34 @@ struct StepDetector: Sendable, Codable, Equatable {
     /// last step), so the held one, at least the minimum spacing away from both, is off it: a bump
     /// of the phone between two steps (a slow walk with the phone in hand has one near the middle
     /// of many steps), not a step.
+    ///
+    /// Where the steps alternate long and short (a phone in a pocket sways with one hip, so one
+    /// foot's step shows later than the other's), the next step lands a stride after the step
+    /// before last, not a step period after the last one; a second peak of a step in the long
+    /// interval then passes the spacing rule and the period check alike. So the stride is checked
+    /// too: the next candidate lands on it, the held one is off it, and the held peak is lower than
+    /// half the weaker of the two steps around it (a sway of the pocket, not a heel strike: a real
+    /// step of the weaker foot keeps the stride, and a step rhythm built on a missed step must not
+    /// drop comparable peaks).
     @inline(__always)
-    private func isBumpBetweenSteps(next: Double) -> Bool {
+    private func isBumpBetweenSteps(next: Double, nextValue: Double) -> Bool {
         guard boutActive, hasAcceptedStep, stepPeriod > 0,
               stepPeriod <= parameters.longestStepPeriodSeconds else { return false }
-        return abs((next - lastAcceptedTime) / stepPeriod - 1) <= parameters.bumpRhythmTolerance
+        if abs((next - lastAcceptedTime) / stepPeriod - 1) <= parameters.bumpRhythmTolerance { return true }
+        let tolerance = parameters.strideRhythmTolerance
+        // The stride must agree with the step period (two steps), or one of them is off (a stride
+        // lock just broken, a missed step), and the weaker foot's real steps would look off-stride.
+        guard tolerance > 0, hasPreviousAccepted, abs(stridePeriod - 2 * stepPeriod) <= 2 * tolerance * stridePeriod,
+              lastCandidateValue < Self.bumpHeightFraction * min(lastAcceptedValue, nextValue) else { return false }
+        return abs((next - previousAcceptedTime) / stridePeriod - 1) <= tolerance
+            && abs((lastCandidateTime - previousAcceptedTime) / stridePeriod - 1) > tolerance
     }
 
+    /// A bump off the stride is lower than this fraction of the lower of the two steps' peaks.
+    static let bumpHeightFraction = 0.5
+
     /// A settled candidate: counted at once inside a bout, otherwise pending confirmation.
-    private mutating func accept(time: Double, steps: inout [Double]) {
+    private mutating func accept(time: Double, value: Double, steps: inout [Double]) {
         var regular = true
         if hasAcceptedStep {
             let interval = time - lastAcceptedTime
@@ -245,7 +275,16 @@ struct StepDetector: Sendable, Codable, Equatable {
             if interval <= parameters.maximumStepIntervalSeconds {
                 stepPeriod = stepPeriod == 0 ? interval : stepPeriod + Self.periodAlpha * (interval - stepPeriod)
             }
+            if boutActive && hasPreviousAccepted && stridePeriod > 0 {
+                let stride = time - previousAcceptedTime
+                if stride <= 2 * parameters.maximumStepIntervalSeconds {
+                    stridePeriod += Self.periodAlpha * (stride - stridePeriod)
+                }
+            }
+            hasPreviousAccepted = true
+            previousAcceptedTime = lastAcceptedTime
         }
+        lastAcceptedValue = value
         hasAcceptedStep = true
         lastAcceptedTime = time
         if boutActive {
@@ -254,6 +293,7 @@ struct StepDetector: Sendable, Codable, Equatable {
             if parameters.strideLockStrides > 0 && midStrideMerges >= parameters.strideLockStrides {
                 // Locked onto the stride: with half the period the spacing rule lets both feet through.
                 stepPeriod /= 2
+                stridePeriod /= 2
                 midStrideMerges = 0
             }
             irregularIntervals = regular ? 0 : irregularIntervals + 1
@@ -265,6 +305,7 @@ struct StepDetector: Sendable, Codable, Equatable {
             boutActive = false
             irregularIntervals = 0
             stepPeriod = 0
+            stridePeriod = 0
             pendingTimes.removeAll(keepingCapacity: true)
         }
         pendingTimes.append(time)
@@ -273,6 +314,8 @@ struct StepDetector: Sendable, Codable, Equatable {
                 let period = (pendingTimes[pendingTimes.count - 1] - pendingTimes[0]) / Double(pendingTimes.count - 1)
                 steps.append(contentsOf: Self.periodicPrelude(preludeTimes, before: pendingTimes[0], period: period))
                 steps.append(contentsOf: pendingTimes)
+                // The confirming run is regular (stride ratio bounded), so its mean gives the stride.
+                stridePeriod = 2 * period
                 pendingTimes.removeAll(keepingCapacity: true)
                 preludeTimes.removeAll(keepingCapacity: true)
                 boutActive = true
@@ -345,7 +388,7 @@ struct StepDetector: Sendable, Codable, Equatable {
     /// Session end: the held candidate is settled; a peak still rising at the last
     /// sample is not a step (its fall was never seen).
     mutating func finish(steps: inout [Double]) {
-        if hasLastCandidate { accept(time: lastCandidateTime, steps: &steps) }
+        if hasLastCandidate { accept(time: lastCandidateTime, value: lastCandidateValue, steps: &steps) }
         endBout()
     }
 }

@@ -151,9 +151,27 @@ public final class PostgresConnection {
         return rows
     }
 
+    /// The only column of the first row of `sql`, or nil when there is no row. NULL throws
+    /// (`scalarInt64` is the reader that allows it), and so does a query of several columns.
+    public func firstInt64(_ sql: String, _ values: [PostgresValue] = []) throws -> Int64? {
+        try first(sql, values) { try $0.onlyColumn().int64(at: PostgresRow.only) }
+    }
+
+    public func firstString(_ sql: String, _ values: [PostgresValue] = []) throws -> String? {
+        try first(sql, values) { try $0.onlyColumn().string(at: PostgresRow.only) }
+    }
+
+    public func firstBytes(_ sql: String, _ values: [PostgresValue] = []) throws -> [UInt8]? {
+        try first(sql, values) { try $0.onlyColumn().bytes(at: PostgresRow.only) }
+    }
+
+    public func firstBool(_ sql: String, _ values: [PostgresValue] = []) throws -> Bool? {
+        try first(sql, values) { try $0.onlyColumn().bool(at: PostgresRow.only) }
+    }
+
     /// The first column of the first row as an integer; nil if there is no row or it is NULL.
     public func scalarInt64(_ sql: String, _ values: [PostgresValue] = []) throws -> Int64? {
-        try first(sql, values) { try $0.int64IfPresent(at: 0) } ?? nil
+        try first(sql, values) { try $0.int64IfPresent(at: PostgresRow.only) } ?? nil
     }
 
     private func preparedName(_ sql: String, types: [UInt32], handle: OpaquePointer) throws(PostgresError) -> String {

@@ -42,7 +42,7 @@ extension PostgresConnection: MigrationDatabase {
     }
 
     public func migrationsTableExists() throws -> Bool {
-        try first("SELECT to_regclass('schema_migrations') IS NOT NULL") { try $0.bool(at: 0) } ?? false
+        try firstBool("SELECT to_regclass('schema_migrations') IS NOT NULL") ?? false
     }
 
     public func migrationTransaction<T>(_ body: () throws -> T) throws -> T {
@@ -50,7 +50,9 @@ extension PostgresConnection: MigrationDatabase {
     }
 
     public func recordedMigrations() throws -> [(id: Int64, name: String)] {
-        try map("SELECT id, name FROM schema_migrations ORDER BY id") { row in (id: try row.int64(at: 0), name: try row.string(at: 1)) }
+        try map("SELECT \(MigrationColumn.selectList) FROM schema_migrations ORDER BY id") { row in
+            (id: try row.int64(MigrationColumn.id), name: try row.string(MigrationColumn.name))
+        }
     }
 
     public func recordedVersion() throws -> Int? { nil }

@@ -68,19 +68,6 @@ public final class PostgresResult {
     }
 }
 
-/// The columns of one table as a query reads them: the SELECT list is built from the cases in
-/// declaration order and each column is read at its case's position, so the SQL text and the
-/// reading code cannot drift apart, and decoding errors name table and column.
-public protocol PostgresColumns: CaseIterable, Sendable, RawRepresentable where RawValue == Int {
-    static var table: String { get }
-    var name: String { get }
-}
-
-extension PostgresColumns {
-    /// "a, b, c": the SELECT list in position order.
-    public static var selectList: String { allCases.map(\.name).joined(separator: ", ") }
-}
-
 /// One row of a result. Getters are strict: NULL, or a column of another type than asked for,
 /// throws `RowDecodingError` naming the column, instead of reading back as 0 or "".
 /// Integers read from smallint/integer/bigint/oid and integral numeric (what `sum(bigint)`
@@ -93,6 +80,18 @@ public struct PostgresRow {
     public var columnCount: Int { result.columnCount }
     public func columnName(at column: Int) -> String { result.columnName(at: column) }
 
+    /// The position of a one-column query's column.
+    static let only = 0
+
+    /// This row, when its result has exactly one column (the one-column readers' guard).
+    func onlyColumn() throws(RowDecodingError) -> PostgresRow {
+        guard columnCount == 1 else {
+            throw RowDecodingError(table: nil, column: columnName(at: PostgresRow.only), problem: "is one of \(columnCount) columns where one was read",
+                                   sql: result.sql)
+        }
+        return self
+    }
+
     public func isNull(at column: Int) -> Bool {
         guard column >= 0, column < columnCount else { return false }
         return PQgetisnull(result.handle, index, Int32(truncatingIfNeeded: column)) == 1
@@ -100,15 +99,15 @@ public struct PostgresRow {
 
     // MARK: Positional reads
 
-    public func int64(at column: Int) throws(RowDecodingError) -> Int64 { try int64(column, table: nil, name: nil) }
+    public func int64(at column: Int) throws(RowDecodingError) -> Int64 { try int64(column, nil) }
     public func int(at column: Int) throws(RowDecodingError) -> Int { Int(truncatingIfNeeded: try int64(at: column)) }
-    public func double(at column: Int) throws(RowDecodingError) -> Double { try double(column, table: nil, name: nil) }
-    public func bool(at column: Int) throws(RowDecodingError) -> Bool { try bool(column, table: nil, name: nil) }
-    public func string(at column: Int) throws(RowDecodingError) -> String { try string(column, table: nil, name: nil) }
-    public func bytes(at column: Int) throws(RowDecodingError) -> [UInt8] { try bytes(column, table: nil, name: nil) }
+    public func double(at column: Int) throws(RowDecodingError) -> Double { try double(column, nil) }
+    public func bool(at column: Int) throws(RowDecodingError) -> Bool { try bool(column, nil) }
+    public func string(at column: Int) throws(RowDecodingError) -> String { try string(column, nil) }
+    public func bytes(at column: Int) throws(RowDecodingError) -> [UInt8] { try bytes(column, nil) }
     /// A timestamp or timestamptz as microseconds since 1970-01-01 UTC.
     public func microsecondsSince1970(at column: Int) throws(RowDecodingError) -> Int64 {
-        try microsecondsSince1970(column, table: nil, name: nil)
+        try microsecondsSince1970(column, nil)
     }
 
     public func int64IfPresent(at column: Int) throws(RowDecodingError) -> Int64? { isNull(at: column) ? nil : try int64(at: column) }
@@ -126,46 +125,50 @@ public struct PostgresRow {
 
     // MARK: Named reads
 
-    public func int64<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int64 { try int64(column.rawValue, table: C.table, name: column.name) }
-    public func int<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int { Int(truncatingIfNeeded: try int64(column)) }
-    public func double<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Double { try double(column.rawValue, table: C.table, name: column.name) }
-    public func bool<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Bool { try bool(column.rawValue, table: C.table, name: column.name) }
-    public func string<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> String { try string(column.rawValue, table: C.table, name: column.name) }
-    public func bytes<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] { try bytes(column.rawValue, table: C.table, name: column.name) }
-    public func microsecondsSince1970<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int64 {
-        try microsecondsSince1970(column.rawValue, table: C.table, name: column.name)
+    public func int64<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int64 { try int64(column.rawValue, (C.table, column.name)) }
+    public func int<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int { Int(truncatingIfNeeded: try int64(column)) }
+    public func double<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Double { try double(column.rawValue, (C.table, column.name)) }
+    public func bool<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Bool { try bool(column.rawValue, (C.table, column.name)) }
+    public func string<C: TableColumns>(_ column: C) throws(RowDecodingError) -> String { try string(column.rawValue, (C.table, column.name)) }
+    public func bytes<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] { try bytes(column.rawValue, (C.table, column.name)) }
+    public func microsecondsSince1970<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int64 {
+        try microsecondsSince1970(column.rawValue, (C.table, column.name))
     }
 
-    public func int64IfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Int64? { isNull(at: column.rawValue) ? nil : try int64(column) }
-    public func doubleIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Double? { isNull(at: column.rawValue) ? nil : try double(column) }
-    public func boolIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> Bool? { isNull(at: column.rawValue) ? nil : try bool(column) }
-    public func stringIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> String? { isNull(at: column.rawValue) ? nil : try string(column) }
-    public func bytesIfPresent<C: PostgresColumns>(_ column: C) throws(RowDecodingError) -> [UInt8]? { isNull(at: column.rawValue) ? nil : try bytes(column) }
+    public func int64IfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int64? { isNull(at: column.rawValue) ? nil : try int64(column) }
+    public func doubleIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Double? { isNull(at: column.rawValue) ? nil : try double(column) }
+    public func boolIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Bool? { isNull(at: column.rawValue) ? nil : try bool(column) }
+    public func stringIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> String? { isNull(at: column.rawValue) ? nil : try string(column) }
+    public func bytesIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8]? { isNull(at: column.rawValue) ? nil : try bytes(column) }
 
     // MARK: Decoding
 
     private func type(_ column: Int) -> UInt32 { PQftype(result.handle, Int32(truncatingIfNeeded: column)) }
 
-    private func failure(_ column: Int, table: String?, name: String?, _ problem: String) -> RowDecodingError {
-        RowDecodingError(table: table, column: name ?? columnName(at: column), problem: problem,
-                              sql: table == nil ? result.sql : nil)
+    /// A named read's table and column, built only when a read fails (a column's name may cost
+    /// a reflection); a positional read has none, and its error names the result's column and SQL.
+    typealias ColumnLabel = (table: String, name: String)
+
+    private func failure(_ column: Int, _ label: ColumnLabel?, _ problem: String) -> RowDecodingError {
+        guard let label else { return RowDecodingError(table: nil, column: columnName(at: column), problem: problem, sql: result.sql) }
+        return RowDecodingError(table: label.table, column: label.name, problem: problem)
     }
 
     /// The column's bytes, or an error when it is NULL or out of range.
-    private func present(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> UnsafeRawBufferPointer {
+    private func present(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> UnsafeRawBufferPointer {
         guard column >= 0, column < columnCount else {
-            throw failure(column, table: table, name: name, "does not exist (the result has \(columnCount) columns)")
+            throw failure(column, label(), "does not exist (the result has \(columnCount) columns)")
         }
-        guard !isNull(at: column) else { throw failure(column, table: table, name: name, "is NULL") }
+        guard !isNull(at: column) else { throw failure(column, label(), "is NULL") }
         return withRawBytes(at: column) { $0 }
     }
 
-    private func mismatch(_ column: Int, table: String?, name: String?, wanted: String) -> RowDecodingError {
-        failure(column, table: table, name: name, "is \(TypeOID.name(type(column))), not \(wanted)")
+    private func mismatch(_ column: Int, _ label: ColumnLabel?, wanted: String) -> RowDecodingError {
+        failure(column, label, "is \(TypeOID.name(type(column))), not \(wanted)")
     }
 
-    private func int64(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Int64 {
-        let raw = try present(column, table: table, name: name)
+    private func int64(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> Int64 {
+        let raw = try present(column, label())
         switch type(column) {
         case TypeOID.int8 where raw.count == 8: return Int64(bitPattern: raw.bigEndianInteger(UInt64.self))
         case TypeOID.int4 where raw.count == 4: return Int64(Int32(bitPattern: raw.bigEndianInteger(UInt32.self)))
@@ -173,36 +176,36 @@ public struct PostgresRow {
         case TypeOID.oid where raw.count == 4: return Int64(raw.bigEndianInteger(UInt32.self))
         case TypeOID.numeric:
             guard let value = NumericValue(raw)?.int64 else {
-                throw failure(column, table: table, name: name, "is a numeric that is not an integer in range")
+                throw failure(column, label(), "is a numeric that is not an integer in range")
             }
             return value
-        default: throw mismatch(column, table: table, name: name, wanted: "an integer")
+        default: throw mismatch(column, label(), wanted: "an integer")
         }
     }
 
-    private func double(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Double {
-        let raw = try present(column, table: table, name: name)
+    private func double(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> Double {
+        let raw = try present(column, label())
         switch type(column) {
         case TypeOID.float8 where raw.count == 8: return Double(bitPattern: raw.bigEndianInteger(UInt64.self))
         case TypeOID.float4 where raw.count == 4: return Double(Float(bitPattern: raw.bigEndianInteger(UInt32.self)))
         case TypeOID.numeric:
             guard let value = NumericValue(raw)?.double else {
-                throw failure(column, table: table, name: name, "is a numeric that does not decode")
+                throw failure(column, label(), "is a numeric that does not decode")
             }
             return value
-        case TypeOID.int8, TypeOID.int4, TypeOID.int2: return Double(try int64(column, table: table, name: name))
-        default: throw mismatch(column, table: table, name: name, wanted: "a number")
+        case TypeOID.int8, TypeOID.int4, TypeOID.int2: return Double(try int64(column, label()))
+        default: throw mismatch(column, label(), wanted: "a number")
         }
     }
 
-    private func bool(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Bool {
-        let raw = try present(column, table: table, name: name)
-        guard type(column) == TypeOID.bool, raw.count == 1 else { throw mismatch(column, table: table, name: name, wanted: "boolean") }
+    private func bool(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> Bool {
+        let raw = try present(column, label())
+        guard type(column) == TypeOID.bool, raw.count == 1 else { throw mismatch(column, label(), wanted: "boolean") }
         return raw[0] != 0
     }
 
-    private func string(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> String {
-        let raw = try present(column, table: table, name: name)
+    private func string(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> String {
+        let raw = try present(column, label())
         switch type(column) {
         case TypeOID.text, TypeOID.varchar, TypeOID.bpchar, TypeOID.name, TypeOID.json, TypeOID.unknown:
             return String(decoding: raw, as: UTF8.self)
@@ -211,29 +214,29 @@ public struct PostgresRow {
             return String(decoding: UnsafeRawBufferPointer(rebasing: raw.dropFirst()), as: UTF8.self)
         case TypeOID.uuid where raw.count == 16:
             return formatUUID(raw)
-        default: throw mismatch(column, table: table, name: name, wanted: "text")
+        default: throw mismatch(column, label(), wanted: "text")
         }
     }
 
-    private func bytes(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> [UInt8] {
-        let raw = try present(column, table: table, name: name)
+    private func bytes(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> [UInt8] {
+        let raw = try present(column, label())
         switch type(column) {
         case TypeOID.bytea: return Array(raw)
         case TypeOID.uuid where raw.count == 16: return Array(raw)
-        default: throw mismatch(column, table: table, name: name, wanted: "bytea")
+        default: throw mismatch(column, label(), wanted: "bytea")
         }
     }
 
-    private func microsecondsSince1970(_ column: Int, table: String?, name: String?) throws(RowDecodingError) -> Int64 {
-        let raw = try present(column, table: table, name: name)
+    private func microsecondsSince1970(_ column: Int, _ label: @autoclosure () -> ColumnLabel?) throws(RowDecodingError) -> Int64 {
+        let raw = try present(column, label())
         guard type(column) == TypeOID.timestamptz || type(column) == TypeOID.timestamp, raw.count == 8 else {
-            throw mismatch(column, table: table, name: name, wanted: "a timestamp")
+            throw mismatch(column, label(), wanted: "a timestamp")
         }
         // PostgreSQL counts microseconds from 2000-01-01; ±infinity are the extreme integers.
         let since2000 = Int64(bitPattern: raw.bigEndianInteger(UInt64.self))
         let (value, overflow) = since2000.addingReportingOverflow(946_684_800_000_000)
         guard !overflow, since2000 != .max, since2000 != .min else {
-            throw failure(column, table: table, name: name, "is an infinite timestamp")
+            throw failure(column, label(), "is an infinite timestamp")
         }
         return value
     }

@@ -17,6 +17,11 @@ enum PostgresActivitySummaries {
     static func load(userRowID: Int64, from first: HealthDay, through last: HealthDay,
                      on connection: PostgresConnection) throws -> [ActivitySummary] {
         // to_char, not day::text: the text form of a date follows the session's DateStyle.
+        enum Column: Int, TableColumns {
+            case day, activeEnergyBurned, activeEnergyBurnedGoal, appleMoveTime, appleMoveTimeGoal, appleExerciseTime,
+                 appleExerciseTimeGoal, appleStandHours, appleStandHoursGoal
+            static let table = "activity_summaries"
+        }
         let result = try connection.query("""
             SELECT to_char(day, 'YYYY-MM-DD'), active_energy_burned, active_energy_burned_goal, apple_move_time,
                 apple_move_time_goal, apple_exercise_time, apple_exercise_time_goal, apple_stand_hours, apple_stand_hours_goal
@@ -26,15 +31,16 @@ enum PostgresActivitySummaries {
         summaries.reserveCapacity(result.rowCount)
         for index in 0..<result.rowCount {
             let row = result[index]
-            let dayText = try row.string(at: 0)
+            let dayText = try row.string(Column.day)
             guard let day = HealthDate.parseDay(dayText) else {
                 throw RowDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
             }
-            func value(_ column: Int) throws -> Double? { try row.doubleIfPresent(at: column) }
+            func value(_ column: Column) throws -> Double? { try row.doubleIfPresent(column) }
             summaries.append(ActivitySummary(
-                day: day, activeEnergyBurned: try value(1), activeEnergyBurnedGoal: try value(2), appleMoveTime: try value(3),
-                appleMoveTimeGoal: try value(4), appleExerciseTime: try value(5), appleExerciseTimeGoal: try value(6),
-                appleStandHours: try value(7), appleStandHoursGoal: try value(8)))
+                day: day, activeEnergyBurned: try value(.activeEnergyBurned), activeEnergyBurnedGoal: try value(.activeEnergyBurnedGoal),
+                appleMoveTime: try value(.appleMoveTime), appleMoveTimeGoal: try value(.appleMoveTimeGoal),
+                appleExerciseTime: try value(.appleExerciseTime), appleExerciseTimeGoal: try value(.appleExerciseTimeGoal),
+                appleStandHours: try value(.appleStandHours), appleStandHoursGoal: try value(.appleStandHoursGoal)))
         }
         return summaries
     }

@@ -46,7 +46,11 @@ extension PostgresHealthStore {
     }
 
     private static func user(_ row: PostgresRow) throws -> User {
-        User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
+        enum Column: Int, TableColumns {
+            case rowID, id, name
+            static let table = "users"
+        }
+        return User(rowID: try row.int64(Column.rowID), id: try row.string(Column.id), name: try row.string(Column.name))
     }
 
     // MARK: Sources
@@ -72,7 +76,7 @@ extension PostgresHealthStore {
     static func appNames(_ connection: PostgresConnection, userRowID: Int64) throws -> [Int64: String] {
         var names: [Int64: String] = [:]
         for (id, app) in try connection.map("SELECT id, app FROM sources WHERE user_id = $1", [.int64(userRowID)],
-                                            { (try $0.int64(at: 0), try $0.string(at: 1)) }) {
+                                            { (try $0.int64(SourceColumn.id), try $0.string(SourceColumn.app)) }) {
             names[id] = app
         }
         return names
@@ -106,9 +110,13 @@ extension PostgresHealthStore {
                 SELECT id, read_types, share_types, source_id, discloses_read FROM authorizations
                 WHERE user_id = $1 AND app = $2 AND revoked_ms IS NULL ORDER BY created_ms
                 """, [.int64(user.rowID), .text(app)]) { row in
-                AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, appName: app,
-                                 sourceRowID: try row.int64(at: 3), read: StoredForms.typeList(try row.string(at: 1)),
-                                 share: StoredForms.typeList(try row.string(at: 2)), disclosesRead: try row.bool(at: 4))
+                enum Column: Int, TableColumns {
+                    case id, readTypes, shareTypes, sourceID, disclosesRead
+                    static let table = "authorizations"
+                }
+                return AppAuthorization(id: try row.string(Column.id), userRowID: user.rowID, userID: user.id, appName: app,
+                                        sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
+                                        share: StoredForms.typeList(try row.string(Column.shareTypes)), disclosesRead: try row.bool(Column.disclosesRead))
             }
         }
         if let existing = candidates.first(where: { read.isSubset(of: $0.read) && share.isSubset(of: $0.share) }) {
@@ -125,17 +133,38 @@ extension PostgresHealthStore {
                                                  [.int64(StoreClock.nowMilliseconds()), .text(id)])
             guard changed > 0 else { return false }
             try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text("r \(id)")])
+            // Before the commit, so this node's streams of the token have ended before any later
+            // write of this node commits (other nodes hear the NOTIFY before later commits' ones).
+            forgetAuthorization(id: id)
             return true
         }
         if revoked { forgetAuthorization(id: id) }
         return revoked
     }
 
+    /// Drops the cached token and tells the authorization observers (this node's streams).
     func forgetAuthorization(id: String) {
         authorizationCache.withLock { cache in
             cache.entries = cache.entries.filter { $0.value.authorization.id != id }
             cache.generation &+= 1
         }
+        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+    }
+
+    public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
+        authorizationObservers.withLock { $0.append(observer) }
+    }
+
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        guard !ids.isEmpty else { return [:] }
+        let quoted = ids.sorted().map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        let found = try pool.withConnection { connection in
+            try connection.map("""
+                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                WHERE a.id = ANY($1::text[]) AND a.revoked_ms IS NULL
+                """, [.text("{" + quoted.joined(separator: ",") + "}")]) { row in try Self.appAuthorization(row) }
+        }
+        return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
@@ -164,15 +193,24 @@ extension PostgresHealthStore {
         return found
     }
 
-    /// What `appAuthorization` reads, from `authorizations a JOIN users u`.
+    /// What `appAuthorization` reads, from `authorizations a JOIN users u`, in SELECT order; a
+    /// query may add `tokenHash` (`a.token_hash`) after them.
+    enum AuthorizationColumn: Int, TableColumns {
+        case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead, tokenHash
+
+        static let table = "authorizations"
+    }
+
     private static let authorizationColumns =
         "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, a.source_id, a.discloses_read"
 
-    private static func appAuthorization(_ row: PostgresRow, from first: Int = 0) throws -> AppAuthorization {
-        AppAuthorization(id: try row.string(at: first), userRowID: try row.int64(at: first + 1), userID: try row.string(at: first + 2),
-                         appName: try row.string(at: first + 3), sourceRowID: try row.int64(at: first + 6),
-                         read: StoredForms.typeList(try row.string(at: first + 4)), share: StoredForms.typeList(try row.string(at: first + 5)),
-                         disclosesRead: try row.bool(at: first + 7))
+    private static func appAuthorization(_ row: PostgresRow) throws -> AppAuthorization {
+        AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
+                         userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
+                         sourceRowID: try row.int64(AuthorizationColumn.sourceID),
+                         read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
+                         share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
+                         disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
     }
 
     /// Confirms every cached token used within `authorizationRefreshWindow` in one statement (a
@@ -192,10 +230,10 @@ extension PostgresHealthStore {
         let readAt = StoreClock.nowMilliseconds()
         let confirmed = try pool.withConnection { connection in
             try connection.map("""
-                SELECT a.token_hash, \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                SELECT \(Self.authorizationColumns), a.token_hash FROM authorizations a JOIN users u ON u.id = a.user_id
                 WHERE a.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($1::text[]) AS h)) AND a.revoked_ms IS NULL
                 """, [.text("{" + hashes.map { Hex.encode($0) }.joined(separator: ",") + "}")]) { row in
-                (try row.bytes(at: 0), try Self.appAuthorization(row, from: 1))
+                (try row.bytes(AuthorizationColumn.tokenHash), try Self.appAuthorization(row))
             }
         }
         let found = Dictionary(confirmed, uniquingKeysWith: { first, _ in first })

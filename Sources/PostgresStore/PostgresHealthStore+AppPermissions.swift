@@ -10,9 +10,17 @@ extension PostgresHealthStore {
                 LEFT JOIN authorizations a ON a.user_id = s.user_id AND a.source_id = s.id AND a.revoked_ms IS NULL
                 WHERE s.user_id = $1 ORDER BY s.id, a.created_ms
                 """, [.int64(userRowID)]) { row -> (app: String, read: String?, share: String?) in
-                (try row.string(at: 0), try row.stringIfPresent(at: 1), try row.stringIfPresent(at: 2))
+                (try row.string(AppPermissionsColumn.app), try row.stringIfPresent(AppPermissionsColumn.readTypes),
+                 try row.stringIfPresent(AppPermissionsColumn.shareTypes))
             }
         }
         return AppPermissions.folding(rows)
     }
+}
+
+/// A source and one of its live authorizations' permissions (`s.app, a.read_types, a.share_types`).
+enum AppPermissionsColumn: Int, TableColumns {
+    case app, readTypes, shareTypes
+
+    static let table = "authorizations"
 }

@@ -27,12 +27,13 @@ extension PostgresHealthStore {
                     """, [.int64(app.userRowID), .int64(position.seq), .int64(app.sourceRowID), .int64(Int64(limit + 1))],
                     SampleRow.init)
                 tombstones = try connection.map("""
-                    SELECT seq, uuid, type_id FROM deleted_samples
+                    SELECT \(TombstoneColumn.selectList) FROM deleted_samples
                     WHERE user_id = $1 AND seq > $2 AND \(visibility)
                     ORDER BY seq LIMIT $4
                     """, [.int64(app.userRowID), .int64(position.tombstonesAfter), .int64(app.sourceRowID), .int64(Int64(limit + 1))]) { row in
-                    let type = typeName(for: try row.int64(at: 2)) ?? "unknown"
-                    return (seq: try row.int64(at: 0), deleted: HealthUUID(bytes: try row.bytes(at: 1)).map { DeletedSample(uuid: $0, type: type) })
+                    let type = typeName(for: try row.int64(TombstoneColumn.typeID)) ?? "unknown"
+                    return (seq: try row.int64(TombstoneColumn.seq),
+                            deleted: HealthUUID(bytes: try row.bytes(TombstoneColumn.uuid)).map { DeletedSample(uuid: $0, type: type) })
                 }
             }
             var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
@@ -64,6 +65,21 @@ extension PostgresHealthStore {
                 DELETE FROM deleted_samples d USING change_horizons h
                 WHERE h.user_id = d.user_id AND d.seq <= h.seq
                 """, [])
+        }
+    }
+}
+
+/// The columns of `deleted_samples` the change feed reads, in SELECT order.
+enum TombstoneColumn: Int, TableColumns {
+    case seq, uuid, typeID
+
+    static let table = "deleted_samples"
+
+    var name: String {
+        switch self {
+        case .seq: "seq"
+        case .uuid: "uuid"
+        case .typeID: "type_id"
         }
     }
 }

@@ -15,8 +15,9 @@ extension PostgresHealthStore {
     /// Commits on the writers' queue once the write backlog has room, like a sample save;
     /// `completion` gets the answer once the batch is durable, or `sessionChanged` when another
     /// request (on any node) moved the session since `basis` was read.
-    public func commitIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?, basis: IMUSessionState,
+    public func commitIMU(granted: WriteGrant, session: String, seq: Int?, device: SampleDevice?, basis: IMUSessionState,
                           result: IMUBatchResult, completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let app = granted.app
         let weight = max(1, result.samples.count)
         writeBacklog.acquire(weight) { [self] in
             writers.async { [self] in

@@ -2,14 +2,29 @@ import HealthModel
 import HealthStore
 import PostgreSQL
 
+/// The columns of `activity_goals`, in SELECT order.
+enum PostgresActivityGoalsColumn: Int, TableColumns {
+    case activeEnergyBurned, appleExerciseTime, appleStandHours
+
+    static let table = "activity_goals"
+
+    var name: String {
+        switch self {
+        case .activeEnergyBurned: "active_energy_kcal"
+        case .appleExerciseTime: "exercise_minutes"
+        case .appleStandHours: "stand_hours"
+        }
+    }
+}
+
 extension PostgresHealthStore {
     // MARK: Characteristics
 
     /// The user's characteristics (dateOfBirth, biologicalSex, ...), as stored strings.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.withConnection { connection in
-            try connection.first("SELECT body FROM characteristics WHERE user_id = $1", [.int64(userRowID)],
-                                 { try CharacteristicsBody.decode(try $0.bytes(at: 0)) }) ?? []
+            try connection.firstBytes("SELECT body FROM characteristics WHERE user_id = $1", [.int64(userRowID)])
+                .map { body throws(RowDecodingError) in try CharacteristicsBody.decode(body) } ?? []
         }
     }
 
@@ -28,10 +43,11 @@ extension PostgresHealthStore {
 
     public func activityGoals(userRowID: Int64) throws -> ActivityGoals {
         try pool.withConnection { connection in
-            try connection.first("SELECT active_energy_kcal, exercise_minutes, stand_hours FROM activity_goals WHERE user_id = $1",
+            try connection.first("SELECT \(PostgresActivityGoalsColumn.selectList) FROM activity_goals WHERE user_id = $1",
                                  [.int64(userRowID)]) { row in
-                ActivityGoals(activeEnergyBurned: try row.double(at: 0), appleExerciseTime: try row.double(at: 1),
-                              appleStandHours: try row.double(at: 2))
+                ActivityGoals(activeEnergyBurned: try row.double(PostgresActivityGoalsColumn.activeEnergyBurned),
+                              appleExerciseTime: try row.double(PostgresActivityGoalsColumn.appleExerciseTime),
+                              appleStandHours: try row.double(PostgresActivityGoalsColumn.appleStandHours))
             } ?? .defaults
         }
     }

@@ -9,8 +9,8 @@ extension PostgresHealthStore {
     /// transaction opens, so the user's change-number lock is held only while the database works.
     /// The batch is first copied as new samples; only when one of its uuids is stored already
     /// (a re-sent batch) does it run again, comparing each such sample with the stored one (`write`).
-    public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
-        try app.access.requireShare(samples)
+    public func save(_ samples: [HealthSample], granted: WriteGrant) throws -> [HealthUUID] {
+        let app = granted.app
         let created = StoreClock.nowMilliseconds()
         var batch = try PostgresSampleBatch(samples, sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
                                             rollupStyles: rollupStyles, userRowID: app.userRowID, created: created)
@@ -37,13 +37,13 @@ extension PostgresHealthStore {
     /// `save` on the writers' queue: batches past the write backlog (in samples) or the writer
     /// slots (in connections) wait as queued work, so a flood of saves holds no request threads and
     /// never takes every connection from the reads.
-    public func save(_ samples: [HealthSample], by app: AppAuthorization,
+    public func save(_ samples: [HealthSample], granted: WriteGrant,
                      completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
         let count = max(1, samples.count)
         writeBacklog.acquire(count) { [self] in
             writerSlots.acquire(1) { [self] in
                 writers.async { [self] in
-                    let result = Result { try save(samples, by: app) }
+                    let result = Result { try save(samples, granted: granted) }
                     writerSlots.release(1)
                     writeBacklog.release(count)
                     completion(result)
@@ -152,8 +152,8 @@ extension PostgresHealthStore {
         publish(change)
     }
 
-    public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
-        try app.access.requireShare(type)
+    public func deleteSamples(type: String, start: Int64, end: Int64, granted: WriteGrant) throws -> Int {
+        let app = granted.app
         guard let typeCode = typeCode(for: type) else { return 0 }
         let (count, change) = try pool.transaction { connection -> (Int, CommittedChange?) in
             var conditions = ["user_id = $1", "type_id = $2", "source_id = $3", "parent_seq IS NULL"]
@@ -237,9 +237,13 @@ extension PostgresHealthStore {
             sql += " ORDER BY st.first_seq"
             var order: [String] = []
             var devices: [String: [SampleDevice]] = [:]
-            for (name, body) in try connection.map(sql, values, { (try $0.string(at: 0), try $0.bytesIfPresent(at: 1)) }) {
+            enum Column: Int, TableColumns {
+                case app, body
+                static let table = "source_types"
+            }
+            for (name, body) in try connection.map(sql, values, { (try $0.string(Column.app), try $0.bytesIfPresent(Column.body)) }) {
                 if devices[name] == nil { order.append(name); devices[name] = [] }
-                if let body, let device = DeviceBody.decode(body), !(devices[name] ?? []).contains(device) {
+                if let body, case let device = try DeviceBody.decode(body), !(devices[name] ?? []).contains(device) {
                     devices[name, default: []].append(device)
                 }
             }
@@ -273,7 +277,11 @@ extension PostgresHealthStore {
                 values.append(.int64(onlySource))
             }
             sql += " ORDER BY start_ms"
-            let intervals = try connection.map(sql, values) { (try $0.int64(at: 0), try $0.int64(at: 1)) }
+            enum Column: Int, TableColumns {
+                case start, end
+                static let table = "samples"
+            }
+            let intervals = try connection.map(sql, values) { (try $0.int64(Column.start), try $0.int64(Column.end)) }
             return CoveredTime.union(of: intervals, within: start, end)
         }
     }

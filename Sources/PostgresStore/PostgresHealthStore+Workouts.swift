@@ -6,12 +6,9 @@ import HealthStore
 // zone monitor of each node judges after commits it is told of, its own and (by NOTIFY) the others'.
 
 extension PostgresHealthStore {
-    /// Starting and ending a session need share permission for `workout`: ending saves one as the app.
-    static let workoutShareDetail = "a workout session saves a workout sample: this token may not share workout"
-
-    public func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+    public func startWorkoutSession(granted: WriteGrant, activityType: String, zone: HeartRateZoneBounds?,
                                     at start: Int64) throws -> WorkoutSession {
-        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        let app = granted.app
         return try pool.transaction { connection in
             // Heart rates judged for the zone are those committed from now on.
             let current = try Self.currentChangeNumber(userRowID: app.userRowID, connection)
@@ -31,8 +28,8 @@ extension PostgresHealthStore {
         }
     }
 
-    public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession {
-        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+    public func endWorkoutSession(id: String, granted: WriteGrant, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession {
+        let app = granted.app
         let created = StoreClock.nowMilliseconds()
         let (session, change) = try pool.transaction { connection in
             try PostgresWorkoutSessions.end(id: id, app: app, now: now, workoutUUID: workoutUUID, typeCode: typeCode(for:),

@@ -38,6 +38,7 @@ public final class PostgresHealthStore: HealthDataStore {
     let writers = DispatchQueue(label: "healthd.postgres.writers", attributes: .concurrent)
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     let authorizationCache = Mutex(AuthorizationCache())
+    let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     private let listener = Mutex<PostgresListener?>(nil)
     /// Confirms the cached authorizations in use every half `authorizationRevalidation` (a listening
     /// node only). Dispatch sources are thread-safe objects Dispatch does not mark Sendable; this
@@ -50,7 +51,7 @@ public final class PostgresHealthStore: HealthDataStore {
 
     /// How long a cached authorization is used before it is read again: the bound on how long a
     /// token revoked on another node can still work if that node's revocation NOTIFY was lost.
-    public static let authorizationRevalidation: Int64 = 5_000
+    public static let authorizationRevalidation: Int64 = 1_000
 
     /// The channel every node of this deployment LISTENs on. Payloads: `c <node> <user> <seq> <type,type...>`
     /// for a commit, `r <authorization id>` for a revocation, `z ...` for a stream event (+StreamEvents).
@@ -91,7 +92,7 @@ public final class PostgresHealthStore: HealthDataStore {
         writerSlots = WriteBacklog(limit: max(1, maxConnections - 2))
         try pool.withConnection { connection in try Self.migrator().migrate(connection) }
         let schema = try pool.withConnection { connection in
-            try connection.first("SELECT current_schema()", [], { try $0.string(at: 0) })
+            try connection.firstString("SELECT current_schema()")
         }
         channel = Self.channel(forSchema: schema ?? "public")
         let codes = try pool.transaction { connection in try Self.synchronizeTypeCodes(connection) }
@@ -101,7 +102,7 @@ public final class PostgresHealthStore: HealthDataStore {
         secret = try pool.transaction { connection -> [UInt8] in
             try connection.execute("INSERT INTO meta (key, value) VALUES ('secret', $1) ON CONFLICT (key) DO NOTHING",
                                    [.bytes(SecureRandom.bytes(32))])
-            guard let secret = try connection.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.bytes(at: 0) }) else {
+            guard let secret = try connection.firstBytes("SELECT value FROM meta WHERE key = 'secret'") else {
                 throw StoreError.notFound("the signing secret vanished from meta")
             }
             return secret
@@ -126,7 +127,11 @@ public final class PostgresHealthStore: HealthDataStore {
     private static func synchronizeTypeCodes(_ connection: PostgresConnection) throws -> [String: Int64] {
         try connection.execute("SELECT pg_advisory_xact_lock(hashtext('healthd.type_codes'))", [])
         var codes: [String: Int64] = [:]
-        for (id, name) in try connection.map("SELECT id, name FROM type_codes", [], { (try $0.int64(at: 0), try $0.string(at: 1)) }) {
+        enum Column: Int, TableColumns {
+            case id, name
+            static let table = "type_codes"
+        }
+        for (id, name) in try connection.map("SELECT id, name FROM type_codes", [], { (try $0.int64(Column.id), try $0.string(Column.name)) }) {
             codes[name] = id
         }
         var next = (codes.values.max() ?? 0) + 1

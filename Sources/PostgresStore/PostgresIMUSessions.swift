@@ -15,21 +15,25 @@ import PostgreSQL
 /// created it meanwhile (the same outcome). So a repeated seq returns the first answer and a gap is
 /// `unexpectedSeq` (409) whichever node each batch reaches.
 enum PostgresIMUSessions {
-    /// Where a batch (`seq`) or the session's end (`seq` nil) stands; see `SQLiteHealthStore.imuSession`.
+    /// Where a batch (`seq`) or the session's end (`seq` nil) stands; see `HealthDataStore.imuSession`.
     static func lookup(userRowID: Int64, sourceRowID: Int64, session: String, seq: Int?,
                        on connection: PostgresConnection) throws -> IMUSessionLookup {
         let key: [PostgresValue] = [.int64(userRowID), .int64(sourceRowID), .text(session)]
+        enum Column: Int, TableColumns {
+            case nextSeq, state, ended
+            static let table = "imu_sessions"
+        }
         let existing = try connection.first("""
             SELECT next_seq, state, ended FROM imu_sessions WHERE user_id = $1 AND source_id = $2 AND session = $3
-            """, key) { (nextSeq: try $0.int(at: 0), state: try $0.bytes(at: 1), ended: try $0.bool(at: 2)) }
+            """, key) { (nextSeq: try $0.int(Column.nextSeq), state: try $0.bytes(Column.state), ended: try $0.bool(Column.ended)) }
         guard let existing else {
             if seq == nil { throw IMUIngestError.unknownSession }
             if let seq, seq != 0 { throw IMUIngestError.unexpectedSeq(expected: 0) }
             return .ready(IMUSessionState(detectorState: nil, nextSeq: 0, sessionRowID: nil))
         }
-        if let replay = try connection.first("""
+        if let replay = try connection.firstBytes("""
             SELECT response FROM imu_batches WHERE user_id = $1 AND source_id = $2 AND session = $3 AND seq = $4
-            """, key + [.int64(Int64(seq ?? -1))], { try $0.bytes(at: 0) }) {
+            """, key + [.int64(Int64(seq ?? -1))]) {
             return .replay(replay)
         }
         if existing.ended { throw IMUIngestError.sessionEnded }
@@ -70,7 +74,7 @@ enum PostgresIMUSessions {
         return saved
     }
 
-    /// CMPedometer.queryPedometerData over the app's own batches (see `SQLiteHealthStore.pedometerTotals`).
+    /// CMPedometer.queryPedometerData over the app's own batches (see `HealthDataStore.pedometerTotals`).
     static func totals(userRowID: Int64, sourceRowID: Int64, start: Int64, end: Int64,
                        on connection: PostgresConnection) throws -> PedometerTotals {
         let result = try connection.query("""
@@ -81,9 +85,10 @@ enum PostgresIMUSessions {
         var accumulator = PedometerTotalsAccumulator(start: start, end: end)
         for index in 0..<result.rowCount {
             let row = result[index]
-            accumulator.add(batchStart: try row.int64(at: 0), batchEnd: try row.int64(at: 1), steps: try row.int64(at: 2),
-                            distance: try row.double(at: 3), floorsUp: try row.int64(at: 4), floorsDown: try row.int64(at: 5),
-                            cadence: try row.doubleIfPresent(at: 6), pace: try row.doubleIfPresent(at: 7))
+            accumulator.add(batchStart: try row.int64(IMUBatchColumn.start), batchEnd: try row.int64(IMUBatchColumn.end),
+                            steps: try row.int64(IMUBatchColumn.steps), distance: try row.double(IMUBatchColumn.distance),
+                            floorsUp: try row.int64(IMUBatchColumn.floorsUp), floorsDown: try row.int64(IMUBatchColumn.floorsDown),
+                            cadence: try row.doubleIfPresent(IMUBatchColumn.cadence), pace: try row.doubleIfPresent(IMUBatchColumn.pace))
         }
         return accumulator.totals
     }
@@ -94,4 +99,11 @@ enum PostgresIMUSessions {
         SampleCodec.writeDevice(device, into: &writer)
         return writer.bytes
     }
+}
+
+/// A batch's totals as the pedometer query reads them, in SELECT order.
+enum IMUBatchColumn: Int, TableColumns {
+    case start, end, steps, distance, floorsUp, floorsDown, cadence, pace
+
+    static let table = "imu_batches"
 }

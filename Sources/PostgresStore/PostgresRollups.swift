@@ -68,10 +68,15 @@ public enum PostgresRollups {
             SELECT d.type_id, d.day, d.body, d.detail FROM unnest($2::bigint[], $3::bigint[]) AS w(type_id, day)
             JOIN statistics_days d ON d.user_id = $1 AND d.type_id = w.type_id AND d.day = w.day
             """, [.int64(userRowID), PostgresArray.bigints(types), PostgresArray.bigints(days)])
+        enum Column: Int, TableColumns {
+            case typeID, day, body, detail
+            static let table = "statistics_days"
+        }
         var rows: [Int64: [Int64: DayRollup.Row]] = [:]
         for index in 0..<result.rowCount {
             let row = result[index]
-            rows[try row.int64(at: 0), default: [:]][try row.int64(at: 1)] = (try row.bytes(at: 2), try row.bytesIfPresent(at: 3))
+            rows[try row.int64(Column.typeID), default: [:]][try row.int64(Column.day)] =
+                (try row.bytes(Column.body), try row.bytesIfPresent(Column.detail))
         }
         return rows
     }
@@ -167,13 +172,36 @@ public enum PostgresRollups {
         return samples
     }
 
-    /// A row (seq, start, end, value, source) as the statistics take it; nil for a sample they
-    /// cannot hold (see `StatisticsSample.validate`), left out the same way on save and delete.
-    /// The five columns start at `first`.
-    static func statisticsSample(_ row: PostgresRow, from first: Int = 0) throws -> StatisticsSample? {
-        guard let source = Int32(exactly: try row.int64(at: first + 4)) else { return nil }
-        let sample = StatisticsSample(id: try row.int64(at: first), start: try row.int64(at: first + 1),
-                                      end: try row.int64(at: first + 2), value: try row.double(at: first + 3), source: source)
+    /// The columns a sample is read by for statistics (`statisticsSample`), in SELECT order.
+    enum StatisticsSampleColumn: Int, TableColumns {
+        case seq, start, end, value, source
+
+        static let table = "samples"
+
+        var name: String {
+            switch self {
+            case .seq: "seq"
+            case .start: "start_ms"
+            case .end: "end_ms"
+            case .value: "value"
+            case .source: "source_id"
+            }
+        }
+    }
+
+    /// A row (`StatisticsSampleColumn`) as the statistics take it; nil for a sample they cannot
+    /// hold (see `statisticsSample(seq:start:end:value:source:)`).
+    static func statisticsSample(_ row: PostgresRow) throws -> StatisticsSample? {
+        try statisticsSample(seq: row.int64(StatisticsSampleColumn.seq), start: row.int64(StatisticsSampleColumn.start),
+                             end: row.int64(StatisticsSampleColumn.end), value: row.double(StatisticsSampleColumn.value),
+                             source: row.int64(StatisticsSampleColumn.source))
+    }
+
+    /// A sample as the statistics take it; nil for one they cannot hold (see
+    /// `StatisticsSample.validate`), left out the same way on save and delete.
+    static func statisticsSample(seq: Int64, start: Int64, end: Int64, value: Double, source: Int64) -> StatisticsSample? {
+        guard let source = Int32(exactly: source) else { return nil }
+        let sample = StatisticsSample(id: seq, start: start, end: end, value: value, source: source)
         do { try sample.validate() } catch { return nil }
         return sample
     }
@@ -188,6 +216,10 @@ public enum PostgresRollups {
     /// which the server reads (de-TOASTs) and sends the detail of those days alone.
     static func rows(_ connection: PostgresConnection, userRowID: Int64, typeCode: Int64, days: ClosedRange<Int64>,
                      detailDays: Set<Int64>) throws -> [RollupRow] {
+        enum Column: Int, TableColumns {
+            case day, body, detail
+            static let table = "statistics_days"
+        }
         let result = try connection.query("""
             SELECT day, body, CASE WHEN day = ANY($5::bigint[]) THEN detail END FROM statistics_days
             WHERE user_id = $1 AND type_id = $2 AND day BETWEEN $3 AND $4 ORDER BY day
@@ -197,12 +229,12 @@ public enum PostgresRollups {
         rows.reserveCapacity(result.rowCount)
         for index in 0..<result.rowCount {
             let row = result[index]
-            let day = try row.int64(at: 0)
-            let detail = try row.bytesIfPresent(at: 2)
+            let day = try row.int64(Column.day)
+            let detail = try row.bytesIfPresent(Column.detail)
             if detail == nil, detailDays.contains(day) {
                 throw StoreError.invalid("statistics rollup of day \(day) has no detail")
             }
-            rows.append((day, try row.bytes(at: 1), detail))
+            rows.append((day, try row.bytes(Column.body), detail))
         }
         return rows
     }
@@ -247,7 +279,8 @@ public enum PostgresRollups {
             let result = try connection.query("SELECT id, app FROM sources WHERE user_id = $1", [.int64(userRowID)])
             var names: [Int32: String] = [:]
             for index in 0..<result.rowCount {
-                if let id = Int32(exactly: try result[index].int64(at: 0)) { names[id] = try result[index].string(at: 1) }
+                let row = result[index]
+                if let id = Int32(exactly: try row.int64(SourceColumn.id)) { names[id] = try row.string(SourceColumn.app) }
             }
             return names
         }
@@ -290,17 +323,47 @@ enum PostgresSourcePriority {
     /// The order as (source id, app), in one statement.
     static func effective(_ connection: PostgresConnection, userRowID: Int64,
                           typeCode: Int64) throws -> [(source: Int32, app: String)] {
-        let result = try connection.query("""
+        let result = try readingList { () throws(PostgresError) in try connection.query("""
             WITH \(rankedSources)
             SELECT r.id, s.app FROM ranked r JOIN sources s ON s.user_id = $1 AND s.id = r.id ORDER BY r.rank
-            """, [.int64(userRowID), .int64(typeCode)])
+            """, [.int64(userRowID), .int64(typeCode)]) }
         var order: [(source: Int32, app: String)] = []
         for index in 0..<result.rowCount {
-            guard let id = Int32(exactly: try result[index].int64(at: 0)) else { continue }
-            order.append((id, try result[index].string(at: 1)))
+            let row = result[index]
+            guard let id = Int32(exactly: try row.int64(SourceColumn.id)) else { continue }
+            order.append((id, try row.string(SourceColumn.app)))
         }
         return order
     }
+}
+
+extension PostgresSourcePriority {
+    /// Runs a statement that reads `rankedSources`. The server parses the stored list
+    /// (`apps::jsonb`); a list that is not a JSON array of app names fails that parse, and is a
+    /// damaged row like any other, not a failure of the statement: `RowDecodingError`, as the
+    /// SQLite store reports it.
+    static func readingList<T>(_ body: () throws(PostgresError) -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error where error.isDamagedJSON {
+            throw RowDecodingError(table: "source_priorities", column: "apps", problem: "is not a JSON array of app names")
+        }
+    }
+}
+
+extension PostgresError {
+    /// In a statement whose parameters are numbers (and arrays of numbers this store writes),
+    /// these states can only come from reading a stored text as JSON: 22P02 (invalid text representation) from the cast, 22023 (a
+    /// value of another shape than the function takes, e.g. elements of an object) from
+    /// `jsonb_array_elements_text`.
+    fileprivate var isDamagedJSON: Bool { sqlState == "22P02" || sqlState == "22023" }
+}
+
+/// The columns of `sources` that queries read to name a source.
+enum SourceColumn: Int, TableColumns {
+    case id, app
+
+    static let table = "sources"
 }
 
 /// The rollup rows a transaction changed, across its series, written together: one statement per

@@ -3,8 +3,6 @@ import HealthModel
 import HealthStore
 import PostgreSQL
 
-extension SampleColumn: PostgresColumns {}
-
 extension SampleRow {
     /// One row of `samples` from a PostgreSQL result. A NULL in a NOT NULL column or a uuid that
     /// is not 16 bytes throws instead of reading as zero.
@@ -57,7 +55,7 @@ extension PostgresHealthStore {
 
         mutating func sample(_ row: SampleRow) throws -> StoredSample {
             let typeName = store.typeName(for: row.typeCode) ?? "unknown"
-            let body = row.body.map { decoded($0) } ?? SampleRowBody.Decoded()
+            let body = try row.body.map { bytes throws(RowDecodingError) in try bodies.decoded(bytes) } ?? SampleRowBody.Decoded()
             let content: SampleContent
             if let bodyContent = body.content {
                 content = bodyContent
@@ -78,8 +76,10 @@ extension PostgresHealthStore {
                 if let known = devices[id] {
                     device = known
                 } else {
-                    device = try connection.first("SELECT body FROM devices WHERE user_id = $1 AND id = $2",
-                                                  [.int64(userRowID), .int64(id)], { DeviceBody.decode(try $0.bytes(at: 0)) }) ?? nil
+                    device = try connection.firstBytes("SELECT body FROM devices WHERE user_id = $1 AND id = $2",
+                                                       [.int64(userRowID), .int64(id)]).map { bytes throws(RowDecodingError) in
+                        try DeviceBody.decode(bytes)
+                    }
                     devices[id] = device
                 }
             }
@@ -88,10 +88,6 @@ extension PostgresHealthStore {
             let restored = HealthSample(uuid: row.uuid, type: typeName, start: row.start, end: row.end, content: content,
                                         metadata: body.metadata, device: device)
             return StoredSample(sample: restored, source: SampleSource(app: app, user: userExternalID), created: row.created)
-        }
-
-        private mutating func decoded(_ bytes: [UInt8]) -> SampleRowBody.Decoded {
-            bodies.decoded(bytes)
         }
     }
 }

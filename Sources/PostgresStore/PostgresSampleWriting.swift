@@ -429,7 +429,7 @@ extension PostgresHealthStore {
             ON CONFLICT DO NOTHING
             """, [.int64(userRowID)])
         let stored = try connection.map("SELECT seq FROM samples WHERE user_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
-                                        [.int64(userRowID), .int64(base), .int64(last)], { try $0.int64(at: 0) })
+                                        [.int64(userRowID), .int64(base), .int64(last)], { try $0.int64(SampleColumn.seq) })
         return stored.map { Int($0 - base - 1) }
     }
 

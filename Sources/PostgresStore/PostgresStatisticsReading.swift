@@ -42,8 +42,8 @@ extension PostgresRollups {
         /// One statement in parts (`kind`): 0 the version, 1 every source of the user with its rank
         /// in the effective order (NULL for a source that never saved the type and is not listed),
         /// 2 the day rows (detail only for the days asked), and with `edgeSamples` 3 the samples of
-        /// the cut slots. Columns: kind, a, b, c, v, d, t, body, detail; a sample's five columns are
-        /// in the order `statisticsSample` reads (seq, start, end, value, source from `a`).
+        /// the cut slots. Columns (`Column`): kind, a, b, c, v, d, t, body, detail; a sample is
+        /// seq, start, end, value, source in a, b, c, v, d.
         ///
         /// The samples part is a statement of its own text, sent only when a bucket edge cuts a
         /// slot (rare: every zone's midnights and hours fall on slot boundaries): its join on the
@@ -52,6 +52,13 @@ extension PostgresRollups {
         /// Without it the prepared statement keeps its generic plan.
         static func sql(edgeSamples: Bool) -> String {
             edgeSamples ? rowsAndSamples : rowsOnly
+        }
+
+        /// The statement's columns (see `sql`): what `a` to `t` hold depends on `kind`.
+        enum Column: Int, TableColumns {
+            case kind, a, b, c, v, d, t, body, detail
+
+            static let table = "statistics series read"
         }
 
         private static let rowsOnly = """
@@ -85,7 +92,9 @@ extension PostgresRollups {
             if !request.slots.isEmpty {
                 parameters += [PostgresArray.bigints(request.slots.map(\.lowerBound)), PostgresArray.bigints(request.slots.map(\.upperBound))]
             }
-            let result = try connection.query(Self.sql(edgeSamples: !request.slots.isEmpty), parameters)
+            let result = try PostgresSourcePriority.readingList { () throws(PostgresError) in
+                try connection.query(Self.sql(edgeSamples: !request.slots.isEmpty), parameters)
+            }
             var version: Int64 = 0  // no row before the series' first write
             var ranked: [(rank: Int64, source: Int32)] = []
             var names: [Int32: String] = [:]
@@ -94,23 +103,27 @@ extension PostgresRollups {
             rows.reserveCapacity(Int(clamping: request.days.upperBound - request.days.lowerBound + 1))
             for index in 0..<result.rowCount {
                 let row = result[index]
-                switch try row.int64(at: 0) {
+                switch try row.int64(Column.kind) {
                 case 0:
-                    version = try row.int64(at: 1)
+                    version = try row.int64(Column.a)
                 case 1:
                     // Source ids past Int32 hold no statistics (see `statisticsSample`).
-                    guard let id = Int32(exactly: try row.int64(at: 1)) else { continue }
-                    names[id] = try row.string(at: 6)
-                    if let rank = try row.int64IfPresent(at: 2) { ranked.append((rank, id)) }
+                    guard let id = Int32(exactly: try row.int64(Column.a)) else { continue }
+                    names[id] = try row.string(Column.t)
+                    if let rank = try row.int64IfPresent(Column.b) { ranked.append((rank, id)) }
                 case 2:
-                    let day = try row.int64(at: 1)
-                    let detail = try row.bytesIfPresent(at: 8)
+                    let day = try row.int64(Column.a)
+                    let detail = try row.bytesIfPresent(Column.detail)
                     if detail == nil, request.detailDays.contains(day) {
                         throw StoreError.invalid("statistics rollup of day \(day) has no detail")
                     }
-                    rows.append((day, try row.bytes(at: 7), detail))
+                    rows.append((day, try row.bytes(Column.body), detail))
                 default:
-                    if let sample = try statisticsSample(row, from: 1) { samples.append(sample) }
+                    if let sample = statisticsSample(seq: try row.int64(Column.a), start: try row.int64(Column.b),
+                                                     end: try row.int64(Column.c), value: try row.double(Column.v),
+                                                     source: try row.int64(Column.d)) {
+                        samples.append(sample)
+                    }
                 }
             }
             // UNION ALL promises no order: the rows and the ranks are put in order here.

@@ -15,9 +15,30 @@ import Statistics
 ///   change is published once. Readings are judged by change number, which a user's writes take in
 ///   commit order (`change_counters`), so none is skipped.
 enum PostgresWorkoutSessions {
-    static let columns = """
-        id, user_id, source_id, activity_type, zone_low, zone_high, state, start_ms, end_ms, events, workout_uuid
-        """
+    /// The columns of `workout_sessions` that `owned` reads, in SELECT order.
+    enum Column: Int, TableColumns {
+        case id, userID, sourceID, activityType, zoneLow, zoneHigh, state, start, end, events, workoutUUID
+
+        static let table = "workout_sessions"
+
+        var name: String {
+            switch self {
+            case .id: "id"
+            case .userID: "user_id"
+            case .sourceID: "source_id"
+            case .activityType: "activity_type"
+            case .zoneLow: "zone_low"
+            case .zoneHigh: "zone_high"
+            case .state: "state"
+            case .start: "start_ms"
+            case .end: "end_ms"
+            case .events: "events"
+            case .workoutUUID: "workout_uuid"
+            }
+        }
+    }
+
+    static let columns = Column.selectList
 
     /// Starts a session; a running or paused one of the same app and user is a `conflict` naming it.
     /// `currentChange` is the user's change number now: readings after it are judged.
@@ -48,9 +69,13 @@ enum PostgresWorkoutSessions {
 
     private static func activeSession(user: PostgresValue, source: PostgresValue,
                                       on connection: PostgresConnection) throws -> (id: String, state: String)? {
-        try connection.first("""
+        enum Active: Int, TableColumns {
+            case id, state
+            static let table = "workout_sessions"
+        }
+        return try connection.first("""
             SELECT id, state FROM workout_sessions WHERE user_id = $1 AND source_id = $2 AND state <> 'ended'
-            """, [user, source]) { (try $0.string(at: 0), try $0.string(at: 1)) }
+            """, [user, source]) { (try $0.string(Active.id), try $0.string(Active.state)) }
     }
 
     private static func conflict(_ active: (id: String, state: String)) -> StoreError {
@@ -65,24 +90,24 @@ enum PostgresWorkoutSessions {
             SELECT \(columns) FROM workout_sessions WHERE user_id = $1 AND id = $2 AND source_id = $3\(locking ? " FOR UPDATE" : "")
             """, [.int64(app.userRowID), .text(id), .int64(app.sourceRowID)]) { row in
             var zone: HeartRateZoneBounds?
-            if let low = try row.doubleIfPresent(at: 4) { zone = HeartRateZoneBounds(low: low, high: try row.double(at: 5)) }
-            let stateText = try row.string(at: 6)
+            if let low = try row.doubleIfPresent(Column.zoneLow) { zone = HeartRateZoneBounds(low: low, high: try row.double(Column.zoneHigh)) }
+            let stateText = try row.string(Column.state)
             guard let state = WorkoutSessionState(rawValue: stateText) else {
-                throw RowDecodingError(table: "workout_sessions", column: "state", problem: "holds unknown state '\(stateText)'")
+                throw RowDecodingError(table: Column.table, column: Column.state.name, problem: "holds unknown state '\(stateText)'")
             }
             var workoutUUID: HealthUUID?
-            if let bytes = try row.bytesIfPresent(at: 10) {
+            if let bytes = try row.bytesIfPresent(Column.workoutUUID) {
                 guard let uuid = HealthUUID(bytes: bytes) else {
-                    throw RowDecodingError(table: "workout_sessions", column: "workout_uuid", problem: "is not a 16-byte uuid")
+                    throw RowDecodingError(table: Column.table, column: Column.workoutUUID.name, problem: "is not a 16-byte uuid")
                 }
                 workoutUUID = uuid
             }
             return WorkoutSession(
-                id: try row.string(at: 0), userRowID: try row.int64(at: 1), sourceRowID: try row.int64(at: 2),
-                activityType: try row.string(at: 3), zone: zone, state: state,
-                timeline: WorkoutSessionTimeline(start: try row.int64(at: 7),
-                                                 events: WorkoutSession.decodeEvents(try row.string(at: 9)),
-                                                 end: try row.int64IfPresent(at: 8)),
+                id: try row.string(Column.id), userRowID: try row.int64(Column.userID), sourceRowID: try row.int64(Column.sourceID),
+                activityType: try row.string(Column.activityType), zone: zone, state: state,
+                timeline: WorkoutSessionTimeline(start: try row.int64(Column.start),
+                                                 events: try WorkoutSession.decodeEvents(try row.string(Column.events)),
+                                                 end: try row.int64IfPresent(Column.end)),
                 workoutUUID: workoutUUID)
         }
     }
@@ -161,22 +186,35 @@ enum PostgresWorkoutSessions {
     static func activeCounts(on connection: PostgresConnection) throws -> [Int64: Int] {
         let result = try connection.query("SELECT user_id, count(*) FROM workout_sessions WHERE state <> 'ended' GROUP BY user_id")
         var counts: [Int64: Int] = [:]
-        for index in 0..<result.rowCount { counts[try result[index].int64(at: 0)] = try result[index].int(at: 1) }
+        enum Active: Int, TableColumns {
+            case userID, sessions
+            static let table = "workout_sessions"
+        }
+        for index in 0..<result.rowCount { counts[try result[index].int64(Active.userID)] = try result[index].int(Active.sessions) }
         return counts
     }
 
     /// Judges the user's heart-rate readings committed since the last call against each running
     /// session with a zone, in the caller's transaction; returns the state changes to publish.
     static func advanceZones(userRowID: Int64, heartRateCode: Int64, on connection: PostgresConnection) throws -> [WorkoutZoneChange] {
+        enum Watched: Int, TableColumns {
+            case id, zoneLow, zoneHigh, start, events, zoneSeq, zoneState, zoneLatest
+            static let table = "workout_sessions"
+        }
         let sessions = try connection.map("""
             SELECT id, zone_low, zone_high, start_ms, events, zone_seq, zone_state, zone_latest_ms
             FROM workout_sessions WHERE user_id = $1 AND state = 'running' AND zone_low IS NOT NULL
             ORDER BY id FOR UPDATE
             """, [.int64(userRowID)]) { row in
-            (id: try row.string(at: 0), bounds: HeartRateZoneBounds(low: try row.double(at: 1), high: try row.double(at: 2)),
-             timeline: WorkoutSessionTimeline(start: try row.int64(at: 3), events: WorkoutSession.decodeEvents(try row.string(at: 4))),
-             seq: try row.int64(at: 5), state: try row.stringIfPresent(at: 6).flatMap(HeartRateZoneState.init(rawValue:)),
-             latest: try row.int64IfPresent(at: 7))
+            (id: try row.string(Watched.id), bounds: HeartRateZoneBounds(low: try row.double(Watched.zoneLow), high: try row.double(Watched.zoneHigh)),
+             timeline: WorkoutSessionTimeline(start: try row.int64(Watched.start),
+                                              events: try WorkoutSession.decodeEvents(try row.string(Watched.events))),
+             seq: try row.int64(Watched.zoneSeq), state: try row.stringIfPresent(Watched.zoneState).flatMap(HeartRateZoneState.init(rawValue:)),
+             latest: try row.int64IfPresent(Watched.zoneLatest))
+        }
+        enum Reading: Int, TableColumns {
+            case seq, start, value
+            static let table = "samples"
         }
         var changes: [WorkoutZoneChange] = []
         for session in sessions {
@@ -184,7 +222,7 @@ enum PostgresWorkoutSessions {
                 SELECT seq, start_ms, value FROM samples
                 WHERE user_id = $1 AND seq > $2 AND type_id = $3 AND value IS NOT NULL ORDER BY start_ms, seq
                 """, [.int64(userRowID), .int64(session.seq), .int64(heartRateCode)]) {
-                (seq: try $0.int64(at: 0), start: try $0.int64(at: 1), value: try $0.double(at: 2))
+                (seq: try $0.int64(Reading.seq), start: try $0.int64(Reading.start), value: try $0.double(Reading.value))
             }
             guard let lastSeq = readings.map(\.seq).max() else { continue }
             var tracker = HeartRateZoneTracker(bounds: session.bounds, current: session.state, latestReading: session.latest)

@@ -147,3 +147,10 @@ public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+/// The columns of `schema_migrations` as both drivers read the recorded migrations.
+public enum MigrationColumn: Int, TableColumns {
+    case id, name
+
+    public static let table = "schema_migrations"
+}

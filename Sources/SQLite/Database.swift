@@ -152,9 +152,29 @@ public final class Database {
         return try statement.map(transform)
     }
 
+    /// The only column of the first row of `sql`, or nil when there is no row. NULL throws
+    /// (`scalarInt64` is the reader that allows it), and so does a query of several columns.
+    public func firstInt64(_ sql: String, _ values: [SQLValue] = []) throws -> Int64? {
+        let statement = try cachedStatement(sql)
+        try statement.bind(values)
+        return try statement.firstInt64()
+    }
+
+    public func firstString(_ sql: String, _ values: [SQLValue] = []) throws -> String? {
+        let statement = try cachedStatement(sql)
+        try statement.bind(values)
+        return try statement.firstString()
+    }
+
+    public func firstBlob(_ sql: String, _ values: [SQLValue] = []) throws -> [UInt8]? {
+        let statement = try cachedStatement(sql)
+        try statement.bind(values)
+        return try statement.firstBlob()
+    }
+
     /// The first column of the first row as an integer, or nil if no row or NULL.
     public func scalarInt64(_ sql: String, _ values: [SQLValue] = []) throws -> Int64? {
-        try first(sql, values) { $0.int64IfPresent(at: 0) } ?? nil
+        try first(sql, values) { $0.int64IfPresent(at: Row.only) } ?? nil
     }
 
     /// Row ID of the most recent successful INSERT on this connection.
@@ -193,7 +213,7 @@ public final class Database {
     private func readPragma(_ sql: String) throws -> String? {
         // Not cached: PRAGMAs run rarely and some carry values in their SQL text.
         let statement = try prepare(sql)
-        return try statement.first { $0.stringIfPresent(at: 0) } ?? nil
+        return try statement.first { $0.stringIfPresent(at: Row.only) } ?? nil
     }
 
     public func userVersion() throws -> Int {

@@ -45,7 +45,9 @@ extension Database: MigrationDatabase {
     }
 
     public func recordedMigrations() throws -> [(id: Int64, name: String)] {
-        try map("SELECT id, name FROM schema_migrations ORDER BY id") { row in (id: try row.int64(at: 0), name: try row.string(at: 1)) }
+        try map("SELECT \(MigrationColumn.selectList) FROM schema_migrations ORDER BY id") { row in
+            (id: try row.int64(MigrationColumn.id), name: try row.string(MigrationColumn.name))
+        }
     }
 
     public func recordedVersion() throws -> Int? { try userVersion() }

@@ -1,3 +1,3 @@
-// The driver-neutral parts of this driver's API (row decoding errors, savepoints, the migration
-// runner and its errors) live in SQLSupport, shared with the PostgreSQL driver.
+// The driver-neutral parts of this driver's API (column lists, row decoding errors, savepoints,
+// the migration runner and its errors) live in SQLSupport, shared with the PostgreSQL driver.
 @_exported import SQLSupport

@@ -120,6 +120,19 @@ public final class Statement {
         try check(sqlite3_bind_null(handle, Int32(truncatingIfNeeded: index)))
     }
 
+    /// Binds the value, or NULL when there is none.
+    public func bindIfPresent(_ value: Int64?, at index: Int) throws(SQLiteError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
+    public func bindIfPresent(_ value: Double?, at index: Int) throws(SQLiteError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
+    public func bindIfPresent(_ value: [UInt8]?, at index: Int) throws(SQLiteError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
     public func bind(_ value: SQLValue, at index: Int) throws(SQLiteError) {
         switch value {
         case .null: try bindNull(at: index)
@@ -198,6 +211,15 @@ public final class Statement {
         return try transform(Row(handle: handle))
     }
 
+    // MARK: One-column queries
+
+    /// The only column of the first row as an integer, or nil when there is no row; NULL throws,
+    /// and so does a query with more than one column (a reader that would pick one by position).
+    public func firstInt64() throws -> Int64? { try first { try $0.onlyColumn().int64(at: Row.only) } }
+    public func firstInt() throws -> Int? { try firstInt64().map { Int(truncatingIfNeeded: $0) } }
+    public func firstString() throws -> String? { try first { try $0.onlyColumn().string(at: Row.only) } }
+    public func firstBlob() throws -> [UInt8]? { try first { try $0.onlyColumn().blob(at: Row.only) } }
+
     // MARK: Columns of the current row
 
     /// A view of the current row; valid until the next `step()` or `reset()`.
@@ -215,29 +237,13 @@ public final class Statement {
     public func value(at index: Int) -> SQLValue { row.value(at: index) }
 }
 
-/// The columns of one table as a query reads them: the SELECT list is built from the cases in
-/// declaration order, and a column is read at its case's position, so the SQL text and the
-/// reading code cannot drift apart. Declare it as `enum X: Int, TableColumns` (raw values 0, 1,
-/// 2, ... are the positions) and give each case its SQL name.
-public protocol TableColumns: CaseIterable, Sendable, RawRepresentable where RawValue == Int {
-    /// The table, named in decoding errors.
-    static var table: String { get }
-    /// The column's name in SQL.
-    var name: String { get }
-}
-
-extension TableColumns {
-    /// "a, b, c": the SELECT list in position order.
-    public static var selectList: String { allCases.map(\.name).joined(separator: ", ") }
-}
-
 /// A non-copying view of a statement's current row. It must not outlive the callback or the
 /// step that produced it: every getter reads SQLite's current row directly.
 ///
 /// Getters do not follow SQLite's silent conversion of NULL to 0, 0.0, "" or []: a NULL throws
 /// `RowDecodingError` naming the column. Where NULL is allowed, use the `...IfPresent` getters.
-/// Read a table's columns through its `TableColumns` type; positions (`at:`) are for a query's
-/// own result list (aggregates, one-column lookups) written next to the read.
+/// Read columns through the query's `TableColumns` type (declared beside the query); positions
+/// (`at:`) are the primitive those reads are built on.
 public struct Row {
     @usableFromInline let handle: OpaquePointer
 
@@ -247,6 +253,19 @@ public struct Row {
         sqlite3_column_name(handle, Int32(truncatingIfNeeded: index)).map { String(cString: $0) } ?? ""
     }
 
+    /// The position of a one-column query's column.
+    static let only = 0
+
+    /// This row, when its query has exactly one column (the one-column readers' guard).
+    func onlyColumn() throws(RowDecodingError) -> Row {
+        guard count == 1 else {
+            throw RowDecodingError(table: nil, column: columnName(at: Row.only), problem: "is one of \(count) columns where one was read",
+                                   sql: sqlite3_sql(handle).map { String(cString: $0) })
+        }
+        return self
+    }
+
+    @inlinable
     public func isNull(at index: Int) -> Bool {
         sqlite3_column_type(handle, Int32(truncatingIfNeeded: index)) == SQLITE_NULL
     }
@@ -294,12 +313,16 @@ public struct Row {
     }
 
     /// The value first: only a 0 can be a NULL, so most reads make one call into SQLite, not two.
+    @inlinable
     public func int64IfPresent(at index: Int) -> Int64? {
         let value = rawInt64(index)
         return value == 0 && isNull(at: index) ? nil : value
     }
+    @inlinable
     public func doubleIfPresent(at index: Int) -> Double? { isNull(at: index) ? nil : rawDouble(index) }
+    @inlinable
     public func stringIfPresent(at index: Int) -> String? { isNull(at: index) ? nil : rawString(index) }
+    @inlinable
     public func blobIfPresent(at index: Int) -> [UInt8]? { isNull(at: index) ? nil : rawBlob(index) }
 
     /// The column as stored, following its dynamic type.
@@ -314,46 +337,54 @@ public struct Row {
     }
 
     // MARK: Named columns
+    // Inlinable, so a decoder in another module reads at a constant position with no generic
+    // dispatch: a named read costs what a positional one does.
 
-    @inline(__always)
-    private func requirePresent<C: TableColumns>(_ column: C) throws(RowDecodingError) {
+    @inlinable
+    func requirePresent<C: TableColumns>(_ column: C) throws(RowDecodingError) {
         if isNull(at: column.rawValue) { throw RowDecodingError(table: C.table, column: column.name, problem: "is NULL") }
     }
 
-    public func int64<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int64 {
+    @inlinable public func int64<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int64 {
         try requirePresent(column)
         return rawInt64(column.rawValue)
     }
 
-    public func int<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int {
+    @inlinable public func int<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Int {
         Int(truncatingIfNeeded: try int64(column))
     }
 
-    public func bool<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Bool { try int64(column) != 0 }
+    @inlinable public func bool<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Bool { try int64(column) != 0 }
 
-    public func double<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Double {
+    @inlinable public func double<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Double {
         try requirePresent(column)
         return rawDouble(column.rawValue)
     }
 
-    public func string<C: TableColumns>(_ column: C) throws(RowDecodingError) -> String {
+    @inlinable public func string<C: TableColumns>(_ column: C) throws(RowDecodingError) -> String {
         try requirePresent(column)
         return rawString(column.rawValue)
     }
 
-    public func blob<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] {
+    @inlinable public func blob<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] {
         try requirePresent(column)
         return rawBlob(column.rawValue)
     }
 
-    public func int64IfPresent<C: TableColumns>(_ column: C) -> Int64? { int64IfPresent(at: column.rawValue) }
-    public func doubleIfPresent<C: TableColumns>(_ column: C) -> Double? { doubleIfPresent(at: column.rawValue) }
-    public func stringIfPresent<C: TableColumns>(_ column: C) -> String? { stringIfPresent(at: column.rawValue) }
-    public func blobIfPresent<C: TableColumns>(_ column: C) -> [UInt8]? { blobIfPresent(at: column.rawValue) }
+    /// Lends the column's bytes without copying (see `withBlob(at:_:)`).
+    @inlinable
+    public func withBlob<C: TableColumns, R, E: Error>(_ column: C, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withBlob(at: column.rawValue, body)
+    }
+
+    @inlinable public func int64IfPresent<C: TableColumns>(_ column: C) -> Int64? { int64IfPresent(at: column.rawValue) }
+    @inlinable public func doubleIfPresent<C: TableColumns>(_ column: C) -> Double? { doubleIfPresent(at: column.rawValue) }
+    @inlinable public func stringIfPresent<C: TableColumns>(_ column: C) -> String? { stringIfPresent(at: column.rawValue) }
+    @inlinable public func blobIfPresent<C: TableColumns>(_ column: C) -> [UInt8]? { blobIfPresent(at: column.rawValue) }
 
     /// Decodes a present column with `decode`; NULL, or nil from `decode`, is an error naming the
     /// column (`problem` says what the bytes should have been).
-    public func decode<C: TableColumns, T>(_ column: C, as problem: String,
+    @inlinable public func decode<C: TableColumns, T>(_ column: C, as problem: String,
                                            _ decode: (UnsafeRawBufferPointer) -> T?) throws(RowDecodingError) -> T {
         try requirePresent(column)
         guard let value = withBlob(at: column.rawValue, decode) else {
@@ -364,13 +395,14 @@ public struct Row {
 
     // MARK: Raw reads (SQLite's conversions; callers have checked for NULL)
 
-    @inline(__always)
-    private func rawInt64(_ index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(truncatingIfNeeded: index)) }
+    @usableFromInline
+    func rawInt64(_ index: Int) -> Int64 { sqlite3_column_int64(handle, Int32(truncatingIfNeeded: index)) }
 
-    @inline(__always)
-    private func rawDouble(_ index: Int) -> Double { sqlite3_column_double(handle, Int32(truncatingIfNeeded: index)) }
+    @usableFromInline
+    func rawDouble(_ index: Int) -> Double { sqlite3_column_double(handle, Int32(truncatingIfNeeded: index)) }
 
-    private func rawString(_ index: Int) -> String {
+    @usableFromInline
+    func rawString(_ index: Int) -> String {
         let column = Int32(truncatingIfNeeded: index)
         // Text first, then bytes: that order returns the byte count of the UTF-8 form.
         guard let text = sqlite3_column_text(handle, column) else { return "" }
@@ -378,5 +410,6 @@ public struct Row {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
-    private func rawBlob(_ index: Int) -> [UInt8] { withBlob(at: index) { Array($0) } }
+    @usableFromInline
+    func rawBlob(_ index: Int) -> [UInt8] { withBlob(at: index) { Array($0) } }
 }

@@ -3,13 +3,29 @@ import HealthModel
 import SQLite
 
 
+/// The columns of `activity_goals`, in SELECT order.
+enum ActivityGoalsColumn: Int, TableColumns {
+    case activeEnergyBurned, appleExerciseTime, appleStandHours
+
+    static let table = "activity_goals"
+
+    var name: String {
+        switch self {
+        case .activeEnergyBurned: "active_energy_kcal"
+        case .appleExerciseTime: "exercise_minutes"
+        case .appleStandHours: "stand_hours"
+        }
+    }
+}
+
 extension SQLiteHealthStore {
     public func activityGoals(userRowID: Int64) throws -> ActivityGoals {
         try pool.read { db in
-            try db.first("SELECT active_energy_kcal, exercise_minutes, stand_hours FROM activity_goals WHERE user_id = ?",
+            try db.first("SELECT \(ActivityGoalsColumn.selectList) FROM activity_goals WHERE user_id = ?",
                          [.integer(userRowID)]) { row in
-                ActivityGoals(activeEnergyBurned: try row.double(at: 0), appleExerciseTime: try row.double(at: 1),
-                              appleStandHours: try row.double(at: 2))
+                ActivityGoals(activeEnergyBurned: try row.double(ActivityGoalsColumn.activeEnergyBurned),
+                              appleExerciseTime: try row.double(ActivityGoalsColumn.appleExerciseTime),
+                              appleStandHours: try row.double(ActivityGoalsColumn.appleStandHours))
             } ?? .defaults
         }
     }
@@ -32,8 +48,8 @@ extension SQLiteHealthStore {
                                 onlySource: Int64?) throws -> Int64 {
         guard let typeCode = typeCode(for: type.id), start < end else { return 0 }
         return try pool.read { db in
-            let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                       [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
+            let longest = try db.firstInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                                            [.integer(userRowID), .integer(typeCode)]) ?? 0
             var sql = """
                 SELECT start_ms, end_ms FROM samples
                 WHERE user_id = ?1 AND type_id = ?2 AND start_ms < ?3 AND start_ms >= ?4 AND end_ms > ?5 AND value > 0
@@ -48,7 +64,11 @@ extension SQLiteHealthStore {
             let statement = try db.cachedStatement(sql)
             try statement.bind(values)
             var intervals: [(Int64, Int64)] = []
-            try statement.forEachRow { row in intervals.append((try row.int64(at: 0), try row.int64(at: 1))) }
+            enum Column: Int, TableColumns {
+                case start, end
+                static let table = "samples"
+            }
+            try statement.forEachRow { row in intervals.append((try row.int64(Column.start), try row.int64(Column.end))) }
             return CoveredTime.union(of: intervals, within: start, end)
         }
     }

@@ -18,10 +18,15 @@ extension SQLiteHealthStore {
                 """)
             try statement.bind([.integer(user.rowID), .text(app)])
             var found: [AppAuthorization] = []
+            enum Column: Int, TableColumns {
+                case id, readTypes, shareTypes, sourceID, disclosesRead
+                static let table = "authorizations"
+            }
             try statement.forEachRow { row in
-                found.append(AppAuthorization(id: try row.string(at: 0), userRowID: user.rowID, userID: user.id, appName: app,
-                                              sourceRowID: try row.int64(at: 3), read: StoredForms.typeList(try row.string(at: 1)),
-                                              share: StoredForms.typeList(try row.string(at: 2)), disclosesRead: try row.int64(at: 4) != 0))
+                found.append(AppAuthorization(id: try row.string(Column.id), userRowID: user.rowID, userID: user.id, appName: app,
+                                              sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
+                                              share: StoredForms.typeList(try row.string(Column.shareTypes)),
+                                              disclosesRead: try row.bool(Column.disclosesRead)))
             }
             return found
         }
@@ -35,10 +40,10 @@ extension SQLiteHealthStore {
     public func sampleCount(userRowID: Int64, type: String, app: String) throws -> Int {
         guard let typeCode = typeCode(for: type) else { return 0 }
         return try pool.read { db in
-            try db.first("""
+            Int(try db.firstInt64("""
                 SELECT count(*) FROM samples WHERE user_id = ? AND type_id = ?
                 AND source_id = (SELECT id FROM sources WHERE user_id = ? AND app = ?)
-                """, [.integer(userRowID), .integer(typeCode), .integer(userRowID), .text(app)], { Int(try $0.int64(at: 0)) }) ?? 0
+                """, [.integer(userRowID), .integer(typeCode), .integer(userRowID), .text(app)]) ?? 0)
         }
     }
 }

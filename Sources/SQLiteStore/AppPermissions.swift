@@ -13,9 +13,17 @@ extension SQLiteHealthStore {
             try statement.bind([.integer(userRowID)])
             var rows: [(app: String, read: String?, share: String?)] = []
             try statement.forEachRow { row in
-                rows.append((try row.string(at: 0), row.stringIfPresent(at: 1), row.stringIfPresent(at: 2)))
+                rows.append((try row.string(AppPermissionsColumn.app), row.stringIfPresent(AppPermissionsColumn.readTypes),
+                             row.stringIfPresent(AppPermissionsColumn.shareTypes)))
             }
             return AppPermissions.folding(rows)
         }
     }
+}
+
+/// A source and one of its live authorizations' permissions (`s.app, a.read_types, a.share_types`).
+enum AppPermissionsColumn: Int, TableColumns {
+    case app, readTypes, shareTypes
+
+    static let table = "authorizations"
 }

@@ -15,8 +15,7 @@ extension SQLiteHealthStore {
         try pool.read { db in
             let current = try ChangeSequence.current(db)
             let position = request.after ?? ChangePosition(seq: 0, tombstoneFloor: current)
-            let horizon = try db.first("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(app.userRowID)],
-                                       { try $0.int64(at: 0) }) ?? 0
+            let horizon = try db.firstInt64("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(app.userRowID)]) ?? 0
             if horizon > position.tombstonesAfter { throw ChangeFeedError.anchorExpired }
             let visibility = app.visibilityCondition(types: request.types, sourceParameter: "?3",
                                                       code: { typeCode(for: $0) })
@@ -34,16 +33,16 @@ extension SQLiteHealthStore {
                                           .integer(Int64(limit + 1))])
                 try sampleStatement.forEachRow { rows.append(try SampleRow($0)) }
                 let tombstoneStatement = try db.prepare("""
-                    SELECT seq, uuid, type_id FROM deleted_samples INDEXED BY deleted_by_user
+                    SELECT \(TombstoneColumn.selectList) FROM deleted_samples INDEXED BY deleted_by_user
                     WHERE user_id = ?1 AND seq > ?2 AND \(visibility)
                     ORDER BY seq LIMIT ?4
                     """)
                 try tombstoneStatement.bind([.integer(app.userRowID), .integer(position.tombstonesAfter),
                                              .integer(app.sourceRowID), .integer(Int64(limit + 1))])
                 try tombstoneStatement.forEachRow { row in
-                    let type = typeName(for: try row.int64(at: 2)) ?? "unknown"
-                    tombstones.append((seq: try row.int64(at: 0),
-                                       deleted: HealthUUID(bytes: try row.blob(at: 1)).map { DeletedSample(uuid: $0, type: type) }))
+                    let type = typeName(for: try row.int64(TombstoneColumn.typeID)) ?? "unknown"
+                    tombstones.append((seq: try row.int64(TombstoneColumn.seq),
+                                       deleted: HealthUUID(bytes: try row.blob(TombstoneColumn.uuid)).map { DeletedSample(uuid: $0, type: type) }))
                 }
             }
             return try ChangePage(merging: rows, seq: \.seq, type: { typeName(for: $0.typeCode) },
@@ -80,6 +79,21 @@ extension SQLiteHealthStore {
                 WHERE seq <= (SELECT h.seq FROM change_horizons h WHERE h.user_id = deleted_samples.user_id)
                 """)
             return db.changes
+        }
+    }
+}
+
+/// The columns of `deleted_samples` the change feed reads, in SELECT order.
+enum TombstoneColumn: Int, TableColumns {
+    case seq, uuid, typeID
+
+    static let table = "deleted_samples"
+
+    var name: String {
+        switch self {
+        case .seq: "seq"
+        case .uuid: "uuid"
+        case .typeID: "type_id"
         }
     }
 }

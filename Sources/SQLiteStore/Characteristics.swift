@@ -7,8 +7,8 @@ extension SQLiteHealthStore {
     /// the admin's paths (seeding, importing); a token reads `characteristics(for:)`.
     public func characteristics(userRowID: Int64) throws -> [(String, String)] {
         try pool.read { db in
-            try db.first("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)],
-                         { try CharacteristicsBody.decode(try $0.blob(at: 0)) }) ?? []
+            try db.firstBlob("SELECT body FROM characteristics WHERE user_id = ?", [.integer(userRowID)])
+                .map { body throws(RowDecodingError) in try CharacteristicsBody.decode(body) } ?? []
         }
     }
 

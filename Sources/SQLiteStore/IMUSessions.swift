@@ -15,19 +15,24 @@ extension SQLiteHealthStore {
     /// acknowledged before; `unexpectedSeq` for a gap, `sessionEnded` after the end,
     /// `unknownSession` for the end of a session never started; otherwise the state to run from.
     public func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup {
-        try pool.read { db in
+        enum Column: Int, TableColumns {
+            case id, nextSeq, state, ended
+            static let table = "imu_sessions"
+        }
+        return try pool.read { db in
             let existing = try db.first("""
                 SELECT id, next_seq, state, ended FROM imu_sessions WHERE user_id = ? AND source_id = ? AND session = ?
                 """, [.integer(app.userRowID), .integer(app.sourceRowID), .text(session)]) {
-                (id: try $0.int64(at: 0), nextSeq: try $0.int(at: 1), state: try $0.blob(at: 2), ended: try $0.bool(at: 3))
+                (id: try $0.int64(Column.id), nextSeq: try $0.int(Column.nextSeq), state: try $0.blob(Column.state),
+                 ended: try $0.bool(Column.ended))
             }
             guard let existing else {
                 if seq == nil { throw IMUIngestError.unknownSession }
                 if let seq, seq != 0 { throw IMUIngestError.unexpectedSeq(expected: 0) }
                 return .ready(IMUSessionState(detectorState: nil, nextSeq: 0, sessionRowID: nil))
             }
-            if let replay = try db.first("SELECT response FROM imu_batches WHERE session_id = ? AND seq = ?",
-                                         [.integer(existing.id), .integer(Int64(seq ?? -1))], { try $0.blob(at: 0) }) {
+            if let replay = try db.firstBlob("SELECT response FROM imu_batches WHERE session_id = ? AND seq = ?",
+                                             [.integer(existing.id), .integer(Int64(seq ?? -1))]) {
                 return .replay(replay)
             }
             if existing.ended { throw IMUIngestError.sessionEnded }
@@ -40,9 +45,10 @@ extension SQLiteHealthStore {
     /// the writer's next group commit, and calls `completion` with the answer once it is durable;
     /// `sessionChanged` when the session is no longer at `basis`. Samples count against the
     /// write backlog like any save.
-    public func commitIMU(app: AppAuthorization, session: String, seq: Int?, device: SampleDevice?,
+    public func commitIMU(granted: WriteGrant, session: String, seq: Int?, device: SampleDevice?,
                           basis: IMUSessionState, result: IMUBatchResult,
                           completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(result.samples, store: self)
         let weight = max(1, result.samples.count)
@@ -116,11 +122,19 @@ extension SQLiteHealthStore {
                 """)
             try statement.bind([.integer(app.userRowID), .integer(app.sourceRowID), .integer(end), .integer(start), .integer(start)])
             try statement.forEachRow { row in
-                accumulator.add(batchStart: try row.int64(at: 0), batchEnd: try row.int64(at: 1), steps: try row.int64(at: 2),
-                                distance: try row.double(at: 3), floorsUp: try row.int64(at: 4), floorsDown: try row.int64(at: 5),
-                                cadence: row.doubleIfPresent(at: 6), pace: row.doubleIfPresent(at: 7))
+                accumulator.add(batchStart: try row.int64(IMUBatchColumn.start), batchEnd: try row.int64(IMUBatchColumn.end),
+                                steps: try row.int64(IMUBatchColumn.steps), distance: try row.double(IMUBatchColumn.distance),
+                                floorsUp: try row.int64(IMUBatchColumn.floorsUp), floorsDown: try row.int64(IMUBatchColumn.floorsDown),
+                                cadence: row.doubleIfPresent(IMUBatchColumn.cadence), pace: row.doubleIfPresent(IMUBatchColumn.pace))
             }
             return accumulator.totals
         }
     }
+}
+
+/// A batch's totals as the pedometer query reads them, in SELECT order.
+enum IMUBatchColumn: Int, TableColumns {
+    case start, end, steps, distance, floorsUp, floorsDown, cadence, pace
+
+    static let table = "imu_batches"
 }

@@ -34,8 +34,8 @@ extension SQLiteHealthStore {
 
     /// Which of `uuids` the user's `app` has stored (inside an import's transaction).
     fileprivate func storedUUIDs(_ uuids: [HealthUUID], userRowID: Int64, app: String, db: Database) throws -> Set<HealthUUID> {
-        guard !uuids.isEmpty, let source = try db.first("SELECT id FROM sources WHERE user_id = ? AND app = ?",
-                                                        [.integer(userRowID), .text(app)], { try $0.int64(at: 0) }) else { return [] }
+        guard !uuids.isEmpty, let source = try db.firstInt64("SELECT id FROM sources WHERE user_id = ? AND app = ?",
+                                                             [.integer(userRowID), .text(app)]) else { return [] }
         let keys = uuids.map { sampleKeys.key(userRowID: userRowID, uuid: $0) }
         let found = try sampleKeys.find(uuids, keys: keys, userRowID: userRowID, runs: try sampleKeys.runs(userRowID: userRowID, db: db), db: db)
         return Set(found.values.filter { $0.sourceRowID == source }.map(\.uuid))

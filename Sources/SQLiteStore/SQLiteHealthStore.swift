@@ -1,4 +1,5 @@
 import HealthStore
+import JSON
 import Crypto
 import Foundation
 import HealthModel
@@ -55,8 +56,12 @@ public final class SQLiteHealthStore: HealthDataStore {
                 try db.execute("INSERT INTO type_codes (name) VALUES (?) ON CONFLICT(name) DO NOTHING", [.text(type.id)])
             }
             var codes: [String: Int64] = [:]
+            enum Column: Int, TableColumns {
+                case id, name
+                static let table = "type_codes"
+            }
             let statement = try db.cachedStatement("SELECT id, name FROM type_codes")
-            try statement.forEachRow { codes[try $0.string(at: 1)] = try $0.int64(at: 0) }
+            try statement.forEachRow { codes[try $0.string(Column.name)] = try $0.int64(Column.id) }
             return codes
         }
         typeCodes = codes
@@ -65,7 +70,7 @@ public final class SQLiteHealthStore: HealthDataStore {
         rollupStyles = AggregationStyle.styles(ofTypeCodes: codes)
         keyCompactor = UUIDKeyCompactor(pool: pool, keys: sampleKeys)
         secret = try pool.write { db -> [UInt8] in
-            if let existing = try db.first("SELECT value FROM meta WHERE key = 'secret'", [], { try $0.blob(at: 0) }) {
+            if let existing = try db.firstBlob("SELECT value FROM meta WHERE key = 'secret'") {
                 return existing
             }
             let fresh = SecureRandom.bytes(32)
@@ -92,6 +97,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     private let appNames = Mutex<[Int64: String]>([:])
     private let devices = Mutex<[Int64: SampleDevice?]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    private let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
@@ -116,7 +122,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     /// Source rows never change their app, so their names are cached after the first read.
     func appName(for sourceRowID: Int64, db: Database) throws -> String {
         if let name = appNames.withLock({ $0[sourceRowID] }) { return name }
-        let name = try db.first("SELECT app FROM sources WHERE id = ?", [.integer(sourceRowID)], { try $0.string(at: 0) }) ?? "unknown"
+        let name = try db.firstString("SELECT app FROM sources WHERE id = ?", [.integer(sourceRowID)]) ?? "unknown"
         appNames.withLock { $0[sourceRowID] = name }
         return name
     }
@@ -126,7 +132,9 @@ public final class SQLiteHealthStore: HealthDataStore {
     /// Bounded: past `deviceCacheLimit` distinct devices the cache starts over.
     func device(rowID: Int64, db: Database) throws -> SampleDevice? {
         if let known = devices.withLock({ $0[rowID] }) { return known }
-        let device = try db.first("SELECT body FROM devices WHERE id = ?", [.integer(rowID)], { DeviceBody.decode(try $0.blob(at: 0)) }) ?? nil
+        let device = try db.firstBlob("SELECT body FROM devices WHERE id = ?", [.integer(rowID)]).map { bytes throws(RowDecodingError) in
+            try DeviceBody.decode(bytes)
+        }
         devices.withLock { cache in
             if cache.count >= Self.deviceCacheLimit { cache.removeAll() }
             cache[rowID] = device
@@ -178,8 +186,8 @@ public final class SQLiteHealthStore: HealthDataStore {
 
     public func user(named name: String) throws -> User? {
         try pool.read { db in
-            try db.first("SELECT id, external_id, name FROM users WHERE name = ?", [.text(name)]) { row in
-                User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
+            try db.first("SELECT \(UserColumn.selectList) FROM users WHERE name = ?", [.text(name)]) { row in
+                try User(row)
             }
         }
     }
@@ -188,10 +196,10 @@ public final class SQLiteHealthStore: HealthDataStore {
     public func user(idOrName: String) throws -> User? {
         try pool.read { db in
             try db.first("""
-                SELECT id, external_id, name FROM users WHERE external_id = ?1 OR name = ?1
+                SELECT \(UserColumn.selectList) FROM users WHERE external_id = ?1 OR name = ?1
                 ORDER BY external_id = ?1 DESC LIMIT 1
                 """, [.text(idOrName)]) { row in
-                User(rowID: try row.int64(at: 0), id: try row.string(at: 1), name: try row.string(at: 2))
+                try User(row)
             }
         }
     }
@@ -226,15 +234,50 @@ public final class SQLiteHealthStore: HealthDataStore {
         let revoked = try pool.write { db -> Bool in
             try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL",
                            [.integer(Self.nowMilliseconds()), .text(id)])
-            return db.changes > 0
+            guard db.changes > 0 else { return false }
+            // Inside the write, so the token is out of the cache and its streams have ended before
+            // any later write commits: nothing saved after the revocation can reach them. Should the
+            // commit fail, those streams merely end early.
+            forgetAuthorization(id: id)
+            return true
         }
-        if revoked {
-            authorizationCache.withLock { cache in
-                cache.entries = cache.entries.filter { $0.value.id != id }
-                cache.generation &+= 1
-            }
-        }
+        if revoked { forgetAuthorization(id: id) }
         return revoked
+    }
+
+    private func forgetAuthorization(id: String) {
+        authorizationCache.withLock { cache in
+            cache.entries = cache.entries.filter { $0.value.id != id }
+            cache.generation &+= 1
+        }
+        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+    }
+
+    public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
+        authorizationObservers.withLock { $0.append(observer) }
+    }
+
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        guard !ids.isEmpty else { return [:] }
+        var list = JSONWriter()
+        list.beginArray()
+        for id in ids.sorted() { list.string(id) }
+        list.endArray()
+        let idList = String(decoding: list.bytes, as: UTF8.self)
+        return try pool.read { db -> [String: AppAuthorization] in
+            var found: [String: AppAuthorization] = [:]
+            let statement = try db.cachedStatement("""
+                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                WHERE a.id IN (SELECT value FROM json_each(?)) AND a.revoked_ms IS NULL
+                """)
+            try statement.bind([.text(idList)])
+            try statement.forEachRow { row in
+                let authorization = try Self.appAuthorization(row)
+                found[authorization.id] = authorization
+            }
+            return found
+        }
     }
 
     /// The authorization for a token hash if it was looked up recently and not revoked since;
@@ -253,16 +296,11 @@ public final class SQLiteHealthStore: HealthDataStore {
         if let cached { return cached }
         let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
-                SELECT a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read
+                SELECT \(Self.authorizationColumns)
                 FROM authorizations a JOIN users u ON u.id = a.user_id
                 JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
-                """, [.blob(tokenHash)]) { row in
-                AppAuthorization(id: try row.string(at: 0), userRowID: try row.int64(at: 1), userID: try row.string(at: 2),
-                                 appName: try row.string(at: 3), sourceRowID: try row.int64(at: 6),
-                                 read: StoredForms.typeList(try row.string(at: 4)), share: StoredForms.typeList(try row.string(at: 5)),
-                                 disclosesRead: try row.int64(at: 7) != 0)
-            }
+                """, [.blob(tokenHash)]) { row in try Self.appAuthorization(row) }
         }
         guard let authorization = found else { return nil }
         authorizationCache.withLock { cache in
@@ -271,13 +309,56 @@ public final class SQLiteHealthStore: HealthDataStore {
         return authorization
     }
 
+    /// What `appAuthorization` reads, from `authorizations a JOIN users u JOIN sources s`.
+    private static let authorizationColumns =
+        "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read"
+
+    /// The columns `appAuthorization` reads (`a.id, a.user_id, u.external_id, a.app, a.read_types,
+    /// a.share_types, s.id, a.discloses_read`), in SELECT order.
+    enum AuthorizationColumn: Int, TableColumns {
+        case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead
+
+        static let table = "authorizations"
+    }
+
+    private static func appAuthorization(_ row: Row) throws -> AppAuthorization {
+        AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
+                         userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
+                         sourceRowID: try row.int64(AuthorizationColumn.sourceID),
+                         read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
+                         share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
+                         disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
+    }
+
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",
                        [.integer(userRowID), .text(app)])
-        guard let id = try db.first("SELECT id FROM sources WHERE user_id = ? AND app = ?",
-                                    [.integer(userRowID), .text(app)], { try $0.int64(at: 0) }) else {
+        guard let id = try db.firstInt64("SELECT id FROM sources WHERE user_id = ? AND app = ?",
+                                         [.integer(userRowID), .text(app)]) else {
             throw StoreError.notFound("source for app '\(app)'")
         }
         return id
+    }
+}
+
+/// The columns of `users` that make a `User`, in SELECT order.
+enum UserColumn: Int, TableColumns {
+    case rowID, id, name
+
+    static let table = "users"
+
+    var name: String {
+        switch self {
+        case .rowID: "id"
+        case .id: "external_id"
+        case .name: "name"
+        }
+    }
+}
+
+extension User {
+    /// A `users` row selected with `UserColumn.selectList`.
+    init(_ row: Row) throws(RowDecodingError) {
+        self.init(rowID: try row.int64(UserColumn.rowID), id: try row.string(UserColumn.id), name: try row.string(UserColumn.name))
     }
 }

@@ -77,9 +77,14 @@ extension SampleKeyIndex {
         let sql = "SELECT user_id, generation, last_run_id, run_id, next_key, after_seq FROM sample_key_compactions"
         let statement = try db.cachedStatement(userRowID == nil ? sql + " ORDER BY user_id LIMIT 1" : sql + " WHERE user_id = ?")
         if let userRowID { try statement.bind(userRowID, at: 1) }
+        enum Column: Int, TableColumns {
+            case userID, generation, lastRunID, runID, nextKey, afterSeq
+            static let table = "sample_key_compactions"
+        }
         return try statement.first { row in
-            Compaction(userRowID: try row.int64(at: 0), generation: try row.int64(at: 1), lastRunID: try row.int64(at: 2),
-                       runID: try row.int64(at: 3), nextKey: try row.int64(at: 4), afterSeq: row.isNull(at: 5) ? nil : try row.int64(at: 5))
+            Compaction(userRowID: try row.int64(Column.userID), generation: try row.int64(Column.generation),
+                       lastRunID: try row.int64(Column.lastRunID), runID: try row.int64(Column.runID),
+                       nextKey: try row.int64(Column.nextKey), afterSeq: row.int64IfPresent(Column.afterSeq))
         }
     }
 
@@ -114,7 +119,11 @@ extension SampleKeyIndex {
         let pending = try deletedEntries(userRowID: user, db: db)
         // Runs merged meanwhile left the deleted entries out already; with no deleted entry left
         // at all, the list is next.
-        guard pending > 0, let (runID, count) = try runStatement.first({ (try $0.int64(at: 0), try $0.int(at: 1)) }) else {
+        enum Run: Int, TableColumns {
+            case id, count
+            static let table = "sample_key_runs"
+        }
+        guard pending > 0, let (runID, count) = try runStatement.first({ (try $0.int64(Run.id), try $0.int(Run.count)) }) else {
             try db.execute("UPDATE sample_key_compactions SET after_seq = ? WHERE user_id = ?", [.integer(Int64.min), .integer(user)])
             return
         }
@@ -123,17 +132,21 @@ extension SampleKeyIndex {
         try chunks.bind(runID, at: 1)
         try chunks.bind(from, at: 2)
         try chunks.bind(Int64(compactionStepChunks + 1), at: 3)
+        enum Chunk: Int, TableColumns {
+            case firstKey, entries
+            static let table = "sample_key_chunks"
+        }
         var keys: [UInt32] = []
         var seqs: [Int64]? = []
         var read = 0
         var next: Int64?
         try chunks.forEachRow { row in
             guard read < compactionStepChunks else {
-                next = try row.int64(at: 0)
+                next = try row.int64(Chunk.firstKey)
                 return
             }
             read += 1
-            try Self.appendChunk(row, at: 1, ofRun: runID, keys: &keys, seqs: &seqs)
+            try Self.appendChunk(row, Chunk.entries, ofRun: runID, keys: &keys, seqs: &seqs)
         }
         let entrySeqs = seqs ?? []
         // Which entries are of rows this compaction drops: one probe of the list's key per entry.
@@ -146,7 +159,7 @@ extension SampleKeyIndex {
             probe.reset()
             try probe.bind(user, at: 1)
             try probe.bind(entrySeqs[index], at: 2)
-            if let generation = try probe.first({ try $0.int64(at: 0) }), generation <= compaction.generation { continue }
+            if let generation = try probe.firstInt64(), generation <= compaction.generation { continue }
             liveKeys.append(keys[index])
             liveSeqs.append(entrySeqs[index])
         }
@@ -191,7 +204,11 @@ extension SampleKeyIndex {
         try range.bind(user, at: 1)
         try range.bind(afterSeq, at: 2)
         try range.bind(Int64(limit), at: 3)
-        let (rows, last) = try range.first { (try $0.int(at: 0), $0.isNull(at: 1) ? afterSeq : try $0.int64(at: 1)) } ?? (0, afterSeq)
+        enum Step: Int, TableColumns {
+            case rows, last
+            static let table = "sample_key_deletions"
+        }
+        let (rows, last) = try range.first { (try $0.int(Step.rows), $0.int64IfPresent(Step.last) ?? afterSeq) } ?? (0, afterSeq)
         if rows > 0 {
             try db.execute("DELETE FROM sample_key_deletions WHERE user_id = ? AND seq > ? AND seq <= ? AND generation <= ?",
                            [.integer(user), .integer(afterSeq), .integer(last), .integer(compaction.generation)])

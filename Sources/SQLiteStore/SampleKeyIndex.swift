@@ -127,9 +127,13 @@ package final class SampleKeyIndex: Sendable {
     // MARK: Lookups
 
     package func runs(userRowID: Int64, db: Database) throws -> [RunInfo] {
+        enum Column: Int, TableColumns {
+            case id, level, count
+            static let table = "sample_key_runs"
+        }
         let statement = try db.cachedStatement("SELECT id, level, count FROM sample_key_runs WHERE user_id = ? ORDER BY id")
         try statement.bind(userRowID, at: 1)
-        return try statement.map { RunInfo(id: try $0.int64(at: 0), level: try $0.int(at: 1), count: try $0.int(at: 2)) }
+        return try statement.map { RunInfo(id: try $0.int64(Column.id), level: try $0.int(Column.level), count: try $0.int(Column.count)) }
     }
 
     /// The stored rows of `uuids` (keys from `key(userRowID:uuid:)`, in the same order), by position
@@ -187,7 +191,7 @@ package final class SampleKeyIndex: Sendable {
         try chunk.bind(runID, at: 1)
         try chunk.bind(Int64(key), at: 2)
         // Searched in place: one chunk's key, not its 480 entries decoded.
-        let found = try chunk.first { row in row.withBlob(at: 0) { SampleKeyRun.seqs(for: key, inChunk: $0) } }
+        let found = try chunk.first { row in row.withBlob(ChunkColumn.entries) { SampleKeyRun.seqs(for: key, inChunk: $0) } }
         guard let found else { return nil }
         guard let seqs = found else { throw Self.damagedChunk(ofRun: runID) }
         let read = try db.cachedStatement("SELECT \(SampleRow.selectList) FROM samples WHERE seq = ? AND user_id = ?")
@@ -265,14 +269,15 @@ package final class SampleKeyIndex: Sendable {
         try statement.bind(runID, at: 1)
         var keys: [UInt32] = []
         var seqs: [Int64]? = withSeqs ? [] : nil
-        try statement.forEachRow { row in try Self.appendChunk(row, at: 0, ofRun: runID, keys: &keys, seqs: &seqs) }
+        try statement.forEachRow { row in try Self.appendChunk(row, ChunkColumn.entries, ofRun: runID, keys: &keys, seqs: &seqs) }
         return SampleKeyRun(sortedKeys: keys, seqs: seqs ?? Array(repeating: 0, count: keys.count))
     }
 
-    /// Appends the entries of the chunk in `row`'s column `index` (and their seqs, when `seqs` is
-    /// not nil); a blob that is not a chunk is a decoding error naming the run.
-    static func appendChunk(_ row: Row, at index: Int, ofRun runID: Int64, keys: inout [UInt32], seqs: inout [Int64]?) throws {
-        guard row.withBlob(at: index, { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) }) else { throw damagedChunk(ofRun: runID) }
+    /// Appends the entries of the chunk in `row`'s `column` (and their seqs, when `seqs` is not
+    /// nil); a blob that is not a chunk is a decoding error naming the run.
+    static func appendChunk<C: TableColumns>(_ row: Row, _ column: C, ofRun runID: Int64, keys: inout [UInt32],
+                                            seqs: inout [Int64]?) throws {
+        guard row.withBlob(column, { SampleKeyRun.decode($0, keys: &keys, seqs: &seqs) }) else { throw damagedChunk(ofRun: runID) }
     }
 
     static func damagedChunk(ofRun runID: Int64) -> RowDecodingError {
@@ -353,14 +358,14 @@ package final class SampleKeyIndex: Sendable {
     func deletionGeneration(userRowID: Int64, db: Database) throws -> Int64 {
         let statement = try db.cachedStatement("SELECT generation FROM sample_key_users WHERE user_id = ?")
         try statement.bind(userRowID, at: 1)
-        return try statement.first { try $0.int64(at: 0) } ?? 0
+        return try statement.firstInt64() ?? 0
     }
 
     /// How many entries of the user's runs are of deleted rows (listed in `sample_key_deletions`).
     package func deletedEntries(userRowID: Int64, db: Database) throws -> Int {
         let statement = try db.cachedStatement("SELECT deleted FROM sample_key_users WHERE user_id = ?")
         try statement.bind(userRowID, at: 1)
-        return try statement.first { try $0.int(at: 0) } ?? 0
+        return try statement.firstInt() ?? 0
     }
 
     func setDeletedEntries(_ count: Int, userRowID: Int64, db: Database) throws {
@@ -380,7 +385,7 @@ package final class SampleKeyIndex: Sendable {
         try range.bind(lowest, at: 2)
         try range.bind(highest, at: 3)
         var deleted = Set<Int64>()
-        try range.forEachRow { deleted.insert(try $0.int64(at: 0)) }
+        try range.forEachRow { deleted.insert(try $0.int64(DeletionColumn.seq)) }
         guard !deleted.isEmpty else { return run }
         let (live, removed) = run.removing(deleted)
         guard !removed.isEmpty else { return run }
@@ -429,6 +434,10 @@ package final class SampleKeyIndex: Sendable {
     /// Builds every user's runs from the rows of `samples` (a migration from the unique uuid index,
     /// or a rebuild): one run per user, at the level its size gives.
     package func rebuildAll(_ db: Database) throws {
+        enum KeyedColumn: Int, TableColumns {
+            case userID, seq, uuid
+            static let table = "samples"
+        }
         try db.execute("DELETE FROM sample_key_chunks; DELETE FROM sample_key_runs")
         let statement = try db.cachedStatement("SELECT user_id, seq, uuid FROM samples ORDER BY user_id")
         var user: Int64?
@@ -438,15 +447,13 @@ package final class SampleKeyIndex: Sendable {
             entries.removeAll(keepingCapacity: true)
         }
         try statement.forEachRow { row in
-            let rowUser = try row.int64(at: 0)
+            let rowUser = try row.int64(KeyedColumn.userID)
             if rowUser != user {
                 try flush()
                 user = rowUser
             }
-            guard let uuid = row.withBlob(at: 2, { HealthUUID(bytes: $0) }) else {
-                throw RowDecodingError(table: "samples", column: "uuid", problem: "is not a 16-byte uuid")
-            }
-            let seq = try row.int64(at: 1)
+            let uuid = try row.decode(KeyedColumn.uuid, as: "a 16-byte uuid") { HealthUUID(bytes: $0) }
+            let seq = try row.int64(KeyedColumn.seq)
             entries.append((derivation.key(userRowID: rowUser, uuid: uuid), seq))
         }
         try flush()
@@ -461,4 +468,18 @@ extension SQLiteHealthStore {
             return (runs.count, runs.reduce(0) { $0 + $1.count })
         }
     }
+}
+
+/// A chunk of a run as its lookups read it: `SELECT entries FROM sample_key_chunks ...`.
+enum ChunkColumn: Int, TableColumns {
+    case entries
+
+    static let table = "sample_key_chunks"
+}
+
+/// A deleted row's seq: `SELECT seq FROM sample_key_deletions ...`.
+enum DeletionColumn: Int, TableColumns {
+    case seq
+
+    static let table = "sample_key_deletions"
 }

@@ -7,7 +7,7 @@ import Statistics
 /// number, so the change feed reads in commit order. Only the single writer connection touches it.
 enum ChangeSequence {
     static func current(_ db: Database) throws -> Int64 {
-        try db.first("SELECT value FROM meta WHERE key = 'seq'", [], { try $0.int64(at: 0) }) ?? 0
+        try db.firstInt64("SELECT value FROM meta WHERE key = 'seq'") ?? 0
     }
 
     static func store(_ value: Int64, _ db: Database) throws {
@@ -247,13 +247,13 @@ struct SampleWriter {
         try insert.bind(row.sample.uuid, at: 3)
         try insert.bind(typeCode, at: 4)
         try insert.bind(sourceRowID, at: 5)
-        if deviceID != 0 { try insert.bind(deviceID, at: 6) } else { try insert.bindNull(at: 6) }
+        try insert.bindIfPresent(deviceID != 0 ? deviceID : nil, at: 6)
         try insert.bind(row.sample.start, at: 7)
         try insert.bind(row.sample.end, at: 8)
-        if let quantity = row.sample.quantity { try insert.bind(quantity, at: 9) } else { try insert.bindNull(at: 9) }
-        if let parentSeq { try insert.bind(parentSeq, at: 10) } else { try insert.bindNull(at: 10) }
+        try insert.bindIfPresent(row.sample.quantity, at: 9)
+        try insert.bindIfPresent(parentSeq, at: 10)
         try insert.bind(created, at: 11)
-        if let body = row.body { try insert.bind(body, at: 12) } else { try insert.bindNull(at: 12) }
+        try insert.bindIfPresent(row.body, at: 12)
         _ = try insert.step()
         lastSeq = seq
         keyEntries.append((store.sampleKeys.key(userRowID: userRowID, uuid: row.sample.uuid), seq))
@@ -279,7 +279,7 @@ struct SampleWriter {
     private func deviceRowID(_ device: SampleDevice) throws -> Int64 {
         let body = DeviceBody.encode(device)
         try db.execute("INSERT INTO devices (body) VALUES (?) ON CONFLICT(body) DO NOTHING", [.blob(body)])
-        guard let id = try db.first("SELECT id FROM devices WHERE body = ?", [.blob(body)], { try $0.int64(at: 0) }) else {
+        guard let id = try db.firstInt64("SELECT id FROM devices WHERE body = ?", [.blob(body)]) else {
             throw StoreError.invalid("device could not be stored")
         }
         return id

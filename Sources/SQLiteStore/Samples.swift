@@ -10,8 +10,8 @@ extension SQLiteHealthStore {
     /// Saves a batch atomically: all samples or none. A uuid saved before with identical content is
     /// accepted again without a second copy; with different content the whole batch is a conflict.
     /// Returns the uuids in request order.
-    public func save(_ samples: [HealthSample], by app: AppAuthorization) throws -> [HealthUUID] {
-        try app.access.requireShare(samples)
+    public func save(_ samples: [HealthSample], granted: WriteGrant) throws -> [HealthUUID] {
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let change = try pool.groupedWrite { db in try insert(batch, by: app, created: created, db) }
@@ -22,14 +22,9 @@ extension SQLiteHealthStore {
     /// `save` without waiting: the batch is prepared on the calling thread, written in the
     /// writer's next group commit, and `completion` gets the uuids in request order once it is
     /// durable (or the error: `SampleConflict`, `StoreError`, `SQLiteError`), on a global queue.
-    public func save(_ samples: [HealthSample], by app: AppAuthorization,
+    public func save(_ samples: [HealthSample], granted: WriteGrant,
                      completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
-        do {
-            try app.access.requireShare(samples)
-        } catch {
-            completion(.failure(error))
-            return
-        }
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let batch = PreparedBatch(samples, store: self)
         let uuids = samples.map(\.uuid)
@@ -158,8 +153,8 @@ extension SQLiteHealthStore {
                 clause.require("start_ms >= ?\(s)")
             } else {
                 clause.require("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
-                let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                           [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
+                let longest = try db.firstInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                                                [.integer(userRowID), .integer(typeCode)]) ?? 0
                 let lower = clause.bind(.integer(start - longest))
                 clause.require("start_ms >= ?\(lower)")
             }
@@ -195,8 +190,8 @@ extension SQLiteHealthStore {
     }
 
     /// Deletes the app's own samples of a type matching the date predicate; returns how many.
-    public func deleteSamples(type: String, start: Int64, end: Int64, by app: AppAuthorization) throws -> Int {
-        try app.access.requireShare(type)
+    public func deleteSamples(type: String, start: Int64, end: Int64, granted: WriteGrant) throws -> Int {
+        let app = granted.app
         let (count, change, compacting) = try pool.write { db -> (Int, CommittedChange?, Bool) in
             guard let typeCode = typeCode(for: type) else { return (0, nil, false) }
             var clause = WhereClause(conditions: ["user_id = ?1", "type_id = ?2", "source_id = ?3"],
@@ -245,10 +240,15 @@ extension SQLiteHealthStore {
             var devices: [String: [SampleDevice]] = [:]
             let statement = try db.cachedStatement(sql)
             try statement.bind(values)
+            enum Column: Int, TableColumns {
+                case app, body
+                static let table = "source_types"
+            }
             try statement.forEachRow { row in
-                let name = try row.string(at: 0)
+                let name = try row.string(Column.app)
                 if devices[name] == nil { order.append(name); devices[name] = [] }
-                if !row.isNull(at: 1), let device = DeviceBody.decode(try row.blob(at: 1)), !(devices[name] ?? []).contains(device) {
+                if let body = row.blobIfPresent(Column.body), case let device = try DeviceBody.decode(body),
+                   !(devices[name] ?? []).contains(device) {
                     devices[name, default: []].append(device)
                 }
             }
@@ -278,7 +278,7 @@ extension SQLiteHealthStore {
         var lastDevice: (id: Int64, device: SampleDevice?)?
         var lastApp: (id: Int64, name: String)?
 
-        mutating func body(_ bytes: [UInt8]) -> SampleRowBody.Decoded { bodies.decoded(bytes) }
+        mutating func body(_ bytes: [UInt8]) throws(RowDecodingError) -> SampleRowBody.Decoded { try bodies.decoded(bytes) }
     }
 
     func materialize(_ row: SampleRow, db: Database, userExternalID: String, lookups: inout RowLookups) throws -> StoredSample {
@@ -289,7 +289,7 @@ extension SQLiteHealthStore {
             typeName = self.typeName(for: row.typeCode) ?? "unknown"
             lookups.lastType = (row.typeCode, typeName)
         }
-        let body = row.body.map { lookups.body($0) } ?? SampleRowBody.Decoded()
+        let body = try row.body.map { bytes throws(RowDecodingError) in try lookups.body(bytes) } ?? SampleRowBody.Decoded()
         let content: SampleContent
         if let bodyContent = body.content {
             content = bodyContent

@@ -94,13 +94,14 @@ extension SQLiteHealthStore {
         return samples
     }
 
-    /// A row (seq, start, end, value, source) as the indexes take it. Samples the indexes cannot hold
+    /// A row (`StatisticsSampleColumn`) as the indexes take it. Samples the indexes cannot hold
     /// (longer than `StatisticsSample.maximumDuration`, possible only for discrete types without a
     /// maximum) are left out, the same way on insert and on delete.
     static func indexable(_ row: Row) throws(RowDecodingError) -> StatisticsSample? {
-        guard let source = Int32(exactly: try row.int64(at: 4)) else { return nil }
-        let sample = StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2),
-                                      value: try row.double(at: 3), source: source)
+        guard let source = Int32(exactly: try row.int64(StatisticsSampleColumn.source)) else { return nil }
+        let sample = StatisticsSample(id: try row.int64(StatisticsSampleColumn.seq), start: try row.int64(StatisticsSampleColumn.start),
+                                      end: try row.int64(StatisticsSampleColumn.end), value: try row.double(StatisticsSampleColumn.value),
+                                      source: source)
         do { try sample.validate() } catch { return nil }
         return sample
     }
@@ -110,7 +111,7 @@ extension SQLiteHealthStore {
         let statement = try db.cachedStatement("SELECT id, app FROM sources WHERE user_id = ?")
         try statement.bind([.integer(userRowID)])
         try statement.forEachRow { row in
-            if let id = Int32(exactly: try row.int64(at: 0)) { names[id] = try row.string(at: 1) }
+            if let id = Int32(exactly: try row.int64(SourceColumn.id)) { names[id] = try row.string(SourceColumn.app) }
         }
         return names
     }
@@ -122,13 +123,13 @@ extension SQLiteHealthStore {
     static func effectiveSourcePriority(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> [(source: Int32, app: String)] {
         var order: [(source: Int32, app: String)] = []
         var listed = Set<Int32>()
-        if let text = try db.first("SELECT apps FROM source_priorities WHERE user_id = ? AND type_id = ?",
-                                   [.integer(userRowID), .integer(typeCode)], { try $0.string(at: 0) }) {
-            let names = StoredForms.decodeAppList(text)
+        if let text = try db.firstString("SELECT apps FROM source_priorities WHERE user_id = ? AND type_id = ?",
+                                         [.integer(userRowID), .integer(typeCode)]) {
+            let names = try StoredForms.decodeAppList(text)
             let statement = try db.cachedStatement("SELECT id FROM sources WHERE user_id = ? AND app = ?")
             for name in names {
                 try statement.bind([.integer(userRowID), .text(name)])
-                guard let id = try statement.first({ try $0.int64(at: 0) }).flatMap({ Int32(exactly: $0) }),
+                guard let id = try statement.firstInt64().flatMap({ Int32(exactly: $0) }),
                       !listed.contains(id) else { continue }
                 listed.insert(id)
                 order.append((id, name))
@@ -140,8 +141,8 @@ extension SQLiteHealthStore {
             """)
         try statement.bind([.integer(userRowID), .integer(typeCode)])
         try statement.forEachRow { row in
-            guard let id = Int32(exactly: try row.int64(at: 0)), !listed.contains(id) else { return }
-            order.append((id, try row.string(at: 1)))
+            guard let id = Int32(exactly: try row.int64(SourceColumn.id)), !listed.contains(id) else { return }
+            order.append((id, try row.string(SourceColumn.app)))
         }
         return order
     }
@@ -180,4 +181,29 @@ extension SQLiteHealthStore {
         }
     }
 
+}
+
+/// The columns a sample is read by for statistics (`indexable`), in SELECT order.
+enum StatisticsSampleColumn: Int, TableColumns {
+    case seq, start, end, value, source
+
+    static let table = "samples"
+
+    var name: String {
+        switch self {
+        case .seq: "seq"
+        case .start: "start_ms"
+        case .end: "end_ms"
+        case .value: "value"
+        case .source: "source_id"
+        }
+    }
+}
+
+/// The columns of `sources` that queries read to name a source (`id, app`, or a query's own
+/// columns in that order).
+enum SourceColumn: Int, TableColumns {
+    case id, app
+
+    static let table = "sources"
 }

@@ -140,8 +140,8 @@ enum StatisticsRollups {
                             .integer(try RollupDayKey.key(user: userRowID, type: typeCode, day: last))])
         var rows: [Int64: DayRollup.Row] = [:]
         try statement.forEachRow { row in
-            let day = RollupDayKey.day(of: try row.int64(at: 0))
-            if wanted.contains(day) { rows[day] = (try row.blob(at: 1), row.blobIfPresent(at: 2)) }
+            let day = RollupDayKey.day(of: try row.int64(DayRowColumn.key))
+            if wanted.contains(day) { rows[day] = (try row.blob(DayRowColumn.body), row.blobIfPresent(DayRowColumn.detail)) }
         }
         return rows
     }
@@ -243,7 +243,11 @@ enum StatisticsRollups {
     private static func styles(_ db: Database) throws -> [Int64: AggregationStyle] {
         var codes: [String: Int64] = [:]
         let types = try db.cachedStatement("SELECT id, name FROM type_codes")
-        try types.forEachRow { row in codes[try row.string(at: 1)] = try row.int64(at: 0) }
+        enum Column: Int, TableColumns {
+            case id, name
+            static let table = "type_codes"
+        }
+        try types.forEachRow { row in codes[try row.string(Column.name)] = try row.int64(Column.id) }
         return AggregationStyle.styles(ofTypeCodes: codes)
     }
 
@@ -252,7 +256,7 @@ enum StatisticsRollups {
         let styles = try styles(db)
         var series: [(user: Int64, type: Int64)] = []
         let pairs = try db.cachedStatement("SELECT DISTINCT user_id, type_id FROM samples")
-        try pairs.forEachRow { series.append((try $0.int64(at: 0), try $0.int64(at: 1))) }
+        try pairs.forEachRow { series.append((try $0.int64(SeriesColumn.userID), try $0.int64(SeriesColumn.typeID))) }
         for (user, type) in series {
             guard let style = styles[type] else { continue }
             try rebuild(db, userRowID: user, typeCode: type, style: style, layout: layout)
@@ -267,11 +271,15 @@ enum StatisticsRollups {
         guard !discrete.isEmpty else { return }
         let codes = discrete.map(String.init).joined(separator: ", ")
         let series = try db.map("SELECT DISTINCT user_id, type_id FROM statistics_days WHERE type_id IN (\(codes)) ORDER BY 1, 2") {
-            (user: try $0.int64(at: 0), type: try $0.int64(at: 1))
+            (user: try $0.int64(SeriesColumn.userID), type: try $0.int64(SeriesColumn.typeID))
+        }
+        enum Stored: Int, TableColumns {
+            case day, body
+            static let table = "statistics_days"
         }
         for (user, type) in series {
             let stored = try db.map("SELECT day, body FROM statistics_days WHERE user_id = ? AND type_id = ? ORDER BY day",
-                                    [.integer(user), .integer(type)]) { (day: try $0.int64(at: 0), body: try $0.blob(at: 1)) }
+                                    [.integer(user), .integer(type)]) { (day: try $0.int64(Stored.day), body: try $0.blob(Stored.body)) }
             var rows: [(day: Int64, row: DayRollup.Row?)] = []
             rows.reserveCapacity(stored.count)
             for (day, body) in stored {
@@ -286,13 +294,17 @@ enum StatisticsRollups {
     /// Moves the rows of the `columns` table to the clustered tables (migration 016), in key order,
     /// as they are: a series' days end up in consecutive rows, bodies apart from details.
     static func clusterRows(_ db: Database) throws {
+        enum Outside: Int, TableColumns {
+            case userID, typeID, day
+            static let table = "statistics_days"
+        }
         let outside = try db.first("""
             SELECT user_id, type_id, day FROM statistics_days
             WHERE user_id NOT BETWEEN \(RollupDayKey.users.lowerBound) AND \(RollupDayKey.users.upperBound)
                OR type_id NOT BETWEEN \(RollupDayKey.typeCodes.lowerBound) AND \(RollupDayKey.typeCodes.upperBound)
                OR day NOT BETWEEN \(RollupDayKey.days.lowerBound) AND \(RollupDayKey.days.upperBound)
             LIMIT 1
-            """, [], { (try $0.int64(at: 0), try $0.int64(at: 1), try $0.int64(at: 2)) })
+            """, [], { (try $0.int64(Outside.userID), try $0.int64(Outside.typeID), try $0.int64(Outside.day)) })
         if let (user, type, day) = outside {
             throw StoreError.invalid("statistics rollup key out of range: user \(user), type \(type), day \(day)")
         }
@@ -321,8 +333,8 @@ enum StatisticsRollups {
     /// Bumped by every change to a series' rows, in the same transaction: a cached decoding of the
     /// rows is current exactly while its version is.
     static func version(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> Int64 {
-        try db.first("SELECT version FROM statistics_series WHERE user_id = ? AND type_id = ?",
-                     [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
+        try db.firstInt64("SELECT version FROM statistics_series WHERE user_id = ? AND type_id = ?",
+                          [.integer(userRowID), .integer(typeCode)]) ?? 0
     }
 
     /// The rows of `days`, ascending, with their detail for `detailDays` only (in a table of its
@@ -349,12 +361,12 @@ enum StatisticsRollups {
                             .integer(try RollupDayKey.key(user: userRowID, type: typeCode, day: days.upperBound)), .text(mask)])
         var rows: [(day: Int64, body: [UInt8], detail: [UInt8]?)] = []
         try statement.forEachRow { row in
-            let day = RollupDayKey.day(of: try row.int64(at: 0))
-            let detail = row.blobIfPresent(at: 2)
+            let day = RollupDayKey.day(of: try row.int64(DayRowColumn.key))
+            let detail = row.blobIfPresent(DayRowColumn.detail)
             guard (detail != nil) == wanted.contains(day) else {
                 throw StoreError.invalid("statistics rollup of day \(day) has no detail")
             }
-            rows.append((day, try row.blob(at: 1), detail))
+            rows.append((day, try row.blob(DayRowColumn.body), detail))
         }
         return rows
     }
@@ -366,8 +378,8 @@ enum StatisticsRollups {
     }
 
     private static func longestDuration(_ db: Database, userRowID: Int64, typeCode: Int64) throws -> Int64 {
-        try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                     [.integer(userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
+        try db.firstInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                          [.integer(userRowID), .integer(typeCode)]) ?? 0
     }
 
     /// The samples starting in [from, to), as the statistics take them.
@@ -389,5 +401,26 @@ enum StatisticsRollups {
             INSERT INTO statistics_series (user_id, type_id, version) VALUES (?, ?, 1)
             ON CONFLICT(user_id, type_id) DO UPDATE SET version = version + 1
             """, [.integer(userRowID), .integer(typeCode)])
+    }
+}
+
+/// A day's rollup as the clustered tables give it: its key, its body and (when read) its detail.
+enum DayRowColumn: Int, TableColumns {
+    case key, body, detail
+
+    static let table = "statistics_days"
+}
+
+/// A series: `SELECT DISTINCT user_id, type_id`.
+enum SeriesColumn: Int, TableColumns {
+    case userID, typeID
+
+    static let table = "statistics_days"
+
+    var name: String {
+        switch self {
+        case .userID: "user_id"
+        case .typeID: "type_id"
+        }
     }
 }

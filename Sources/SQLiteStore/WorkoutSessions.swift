@@ -28,21 +28,36 @@ enum WorkoutSessionColumn: Int, TableColumns {
     }
 }
 
+/// The columns of `workout_sessions` that name an app's active session, in SELECT order.
+enum ActiveSessionColumn: Int, TableColumns {
+    case id, state
+
+    static let table = "workout_sessions"
+
+    var name: String {
+        switch self {
+        case .id: "external_id"
+        case .state: "state"
+        }
+    }
+}
+
 extension SQLiteHealthStore {
     static let workoutSessionColumns = WorkoutSessionColumn.selectList
 
     /// Starting and ending a session need share permission for `workout`: ending saves one as the app.
-    static let workoutShareDetail = "a workout session saves a workout sample: this token may not share workout"
 
     /// Starts a session as `app`. An app runs one session at a time per user (as HealthKit runs one
     /// per app): while another is running or paused this is a `conflict` naming it.
-    public func startWorkoutSession(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?,
+    public func startWorkoutSession(granted: WriteGrant, activityType: String, zone: HeartRateZoneBounds?,
                                     at start: Int64) throws -> WorkoutSession {
-        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        let app = granted.app
         return try pool.write { db in
             if let active = try db.first("""
                 SELECT external_id, state FROM workout_sessions WHERE user_id = ? AND source_id = ? AND state <> 'ended'
-                """, [.integer(app.userRowID), .integer(app.sourceRowID)], { (try $0.string(at: 0), try $0.string(at: 1)) }) {
+                """, [.integer(app.userRowID), .integer(app.sourceRowID)], {
+                    (try $0.string(ActiveSessionColumn.id), try $0.string(ActiveSessionColumn.state))
+                }) {
                 throw StoreError.conflict("this app's session \(active.0) is \(active.1); end it before starting another")
             }
             let session = WorkoutSession(id: HealthUUID.random().lowercasedString, userRowID: app.userRowID,
@@ -94,9 +109,9 @@ extension SQLiteHealthStore {
     /// (as statistics merge sources) `activeEnergyBurned` and `distanceWalkingRunning` over the
     /// running stretches, pro-rated by overlap; the app sees other apps' samples of a type only
     /// with read permission for it. A type with no sample there gives no total (absent, not 0).
-    public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64,
+    public func endWorkoutSession(id: String, granted: WriteGrant, now: Int64,
                                   workoutUUID: HealthUUID) throws -> WorkoutSession {
-        try app.access.requireShare("workout", detail: Self.workoutShareDetail)
+        let app = granted.app
         let created = Self.nowMilliseconds()
         let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in
             guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
@@ -131,8 +146,12 @@ extension SQLiteHealthStore {
     public func activeWorkoutSessionCounts() throws -> [Int64: Int] {
         try pool.read { db in
             var counts: [Int64: Int] = [:]
+            enum Active: Int, TableColumns {
+                case userID, sessions
+                static let table = "workout_sessions"
+            }
             for (user, count) in try db.map("SELECT user_id, count(*) FROM workout_sessions WHERE state <> 'ended' GROUP BY user_id",
-                                            [], { (try $0.int64(at: 0), Int(try $0.int64(at: 1))) }) {
+                                            [], { (try $0.int64(Active.userID), try $0.int(Active.sessions)) }) {
                 counts[user] = count
             }
             return counts
@@ -146,22 +165,31 @@ extension SQLiteHealthStore {
     public func advanceWorkoutZones(userRowID: Int64) throws -> [WorkoutZoneChange] {
         guard let heartRateCode = typeCode(for: "heartRate") else { return [] }
         return try pool.write { db in
+            enum Watched: Int, TableColumns {
+                case rowID, id, zoneLow, zoneHigh, start, events, zoneSeq, zoneState, zoneLatest
+                static let table = "workout_sessions"
+            }
             let sessions = try db.map("""
                 SELECT id, external_id, zone_low, zone_high, start_ms, events, zone_seq, zone_state, zone_latest_ms
                 FROM workout_sessions WHERE user_id = ? AND state = 'running' AND zone_low IS NOT NULL
                 """, [.integer(userRowID)]) { row in
-                (rowID: try row.int64(at: 0), id: try row.string(at: 1),
-                 bounds: HeartRateZoneBounds(low: try row.double(at: 2), high: try row.double(at: 3)),
-                 timeline: WorkoutSessionTimeline(start: try row.int64(at: 4), events: WorkoutSession.decodeEvents(try row.string(at: 5))),
-                 seq: try row.int64(at: 6), state: row.isNull(at: 7) ? nil : HeartRateZoneState(rawValue: try row.string(at: 7)),
-                 latest: row.isNull(at: 8) ? nil : try row.int64(at: 8))
+                (rowID: try row.int64(Watched.rowID), id: try row.string(Watched.id),
+                 bounds: HeartRateZoneBounds(low: try row.double(Watched.zoneLow), high: try row.double(Watched.zoneHigh)),
+                 timeline: WorkoutSessionTimeline(start: try row.int64(Watched.start),
+                                                  events: try WorkoutSession.decodeEvents(try row.string(Watched.events))),
+                 seq: try row.int64(Watched.zoneSeq), state: row.stringIfPresent(Watched.zoneState).flatMap(HeartRateZoneState.init(rawValue:)),
+                 latest: row.int64IfPresent(Watched.zoneLatest))
+            }
+            enum Reading: Int, TableColumns {
+                case seq, start, value
+                static let table = "samples"
             }
             var changes: [WorkoutZoneChange] = []
             for session in sessions {
                 let readings = try db.map("""
                     SELECT seq, start_ms, value FROM samples WHERE user_id = ? AND seq > ? AND type_id = ? AND value IS NOT NULL
                     """, [.integer(userRowID), .integer(session.seq), .integer(heartRateCode)]) {
-                    (seq: try $0.int64(at: 0), start: try $0.int64(at: 1), value: try $0.double(at: 2))
+                    (seq: try $0.int64(Reading.seq), start: try $0.int64(Reading.start), value: try $0.double(Reading.value))
                 }
                 guard let lastSeq = readings.map(\.seq).max() else { continue }
                 var tracker = HeartRateZoneTracker(bounds: session.bounds, current: session.state, latestReading: session.latest)
@@ -202,7 +230,7 @@ extension SQLiteHealthStore {
             return WorkoutSession(
                 id: try row.string(Column.id), userRowID: try row.int64(Column.userID), sourceRowID: try row.int64(Column.sourceID),
                 activityType: try row.string(Column.activityType), zone: zone, state: state,
-                timeline: WorkoutSessionTimeline(start: try row.int64(Column.start), events: WorkoutSession.decodeEvents(try row.string(Column.events)),
+                timeline: WorkoutSessionTimeline(start: try row.int64(Column.start), events: try WorkoutSession.decodeEvents(try row.string(Column.events)),
                                                  end: row.int64IfPresent(Column.end)),
                 workoutUUID: workoutUUID)
         }
@@ -219,14 +247,15 @@ extension SQLiteHealthStore {
         conditions.append("start_ms < ?\(values.count)")
         values.append(.integer(start))
         conditions.append("(end_ms > ?\(values.count) OR (end_ms = start_ms AND start_ms >= ?\(values.count)))")
-        let longest = try db.first("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                   [.integer(app.userRowID), .integer(typeCode)], { try $0.int64(at: 0) }) ?? 0
+        let longest = try db.firstInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
+                                        [.integer(app.userRowID), .integer(typeCode)]) ?? 0
         values.append(.integer(start - longest))
         conditions.append("start_ms >= ?\(values.count)")
         let samples = try db.map("SELECT seq, start_ms, end_ms, value, source_id FROM samples WHERE \(conditions.joined(separator: " AND "))",
                                  values) { row in
-            StatisticsSample(id: try row.int64(at: 0), start: try row.int64(at: 1), end: try row.int64(at: 2), value: try row.double(at: 3),
-                             source: Int32(truncatingIfNeeded: try row.int64(at: 4)))
+            StatisticsSample(id: try row.int64(StatisticsSampleColumn.seq), start: try row.int64(StatisticsSampleColumn.start),
+                             end: try row.int64(StatisticsSampleColumn.end), value: try row.double(StatisticsSampleColumn.value),
+                             source: Int32(truncatingIfNeeded: try row.int64(StatisticsSampleColumn.source)))
         }
         return try WorkoutSession.runningTotal(
             of: samples, intervals: intervals, end: end,

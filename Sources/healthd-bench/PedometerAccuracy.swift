@@ -1,11 +1,14 @@
 import Foundation
 import Pedometer
 
-/// `healthd-bench pedometer-accuracy [--traces DIR] [--ground-truth CSV] [--set name=value ...] [--quick]`
+/// `healthd-bench pedometer-accuracy [--traces DIR] [--ground-truth CSV] [--set name=value ...]
+/// [--time-scale F] [--quick]`
 ///
 /// Runs the step detector over the Oxford step-counter traces in 5 s batches and
 /// prints per-trace, per-position and overall step-count errors, a leave-one-user-out
-/// check of the tuned parameters, and the throughput of the detector.
+/// check of the tuned parameters (per carry position too), and the throughput of the detector.
+/// `--time-scale 1.3` plays every trace 1.3 times slower (a slower walker, same gait), to see how
+/// the detector holds up away from these walkers' cadences.
 public enum PedometerAccuracyReport {
     struct Trace {
         let name: String
@@ -38,6 +41,7 @@ public enum PedometerAccuracyReport {
         var parameters = StepDetectionParameters.standard
         var quick = false
         var stepsDirectory: String?
+        var timeScale = 1.0
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -50,6 +54,12 @@ public enum PedometerAccuracyReport {
             case "--ground-truth":
                 guard let value else { return usage("--ground-truth needs a file") }
                 groundTruthPath = value
+                index += 1
+            case "--time-scale":
+                guard let value, let scale = Double(value), (0.25...4).contains(scale) else {
+                    return usage("--time-scale needs a factor between 0.25 and 4")
+                }
+                timeScale = scale
                 index += 1
             case "--quick":
                 quick = true
@@ -74,7 +84,7 @@ public enum PedometerAccuracyReport {
 
         let traces: [Trace]
         do {
-            traces = try loadTraces(directory: tracesDirectory, groundTruthPath: truthPath)
+            traces = try loadTraces(directory: tracesDirectory, groundTruthPath: truthPath, timeScale: timeScale)
         } catch {
             print("pedometer-accuracy: \(error)")
             return 1
@@ -96,7 +106,7 @@ public enum PedometerAccuracyReport {
 
     static func usage(_ problem: String) -> Int32 {
         print("pedometer-accuracy: \(problem)")
-        print("usage: healthd-bench pedometer-accuracy [--traces DIR] [--ground-truth CSV] [--set name=value] [--quick]")
+        print("usage: healthd-bench pedometer-accuracy [--traces DIR] [--ground-truth CSV] [--set name=value] [--time-scale F] [--quick]")
         return 2
     }
 
@@ -275,6 +285,15 @@ public enum PedometerAccuracyReport {
             let figures = summary(heldOut.map(\.error))
             let worst = heldOut.max { $0.error < $1.error }?.name ?? ""
             print("  held-out overall: mean \(percent(figures.mean)), worst \(percent(figures.worst)) (\(worst))")
+            let positions = Dictionary(grouping: heldOut) { entry in
+                traces.first { $0.name == entry.name }?.position ?? ""
+            }
+            print("  held out, per carry position (mean / worst):")
+            for (position, entries) in positions.sorted(by: { $0.key < $1.key }) {
+                let figures = summary(entries.map(\.error))
+                let worst = entries.max { $0.error < $1.error }?.name ?? ""
+                print("    \(position.padding(toLength: 12, withPad: " ", startingAt: 0)) n=\(String(format: "%2d", entries.count))  \(percent(figures.mean)) / \(percent(figures.worst))  (\(worst))")
+            }
         }
     }
 
@@ -337,6 +356,7 @@ public enum PedometerAccuracyReport {
         case "bumpRhythmTolerance": updated.bumpRhythmTolerance = value
         case "longestStepPeriodSeconds": updated.longestStepPeriodSeconds = value
         case "strideLockStrides": updated.strideLockStrides = Int(value)
+        case "strideRhythmTolerance": updated.strideRhythmTolerance = value
         default: return nil
         }
         return updated
@@ -348,7 +368,7 @@ public enum PedometerAccuracyReport {
         let description: String
     }
 
-    static func loadTraces(directory: String, groundTruthPath: String) throws -> [Trace] {
+    static func loadTraces(directory: String, groundTruthPath: String, timeScale: Double = 1) throws -> [Trace] {
         guard let truthText = try? String(contentsOfFile: groundTruthPath, encoding: .utf8) else {
             throw LoadError(description: "cannot read ground truth \(groundTruthPath)")
         }
@@ -360,9 +380,9 @@ public enum PedometerAccuracyReport {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw LoadError(description: "cannot read \(path)")
             }
-            let columns = parseAccelerometerCSV(data)
+            let columns = parseAccelerometerCSV(data, timeScale: timeScale)
             let footContacts = FileManager.default.contents(atPath: directory + "/" + fields[0] + "/stepcounter.csv")
-                .map { parseFootContacts($0, originNanoseconds: columns.originNanoseconds) } ?? []
+                .map { parseFootContacts($0, originNanoseconds: columns.originNanoseconds, timeScale: timeScale) } ?? []
             // Position labels are spelled inconsistently in the data set (ArmBand, Backpocket).
             let position = ["InHand", "FrontPocket", "BackPocket", "NeckPouch", "Armband", "Purse", "SwingingArm"]
                 .first { $0.lowercased() == fields[3].lowercased() } ?? fields[3]
@@ -375,8 +395,9 @@ public enum PedometerAccuracyReport {
     }
 
     /// `timestamp_ns,accuracy,x,y,z` → absolute seconds (shifted to 2026 as the API would send)
-    /// and m/s². Rows with non-increasing timestamps or missing fields are skipped.
-    static func parseAccelerometerCSV(_ data: Data)
+    /// and m/s², time stretched by `timeScale`. Rows with non-increasing timestamps or missing
+    /// fields are skipped.
+    static func parseAccelerometerCSV(_ data: Data, timeScale: Double = 1)
         -> (timestamps: [Double], x: [Double], y: [Double], z: [Double], originNanoseconds: Int64) {
         var timestamps: [Double] = []
         var xs: [Double] = []
@@ -392,7 +413,7 @@ public enum PedometerAccuracyReport {
                   let z = Double(fields[4].trimmingCharacters(in: .whitespaces)) else { continue }
             let origin = firstNanoseconds ?? nanoseconds
             firstNanoseconds = origin
-            let time = epochOffset + Double(nanoseconds - origin) / 1e9
+            let time = epochOffset + Double(nanoseconds - origin) / 1e9 * timeScale
             if let last = timestamps.last, time <= last { continue }
             timestamps.append(time)
             xs.append(x)
@@ -404,7 +425,7 @@ public enum PedometerAccuracyReport {
 
     /// `timestamp_ns,foot1,foot2` (contact states) → each foot's contact times: every 0→1
     /// transition, in seconds from the accelerometer's first sample.
-    static func parseFootContacts(_ data: Data, originNanoseconds: Int64) -> [[Double]] {
+    static func parseFootContacts(_ data: Data, originNanoseconds: Int64, timeScale: Double = 1) -> [[Double]] {
         var contacts: [[Double]] = [[], []]
         var previous: [Int]?
         for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
@@ -414,7 +435,7 @@ public enum PedometerAccuracyReport {
             let states = [foot1, foot2]
             if let previous {
                 for foot in 0..<2 where previous[foot] == 0 && states[foot] == 1 {
-                    contacts[foot].append(Double(nanoseconds - originNanoseconds) / 1e9)
+                    contacts[foot].append(Double(nanoseconds - originNanoseconds) / 1e9 * timeScale)
                 }
             }
             previous = states

@@ -243,13 +243,12 @@ enum PostgresBenchmark {
 
         init(from source: String, batchSize: Int, users: Int) throws {
             let stored = try PostgresConnection(url: source).query("""
-                SELECT user_id, uuid, seq, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body
-                FROM samples ORDER BY user_id, seq
+                SELECT \(CopyColumn.selectList) FROM samples ORDER BY user_id, seq
                 """)
             var byUser: [Int64: [Int]] = [:]
             var order: [Int64] = []
             for index in 0..<stored.rowCount {
-                let user = try stored[index].int64(at: 0)
+                let user = try stored[index].int64(CopyColumn.userID)
                 if byUser[user] == nil { order.append(user) }
                 byUser[user, default: []].append(index)
             }
@@ -353,24 +352,48 @@ enum PostgresBenchmark {
         init(_ all: [Connection]) { self.all = all }
     }
 
-    /// Rows of a `samples` result (its columns in `samples`' COPY order) in binary COPY form.
+    /// The columns of `samples` in its COPY order, as the recorded rows are read and sent back.
+    enum CopyColumn: Int, TableColumns {
+        case userID, uuid, seq, typeID, sourceID, deviceID, start, end, value, parentSeq, created, body
+
+        static let table = "samples"
+
+        var name: String {
+            switch self {
+            case .userID: "user_id"
+            case .uuid: "uuid"
+            case .seq: "seq"
+            case .typeID: "type_id"
+            case .sourceID: "source_id"
+            case .deviceID: "device_id"
+            case .start: "start_ms"
+            case .end: "end_ms"
+            case .value: "value"
+            case .parentSeq: "parent_seq"
+            case .created: "created_ms"
+            case .body: "body"
+            }
+        }
+    }
+
+    /// Rows of a `samples` result (`CopyColumn`) in binary COPY form.
     private static func encodedRows(_ result: PostgresResult, _ indices: ArraySlice<Int>) throws -> PostgresCopyRows {
         var rows = PostgresCopyRows(reservingCapacity: indices.count * 128)
         for index in indices {
             let row = result[index]
-            try rows.beginRow(fieldCount: 12)
-            try rows.append(int64: try row.int64(at: 0))
-            try rows.append(uuid: try row.bytes(at: 1))
-            try rows.append(int64: try row.int64(at: 2))
-            try rows.append(int32: Int32(truncatingIfNeeded: try row.int64(at: 3)))
-            try rows.append(int32: Int32(truncatingIfNeeded: try row.int64(at: 4)))
-            if let device = try row.int64IfPresent(at: 5) { try rows.append(int64: device) } else { try rows.appendNull() }
-            try rows.append(int64: try row.int64(at: 6))
-            try rows.append(int64: try row.int64(at: 7))
-            if let value = try row.doubleIfPresent(at: 8) { try rows.append(double: value) } else { try rows.appendNull() }
-            if let parent = try row.int64IfPresent(at: 9) { try rows.append(int64: parent) } else { try rows.appendNull() }
-            try rows.append(int64: try row.int64(at: 10))
-            if let body = try row.bytesIfPresent(at: 11) { try rows.append(bytes: body) } else { try rows.appendNull() }
+            try rows.beginRow(fieldCount: CopyColumn.allCases.count)
+            try rows.append(int64: try row.int64(CopyColumn.userID))
+            try rows.append(uuid: try row.bytes(CopyColumn.uuid))
+            try rows.append(int64: try row.int64(CopyColumn.seq))
+            try rows.append(int32: Int32(truncatingIfNeeded: try row.int64(CopyColumn.typeID)))
+            try rows.append(int32: Int32(truncatingIfNeeded: try row.int64(CopyColumn.sourceID)))
+            if let device = try row.int64IfPresent(CopyColumn.deviceID) { try rows.append(int64: device) } else { try rows.appendNull() }
+            try rows.append(int64: try row.int64(CopyColumn.start))
+            try rows.append(int64: try row.int64(CopyColumn.end))
+            if let value = try row.doubleIfPresent(CopyColumn.value) { try rows.append(double: value) } else { try rows.appendNull() }
+            if let parent = try row.int64IfPresent(CopyColumn.parentSeq) { try rows.append(int64: parent) } else { try rows.appendNull() }
+            try rows.append(int64: try row.int64(CopyColumn.created))
+            if let body = try row.bytesIfPresent(CopyColumn.body) { try rows.append(bytes: body) } else { try rows.appendNull() }
         }
         return rows
     }
@@ -392,7 +415,7 @@ enum PostgresBenchmark {
         init(base: String) { self.base = base }
 
         func serverVersion() throws -> String {
-            try PostgresConnection(url: base).first("SELECT current_setting('server_version')") { try $0.string(at: 0) } ?? "?"
+            try PostgresConnection(url: base).firstString("SELECT current_setting('server_version')") ?? "?"
         }
 
         func fresh() throws -> String {

@@ -237,7 +237,7 @@ enum SamplesBenchmark {
                     try insert.bind(sample.end, at: 8)
                     try insert.bind(sample.quantity ?? 0, at: 9)
                     try insert.bind(Int64(1_767_225_600_000), at: 10)
-                    if let body = bodies[index] { try insert.bind(body, at: 11) } else { try insert.bindNull(at: 11) }
+                    try insert.bindIfPresent(bodies[index], at: 11)
                     if shape == .uuidKeyIndex { try insert.bind(key, at: 12) }
                     _ = try insert.step()
                     if keyRuns != nil { runEntries.append((runKeys[index - batch], seq)) }

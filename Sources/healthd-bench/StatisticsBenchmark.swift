@@ -146,7 +146,7 @@ enum StatisticsBenchmark {
             var rows = 0
             for _ in 0..<baselineRepeats {
                 let start = now()
-                rows = try database.map(baseline.sql, baseline.values) { try $0.int64(at: 0) }.count
+                rows = try database.map(baseline.sql, baseline.values) { try $0.int64(BaselineColumn.bucket) }.count
                 samples.append(seconds(since: start) * 1000)
             }
             print(String(format: "  %@: p50 %.1f ms, p99 %.1f ms (%d groups, %d runs)", baseline.name, percentile(samples, 0.5),

@@ -92,6 +92,8 @@ import JSON
             return #"{\#(id)"type":"heartRate","value":\#(value("187.25", "61")),"unit":"count/min","start":"\#(start)","end":"\#(start)"}"#
         case "workout":
             return #"{\#(id)"type":"workout","activityType":"hiking","totalDistance":{"value":\#(value("7777.5", "1")),"unit":"m"},"start":"\#(start)","end":"\#(end)"}"#
+        case "flightsClimbed":
+            return #"{\#(id)"type":"flightsClimbed","value":\#(value("13", "1")),"unit":"count","start":"\#(start)","end":"\#(end)"}"#
         case "activeEnergyBurned":
             return #"{\#(id)"type":"activeEnergyBurned","value":\#(value("654.5", "4")),"unit":"kcal","start":"\#(start)","end":"\#(end)"}"#
         default:
@@ -121,7 +123,7 @@ import JSON
         let options = ["stepCount": "cumulativeSum", "distanceWalkingRunning": "cumulativeSum",
                        "activeEnergyBurned": "cumulativeSum"][type] ?? "discreteAverage"
         let uuid = world.ownerUUIDs[type] ?? world.ownerUUIDs["stepCount"] ?? ""
-        let imu = #"{"session":"probe-\#(type)","seq":0,"unit":"g","t0":"\#(day)T10:00:00Z","samples":{"t":[0,0.02,0.04],"x":[0,0,0],"y":[0,0,0],"z":[1,1,1]}}"#
+        let imu = type == "flightsClimbed" ? IMUIngestTests.climb(session: "probe-\(type)") : #"{"session":"probe-\#(type)","seq":0,"unit":"g","t0":"\#(day)T10:00:00Z","samples":{"t":[0,0.02,0.04],"x":[0,0,0],"y":[0,0,0],"z":[1,1,1]}}"#
         switch (method, pattern) {
         case (.get, "/healthz"), (.get, "/metrics"), (.get, "/openapi.json"): return Call(method: method, target: pattern)
         case (.post, "/v1/users"): return Call(method: .post, target: pattern, json: #"{"name":"mallory"}"#, admin: true)
@@ -245,7 +247,8 @@ import JSON
     static func refusesWritesOfATokenWithoutSharePermission(_ backend: TestServer.Backend) throws {
         let world = try World(backend)
         let before = world.ownerData()
-        for type in Self.types {
+        // Flights too: IMU ingest derives them from the barometer, beside the steps it may save.
+        for type in Self.types + ["flightsClimbed"] {
             let probe = world.server.token(user: world.alice, app: "probe-noshare-\(type)",
                                            read: Self.everything, share: Self.everything.filter { $0 != type })
             Self.walk(world, token: probe, withheld: type, lacking: "share") { call, reply, where_ in
@@ -259,6 +262,11 @@ import JSON
             }
             let status = world.server.request(.get, "/v1/authorizations/status?types=\(type)", token: probe)
             #expect(status[type]?.stringValue == "sharingDenied", "\(status.text)")
+            if type != "dateOfBirth" {
+                // Its own samples of the type: none was saved by any route.
+                let own = world.server.request(.get, "/v1/samples?type=\(type)&source=probe-noshare-\(type)", token: probe)
+                #expect(own["samples"]?.arrayValue?.isEmpty == true, "a route saved \(type) for a token that may not share it: \(own.text)")
+            }
         }
         #expect(world.ownerData() == before, "a token without share permission changed the owner's data")
     }

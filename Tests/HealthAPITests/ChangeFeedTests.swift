@@ -4,6 +4,7 @@ import Testing
 import HTTP
 import JSON
 import Synchronization
+import PostgresTestSupport
 @testable import HealthAPI
 @testable import HealthStore
 @testable import SQLiteStore
@@ -509,5 +510,106 @@ private func openStream(_ f: Fixture, token: String, query: String = "types=step
         }
         #expect(!stream.isClosed)
         #expect(stream.events.count == 31)
+    }
+}
+
+/// Revocation and narrowed permissions reach what is in flight (docs/api.md, Authorization): an
+/// open stream and a parked long-poll of the token end within a second, and nothing saved after
+/// the revocation reaches them. On both stores.
+enum ChangeFeedRevocation {
+    /// A server with Alice, a writer app and a follower that reads steps (its token and authorization id).
+    struct World {
+        let f: Fixture
+        let token: String
+        let id: String
+
+        init(_ backend: TestServer.Backend) throws {
+            f = try Fixture(backend: backend)
+            let reply = f.server.request(.post, "/v1/authorizations", token: TestServer.adminToken,
+                                         json: #"{"user":"\#(f.alice)","app":"follower","read":["stepCount"],"share":["stepCount"]}"#)
+            token = reply["token"]?.stringValue ?? ""
+            id = reply["id"]?.stringValue ?? ""
+        }
+
+        /// The follower's open stream (its first event read) and a long-poll parked at the present.
+        func openStreamAndPoll() throws -> (RecordingBodyStream, PendingReply) {
+            let stream = try openStream(f, token: token)
+            #expect(stream.waitUntil { $0.events.count == 1 })
+            let anchor = f.server.request(.get, "/v1/changes?types=stepCount", token: token).anchor
+            let poll = PendingReply(f.server, "/v1/changes?types=stepCount&wait=60&anchor=\(anchor)", token: token)
+            let feed = f.server.application.changeFeed
+            while feed.parkedCount == 0 && !poll.isAnswered { usleep(1000) }
+            return (stream, poll)
+        }
+    }
+
+    static func revokingATokenEndsItsStreamAndParkedPollAtOnce(_ backend: TestServer.Backend) throws {
+        let w = try World(backend)
+        let f = w.f
+        let (stream, poll) = try w.openStreamAndPoll()
+        #expect(f.save(f.phone, steps(0)).status == 201)
+        #expect(stream.waitUntil { $0.events.count == 2 })
+        #expect(poll.wait()?.status.code == 200)
+        let current = f.server.request(.get, "/v1/changes?types=stepCount", token: w.token).anchor
+        let nextPoll = PendingReply(f.server, "/v1/changes?types=stepCount&wait=60&anchor=\(current)", token: w.token)
+        let feed = f.server.application.changeFeed
+        while feed.parkedCount == 0 && !nextPoll.isAnswered { usleep(1000) }
+
+        let revokedAt = Date()
+        #expect(f.server.request(.delete, "/v1/authorizations/\(w.id)", token: TestServer.adminToken).status == 204)
+        // The revocation returns after its streams ended and its polls were answered.
+        #expect(stream.isFinished)
+        #expect(nextPoll.wait()?.status.code == 401)
+        #expect(Date().timeIntervalSince(revokedAt) < 1)
+        let last = try #require(stream.events.last)
+        #expect(last.event == "error" && last.data.contains("errorAuthenticationRequired"), "\(stream.text)")
+        #expect(feed.streamCount == 0 && feed.parkedCount == 0)
+        // Saved after the revocation: reaches nothing of the token, and the token opens nothing.
+        #expect(f.save(f.phone, steps(1)).status == 201)
+        #expect(!stream.text.contains(uuid(1)))
+        #expect(f.server.request(.get, "/v1/changes/stream?types=stepCount", token: w.token).status == 401)
+        #expect(f.server.request(.get, "/v1/changes?types=stepCount&wait=5", token: w.token).status == 401)
+    }
+
+    /// A revocation or narrowing no notification announced (another node's, with its NOTIFY lost;
+    /// here written straight to the database) still ends the stream and the poll within a second.
+    static func anUnannouncedChangeEndsTheStreamWithinASecond(_ backend: TestServer.Backend, narrowing: Bool) throws {
+        let w = try World(backend)
+        let (stream, poll) = try w.openStreamAndPoll()
+        let changedAt = Date()
+        if narrowing {
+            try w.f.server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET read_types = '' WHERE id = ?",
+                                                       postgres: "UPDATE authorizations SET read_types = '' WHERE id = $1", w.id)
+        } else {
+            try w.f.server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET revoked_ms = 1 WHERE id = ?",
+                                                       postgres: "UPDATE authorizations SET revoked_ms = 1 WHERE id = $1", w.id)
+        }
+        #expect(stream.waitUntil { $0.isFinished })
+        #expect(poll.wait()?.status.code == 401)
+        #expect(Date().timeIntervalSince(changedAt) < 1, "ended after \(Date().timeIntervalSince(changedAt)) s")
+        #expect(stream.events.last?.event == "error")
+    }
+}
+
+@Suite struct ChangeFeedRevocationTests {
+    @Test func revokingATokenEndsItsStreamAndParkedPollAtOnce() throws {
+        try ChangeFeedRevocation.revokingATokenEndsItsStreamAndParkedPollAtOnce(.sqlite)
+    }
+
+    @Test(arguments: [false, true])
+    func anUnannouncedChangeEndsTheStreamWithinASecond(narrowing: Bool) throws {
+        try ChangeFeedRevocation.anUnannouncedChangeEndsTheStreamWithinASecond(.sqlite, narrowing: narrowing)
+    }
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to check revocation on the PostgreSQL store"))
+struct PostgresChangeFeedRevocationTests {
+    @Test func revokingATokenEndsItsStreamAndParkedPollAtOnce() throws {
+        try ChangeFeedRevocation.revokingATokenEndsItsStreamAndParkedPollAtOnce(.postgres)
+    }
+
+    @Test(arguments: [false, true])
+    func anUnannouncedChangeEndsTheStreamWithinASecond(narrowing: Bool) throws {
+        try ChangeFeedRevocation.anUnannouncedChangeEndsTheStreamWithinASecond(.postgres, narrowing: narrowing)
     }
 }

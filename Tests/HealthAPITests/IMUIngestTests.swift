@@ -241,4 +241,36 @@ struct IMUFixture {
                                    json: WalkingSignal(seconds: 2).json(session: "x", seq: 0, range: 0..<100))
         #expect(reply.status == 403)
     }
+
+    /// A walk up about 10 m (three floors) over 20 s, with the barometer's readings beside it.
+    static func climb(session: String) -> String {
+        let signal = WalkingSignal(seconds: 20)
+        let times = stride(from: 0.0, through: 20.0, by: 0.5).map { $0 }
+        let pressure = #","pressure":{"t":[\#(times.map { String($0) }.joined(separator: ","))],"hPa":[\#(times.map { String(1013.25 - 0.06 * $0) }.joined(separator: ","))]},"heightCm":175}"#
+        return signal.json(session: session, seq: 0, range: 0..<signal.count)
+            .replacingOccurrences(of: #","heightCm":175}"#, with: pressure)
+    }
+
+    /// Steps and distance are saved; flights the token may not share are counted under `refused`
+    /// and never stored (the same climb with share permission does store them).
+    @Test func flightsTheTokenMayNotShareAreRefusedNotSaved() throws {
+        let server = try TestServer()
+        let user = server.createUser("climber")
+        let sharing = server.token(user: user, app: "barometer", read: [], share: ["stepCount", "distanceWalkingRunning", "flightsClimbed"])
+        let allowed = server.request(.post, "/v1/ingest/imu", token: sharing, json: Self.climb(session: "up"))
+        #expect(allowed.status == 200, "\(allowed.text)")
+        #expect(allowed["refused"] == nil, "\(allowed.text)")
+        let stored = server.request(.get, "/v1/samples?type=flightsClimbed", token: sharing)
+        #expect((stored["samples"]?.arrayValue?.count ?? 0) > 0, "the climb must make flights for the test to mean anything: \(stored.text)")
+
+        let limited = server.token(user: user, app: "stepsonly", read: [], share: ["stepCount", "distanceWalkingRunning"])
+        let reply = server.request(.post, "/v1/ingest/imu", token: limited, json: Self.climb(session: "up"))
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect((reply["refused"]?.objectValue?["flightsClimbed"]?.numberValue ?? 0) >= 1, "\(reply.text)")
+        #expect((reply["saved"]?.arrayValue?.count ?? 0) == 2, "steps and distance only: \(reply.text)")
+        let flights = server.request(.get, "/v1/samples?type=flightsClimbed", token: limited)
+        #expect(flights["samples"]?.arrayValue?.isEmpty == true, "\(flights.text)")
+        let steps = server.request(.get, "/v1/samples?type=stepCount", token: limited)
+        #expect((steps["samples"]?.arrayValue?.count ?? 0) == 1, "\(steps.text)")
+    }
 }

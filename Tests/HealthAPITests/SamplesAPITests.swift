@@ -15,8 +15,8 @@ struct Fixture {
     let bob: String
     let bobApp: String
 
-    init(configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
-        server = try TestServer(configure: configure)
+    init(backend: TestServer.Backend = .sqlite, configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+        server = try TestServer(backend: backend, configure: configure)
         alice = server.createUser("alice")
         bob = server.createUser("bob")
         let everything = ["stepCount", "heartRate", "distanceWalkingRunning", "bloodPressure", "bloodPressureSystolic",

@@ -102,6 +102,30 @@ final class CapturedLog: Sendable {
         #expect(line?.contains("SELECT") == true, "the log line keeps the statement")
     }
 
+    /// A damaged row body (a category sample's JSON) is the server's failure: 500 with the
+    /// request id, and the log line with that id names the table and column; never a sample
+    /// without its value.
+    @Test func aDamagedRowBodyIsA500WithTheRequestID() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let user = server.createUser("ada")
+        let token = server.token(user: user, app: "phone", read: ["sleepAnalysis"], share: ["sleepAnalysis"])
+        let saved = server.request(.post, "/v1/samples", token: token, json: """
+            {"samples":[{"type":"sleepAnalysis","value":"asleepCore","start":"2026-03-08T01:00:00Z","end":"2026-03-08T02:00:00Z"}]}
+            """)
+        #expect(saved.status < 300, "\(saved.text)")
+        try server.store.pool.writeWithoutTransaction { db in try db.execute("UPDATE samples SET body = x'7b2263223a'") }
+
+        let reply = server.request(.get, "/v1/samples?type=sleepAnalysis", token: token)
+        #expect(reply.status == 500)
+        #expect(reply.code == "errorInternal")
+        let requestID = try #require(reply.headers["X-Request-Id"])
+        #expect(reply["requestId"]?.stringValue == requestID)
+        #expect(!reply.text.contains("body") && !reply.text.contains("JSON"), "\(reply.text)")
+        let line = captured.line(containing: "\"id\":\"\(requestID)\"")
+        #expect(line?.contains("samples.body is not a JSON object") == true, "\(line ?? "no log line")")
+    }
+
     /// The asynchronous write path (POST /v1/samples answers from the commit's completion) goes
     /// through the same responder.
     @Test func aFailedGroupCommitShowsNoInternals() throws {

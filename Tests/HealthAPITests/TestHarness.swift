@@ -52,6 +52,18 @@ final class TestServer: Sendable {
         application = HealthApplication(configuration: configuration, store: backend, adminToken: Self.adminToken, accessLog: log)
     }
 
+    /// Runs one statement with one text parameter straight on the database (`?` for SQLite, `$1`
+    /// for PostgreSQL), behind the server's back: as another node would, with its notification lost.
+    func executeBehindTheServersBack(sqlite: String, postgres: String, _ parameter: String) throws {
+        if let postgresSchema {
+            let connection = try postgresSchema.connect()
+            defer { connection.close() }
+            _ = try connection.execute(postgres, [.text(parameter)])
+        } else {
+            try store.pool.write { db in try db.execute(sqlite, [.text(parameter)]) }
+        }
+    }
+
     deinit {
         backend.close()
         if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }

@@ -125,6 +125,36 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         }
     }
 
+    @Test func damagedCategoryBodyIsAnError() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["sleepAnalysis"], share: ["sleepAnalysis"])
+        let sleep = HealthSample(uuid: .random(), type: "sleepAnalysis", start: 1_700_000_000_000, end: 1_700_003_600_000,
+                                 content: .category("asleepCore"))
+        _ = try t.store.save([sleep], by: app)
+        try damage(t, "UPDATE samples SET body = x'7b2263223a'")
+        #expect(throws: RowDecodingError(table: "samples", column: "body", problem: "is not a JSON object")) {
+            try t.store.sample(sleep.uuid, for: app, userExternalID: user.id)
+        }
+        #expect(throws: RowDecodingError.self) { try t.store.samples(SampleQuery(type: "sleepAnalysis"), for: app, userExternalID: user.id) }
+    }
+
+    @Test func damagedPriorityListIsAnError() throws {
+        let t = try TemporaryStore()
+        let user = try t.store.createUser(name: "alice")
+        let stepType = try #require(HealthTypeCatalog.type("stepCount"))
+        for name in ["phone", "watch"] {
+            let (app, _) = try t.store.createAuthorization(user: user, app: name, read: ["stepCount"], share: ["stepCount"])
+            _ = try t.store.save([steps(10, start: 1_700_000_000_000)], by: app)
+        }
+        try t.store.setSourcePriority(userRowID: user.rowID, type: stepType, apps: ["watch", "phone"])
+        let expected = RowDecodingError(table: "source_priorities", column: "apps", problem: "is not a JSON array of app names")
+        for damaged in ["not json", "{\"watch\": 1}"] {
+            try damage(t, "UPDATE source_priorities SET apps = '\(damaged)'")
+            #expect(throws: expected) { try t.store.sourcePriority(userRowID: user.rowID, type: stepType) }
+        }
+    }
+
     @Test func truncatedUUIDIsAnError() throws {
         let (t, app, user, _) = try storeWithOneSample()
         try damage(t, "UPDATE samples SET uuid = x'0102'")

@@ -8,7 +8,7 @@ import Testing
 @testable import HealthdCommandLine
 
 /// Bytes from memory, as `healthd import` reads a file.
-private final class MemoryByteSource: AppleHealthByteSource {
+final class MemoryByteSource: AppleHealthByteSource {
     let bytes: [UInt8]
     var offset = 0
     init(_ bytes: [UInt8]) { self.bytes = bytes }

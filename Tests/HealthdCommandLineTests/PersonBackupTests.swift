@@ -7,22 +7,6 @@ import JSON
 import Testing
 @testable import HealthdCommandLine
 
-/// Bytes from memory, as `healthd import` reads a file.
-private final class BackupBytes: AppleHealthByteSource {
-    let bytes: [UInt8]
-    var offset = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-    var totalBytes: Int64? { Int64(bytes.count) }
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let count = min(buffer.count, bytes.count - offset)
-        bytes.withUnsafeBytes { source in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset ..< offset + count]))
-        }
-        offset += count
-        return count
-    }
-}
-
 @Suite("A person's backup")
 struct PersonBackupTests {
     static func store() throws -> (SQLiteHealthStore, URL) {
@@ -65,7 +49,7 @@ struct PersonBackupTests {
         let (new, newDirectory) = try Self.store()
         defer { try? FileManager.default.removeItem(at: newDirectory) }
         let restoredUser = try new.createUser(name: "jane")
-        let first = try HealthdExportImporter(store: new, user: restoredUser).run(BackupBytes(exported))
+        let first = try HealthdExportImporter(store: new, user: restoredUser).run(MemoryByteSource(exported))
         #expect(first.insertedCount == 2 && first.records == 2)
         #expect(first.settingsRestored?.isEmpty == false)
         #expect(try new.sourcePriority(userRowID: restoredUser.rowID, type: stepCount) == ["watch", "phone"])
@@ -84,7 +68,7 @@ struct PersonBackupTests {
         let firstLine = { (bytes: [UInt8]) in Array(bytes.prefix(while: { $0 != 0x0A })) }
         #expect(firstLine(try Self.backup(new, restoredUser)) == firstLine(exported))
 
-        let again = try HealthdExportImporter(store: new, user: restoredUser).run(BackupBytes(exported))
+        let again = try HealthdExportImporter(store: new, user: restoredUser).run(MemoryByteSource(exported))
         #expect(again.insertedCount == 0 && again.settingsRestored == [])
     }
 
@@ -99,7 +83,7 @@ struct PersonBackupTests {
                               (#"{"healthdBackup":{"version":1,"apps":[{"app":"a","read":["nope"],"share":[]}]}}"#,
                                "healthdBackup.apps[0]")] {
             #expect {
-                _ = try HealthdExportImporter(store: store, user: user).run(BackupBytes(Array((line + "\n").utf8)))
+                _ = try HealthdExportImporter(store: store, user: user).run(MemoryByteSource(Array((line + "\n").utf8)))
             } throws: { error in
                 "\(error)".contains(field)
             }

@@ -90,7 +90,7 @@ import Testing
         return restored
     }
 
-    @Test func compactStatesOfVersions2And3RestoreWithoutTheChecksTheyLackedAndContinue() throws {
+    @Test func compactStatesOfVersions2To4RestoreWithoutTheChecksTheyLackedAndContinue() throws {
         // They ran without the later checks, so they go on without them, with the parameters they stored.
         let version2 = try Self.restoreEarlierVersion(2).parameters
         #expect(version2.bumpRhythmTolerance == 0)
@@ -102,6 +102,12 @@ import Testing
         #expect(version3.longestStepPeriodSeconds == 0.9)
         #expect(version3.strideLockStrides == 0)
         #expect(version3.relativeProminence == 1.0)
+        #expect(version3.strideRhythmTolerance == 0)
+        let version4 = try Self.restoreEarlierVersion(4).parameters
+        #expect(version4.strideLockStrides == 3)
+        #expect(version4.relativeProminence == 1.2)
+        #expect(version4.strideRhythmTolerance == 0)
+        #expect(PedometerSession().parameters.strideRhythmTolerance == 0.15)
     }
 
     @Test func damagedStatesAreErrorsNotCrashes() throws {

@@ -60,7 +60,7 @@ struct ConnectionTests {
         #expect(throws: RowDecodingError.self) { try row.string(at: 7) }
         #expect(try row.double(at: 2) == 2.5)
 
-        enum Columns: Int, PostgresColumns {
+        enum Columns: Int, TableColumns {
             case id, label
             static let table = "things"
             var name: String { self == .id ? "id" : "label" }
@@ -71,6 +71,20 @@ struct ConnectionTests {
         #expect(try thing.int64(Columns.id) == 1)
         #expect(throws: RowDecodingError(table: "things", column: "label", problem: "is NULL")) { try thing.string(Columns.label) }
         #expect(try thing.stringIfPresent(Columns.label) == nil)
+    }
+
+    /// One-column readers: nil without a row; NULL, or a query of more than one column, is an error.
+    @Test func oneColumnReadersRefuseNullAndWiderQueries() throws {
+        let schema = try TestSchema()
+        let db = try schema.connect()
+        #expect(try db.firstInt64("SELECT 1 WHERE false") == nil)
+        #expect(try db.firstInt64("SELECT 7::bigint") == 7)
+        #expect(try db.firstString("SELECT 'seven'") == "seven")
+        #expect(try db.firstBytes("SELECT '\\x07'::bytea") == [7])
+        #expect(try db.firstBool("SELECT true") == true)
+        #expect(throws: RowDecodingError.self) { try db.firstInt64("SELECT NULL::bigint") }
+        #expect(throws: RowDecodingError(table: nil, column: "n", problem: "is one of 2 columns where one was read",
+                                         sql: "SELECT 1 AS n, 2 AS m")) { try db.firstInt64("SELECT 1 AS n, 2 AS m") }
     }
 
     @Test func preparesEachStatementOncePerParameterShape() throws {

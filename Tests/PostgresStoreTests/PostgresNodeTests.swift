@@ -4,6 +4,7 @@ import HealthStore
 import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
+import Synchronization
 import Testing
 import ClientThreads
 
@@ -74,6 +75,27 @@ struct PostgresNodeTests {
             nodeB.cachedAuthorization(tokenHash: hash) == nil
         })
         #expect(try nodeB.authorization(tokenHash: hash) == nil)
+    }
+
+    /// Another node's streams end on a revocation before any later commit reaches them: its
+    /// authorization observers hear it first, within a second, and its live list drops it.
+    @Test func aRevocationReachesTheOtherNodesObserversBeforeLaterCommits() throws {
+        let t = try TestStore(.postgres)
+        let nodeB = try t.secondNode()
+        let user = try t.store.createUser(name: "alice")
+        let (app, _) = try t.store.createAuthorization(user: user, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let heard = Mutex<[String]>([])
+        nodeB.addAuthorizationObserver { id in heard.withLock { $0.append("revoked \(id)") } }
+        nodeB.addCommitObserver { _ in heard.withLock { $0.append("commit") } }
+        #expect(try nodeB.liveAuthorizations(ids: [app.id, "nosuch"]) == [app.id: app])
+        let revokedAt = Date()
+        #expect(try t.store.revokeAuthorization(id: app.id))
+        let (other, _) = try t.store.createAuthorization(user: user, app: "watch", read: [], share: ["stepCount"])
+        _ = try t.store.save([steps(5, start: t0)], by: other)
+        #expect(eventually(within: 1) { heard.withLock { $0.contains("commit") } })
+        #expect(Date().timeIntervalSince(revokedAt) < 1)
+        #expect(heard.withLock { $0 }.first == "revoked \(app.id)", "\(heard.withLock { $0 })")
+        #expect(try nodeB.liveAuthorizations(ids: [app.id]).isEmpty)
     }
 
     @Test func oneUsersFeedStaysCompleteAndOrderedWhileBothNodesWrite() throws {

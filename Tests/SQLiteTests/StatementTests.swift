@@ -27,6 +27,29 @@ import Testing
         #expect(read?.0 == 7 && read?.1 == "Ada" && read?.2 == nil && read?.3 == [1, 2])
     }
 
+    /// One-column readers: nil without a row; NULL, or a query of more than one column (whose
+    /// other columns the reader would ignore), is an error. A case's own name is its column's
+    /// name where none is given.
+    @Test func oneColumnReadersRefuseNullAndWiderQueries() throws {
+        let db = try Database(path: ":memory:")
+        try db.execute("CREATE TABLE t (n INTEGER, s TEXT, b BLOB)")
+        #expect(try db.firstInt64("SELECT n FROM t") == nil)
+        try db.execute("INSERT INTO t VALUES (7, 'seven', x'07'), (NULL, NULL, NULL)")
+        #expect(try db.firstInt64("SELECT n FROM t WHERE n = 7") == 7)
+        #expect(try db.firstString("SELECT s FROM t WHERE n = 7") == "seven")
+        #expect(try db.firstBlob("SELECT b FROM t WHERE n = 7") == [7])
+        #expect(throws: RowDecodingError.self) { try db.firstInt64("SELECT n FROM t WHERE n IS NULL") }
+        #expect(throws: RowDecodingError(table: nil, column: "n", problem: "is one of 2 columns where one was read",
+                                         sql: "SELECT n, s FROM t")) { try db.firstInt64("SELECT n, s FROM t") }
+        enum Totals: Int, TableColumns {
+            case rows, sum
+            static let table = "t"
+        }
+        #expect(Totals.selectList == "rows, sum")
+        let totals = try db.first("SELECT count(*) AS rows, sum(n) AS sum FROM t") { (try $0.int(Totals.rows), try $0.int64(Totals.sum)) }
+        #expect(totals?.0 == 2 && totals?.1 == 7)
+    }
+
     /// SQLite reads NULL as 0 or ""; a reader that needs a value gets an error naming the column.
     @Test func nullWhereAValueIsRequiredNamesTableAndColumn() throws {
         let db = try Database(path: ":memory:")

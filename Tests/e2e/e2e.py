@@ -494,6 +494,39 @@ def change_feed_checks(port):
     return stream
 
 
+def revocation_checks(port):
+    """A revoked token's open stream and parked long-poll end within 1 s; nothing saved after reaches them."""
+    print("e2e: revocation reaches open streams and long-polls")
+    st, _, b = http(port, "POST", "/v1/users", {"name": "revoked"}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "follower", "read": ["stepCount"], "share": []}, token=ADMIN)
+    token, authorization = js(b)["token"], js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "writer", "read": [], "share": ["stepCount"]}, token=ADMIN)
+    writer = js(b)["token"]
+    st, _, b = http(port, "GET", "/v1/changes?types=stepCount", token=token)
+    anchor = js(b)["anchor"]
+    stream = open_event_stream(port, token)
+    data = read_until(stream, b"", lambda d: len(event_ids(d)) >= 1)
+    poll = socket.create_connection(("127.0.0.1", port), timeout=30)
+    poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+    time.sleep(0.3)
+    revoked_at = time.time()
+    st, _, _ = http(port, "DELETE", f"/v1/authorizations/{authorization}", token=ADMIN)
+    later = "00000000-0000-4000-8000-0000000a11ce"
+    http(port, "POST", "/v1/samples", {"samples": [{"uuid": later, "type": "stepCount", "value": 5, "unit": "count",
+                                                     "start": "2026-03-01T11:00:00Z", "end": "2026-03-01T11:00:30Z"}]}, token=writer)
+    data = read_until(stream, data, lambda d: d.endswith(b"0\r\n\r\n"), timeout=3)
+    answer = read_until(poll, b"", lambda d: b"\r\n\r\n" in d, timeout=3)
+    elapsed = time.time() - revoked_at
+    stream.close()
+    poll.close()
+    check("a revocation ends the token's stream (event: error, last chunk) and answers its parked long-poll 401 within 1 s",
+          st == 204 and b"event: error" in data and data.endswith(b"0\r\n\r\n") and statuses(answer) == [401] and elapsed < 1,
+          (st, round(elapsed, 3), data[-120:], answer[:80]))
+    check("nothing saved after the revocation reaches the stream or the poll", later.encode() not in data + answer)
+
+
 def zone_events(data):
     return [js(m) for m in re.findall(rb"event: zone\ndata: (\{[^\n]*\})\n\n", data)]
 
@@ -998,6 +1031,7 @@ def main():
         first_start_checks(args.binary, os.path.abspath(args.public))
         feed_stream = change_feed_checks(server.port)
         workout_session_checks(server.port)
+        revocation_checks(server.port)
         print("e2e: graceful stop")
         code = server.stop()
         check("SIGTERM stops the server with status 0", code == 0, code)

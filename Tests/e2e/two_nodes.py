@@ -7,6 +7,8 @@ Starts two real healthd processes (A and B) with --database on a fresh database 
   - statistics on B (after B cached the answer) reflect A's writes;
   - a workout session started on A: heart rates written to A and to B reach event streams on both
     nodes as one sequence of zone events each (judged once, broadcast to every node);
+  - a revocation on A ends an open change stream and a parked long-poll of that token on B within
+    1 s, and nothing saved after it (on either node) reaches them;
   - one IMU session's batches alternate between the nodes: seq continues across them, a repeated
     seq replays the first answer byte for byte on the other node, a gap is a 409 on either;
   - kill -9 of A while clients write to both loses nothing acknowledged (checked on B, and on A
@@ -154,6 +156,60 @@ def zone_checks(a, b):
     check("the session started on A ends on B", status == 200, status)
 
 
+def revocation_checks(a, b):
+    print("two nodes: a revocation on A ends B's stream and long-poll within 1 s")
+    status, body = request(a.port, "POST", "/v1/users", {"name": "two-nodes-revoked"}, token=ADMIN)
+    user = json.loads(body)["id"] if status == 201 else ""
+    status, body = request(a.port, "POST", "/v1/authorizations", {"user": user, "app": "follower", "read": ["stepCount"], "share": ["stepCount"]},
+                           token=ADMIN)
+    created = json.loads(body) if status == 201 else {}
+    token, authorization = created.get("token", ""), created.get("id", "")
+    status, body = request(a.port, "POST", "/v1/authorizations", {"user": user, "app": "writer", "read": [], "share": ["stepCount"]},
+                           token=ADMIN)
+    writer = json.loads(body).get("token", "") if status == 201 else ""
+    status, body = request(b.port, "GET", "/v1/changes?types=stepCount", token=token)
+    anchor = json.loads(body).get("anchor", "") if status == 200 else ""
+    check("the follower's token made on A works on B", status == 200 and anchor, body[:200])
+    stream = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+    stream.sendall(f"GET /v1/changes/stream?types=stepCount&anchor={anchor} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    poll = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+    poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+    request(a.port, "POST", "/v1/samples", {"samples": [step_sample(900, 900)]}, token=writer)
+    data = read_until(stream, data, lambda d: step_sample(900, 900)["uuid"].encode() in d, timeout=5)
+    check("B's stream has the write made on A before the revocation", step_sample(900, 900)["uuid"].encode() in data, data[-300:])
+    polled = read_until(poll, b"", lambda d: b"\r\n\r\n" in d and d.endswith(b"}"), timeout=5)
+    poll.close()
+    poll = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+    status, body = request(b.port, "GET", "/v1/changes?types=stepCount", token=token)
+    current = json.loads(body).get("anchor", "") if status == 200 else ""
+    poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={current} HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
+    time.sleep(0.3)
+    revoked_at = time.monotonic()
+    status, _ = request(a.port, "DELETE", f"/v1/authorizations/{authorization}", token=ADMIN)
+    check("the admin revokes the follower on A", status == 204, status)
+    # Saved right after the revocation, on both nodes: must reach neither the stream nor the poll.
+    request(a.port, "POST", "/v1/samples", {"samples": [step_sample(901, 901)]}, token=writer)
+    request(b.port, "POST", "/v1/samples", {"samples": [step_sample(902, 902)]}, token=writer)
+    data = read_until(stream, data, lambda d: b"event: error" in d and d.endswith(b"0\r\n\r\n"), timeout=3)
+    ended = time.monotonic() - revoked_at
+    check("B's stream ends with event: error within 1 s of the revocation on A",
+          b"event: error" in data and data.endswith(b"0\r\n\r\n") and ended < 1.0, (round(ended, 3), data[-200:]))
+    answer = read_until(poll, b"", lambda d: b"\r\n\r\n" in d, timeout=3)
+    answered = time.monotonic() - revoked_at
+    check("B's parked long-poll is answered 401 within 1 s", answer.startswith(b"HTTP/1.1 401") and answered < 1.0,
+          (round(answered, 3), answer[:120]))
+    later = [step_sample(n, n)["uuid"].encode() for n in (901, 902)]
+    check("nothing saved after the revocation reached B's stream or poll",
+          not any(u in data or u in answer for u in later), data[-300:])
+    stream.close()
+    poll.close()
+    status, _ = request(b.port, "GET", "/v1/changes?types=stepCount", token=token)
+    check("the revoked token is refused on B", status == 401, status)
+
+
 def imu_checks(a, b, token):
     print("two nodes: one IMU session across both nodes")
     rng = random.Random(15)
@@ -264,7 +320,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     parser.add_argument("--database", required=True, help="a postgres:// URL; the test creates a fresh database on that server")
-    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,imu,faults,kill")
+    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,imu,faults,kill")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     public = os.path.abspath(args.public)
@@ -275,7 +331,8 @@ def main():
         _, token = user_and_token(a.port, "two-nodes", ["stepCount", "heartRate", WRITER_TYPE, DISCRETE_TYPE,
                                                         "distanceWalkingRunning", "flightsClimbed"])
         for part, run in (("feed", lambda: feed_checks(a, b, token)), ("statistics", lambda: statistics_checks(a, b, token)),
-                          ("zones", lambda: zone_checks(a, b)), ("imu", lambda: imu_checks(a, b, token)), ("faults", lambda: fault_checks(args.database, database, a, b, token)),
+                          ("zones", lambda: zone_checks(a, b)), ("revocation", lambda: revocation_checks(a, b)),
+                          ("imu", lambda: imu_checks(a, b, token)), ("faults", lambda: fault_checks(args.database, database, a, b, token)),
                           ("kill", lambda: kill_checks(args.binary, public, database, a, b, token))):
             if part in skip:
                 print(f"two nodes: {part}: skipped (--skip)")

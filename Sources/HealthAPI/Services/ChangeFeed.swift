@@ -44,9 +44,9 @@ struct ChangeSubscriber: Sendable {
         return !types.isDisjoint(with: typeIDs)
     }
 
-    func read(after position: ChangePosition?, store: any HealthDataStore) throws(APIError) -> ChangePage {
+    func read(after position: ChangePosition?, data: HealthData) throws(APIError) -> ChangePage {
         do {
-            return try store.changes(ChangeRequest(types: types, after: position, limit: limit), for: app, userExternalID: app.userID)
+            return try data.app(app).changes(ChangeRequest(types: types, after: position, limit: limit))
         } catch ChangeFeedError.anchorExpired {
             throw ChangeFeed.anchorExpired
         } catch {
@@ -91,7 +91,7 @@ public final class ChangeFeed: Sendable {
         status: .gone, code: "errorAnchorExpired",
         detail: "the anchor is older than the retained deletion history; start over without an anchor")
 
-    let store: any HealthDataStore
+    let data: HealthData
     let workers: DispatchQueue
     /// A stream whose unsent backlog exceeds this is cut off (after a final `event: error`).
     let streamBacklogLimit: Int
@@ -112,6 +112,10 @@ public final class ChangeFeed: Sendable {
         var shuttingDown = false
         var keepAliveTimer: (any DispatchSourceTimer)?
         var retentionTimer: (any DispatchSourceTimer)?
+        var accessTimer: (any DispatchSourceTimer)?
+        /// Authorizations revoked or changed lately (id -> when, monotonic): a poll being read or a
+        /// stream being opened at that moment ends rather than answer under the old permissions.
+        var ended: [String: DispatchTime] = [:]
     }
 
     struct LongPoll: Sendable {
@@ -123,16 +127,17 @@ public final class ChangeFeed: Sendable {
         var respond: @Sendable (HTTPResponse) -> Void
     }
 
-    init(store: any HealthDataStore, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
+    init(data: HealthData, workers: DispatchQueue, streamBacklogLimit: Int, keepAliveSeconds: Int = 10, retentionDays: Int,
          log: AccessLog? = nil) {
-        self.store = store
+        self.data = data
         self.log = log
         self.workers = workers
         self.streamBacklogLimit = streamBacklogLimit
         self.keepAliveSeconds = keepAliveSeconds
         self.retentionDays = retentionDays
-        store.addCommitObserver { [weak self] change in self?.committed(change) }
-        store.streamEventLog.addObserver { [weak self] user in self?.streamEventArrived(userRowID: user) }
+        data.addCommitObserver { [weak self] change in self?.committed(change) }
+        data.streamEventLog.addObserver { [weak self] user in self?.streamEventArrived(userRowID: user) }
+        data.addAuthorizationObserver { [weak self] id in self?.authorizationEnded(id) }
         startRetention()
     }
 
@@ -140,6 +145,7 @@ public final class ChangeFeed: Sendable {
         state.withLock { state in
             state.keepAliveTimer?.cancel()
             state.retentionTimer?.cancel()
+            state.accessTimer?.cancel()
         }
     }
 
@@ -156,7 +162,8 @@ public final class ChangeFeed: Sendable {
     func longPoll(_ subscriber: ChangeSubscriber, after position: ChangePosition?, wait: Int,
                   disconnect: DisconnectSignal? = nil,
                   respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
-        let page = try subscriber.read(after: position, store: store)
+        let page = try subscriber.read(after: position, data: data)
+        try requireLive(subscriber)
         if !page.isEmpty || page.more || wait == 0 {
             respond(subscriber.response(page))
             return
@@ -181,9 +188,10 @@ public final class ChangeFeed: Sendable {
     private func park(_ poll: LongPoll, seenSeq: Int64) {
         let user = poll.subscriber.app.userRowID
         let outcome = state.withLock { state -> ParkOutcome in
-            if state.shuttingDown { return .answerNow }
+            if state.shuttingDown || state.ended[poll.subscriber.app.id] != nil { return .answerNow }
             if let latest = state.latestSeq[user], latest > seenSeq { return .readAgain }
             state.waiters[user, default: [:]][poll.id] = poll
+            if state.accessTimer == nil { state.accessTimer = makeAccessTimer() }
             return .parked
         }
         switch outcome {
@@ -200,7 +208,8 @@ public final class ChangeFeed: Sendable {
     /// A relevant commit: read again; answer if the app can see something, else keep waiting.
     private func wake(_ poll: LongPoll) {
         do throws(APIError) {
-            let page = try poll.subscriber.read(after: poll.position, store: store)
+            let page = try poll.subscriber.read(after: poll.position, data: data)
+            try requireLive(poll.subscriber)
             if !page.isEmpty || page.more || DispatchTime.now() >= poll.deadline {
                 poll.respond(poll.subscriber.response(page))
             } else {
@@ -225,7 +234,9 @@ public final class ChangeFeed: Sendable {
     /// Answers with whatever is there now (usually nothing, with the anchor moved to the present).
     private func answer(_ poll: LongPoll) {
         do throws(APIError) {
-            poll.respond(poll.subscriber.response(try poll.subscriber.read(after: poll.position, store: store)))
+            let page = try poll.subscriber.read(after: poll.position, data: data)
+            try requireLive(poll.subscriber)
+            poll.respond(poll.subscriber.response(page))
         } catch {
             poll.respond(poll.subscriber.problems.response(error))
         }
@@ -258,16 +269,17 @@ public final class ChangeFeed: Sendable {
     /// Starts feeding `output` from `position`; `announce` first sends an empty event carrying the
     /// starting anchor, so a client that connected without one has an id to resume from.
     func openStream(_ subscriber: ChangeSubscriber, from position: ChangePosition, announce: Bool, output: any HTTPBodyStream) {
-        let stream = ChangeStream(subscriber: subscriber, position: position, eventPosition: store.streamEventLog.current,
+        let stream = ChangeStream(subscriber: subscriber, position: position, eventPosition: data.streamEventLog.current,
                                   output: output, feed: self)
         if announce {
             _ = stream.send(ChangeStream.event(subscriber, ChangePage(added: [], deleted: [], next: position, more: false)))
         }
         let id = state.withLock { state -> UInt64? in
-            guard !state.shuttingDown else { return nil }
+            guard !state.shuttingDown, state.ended[subscriber.app.id] == nil else { return nil }
             state.nextID &+= 1
             state.streams[subscriber.app.userRowID, default: [:]][state.nextID] = stream
             if state.keepAliveTimer == nil { state.keepAliveTimer = makeKeepAliveTimer() }
+            if state.accessTimer == nil { state.accessTimer = makeAccessTimer() }
             return state.nextID
         }
         guard let id else {
@@ -309,6 +321,80 @@ public final class ChangeFeed: Sendable {
         for stream in streams { _ = stream.send(ChangeStream.keepAlive) }
     }
 
+    // MARK: Revocation
+
+    /// How often open streams and parked polls are checked against the database: revocations and
+    /// narrowed permissions that no notification announced (another node's, a lost NOTIFY) still
+    /// end them within a second.
+    static let accessCheckInterval = DispatchTimeInterval.milliseconds(400)
+    /// How long an ended authorization is remembered for requests in flight at that moment.
+    static let endedMemory = DispatchTimeInterval.seconds(60)
+
+    static let revoked = APIError.authenticationRequired("the token was revoked or its permissions changed")
+    static let revokedEvent = Array(
+        "event: error\ndata: {\"code\":\"errorAuthenticationRequired\",\"detail\":\"the token was revoked or its permissions changed\"}\n\n".utf8)
+
+    /// An authorization was revoked or changed: its streams end now (after a final `event: error`),
+    /// its parked long-polls are answered 401, and requests of it in flight end the same way.
+    func authorizationEnded(_ id: String) {
+        let (polls, streams) = state.withLock { state -> ([LongPoll], [ChangeStream]) in
+            let now = DispatchTime.now()
+            state.ended = state.ended.filter { now < $0.value + Self.endedMemory }
+            state.ended[id] = now
+            var polls: [LongPoll] = []
+            for (user, waiting) in state.waiters {
+                let ending = waiting.filter { $0.value.subscriber.app.id == id }
+                guard !ending.isEmpty else { continue }
+                polls += ending.values
+                let remaining = waiting.filter { $0.value.subscriber.app.id != id }
+                state.waiters[user] = remaining.isEmpty ? nil : remaining
+            }
+            let streams = state.streams.values.flatMap(\.values).filter { $0.subscriber.app.id == id }
+            return (polls, streams)
+        }
+        for stream in streams { stream.revoke(Self.revokedEvent) }
+        for poll in polls { workers.async { poll.respond(poll.subscriber.problems.response(Self.revoked)) } }
+    }
+
+    /// Throws the 401 when the subscriber's authorization ended while its request was in flight.
+    private func requireLive(_ subscriber: ChangeSubscriber) throws(APIError) {
+        if state.withLock({ $0.ended[subscriber.app.id] != nil }) { throw Self.revoked }
+    }
+
+    private func makeAccessTimer() -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: workers)
+        timer.schedule(deadline: .now() + Self.accessCheckInterval, repeating: Self.accessCheckInterval,
+                       leeway: .milliseconds(50))
+        timer.setEventHandler { [weak self] in self?.checkAccess() }
+        timer.resume()
+        return timer
+    }
+
+    /// Compares every open stream's and parked poll's authorization with the database's: one read
+    /// for all of them. A missing (revoked) or different (narrowed) one ends as `authorizationEnded`.
+    func checkAccess() {
+        let inFlight = state.withLock { state -> [String: AppAuthorization] in
+            var apps: [String: AppAuthorization] = [:]
+            for stream in state.streams.values.flatMap(\.values) { apps[stream.subscriber.app.id] = stream.subscriber.app }
+            for poll in state.waiters.values.flatMap(\.values) { apps[poll.subscriber.app.id] = poll.subscriber.app }
+            if apps.isEmpty {
+                state.accessTimer?.cancel()
+                state.accessTimer = nil
+            }
+            return apps
+        }
+        guard !inFlight.isEmpty else { return }
+        let live: [String: AppAuthorization]
+        do {
+            live = try data.liveAuthorizations(ids: Set(inFlight.keys))
+        } catch {
+            log?.event("checking the authorizations of open streams failed; retrying", level: "warning",
+                       fields: [("error", String(describing: error))])
+            return
+        }
+        for (id, authorization) in inFlight where live[id] != authorization { authorizationEnded(id) }
+    }
+
     // MARK: Retention
 
     /// Purges expired tombstones at startup and hourly.
@@ -326,7 +412,7 @@ public final class ChangeFeed: Sendable {
     /// (anchors expire later), nothing is lost or answered wrongly.
     func purgeExpiredTombstones() {
         do {
-            _ = try store.purgeTombstones(retentionDays: retentionDays)
+            _ = try data.purgeTombstones(retentionDays: retentionDays)
         } catch {
             log?.event("tombstone purge failed; retrying in an hour", level: "warning", fields: [("error", String(describing: error))])
         }
@@ -343,6 +429,8 @@ public final class ChangeFeed: Sendable {
             state.keepAliveTimer = nil
             state.retentionTimer?.cancel()
             state.retentionTimer = nil
+            state.accessTimer?.cancel()
+            state.accessTimer = nil
             let polls = state.waiters.values.flatMap(\.values)
             let streams = state.streams.values.flatMap(\.values)
             state.waiters = [:]
@@ -417,13 +505,13 @@ final class ChangeStream: Sendable {
                 state.pending = false
                 return (state.position, state.eventPosition)
             }
-            let streamEvents = feed.store.streamEventLog.events(after: eventStart, for: subscriber.app)
+            let streamEvents = feed.data.app(subscriber.app).streamEvents(after: eventStart)
             var position = start
             var more = true
             while more {
                 let page: ChangePage
                 do throws(APIError) {
-                    page = try subscriber.read(after: position, store: feed.store)
+                    page = try subscriber.read(after: position, data: feed.data)
                 } catch {
                     _ = output.write(Array("event: error\ndata: ".utf8) + subscriber.problems.response(error).bodyBytes + [10, 10])
                     end()
@@ -462,7 +550,9 @@ final class ChangeStream: Sendable {
             end()
             return false
         }
-        guard output.write(bytes) else {
+        // Under the lock that `revoke` takes: once a stream is revoked, nothing more is written.
+        guard let written = state.withLock({ state -> Bool? in state.ended ? nil : output.write(bytes) }) else { return false }
+        guard written else {
             end()
             return false
         }
@@ -471,6 +561,17 @@ final class ChangeStream: Sendable {
 
     func end() {
         state.withLock { $0.ended = true }
+        output.finish()
+    }
+
+    /// Ends the stream with `finalEvent`: its authorization was revoked or changed.
+    func revoke(_ finalEvent: [UInt8]) {
+        let first = state.withLock { state -> Bool in
+            defer { state.ended = true }
+            return !state.ended
+        }
+        guard first else { return }
+        _ = output.write(finalEvent)
         output.finish()
     }
 }

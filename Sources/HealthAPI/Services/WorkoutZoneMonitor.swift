@@ -20,7 +20,7 @@ import Synchronization
 final class WorkoutZoneMonitor: Sendable {
     static let eventName = "zone"
 
-    let store: any HealthDataStore
+    let data: HealthData
     let feed: ChangeFeed
     private let state: Mutex<State>
 
@@ -37,15 +37,15 @@ final class WorkoutZoneMonitor: Sendable {
     /// How often a node serving a shared database re-reads the running sessions.
     static let sharedRefreshSeconds = 5
 
-    init(store: any HealthDataStore, feed: ChangeFeed) {
-        self.store = store
+    init(data: HealthData, feed: ChangeFeed) {
+        self.data = data
         self.feed = feed
         state = Mutex(State(activeSessions: nil))
         // Starting with no sessions would silence the zone events of every session that was
         // running before a restart: unknown counts judge every heart-rate commit instead.
         loadActiveSessions()
-        store.addCommitObserver { [weak self] change in self?.committed(change) }
-        if store.isSharedByNodes {
+        data.addCommitObserver { [weak self] change in self?.committed(change) }
+        if data.isSharedByNodes {
             state.withLock { state in
                 let timer = DispatchSource.makeTimerSource(queue: feed.workers)
                 let interval = DispatchTimeInterval.seconds(Self.sharedRefreshSeconds)
@@ -63,7 +63,7 @@ final class WorkoutZoneMonitor: Sendable {
 
     private func loadActiveSessions() {
         do {
-            let counts = try store.activeWorkoutSessionCounts()
+            let counts = try data.activeWorkoutSessionCounts()
             state.withLock { $0.activeSessions = counts }
         } catch {
             feed.log?.event("cannot read the active workout sessions; judging every heart-rate commit until it works",
@@ -108,7 +108,7 @@ final class WorkoutZoneMonitor: Sendable {
             if countsUnknown { loadActiveSessions() }
             let changes: [WorkoutZoneChange]
             do {
-                changes = try store.advanceWorkoutZones(userRowID: user)
+                changes = try data.advanceWorkoutZones(userRowID: user)
             } catch {
                 // The stored progress is as it was (judging and progress share one transaction):
                 // the user's next heart-rate commit judges these readings again.
@@ -118,7 +118,7 @@ final class WorkoutZoneMonitor: Sendable {
             }
             for change in changes {
                 do {
-                    try store.broadcast(StreamEvent(userRowID: user, name: Self.eventName, data: Self.eventData(change),
+                    try data.broadcast(StreamEvent(userRowID: user, name: Self.eventName, data: Self.eventData(change),
                                                     readableType: "heartRate"))
                 } catch {
                     // This node's streams have it; other nodes' streams miss this one event.
