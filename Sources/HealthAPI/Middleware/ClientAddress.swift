@@ -31,8 +31,12 @@ public struct ClientAddressResolver: Sendable {
     /// is, IPv6 by its /64 (`IPAddress.rateLimitKey`). Text that is no address (a Unix socket's
     /// peer) is its own key.
     public static func rateLimitKey(_ client: String) -> String {
-        // IPv4 text, the common case, needs no parsing.
-        guard client.utf8.contains(UInt8(ascii: ":")), let address = IPAddress(client) else { return client }
+        // IPv4 text, the common case, needs no parsing. The colon is looked for in the string's
+        // contiguous bytes: `contains` on the UTF-8 view is unspecialized (about 300 instructions a
+        // request on GET /healthz).
+        let colon = UInt8(ascii: ":")
+        let hasColon = client.utf8.withContiguousStorageIfAvailable { $0.contains(colon) } ?? client.utf8.contains(colon)
+        guard hasColon, let address = IPAddress(client) else { return client }
         return address.rateLimitKey
     }
 
