@@ -5,40 +5,8 @@ import Testing
 // head, the unauthenticated body limit, the shared body budget, the minimum body rate and the
 // per-address connection counts.
 
-private func at(_ seconds: Double) -> HTTPInstant {
-    HTTPInstant(uptimeNanoseconds: UInt64(seconds * 1_000_000_000), httpDate: "Sun, 08 Mar 2026 09:30:00 GMT")
-}
-
-private typealias Machine = HTTPConnectionStateMachine
-
-private func describe(_ actions: [Machine.Action]) -> [String] {
-    actions.map { action in
-        switch action {
-        case .dispatch(let request): return "dispatch \(request.method) \(request.target) body=\(request.body.count)"
-        case .admit(let head): return "admit \(head.method) \(head.target)"
-        case .write(let bytes):
-            let text = String(decoding: bytes, as: UTF8.self)
-            return "write " + (text.split(separator: "\r\n").first.map(String.init) ?? "")
-        case .startStream: return "stream"
-        case .pauseReading: return "pause"
-        case .resumeReading: return "resume"
-        case .close(let lingering): return lingering ? "close lingering" : "close"
-        case .serverError(let status, _): return "error \(status.code)"
-        case .peerGone: return "peer gone"
-        case .halfClose: return "half-close"
-        case .closeSocket: return "close socket"
-        }
-    }
-}
-
-private func written(_ actions: [Machine.Action]) -> String {
-    actions.compactMap { action -> String? in
-        if case .write(let bytes) = action { return String(decoding: bytes, as: UTF8.self) }
-        return nil
-    }.joined()
-}
-
-private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+/// The transcript with bodies as their lengths: these tests send filler bytes.
+private func describeLengths(_ actions: [Machine.Action]) -> [String] { describe(actions, bodies: .count) }
 
 private func post(_ path: String = "/p", length: Int, expectContinue: Bool = false) -> [UInt8] {
     bytes("POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Length: \(length)\r\n" + (expectContinue ? "Expect: 100-continue\r\n" : "") + "\r\n")
@@ -53,22 +21,22 @@ struct ConnectionLimitTests {
 
     @Test func aRefusedHeadIsAnsweredWithoutContinueAndWithoutReadingTheBody() {
         var machine = Machine(now: 0)
-        #expect(describe(machine.bytesReceived(post(length: 10 << 20, expectContinue: true), now: at(0))) == ["admit POST /p"])
+        #expect(describeLengths(machine.bytesReceived(post(length: 10 << 20, expectContinue: true), now: at(0))) == ["admit POST /p"])
         let actions = machine.admissionDecided(.refuse(unauthorized), now: at(0))
-        #expect(describe(actions) == ["write HTTP/1.1 401 Unauthorized"])
-        #expect(!written(actions).contains("100 Continue"))
-        #expect(written(actions).contains("Connection: close\r\n"))
+        #expect(describeLengths(actions) == ["write HTTP/1.1 401 Unauthorized"])
+        #expect(!writtenText(actions).contains("100 Continue"))
+        #expect(writtenText(actions).contains("Connection: close\r\n"))
         // The body never came: the connection closes lingering, so the sender reads the 401.
-        #expect(describe(machine.responseWritten(now: at(0))) == ["close lingering"])
+        #expect(describeLengths(machine.responseWritten(now: at(0))) == ["close lingering"])
     }
 
     @Test func aRefusedRequestWhoseBodyIsBufferedWholeKeepsTheConnection() {
         var machine = Machine(now: 0)
         let input = post(length: 5) + bytes("hello") + bytes("GET /next HTTP/1.1\r\nHost: a\r\n\r\n")
-        #expect(describe(machine.bytesReceived(input, now: at(0))) == ["admit POST /p"])
+        #expect(describeLengths(machine.bytesReceived(input, now: at(0))) == ["admit POST /p"])
         let actions = machine.admissionDecided(.refuse(unauthorized), now: at(0))
-        #expect(!written(actions).contains("Connection: close"))
-        #expect(describe(machine.responseWritten(now: at(0))) == ["dispatch GET /next body=0"])
+        #expect(!writtenText(actions).contains("Connection: close"))
+        #expect(describeLengths(machine.responseWritten(now: at(0))) == ["dispatch GET /next body=0"])
     }
 
     @Test func bytesWhileAwaitingAdmissionAreOnlyBuffered() {
@@ -76,23 +44,23 @@ struct ConnectionLimitTests {
         _ = machine.bytesReceived(post(length: 10), now: at(0))
         #expect(machine.isAwaitingAdmission)
         #expect(machine.bytesReceived(bytes("0123456789"), now: at(0)).isEmpty)
-        #expect(describe(machine.admissionDecided(.admit(authenticated: true), now: at(0))) == ["dispatch POST /p body=10"])
+        #expect(describeLengths(machine.admissionDecided(.admit(authenticated: true), now: at(0))) == ["dispatch POST /p body=10"])
     }
 
     @Test func requestsWithoutABodyAreNotAskedUnlessEveryHeadIs() {
         var plain = Machine(now: 0)
-        #expect(describe(plain.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))) == ["dispatch GET / body=0"])
+        #expect(describeLengths(plain.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))) == ["dispatch GET / body=0"])
 
         var proxied = Machine(admitsEveryHead: true, now: 0)
-        #expect(describe(proxied.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))) == ["admit GET /"])
-        #expect(describe(proxied.admissionDecided(.admit(authenticated: true), now: at(0))) == ["dispatch GET / body=0"])
+        #expect(describeLengths(proxied.bytesReceived(bytes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))) == ["admit GET /"])
+        #expect(describeLengths(proxied.admissionDecided(.admit(authenticated: true), now: at(0))) == ["dispatch GET / body=0"])
     }
 
     @Test func anUnauthenticatedBodyIsLimited() {
         var declared = Machine(now: 0)
         _ = declared.bytesReceived(post(length: 64 * 1024 + 1, expectContinue: true), now: at(0))
         let actions = declared.admissionDecided(.admit(authenticated: false), now: at(0))
-        #expect(describe(actions) == ["error 413", "write HTTP/1.1 413 Content Too Large", "close lingering"])
+        #expect(describeLengths(actions) == ["error 413", "write HTTP/1.1 413 Content Too Large", "close lingering"])
 
         var fits = Machine(now: 0)
         _ = fits.bytesReceived(post(length: 64 * 1024), now: at(0))
@@ -104,7 +72,7 @@ struct ConnectionLimitTests {
         let chunk = bytes(String(32 * 1024, radix: 16) + "\r\n") + [UInt8](repeating: 0x61, count: 32 * 1024) + bytes("\r\n")
         #expect(chunked.bytesReceived(chunk, now: at(0)).isEmpty)
         #expect(chunked.bytesReceived(chunk, now: at(0)).isEmpty)
-        #expect(describe(chunked.bytesReceived(chunk, now: at(0))).first == "error 413")
+        #expect(describeLengths(chunked.bytesReceived(chunk, now: at(0))).first == "error 413")
     }
 
     // MARK: The body budget
@@ -119,15 +87,15 @@ struct ConnectionLimitTests {
         var second = Machine(bodyBudget: budget, now: 0)
         _ = second.bytesReceived(post(length: 50, expectContinue: true), now: at(0))
         // No room: reading pauses and nothing is invited.
-        #expect(describe(second.admissionDecided(.admit(authenticated: true), now: at(0))) == ["pause"])
+        #expect(describeLengths(second.admissionDecided(.admit(authenticated: true), now: at(0))) == ["pause"])
         #expect(second.tick(now: at(1)).isEmpty)
 
         // The first body completes and is dispatched: its reservation is given back.
-        #expect(describe(first.bytesReceived([UInt8](repeating: 0x61, count: 80), now: at(1))) == ["dispatch POST /p body=80"])
+        #expect(describeLengths(first.bytesReceived([UInt8](repeating: 0x61, count: 80), now: at(1))) == ["dispatch POST /p body=80"])
         #expect(budget.reservedByteCount == 0)
-        #expect(describe(second.tick(now: at(2))) == ["write HTTP/1.1 100 Continue", "resume"])
+        #expect(describeLengths(second.tick(now: at(2))) == ["write HTTP/1.1 100 Continue", "resume"])
         #expect(budget.reservedByteCount == 50)
-        #expect(describe(second.bytesReceived([UInt8](repeating: 0x61, count: 50), now: at(2))) == ["dispatch POST /p body=50"])
+        #expect(describeLengths(second.bytesReceived([UInt8](repeating: 0x61, count: 50), now: at(2))) == ["dispatch POST /p body=50"])
         #expect(budget.reservedByteCount == 0)
     }
 
@@ -139,9 +107,9 @@ struct ConnectionLimitTests {
         _ = machine.admissionDecided(.admit(authenticated: true), now: at(0))
         #expect(machine.tick(now: at(4.9)).isEmpty)
         let actions = machine.tick(now: at(5))
-        #expect(describe(actions) == ["error 503", "write HTTP/1.1 503 Service Unavailable", "close lingering"])
-        #expect(written(actions).contains("Retry-After: 1\r\n"))
-        #expect(written(actions).contains("\"code\":\"\(HTTPProblem.code(for: .serviceUnavailable))\""))
+        #expect(describeLengths(actions) == ["error 503", "write HTTP/1.1 503 Service Unavailable", "close lingering"])
+        #expect(writtenText(actions).contains("Retry-After: 1\r\n"))
+        #expect(writtenText(actions).contains("\"code\":\"\(HTTPProblem.code(for: .serviceUnavailable))\""))
     }
 
     @Test func aChunkedBodyReservesInStepsAheadOfWhatArrived() {
@@ -155,7 +123,7 @@ struct ConnectionLimitTests {
         #expect(machine.bytesReceived(chunk, now: at(0)).isEmpty)
         // Within a read's worth of the reservation, and the budget (less its headroom) has no second step: pause.
         let more = bytes(String(size - 32 * 1024, radix: 16) + "\r\n") + [UInt8](repeating: 0x61, count: size - 32 * 1024) + bytes("\r\n")
-        #expect(describe(machine.bytesReceived(more, now: at(0))) == ["pause"])
+        #expect(describeLengths(machine.bytesReceived(more, now: at(0))) == ["pause"])
         machine.connectionClosed()
         #expect(budget.reservedByteCount == 0)
     }
@@ -217,8 +185,8 @@ struct ConnectionLimitTests {
             #expect(machine.tick(now: at(second)).isEmpty)
         }
         let actions = machine.tick(now: at(10))
-        #expect(describe(actions) == ["error 408", "write HTTP/1.1 408 Request Timeout", "close lingering"])
-        #expect(written(actions).contains("slower than 1024 bytes per second"))
+        #expect(describeLengths(actions) == ["error 408", "write HTTP/1.1 408 Request Timeout", "close lingering"])
+        #expect(writtenText(actions).contains("slower than 1024 bytes per second"))
     }
 
     @Test func aBodyFastEnoughInEachWindowGoesOn() {
@@ -229,7 +197,7 @@ struct ConnectionLimitTests {
         #expect(machine.tick(now: at(10)).isEmpty)
         // A fast start does not buy a slow rest: the next window is judged on its own.
         _ = machine.bytesReceived([0x61], now: at(15))
-        #expect(describe(machine.tick(now: at(20))).first == "error 408")
+        #expect(describeLengths(machine.tick(now: at(20))).first == "error 408")
     }
 
     // MARK: Connections per address
@@ -264,11 +232,11 @@ extension ConnectionLimitTests {
         var machine = Machine(now: 0)
         _ = machine.bytesReceived(bytes("POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n"), now: at(0))
         let actions = machine.admissionDecided(.refuse(unauthorized), now: at(0))
-        #expect(describe(actions) == ["error 400", "write HTTP/1.1 400 Bad Request", "close lingering"])
+        #expect(describeLengths(actions) == ["error 400", "write HTTP/1.1 400 Bad Request", "close lingering"])
 
         var partial = Machine(now: 0)
         _ = partial.bytesReceived(bytes("POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"), now: at(0))
-        #expect(describe(partial.admissionDecided(.refuse(unauthorized), now: at(0))) == ["write HTTP/1.1 401 Unauthorized"])
-        #expect(describe(partial.responseWritten(now: at(0))) == ["close lingering"])
+        #expect(describeLengths(partial.admissionDecided(.refuse(unauthorized), now: at(0))) == ["write HTTP/1.1 401 Unauthorized"])
+        #expect(describeLengths(partial.responseWritten(now: at(0))) == ["close lingering"])
     }
 }

@@ -4,43 +4,6 @@ import Testing
 
 private let second: UInt64 = 1_000_000_000
 
-private func at(_ seconds: Double) -> HTTPInstant {
-    HTTPInstant(uptimeNanoseconds: UInt64(seconds * 1_000_000_000), httpDate: "Sun, 08 Mar 2026 09:30:00 GMT")
-}
-
-private typealias Machine = HTTPConnectionStateMachine
-
-/// A readable digest of actions, so expectations read like a transcript.
-private func describe(_ actions: [Machine.Action]) -> [String] {
-    actions.map { action in
-        switch action {
-        case .dispatch(let request): return "dispatch \(request.method) \(request.target) body=\(String(decoding: request.body, as: UTF8.self))"
-        case .admit(let head): return "admit \(head.method) \(head.target)"
-        case .write(let bytes):
-            let text = String(decoding: bytes, as: UTF8.self)
-            return "write " + (text.split(separator: "\r\n").first.map(String.init) ?? "")
-        case .startStream(_, let chunked, let length):
-            return "stream chunked=\(chunked)" + (length.map { " length=\($0)" } ?? "")
-        case .pauseReading: return "pause"
-        case .resumeReading: return "resume"
-        case .close(let lingering): return lingering ? "close lingering" : "close"
-        case .serverError(let status, _): return "error \(status.code)"
-        case .peerGone: return "peer gone"
-        case .halfClose: return "half-close"
-        case .closeSocket: return "close socket"
-        }
-    }
-}
-
-private func writtenText(_ actions: [Machine.Action]) -> String {
-    actions.compactMap { action -> String? in
-        if case .write(let bytes) = action { return String(decoding: bytes, as: UTF8.self) }
-        return nil
-    }.joined()
-}
-
-private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
 @Suite("HTTPConnectionStateMachine")
 struct ConnectionStateMachineTests {
     @Test func pipelinedRequestsAreDispatchedOneAtATimeInOrder() {
