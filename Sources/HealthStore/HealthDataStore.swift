@@ -164,8 +164,6 @@ public protocol HealthDataStore: AnyObject, Sendable {
 
     // MARK: Import and export
 
-    /// Saves an import batch, each sample as its own app's source; see `ImportOutcome`.
-    func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome]
     /// Runs `body` in one write transaction: every batch it saves through the session commits
     /// together, or none does. For a request that must be stored whole or not at all (a Health
     /// Auto Export payload) while holding one batch in memory at a time.
@@ -195,6 +193,18 @@ extension HealthDataStore {
     /// Ends a session, saving its workout under a fresh uuid.
     public func endWorkoutSession(id: String, app: AppAuthorization, now: Int64) throws -> WorkoutSession {
         try endWorkoutSession(id: id, app: app, now: now, workoutUUID: .random())
+    }
+
+    /// Saves an import batch in one transaction, each sample as its own app's source (created if
+    /// needed, with no authorization: the import is the admin acting for the user); see
+    /// `ImportOutcome`. A uuid stored with the same content is not saved twice, one taken by other
+    /// content is reported rather than failing the batch, and a correlation adopts objects already
+    /// stored on their own (Apple exports repeat them at top level).
+    public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
+        guard !batch.isEmpty else { return [] }
+        var outcomes: [ImportOutcome] = []
+        try importSamples(userRowID: userRowID) { session in outcomes = try session.save(batch) }
+        return outcomes
     }
 
     /// Purges tombstones older than `days` days.

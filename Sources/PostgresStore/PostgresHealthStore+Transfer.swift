@@ -5,20 +5,10 @@ import PostgreSQL
 extension PostgresHealthStore {
     // MARK: Import
 
-    /// Saves an import batch in one transaction, each sample as its own app's source, deciding
-    /// every sample as the SQLite store does (`ImportDecisions`): a uuid stored with the same content
-    /// is `alreadyStored`, with other content a `conflict` (reported, not failing the batch), and a
-    /// correlation adopts objects stored before on their own.
-    public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
-        guard !batch.isEmpty else { return [] }
-        var outcomes: [ImportOutcome] = []
-        try importSamples(userRowID: userRowID) { session in outcomes = try session.save(batch) }
-        return outcomes
-    }
-
     /// Runs `body` in one transaction: every batch it saves through the session commits together,
     /// or none does (a fault part way stores nothing). `body` runs again if the transaction is
-    /// retried, so it starts over each time.
+    /// retried, so it starts over each time. Every sample is decided as the SQLite store decides it
+    /// (`ImportDecisions`).
     public func importSamples(userRowID: Int64, _ body: (any ImportSession) throws -> Void) throws {
         let created = StoreClock.nowMilliseconds()
         let change = try pool.transaction { connection -> CommittedChange in

@@ -3,25 +3,13 @@ import HealthModel
 import SQLite
 
 extension SQLiteHealthStore {
-    /// Saves an import batch for a user, each sample as its own app's source (created if needed, with
-    /// no authorization: the import is the admin acting for the user). The batch commits as one
-    /// transaction; a uuid that exists is not saved twice, and a uuid taken by other content is
-    /// reported rather than failing the batch. A correlation adopts objects already stored on their
-    /// own (Apple exports repeat them at top level), so they are kept once.
+    /// Runs `body` in one write transaction: every batch it saves through the session commits
+    /// together, or none does (a fault part way stores nothing). Memory stays one batch.
     ///
-    /// Batched: one query per few hundred uuids finds which of the batch are stored already; every
+    /// Batched: one query per few hundred uuids finds which of a batch are stored already; every
     /// sample is then decided in order against those and the samples of the batch decided before it
     /// (so the outcome is the one a sample-by-sample save would give), and what is new is inserted
     /// with one prepared batch per run of one app, reusing the prepared INSERT.
-    public func importSamples(_ batch: [SourcedSample], userRowID: Int64) throws -> [ImportOutcome] {
-        guard !batch.isEmpty else { return [] }
-        var outcomes: [ImportOutcome] = []
-        try importSamples(userRowID: userRowID) { session in outcomes = try session.save(batch) }
-        return outcomes
-    }
-
-    /// Runs `body` in one write transaction: every batch it saves through the session commits
-    /// together, or none does (a fault part way stores nothing). Memory stays one batch.
     public func importSamples(userRowID: Int64, _ body: (any ImportSession) throws -> Void) throws {
         let created = Self.nowMilliseconds()
         let change = try pool.write { db -> CommittedChange in
