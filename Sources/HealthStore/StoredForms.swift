@@ -47,3 +47,28 @@ extension AppAuthorization {
         return "(type_id IN (\(list(readable))) OR source_id = \(own))"
     }
 }
+
+/// The columns both stores read a sample by for statistics, in SELECT order.
+package enum StatisticsSampleColumn: Int, TableColumns {
+    case seq, start, end, value, source
+
+    package static let table = "samples"
+
+    package var name: String {
+        switch self {
+        case .seq: "seq"
+        case .start: "start_ms"
+        case .end: "end_ms"
+        case .value: "value"
+        case .source: "source_id"
+        }
+    }
+}
+
+/// The columns of `sources` that queries read to name a source (`id, app`, or a query's own
+/// columns in that order).
+package enum SourceColumn: Int, TableColumns {
+    case id, app
+
+    package static let table = "sources"
+}

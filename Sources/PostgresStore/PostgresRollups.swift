@@ -172,23 +172,6 @@ public enum PostgresRollups {
         return samples
     }
 
-    /// The columns a sample is read by for statistics (`statisticsSample`), in SELECT order.
-    enum StatisticsSampleColumn: Int, TableColumns {
-        case seq, start, end, value, source
-
-        static let table = "samples"
-
-        var name: String {
-            switch self {
-            case .seq: "seq"
-            case .start: "start_ms"
-            case .end: "end_ms"
-            case .value: "value"
-            case .source: "source_id"
-            }
-        }
-    }
-
     /// A row (`StatisticsSampleColumn`) as the statistics take it; nil for a sample they cannot
     /// hold (see `statisticsSample(seq:start:end:value:source:)`).
     static func statisticsSample(_ row: PostgresRow) throws -> StatisticsSample? {
@@ -357,13 +340,6 @@ extension PostgresError {
     /// value of another shape than the function takes, e.g. elements of an object) from
     /// `jsonb_array_elements_text`.
     fileprivate var isDamagedJSON: Bool { sqlState == "22P02" || sqlState == "22023" }
-}
-
-/// The columns of `sources` that queries read to name a source.
-enum SourceColumn: Int, TableColumns {
-    case id, app
-
-    static let table = "sources"
 }
 
 /// The rollup rows a transaction changed, across its series, written together: one statement per

@@ -183,27 +183,3 @@ extension SQLiteHealthStore {
 
 }
 
-/// The columns a sample is read by for statistics (`indexable`), in SELECT order.
-enum StatisticsSampleColumn: Int, TableColumns {
-    case seq, start, end, value, source
-
-    static let table = "samples"
-
-    var name: String {
-        switch self {
-        case .seq: "seq"
-        case .start: "start_ms"
-        case .end: "end_ms"
-        case .value: "value"
-        case .source: "source_id"
-        }
-    }
-}
-
-/// The columns of `sources` that queries read to name a source (`id, app`, or a query's own
-/// columns in that order).
-enum SourceColumn: Int, TableColumns {
-    case id, app
-
-    static let table = "sources"
-}
