@@ -72,3 +72,18 @@ package enum SourceColumn: Int, TableColumns {
 
     package static let table = "sources"
 }
+
+/// The columns of `deleted_samples` both stores' change feeds read, in SELECT order.
+package enum TombstoneColumn: Int, TableColumns {
+    case seq, uuid, typeID
+
+    package static let table = "deleted_samples"
+
+    package var name: String {
+        switch self {
+        case .seq: "seq"
+        case .uuid: "uuid"
+        case .typeID: "type_id"
+        }
+    }
+}

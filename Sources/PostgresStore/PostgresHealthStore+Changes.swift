@@ -68,18 +68,3 @@ extension PostgresHealthStore {
         }
     }
 }
-
-/// The columns of `deleted_samples` the change feed reads, in SELECT order.
-enum TombstoneColumn: Int, TableColumns {
-    case seq, uuid, typeID
-
-    static let table = "deleted_samples"
-
-    var name: String {
-        switch self {
-        case .seq: "seq"
-        case .uuid: "uuid"
-        case .typeID: "type_id"
-        }
-    }
-}

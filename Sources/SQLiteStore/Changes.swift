@@ -82,18 +82,3 @@ extension SQLiteHealthStore {
         }
     }
 }
-
-/// The columns of `deleted_samples` the change feed reads, in SELECT order.
-enum TombstoneColumn: Int, TableColumns {
-    case seq, uuid, typeID
-
-    static let table = "deleted_samples"
-
-    var name: String {
-        switch self {
-        case .seq: "seq"
-        case .uuid: "uuid"
-        case .typeID: "type_id"
-        }
-    }
-}
