@@ -87,3 +87,18 @@ package enum TombstoneColumn: Int, TableColumns {
         }
     }
 }
+
+/// The columns of `activity_goals` in both stores, in SELECT order.
+package enum ActivityGoalsColumn: Int, TableColumns {
+    case activeEnergyBurned, appleExerciseTime, appleStandHours
+
+    package static let table = "activity_goals"
+
+    package var name: String {
+        switch self {
+        case .activeEnergyBurned: "active_energy_kcal"
+        case .appleExerciseTime: "exercise_minutes"
+        case .appleStandHours: "stand_hours"
+        }
+    }
+}

@@ -2,21 +2,6 @@ import HealthModel
 import HealthStore
 import PostgreSQL
 
-/// The columns of `activity_goals`, in SELECT order.
-enum PostgresActivityGoalsColumn: Int, TableColumns {
-    case activeEnergyBurned, appleExerciseTime, appleStandHours
-
-    static let table = "activity_goals"
-
-    var name: String {
-        switch self {
-        case .activeEnergyBurned: "active_energy_kcal"
-        case .appleExerciseTime: "exercise_minutes"
-        case .appleStandHours: "stand_hours"
-        }
-    }
-}
-
 extension PostgresHealthStore {
     // MARK: Characteristics
 
@@ -43,11 +28,11 @@ extension PostgresHealthStore {
 
     public func activityGoals(userRowID: Int64) throws -> ActivityGoals {
         try pool.withConnection { connection in
-            try connection.first("SELECT \(PostgresActivityGoalsColumn.selectList) FROM activity_goals WHERE user_id = $1",
+            try connection.first("SELECT \(ActivityGoalsColumn.selectList) FROM activity_goals WHERE user_id = $1",
                                  [.int64(userRowID)]) { row in
-                ActivityGoals(activeEnergyBurned: try row.double(PostgresActivityGoalsColumn.activeEnergyBurned),
-                              appleExerciseTime: try row.double(PostgresActivityGoalsColumn.appleExerciseTime),
-                              appleStandHours: try row.double(PostgresActivityGoalsColumn.appleStandHours))
+                ActivityGoals(activeEnergyBurned: try row.double(ActivityGoalsColumn.activeEnergyBurned),
+                              appleExerciseTime: try row.double(ActivityGoalsColumn.appleExerciseTime),
+                              appleStandHours: try row.double(ActivityGoalsColumn.appleStandHours))
             } ?? .defaults
         }
     }

@@ -2,22 +2,6 @@ import HealthStore
 import HealthModel
 import SQLite
 
-
-/// The columns of `activity_goals`, in SELECT order.
-enum ActivityGoalsColumn: Int, TableColumns {
-    case activeEnergyBurned, appleExerciseTime, appleStandHours
-
-    static let table = "activity_goals"
-
-    var name: String {
-        switch self {
-        case .activeEnergyBurned: "active_energy_kcal"
-        case .appleExerciseTime: "exercise_minutes"
-        case .appleStandHours: "stand_hours"
-        }
-    }
-}
-
 extension SQLiteHealthStore {
     public func activityGoals(userRowID: Int64) throws -> ActivityGoals {
         try pool.read { db in
