@@ -5,7 +5,7 @@ behind trusted reverse proxies. Called from e2e.py main()."""
 import http.client as httpclient
 import contextlib, json, os, socket, tempfile, threading, time
 
-from e2e import ADMIN, Server, check, http, js, raw, statuses
+from e2e import ADMIN, Server, app_token, check, http, js, raw, statuses
 
 
 def abuse_checks(binary, public):
@@ -55,14 +55,6 @@ def abuse_checks(binary, public):
         os.unlink(config.name)
     default_limit_checks(binary, public)
     trusted_proxy_checks(binary, public)
-
-
-def app_token(port, name):
-    st, _, b = http(port, "POST", "/v1/users", {"name": name}, token=ADMIN)
-    user = js(b)["id"]
-    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "phone", "read": ["stepCount"],
-                                                         "share": ["stepCount"]}, token=ADMIN)
-    return js(b)["token"]
 
 
 def default_limit_checks(binary, public):

@@ -266,6 +266,15 @@ def api_checks(port):
     check("a repeated seq returns the first answer", st2 == 200 and b2 == b)
     st, h, b = http(port, "POST", "/v1/ingest/imu/e2e/end", token=token)
     check("ending the session answers with the final total", st == 200 and js(b)["totalSteps"] > 0, b[:200])
+def app_token(port, name):
+    """A new user named `name` and a token of the app "phone" that reads and shares her steps."""
+    st, _, b = http(port, "POST", "/v1/users", {"name": name}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "phone", "read": ["stepCount"],
+                                                         "share": ["stepCount"]}, token=ADMIN)
+    return js(b)["token"]
+
+
 def idempotency_checks(port, token):
     """Saves by client uuid: a re-send stores nothing twice, other content is a 409 that keeps
     nothing of its batch, and a deleted uuid can be saved again (docs/api.md, Samples)."""

@@ -11,7 +11,7 @@ import json, os, resource, socket, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
-from e2e import ADMIN, Server, check, http, js, statuses  # noqa: E402
+from e2e import ADMIN, Server, app_token, check, http, js, statuses  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -78,14 +78,6 @@ def config_file(settings):
     json.dump(settings, f)
     f.close()
     return f.name
-
-
-def app_token(port, name):
-    st, _, b = http(port, "POST", "/v1/users", {"name": name}, token=ADMIN)
-    user = js(b)["id"]
-    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": "phone", "read": ["stepCount"],
-                                                         "share": ["stepCount"]}, token=ADMIN)
-    return js(b)["token"]
 
 
 def one_sample():
