@@ -164,7 +164,7 @@ public final class HealthApplication: HTTPResponder {
             hasCredentials = false
         }
         let chargesAddress = !hasCredentials
-        if chargesAddress, let wait = rateLimits.perAddress.take(ClientAddressResolver.rateLimitKey(client)) {
+        if chargesAddress, let wait = rateLimits.takeFromAddress(client) {
             finish(APIError.rateLimitedAddress(retryAfterSeconds: wait).response, "rate-limited")
             return
         }
@@ -229,7 +229,7 @@ public final class HealthApplication: HTTPResponder {
                 // is throttled by the same O(1) bucket, with no sleeping thread on the server.
                 if error.status == .unauthorized {
                     // A request with a token was not counted before routing: it pays for itself too.
-                    _ = rateLimits.perAddress.take(ClientAddressResolver.rateLimitKey(client), cost: rateLimits.authenticationFailureCost + (hasCredentials ? 1 : 0))
+                    _ = rateLimits.takeFromAddress(client, cost: rateLimits.authenticationFailureCost + (hasCredentials ? 1 : 0))
                 }
                 throw error
             }
@@ -265,7 +265,7 @@ public final class HealthApplication: HTTPResponder {
         } else {
             // Only a token not seen lately costs a read: an address out of budget (guessing
             // tokens) is refused before it can make the server read SQLite.
-            if let wait = rateLimits.perAddress.peek(ClientAddressResolver.rateLimitKey(client)) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
+            if let wait = rateLimits.peekAddress(client) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
             // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
             guard let authorization = try storeCall({ try data.authorization(tokenHash: hash) }) else {
                 throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")

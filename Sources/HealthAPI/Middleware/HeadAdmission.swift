@@ -25,7 +25,7 @@ extension HealthApplication {
             guard needsToken else { return completion(.admit(authenticated: false)) }
             // As a failed authentication in `respond`: the caller's address pays for the guess.
             if error.status == .unauthorized {
-                _ = rateLimits.perAddress.take(client, cost: rateLimits.authenticationFailureCost + 1)
+                _ = rateLimits.takeFromAddress(client, cost: rateLimits.authenticationFailureCost + 1)
             }
             refuse(error)
         }
@@ -41,7 +41,7 @@ extension HealthApplication {
         }
         // A token not seen lately costs a read: never on the server's queue, and never for an
         // address that is out of budget (guessing tokens).
-        if let wait = rateLimits.perAddress.peek(client) {
+        if let wait = rateLimits.peekAddress(client) {
             return failedAuthentication(APIError.rateLimitedAddress(retryAfterSeconds: wait))
         }
         workers.async { [data] in

@@ -89,7 +89,10 @@ public final class TokenBucketLimiter: Sendable {
 /// valid token counts against its token only; the address bucket takes everything else: requests
 /// without a token, requests to open routes, and failed authentications (at a higher price).
 public struct RateLimits: Sendable {
-    public let perAddress: TokenBucketLimiter
+    /// Keyed by `ClientAddressResolver.rateLimitKey` (IPv6 by its /64): reach it through
+    /// `takeFromAddress` and `peekAddress`, which apply the key, so no caller can charge a raw
+    /// address.
+    private let perAddress: TokenBucketLimiter
     public let perToken: TokenBucketLimiter
     /// What a 401 takes from the caller's address bucket on top of the request itself: guessing
     /// tokens runs out of budget fast while honest clients never notice.
@@ -101,6 +104,16 @@ public struct RateLimits: Sendable {
         perToken = TokenBucketLimiter(limit: .init(perSecond: configuration.rateLimitPerTokenPerSecond,
                                                    burst: configuration.rateLimitPerTokenBurst))
         authenticationFailureCost = configuration.authenticationFailureCost
+    }
+
+    /// Charges the client's address budget; the seconds to wait when it is spent.
+    public func takeFromAddress(_ client: String, cost: Double = 1) -> Int? {
+        perAddress.take(ClientAddressResolver.rateLimitKey(client), cost: cost)
+    }
+
+    /// The seconds to wait if the client's address budget is spent, without charging it.
+    public func peekAddress(_ client: String) -> Int? {
+        perAddress.peek(ClientAddressResolver.rateLimitKey(client))
     }
 }
 
