@@ -578,8 +578,10 @@ enum ChangeFeedRevocation {
         let (stream, poll) = try w.openStreamAndPoll()
         let changedAt = Date()
         if narrowing {
-            try w.f.server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET read_types = '' WHERE id = ?",
-                                                       postgres: "UPDATE authorizations SET read_types = '' WHERE id = $1", w.id)
+            // The app's switches: every token of the app reads its access from them.
+            try w.f.server.executeBehindTheServersBack(
+                sqlite: "UPDATE app_grants SET read_types = '' WHERE app = (SELECT app FROM authorizations WHERE id = ?)",
+                postgres: "UPDATE app_grants SET read_types = '' WHERE app = (SELECT app FROM authorizations WHERE id = $1)", w.id)
         } else {
             try w.f.server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET revoked_ms = 1 WHERE id = ?",
                                                        postgres: "UPDATE authorizations SET revoked_ms = 1 WHERE id = $1", w.id)
