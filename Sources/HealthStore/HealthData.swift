@@ -7,7 +7,7 @@ import Statistics
 /// the words of `AccessPolicy`. The store behind it is private, so a route cannot reach an
 /// unscoped `userRowID:` operation and cannot forget a check.
 public final class HealthData: Sendable {
-    private let store: any HealthDataStore
+    let store: any HealthDataStore
 
     public init(_ store: any HealthDataStore) {
         self.store = store

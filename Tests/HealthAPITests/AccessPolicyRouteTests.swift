@@ -131,6 +131,10 @@ import JSON
             return Call(method: .post, target: pattern,
                         json: #"{"user":"\#(world.alice)","app":"x","read":["\#(type)"],"share":[]}"#, admin: true)
         case (.delete, "/v1/authorizations/{id}"): return Call(method: .delete, target: "/v1/authorizations/nosuch", admin: true)
+        case (.post, "/v1/authorization-requests"):
+            return Call(method: .post, target: pattern, json: #"{"app":"probe","read":["\#(type)"],"reason":"probing"}"#)
+        case (.post, "/v1/authorization-requests/token"):
+            return Call(method: .post, target: pattern, json: #"{"deviceCode":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}"#)
         case (.put, "/v1/characteristics"):
             return Call(method: .put, target: pattern, json: #"{"user":"\#(world.alice)","dateOfBirth":"2000-01-01"}"#, admin: true)
         case (.put, "/v1/sources/priority"):
