@@ -32,6 +32,12 @@ import Statistics
         DROP TABLE authorization_requests; DROP TABLE app_grants; ALTER TABLE authorizations DROP COLUMN last_used_ms;
         """
 
+    /// The schema before `010-people-accounts` (and the migrations after it): no passwords, no
+    /// invitations, sessions or failed sign-ins.
+    static let undoPeople = undoPeopleGrants + """
+        DROP TABLE sign_in_failures; DROP TABLE sessions; DROP TABLE invitations; ALTER TABLE users DROP COLUMN password_hash;
+        """
+
     /// The rollup table before `016-statistics-days-clustered`: one rowid table with the key in
     /// its columns and the detail beside the body, its rows in `order` (SQL over d.*: the order
     /// they were written in, as far as the test cares).
@@ -83,9 +89,9 @@ import Statistics
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
                           "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
                           "015-sample-key-deletions", "016-statistics-days-clustered", "017-sample-key-compaction",
-                          "011-people-grants"],
+                          "010-people-accounts", "011-people-grants"],
                 "this test undoes every migration from the rollups' on")
-        try database.execute(Self.undoPeopleGrants)
+        try database.execute(Self.undoPeople)
         try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_day_details; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
@@ -130,9 +136,9 @@ import Statistics
             try $0.string(at: 0)
         }
         #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions",
-                          "016-statistics-days-clustered", "017-sample-key-compaction", "011-people-grants"],
+                          "016-statistics-days-clustered", "017-sample-key-compaction", "010-people-accounts", "011-people-grants"],
                 "this test undoes the migrations from the rowid table's on")
-        try database.execute(Self.undoPeopleGrants)
+        try database.execute(Self.undoPeople)
         try database.execute(Self.undoClusteredDays())
         try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.
@@ -226,8 +232,8 @@ import Statistics
         let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '016-statistics-days-clustered'", [],
                                                         { try $0.int64(at: 0) }))
         #expect(try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)], { try $0.string(at: 0) })
-                    == ["017-sample-key-compaction", "011-people-grants"], "this test undoes the clustered days and the migrations after them")
-        try database.execute(Self.undoPeopleGrants)
+                    == ["017-sample-key-compaction", "010-people-accounts", "011-people-grants"], "this test undoes the clustered days and the migrations after them")
+        try database.execute(Self.undoPeople)
         try database.execute("""
             DROP TABLE sample_key_compactions;
             ALTER TABLE sample_key_deletions DROP COLUMN generation; ALTER TABLE sample_key_users DROP COLUMN generation;

@@ -32,6 +32,28 @@ struct PermissionRequestRoutes: Sendable {
             requestLimiter: TokenBucketLimiter(limit: requestsPerAddress), now: now)
         router.register(.post, "/v1/authorization-requests", Route(access: .open, handler: routes.create))
         router.register(.post, "/v1/authorization-requests/token", Route(access: .open, handler: routes.poll))
+        // The person's side, with the session cookie.
+        let sheet = PermissionSheet(data: data, now: now)
+        router.register(.get, "/v1/me/authorization-requests/{userCode}", Route(access: .person) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            return try sheet.show(userCode: context.parameter("userCode"), for: try context.person().user)
+        })
+        router.register(.post, "/v1/me/authorization-requests/{userCode}", Route(access: .person) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            return try sheet.answer(userCode: context.parameter("userCode"), request: context.request, for: try context.person().user)
+        })
+        router.register(.get, "/v1/me/apps", Route(access: .person) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            return try sheet.apps(for: try context.person().user)
+        })
+        router.register(.put, "/v1/me/apps/{app}", Route(access: .person) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            return try sheet.change(app: context.parameter("app"), request: context.request, for: try context.person().user)
+        })
+        router.register(.delete, "/v1/me/apps/{app}", Route(access: .person) { context throws(APIError) in
+            try context.query.rejectUnknown()
+            return try sheet.revoke(app: context.parameter("app"), for: try context.person().user)
+        })
     }
 
     // MARK: The app asks
@@ -71,7 +93,8 @@ struct PermissionRequestRoutes: Sendable {
                 id: UUID().uuidString.lowercased(), userCode: userCode.letters, app: app, displayName: displayName ?? app, reason: reason,
                 share: shareTypes, read: readTypes, created: created, interval: DeviceAuthorization.initialInterval)
             guard try storeCall({ try data.createAuthorizationRequest(record, deviceCodeHash: deviceCode.hash) }) else { continue }
-            let base = Self.verificationURI(host: context.request.headers["Host"])
+            let https = clientAddresses.isHTTPS(peer: context.connection.remoteAddress, headers: context.request.headers)
+            let base = Self.verificationURI(host: context.request.headers["Host"], https: https)
             return JSONResponse.write(status: .created) { writer in
                 writer.beginObject()
                 writer.field("deviceCode", deviceCode.value)
@@ -87,13 +110,14 @@ struct PermissionRequestRoutes: Sendable {
     }
 
     /// Where the person answers: the dashboard's sheet, on the address the app reached the server
-    /// by (`Host`; a value that is not a host and port falls back to a path on the same origin).
-    static func verificationURI(host: String?) -> String {
+    /// by (`Host`, and https when a trusted proxy says so; a value that is not a host and port falls
+    /// back to a path on the same origin).
+    static func verificationURI(host: String?, https: Bool) -> String {
         let path = "/#/authorize"
         guard let host, !host.isEmpty, host.utf8.count <= 255,
               host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-:[]".unicodeScalars.contains($0)) })
         else { return path }
-        return "http://" + host + path
+        return (https ? "https://" : "http://") + host + path
     }
 
     /// Text shown to the person: not empty, at most `maximum` characters, no control characters
