@@ -320,6 +320,9 @@ enum Schema {
             // per user says where the next step resumes. Existing rows are generation 0.
             try db.execute(SampleKeyIndex.compactionSchema)
         }
+        migrator.register("012-people-access") { db in
+            try db.execute(SQLiteHealthStore.accessLogSchema)
+        }
         return migrator
     }
 }
