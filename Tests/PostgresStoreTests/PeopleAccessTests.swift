@@ -125,7 +125,8 @@ enum PeopleAccessContract {
     /// Fills every table for `user`: samples (with a device and a correlation), a deletion before
     /// and after a tombstone purge, source order, characteristics, goals, summaries, an IMU batch,
     /// a workout session, statistics, and the access log.
-    static func fill(_ data: HealthData, _ t: TestStore, user: User, app name: String) throws {
+    @discardableResult
+    static func fill(_ data: HealthData, _ t: TestStore, user: User, app name: String) throws -> AppHealthData {
         let app = data.app(try t.store.createAuthorization(user: user, app: name, read: ["stepCount", "heartRate"],
                                                            share: ["stepCount", "heartRate", "workout", "bloodPressure",
                                                                    "bloodPressureSystolic", "bloodPressureDiastolic"]).authorization)
@@ -151,8 +152,7 @@ enum PeopleAccessContract {
         let day = [CalendarBucket(start: t0 - 86_400_000, end: t0 + 86_400_000, startOffsetSeconds: 0, endOffsetSeconds: 0)]
         _ = try app.statistics(stepType, buckets: day, options: .cumulativeSum)
         guard case .ready(let basis) = try app.imuSession("walk", seq: 0) else {
-            Issue.record("a new IMU session is ready")
-            return
+            throw StoreError.invalid("a new IMU session is ready")
         }
         let batch = IMUBatchResult(state: [1], samples: [steps(3, start: t0 + 600_000)], start: t0 + 600_000, end: t0 + 660_000,
                                    steps: 3, distance: 0, floorsAscended: 0, floorsDescended: 0, cadence: nil, pace: nil,
@@ -167,6 +167,7 @@ enum PeopleAccessContract {
         if case .failure(let error) = try #require(committed.withLock { $0 }) { throw error }
         _ = try app.startWorkoutSession(activityType: "running", zone: nil, at: t0 + 900_000)
         try data.recentAccess.flush()
+        return app
     }
 
     static func erasureLeavesNoRowThatNamesTheUser(_ t: TestStore, plan: [String], shared: Set<String>) throws {
@@ -180,7 +181,7 @@ enum PeopleAccessContract {
         let data = HealthData(t.store, accessFlushInterval: .seconds(3_600))
         let alice = try t.store.createUser(name: "alice")
         let bob = try t.store.createUser(name: "bob")
-        try fill(data, t, user: alice, app: "watch")
+        let aliceApp = try fill(data, t, user: alice, app: "watch")
         try fill(data, t, user: bob, app: "phone")
         let bobBefore = try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample)
         let filled = try t.rowCounts()
@@ -189,6 +190,8 @@ enum PeopleAccessContract {
         #expect(report.rows["samples", default: 0] > 0 && report.rows["accessLog", default: 0] > 0 && report.rows["user"] == 1)
         #expect(try t.store.user(idOrName: alice.id) == nil)
         #expect(throws: StoreError.self) { try data.person(alice).erase() }
+        // A write of hers still in flight stores nothing.
+        #expect(throws: StoreError.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
         // Bob's data is whole.
         #expect(try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample) == bobBefore)
         let afterAlice = try t.rowCounts()
