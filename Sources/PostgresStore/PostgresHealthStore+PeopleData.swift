@@ -154,8 +154,9 @@ extension PostgresHealthStore {
 
     // MARK: Erasure
 
-    /// Every table and how a user's rows in it are deleted (`$1` the user's id), in an order the
-    /// foreign keys allow. The erasure test compares this list with the schema's tables, so a
+    /// Every table and how a user's rows in it are deleted (`$1` the user's id; `$2` the user's
+    /// sign-in limiter key: the name in lower case, as `SignInLimiter.accountKey` makes it), in an
+    /// order the foreign keys allow. The erasure test compares this list with the schema's tables, so a
     /// table added later cannot be forgotten.
     package static let erasurePlan: [(table: String, kind: String, delete: String)] = [
         ("access_log", "accessLog", "DELETE FROM access_log WHERE user_id = $1"),
@@ -176,6 +177,9 @@ extension PostgresHealthStore {
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = $1"),
         ("change_counters", "samples", "DELETE FROM change_counters WHERE user_id = $1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = $1"),
+        ("sessions", "sessions", "DELETE FROM sessions WHERE user_id = $1"),
+        ("invitations", "invitations", "DELETE FROM invitations WHERE user_id = $1"),
+        ("sign_in_failures", "signInFailures", "DELETE FROM sign_in_failures WHERE kind = 'account' AND key = $2"),
         ("sources", "sources", "DELETE FROM sources WHERE user_id = $1"),
         ("users", "user", "DELETE FROM users WHERE id = $1"),
     ]
@@ -197,7 +201,9 @@ extension PostgresHealthStore {
             }
             var report = ErasureReport()
             for step in Self.erasurePlan {
-                report.add(step.kind, try connection.execute(step.delete, [.int64(user.rowID)]))
+                let parameters: [PostgresValue] = step.delete.contains("$2") ? [.int64(user.rowID), .text(user.name.lowercased())]
+                    : [.int64(user.rowID)]
+                report.add(step.kind, try connection.execute(step.delete, parameters))
             }
             // Every node drops the tokens and ends their streams, as for a revocation.
             for id in authorizationIDs {

@@ -158,7 +158,8 @@ extension SQLiteHealthStore {
     // MARK: Erasure
 
     /// Every table and how a user's rows in it are deleted (`?1` the user's row id; `?2...?3` the
-    /// user's range of statistics day keys), in an order the foreign keys allow. The erasure test
+    /// user's range of statistics day keys; `?4` the user's sign-in limiter key: the name in lower
+    /// case, as `SignInLimiter.accountKey` makes it), in an order the foreign keys allow. The erasure test
     /// compares this list with the schema's tables, so a table added later cannot be forgotten.
     package static let erasurePlan: [(table: String, kind: String, delete: String)] = [
         ("access_log", "accessLog", "DELETE FROM access_log WHERE user_id = ?1"),
@@ -188,6 +189,9 @@ extension SQLiteHealthStore {
             """),
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = ?1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = ?1"),
+        ("sessions", "sessions", "DELETE FROM sessions WHERE user_id = ?1"),
+        ("invitations", "invitations", "DELETE FROM invitations WHERE user_id = ?1"),
+        ("sign_in_failures", "signInFailures", "DELETE FROM sign_in_failures WHERE kind = 'account' AND key = ?4"),
         ("sources", "sources", "DELETE FROM sources WHERE user_id = ?1"),
         ("users", "user", "DELETE FROM users WHERE id = ?1"),
     ]
@@ -213,8 +217,8 @@ extension SQLiteHealthStore {
             var report = ErasureReport()
             for step in Self.erasurePlan {
                 let statement = try db.prepare(step.delete)
-                try statement.execute(Array([SQLValue.integer(user.rowID), .integer(keys.lowerBound), .integer(keys.upperBound)]
-                    .prefix(statement.parameterCount)))
+                try statement.execute(Array([SQLValue.integer(user.rowID), .integer(keys.lowerBound), .integer(keys.upperBound),
+                                             .text(user.name.lowercased())].prefix(statement.parameterCount)))
                 report.add(step.kind, db.changes)
             }
             // The held keys of the runs just deleted.

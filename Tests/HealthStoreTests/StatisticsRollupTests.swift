@@ -24,6 +24,9 @@ import Statistics
     /// The migrations registered after the last one these tests know by name, and how each is
     /// undone (newest last): a test that carries an older database forward undoes them first.
     static let laterMigrations: [(name: String, undo: String)] = [
+        ("010-people-accounts", """
+            DROP TABLE sign_in_failures; DROP TABLE sessions; DROP TABLE invitations; ALTER TABLE users DROP COLUMN password_hash
+            """),
         ("012-people-access", "DROP TABLE access_log"),
     ]
 
