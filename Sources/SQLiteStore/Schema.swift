@@ -354,6 +354,9 @@ enum Schema {
             try db.execute(PeopleGrantsSchema.sql)
             try PeopleGrantsSchema.deriveGrants(db)
         }
+        migrator.register("012-people-access") { db in
+            try db.execute(SQLiteHealthStore.accessLogSchema)
+        }
         return migrator
     }
 }

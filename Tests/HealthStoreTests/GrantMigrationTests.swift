@@ -18,7 +18,9 @@ import Testing
         // Back to the schema before the migration, each token with its own lists as it had them.
         let database = try Database(path: t.directory + "/healthd.sqlite")
         let id = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '011-people-grants'", [], { try $0.int64(at: 0) }))
-        try database.execute(StatisticsRollupTests.undoPeopleGrants)
+        for migration in StatisticsRollupTests.laterMigrations.drop(while: { $0.name != "011-people-grants" }).reversed() {
+            try database.execute(migration.undo)
+        }
         try database.execute("""
             UPDATE authorizations SET read_types = 'heartRate', share_types = '' WHERE id IN
                 (SELECT id FROM authorizations WHERE app = 'runner' ORDER BY created_ms DESC, rowid DESC LIMIT 1);

@@ -14,6 +14,7 @@ extension HealthApplication {
         AccountRoutes.register(into: &router, data: data)
         SessionRoutes.register(into: &router, data: data, configuration: configuration, hashing: PasswordHashingGate())
         PermissionRequestRoutes.register(into: &router, data: data, configuration: configuration)
+        PeopleDataRoutes.register(into: &router, data: data, accessLogRetentionDays: configuration.accessLogRetentionDays)
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)
