@@ -4,8 +4,9 @@ import Statistics
 /// The one door to health data for code that answers a caller (HealthAPI's routes and services):
 /// every read and write goes through a scoped view, `app(_:)` for a token or `person(_:)` for the
 /// person themselves (or the admin acting for them), and the view decides access once, here, in
-/// the words of `AccessPolicy`. The store behind it is private, so a route cannot reach an
-/// unscoped `userRowID:` operation and cannot forget a check.
+/// the words of `AccessPolicy`: the store receives the decision (a `ReadVisibility` for a read, a
+/// `WriteGrant` for a write) and only carries it out. The store behind it is private, so a route
+/// cannot reach an unscoped `userRowID:` operation and cannot forget a check.
 public final class HealthData: Sendable {
     private let store: any HealthDataStore
 
@@ -59,6 +60,8 @@ public struct AppHealthData: Sendable {
     public let app: AppAuthorization
 
     public var access: AccessPolicy { app.access }
+    /// What this token's reads see: handed to the store with each read.
+    public var visibility: ReadVisibility { ReadVisibility(app: app) }
 
     // MARK: Samples
 
@@ -68,13 +71,15 @@ public struct AppHealthData: Sendable {
 
     public func save(_ samples: [HealthSample]) throws -> [HealthUUID] { try store.save(samples, by: app) }
 
-    public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, for: app, userExternalID: app.userID) }
-    public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, for: app, userExternalID: app.userID) }
+    public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, visibility: visibility) }
+    public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, visibility: visibility) }
     public func deleteSample(_ uuid: HealthUUID) throws { try store.deleteSample(uuid, by: app) }
     public func deleteSamples(type: String, start: Int64, end: Int64) throws -> Int {
         try store.deleteSamples(type: type, start: start, end: end, by: app)
     }
-    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] { try store.sources(type: type, for: app) }
+    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
+        try store.sources(type: type, visibility: visibility)
+    }
 
     /// True when the token may save `sample`: its type and, for a correlation, every object's.
     public func mayShare(_ sample: HealthSample) -> Bool {
@@ -104,7 +109,7 @@ public struct AppHealthData: Sendable {
 
     // MARK: Change feed
 
-    public func changes(_ request: ChangeRequest) throws -> ChangePage { try store.changes(request, for: app, userExternalID: app.userID) }
+    public func changes(_ request: ChangeRequest) throws -> ChangePage { try store.changes(request, visibility: visibility) }
     public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: app.userRowID) }
     /// The stream events (workout zone changes) after `position` the token may read.
     public func streamEvents(after position: StreamEventPosition) -> (events: [StreamEvent], next: StreamEventPosition) {
@@ -148,7 +153,9 @@ public struct AppHealthData: Sendable {
 
     // MARK: IMU sessions
 
-    public func imuSession(_ session: String, seq: Int?) throws -> IMUSessionLookup { try store.imuSession(app: app, session: session, seq: seq) }
+    public func imuSession(_ session: String, seq: Int?) throws -> IMUSessionLookup {
+        try store.imuSession(owner: AppSource(app), session: session, seq: seq)
+    }
 
     /// Commits a pedometer batch. Its samples must already be narrowed with `shareable` (the answer
     /// names what was refused): one the token may not share fails the commit with `SharingDenied`.
@@ -157,16 +164,18 @@ public struct AppHealthData: Sendable {
         store.commitIMU(app: app, session: session, seq: seq, device: device, basis: basis, result: result, completion: completion)
     }
 
-    public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals { try store.pedometerTotals(app: app, start: start, end: end) }
+    public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals {
+        try store.pedometerTotals(owner: AppSource(app), start: start, end: end)
+    }
 
     // MARK: Workout sessions
 
     public func startWorkoutSession(activityType: String, zone: HeartRateZoneBounds?, at start: Int64) throws -> WorkoutSession {
         try store.startWorkoutSession(app: app, activityType: activityType, zone: zone, at: start)
     }
-    public func workoutSession(id: String) throws -> WorkoutSession? { try store.workoutSession(id: id, app: app) }
+    public func workoutSession(id: String) throws -> WorkoutSession? { try store.workoutSession(id: id, owner: AppSource(app)) }
     public func changeWorkoutSession(id: String, action: WorkoutSessionAction, now: Int64) throws -> WorkoutSession {
-        try store.changeWorkoutSession(id: id, app: app, action: action, now: now)
+        try store.changeWorkoutSession(id: id, owner: AppSource(app), action: action, now: now)
     }
     public func endWorkoutSession(id: String, now: Int64) throws -> WorkoutSession { try store.endWorkoutSession(id: id, app: app, now: now) }
 }
@@ -177,6 +186,16 @@ public struct PersonHealthData: Sendable {
     let store: any HealthDataStore
     public let user: User
 
+    /// The person's reads see every source of every type.
+    public var visibility: ReadVisibility { ReadVisibility(wholeUser: user) }
+
+    public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, visibility: visibility) }
+    public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, visibility: visibility) }
+    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
+        try store.sources(type: type, visibility: visibility)
+    }
+    public func changes(_ request: ChangeRequest) throws -> ChangePage { try store.changes(request, visibility: visibility) }
+    public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: user.rowID) }
     public func replaceCharacteristics(_ values: [(String, String)]) throws { try store.replaceCharacteristics(userRowID: user.rowID, values) }
     public func activityGoals() throws -> ActivityGoals { try store.activityGoals(userRowID: user.rowID) }
     public func setActivityGoals(_ goals: ActivityGoals) throws { try store.setActivityGoals(userRowID: user.rowID, goals) }
