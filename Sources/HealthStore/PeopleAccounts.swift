@@ -64,8 +64,9 @@ public struct PeopleAccounts: Sendable {
         try store.invitation(codeHash: codeHash, nowMs: nowMs)
     }
 
-    /// Uses the invitation up and sets the password, in one transaction; false when the invitation
-    /// was used, voided or expired meanwhile (a replay, or two activations at once: one wins).
+    /// Uses the invitation up, sets the password and ends any session of the person, in one
+    /// transaction; false when the invitation was used, voided or expired meanwhile (a replay, or
+    /// two activations at once: one wins).
     public func redeemInvitation(codeHash: [UInt8], userRowID: Int64, passwordHash: String, nowMs: Int64) throws -> Bool {
         try store.redeemInvitation(codeHash: codeHash, userRowID: userRowID, passwordHash: passwordHash, nowMs: nowMs)
     }
