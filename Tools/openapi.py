@@ -840,6 +840,22 @@ PATHS["/v1/me"] = {
             "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
                 "id": {"type": "string"}, "name": {"type": "string"}}}), **COOKIE_ERRORS}},
 }
+# The person's reads for the dashboard: the same handlers and answers as the app routes, with the
+# session cookie, over all of the person's own data (PersonReadRoutes.swift).
+import copy
+for app_path in ["/v1/summary", "/v1/statistics/collection", "/v1/samples", "/v1/activity-summaries", "/v1/workouts",
+                 "/v1/heart-rate/zones", "/v1/changes/stream"]:
+    mirrored = copy.deepcopy(PATHS[app_path]["get"])
+    mirrored["summary"] = mirrored["summary"] + " (the signed-in person's own data)"
+    mirrored["description"] = (f"The answer of `GET {app_path}` for the signed-in person (session cookie instead of a token): all of "
+                               "their own data, from every source, read-only; no app's read permission narrows it. "
+                               + mirrored.get("description", ""))
+    mirrored["tags"] = ["people"]
+    mirrored.pop("security", None)
+    mirrored["responses"] = {**mirrored["responses"], **COOKIE_ERRORS}
+    mirrored["responses"].pop("403", None)
+    mirrored["responses"].pop("415", None)
+    PATHS["/v1/me" + app_path[len("/v1"):]] = {"get": mirrored}
 # The signed-in person's routes: the session cookie only.
 PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
 

@@ -25,6 +25,7 @@ extension HealthApplication {
         SummaryRoutes.register(into: &router, data: data)
         WorkoutSessionRoutes.register(into: &router, data: data, feed: changeFeed)
         WorkoutRoutes.register(into: &router, data: data, now: StoreClock.nowMilliseconds)
+        PersonReadRoutes.register(into: &router)
     }
 }
 
