@@ -14,6 +14,9 @@ public enum RouteAccess: Sendable {
     case token
     /// The admin token only.
     case admin
+    /// A signed-in person's session cookie only (`/v1/me...`, sign-out, the permission sheet): a
+    /// bearer token here is refused, and a cookie is read nowhere else (Middleware/PersonSessions.swift).
+    case person
 }
 
 /// Where a handler runs. Cheap, store-free handlers run on the connection's queue; everything
@@ -99,6 +102,19 @@ public final class HealthApplication: HTTPResponder {
         Self.registerRoutes(into: &router, configuration: configuration, data: data, metrics: metrics,
                             connections: connections, changeFeed: changeFeed)
         self.router = router
+        data.recentAccess.onFailure { message, error in accessLog?.event(message, level: "warning", fields: [("error", "\(error)")]) }
+        // Purged at start and hourly.
+        data.recentAccess.startRetention(days: configuration.accessLogRetentionDays)
+    }
+
+    deinit { data.recentAccess.stopRetention() }
+
+    /// Call once the server has stopped, before closing the store: the recent-access counts still
+    /// in memory are written (a kill -9 loses at most the last second of them).
+    public func flushRecentAccess() {
+        do { try data.recentAccess.flush() } catch {
+            eventLog?.event("access log flush at shutdown failed", level: "warning", fields: [("error", "\(error)")])
+        }
     }
 
     /// Call before stopping the server: parked long-polls answer now and event streams end, so
@@ -166,7 +182,9 @@ public final class HealthApplication: HTTPResponder {
             principal = nil
         } else {
             do throws(APIError) {
-                principal = try authenticate(request, access: route.access, client: client)
+                principal = route.access == .person
+                    ? try authenticatePerson(request, peer: connection.remoteAddress, client: client)
+                    : try authenticate(request, access: route.access, client: client)
             } catch {
                 // A failed authentication drains the caller's address budget fast: guessing tokens
                 // is throttled by the same O(1) bucket, with no sleeping thread on the server.

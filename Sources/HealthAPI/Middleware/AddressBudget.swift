@@ -10,7 +10,7 @@ extension RateLimits {
     /// for the header.
     static func presentsToken(_ match: RouteMatch<Route>, _ request: HTTPRequest) -> Bool {
         if case .found(let route, _, _) = match, route.access != .open {
-            return request.headers.contains("Authorization")
+            return request.headers.contains(route.access == .person ? "Cookie" : "Authorization")
         }
         return false
     }

@@ -15,11 +15,18 @@ extension HealthApplication {
             do throws(APIError) {
                 var context = try self.context(for: route, request: request, parameters: parameters, problems: problems,
                                                connection: connection, client: chain.client, hasCredentials: presentsToken)
+                let principal = context.principal
                 switch route.body {
                 case .immediate(let handler):
-                    recorder.finish(try handler(&context), route: pattern, request, chain)
+                    var response = try handler(&context)
+                    response.addSessionRenewal(of: principal)
+                    recorder.finish(response, route: pattern, request, chain)
                 case .deferred(let handler):
-                    try handler(&context) { [recorder] response in recorder.finish(response, route: pattern, request, chain) }
+                    try handler(&context) { [recorder] response in
+                        var response = response
+                        response.addSessionRenewal(of: principal)
+                        recorder.finish(response, route: pattern, request, chain)
+                    }
                 }
             } catch {
                 recorder.finish(problems.response(error), route: pattern, request, chain)
