@@ -261,6 +261,8 @@ public struct AppHealthData: Sendable {
     // MARK: Recent access
 
     func count(_ type: String, _ counts: AccessCounts) {
+        // The person reading their own data (`/v1/me/...`) is not an app's access.
+        guard !app.isPersonsOwnReads else { return }
         recorder.record(userRowID: app.userRowID, app: app.appName, type: type, counts)
     }
 
