@@ -149,7 +149,7 @@ public struct AppHealthData: Sendable {
 
     public func changes(_ request: ChangeRequest) throws -> ChangePage {
         let page = try store.changes(request, for: app, userExternalID: app.userID)
-        countReads(page.added.map(\.sample.type) + page.deleted.map(\.type))
+        countReads(page.added.lazy.map(\.sample.type) + page.deleted.lazy.map(\.type))
         return page
     }
     public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: app.userRowID) }
@@ -250,9 +250,18 @@ public struct AppHealthData: Sendable {
     /// One read of `type` that returned `samples` samples or statistics.
     func countRead(_ type: String, _ samples: Int) { count(type, AccessCounts(reads: 1, samplesRead: Int64(samples))) }
 
-    /// One read of each type in `types` (one entry per sample returned).
-    func countReads(_ types: [String]) {
-        for (type, samples) in Dictionary(types.map { ($0, 1) }, uniquingKeysWith: +) { countRead(type, samples) }
+    /// One read of each type among `types` (one entry per sample returned). A page holds runs of
+    /// one type, so a type is looked up once per run, not per sample.
+    func countReads<Types: Sequence<String>>(_ types: Types) {
+        var perType: [String: Int] = [:]
+        var run: (type: String, count: Int)?
+        for type in types {
+            if run?.type == type { run?.count += 1; continue }
+            if let (previous, count) = run { perType[previous, default: 0] += count }
+            run = (type, 1)
+        }
+        if let (previous, count) = run { perType[previous, default: 0] += count }
+        for (type, samples) in perType { countRead(type, samples) }
     }
 
     func countWrite(_ type: String, _ samples: Int) { count(type, AccessCounts(writes: 1, samplesWritten: Int64(samples))) }
