@@ -135,7 +135,7 @@ struct PeopleDataRoutes: Sendable {
             }
             respond(response)
         }
-        guard accepted else { throw SessionRoutes.busy }
+        guard accepted else { throw PersonAccountRoutes.busy }
     }
 
     /// Erases the account and answers what was erased, per kind of row.

@@ -13,7 +13,7 @@ extension HealthApplication {
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, data: data)
         let passwordHashing = PasswordHashingGate()
-        SessionRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
+        PersonAccountRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
         PeopleDataRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
@@ -27,6 +27,7 @@ extension HealthApplication {
         SummaryRoutes.register(into: &router, data: data)
         WorkoutSessionRoutes.register(into: &router, data: data, feed: changeFeed)
         WorkoutRoutes.register(into: &router, data: data, now: StoreClock.nowMilliseconds)
+        PersonReadRoutes.register(into: &router)
     }
 }
 
