@@ -766,9 +766,9 @@ ERASURE_REPORT = {"type": "object", "required": ["user", "erased"], "properties"
     "user": {"type": "string", "description": "The erased user's id."},
     "erased": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
                "description": "Rows deleted per kind: `samples`, `tombstones`, `sources`, `devices`, `statisticsRollups`, "
-                              "`sampleKeyRuns` (SQLite), `sourcePriorities`, `characteristics`, `activityGoals`, "
-                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `accessLog`, `user`, "
-                              "and the kinds of the people tables (sessions, grants, invitations, webhooks)."}}}
+                              "`sampleKeyRuns` (SQLite), `sampleIndexes`, `sourcePriorities`, `characteristics`, `activityGoals`, "
+                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `sessions`, `invitations`, `signInFailures`, `accessLog`, `user`, "
+                              "and the kinds of tables added later (grants, device authorizations, webhooks)."}}}
 PATHS["/v1/users"]["get"] = {
     "summary": "List users (admin)", "tags": ["authorization"],
     "responses": {"200": ok_json({"type": "object", "required": ["users"], "properties": {"users": {"type": "array", "items": {
@@ -896,6 +896,53 @@ for app_path in ["/v1/summary", "/v1/statistics/collection", "/v1/samples", "/v1
     PATHS["/v1/me" + app_path[len("/v1"):]] = {"get": mirrored}
 # The signed-in person's routes: the session cookie only.
 PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
+
+# The person's own data (docs/api.md, "People: recent access, own data, erasure").
+day_schema = {"type": "string", "format": "date"}
+PATHS["/v1/me"]["delete"] = {
+    "summary": "Erase the account: every row that names the person, in one transaction", "tags": ["people"],
+    "description": "Takes the current password (checked as at sign-in, under the same limits: a wrong one is a 401 and counts as a "
+                   "failed sign-in). Deletes what `DELETE /v1/users/{id}` does; open streams of the person's tokens end. The "
+                   "answer clears the session cookie.",
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "required": ["password"], "additionalProperties": False,
+        "properties": {"password": {"type": "string", "maxLength": 1024}}}}}},
+    "responses": {"200": {**ok_json(ERASURE_REPORT, "Erased."), "headers": {"Set-Cookie": {
+                      "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}},
+                  "400": ERRORS_APP["400"],
+                  "503": problem("Too many passwords are being checked at once (errorUnavailable); retry after `Retry-After`."),
+                  **COOKIE_ERRORS}}
+PERSON[("delete", "/v1/me")] = True
+PATHS.update({
+    "/v1/me/access": {"get": {
+        "summary": "Recent access: what each app read and wrote, per type and day (counts only)", "tags": ["people"],
+        "description": "`reads`: answers that carried the type (a samples page, a sample, sources, a statistics query, a change-feed "
+                       "page or stream event, an export of the type...); `samplesRead`: samples, deletions and statistics buckets in "
+                       "them. `writes`: requests that saved or deleted the type; `samplesWritten`: samples in them. The person's own "
+                       "reads are not counted. Kept `accessLogRetentionDays` (90). Latest day first, then app and type.",
+        "parameters": [qparam("start", "First day (default: the first kept).", day_schema),
+                       qparam("end", "Last day, included (default: today). At most 400 days from `start`.", day_schema),
+                       qparam("timeZone", "IANA zone the days are in (default UTC).")],
+        "responses": {"200": ok_json({"type": "object", "required": ["access"], "properties": {"access": {"type": "array", "items": {
+            "type": "object", "required": ["app", "type", "day", "reads", "samplesRead", "writes", "samplesWritten", "lastAccess"],
+            "properties": {"app": {"type": "string"}, "type": {"type": "string"}, "day": day_schema,
+                           "reads": {"type": "integer", "minimum": 0}, "samplesRead": {"type": "integer", "minimum": 0},
+                           "writes": {"type": "integer", "minimum": 0}, "samplesWritten": {"type": "integer", "minimum": 0},
+                           "lastAccess": instant}}}}}),
+                      "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+    "/v1/me/export": {"get": {
+        "summary": "The person's backup: a settings line, then every sample of every app, oldest first (NDJSON)", "tags": ["people"],
+        "responses": {"200": {"description": "`{\"healthdBackup\":{...}}`, then one sample per line, as `healthd export --user` writes "
+                                             "it (`healthd import` restores it).",
+                              "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+                      "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+    "/v1/me/apps/{app}/data": {"delete": {
+        "summary": "Delete every sample one app saved for the person", "tags": ["people"],
+        "description": "Correlations with their objects; tombstones for the change feed; statistics follow at once.",
+        "parameters": [pparam("app", "The app's name.")],
+        "responses": {"200": ok_json({"type": "object", "required": ["app", "deleted"], "properties": {
+            "app": {"type": "string"}, "deleted": {"type": "integer", "minimum": 0}}}), "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+})
 
 # Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).

@@ -162,7 +162,7 @@ public struct AppHealthData: Sendable {
 
     public func changes(_ request: ChangeRequest) throws -> ChangePage {
         let page = try store.changes(request, visibility: visibility)
-        countReads(page.added.map(\.sample.type) + page.deleted.map(\.type))
+        countReads(page.added.lazy.map(\.sample.type) + page.deleted.lazy.map(\.type))
         return page
     }
     public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: app.userRowID) }
@@ -261,7 +261,7 @@ public struct AppHealthData: Sendable {
     // MARK: Recent access
 
     func count(_ type: String, _ counts: AccessCounts) {
-        // The person reading their own data (`/v1/me/...`) is not an app's access.
+        // The person reading their own data (the dashboard signed in) is not an app's access.
         guard !app.isPersonsOwnReads else { return }
         recorder.record(userRowID: app.userRowID, app: app.appName, type: type, counts)
     }
@@ -269,9 +269,18 @@ public struct AppHealthData: Sendable {
     /// One read of `type` that returned `samples` samples or statistics.
     func countRead(_ type: String, _ samples: Int) { count(type, AccessCounts(reads: 1, samplesRead: Int64(samples))) }
 
-    /// One read of each type in `types` (one entry per sample returned).
-    func countReads(_ types: [String]) {
-        for (type, samples) in Dictionary(types.map { ($0, 1) }, uniquingKeysWith: +) { countRead(type, samples) }
+    /// One read of each type among `types` (one entry per sample returned). A page holds runs of
+    /// one type, so a type is looked up once per run, not per sample.
+    func countReads<Types: Sequence<String>>(_ types: Types) {
+        var perType: [String: Int] = [:]
+        var run: (type: String, count: Int)?
+        for type in types {
+            if run?.type == type { run?.count += 1; continue }
+            if let (previous, count) = run { perType[previous, default: 0] += count }
+            run = (type, 1)
+        }
+        if let (previous, count) = run { perType[previous, default: 0] += count }
+        for (type, samples) in perType { countRead(type, samples) }
     }
 
     func countWrite(_ type: String, _ samples: Int) { count(type, AccessCounts(writes: 1, samplesWritten: Int64(samples))) }
