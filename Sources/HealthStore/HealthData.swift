@@ -9,7 +9,7 @@ import Statistics
 /// `WriteGrant` for a write) and only carries it out. The store behind it is private, so a route
 /// cannot reach an unscoped `userRowID:` operation and cannot forget a check.
 public final class HealthData: Sendable {
-    private let store: any HealthDataStore
+    let store: any HealthDataStore
     /// Counts what every app view reads and writes (recent access), here where all of it passes.
     public let recentAccess: AccessRecorder
 

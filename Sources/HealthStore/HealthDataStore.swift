@@ -72,7 +72,7 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// False when there is no such unrevoked authorization. How soon a revoked token stops working
     /// is the backend's documented bound (at once for SQLite).
     func revokeAuthorization(id: String) throws -> Bool
-    /// The user's apps with a live token (oldest source first) and what those tokens may read and share.
+    /// The user's apps with switches (oldest source first) and what their tokens may read and share.
     func appPermissions(userRowID: Int64) throws -> [AppPermissions]
     /// The authorization for a token hash if it is cached and still valid; nil says nothing. No I/O.
     func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization?
@@ -104,6 +104,35 @@ public protocol HealthDataStore: AnyObject, Sendable {
     func deleteSession(tokenHash: [UInt8]) throws -> Bool
     func signInFailures(kind: SignInFailureKind, key: String, sinceMs: Int64) throws -> [Int64]
     func recordSignInFailure(keys: [(kind: SignInFailureKind, key: String)], atMs: Int64, forgetBeforeMs: Int64) throws
+
+    // MARK: People's permissions (grants) and permission requests
+
+    /// The person's apps: every app they have switches for (a grant), oldest first.
+    func appGrants(userRowID: Int64) throws -> [AppGrant]
+    /// Changes one app's switches with `change`, in one transaction, and returns the grant as
+    /// saved; nil when the person has no such app. When what the tokens may do changed, every token
+    /// of the app ends what it has in flight (the authorization observers, on every node).
+    func updateAppGrant(userRowID: Int64, app: String, _ change: (inout AppGrant) throws -> Void) throws -> AppGrant?
+    /// Revokes every live token of the app and forgets its switches (asking again starts afresh);
+    /// false when the person has no such app.
+    func revokeApp(userRowID: Int64, app: String) throws -> Bool
+    /// Stores a new permission request; false (nothing stored) when its user code is taken, so the
+    /// caller draws another. Purges requests older than `AuthorizationRequestRecord.retention`.
+    func createAuthorizationRequest(_ record: AuthorizationRequestRecord, deviceCodeHash: [UInt8]) throws -> Bool
+    /// The request with this user code (8 letters), whatever its state.
+    func authorizationRequest(userCode: String) throws -> AuthorizationRequestRecord?
+    /// The person's answer, in one transaction: `answer` gets the request and the person's grant
+    /// for its app (a new, empty one when there is none) and changes both; the store saves them.
+    /// Nil when no request has this user code.
+    func answerAuthorizationRequest(userCode: String, user: User,
+                                    _ answer: (inout AuthorizationRequestRecord, inout AppGrant) throws -> Void) throws
+        -> AuthorizationRequestRecord?
+    /// One poll, in one transaction that locks the request (two nodes cannot both issue): `poll`
+    /// changes the request and answers true to issue the token now, which the store makes in the
+    /// same transaction for the person who allowed, following their grant. A request whose app the
+    /// person has revoked since is denied instead.
+    func pollAuthorizationRequest(deviceCodeHash: [UInt8], _ poll: (inout AuthorizationRequestRecord) -> Bool) throws
+        -> AuthorizationPollOutcome
 
     // MARK: Samples
 

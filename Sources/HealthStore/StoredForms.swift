@@ -7,6 +7,14 @@ package enum StoredForms {
     /// A stored permission list (comma-separated type ids) as a set.
     package static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
+    /// A permission set as stored: its type ids sorted, comma-separated.
+    package static func typeListText(_ types: Set<String>) -> String { types.sorted().joined(separator: ",") }
+
+    /// An ordered list of type ids (what an app asked for, in its order), comma-separated.
+    package static func orderedTypeListText(_ types: [String]) -> String { types.joined(separator: ",") }
+
+    package static func orderedTypeList(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
+
     package static func encodeAppList(_ apps: [String]) -> String {
         var writer = JSONWriter()
         writer.beginArray()
@@ -76,6 +84,53 @@ package enum ActivityGoalsColumn: Int, TableColumns {
         case .activeEnergyBurned: "active_energy_kcal"
         case .appleExerciseTime: "exercise_minutes"
         case .appleStandHours: "stand_hours"
+        }
+    }
+}
+
+/// `app_grants`' columns, in SELECT order (both stores).
+package enum AppGrantColumn: Int, TableColumns {
+    case app, displayName, readTypes, shareTypes, decidedReadTypes, decidedShareTypes, createdMs, lastUsedMs
+
+    package static let table = "app_grants"
+
+    package var name: String {
+        switch self {
+        case .app: "app"
+        case .displayName: "display_name"
+        case .readTypes: "read_types"
+        case .shareTypes: "share_types"
+        case .decidedReadTypes: "decided_read_types"
+        case .decidedShareTypes: "decided_share_types"
+        case .createdMs: "created_ms"
+        case .lastUsedMs: "last_used_ms"
+        }
+    }
+}
+
+/// `authorization_requests`' columns, in SELECT order (both stores).
+package enum AuthorizationRequestColumn: Int, TableColumns {
+    case id, userCode, app, displayName, reason, shareTypes, readTypes, createdMs, intervalSeconds, lastPollMs, state, userID,
+         grantedShareTypes, grantedReadTypes
+
+    package static let table = "authorization_requests"
+
+    package var name: String {
+        switch self {
+        case .id: "id"
+        case .userCode: "user_code"
+        case .app: "app"
+        case .displayName: "display_name"
+        case .reason: "reason"
+        case .shareTypes: "share_types"
+        case .readTypes: "read_types"
+        case .createdMs: "created_ms"
+        case .intervalSeconds: "interval_s"
+        case .lastPollMs: "last_poll_ms"
+        case .state: "state"
+        case .userID: "user_id"
+        case .grantedShareTypes: "granted_share_types"
+        case .grantedReadTypes: "granted_read_types"
         }
     }
 }
