@@ -68,6 +68,11 @@ ERRORS_OPEN = {"429": ERRORS_APP["429"]}
 instant = {"type": "string", "format": "date-time", "description": "RFC 3339 with an offset; responses are UTC with milliseconds."}
 
 SCHEMAS = {
+    "Invitation": {
+        "type": "object", "required": ["code", "expires"],
+        "description": "Shown once; only its SHA-256 is stored. Single use, for 7 days; a newer invitation of the person voids it.",
+        "properties": {"code": {"type": "string", "description": "43 characters (32 random bytes, base64url)."},
+                       "expires": instant}},
     "Problem": {
         "type": "object", "description": "RFC 9457 problem details with a HealthKit-style code.",
         "required": ["type", "title", "status", "detail", "code"],
@@ -229,7 +234,10 @@ PATHS = {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {"type": "string"}}}}}},
-        "responses": {"201": ok_json({"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}, "Created"),
+        "description": "The answer carries the person's invitation: they activate the account with its code and a password "
+                       "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
+        "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
+                          "id": {"type": "string"}, "name": {"type": "string"}, "invitation": ref("Invitation")}}, "Created"),
                       "409": problem("A user with that name exists (errorConflict)."),
                       "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations": {"post": {
@@ -762,9 +770,9 @@ ERASURE_REPORT = {"type": "object", "required": ["user", "erased"], "properties"
     "user": {"type": "string", "description": "The erased user's id."},
     "erased": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
                "description": "Rows deleted per kind: `samples`, `tombstones`, `sources`, `devices`, `statisticsRollups`, "
-                              "`sampleKeyRuns` (SQLite), `sourcePriorities`, `characteristics`, `activityGoals`, "
-                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `accessLog`, `user`, "
-                              "and the kinds of the people tables (sessions, grants, invitations, webhooks)."}}}
+                              "`sampleKeyRuns` (SQLite), `sampleIndexes`, `sourcePriorities`, `characteristics`, `activityGoals`, "
+                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `sessions`, `invitations`, `signInFailures`, `accessLog`, `user`, "
+                              "and the kinds of tables added later (grants, device authorizations, webhooks)."}}}
 PATHS["/v1/users"]["get"] = {
     "summary": "List users (admin)", "tags": ["authorization"],
     "responses": {"200": ok_json({"type": "object", "required": ["users"], "properties": {"users": {"type": "array", "items": {
@@ -832,11 +840,64 @@ PATHS["/v1/session"] = {
                "responses": {"204": {"description": "Signed out.", "headers": {"Set-Cookie": {
                    "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}}, **COOKIE_ERRORS}},
 }
+PATHS["/v1/users/{id}/invitation"] = {
+    "post": {"summary": "A new invitation for a person (admin); the earlier one stops working", "tags": ["people"],
+             "description": "For a person who is already active this resets the password: activating the new code sets it and "
+                            "ends every session of the person.",
+             "parameters": [pparam("id", "User id (or name).")],
+             "responses": {"201": ok_json(ref("Invitation"), "Created"), "404": problem("No such user."), **ERRORS_APP}},
+}
+PATHS["/v1/people/activate"] = {
+    "post": {"summary": "Activate an account: set the password with an invitation code", "tags": ["people"], "security": [],
+             "description": "The code works once (a replay, or a second activation at the same moment, is refused), for 7 days, "
+                            "and only while it is the person's newest. The password must have at least 10 characters and must not "
+                            "be one of the 10,000 most common passwords, a repetition, a run of letters or digits, or contain the "
+                            "person's name; it is stored only as an Argon2id hash. Activation does not sign in.",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["code", "password"], "additionalProperties": False,
+                 "properties": {"code": {"type": "string"}, "password": {"type": "string", "minLength": 10, "maxLength": 1024}}}}}},
+             "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
+                               "id": {"type": "string"}, "name": {"type": "string"}}}, "Activated."),
+                           "400": problem("A malformed body, or a password the policy refuses; `detail` says why (errorInvalidArgument)."),
+                           "401": problem("The code is unknown, used, replaced or expired: one answer for all (errorAuthenticationRequired)."),
+                           "415": problem("Not application/json."),
+                           "429": ERRORS_APP["429"],
+                           "503": problem("Too many passwords are being hashed at once (errorUnavailable); retry after `Retry-After`.")}},
+}
+PATHS["/v1/me/password"] = {
+    "put": {"summary": "Change the password; every other session of the person ends", "tags": ["people"],
+            "description": "A wrong `current` is a 403 and counts as a failed sign-in (the same limits, 429 with `Retry-After`). "
+                           "`new` follows the activation's policy. This session stays signed in.",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["current", "new"], "additionalProperties": False,
+                "properties": {"current": {"type": "string"}, "new": {"type": "string", "minLength": 10, "maxLength": 1024}}}}}},
+            "responses": {"204": {"description": "Changed; the person's other sessions have ended."},
+                          "400": problem("A malformed body, or a new password the policy refuses (errorInvalidArgument)."),
+                          "403": problem("The current password is wrong (errorAuthorizationDenied)."),
+                          "503": problem("Too many passwords are being hashed at once (errorUnavailable)."),
+                          **COOKIE_ERRORS}},
+}
 PATHS["/v1/me"] = {
     "get": {"summary": "Who is signed in", "tags": ["people"],
             "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
                 "id": {"type": "string"}, "name": {"type": "string"}}}), **COOKIE_ERRORS}},
 }
+# The person's reads for the dashboard: the same handlers and answers as the app routes, with the
+# session cookie, over all of the person's own data (PersonReadRoutes.swift).
+import copy
+for app_path in ["/v1/summary", "/v1/statistics/collection", "/v1/samples", "/v1/activity-summaries", "/v1/workouts",
+                 "/v1/heart-rate/zones", "/v1/changes/stream"]:
+    mirrored = copy.deepcopy(PATHS[app_path]["get"])
+    mirrored["summary"] = mirrored["summary"] + " (the signed-in person's own data)"
+    mirrored["description"] = (f"The answer of `GET {app_path}` for the signed-in person (session cookie instead of a token): all of "
+                               "their own data, from every source, read-only; no app's read permission narrows it. "
+                               + mirrored.get("description", ""))
+    mirrored["tags"] = ["people"]
+    mirrored.pop("security", None)
+    mirrored["responses"] = {**mirrored["responses"], **COOKIE_ERRORS}
+    mirrored["responses"].pop("403", None)
+    mirrored["responses"].pop("415", None)
+    PATHS["/v1/me" + app_path[len("/v1"):]] = {"get": mirrored}
 # RFC 8628's device grant as HealthKit's permission request, and the person's apps (the grants).
 TYPE_LIST = {"type": "array", "items": {"type": "string"}}
 OAUTH_ERROR = {"type": "object", "required": ["error"], "properties": {
@@ -944,9 +1005,56 @@ PATHS["/v1/me/apps/{app}"] = {
 # The signed-in person's routes: the session cookie only.
 PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
 
+# The person's own data (docs/api.md, "People: recent access, own data, erasure").
+day_schema = {"type": "string", "format": "date"}
+PATHS["/v1/me"]["delete"] = {
+    "summary": "Erase the account: every row that names the person, in one transaction", "tags": ["people"],
+    "description": "Takes the current password (checked as at sign-in, under the same limits: a wrong one is a 401 and counts as a "
+                   "failed sign-in). Deletes what `DELETE /v1/users/{id}` does; open streams of the person's tokens end. The "
+                   "answer clears the session cookie.",
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "required": ["password"], "additionalProperties": False,
+        "properties": {"password": {"type": "string", "maxLength": 1024}}}}}},
+    "responses": {"200": {**ok_json(ERASURE_REPORT, "Erased."), "headers": {"Set-Cookie": {
+                      "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}},
+                  "400": ERRORS_APP["400"],
+                  "503": problem("Too many passwords are being checked at once (errorUnavailable); retry after `Retry-After`."),
+                  **COOKIE_ERRORS}}
+PERSON[("delete", "/v1/me")] = True
+PATHS.update({
+    "/v1/me/access": {"get": {
+        "summary": "Recent access: what each app read and wrote, per type and day (counts only)", "tags": ["people"],
+        "description": "`reads`: answers that carried the type (a samples page, a sample, sources, a statistics query, a change-feed "
+                       "page or stream event, an export of the type...); `samplesRead`: samples, deletions and statistics buckets in "
+                       "them. `writes`: requests that saved or deleted the type; `samplesWritten`: samples in them. The person's own "
+                       "reads are not counted. Kept `accessLogRetentionDays` (90). Latest day first, then app and type.",
+        "parameters": [qparam("start", "First day (default: the first kept).", day_schema),
+                       qparam("end", "Last day, included (default: today). At most 400 days from `start`.", day_schema),
+                       qparam("timeZone", "IANA zone the days are in (default UTC).")],
+        "responses": {"200": ok_json({"type": "object", "required": ["access"], "properties": {"access": {"type": "array", "items": {
+            "type": "object", "required": ["app", "type", "day", "reads", "samplesRead", "writes", "samplesWritten", "lastAccess"],
+            "properties": {"app": {"type": "string"}, "type": {"type": "string"}, "day": day_schema,
+                           "reads": {"type": "integer", "minimum": 0}, "samplesRead": {"type": "integer", "minimum": 0},
+                           "writes": {"type": "integer", "minimum": 0}, "samplesWritten": {"type": "integer", "minimum": 0},
+                           "lastAccess": instant}}}}}),
+                      "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+    "/v1/me/export": {"get": {
+        "summary": "The person's backup: a settings line, then every sample of every app, oldest first (NDJSON)", "tags": ["people"],
+        "responses": {"200": {"description": "`{\"healthdBackup\":{...}}`, then one sample per line, as `healthd export --user` writes "
+                                             "it (`healthd import` restores it).",
+                              "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+                      "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+    "/v1/me/apps/{app}/data": {"delete": {
+        "summary": "Delete every sample one app saved for the person", "tags": ["people"],
+        "description": "Correlations with their objects; tombstones for the change feed; statistics follow at once.",
+        "parameters": [pparam("app", "The app's name.")],
+        "responses": {"200": ok_json({"type": "object", "required": ["app", "deleted"], "properties": {
+            "app": {"type": "string"}, "deleted": {"type": "integer", "minimum": 0}}}), "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+})
+
 # Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).
-ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
+ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/users/{id}/invitation"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
               ("put", "/v1/characteristics"), ("put", "/v1/sources/priority"), ("put", "/v1/activity-goals")}
 ADMIN_ONLY |= ADMIN_ONLY_PEOPLE
 # The type catalog is the same for everyone, so the admin token may read it too.

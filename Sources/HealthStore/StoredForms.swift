@@ -33,29 +33,6 @@ package enum StoredForms {
     }
 }
 
-extension AppAuthorization {
-    /// The SQL condition (over `type_id` and `source_id`, with `sourceParameter` the app's source)
-    /// selecting the rows `app` may see among `types`: every source for readable types, its own rows
-    /// for the rest (HealthKit's read privacy). Nil when nothing can match. Type codes are integers
-    /// from the catalog map (`code`), never client text.
-    package func visibilityCondition(types: Set<String>?, sourceParameter own: String,
-                                     code: (String) -> Int64?) -> String? {
-        func codes(_ names: some Sequence<String>) -> [Int64] { names.compactMap(code).sorted() }
-        func list(_ codes: [Int64]) -> String { codes.map(String.init).joined(separator: ",") }
-        if let types {
-            let all = codes(types)
-            let readable = codes(access.readable(types))
-            guard !all.isEmpty else { return nil }
-            if readable.count == all.count { return "type_id IN (\(list(all)))" }
-            if readable.isEmpty { return "(source_id = \(own) AND type_id IN (\(list(all))))" }
-            return "(type_id IN (\(list(readable))) OR (source_id = \(own) AND type_id IN (\(list(all)))))"
-        }
-        let readable = codes(read)
-        if readable.isEmpty { return "source_id = \(own)" }
-        return "(type_id IN (\(list(readable))) OR source_id = \(own))"
-    }
-}
-
 /// The columns both stores read a sample by for statistics, in SELECT order.
 package enum StatisticsSampleColumn: Int, TableColumns {
     case seq, start, end, value, source

@@ -12,9 +12,10 @@ extension HealthApplication {
         OperationsRoutes.register(into: &router, configuration: configuration, data: data, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, data: data)
-        SessionRoutes.register(into: &router, data: data, configuration: configuration, hashing: PasswordHashingGate())
+        let passwordHashing = PasswordHashingGate()
+        PersonAccountRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
+        PeopleDataRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
         PermissionRequestRoutes.register(into: &router, data: data, configuration: configuration)
-        PeopleDataRoutes.register(into: &router, data: data, accessLogRetentionDays: configuration.accessLogRetentionDays)
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)
@@ -27,6 +28,7 @@ extension HealthApplication {
         SummaryRoutes.register(into: &router, data: data)
         WorkoutSessionRoutes.register(into: &router, data: data, feed: changeFeed)
         WorkoutRoutes.register(into: &router, data: data, now: StoreClock.nowMilliseconds)
+        PersonReadRoutes.register(into: &router)
     }
 }
 
