@@ -398,7 +398,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     parser.add_argument("--database", required=True, help="a postgres:// URL; the test creates a fresh database on that server")
-    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,sessions,imu,faults,kill")
+    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,sessions,narrowing,imu,faults,kill")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     public = os.path.abspath(args.public)
