@@ -188,6 +188,8 @@ extension SQLiteHealthStore {
             AND id NOT IN (SELECT device_id FROM source_types WHERE user_id <> ?1)
             """),
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = ?1"),
+        ("authorization_requests", "authorizationRequests", "DELETE FROM authorization_requests WHERE user_id = ?1"),
+        ("app_grants", "appGrants", "DELETE FROM app_grants WHERE user_id = ?1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = ?1"),
         ("sessions", "sessions", "DELETE FROM sessions WHERE user_id = ?1"),
         ("invitations", "invitations", "DELETE FROM invitations WHERE user_id = ?1"),

@@ -15,6 +15,7 @@ extension HealthApplication {
         let passwordHashing = PasswordHashingGate()
         PersonAccountRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
         PeopleDataRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
+        PermissionRequestRoutes.register(into: &router, data: data, configuration: configuration)
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)
