@@ -122,13 +122,11 @@ extension PostgresHealthStore {
             case id, app, readTypes, shareTypes, created, lastUsed
             static let table = "authorizations"
         }
-        // What the tokens may do is the person's switches for the app (app_grants) where there are
-        // some; the token's own lists only record what it was made with.
+        // A token's types are its app's switches (the grant); its last use is its own.
         return try pool.read { connection in
             try connection.map("""
-                SELECT a.id, a.app, coalesce(g.read_types, a.read_types), coalesce(g.share_types, a.share_types), a.created_ms,
-                    a.last_used_ms
-                FROM authorizations a LEFT JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
+                SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
+                FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
                 WHERE a.user_id = $1 AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.id
                 """, [.int64(userRowID)]) { row in
                 AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
