@@ -35,6 +35,7 @@ extension AccessPolicyRouteTests {
         "POST /v1/workout-sessions", "GET /v1/workout-sessions/{id}", "POST /v1/workout-sessions/{id}/pause",
         "POST /v1/workout-sessions/{id}/resume", "POST /v1/workout-sessions/{id}/end",
         "POST /v1/session", "POST /v1/people/activate", "POST /v1/users/{id}/invitation",
+        "POST /v1/authorization-requests", "POST /v1/authorization-requests/token",
         "GET /v1/users", "GET /v1/users/{id}/authorizations", "DELETE /v1/users/{id}",
     ]
 
