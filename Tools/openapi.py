@@ -753,6 +753,51 @@ PATHS["/v1/workout-sessions/{id}/end"] = {
 }
 
 
+# People: sign-in and the signed-in person's routes (docs/api.md, People). These take the session
+# cookie only: a bearer token on them is a 401, and a cookie never authorizes the app routes.
+COOKIE_ERRORS = {
+    "401": problem("No session cookie, a session that has ended (signed out, idle for 30 days, or ended by a password "
+                   "change), or a bearer token (these routes take the cookie only) (errorAuthenticationRequired)."),
+    "415": problem("A request that changes something with the session cookie must send `Content-Type: application/json`, "
+                   "so a form on another site cannot act for the person (errorUnsupportedMediaType)."),
+    "429": ERRORS_APP["429"],
+}
+SESSION_COOKIE_HEADER = {"Set-Cookie": {
+    "description": "`healthd_session=<token>; Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict` over http; over https "
+                   "(a trusted proxy says so) `__Host-healthd_session=...; Secure`. A signed-in request sends it again, with "
+                   "a new Max-Age, when the session was last used over an hour ago.",
+    "schema": {"type": "string"}}}
+PATHS["/v1/session"] = {
+    "post": {"summary": "Sign in: a new session cookie", "tags": ["people"], "security": [],
+             "description": "In order: failed sign-ins are limited per account name (10 in 15 minutes, from any address; unknown "
+                            "names too) and per client address (30; IPv6 per /64), and while either is spent the answer is 429 with "
+                            "`Retry-After`, even for the right password. Then the password is checked against its Argon2id hash, or, "
+                            "for a name without an activated account, against a dummy hash: a wrong name and a wrong password take "
+                            "the same time and get the same 401. The session is always new (a cookie the request carried is ended, "
+                            "never kept).",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["name", "password"], "additionalProperties": False,
+                 "properties": {"name": {"type": "string"}, "password": {"type": "string", "maxLength": 1024}}}}}},
+             "responses": {"204": {"description": "Signed in.", "headers": SESSION_COOKIE_HEADER},
+                           "400": ERRORS_APP["400"],
+                           "401": problem("The name or the password is wrong (errorAuthenticationRequired): one answer for both."),
+                           "415": problem("Not application/json."),
+                           "429": {**problem("Too many failed sign-ins for this name or from this address (errorRateLimited)."),
+                                   "headers": {"Retry-After": {"description": "Seconds until a sign-in may be tried again.",
+                                                               "schema": {"type": "integer", "minimum": 1}}}},
+                           "503": problem("Too many sign-ins are being checked at once (errorUnavailable); retry after `Retry-After`.")}},
+    "delete": {"summary": "Sign out: this session ends and the cookie is cleared", "tags": ["people"],
+               "responses": {"204": {"description": "Signed out.", "headers": {"Set-Cookie": {
+                   "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}}, **COOKIE_ERRORS}},
+}
+PATHS["/v1/me"] = {
+    "get": {"summary": "Who is signed in", "tags": ["people"],
+            "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}}}), **COOKIE_ERRORS}},
+}
+# The signed-in person's routes: the session cookie only.
+PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
+
 # Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).
 ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
@@ -794,7 +839,9 @@ def with_common_responses(paths):
 def with_security(paths):
     for path, operations in paths.items():
         for method, operation in operations.items():
-            if (method, path) in ADMIN_ONLY:
+            if PERSON.get((method, path)) or path.startswith("/v1/me/"):
+                operation["security"] = [{"sessionCookie": []}]
+            elif (method, path) in ADMIN_ONLY:
                 operation["security"] = [{"adminToken": []}]
             elif (method, path) in EITHER_TOKEN:
                 operation["security"] = [{"appToken": []}, {"adminToken": []}]
@@ -820,12 +867,15 @@ def document():
                                 "them and docs/decisions.md gives the reasons."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export", "people"]],
         "paths": with_common_responses(with_security(PATHS)),
         "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {
                            "appToken": {"type": "http", "scheme": "bearer",
                                         "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},
+                           "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "healthd_session",
+                                             "description": "A signed-in person's session (POST /v1/session sets it; `__Host-healthd_session` over https). "
+                                                            "Accepted only on the person's routes (/v1/me...); never on the app routes."},
                            "adminToken": {"type": "http", "scheme": "bearer",
                                           "description": "The server's admin token (HEALTHD_ADMIN_TOKEN, or printed at first start): users, authorizations, characteristics, source priority and goals."}}},
     }

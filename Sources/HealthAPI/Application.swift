@@ -14,6 +14,9 @@ public enum RouteAccess: Sendable {
     case token
     /// The admin token only.
     case admin
+    /// A signed-in person's session cookie only (`/v1/me...`, sign-out, the permission sheet): a
+    /// bearer token here is refused, and a cookie is read nowhere else (Middleware/PersonSessions.swift).
+    case person
 }
 
 /// Where a handler runs. Cheap, store-free handlers run on the connection's queue; everything
@@ -159,7 +162,7 @@ public final class HealthApplication: HTTPResponder {
         // charges the address in `context(for:)`. Only a token route looks for the header.
         let hasCredentials: Bool
         if case .found(let route, _, _) = match, route.access != .open {
-            hasCredentials = request.headers.contains("Authorization")
+            hasCredentials = request.headers.contains(route.access == .person ? "Cookie" : "Authorization")
         } else {
             hasCredentials = false
         }
@@ -180,11 +183,18 @@ public final class HealthApplication: HTTPResponder {
                 do throws(APIError) {
                     var context = try self.context(for: route, request: request, parameters: parameters, problems: problems,
                                                    connection: connection, client: client, hasCredentials: hasCredentials)
+                    let principal = context.principal
                     switch route.body {
                     case .immediate(let handler):
-                        finish(try handler(&context), pattern)
+                        var response = try handler(&context)
+                        response.addSessionRenewal(of: principal)
+                        finish(response, pattern)
                     case .deferred(let handler):
-                        try handler(&context) { response in finish(response, pattern) }
+                        try handler(&context) { response in
+                            var response = response
+                            response.addSessionRenewal(of: principal)
+                            finish(response, pattern)
+                        }
                     }
                 } catch {
                     finish(problems.response(error), pattern)
@@ -223,7 +233,9 @@ public final class HealthApplication: HTTPResponder {
             principal = nil
         } else {
             do throws(APIError) {
-                principal = try authenticate(request, access: route.access, client: client)
+                principal = route.access == .person
+                    ? try authenticatePerson(request, peer: connection.remoteAddress, client: client)
+                    : try authenticate(request, access: route.access, client: client)
             } catch {
                 // A failed authentication drains the caller's address budget fast: guessing tokens
                 // is throttled by the same O(1) bucket, with no sleeping thread on the server.

@@ -19,6 +19,9 @@ public final class HealthData: Sendable {
     /// All of `user`'s own data, with no app's narrowing: the person, or the admin acting for them.
     public func person(_ user: User) -> PersonHealthData { PersonHealthData(store: store, user: user) }
 
+    /// People's passwords, invitations and sessions (no health data).
+    public var people: PeopleAccounts { PeopleAccounts(store: store) }
+
     // MARK: The server's own business (no user's samples)
 
     public var secret: [UInt8] { store.secret }

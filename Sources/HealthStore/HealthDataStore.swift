@@ -83,6 +83,24 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// ones are absent): what in-flight work compares with the authorization it started with.
     func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization]
 
+    // MARK: People: passwords, invitations, sessions, failed sign-ins (`PeopleAccounts`)
+
+    func signInAccount(name: String) throws -> SignInAccount?
+    func setPassword(userRowID: Int64, hash: String) throws
+    /// Sets the hash and deletes the user's sessions but `tokenHash`, in one transaction.
+    func changePassword(userRowID: Int64, hash: String, keepingSession tokenHash: [UInt8]) throws
+    /// Replaces the user's invitation (one per user).
+    func createInvitation(userRowID: Int64, codeHash: [UInt8], expiresMs: Int64) throws
+    func invitation(codeHash: [UInt8], nowMs: Int64) throws -> User?
+    /// Deletes the unexpired invitation and sets the password in one transaction; false if it was gone.
+    func redeemInvitation(codeHash: [UInt8], userRowID: Int64, passwordHash: String, nowMs: Int64) throws -> Bool
+    func createSession(userRowID: Int64, tokenHash: [UInt8], nowMs: Int64) throws
+    func session(tokenHash: [UInt8]) throws -> StoredSession?
+    func touchSession(tokenHash: [UInt8], nowMs: Int64) throws
+    func deleteSession(tokenHash: [UInt8]) throws -> Bool
+    func signInFailures(kind: SignInFailureKind, key: String, sinceMs: Int64) throws -> [Int64]
+    func recordSignInFailure(keys: [(kind: SignInFailureKind, key: String)], atMs: Int64, forgetBeforeMs: Int64) throws
+
     // MARK: Samples
 
     /// Saves a batch atomically (all or none) and returns the uuids in request order: the writes

@@ -178,6 +178,10 @@ import JSON
         case (.post, "/v1/workout-sessions/{id}/pause"), (.post, "/v1/workout-sessions/{id}/resume"),
              (.post, "/v1/workout-sessions/{id}/end"):
             return Call(method: .post, target: pattern.replacingOccurrences(of: "{id}", with: world.ownerSession))
+        case _ where pattern == "/v1/session" || pattern == "/v1/me" || pattern.hasPrefix("/v1/me/"):
+            // The person's routes: an app token there is a 401 (sign-in itself is open; `{}` is a 400).
+            let target = pattern.split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? "probe" : $0 }.joined(separator: "/")
+            return Call(method: method, target: target, json: method == .get ? nil : "{}")
         default: return nil
         }
     }

@@ -12,6 +12,7 @@ extension HealthApplication {
         OperationsRoutes.register(into: &router, configuration: configuration, data: data, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, data: data)
+        SessionRoutes.register(into: &router, data: data, configuration: configuration, hashing: PasswordHashingGate())
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)
