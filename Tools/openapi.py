@@ -753,6 +753,44 @@ PATHS["/v1/workout-sessions/{id}/end"] = {
 }
 
 
+# People: the admin's lists and erasure (docs/api.md, "People: recent access, own data, erasure").
+ERASURE_REPORT = {"type": "object", "required": ["user", "erased"], "properties": {
+    "user": {"type": "string", "description": "The erased user's id."},
+    "erased": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+               "description": "Rows deleted per kind: `samples`, `tombstones`, `sources`, `devices`, `statisticsRollups`, "
+                              "`sampleKeyRuns` (SQLite), `sourcePriorities`, `characteristics`, `activityGoals`, "
+                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `accessLog`, `user`, "
+                              "and the kinds of the people tables (sessions, grants, invitations, webhooks)."}}}
+PATHS["/v1/users"]["get"] = {
+    "summary": "List users (admin)", "tags": ["authorization"],
+    "responses": {"200": ok_json({"type": "object", "required": ["users"], "properties": {"users": {"type": "array", "items": {
+        "type": "object", "required": ["id", "name", "created", "activated"],
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "created": instant,
+                       "activated": {"type": "boolean", "description": "The person has set a password."}}}}}}),
+                  **ERRORS_APP}}
+PATHS.update({
+    "/v1/users/{id}/authorizations": {"get": {
+        "summary": "A user's live authorizations (admin): apps, types, created, lastUsed; never a token", "tags": ["authorization"],
+        "parameters": [pparam("id", "User id (or name).")],
+        "responses": {"200": ok_json({"type": "object", "required": ["authorizations"], "properties": {"authorizations": {
+            "type": "array", "items": {"type": "object", "required": ["id", "app", "read", "share", "created", "lastUsed"],
+                                       "properties": {"id": {"type": "string"}, "app": {"type": "string"},
+                                                      "read": {"type": "array", "items": {"type": "string"}},
+                                                      "share": {"type": "array", "items": {"type": "string"}},
+                                                      "created": instant,
+                                                      "lastUsed": {"oneOf": [instant, {"type": "null"}],
+                                                                   "description": "When a token of the app was last used; null if never."}}}}}}),
+                      "404": problem("No such user (errorNotFound)."), **ERRORS_APP}}},
+    "/v1/users/{id}": {"delete": {
+        "summary": "Erase a user (admin): every row that names them, in both stores, in one transaction", "tags": ["authorization"],
+        "description": "As `DELETE /v1/me`: samples, tombstones, sources, devices, rollups and caches, key runs, IMU and workout "
+                       "sessions, characteristics, goals, summaries, authorizations (their open streams end), sessions, "
+                       "invitations, device authorizations, the access log and webhooks. The answer counts what went.",
+        "parameters": [pparam("id", "User id (or name).")],
+        "responses": {"200": ok_json(ERASURE_REPORT), "404": problem("No such user (errorNotFound)."), **ERRORS_APP}}},
+})
+ADMIN_ONLY_PEOPLE = {("get", "/v1/users"), ("get", "/v1/users/{id}/authorizations"), ("delete", "/v1/users/{id}")}
+
 # People: sign-in and the signed-in person's routes (docs/api.md, People). These take the session
 # cookie only: a bearer token on them is a 401, and a cookie never authorizes the app routes.
 COOKIE_ERRORS = {
@@ -802,6 +840,7 @@ PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).
 ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
               ("put", "/v1/characteristics"), ("put", "/v1/sources/priority"), ("put", "/v1/activity-goals")}
+ADMIN_ONLY |= ADMIN_ONLY_PEOPLE
 # The type catalog is the same for everyone, so the admin token may read it too.
 EITHER_TOKEN = {("get", "/v1/types"), ("get", "/v1/types/{id}")}
 

@@ -99,6 +99,19 @@ public final class HealthApplication: HTTPResponder {
         Self.registerRoutes(into: &router, configuration: configuration, data: data, metrics: metrics,
                             connections: connections, changeFeed: changeFeed)
         self.router = router
+        data.recentAccess.onFailure { message, error in accessLog?.event(message, level: "warning", fields: [("error", "\(error)")]) }
+        // Purged at start and hourly.
+        data.recentAccess.startRetention(days: configuration.accessLogRetentionDays)
+    }
+
+    deinit { data.recentAccess.stopRetention() }
+
+    /// Call once the server has stopped, before closing the store: the recent-access counts still
+    /// in memory are written (a kill -9 loses at most the last second of them).
+    public func flushRecentAccess() {
+        do { try data.recentAccess.flush() } catch {
+            eventLog?.event("access log flush at shutdown failed", level: "warning", fields: [("error", "\(error)")])
+        }
     }
 
     /// Call before stopping the server: parked long-polls answer now and event streams end, so

@@ -180,6 +180,26 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// sessions with a zone; returns the state changes to publish.
     func advanceWorkoutZones(userRowID: Int64) throws -> [WorkoutZoneChange]
 
+    // MARK: People: recent access, own data, erasure, the admin's lists
+
+    /// Adds counts to the access log in one transaction (counts of a user who no longer exists are dropped).
+    func recordAccess(_ entries: [AccessLogEntry]) throws
+    /// The user's stored counts of the quarter hours starting in [from, to) (Unix ms).
+    func accessLog(userRowID: Int64, from: Int64, to: Int64) throws -> [AccessLogEntry]
+    /// Deletes the counts of quarter hours before `cutoff`; returns how many rows.
+    @discardableResult
+    func purgeAccessLog(before cutoff: Int64) throws -> Int
+    /// Every user, oldest first.
+    func users() throws -> [UserListing]
+    /// The user's live authorizations, oldest first.
+    func authorizations(userRowID: Int64) throws -> [AuthorizationListing]
+    /// Deletes every sample `app` saved for the user, with tombstones and statistics kept current,
+    /// in one transaction; returns how many (top-level) samples.
+    func deleteSamples(userRowID: Int64, app: String) throws -> Int
+    /// Deletes every row that names the user, in one transaction, and ends what is in flight for
+    /// the user's tokens (as a revocation does); `StoreError.notFound` when there is no such user.
+    func eraseUser(_ user: User) throws -> ErasureReport
+
     // MARK: Import and export
 
     /// Runs `body` in one write transaction: every batch it saves through the session commits

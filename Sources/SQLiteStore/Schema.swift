@@ -350,6 +350,9 @@ enum Schema {
                 CREATE INDEX sign_in_failures_by_time ON sign_in_failures(at_ms);
                 """)
         }
+        migrator.register("012-people-access") { db in
+            try db.execute(SQLiteHealthStore.accessLogSchema)
+        }
         return migrator
     }
 }

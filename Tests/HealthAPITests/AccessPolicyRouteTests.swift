@@ -131,6 +131,9 @@ import JSON
             return Call(method: .post, target: pattern,
                         json: #"{"user":"\#(world.alice)","app":"x","read":["\#(type)"],"share":[]}"#, admin: true)
         case (.delete, "/v1/authorizations/{id}"): return Call(method: .delete, target: "/v1/authorizations/nosuch", admin: true)
+        case (.get, "/v1/users"): return Call(method: .get, target: pattern, admin: true)
+        case (.get, "/v1/users/{id}/authorizations"): return Call(method: .get, target: "/v1/users/\(world.alice)/authorizations", admin: true)
+        case (.delete, "/v1/users/{id}"): return Call(method: .delete, target: "/v1/users/nosuch", admin: true)
         case (.put, "/v1/characteristics"):
             return Call(method: .put, target: pattern, json: #"{"user":"\#(world.alice)","dateOfBirth":"2000-01-01"}"#, admin: true)
         case (.put, "/v1/sources/priority"):

@@ -13,6 +13,7 @@ extension HealthApplication {
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, data: data)
         SessionRoutes.register(into: &router, data: data, configuration: configuration, hashing: PasswordHashingGate())
+        PeopleDataRoutes.register(into: &router, data: data, accessLogRetentionDays: configuration.accessLogRetentionDays)
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)
