@@ -68,6 +68,11 @@ ERRORS_OPEN = {"429": ERRORS_APP["429"]}
 instant = {"type": "string", "format": "date-time", "description": "RFC 3339 with an offset; responses are UTC with milliseconds."}
 
 SCHEMAS = {
+    "Invitation": {
+        "type": "object", "required": ["code", "expires"],
+        "description": "Shown once; only its SHA-256 is stored. Single use, for 7 days; a newer invitation of the person voids it.",
+        "properties": {"code": {"type": "string", "description": "43 characters (32 random bytes, base64url)."},
+                       "expires": instant}},
     "Problem": {
         "type": "object", "description": "RFC 9457 problem details with a HealthKit-style code.",
         "required": ["type", "title", "status", "detail", "code"],
@@ -229,7 +234,10 @@ PATHS = {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {"type": "string"}}}}}},
-        "responses": {"201": ok_json({"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}, "Created"),
+        "description": "The answer carries the person's invitation: they activate the account with its code and a password "
+                       "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
+        "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
+                          "id": {"type": "string"}, "name": {"type": "string"}, "invitation": ref("Invitation")}}, "Created"),
                       "409": problem("A user with that name exists (errorConflict)."),
                       "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations": {"post": {
@@ -828,17 +836,70 @@ PATHS["/v1/session"] = {
                "responses": {"204": {"description": "Signed out.", "headers": {"Set-Cookie": {
                    "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}}, **COOKIE_ERRORS}},
 }
+PATHS["/v1/users/{id}/invitation"] = {
+    "post": {"summary": "A new invitation for a person (admin); the earlier one stops working", "tags": ["people"],
+             "description": "For a person who is already active this resets the password: activating the new code sets it and "
+                            "ends every session of the person.",
+             "parameters": [pparam("id", "User id (or name).")],
+             "responses": {"201": ok_json(ref("Invitation"), "Created"), "404": problem("No such user."), **ERRORS_APP}},
+}
+PATHS["/v1/people/activate"] = {
+    "post": {"summary": "Activate an account: set the password with an invitation code", "tags": ["people"], "security": [],
+             "description": "The code works once (a replay, or a second activation at the same moment, is refused), for 7 days, "
+                            "and only while it is the person's newest. The password must have at least 10 characters and must not "
+                            "be one of the 10,000 most common passwords, a repetition, a run of letters or digits, or contain the "
+                            "person's name; it is stored only as an Argon2id hash. Activation does not sign in.",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["code", "password"], "additionalProperties": False,
+                 "properties": {"code": {"type": "string"}, "password": {"type": "string", "minLength": 10, "maxLength": 1024}}}}}},
+             "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
+                               "id": {"type": "string"}, "name": {"type": "string"}}}, "Activated."),
+                           "400": problem("A malformed body, or a password the policy refuses; `detail` says why (errorInvalidArgument)."),
+                           "401": problem("The code is unknown, used, replaced or expired: one answer for all (errorAuthenticationRequired)."),
+                           "415": problem("Not application/json."),
+                           "429": ERRORS_APP["429"],
+                           "503": problem("Too many passwords are being hashed at once (errorUnavailable); retry after `Retry-After`.")}},
+}
+PATHS["/v1/me/password"] = {
+    "put": {"summary": "Change the password; every other session of the person ends", "tags": ["people"],
+            "description": "A wrong `current` is a 403 and counts as a failed sign-in (the same limits, 429 with `Retry-After`). "
+                           "`new` follows the activation's policy. This session stays signed in.",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["current", "new"], "additionalProperties": False,
+                "properties": {"current": {"type": "string"}, "new": {"type": "string", "minLength": 10, "maxLength": 1024}}}}}},
+            "responses": {"204": {"description": "Changed; the person's other sessions have ended."},
+                          "400": problem("A malformed body, or a new password the policy refuses (errorInvalidArgument)."),
+                          "403": problem("The current password is wrong (errorAuthorizationDenied)."),
+                          "503": problem("Too many passwords are being hashed at once (errorUnavailable)."),
+                          **COOKIE_ERRORS}},
+}
 PATHS["/v1/me"] = {
     "get": {"summary": "Who is signed in", "tags": ["people"],
             "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
                 "id": {"type": "string"}, "name": {"type": "string"}}}), **COOKIE_ERRORS}},
 }
+# The person's reads for the dashboard: the same handlers and answers as the app routes, with the
+# session cookie, over all of the person's own data (PersonReadRoutes.swift).
+import copy
+for app_path in ["/v1/summary", "/v1/statistics/collection", "/v1/samples", "/v1/activity-summaries", "/v1/workouts",
+                 "/v1/heart-rate/zones", "/v1/changes/stream"]:
+    mirrored = copy.deepcopy(PATHS[app_path]["get"])
+    mirrored["summary"] = mirrored["summary"] + " (the signed-in person's own data)"
+    mirrored["description"] = (f"The answer of `GET {app_path}` for the signed-in person (session cookie instead of a token): all of "
+                               "their own data, from every source, read-only; no app's read permission narrows it. "
+                               + mirrored.get("description", ""))
+    mirrored["tags"] = ["people"]
+    mirrored.pop("security", None)
+    mirrored["responses"] = {**mirrored["responses"], **COOKIE_ERRORS}
+    mirrored["responses"].pop("403", None)
+    mirrored["responses"].pop("415", None)
+    PATHS["/v1/me" + app_path[len("/v1"):]] = {"get": mirrored}
 # The signed-in person's routes: the session cookie only.
 PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
 
 # Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).
-ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
+ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/users/{id}/invitation"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
               ("put", "/v1/characteristics"), ("put", "/v1/sources/priority"), ("put", "/v1/activity-goals")}
 ADMIN_ONLY |= ADMIN_ONLY_PEOPLE
 # The type catalog is the same for everyone, so the admin token may read it too.

@@ -101,7 +101,12 @@ public struct RequestContext: Sendable {
         return person
     }
 
+    /// On a person's read route (`/v1/me/...`), the person's own reads (`personsOwnReads`): the
+    /// app routes' handlers then serve all of the person's data, read-only.
     public func app() throws(APIError) -> AppAuthorization {
+        if case .person(let user, let session)? = principal {
+            return AppAuthorization.personsOwnReads(user: user, sessionTokenHash: session.tokenHash)
+        }
         guard let app = principal?.appAuthorization else {
             throw APIError.authorizationDenied("this endpoint is for app tokens; the admin token acts through PUT/POST admin routes only")
         }

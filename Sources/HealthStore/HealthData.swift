@@ -58,7 +58,17 @@ public final class HealthData: Sendable {
     public func addAuthorizationObserver(_ observer: @escaping @Sendable (_ authorizationID: String) -> Void) {
         store.addAuthorizationObserver(observer)
     }
-    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] { try store.liveAuthorizations(ids: ids) }
+    /// The live authorizations among `ids`; a person's own reads (`personsOwnReads`) are live while
+    /// their session is.
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        var live = try store.liveAuthorizations(ids: ids.filter { AppAuthorization.sessionTokenHash(ofPersonsOwnReads: $0) == nil })
+        for id in ids {
+            guard let hash = AppAuthorization.sessionTokenHash(ofPersonsOwnReads: id), let session = try store.session(tokenHash: hash),
+                  StoreClock.nowMilliseconds() - session.lastUsedMs < PeopleAccounts.sessionIdleMilliseconds else { continue }
+            live[id] = AppAuthorization.personsOwnReads(user: session.user, sessionTokenHash: hash)
+        }
+        return live
+    }
 
     // MARK: The admin's lists
 

@@ -1,3 +1,6 @@
+import Crypto
+import HealthModel
+
 /// A person's account as sign-in sees it: the user and their stored password (a PHC string),
 /// nil until the person has activated the account with an invitation.
 public struct SignInAccount: Sendable, Equatable {
@@ -38,6 +41,9 @@ public enum SignInFailureKind: String, Sendable, CaseIterable {
 public struct PeopleAccounts: Sendable {
     let store: any HealthDataStore
 
+    /// A session unused this long has ended (`SessionToken.idleLifetime`: 30 days).
+    public static let sessionIdleMilliseconds: Int64 = 30 * 24 * 3_600_000
+
     // MARK: Passwords
 
     /// The account with `name` (exactly as created), or nil when there is none.
@@ -64,8 +70,9 @@ public struct PeopleAccounts: Sendable {
         try store.invitation(codeHash: codeHash, nowMs: nowMs)
     }
 
-    /// Uses the invitation up and sets the password, in one transaction; false when the invitation
-    /// was used, voided or expired meanwhile (a replay, or two activations at once: one wins).
+    /// Uses the invitation up, sets the password and ends any session of the person, in one
+    /// transaction; false when the invitation was used, voided or expired meanwhile (a replay, or
+    /// two activations at once: one wins).
     public func redeemInvitation(codeHash: [UInt8], userRowID: Int64, passwordHash: String, nowMs: Int64) throws -> Bool {
         try store.redeemInvitation(codeHash: codeHash, userRowID: userRowID, passwordHash: passwordHash, nowMs: nowMs)
     }
@@ -97,4 +104,42 @@ public struct PeopleAccounts: Sendable {
     public func recordSignInFailure(keys: [(kind: SignInFailureKind, key: String)], atMs: Int64, forgetBeforeMs: Int64) throws {
         try store.recordSignInFailure(keys: keys, atMs: atMs, forgetBeforeMs: forgetBeforeMs)
     }
+}
+
+extension AppAuthorization {
+    /// The person's own reads, signed in with the session `sessionTokenHash`, as the read routes'
+    /// handlers take an authorization: every type readable (all of the person's own data, every
+    /// source, characteristics too), nothing writable, no source of its own. Its id names the
+    /// session, so `HealthData.liveAuthorizations` answers for it from the sessions table: a
+    /// change stream opened with the cookie ends when the session does, on any node.
+    public static func personsOwnReads(user: User, sessionTokenHash: [UInt8]) -> AppAuthorization {
+        AppAuthorization(id: sessionPrefix + Hex.encode(sessionTokenHash), userRowID: user.rowID, userID: user.id, appName: "",
+                         sourceRowID: 0, read: everyType, share: [])
+    }
+
+    /// True for `personsOwnReads`: the person reading their own data, which is not an app's access.
+    public var isPersonsOwnReads: Bool { id.hasPrefix(Self.sessionPrefix) }
+
+    /// The session token hash of a `personsOwnReads` id, or nil for an app's authorization.
+    static func sessionTokenHash(ofPersonsOwnReads id: String) -> [UInt8]? {
+        guard id.hasPrefix(sessionPrefix) else { return nil }
+        let digits = Array(id.utf8.dropFirst(sessionPrefix.count))
+        guard digits.count == 64 else { return nil }
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0") ... UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a") ... UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    static let sessionPrefix = "session:"
+    static let everyType = Set(HealthTypeCatalog.all.map(\.id))
 }

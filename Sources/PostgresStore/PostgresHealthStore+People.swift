@@ -79,6 +79,8 @@ extension PostgresHealthStore {
                                                  [.bytes(codeHash), .int64(userRowID), .int64(nowMs)])
             guard deleted == 1 else { return false }
             _ = try connection.execute("UPDATE users SET password_hash = $1 WHERE id = $2", [.text(passwordHash), .int64(userRowID)])
+            // A new invitation is also how an admin resets a forgotten password: no old session survives it.
+            _ = try connection.execute("DELETE FROM sessions WHERE user_id = $1", [.int64(userRowID)])
             return true
         }
     }

@@ -67,6 +67,8 @@ extension SQLiteHealthStore {
                            [.blob(codeHash), .integer(userRowID), .integer(nowMs)])
             guard db.changes == 1 else { return false }
             try db.execute("UPDATE users SET password_hash = ? WHERE id = ?", [.text(passwordHash), .integer(userRowID)])
+            // A new invitation is also how an admin resets a forgotten password: no old session survives it.
+            try db.execute("DELETE FROM sessions WHERE user_id = ?", [.integer(userRowID)])
             return true
         }
     }

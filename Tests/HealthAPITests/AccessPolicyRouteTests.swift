@@ -127,6 +127,9 @@ import JSON
         switch (method, pattern) {
         case (.get, "/healthz"), (.get, "/metrics"), (.get, "/openapi.json"): return Call(method: method, target: pattern)
         case (.post, "/v1/users"): return Call(method: .post, target: pattern, json: #"{"name":"mallory"}"#, admin: true)
+        case (.post, "/v1/users/{id}/invitation"):
+            return Call(method: .post, target: "/v1/users/\(world.alice)/invitation", admin: true)
+        case (.post, "/v1/people/activate"): return Call(method: .post, target: pattern, json: "{}")
         case (.post, "/v1/authorizations"):
             return Call(method: .post, target: pattern,
                         json: #"{"user":"\#(world.alice)","app":"x","read":["\#(type)"],"share":[]}"#, admin: true)

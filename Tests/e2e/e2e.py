@@ -1019,6 +1019,7 @@ def main():
     from faults import internal_error_checks
     from edge import edge_checks
     from people_access import people_access_checks
+    from people import people_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
@@ -1055,6 +1056,7 @@ def main():
         round_trip_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
         edge_checks(args.binary, os.path.abspath(args.public))
+        people_checks(args.binary, os.path.abspath(args.public))
         internal_error_checks(args.binary, os.path.abspath(args.public))
         people_access_checks(args.binary, os.path.abspath(args.public))
     finally:

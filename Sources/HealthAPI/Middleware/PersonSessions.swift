@@ -18,7 +18,7 @@ public struct PersonSession: Sendable {
 enum SessionPolicy {
     /// A session's `last used` is written, and the cookie sent again, at most this often.
     static let renewalMilliseconds: Int64 = 3_600_000
-    static let idleMilliseconds = Int64(SessionToken.idleLifetime * 1000)
+    static let idleMilliseconds = PeopleAccounts.sessionIdleMilliseconds
 }
 
 /// What a request carries for a `.person` route, checked before any store read: no bearer token,
