@@ -311,13 +311,12 @@ export function wireSheet(onUnauthorized, goToCode) {
 
 // ---------------------------------------------------------------- apps (Data Access & Devices)
 
-/** Types an app has switches for: what it holds now, and any it asked for or was decided on. */
+/** Types an app has a switch for: every type the person decided, on or off (`switches`), and
+ *  those switched on. */
 function appTypes(app, field) {
   const types = new Set(Array.isArray(app[field]) ? app[field] : []);
-  for (const extra of ["requested", "asked", "decided"]) {
-    const more = app[extra];
-    if (more && Array.isArray(more[field])) for (const type of more[field]) types.add(type);
-  }
+  const switches = app.switches && app.switches[field];
+  if (switches && typeof switches === "object") for (const type of Object.keys(switches)) types.add(type);
   return sortedTypes(types);
 }
 
