@@ -4,7 +4,7 @@
 // available"; a 401, or a 403 for the token itself (the admin token pasted by mistake), sends the
 // person back to sign-in or the token form; a network error shows the server-down banner with a
 // retry. The address's fragment picks the view: the person's pages (#apps, #access, #data,
-// #account), the permission sheet (#authorize=CODE), activation (#activate=CODE), or the dashboard.
+// #account), the permission sheet (#/authorize?code=CODE), activation (#activate=CODE), or the dashboard.
 
 import { APIFailure, makeClient } from "./api.js";
 import { EventStreamParser } from "./sse.js";
@@ -202,8 +202,9 @@ function openDashboard(credentials) {
 
 // ---------------------------------------------------------------- views and the person's session
 
-/** The view the address names: `#authorize=CODE` (or `#/authorize?code=`, or a path /authorize?code=),
- *  `#activate=CODE`, `#apps`, `#access`, `#data`, `#account`, else the dashboard. */
+/** The view the address names: the sheet at `#/authorize?code=XXXX-XXXX` (the verification URI the
+ *  server gives apps; also `#authorize=CODE`, or a path /authorize?code=), `#activate=CODE`, `#apps`,
+ *  `#access`, `#data`, `#account` (or `#/apps`...), else the dashboard. */
 function currentRoute() {
   const raw = location.hash.slice(1);
   if (raw.startsWith("/")) {
@@ -1198,7 +1199,11 @@ function wire() {
     history.replaceState(null, "", location.pathname + location.search);
     showSignIn("");
   });
-  wireSheet(sessionEnded, (code) => { location.hash = `authorize=${code}`; });
+  wireSheet(sessionEnded, (code) => {
+    const next = `#/authorize?code=${code}`;
+    if (location.hash === next) route();
+    else location.hash = next;
+  });
   wireOwnData(sessionEnded, (answer) => {
     state.mode = null;
     state.personName = "";

@@ -282,7 +282,7 @@ async function answerSheet(allow, onUnauthorized) {
   $("sheet-done").hidden = false;
   $("sheet").dataset.state = allow ? "allowed" : "denied";
   sheetState.request = null;
-  history.replaceState(null, "", location.pathname + "#authorize");
+  history.replaceState(null, "", location.pathname + "#/authorize");
   $("sheet-done").focus();
 }
 
