@@ -5,7 +5,7 @@
 import { APIFailure, makeClient } from "./api.js";
 import { typeName, typeCategory, sortedTypes } from "./types.js";
 import { normalizeUserCode, groupAccess, describeAccess, formatWhen, formatDayHeading, formatWait } from "./people-format.js";
-import { dayKey, localMidnight } from "./format.js";
+import { dayKey, localMidnight, formatClock } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 const person = makeClient({ session: true });
@@ -112,8 +112,7 @@ export function wireSignIn(done) {
       if (error instanceof APIFailure && error.status === 429) {
         const seconds = error.retryAfter ?? 60;
         const until = new Date(Date.now() + seconds * 1000);
-        text = `Too many sign-in attempts. Try again ${formatWait(seconds)} (at ${String(until.getHours()).padStart(2, "0")}:`
-          + `${String(until.getMinutes()).padStart(2, "0")}).`;
+        text = `Too many sign-in attempts. Try again ${formatWait(seconds)} (at ${formatClock(until)}).`;
         $("signin-submit").disabled = true;
         clearTimeout(signInLockTimer);
         signInLockTimer = setTimeout(() => { $("signin-submit").disabled = false; }, seconds * 1000);
@@ -228,6 +227,11 @@ function renderSheet(request) {
   $("sheet-write").hidden = share.length === 0;
   $("sheet-read").hidden = read.length === 0;
   $("sheet-all").hidden = share.length + read.length === 0;
+  $("sheet-nothing").hidden = share.length + read.length > 0;
+  const seconds = Number(request.expiresIn);
+  const expires = new Date(Date.now() + seconds * 1000);
+  $("sheet-expires").textContent = Number.isFinite(seconds) && seconds > 0
+    ? `This request expires at ${formatClock(expires)}.` : "";
   updateTurnOnAll();
   $("sheet").dataset.state = "asking";
   $("sheet-form").hidden = false;

@@ -217,6 +217,8 @@ def sheet_checks(page, base, port, artifacts):
         rows("sheet-read-list"))
     check("every switch has a label", page.eval("[...document.querySelectorAll('#sheet input.switch')].every((i) => i.labels.length === 1 "
                                                 "&& i.labels[0].textContent.trim().length > 0)"))
+    check("... and when the request expires", re.fullmatch(r"This request expires at \d\d:\d\d\.", page.text("sheet-expires") or ""),
+          page.text("sheet-expires"))
     page.shot(artifacts, "people-sheet.png", 1280)
     page.shot(artifacts, "people-sheet-phone.png", 390)
     # Keyboard: Turn On All, then Tab to the first switch, Space turns it on.
@@ -248,6 +250,26 @@ def token_checks(port, asked):
     again, _, payload2 = http(port, "POST", "/v1/authorization-requests/token", {"deviceCode": asked["deviceCode"]})
     check("... exactly once", again != 200, (again, payload2[:200]))
     return body.get("token")
+
+
+def ask_again_checks(page, port):
+    print("browser people: the app asks again")
+    asked = ask(port, ["stepCount", "heartRate", "flightsClimbed"], ["heartRate", "sleepAnalysis"])
+    page.go(asked["verificationURIComplete"])
+    page.wait("document.getElementById('sheet').dataset.state === 'asking'")
+    shown = page.eval("JSON.stringify([...document.querySelectorAll('#sheet input.switch')].map((i) => i.id))")
+    check("asking again shows only the types not answered yet", json.loads(shown or "[]") == ["sheet-write-flightsClimbed"]
+          and not page.visible("sheet-read") and not page.visible("sheet-nothing"), shown)
+    page.click("sheet-deny")
+    check("... Don't Allow turns it off and keeps what was allowed", page.wait("document.getElementById('sheet').dataset.state === 'denied'")
+          and page.text("sheet-done-text") == f"You did not allow “{XSS_NAME}” to access your Health data.", page.text("sheet-done-text"))
+    asked = ask(port, ["stepCount", "flightsClimbed"], ["heartRate"])
+    page.go(asked["verificationURIComplete"])
+    page.wait("document.getElementById('sheet').dataset.state === 'asking'")
+    check("asked only for answered types, the sheet says so and draws no switch", page.visible("sheet-nothing")
+          and page.eval("document.querySelectorAll('#sheet input.switch').length") == 0 and not page.visible("sheet-all"))
+    page.click("sheet-allow")
+    page.wait("document.getElementById('sheet').dataset.state === 'allowed'")
 
 
 def app_checks(port, token):
@@ -446,6 +468,7 @@ def people_checks(binary, public, chromium, artifacts):
         asked = sheet_checks(page, base, server.port, artifacts)
         token = token_checks(server.port, asked)
         steps = app_checks(server.port, token) if token else None
+        ask_again_checks(page, server.port)
         if token:
             apps_checks(page, server.port, token, artifacts)
             access_checks(page, artifacts)
