@@ -21,10 +21,11 @@ public enum PostgresSchema {
         ("002-statistics-rollups-activity", statisticsRollupsActivity),
         (PostgresSessionsSchema.migrationName, PostgresSessionsSchema.sql),
         ("004-statistics-rollups-lz4", statisticsRollupsLZ4),
+        (PostgresWebhookSchema.migrationName, PostgresWebhookSchema.sql),
     ]
 
     /// The shared tables: replicated to every node by `create_reference_table`.
-    public static let referenceTables = ["users", "authorizations", "type_codes", "meta"]
+    public static let referenceTables = ["users", "authorizations", "type_codes", "meta"] + PostgresWebhookSchema.referenceTables
 
     /// The per-user tables, all distributed on `user_id` and co-located with `samples`.
     public static let distributedTables = [

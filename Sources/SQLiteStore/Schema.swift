@@ -320,6 +320,10 @@ enum Schema {
             // per user says where the next step resumes. Existing rows are generation 0.
             try db.execute(SampleKeyIndex.compactionSchema)
         }
+        migrator.register("013-webhooks") { db in
+            // Webhook subscriptions and their last deliveries; the outbox is the change feed itself.
+            try db.execute(SQLiteHealthStore.webhookSchema)
+        }
         return migrator
     }
 }

@@ -77,7 +77,7 @@ import Statistics
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
                           "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
-                          "015-sample-key-deletions", "016-statistics-days-clustered", "017-sample-key-compaction"],
+                          "015-sample-key-deletions", "016-statistics-days-clustered", "017-sample-key-compaction", "013-webhooks"],
                 "this test undoes every migration from the rollups' on")
         try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_day_details; DROP TABLE statistics_series")
@@ -123,7 +123,7 @@ import Statistics
             try $0.string(at: 0)
         }
         #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions",
-                          "016-statistics-days-clustered", "017-sample-key-compaction"],
+                          "016-statistics-days-clustered", "017-sample-key-compaction", "013-webhooks"],
                 "this test undoes the migrations from the rowid table's on")
         try database.execute(Self.undoClusteredDays())
         try database.execute(Self.undoSampleKeyRuns)
@@ -218,7 +218,7 @@ import Statistics
         let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '016-statistics-days-clustered'", [],
                                                         { try $0.int64(at: 0) }))
         #expect(try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)], { try $0.string(at: 0) })
-                    == ["017-sample-key-compaction"], "this test undoes the clustered days and the migrations after them")
+                    == ["017-sample-key-compaction", "013-webhooks"], "this test undoes the clustered days and the migrations after them")
         try database.execute("""
             DROP TABLE sample_key_compactions;
             ALTER TABLE sample_key_deletions DROP COLUMN generation; ALTER TABLE sample_key_users DROP COLUMN generation;

@@ -55,8 +55,11 @@ import Testing
                 #expect(!sql.contains(word), "\(migration.name) uses \(word)")
             }
         }
-        let numbers = PostgresSchema.migrations.map { Int($0.name.prefix(3)) }
-        #expect(numbers == Array(1...PostgresSchema.migrations.count).map { Optional($0) })
+        // Numbered in increasing order; the numbers may skip (each feature's migration has the
+        // same name in both stores, and the SQLite store has more migrations).
+        let numbers = PostgresSchema.migrations.compactMap { Int($0.name.prefix(3)) }
+        #expect(numbers.count == PostgresSchema.migrations.count)
+        #expect(numbers == numbers.sorted() && Set(numbers).count == numbers.count)
     }
 
     @Test func citusStatementsCoverEveryTable() {
