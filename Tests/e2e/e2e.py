@@ -1018,6 +1018,7 @@ def main():
     from abuse import abuse_checks
     from faults import internal_error_checks
     from edge import edge_checks
+    from webhooks import webhook_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
@@ -1055,6 +1056,7 @@ def main():
         abuse_checks(args.binary, os.path.abspath(args.public))
         edge_checks(args.binary, os.path.abspath(args.public))
         internal_error_checks(args.binary, os.path.abspath(args.public))
+        webhook_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
