@@ -139,10 +139,10 @@ extension PostgresHealthStore {
         return try pool.transaction { connection in
             let ids = try connection.map("""
                 SELECT id FROM webhook_subscriptions
-                WHERE disabled_reason IS NULL AND (lease_until_ms IS NULL OR lease_until_ms < $1 OR lease_owner = $2)
+                WHERE disabled_reason IS NULL AND (lease_until_ms IS NULL OR lease_until_ms < $1)
                     AND (next_attempt_ms IS NULL OR next_attempt_ms <= $1)
-                ORDER BY next_attempt_ms NULLS FIRST LIMIT $3 FOR UPDATE SKIP LOCKED
-                """, [.int64(now), .text(lease.owner), .int64(Int64(limit))]) { row in try row.string(at: 0) }
+                ORDER BY next_attempt_ms NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED
+                """, [.int64(now), .int64(Int64(limit))]) { row in try row.string(at: 0) }
             guard !ids.isEmpty else { return [] }
             _ = try connection.execute("UPDATE webhook_subscriptions SET lease_owner = $1, lease_until_ms = $2 WHERE id = ANY($3::text[])",
                                        [.text(lease.owner), .int64(now + lease.duration), .text(Self.textArray(ids))])
