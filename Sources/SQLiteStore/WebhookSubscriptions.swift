@@ -1,4 +1,5 @@
 import HealthStore
+import JSON
 import SQLite
 
 // Webhook subscriptions in SQLite: one process delivers, so leases are not used (the columns stay
@@ -126,15 +127,18 @@ extension SQLiteHealthStore {
         }
     }
 
+    /// One process holds every subscription: this only says which of `ids` still exist and are active.
     public func renewWebhookLeases(ids: [String], lease: WebhookLease) throws -> Set<String> {
         guard !ids.isEmpty else { return [] }
+        var list = JSONWriter()
+        list.beginArray()
+        for id in ids { list.string(id) }
+        list.endArray()
+        let idList = String(decoding: list.bytes, as: UTF8.self)
         return try pool.read { db in
-            var held = Set<String>()
-            for id in ids where try db.first("SELECT 1 FROM webhook_subscriptions WHERE id = ? AND disabled_reason IS NULL",
-                                             [.text(id)], { _ in true }) != nil {
-                held.insert(id)
-            }
-            return held
+            Set(try db.map("""
+                SELECT id FROM webhook_subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND disabled_reason IS NULL
+                """, [.text(idList)]) { row in try row.string(at: 0) })
         }
     }
 
