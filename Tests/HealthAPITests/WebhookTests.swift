@@ -261,3 +261,41 @@ private struct WebhookFixture {
         #expect(f.server.application.webhooks.runningCount == 0)
     }
 }
+
+@Suite struct WebhookRetryTests {
+    /// With the schedule shortened (the real one is 5 s doubling to 1 h for 24 hours), a receiver
+    /// that never answers 2xx gets the same page again and again, then the webhook is disabled and
+    /// its listing says why.
+    @Test func retriesRunOutAndTheListingSaysWhy() throws {
+        let transport = RecordingTransport(answers: [503])
+        let server = try TestServer()
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        let application = server.application
+        let delivery = WebhookDelivery(data: application.data, transport: transport,
+                                       schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 0.4), log: nil)
+        defer { delivery.stop() }
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try application.data.app(hubAuthorization).createWebhook(
+            id: "wh_retry", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease)
+        delivery.add(subscription)
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        let deadline = Date().addingTimeInterval(5)
+        var disabled: String?
+        while disabled == nil && Date() < deadline {
+            disabled = server.request(.get, "/v1/webhooks", token: hub)["webhooks"]?.arrayValue?.first?.objectValue?["disabled"]?.stringValue
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(disabled?.contains("503") == true, "\(disabled ?? "not disabled")")
+        let requests = transport.requests
+        #expect(requests.count >= 3)
+        #expect(Set(requests.compactMap { $0.header("webhook-id") }).count == 1)
+        #expect(Set(requests.map(\.body)).count == 1)
+        let count = requests.count
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(transport.requests.count == count, "a disabled webhook sends nothing more")
+    }
+}

@@ -174,7 +174,10 @@ public final class WebhookDelivery: Sendable {
 final class WebhookRunner: @unchecked Sendable {
     let subscription: WebhookSubscription
     let types: Set<String>
-    unowned let delivery: WebhookDelivery
+    /// What the runner needs of its owner, held on its own: a timer or an answer may arrive after
+    /// the owner is gone.
+    private let delivery: Shared
+    private weak var owner: WebhookDelivery?
     let queue: DispatchQueue
     let signer: WebhookSigner
     private var machine: WebhookDeliveryMachine
@@ -182,10 +185,18 @@ final class WebhookRunner: @unchecked Sendable {
     private var timerGeneration: UInt64 = 0
     private var stopped = false
 
+    private struct Shared {
+        let data: HealthData
+        let transport: any WebhookTransport
+        let lease: WebhookLease
+        let log: AccessLog?
+    }
+
     init(subscription: WebhookSubscription, delivery: WebhookDelivery) {
         self.subscription = subscription
         self.types = Set(subscription.types)
-        self.delivery = delivery
+        self.delivery = Shared(data: delivery.data, transport: delivery.transport, lease: delivery.lease, log: delivery.log)
+        owner = delivery
         queue = DispatchQueue(label: "healthd.webhook." + subscription.id)
         signer = WebhookSigner(secret: WebhookSecret(key: subscription.secretKey) ?? WebhookSecret.generate())
         let pending = subscription.pending.map { stored in
@@ -243,7 +254,7 @@ final class WebhookRunner: @unchecked Sendable {
     private func stop() {
         stopped = true
         perform(machine.handle(.removed))
-        delivery.unregister(id: subscription.id)
+        owner?.unregister(id: subscription.id)
     }
 
     // MARK: Carrying out actions (on `queue`)
