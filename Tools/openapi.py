@@ -68,6 +68,11 @@ ERRORS_OPEN = {"429": ERRORS_APP["429"]}
 instant = {"type": "string", "format": "date-time", "description": "RFC 3339 with an offset; responses are UTC with milliseconds."}
 
 SCHEMAS = {
+    "Invitation": {
+        "type": "object", "required": ["code", "expires"],
+        "description": "Shown once; only its SHA-256 is stored. Single use, for 7 days; a newer invitation of the person voids it.",
+        "properties": {"code": {"type": "string", "description": "43 characters (32 random bytes, base64url)."},
+                       "expires": instant}},
     "Problem": {
         "type": "object", "description": "RFC 9457 problem details with a HealthKit-style code.",
         "required": ["type", "title", "status", "detail", "code"],
@@ -229,7 +234,10 @@ PATHS = {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {"type": "string"}}}}}},
-        "responses": {"201": ok_json({"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}, "Created"),
+        "description": "The answer carries the person's invitation: they activate the account with its code and a password "
+                       "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
+        "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
+                          "id": {"type": "string"}, "name": {"type": "string"}, "invitation": ref("Invitation")}}, "Created"),
                       "409": problem("A user with that name exists (errorConflict)."),
                       "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations": {"post": {
@@ -829,10 +837,147 @@ PATHS["/v1/workout-sessions/{id}/end"] = {
 }
 
 
+# People: the admin's lists and erasure (docs/api.md, "People: recent access, own data, erasure").
+ERASURE_REPORT = {"type": "object", "required": ["user", "erased"], "properties": {
+    "user": {"type": "string", "description": "The erased user's id."},
+    "erased": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+               "description": "Rows deleted per kind: `samples`, `tombstones`, `sources`, `devices`, `statisticsRollups`, "
+                              "`sampleKeyRuns` (SQLite), `sourcePriorities`, `characteristics`, `activityGoals`, "
+                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `accessLog`, `user`, "
+                              "and the kinds of the people tables (sessions, grants, invitations, webhooks)."}}}
+PATHS["/v1/users"]["get"] = {
+    "summary": "List users (admin)", "tags": ["authorization"],
+    "responses": {"200": ok_json({"type": "object", "required": ["users"], "properties": {"users": {"type": "array", "items": {
+        "type": "object", "required": ["id", "name", "created", "activated"],
+        "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "created": instant,
+                       "activated": {"type": "boolean", "description": "The person has set a password."}}}}}}),
+                  **ERRORS_APP}}
+PATHS.update({
+    "/v1/users/{id}/authorizations": {"get": {
+        "summary": "A user's live authorizations (admin): apps, types, created, lastUsed; never a token", "tags": ["authorization"],
+        "parameters": [pparam("id", "User id (or name).")],
+        "responses": {"200": ok_json({"type": "object", "required": ["authorizations"], "properties": {"authorizations": {
+            "type": "array", "items": {"type": "object", "required": ["id", "app", "read", "share", "created", "lastUsed"],
+                                       "properties": {"id": {"type": "string"}, "app": {"type": "string"},
+                                                      "read": {"type": "array", "items": {"type": "string"}},
+                                                      "share": {"type": "array", "items": {"type": "string"}},
+                                                      "created": instant,
+                                                      "lastUsed": {"oneOf": [instant, {"type": "null"}],
+                                                                   "description": "When a token of the app was last used; null if never."}}}}}}),
+                      "404": problem("No such user (errorNotFound)."), **ERRORS_APP}}},
+    "/v1/users/{id}": {"delete": {
+        "summary": "Erase a user (admin): every row that names them, in both stores, in one transaction", "tags": ["authorization"],
+        "description": "As `DELETE /v1/me`: samples, tombstones, sources, devices, rollups and caches, key runs, IMU and workout "
+                       "sessions, characteristics, goals, summaries, authorizations (their open streams end), sessions, "
+                       "invitations, device authorizations, the access log and webhooks. The answer counts what went.",
+        "parameters": [pparam("id", "User id (or name).")],
+        "responses": {"200": ok_json(ERASURE_REPORT), "404": problem("No such user (errorNotFound)."), **ERRORS_APP}}},
+})
+ADMIN_ONLY_PEOPLE = {("get", "/v1/users"), ("get", "/v1/users/{id}/authorizations"), ("delete", "/v1/users/{id}")}
+
+# People: sign-in and the signed-in person's routes (docs/api.md, People). These take the session
+# cookie only: a bearer token on them is a 401, and a cookie never authorizes the app routes.
+COOKIE_ERRORS = {
+    "401": problem("No session cookie, a session that has ended (signed out, idle for 30 days, or ended by a password "
+                   "change), or a bearer token (these routes take the cookie only) (errorAuthenticationRequired)."),
+    "415": problem("A request that changes something with the session cookie must send `Content-Type: application/json`, "
+                   "so a form on another site cannot act for the person (errorUnsupportedMediaType)."),
+    "429": ERRORS_APP["429"],
+}
+SESSION_COOKIE_HEADER = {"Set-Cookie": {
+    "description": "`healthd_session=<token>; Path=/; Max-Age=2592000; HttpOnly; SameSite=Strict` over http; over https "
+                   "(a trusted proxy says so) `__Host-healthd_session=...; Secure`. A signed-in request sends it again, with "
+                   "a new Max-Age, when the session was last used over an hour ago.",
+    "schema": {"type": "string"}}}
+PATHS["/v1/session"] = {
+    "post": {"summary": "Sign in: a new session cookie", "tags": ["people"], "security": [],
+             "description": "In order: failed sign-ins are limited per account name (10 in 15 minutes, from any address; unknown "
+                            "names too) and per client address (30; IPv6 per /64), and while either is spent the answer is 429 with "
+                            "`Retry-After`, even for the right password. Then the password is checked against its Argon2id hash, or, "
+                            "for a name without an activated account, against a dummy hash: a wrong name and a wrong password take "
+                            "the same time and get the same 401. The session is always new (a cookie the request carried is ended, "
+                            "never kept).",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["name", "password"], "additionalProperties": False,
+                 "properties": {"name": {"type": "string"}, "password": {"type": "string", "maxLength": 1024}}}}}},
+             "responses": {"204": {"description": "Signed in.", "headers": SESSION_COOKIE_HEADER},
+                           "400": ERRORS_APP["400"],
+                           "401": problem("The name or the password is wrong (errorAuthenticationRequired): one answer for both."),
+                           "415": problem("Not application/json."),
+                           "429": {**problem("Too many failed sign-ins for this name or from this address (errorRateLimited)."),
+                                   "headers": {"Retry-After": {"description": "Seconds until a sign-in may be tried again.",
+                                                               "schema": {"type": "integer", "minimum": 1}}}},
+                           "503": problem("Too many sign-ins are being checked at once (errorUnavailable); retry after `Retry-After`.")}},
+    "delete": {"summary": "Sign out: this session ends and the cookie is cleared", "tags": ["people"],
+               "responses": {"204": {"description": "Signed out.", "headers": {"Set-Cookie": {
+                   "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}}, **COOKIE_ERRORS}},
+}
+PATHS["/v1/users/{id}/invitation"] = {
+    "post": {"summary": "A new invitation for a person (admin); the earlier one stops working", "tags": ["people"],
+             "description": "For a person who is already active this resets the password: activating the new code sets it and "
+                            "ends every session of the person.",
+             "parameters": [pparam("id", "User id (or name).")],
+             "responses": {"201": ok_json(ref("Invitation"), "Created"), "404": problem("No such user."), **ERRORS_APP}},
+}
+PATHS["/v1/people/activate"] = {
+    "post": {"summary": "Activate an account: set the password with an invitation code", "tags": ["people"], "security": [],
+             "description": "The code works once (a replay, or a second activation at the same moment, is refused), for 7 days, "
+                            "and only while it is the person's newest. The password must have at least 10 characters and must not "
+                            "be one of the 10,000 most common passwords, a repetition, a run of letters or digits, or contain the "
+                            "person's name; it is stored only as an Argon2id hash. Activation does not sign in.",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["code", "password"], "additionalProperties": False,
+                 "properties": {"code": {"type": "string"}, "password": {"type": "string", "minLength": 10, "maxLength": 1024}}}}}},
+             "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
+                               "id": {"type": "string"}, "name": {"type": "string"}}}, "Activated."),
+                           "400": problem("A malformed body, or a password the policy refuses; `detail` says why (errorInvalidArgument)."),
+                           "401": problem("The code is unknown, used, replaced or expired: one answer for all (errorAuthenticationRequired)."),
+                           "415": problem("Not application/json."),
+                           "429": ERRORS_APP["429"],
+                           "503": problem("Too many passwords are being hashed at once (errorUnavailable); retry after `Retry-After`.")}},
+}
+PATHS["/v1/me/password"] = {
+    "put": {"summary": "Change the password; every other session of the person ends", "tags": ["people"],
+            "description": "A wrong `current` is a 403 and counts as a failed sign-in (the same limits, 429 with `Retry-After`). "
+                           "`new` follows the activation's policy. This session stays signed in.",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["current", "new"], "additionalProperties": False,
+                "properties": {"current": {"type": "string"}, "new": {"type": "string", "minLength": 10, "maxLength": 1024}}}}}},
+            "responses": {"204": {"description": "Changed; the person's other sessions have ended."},
+                          "400": problem("A malformed body, or a new password the policy refuses (errorInvalidArgument)."),
+                          "403": problem("The current password is wrong (errorAuthorizationDenied)."),
+                          "503": problem("Too many passwords are being hashed at once (errorUnavailable)."),
+                          **COOKIE_ERRORS}},
+}
+PATHS["/v1/me"] = {
+    "get": {"summary": "Who is signed in", "tags": ["people"],
+            "responses": {"200": ok_json({"type": "object", "required": ["id", "name"], "properties": {
+                "id": {"type": "string"}, "name": {"type": "string"}}}), **COOKIE_ERRORS}},
+}
+# The person's reads for the dashboard: the same handlers and answers as the app routes, with the
+# session cookie, over all of the person's own data (PersonReadRoutes.swift).
+import copy
+for app_path in ["/v1/summary", "/v1/statistics/collection", "/v1/samples", "/v1/activity-summaries", "/v1/workouts",
+                 "/v1/heart-rate/zones", "/v1/changes/stream"]:
+    mirrored = copy.deepcopy(PATHS[app_path]["get"])
+    mirrored["summary"] = mirrored["summary"] + " (the signed-in person's own data)"
+    mirrored["description"] = (f"The answer of `GET {app_path}` for the signed-in person (session cookie instead of a token): all of "
+                               "their own data, from every source, read-only; no app's read permission narrows it. "
+                               + mirrored.get("description", ""))
+    mirrored["tags"] = ["people"]
+    mirrored.pop("security", None)
+    mirrored["responses"] = {**mirrored["responses"], **COOKIE_ERRORS}
+    mirrored["responses"].pop("403", None)
+    mirrored["responses"].pop("415", None)
+    PATHS["/v1/me" + app_path[len("/v1"):]] = {"get": mirrored}
+# The signed-in person's routes: the session cookie only.
+PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
+
 # Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).
-ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
+ADMIN_ONLY = {("post", "/v1/users"), ("post", "/v1/users/{id}/invitation"), ("post", "/v1/authorizations"), ("delete", "/v1/authorizations/{id}"),
               ("put", "/v1/characteristics"), ("put", "/v1/sources/priority"), ("put", "/v1/activity-goals")}
+ADMIN_ONLY |= ADMIN_ONLY_PEOPLE
 # The type catalog is the same for everyone, so the admin token may read it too.
 EITHER_TOKEN = {("get", "/v1/types"), ("get", "/v1/types/{id}")}
 
@@ -870,7 +1015,9 @@ def with_common_responses(paths):
 def with_security(paths):
     for path, operations in paths.items():
         for method, operation in operations.items():
-            if (method, path) in ADMIN_ONLY:
+            if PERSON.get((method, path)) or path.startswith("/v1/me/"):
+                operation["security"] = [{"sessionCookie": []}]
+            elif (method, path) in ADMIN_ONLY:
                 operation["security"] = [{"adminToken": []}]
             elif (method, path) in EITHER_TOKEN:
                 operation["security"] = [{"appToken": []}, {"adminToken": []}]
@@ -896,12 +1043,15 @@ def document():
                                 "them and docs/decisions.md gives the reasons."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "webhooks", "motion", "ingest", "heart-rate", "export"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "webhooks", "motion", "ingest", "heart-rate", "export", "people"]],
         "paths": with_common_responses(with_security(PATHS)),
         "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {
                            "appToken": {"type": "http", "scheme": "bearer",
                                         "description": "An app token: one app acting for one user, with the read and share types of its authorization (POST /v1/authorizations returns it once)."},
+                           "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "healthd_session",
+                                             "description": "A signed-in person's session (POST /v1/session sets it; `__Host-healthd_session` over https). "
+                                                            "Accepted only on the person's routes (/v1/me...); never on the app routes."},
                            "adminToken": {"type": "http", "scheme": "bearer",
                                           "description": "The server's admin token (HEALTHD_ADMIN_TOKEN, or printed at first start): users, authorizations, characteristics, source priority and goals."}}},
     }

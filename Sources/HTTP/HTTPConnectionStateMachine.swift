@@ -79,7 +79,8 @@ public struct HTTPConnectionStateMachine: Sendable {
 
     /// One dispatched request, from `.dispatch` until its response is written: what the response
     /// head and the next step need, and the input side's state meanwhile.
-    private struct Exchange: Sendable {
+    @usableFromInline
+    struct Exchange: Sendable {
         var version: HTTPVersion
         /// A HEAD request: its response carries no body. A flag rather than the method, so the
         /// phase holds no reference and copying or replacing it costs nothing.
@@ -116,7 +117,8 @@ public struct HTTPConnectionStateMachine: Sendable {
     // it, in `pending`. The payloads are plain values: the phase is read and replaced several
     // times a request, and a payload with references would be copied and destroyed through
     // the runtime's value witnesses each time.
-    private enum Phase: Sendable {
+    @usableFromInline
+    enum Phase: Sendable {
         /// Between requests, nothing received.
         case idle(since: UInt64)
         /// Part of a head received.
@@ -154,7 +156,11 @@ public struct HTTPConnectionStateMachine: Sendable {
     private let maxUnauthenticatedBodyLength: Int
     private let bodyBudget: HTTPBodyBudget?
     private var parser: HTTPRequestParser
-    private var phase: Phase
+    // Visible to the inlinable queries below, which the socket shell asks several times per
+    // request: inlined, they read the phase in place instead of copying the whole machine (its
+    // parser and buffers) out of the class that holds it for an opaque call.
+    @usableFromInline
+    private(set) var phase: Phase
     /// The request whose body is still to come; nil unless the phase is `.awaitingAdmission`,
     /// `.waitingForBudget` or `.readingBody`.
     private var pending: PendingRequest?
@@ -176,12 +182,14 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     /// The socket is closed: the shell has nothing left to do for this connection.
+    @inlinable
     public var isClosed: Bool {
         if case .closed = phase { return true } else { return false }
     }
 
     /// Closing has begun (draining, lingering, or the socket is being closed): no request
     /// will be read or answered any more.
+    @inlinable
     public var isClosing: Bool {
         switch phase {
         case .draining, .lingering, .closing, .closed: return true
@@ -190,16 +198,19 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     /// Waiting for the last output to flush (`outputFlushed`).
+    @inlinable
     public var isDraining: Bool {
         if case .draining = phase { return true } else { return false }
     }
 
     /// Half-closed after an error answer, discarding input.
+    @inlinable
     public var isLingering: Bool {
         if case .lingering = phase { return true } else { return false }
     }
 
     /// True while a request is dispatched or its response is being written.
+    @inlinable
     public var hasRequestInFlight: Bool {
         switch phase {
         case .awaitingResponse, .writingResponse: return true
@@ -208,11 +219,13 @@ public struct HTTPConnectionStateMachine: Sendable {
     }
 
     /// True while a response is queued or streaming, until `responseWritten`.
+    @inlinable
     public var isWritingResponse: Bool {
         if case .writingResponse = phase { return true } else { return false }
     }
 
     /// True while the responder is deciding on a head (`.admit` was asked, no decision yet).
+    @inlinable
     public var isAwaitingAdmission: Bool {
         if case .awaitingAdmission = phase { return true } else { return false }
     }

@@ -16,6 +16,9 @@ public enum RouteAccess: Sendable {
     case token
     /// The admin token only.
     case admin
+    /// A signed-in person's session cookie only (`/v1/me...`, sign-out, the permission sheet): a
+    /// bearer token here is refused, and a cookie is read nowhere else (Middleware/PersonSessions.swift).
+    case person
 }
 
 /// Where a handler runs. Cheap, store-free handlers run on the connection's queue; everything
@@ -74,6 +77,8 @@ public final class HealthApplication: HTTPResponder {
     let rateLimits: RateLimits
     let clientAddresses: ClientAddressResolver
     let cors: CORSPolicy
+    /// Where every answer leaves: request id and CORS headers, metrics, the access log.
+    let recorder: ResponseRecorder
     let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
     /// Long-polls and event streams of the change feed.
     public let changeFeed: ChangeFeed
@@ -96,6 +101,7 @@ public final class HealthApplication: HTTPResponder {
         self.clientAddresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies,
                                                      header: configuration.trustedProxyHeader)
         self.cors = CORSPolicy(origins: configuration.corsOrigins)
+        self.recorder = ResponseRecorder(metrics: metrics, accessLog: self.accessLog, cors: cors)
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
         changeFeed = ChangeFeed(data: data, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
                                 retentionDays: configuration.tombstoneRetentionDays, log: accessLog)
@@ -109,6 +115,19 @@ public final class HealthApplication: HTTPResponder {
         WebhookRoutes.register(into: &router, data: data, delivery: webhooks, policy: policy, resolve: resolve)
         self.router = router
         webhooks.start()
+        data.recentAccess.onFailure { message, error in accessLog?.event(message, level: "warning", fields: [("error", "\(error)")]) }
+        // Purged at start and hourly.
+        data.recentAccess.startRetention(days: configuration.accessLogRetentionDays)
+    }
+
+    deinit { data.recentAccess.stopRetention() }
+
+    /// Call once the server has stopped, before closing the store: the recent-access counts still
+    /// in memory are written (a kill -9 loses at most the last second of them).
+    public func flushRecentAccess() {
+        do { try data.recentAccess.flush() } catch {
+            eventLog?.event("access log flush at shutdown failed", level: "warning", fields: [("error", "\(error)")])
+        }
     }
 
     /// Call before stopping the server: parked long-polls answer now and event streams end, so
@@ -138,108 +157,50 @@ public final class HealthApplication: HTTPResponder {
         return access
     }
 
+    /// The request path as a chain of pieces (Middleware/), each answering the request itself or
+    /// passing it on: routing, the address budget, a CORS preflight, then on the route's queue
+    /// authentication with the token's rate limit, the handler and the mapping of errors to
+    /// problems. Every answer leaves through the recorder (request id, CORS, metrics, access log).
     public func respond(to request: HTTPRequest, connection: ConnectionInfo,
                         completion: @escaping @Sendable (HTTPResponse) -> Void) {
-        let startedAt = Self.monotonicNanoseconds()
-        let requestID = requestCounter.next(connection: connection.id)
-        let problems = ProblemResponder(requestID: requestID, log: eventLog)
-        // Behind a trusted reverse proxy, the client it names; otherwise the TCP peer.
-        let client = clientAddresses.clientAddress(peer: connection.remoteAddress, headers: request.headers)
-        // Local functions rather than closure values: a route answered inline (`/healthz`) then
-        // costs no closure allocation; their captures are boxed only where a worker or a deferred
-        // handler takes them away.
-        // `consuming`: the handler's fresh response is the only owner of its header list, so
-        // adding the request id appends in place instead of copying the list first.
-        @Sendable func finish(_ response: consuming HTTPResponse, _ pattern: String) {
-            response.headers.set("X-Request-Id", requestID)
-            if cors.isEnabled { cors.decorate(&response, for: request) }
-            let elapsed = Double(Self.monotonicNanoseconds() &- startedAt) / 1e9
-            metrics.recordRequest(route: pattern, method: request.method.rawValue, status: response.status.code, seconds: elapsed)
-            accessLog?.record(requestID: requestID, method: request.method.rawValue, route: pattern, path: String(request.path),
-                              status: response.status.code, seconds: elapsed, remote: client)
-            completion(response)
-        }
-
-        let isPreflight = cors.isEnabled && CORSPolicy.isPreflight(request)
-        // Routed on the raw path's bytes in place; a String of the path is made only where one is
-        // needed (an access-log line, a 404's detail).
-        let method = request.method == .head ? HTTPMethod.get : request.method
+        let chain = ChainContext(client: clientAddresses.clientAddress(peer: connection.remoteAddress, headers: request.headers),
+                                 requestID: requestCounter.next(connection: connection.id),
+                                 startedAt: Self.monotonicNanoseconds(), completion: completion)
         // A preflight is the CORS policy's to answer whatever the path (its `.notFound` is never
         // read). Not an Optional: destroying an Optional of the match went through the runtime's
-        // generic value witnesses.
-        let match = isPreflight ? RouteMatch<Route>.notFound : router.match(method: method, request: request)
-        // The address budget is for traffic without a valid token, and it is charged here, once,
-        // before any work: every request without a token, and one with a token that no token route
-        // answers (a preflight, an unmatched path, an open route, which ignores tokens). A token
-        // route counts the request against its token once authenticated; a failed authentication
-        // charges the address in `context(for:)`. Only a token route looks for the header.
-        let hasCredentials: Bool
-        if case .found(let route, _, _) = match, route.access != .open {
-            hasCredentials = request.headers.contains("Authorization")
-        } else {
-            hasCredentials = false
-        }
-        let chargesAddress = !hasCredentials
-        if chargesAddress, let wait = rateLimits.takeFromAddress(client) {
-            finish(APIError.rateLimitedAddress(retryAfterSeconds: wait).response, "rate-limited")
-            return
+        // generic value witnesses. Routed on the raw path's bytes in place.
+        let isPreflight = cors.isEnabled && CORSPolicy.isPreflight(request)
+        let match = isPreflight ? RouteMatch<Route>.notFound : router.match(method: Self.routingMethod(request), request: request)
+        let presentsToken = RateLimits.presentsToken(match, request)
+        if let refusal = rateLimits.addressRefusal(client: chain.client, presentsToken: presentsToken) {
+            return recorder.finish(refusal, route: "rate-limited", request, chain)
         }
         if isPreflight {
-            finish(cors.preflightResponse(for: request), "preflight")
-            return
+            return recorder.finish(cors.preflightResponse(for: request), route: "preflight", request, chain)
         }
-
         // Consumed: the payload is moved out rather than copied (and the match destroyed after).
         switch consume match {
         case .found(let route, let parameters, let pattern):
-            @Sendable func run() {
-                do throws(APIError) {
-                    var context = try self.context(for: route, request: request, parameters: parameters, problems: problems,
-                                                   connection: connection, client: client, hasCredentials: hasCredentials)
-                    switch route.body {
-                    case .immediate(let handler):
-                        finish(try handler(&context), pattern)
-                    case .deferred(let handler):
-                        try handler(&context) { response in finish(response, pattern) }
-                    }
-                } catch {
-                    finish(problems.response(error), pattern)
-                }
-            }
-            switch route.execution {
-            case .inline: run()
-            case .worker: workers.async { run() }
-            }
+            serve(route, parameters: parameters, pattern: pattern, request, connection: connection, chain, presentsToken: presentsToken)
         case .methodNotAllowed(let allowed):
-            finish(APIError.methodNotAllowed(allowed).response, "unmatched")
+            recorder.finish(APIError.methodNotAllowed(allowed).response, route: "unmatched", request, chain)
         case .notFound:
-            let path = request.path
-            // `/v1/samples/` or `/healthz/`: a route without its trailing slash. Said so, rather than
-            // a bare 404 (or the dashboard's "no such file"), since the slash is easy to miss.
-            if path.utf8.count > 1, path.hasSuffix("/"), case .found = router.match(method: method, path: path.dropLast()) {
-                finish(APIError.notFound("no route for \(request.method.rawValue) \(path): the route is \(path.dropLast()), "
-                                         + "without the trailing slash").response, "unmatched")
-            } else if !path.hasPrefix("/v1/") && path != "/v1", let staticFiles, method == .get {
-                workers.async {
-                    let response = staticFiles.response(for: request)
-                    finish(response, response.status.code == 404 ? "unmatched" : "static")
-                }
-            } else {
-                finish(APIError.notFound("no route for \(request.method.rawValue) \(path)").response, "unmatched")
-            }
+            answerUnmatched(request, chain)
         }
     }
 
-    private func context(for route: Route, request: HTTPRequest, parameters: [String: String],
-                         problems: ProblemResponder, connection: ConnectionInfo,
-                         client: String, hasCredentials: Bool) throws(APIError) -> RequestContext {
+    func context(for route: Route, request: HTTPRequest, parameters: [String: String],
+                 problems: ProblemResponder, connection: ConnectionInfo,
+                 client: String, hasCredentials: Bool) throws(APIError) -> RequestContext {
         let principal: Principal?
         if route.access == .open {
             // An open route ignores any token (its address was charged in `respond`).
             principal = nil
         } else {
             do throws(APIError) {
-                principal = try authenticate(request, access: route.access, client: client)
+                principal = route.access == .person
+                    ? try authenticatePerson(request, peer: connection.remoteAddress, client: client)
+                    : try authenticate(request, access: route.access, client: client)
             } catch {
                 // A failed authentication drains the caller's address budget fast: guessing tokens
                 // is throttled by the same O(1) bucket, with no sleeping thread on the server.
@@ -261,41 +222,6 @@ public final class HealthApplication: HTTPResponder {
         return RequestContext(request: request, parameters: parameters, query: QueryParameters(query),
                               problems: problems, principal: principal, connection: connection)
     }
-
-    /// The caller of a token route, counted against its token's bucket.
-    private func authenticate(_ request: HTTPRequest, access: RouteAccess, client: String) throws(APIError) -> Principal {
-        guard let header = request.headers["Authorization"] else {
-            throw APIError.authenticationRequired("send Authorization: Bearer <token>")
-        }
-        let prefix = "Bearer "
-        guard Self.hasBearerPrefix(header) else {
-            throw APIError.authenticationRequired("the Authorization header must be 'Bearer <token>'")
-        }
-        let token = Self.trimmedToken(header.dropFirst(prefix.count))
-        let hash = TokenHashing.hash(token)
-        let principal: Principal
-        if TokenHashing.equals(hash, adminTokenHash) {
-            principal = .admin
-        } else if let cached = data.cachedAuthorization(tokenHash: hash) {
-            principal = .app(cached)
-        } else {
-            // Only a token not seen lately costs a read: an address out of budget (guessing
-            // tokens) is refused before it can make the server read SQLite.
-            if let wait = rateLimits.peekAddress(client) { throw APIError.rateLimitedAddress(retryAfterSeconds: wait) }
-            // Unknown and revoked tokens look the same: nothing tells an attacker which tokens once existed.
-            guard let authorization = try storeCall({ try data.authorization(tokenHash: hash) }) else {
-                throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
-            }
-            principal = .app(authorization)
-        }
-        if let wait = rateLimits.perToken.take(principal.rateLimitKey) {
-            throw APIError.rateLimited(retryAfterSeconds: wait, "too many requests with this token; retry in \(wait) s")
-        }
-        if access == .admin, case .app = principal {
-            throw APIError.authorizationDenied("this endpoint needs the admin token")
-        }
-        return principal
-    }
 }
 
 extension HealthApplication {
@@ -305,32 +231,6 @@ extension HealthApplication {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-    }
-
-    /// True when `header` is `Bearer ` (any case) and more. Compared as bytes: a generic
-    /// comparison of UTF-8 views cost more than hashing the token.
-    static func hasBearerPrefix(_ header: String) -> Bool {
-        var header = header
-        return header.withUTF8 { bytes in
-            let bearer: StaticString = "bearer "
-            guard bytes.count > bearer.utf8CodeUnitCount else { return false }
-            for index in 0..<bearer.utf8CodeUnitCount {
-                let byte = bytes[index]
-                if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != bearer.utf8Start[index] { return false }
-            }
-            return true
-        }
-    }
-
-    /// The token after `Bearer `, without surrounding whitespace. ASCII tokens (all real ones) are
-    /// trimmed as bytes; Foundation's Unicode-aware trim, which costs more than the rest of
-    /// authentication, only runs for the odd header with other characters.
-    static func trimmedToken(_ text: Substring) -> String {
-        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return String(text).trimmingCharacters(in: .whitespaces) }
-        let utf8 = text.utf8
-        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        guard let first = utf8.firstIndex(where: { !isBlank($0) }), let last = utf8.lastIndex(where: { !isBlank($0) }) else { return "" }
-        return String(text[first...last])
     }
 }
 

@@ -57,16 +57,21 @@ public struct PersonSettings: Sendable, Equatable {
 
     /// Reads the user's settings from the store.
     public static func read(from store: any HealthDataStore, user: User) throws -> PersonSettings {
+        try read(from: HealthData(store).person(user))
+    }
+
+    /// Reads the person's settings through the façade.
+    public static func read(from person: PersonHealthData) throws -> PersonSettings {
         var settings = PersonSettings()
-        settings.apps = try store.appPermissions(userRowID: user.rowID)
+        settings.apps = try person.appPermissions()
         for type in prioritizedTypes {
-            let order = try store.sourcePriority(userRowID: user.rowID, type: type)
+            let order = try person.sourcePriority(type: type)
             if !order.isEmpty { settings.sourcePriorities.append(TypeOrder(type: type.id, order: order)) }
         }
-        settings.characteristics = try store.characteristics(userRowID: user.rowID).map { Characteristic(type: $0.0, value: $0.1) }
-        settings.activityGoals = try store.activityGoals(userRowID: user.rowID)
+        settings.characteristics = try person.characteristics().map { Characteristic(type: $0.0, value: $0.1) }
+        settings.activityGoals = try person.activityGoals()
         if let days = summaryDays {
-            settings.activitySummaries = try store.activitySummaries(userRowID: user.rowID, from: days.lowerBound, through: days.upperBound)
+            settings.activitySummaries = try person.activitySummaries(from: days.lowerBound, through: days.upperBound)
         }
         return settings
     }
@@ -274,8 +279,13 @@ public struct PersonBackup: Sendable {
     public init(user: User) { self.user = user }
 
     public func forEachPage(from store: any HealthDataStore, _ write: ([UInt8]) throws -> Bool) throws {
-        let settings = try PersonSettings.read(from: store, user: user)
+        try forEachPage(from: HealthData(store), write)
+    }
+
+    /// The same pages through the façade (`GET /v1/me/export`, the admin's `GET /v1/users/{id}/export`).
+    public func forEachPage(from data: HealthData, _ write: ([UInt8]) throws -> Bool) throws {
+        let settings = try PersonSettings.read(from: data.person(user))
         guard try write(settings.line(userName: user.name)) else { return }
-        try ExportScope(.wholeUser(user)).forEachPage(from: store, write)
+        try ExportScope(.wholeUser(user)).forEachPage(from: data, write)
     }
 }

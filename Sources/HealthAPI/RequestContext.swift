@@ -1,13 +1,21 @@
 import HTTP
 import HealthStore
 
-/// Who is calling: the admin (the server's operator) or one app acting for one user.
+/// Who is calling: the admin (the server's operator), one app acting for one user, or a person
+/// signed in with the session cookie (on `.person` routes only).
 public enum Principal: Sendable {
     case admin
     case app(AppAuthorization)
+    case person(User, session: PersonSession)
 
     public var appAuthorization: AppAuthorization? {
         if case .app(let authorization) = self { return authorization }
+        return nil
+    }
+
+    /// The signed-in person, on a `.person` route.
+    public var person: (user: User, session: PersonSession)? {
+        if case .person(let user, let session) = self { return (user, session) }
         return nil
     }
 }
@@ -85,7 +93,20 @@ public struct RequestContext: Sendable {
     public func parameter(_ name: String) -> String { parameters[name] ?? "" }
 
     /// The calling app's authorization; admin-only and public routes never ask for it.
+    /// The signed-in person; only `.person` routes have one.
+    public func person() throws(APIError) -> (user: User, session: PersonSession) {
+        guard let person = principal?.person else {
+            throw APIError.authenticationRequired("sign in first (POST /v1/session): this endpoint takes the session cookie")
+        }
+        return person
+    }
+
+    /// On a person's read route (`/v1/me/...`), the person's own reads (`personsOwnReads`): the
+    /// app routes' handlers then serve all of the person's data, read-only.
     public func app() throws(APIError) -> AppAuthorization {
+        if case .person(let user, let session)? = principal {
+            return AppAuthorization.personsOwnReads(user: user, sessionTokenHash: session.tokenHash)
+        }
         guard let app = principal?.appAuthorization else {
             throw APIError.authorizationDenied("this endpoint is for app tokens; the admin token acts through PUT/POST admin routes only")
         }

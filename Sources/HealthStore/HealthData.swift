@@ -1,3 +1,4 @@
+import Dispatch
 import HealthModel
 import Statistics
 
@@ -8,16 +9,25 @@ import Statistics
 /// unscoped `userRowID:` operation and cannot forget a check.
 public final class HealthData: Sendable {
     private let store: any HealthDataStore
+    /// Counts what every app view reads and writes (recent access), here where all of it passes.
+    public let recentAccess: AccessRecorder
 
-    public init(_ store: any HealthDataStore) {
+    /// `accessFlushInterval`: how long access counts wait in memory before they are written.
+    public init(_ store: any HealthDataStore, accessFlushInterval: DispatchTimeInterval = .seconds(1)) {
         self.store = store
+        recentAccess = AccessRecorder(store: store, flushInterval: accessFlushInterval)
     }
 
     /// What `authorization`'s token may read and write.
-    public func app(_ authorization: AppAuthorization) -> AppHealthData { AppHealthData(store: store, app: authorization) }
+    public func app(_ authorization: AppAuthorization) -> AppHealthData {
+        AppHealthData(store: store, app: authorization, recorder: recentAccess)
+    }
 
     /// All of `user`'s own data, with no app's narrowing: the person, or the admin acting for them.
-    public func person(_ user: User) -> PersonHealthData { PersonHealthData(store: store, user: user) }
+    public func person(_ user: User) -> PersonHealthData { PersonHealthData(store: store, user: user, recorder: recentAccess) }
+
+    /// People's passwords, invitations and sessions (no health data).
+    public var people: PeopleAccounts { PeopleAccounts(store: store) }
 
     // MARK: The server's own business (no user's samples)
 
@@ -48,7 +58,22 @@ public final class HealthData: Sendable {
     public func addAuthorizationObserver(_ observer: @escaping @Sendable (_ authorizationID: String) -> Void) {
         store.addAuthorizationObserver(observer)
     }
-    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] { try store.liveAuthorizations(ids: ids) }
+    /// The live authorizations among `ids`; a person's own reads (`personsOwnReads`) are live while
+    /// their session is.
+    public func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization] {
+        var live = try store.liveAuthorizations(ids: ids.filter { AppAuthorization.sessionTokenHash(ofPersonsOwnReads: $0) == nil })
+        for id in ids {
+            guard let hash = AppAuthorization.sessionTokenHash(ofPersonsOwnReads: id), let session = try store.session(tokenHash: hash),
+                  StoreClock.nowMilliseconds() - session.lastUsedMs < PeopleAccounts.sessionIdleMilliseconds else { continue }
+            live[id] = AppAuthorization.personsOwnReads(user: session.user, sessionTokenHash: hash)
+        }
+        return live
+    }
+
+    // MARK: The admin's lists
+
+    public func users() throws -> [UserListing] { try store.users() }
+    public func authorizations(of user: User) throws -> [AuthorizationListing] { try store.authorizations(userRowID: user.rowID) }
 
     // MARK: Webhook deliveries (the delivery runner's; pages are read through `app(_:)`)
 
@@ -83,24 +108,52 @@ public final class HealthData: Sendable {
 public struct AppHealthData: Sendable {
     let store: any HealthDataStore
     public let app: AppAuthorization
+    let recorder: AccessRecorder
 
     public var access: AccessPolicy { app.access }
 
     // MARK: Samples
 
     public func save(_ samples: [HealthSample], completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void) {
-        store.save(samples, by: app, completion: completion)
+        let counted = self
+        store.save(samples, by: app) { result in
+            if case .success = result { counted.countWrites(samples) }
+            completion(result)
+        }
     }
 
-    public func save(_ samples: [HealthSample]) throws -> [HealthUUID] { try store.save(samples, by: app) }
+    public func save(_ samples: [HealthSample]) throws -> [HealthUUID] {
+        let saved = try store.save(samples, by: app)
+        countWrites(samples)
+        return saved
+    }
 
-    public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, for: app, userExternalID: app.userID) }
-    public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, for: app, userExternalID: app.userID) }
-    public func deleteSample(_ uuid: HealthUUID) throws { try store.deleteSample(uuid, by: app) }
+    public func samples(_ query: SampleQuery) throws -> SamplePage {
+        let page = try store.samples(query, for: app, userExternalID: app.userID)
+        countRead(query.type, page.samples.count)
+        return page
+    }
+    public func sample(_ uuid: HealthUUID) throws -> StoredSample? {
+        let found = try store.sample(uuid, for: app, userExternalID: app.userID)
+        if let found { countRead(found.sample.type, 1) }
+        return found
+    }
+    public func deleteSample(_ uuid: HealthUUID) throws {
+        // The type, for the access log: a sample the app cannot see is not deleted either.
+        let type = try store.sample(uuid, for: app, userExternalID: app.userID)?.sample.type
+        try store.deleteSample(uuid, by: app)
+        if let type { countWrite(type, 1) }
+    }
     public func deleteSamples(type: String, start: Int64, end: Int64) throws -> Int {
-        try store.deleteSamples(type: type, start: start, end: end, by: app)
+        let deleted = try store.deleteSamples(type: type, start: start, end: end, by: app)
+        countWrite(type, deleted)
+        return deleted
     }
-    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] { try store.sources(type: type, for: app) }
+    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
+        let sources = try store.sources(type: type, for: app)
+        countRead(type, 0)
+        return sources
+    }
 
     /// True when the token may save `sample`: its type and, for a correlation, every object's.
     public func mayShare(_ sample: HealthSample) -> Bool {
@@ -130,7 +183,11 @@ public struct AppHealthData: Sendable {
 
     // MARK: Change feed
 
-    public func changes(_ request: ChangeRequest) throws -> ChangePage { try store.changes(request, for: app, userExternalID: app.userID) }
+    public func changes(_ request: ChangeRequest) throws -> ChangePage {
+        let page = try store.changes(request, for: app, userExternalID: app.userID)
+        countReads(page.added.map(\.sample.type) + page.deleted.map(\.type))
+        return page
+    }
     public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: app.userRowID) }
     /// The stream events (workout zone changes) after `position` the token may read.
     public func streamEvents(after position: StreamEventPosition) -> (events: [StreamEvent], next: StreamEventPosition) {
@@ -163,11 +220,17 @@ public struct AppHealthData: Sendable {
     /// source's unmerged figures), as if no other data existed. Throws `StatisticsError` for a range
     /// or bucket the engine refuses.
     public func statistics(_ type: HealthType, buckets: [CalendarBucket], options: StatisticsOptions) throws -> [IntervalFigures] {
-        try store.statistics(type, buckets: buckets, options: options, for: app)
+        let figures = try store.statistics(type, buckets: buckets, options: options, for: app)
+        countRead(type.id, figures.count)
+        return figures
     }
 
     public func sourcePriority(type: HealthType) throws -> [String] { try store.sourcePriority(type: type, for: app) }
-    public func characteristics() throws -> [(String, String)] { try store.characteristics(for: app) }
+    public func characteristics() throws -> [(String, String)] {
+        let characteristics = try store.characteristics(for: app)
+        countReads(characteristics.map(\.0))
+        return characteristics
+    }
     public func coveredDuration(type: HealthType, start: Int64, end: Int64) throws -> Int64 {
         try store.coveredDuration(type: type, start: start, end: end, for: app)
     }
@@ -175,20 +238,30 @@ public struct AppHealthData: Sendable {
     /// HKActivitySummary carries them).
     public func activityGoals() throws -> ActivityGoals { try store.activityGoals(userRowID: app.userRowID) }
     public func activitySummaries(from first: HealthDay, through last: HealthDay) throws -> [ActivitySummary] {
-        try store.activitySummaries(userRowID: app.userRowID, from: first, through: last)
+        let summaries = try store.activitySummaries(userRowID: app.userRowID, from: first, through: last)
+        countRead(ActivitySummary.accessType, summaries.count)
+        return summaries
     }
 
     // MARK: Import and export
 
     public func exportPage(type: String, after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
-        try store.exportPage(type: type, scope: .app(app), after: after, limit: limit)
+        let page = try store.exportPage(type: type, scope: .app(app), after: after, limit: limit)
+        // One read per export of a type that has samples (its first page), every sample counted.
+        if !page.isEmpty { count(type, AccessCounts(reads: after == nil ? 1 : 0, samplesRead: Int64(page.count))) }
+        return page
     }
 
     /// One import transaction for the token (Health Auto Export stores a request whole or not at
     /// all): `body` saves batches through a session that refuses (`SharingDenied`, nothing saved) a
     /// sample of a type the token may not share; the caller leaves those out first with `mayShare`.
     public func importSamples(_ body: (AppImportSession) throws -> Void) throws {
-        try store.importSamples(userRowID: app.userRowID) { session in try body(AppImportSession(session: session, writer: self)) }
+        let saved = ImportedTypes()
+        try store.importSamples(userRowID: app.userRowID) { session in
+            try body(AppImportSession(session: session, writer: self, saved: saved))
+        }
+        // Counted once the transaction committed: a request stored whole or not at all.
+        for (type, count) in saved.counts { countWrite(type, count) }
     }
 
     // MARK: IMU sessions
@@ -199,7 +272,11 @@ public struct AppHealthData: Sendable {
     /// names what was refused): one the token may not share fails the commit with `SharingDenied`.
     public func commitIMU(session: String, seq: Int?, device: SampleDevice?, basis: IMUSessionState, result: IMUBatchResult,
                           completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
-        store.commitIMU(app: app, session: session, seq: seq, device: device, basis: basis, result: result, completion: completion)
+        let counted = self
+        store.commitIMU(app: app, session: session, seq: seq, device: device, basis: basis, result: result) { outcome in
+            if case .success = outcome { counted.countWrites(result.samples) }
+            completion(outcome)
+        }
     }
 
     public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals { try store.pedometerTotals(app: app, start: start, end: end) }
@@ -213,7 +290,34 @@ public struct AppHealthData: Sendable {
     public func changeWorkoutSession(id: String, action: WorkoutSessionAction, now: Int64) throws -> WorkoutSession {
         try store.changeWorkoutSession(id: id, app: app, action: action, now: now)
     }
-    public func endWorkoutSession(id: String, now: Int64) throws -> WorkoutSession { try store.endWorkoutSession(id: id, app: app, now: now) }
+    public func endWorkoutSession(id: String, now: Int64) throws -> WorkoutSession {
+        let ended = try store.endWorkoutSession(id: id, app: app, now: now)
+        countWrite(HealthTypeCatalog.workoutType.id, 1)
+        return ended
+    }
+
+    // MARK: Recent access
+
+    func count(_ type: String, _ counts: AccessCounts) {
+        recorder.record(userRowID: app.userRowID, app: app.appName, type: type, counts)
+    }
+
+    /// One read of `type` that returned `samples` samples or statistics.
+    func countRead(_ type: String, _ samples: Int) { count(type, AccessCounts(reads: 1, samplesRead: Int64(samples))) }
+
+    /// One read of each type in `types` (one entry per sample returned).
+    func countReads(_ types: [String]) {
+        for (type, samples) in Dictionary(types.map { ($0, 1) }, uniquingKeysWith: +) { countRead(type, samples) }
+    }
+
+    func countWrite(_ type: String, _ samples: Int) { count(type, AccessCounts(writes: 1, samplesWritten: Int64(samples))) }
+
+    /// One write of each type among `samples` (top level, as saved).
+    func countWrites(_ samples: [HealthSample]) {
+        var perType: [String: Int] = [:]
+        for sample in samples { perType[sample.type, default: 0] += 1 }
+        for (type, count) in perType { countWrite(type, count) }
+    }
 }
 
 /// A person's view of all of their own data: what the person may do for themselves (and what the
@@ -221,6 +325,7 @@ public struct AppHealthData: Sendable {
 public struct PersonHealthData: Sendable {
     let store: any HealthDataStore
     public let user: User
+    let recorder: AccessRecorder
 
     public func replaceCharacteristics(_ values: [(String, String)]) throws { try store.replaceCharacteristics(userRowID: user.rowID, values) }
     public func activityGoals() throws -> ActivityGoals { try store.activityGoals(userRowID: user.rowID) }
@@ -229,6 +334,31 @@ public struct PersonHealthData: Sendable {
     public func setSourcePriority(type: HealthType, apps: [String]) throws { try store.setSourcePriority(userRowID: user.rowID, type: type, apps: apps) }
     public func exportPage(type: String, after: SampleCursor?, limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
         try store.exportPage(type: type, scope: .wholeUser(user), after: after, limit: limit)
+    }
+    public func appPermissions() throws -> [AppPermissions] { try store.appPermissions(userRowID: user.rowID) }
+    public func characteristics() throws -> [(String, String)] { try store.characteristics(userRowID: user.rowID) }
+    public func activitySummaries(from first: HealthDay, through last: HealthDay) throws -> [ActivitySummary] {
+        try store.activitySummaries(userRowID: user.rowID, from: first, through: last)
+    }
+
+    // MARK: Recent access, own data, erasure
+
+    /// What the person's apps read and wrote in the quarter hours starting in [from, to): the
+    /// stored log with this node's counts not yet flushed.
+    public func recentAccess(from: Int64, to: Int64) throws -> [AccessLogEntry] {
+        try recorder.counts(userRowID: user.rowID, from: from, to: to)
+    }
+
+    /// Deletes every sample `app` saved (tombstones for the change feed; statistics follow at once).
+    public func deleteSamples(savedBy app: String) throws -> Int { try store.deleteSamples(userRowID: user.rowID, app: app) }
+
+    /// Erases the account: every row that names the user, in one transaction; open streams of the
+    /// user's tokens end. Counts still in memory are dropped, and any arriving late are too.
+    public func erase() throws -> ErasureReport {
+        recorder.forget(userRowID: user.rowID)
+        let report = try store.eraseUser(user)
+        recorder.forget(userRowID: user.rowID)
+        return report
     }
 }
 
@@ -256,12 +386,15 @@ extension HealthData {
 public struct AppImportSession {
     let session: any ImportSession
     let writer: AppHealthData
+    let saved: ImportedTypes
 
     public func save(_ batch: [SourcedSample]) throws -> [ImportOutcome] {
         for (index, item) in batch.enumerated() where !writer.mayShare(item.sample) {
             throw SharingDenied(type: item.sample.type, index: index, detail: "this token may not share \(item.sample.type)")
         }
-        return try session.save(batch)
+        let outcomes = try session.save(batch)
+        for (item, outcome) in zip(batch, outcomes) where outcome == .inserted { saved.counts[item.sample.type, default: 0] += 1 }
+        return outcomes
     }
 
     /// Which of `uuids` this app has stored, as of this transaction.
@@ -269,4 +402,9 @@ public struct AppImportSession {
 
     /// Whether this app is a source of the user's yet (it may have stored samples).
     public func hasSource() throws -> Bool { try session.hasSource(app: writer.app.appName) }
+}
+
+/// The samples an import transaction saved, per type, for the access log once it commits.
+final class ImportedTypes {
+    var counts: [String: Int] = [:]
 }

@@ -83,6 +83,24 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// ones are absent): what in-flight work compares with the authorization it started with.
     func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization]
 
+    // MARK: People: passwords, invitations, sessions, failed sign-ins (`PeopleAccounts`)
+
+    func signInAccount(name: String) throws -> SignInAccount?
+    func setPassword(userRowID: Int64, hash: String) throws
+    /// Sets the hash and deletes the user's sessions but `tokenHash`, in one transaction.
+    func changePassword(userRowID: Int64, hash: String, keepingSession tokenHash: [UInt8]) throws
+    /// Replaces the user's invitation (one per user).
+    func createInvitation(userRowID: Int64, codeHash: [UInt8], expiresMs: Int64) throws
+    func invitation(codeHash: [UInt8], nowMs: Int64) throws -> User?
+    /// Deletes the unexpired invitation and sets the password in one transaction; false if it was gone.
+    func redeemInvitation(codeHash: [UInt8], userRowID: Int64, passwordHash: String, nowMs: Int64) throws -> Bool
+    func createSession(userRowID: Int64, tokenHash: [UInt8], nowMs: Int64) throws
+    func session(tokenHash: [UInt8]) throws -> StoredSession?
+    func touchSession(tokenHash: [UInt8], nowMs: Int64) throws
+    func deleteSession(tokenHash: [UInt8]) throws -> Bool
+    func signInFailures(kind: SignInFailureKind, key: String, sinceMs: Int64) throws -> [Int64]
+    func recordSignInFailure(keys: [(kind: SignInFailureKind, key: String)], atMs: Int64, forgetBeforeMs: Int64) throws
+
     // MARK: Samples
 
     /// Saves a batch atomically (all or none) and returns the uuids in request order: the writes
@@ -198,6 +216,26 @@ public protocol HealthDataStore: AnyObject, Sendable {
     func discardWebhookPage(id: String, lease: WebhookLease) throws -> Bool
     /// Stops deliveries for good, with the reason the listing shows.
     func disableWebhook(id: String, reason: String, lease: WebhookLease) throws -> Bool
+
+    // MARK: People: recent access, own data, erasure, the admin's lists
+
+    /// Adds counts to the access log in one transaction (counts of a user who no longer exists are dropped).
+    func recordAccess(_ entries: [AccessLogEntry]) throws
+    /// The user's stored counts of the quarter hours starting in [from, to) (Unix ms).
+    func accessLog(userRowID: Int64, from: Int64, to: Int64) throws -> [AccessLogEntry]
+    /// Deletes the counts of quarter hours before `cutoff`; returns how many rows.
+    @discardableResult
+    func purgeAccessLog(before cutoff: Int64) throws -> Int
+    /// Every user, oldest first.
+    func users() throws -> [UserListing]
+    /// The user's live authorizations, oldest first.
+    func authorizations(userRowID: Int64) throws -> [AuthorizationListing]
+    /// Deletes every sample `app` saved for the user, with tombstones and statistics kept current,
+    /// in one transaction; returns how many (top-level) samples.
+    func deleteSamples(userRowID: Int64, app: String) throws -> Int
+    /// Deletes every row that names the user, in one transaction, and ends what is in flight for
+    /// the user's tokens (as a revocation does); `StoreError.notFound` when there is no such user.
+    func eraseUser(_ user: User) throws -> ErasureReport
 
     // MARK: Import and export
 

@@ -10,6 +10,7 @@ public enum HealthdCommand: Equatable, Sendable {
     case seed(SeedOptions)
     case importFile(ImportOptions)
     case export(ExportOptions)
+    case invite(InviteOptions)
 }
 
 /// Flags shared by every command.
@@ -58,6 +59,12 @@ public struct ExportOptions: Equatable, Sendable {
     public var common = CommonOptions()
     public var user = ""
     public var output: String?
+    public init() {}
+}
+
+public struct InviteOptions: Equatable, Sendable {
+    public var common = CommonOptions()
+    public var user = ""
     public init() {}
 }
 
@@ -139,6 +146,15 @@ public enum CommandLineParser {
             }
             guard !options.user.isEmpty else { throw UsageError("export needs --user NAME") }
             return .export(options)
+        case "invite":
+            var options = InviteOptions()
+            while let flag = rest.popFirst() {
+                if try parseCommon(flag, &rest, into: &options.common) { continue }
+                guard !flag.hasPrefix("-"), options.user.isEmpty else { throw unknown(flag, command) }
+                options.user = flag
+            }
+            guard !options.user.isEmpty else { throw UsageError("invite needs the person's NAME") }
+            return .invite(options)
         default:
             throw UsageError("unknown command '\(command)'; run 'healthd --help'")
         }

@@ -44,6 +44,7 @@ public enum ConfigurationFile {
             try integer("maxStreamBacklogBytes", 4_096...1_073_741_824) { configuration.maxStreamBacklogBytes = $0 }
             try integer("maxBatchSize", 1...100_000) { configuration.maxBatchSize = $0 }
             try integer("tombstoneRetentionDays", 1...36_500) { configuration.tombstoneRetentionDays = $0 }
+            try integer("accessLogRetentionDays", 1...36_500) { configuration.accessLogRetentionDays = $0 }
             try integer("readerConnections", 1...64) { configuration.readerConnections = $0 }
             try integer("statisticsMemoryMiB", 1...1_048_576) { configuration.statisticsMemoryMiB = $0 }
             try integer("uuidKeyMemoryMiB", 1...65_536) { configuration.uuidKeyMemoryMiB = $0 }

@@ -7,6 +7,7 @@ public enum HelpText {
         case "seed": return seed
         case "import": return importCommand
         case "export": return export
+        case "invite": return invite
         default: return overview
         }
     }
@@ -31,6 +32,7 @@ public enum HelpText {
           seed      write realistic mock data for a user
           import    import an Apple Health export (export.zip or export.xml) or healthd's own NDJSON export
           export    write every sample of a user as NDJSON
+          invite    print an invitation code with which a person sets their password
 
         Every command takes --config FILE, --data-dir DIR and --database URL. Run 'healthd COMMAND --help' for its options.
         The admin token is HEALTHD_ADMIN_TOKEN, or generated on first start and kept in DATA_DIR/admin-token.
@@ -94,6 +96,17 @@ public enum HelpText {
         Writes the person's backup (to standard output by default): a line of their settings (apps
         and permissions, the source order of every type, characteristics, activity goals; never a
         token), then every sample as NDJSON, oldest first. 'healthd import' restores it.
+        \(common)
+        """
+
+    public static let invite = """
+        Usage: healthd invite NAME [--config FILE] [--data-dir DIR] [--database URL]
+
+        Prints a new invitation code for the person NAME (created if there is none), as POST
+        /v1/users and POST /v1/users/{id}/invitation answer it: the person activates their account
+        with it and a password of their choice (POST /v1/people/activate, or the dashboard's
+        sign-in page). The code works once, for 7 days; a new one voids the old. For a person who
+        is already active it resets the password: activating it ends every session.
         \(common)
         """
 }

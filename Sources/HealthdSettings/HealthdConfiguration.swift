@@ -34,6 +34,8 @@ public struct HealthdConfiguration: Sendable, Equatable {
     // API.
     public var maxBatchSize = 10_000
     public var tombstoneRetentionDays = 90
+    /// Days the recent-access log (`GET /v1/me/access`) keeps its counts.
+    public var accessLogRetentionDays = 90
     public var readerConnections = 4
     /// MiB of decoded statistics rollups kept in memory; past it the least recently asked series are
     /// dropped (their next query reads their rollup rows again). 64 MiB holds years of data of
@@ -80,7 +82,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
         "host", "port", "dataDir", "database", "publicDir", "maxHeaderBytes", "maxHeaderCount", "maxRequestLineBytes",
         "maxBodyBytes", "maxHealthAutoExportBodyBytes", "idleTimeoutSeconds", "headerTimeoutSeconds", "bodyTimeoutSeconds",
         "minBodyBytesPerSecond", "minBodyRateSeconds", "maxBodyBytesInFlight", "maxConnections",
-        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "readerConnections", "statisticsMemoryMiB", "uuidKeyMemoryMiB",
+        "eventLoops", "maxStreamBacklogBytes", "maxBatchSize", "tombstoneRetentionDays", "accessLogRetentionDays", "readerConnections", "statisticsMemoryMiB", "uuidKeyMemoryMiB",
         "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
         "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins", "trustedProxies", "trustedProxyHeader",

@@ -57,7 +57,7 @@ public struct SignInLimiter: Sendable {
     public init() {}
 
     /// Names compare case-insensitively here, so `Alice` and `alice` share one budget.
-    static func accountKey(_ name: String) -> String { name.lowercased() }
+    public static func accountKey(_ name: String) -> String { name.lowercased() }
 
     /// Seconds to wait before this name may try from this address, or nil when it may try now.
     public func retryAfter(name: String, address: IPAddress, at now: Double) -> Int? {

@@ -21,18 +21,21 @@ public enum PostgresSchema {
         ("002-statistics-rollups-activity", statisticsRollupsActivity),
         (PostgresSessionsSchema.migrationName, PostgresSessionsSchema.sql),
         ("004-statistics-rollups-lz4", statisticsRollupsLZ4),
+        (PostgresPeopleSchema.migrationName, PostgresPeopleSchema.sql),
+        ("012-people-access", PostgresHealthStore.accessLogSchema),
         (PostgresWebhookSchema.migrationName, PostgresWebhookSchema.sql),
     ]
 
     /// The shared tables: replicated to every node by `create_reference_table`.
-    public static let referenceTables = ["users", "authorizations", "type_codes", "meta"] + PostgresWebhookSchema.referenceTables
+    public static let referenceTables = ["users", "authorizations", "type_codes", "meta"] + PostgresPeopleSchema.referenceTables
+        + PostgresWebhookSchema.referenceTables
 
     /// The per-user tables, all distributed on `user_id` and co-located with `samples`.
     public static let distributedTables = [
         "samples", "change_counters", "sources", "devices", "source_types", "deleted_samples", "change_horizons",
         "source_priorities", "characteristics", "type_extents", "activity_goals", "activity_summaries",
         "statistics_days", "statistics_series",
-    ] + PostgresSessionsSchema.distributedTables
+    ] + PostgresSessionsSchema.distributedTables + ["access_log"]
 
     /// What distributes this schema on a Citus cluster (run once, after the first start has made
     /// the tables and before data arrives; docs/operations.md, "PostgreSQL and more than one machine").

@@ -144,6 +144,14 @@ public final class SQLiteHealthStore: HealthDataStore {
 
     static let deviceCacheLimit = 4_096
 
+    /// Drops what is cached about rows by their ids (source names, devices, statistics
+    /// decodings): after an erasure, whose row ids SQLite may hand out again.
+    func forgetCachedRows() {
+        appNames.withLock { $0.removeAll() }
+        devices.withLock { $0.removeAll() }
+        statisticsIndexes.removeAll()
+    }
+
     /// Called after every commit that added or deleted samples (on the committing thread, after
     /// the data is durable): the change feed wakes its waiters and the workout zone monitor judges
     /// new heart rates. (Statistics indexes do not listen: they catch up from the change sequence
@@ -247,7 +255,7 @@ public final class SQLiteHealthStore: HealthDataStore {
         return revoked
     }
 
-    private func forgetAuthorization(id: String) {
+    func forgetAuthorization(id: String) {
         authorizationCache.withLock { cache in
             cache.entries = cache.entries.filter { $0.value.id != id }
             cache.generation &+= 1

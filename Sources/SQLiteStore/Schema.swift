@@ -320,6 +320,39 @@ enum Schema {
             // per user says where the next step resumes. Existing rows are generation 0.
             try db.execute(SampleKeyIndex.compactionSchema)
         }
+        migrator.register("010-people-accounts") { db in
+            try db.execute("""
+                -- The person's password: an Argon2id PHC string (parameters, salt, hash); NULL until the
+                -- account is activated with an invitation.
+                ALTER TABLE users ADD COLUMN password_hash TEXT;
+                -- One open invitation per person, by the SHA-256 of its code (a new one replaces it).
+                CREATE TABLE invitations (
+                    user_id INTEGER PRIMARY KEY REFERENCES users(id),
+                    code_hash BLOB NOT NULL UNIQUE,
+                    created_ms INTEGER NOT NULL,
+                    expires_ms INTEGER NOT NULL
+                );
+                -- Signed-in sessions, by the SHA-256 of the cookie's token.
+                CREATE TABLE sessions (
+                    token_hash BLOB PRIMARY KEY,
+                    user_id INTEGER NOT NULL REFERENCES users(id),
+                    created_ms INTEGER NOT NULL,
+                    last_used_ms INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX sessions_by_user ON sessions(user_id);
+                -- Failed sign-ins within the limiter's window, per account name and per client address.
+                CREATE TABLE sign_in_failures (
+                    kind TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    at_ms INTEGER NOT NULL
+                );
+                CREATE INDEX sign_in_failures_by_key ON sign_in_failures(kind, key, at_ms);
+                CREATE INDEX sign_in_failures_by_time ON sign_in_failures(at_ms);
+                """)
+        }
+        migrator.register("012-people-access") { db in
+            try db.execute(SQLiteHealthStore.accessLogSchema)
+        }
         migrator.register("013-webhooks") { db in
             // Webhook subscriptions and their last deliveries; the outbox is the change feed itself.
             try db.execute(SQLiteHealthStore.webhookSchema)

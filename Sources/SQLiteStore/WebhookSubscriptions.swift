@@ -6,11 +6,10 @@ import SQLite
 // null) and every write only checks that the row still exists.
 
 extension SQLiteHealthStore {
-    /// Idempotent: the schema tests that undo later migrations run it again over the tables.
     static let webhookSchema = """
         -- A token's webhook: where it delivers, what it delivered up to (anchor_*), and the page on
         -- its way (message_id, page_*: stored before its first attempt and resent as stored).
-        CREATE TABLE IF NOT EXISTS webhook_subscriptions (
+        CREATE TABLE webhook_subscriptions (
             id TEXT PRIMARY KEY,
             authorization_id TEXT NOT NULL,
             user_id INTEGER NOT NULL,
@@ -33,10 +32,10 @@ extension SQLiteHealthStore {
             lease_owner TEXT,
             lease_until_ms INTEGER
         );
-        CREATE INDEX IF NOT EXISTS webhook_subscriptions_by_authorization ON webhook_subscriptions(authorization_id);
-        CREATE INDEX IF NOT EXISTS webhook_subscriptions_by_user ON webhook_subscriptions(user_id);
+        CREATE INDEX webhook_subscriptions_by_authorization ON webhook_subscriptions(authorization_id);
+        CREATE INDEX webhook_subscriptions_by_user ON webhook_subscriptions(user_id);
         -- The last attempts per subscription (trimmed on insert), for GET /v1/webhooks/{id}/deliveries.
-        CREATE TABLE IF NOT EXISTS webhook_deliveries (
+        CREATE TABLE webhook_deliveries (
             id INTEGER PRIMARY KEY,
             webhook_id TEXT NOT NULL,
             user_id INTEGER NOT NULL,
@@ -46,8 +45,8 @@ extension SQLiteHealthStore {
             duration_ms INTEGER NOT NULL,
             error TEXT
         );
-        CREATE INDEX IF NOT EXISTS webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);
-        CREATE INDEX IF NOT EXISTS webhook_deliveries_by_user ON webhook_deliveries(user_id);
+        CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);
+        CREATE INDEX webhook_deliveries_by_user ON webhook_deliveries(user_id);
         """
 
     public func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws {

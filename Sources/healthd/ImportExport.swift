@@ -158,3 +158,17 @@ func runExport(_ options: ExportOptions) {
     }
     if let path = options.output { say("exported \(count) samples of \(user.name) and their settings to \(path)") }
 }
+
+/// `healthd invite NAME`: a new invitation code for the person (made if missing), as the admin's
+/// `POST /v1/users` answers it.
+func runInvite(_ options: InviteOptions) {
+    let configuration = loadConfiguration(options.common)
+    let store = openStore(configuration)
+    defer { store.close() }
+    let user: User
+    do { user = try store.userCreatingIfNeeded(name: options.user) } catch { fail("cannot create user \(options.user): \(error)") }
+    let invitation: Invitations.Issued
+    do { invitation = try Invitations.issue(for: user, in: HealthData(store)) } catch { fail("cannot make an invitation: \(error)") }
+    say("invitation for \(user.name) (user \(user.id)), valid until \(invitation.expires):")
+    say(invitation.code)
+}

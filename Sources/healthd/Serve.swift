@@ -232,6 +232,7 @@ func waitForStopSignals(server: HTTPServer, application: HealthApplication, stor
         log.event("stopping", fields: [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT")])
         application.beginShutdown()
         server.shutdown {
+            application.flushRecentAccess()
             store.close()
             log.event("stopped")
             exit(0)

@@ -43,4 +43,6 @@ case .importFile(let options):
     runImport(options)
 case .export(let options):
     runExport(options)
+case .invite(let options):
+    runInvite(options)
 }

@@ -127,10 +127,16 @@ import JSON
         switch (method, pattern) {
         case (.get, "/healthz"), (.get, "/metrics"), (.get, "/openapi.json"): return Call(method: method, target: pattern)
         case (.post, "/v1/users"): return Call(method: .post, target: pattern, json: #"{"name":"mallory"}"#, admin: true)
+        case (.post, "/v1/users/{id}/invitation"):
+            return Call(method: .post, target: "/v1/users/\(world.alice)/invitation", admin: true)
+        case (.post, "/v1/people/activate"): return Call(method: .post, target: pattern, json: "{}")
         case (.post, "/v1/authorizations"):
             return Call(method: .post, target: pattern,
                         json: #"{"user":"\#(world.alice)","app":"x","read":["\#(type)"],"share":[]}"#, admin: true)
         case (.delete, "/v1/authorizations/{id}"): return Call(method: .delete, target: "/v1/authorizations/nosuch", admin: true)
+        case (.get, "/v1/users"): return Call(method: .get, target: pattern, admin: true)
+        case (.get, "/v1/users/{id}/authorizations"): return Call(method: .get, target: "/v1/users/\(world.alice)/authorizations", admin: true)
+        case (.delete, "/v1/users/{id}"): return Call(method: .delete, target: "/v1/users/nosuch", admin: true)
         case (.put, "/v1/characteristics"):
             return Call(method: .put, target: pattern, json: #"{"user":"\#(world.alice)","dateOfBirth":"2000-01-01"}"#, admin: true)
         case (.put, "/v1/sources/priority"):
@@ -184,6 +190,10 @@ import JSON
         case (.get, "/v1/webhooks"): return Call(method: .get, target: pattern)
         case (.delete, "/v1/webhooks/{id}"): return Call(method: .delete, target: "/v1/webhooks/wh_none")
         case (.get, "/v1/webhooks/{id}/deliveries"): return Call(method: .get, target: "/v1/webhooks/wh_none/deliveries")
+        case _ where pattern == "/v1/session" || pattern == "/v1/me" || pattern.hasPrefix("/v1/me/"):
+            // The person's routes: an app token there is a 401 (sign-in itself is open; `{}` is a 400).
+            let target = pattern.split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? "probe" : $0 }.joined(separator: "/")
+            return Call(method: method, target: target, json: method == .get ? nil : "{}")
         default: return nil
         }
     }

@@ -41,7 +41,8 @@ import HealthModel
     }
 
     /// The document says which token each operation takes: none for open routes, only the admin
-    /// token for admin routes, an app token (possibly also the admin token) for the rest.
+    /// token for admin routes, the session cookie only for a person's routes, an app token (possibly
+    /// also the admin token) for the rest.
     @Test func everyOperationNamesTheTokenItsRouteTakes() throws {
         let data = try #require(FileManager.default.contents(atPath: Self.documentPath))
         let document = try JSONParser.parse([UInt8](data))
@@ -59,6 +60,7 @@ import HealthModel
                 case .open?: #expect(schemes.isEmpty, "\(name) is open")
                 case .admin?: #expect(schemes == ["adminToken"], "\(name) takes the admin token only")
                 case .token?: #expect(schemes.contains("appToken"), "\(name) takes an app token")
+                case .person?: #expect(schemes == ["sessionCookie"], "\(name) takes the session cookie only")
                 case nil: Issue.record("\(name) is documented but not registered")
                 }
             }

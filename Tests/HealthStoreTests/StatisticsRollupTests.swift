@@ -21,6 +21,20 @@ import Statistics
 
     /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs
     /// (and the deletions list of `015-sample-key-deletions`).
+    /// The migrations registered after the last one these tests know by name, and how each is
+    /// undone (newest last): a test that carries an older database forward undoes them first.
+    static let laterMigrations: [(name: String, undo: String)] = [
+        ("010-people-accounts", """
+            DROP TABLE sign_in_failures; DROP TABLE sessions; DROP TABLE invitations; ALTER TABLE users DROP COLUMN password_hash
+            """),
+        ("012-people-access", "DROP TABLE access_log"),
+        ("013-webhooks", "DROP TABLE webhook_deliveries; DROP TABLE webhook_subscriptions"),
+    ]
+
+    static func undoLaterMigrations(_ database: Database) throws {
+        for migration in laterMigrations.reversed() { try database.execute(migration.undo) }
+    }
+
     static let undoSampleKeyRuns = """
         DROP TABLE sample_key_compactions; DROP TABLE sample_key_deletions; DROP TABLE sample_key_users;
         DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
@@ -77,8 +91,10 @@ import Statistics
         // Back to the schema before rollups: the rollup migrations and the one between them are undone.
         #expect(names == ["009-statistics-rollups", "010-authorization-read-disclosure", "011-statistics-rollup-slots",
                           "012-statistics-days-rowid", "013-statistics-discrete-compact", "014-sample-key-runs",
-                          "015-sample-key-deletions", "016-statistics-days-clustered", "017-sample-key-compaction", "013-webhooks"],
+                          "015-sample-key-deletions", "016-statistics-days-clustered", "017-sample-key-compaction"]
+                    + Self.laterMigrations.map(\.name),
                 "this test undoes every migration from the rollups' on")
+        try Self.undoLaterMigrations(database)
         try database.execute(Self.undoSampleKeyRuns)
         try database.execute("DROP TABLE statistics_days; DROP TABLE statistics_day_details; DROP TABLE statistics_series")
         try database.execute("ALTER TABLE authorizations DROP COLUMN discloses_read")
@@ -123,8 +139,9 @@ import Statistics
             try $0.string(at: 0)
         }
         #expect(later == ["013-statistics-discrete-compact", "014-sample-key-runs", "015-sample-key-deletions",
-                          "016-statistics-days-clustered", "017-sample-key-compaction", "013-webhooks"],
+                          "016-statistics-days-clustered", "017-sample-key-compaction"] + Self.laterMigrations.map(\.name),
                 "this test undoes the migrations from the rowid table's on")
+        try Self.undoLaterMigrations(database)
         try database.execute(Self.undoClusteredDays())
         try database.execute(Self.undoSampleKeyRuns)
         // The table as the previous schema wrote it, holding the same rows.
@@ -218,7 +235,9 @@ import Statistics
         let migration = try #require(try database.first("SELECT id FROM schema_migrations WHERE name = '016-statistics-days-clustered'", [],
                                                         { try $0.int64(at: 0) }))
         #expect(try database.map("SELECT name FROM schema_migrations WHERE id > ? ORDER BY id", [.integer(migration)], { try $0.string(at: 0) })
-                    == ["017-sample-key-compaction", "013-webhooks"], "this test undoes the clustered days and the migrations after them")
+                    == ["017-sample-key-compaction"] + Self.laterMigrations.map(\.name),
+                "this test undoes the clustered days and the migrations after them")
+        try Self.undoLaterMigrations(database)
         try database.execute("""
             DROP TABLE sample_key_compactions;
             ALTER TABLE sample_key_deletions DROP COLUMN generation; ALTER TABLE sample_key_users DROP COLUMN generation;

@@ -23,6 +23,17 @@ import Testing
         #expect(HelpText.text(for: "seed").contains("--time-zone"))
     }
 
+    @Test func inviteTakesTheNameAndTheCommonFlags() throws {
+        guard case .invite(let options) = try CommandLineParser.parse(["invite", "jane", "--data-dir", "/tmp/d"]) else {
+            Issue.record("not invite"); return
+        }
+        #expect(options.user == "jane")
+        #expect(options.common == CommonOptions(dataDirectory: "/tmp/d"))
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["invite"]) }
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["invite", "jane", "john"]) }
+        #expect(HelpText.overview.contains("invite") && HelpText.text(for: "invite").contains("7 days"))
+    }
+
     @Test func helpForACommand() throws {
         #expect(try CommandLineParser.parse(["--help"]) == .help(topic: nil))
         #expect(try CommandLineParser.parse(["import", "-h"]) == .help(topic: "import"))
@@ -58,7 +69,7 @@ import Testing
     }
 
     /// A command's usage lines show every option its help explains.
-    @Test(arguments: ["serve", "seed", "import", "export"])
+    @Test(arguments: ["serve", "seed", "import", "export", "invite"])
     func usageLinesNameEveryExplainedOption(command: String) throws {
         let help = HelpText.text(for: command)
         let lines = help.split(separator: "\n", omittingEmptySubsequences: false)

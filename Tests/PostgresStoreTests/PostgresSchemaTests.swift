@@ -55,11 +55,11 @@ import Testing
                 #expect(!sql.contains(word), "\(migration.name) uses \(word)")
             }
         }
-        // Numbered in increasing order; the numbers may skip (each feature's migration has the
-        // same name in both stores, and the SQLite store has more migrations).
-        let numbers = PostgresSchema.migrations.compactMap { Int($0.name.prefix(3)) }
-        #expect(numbers.count == PostgresSchema.migrations.count)
-        #expect(numbers == numbers.sorted() && Set(numbers).count == numbers.count)
+        // Numbered in increasing order; gaps are allowed (each area of work has its own number, so
+        // branches that add migrations side by side do not clash on a name).
+        let numbers = PostgresSchema.migrations.map { Int($0.name.prefix(3)) }
+        #expect(!numbers.contains(nil))
+        #expect(zip(numbers, numbers.dropFirst()).allSatisfy { ($0 ?? 0) < ($1 ?? 0) })
     }
 
     @Test func citusStatementsCoverEveryTable() {

@@ -1018,6 +1018,8 @@ def main():
     from abuse import abuse_checks
     from faults import internal_error_checks
     from edge import edge_checks
+    from people_access import people_access_checks
+    from people import people_checks
     from webhooks import webhook_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -1055,7 +1057,9 @@ def main():
         round_trip_checks(args.binary, os.path.abspath(args.public))
         abuse_checks(args.binary, os.path.abspath(args.public))
         edge_checks(args.binary, os.path.abspath(args.public))
+        people_checks(args.binary, os.path.abspath(args.public))
         internal_error_checks(args.binary, os.path.abspath(args.public))
+        people_access_checks(args.binary, os.path.abspath(args.public))
         webhook_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:

@@ -9,6 +9,9 @@ Starts two real healthd processes (A and B) with --database on a fresh database 
     nodes as one sequence of zone events each (judged once, broadcast to every node);
   - a revocation on A ends an open change stream and a parked long-poll of that token on B within
     1 s, and nothing saved after it (on either node) reaches them;
+  - a person's session made on A signs in on B; a sign-out or a password change on A refuses the
+    cookie on B within 1 s (and ends the person's stream open on B), and failed sign-ins spread over
+    both nodes share one budget;
   - one IMU session's batches alternate between the nodes: seq continues across them, a repeated
     seq replays the first answer byte for byte on the other node, a gap is a 409 on either;
   - kill -9 of A while clients write to both loses nothing acknowledged (checked on B, and on A
@@ -23,6 +26,7 @@ import argparse, json, os, random, signal, socket, subprocess, sys, threading, t
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import ADMIN, Server, check, fresh_database, http, js, read_until, results, statuses  # noqa: E402
+from people import PASSWORD, call, fresh_address, session_cookie  # noqa: E402
 from crash import DISCRETE_TYPE, WRITER_TYPE, Ledger, imu_csv, imu_path, iso, request, sample_writer, verify  # noqa: E402
 
 WAKE_LIMIT_SECONDS = 0.2
@@ -40,6 +44,52 @@ def user_and_token(port, name, types):
                            token=ADMIN)
     assert status == 201, (status, body)
     return user, json.loads(body)["token"]
+
+
+def session_checks(a, b):
+    print("two nodes: a person's session across nodes")
+    status, _, body = call(a.port, "POST", "/v1/users", {"name": "two-nodes-person"}, token=ADMIN)
+    code = json.loads(body)["invitation"]["code"] if status == 201 else ""
+    status, _, _ = call(b.port, "POST", "/v1/people/activate", {"code": code, "password": PASSWORD})
+    check("an invitation made on A activates on B", status == 200, status)
+
+    def sign_in(node):
+        status, headers, _ = call(node.port, "POST", "/v1/session", {"name": "two-nodes-person", "password": PASSWORD}, source=fresh_address())
+        return session_cookie(headers) if status == 204 else None
+
+    def refused_within(node, cookie, seconds=1.0):
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            if call(node.port, "GET", "/v1/me", cookie=cookie)[0] == 401:
+                return time.monotonic() - started
+            time.sleep(0.02)
+        return None
+
+    first, second = sign_in(a), sign_in(b)
+    check("a session made on A signs in on B, and one made on B on A",
+          call(b.port, "GET", "/v1/me", cookie=first)[0] == 200 and call(a.port, "GET", "/v1/me", cookie=second)[0] == 200)
+    stream = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+    stream.sendall(f"GET /v1/me/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nCookie: {first}\r\n\r\n".encode())
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    status, _, _ = call(a.port, "DELETE", "/v1/session", cookie=first, headers={"Content-Type": "application/json"})
+    signed_out = time.monotonic()
+    waited = refused_within(b, first)
+    check("a sign-out on A refuses the cookie on B within 1 s", status == 204 and waited is not None, (status, waited))
+    data = read_until(stream, data, lambda d: d.endswith(b"0\r\n\r\n"), timeout=3)
+    ended = time.monotonic() - signed_out
+    check("and the person's stream open on B ends within 1 s", data.endswith(b"0\r\n\r\n") and ended < 1.0, (round(ended, 3), data[-200:]))
+    stream.close()
+    keeper = sign_in(a)
+    status, _, _ = call(a.port, "PUT", "/v1/me/password", {"current": PASSWORD, "new": "two nodes, one new passphrase"}, cookie=keeper)
+    waited = refused_within(b, second)
+    check("a password change on A ends the other session on B within 1 s", status == 204 and waited is not None, (status, waited))
+    check("the changing session stays signed in on B", call(b.port, "GET", "/v1/me", cookie=keeper)[0] == 200)
+    for i in range(10):
+        call((a, b)[i % 2].port, "POST", "/v1/session", {"name": "two-nodes-person", "password": f"wrong {i}"}, source=fresh_address())
+    status, headers, _ = call(b.port, "POST", "/v1/session", {"name": "two-nodes-person", "password": "two nodes, one new passphrase"},
+                              source=fresh_address())
+    check("10 failures spread over both nodes lock the name on both (one budget, not one per node)",
+          status == 429 and "retry-after" in headers, status)
 
 
 def step_sample(n, minute):
@@ -320,7 +370,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     parser.add_argument("--database", required=True, help="a postgres:// URL; the test creates a fresh database on that server")
-    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,imu,faults,kill")
+    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,sessions,imu,faults,kill")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     public = os.path.abspath(args.public)
@@ -332,6 +382,7 @@ def main():
                                                         "distanceWalkingRunning", "flightsClimbed"])
         for part, run in (("feed", lambda: feed_checks(a, b, token)), ("statistics", lambda: statistics_checks(a, b, token)),
                           ("zones", lambda: zone_checks(a, b)), ("revocation", lambda: revocation_checks(a, b)),
+                          ("sessions", lambda: session_checks(a, b)),
                           ("imu", lambda: imu_checks(a, b, token)), ("faults", lambda: fault_checks(args.database, database, a, b, token)),
                           ("kill", lambda: kill_checks(args.binary, public, database, a, b, token))):
             if part in skip:

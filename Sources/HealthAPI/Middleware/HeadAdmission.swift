@@ -14,6 +14,7 @@ extension HealthApplication {
         let method = head.method == .head ? HTTPMethod.get : head.method
         let needsToken: Bool
         if case .found(let route, _, _) = router.match(method: method, path: path), route.access != .open {
+            if route.access == .person { return admitPerson(head, connection: connection, client: client, completion: completion) }
             needsToken = true
         } else {
             needsToken = false
@@ -59,7 +60,7 @@ extension HealthApplication {
 
     /// A refusal at the head, with what `respond` gives every answer: a request id, CORS, the
     /// `nosniff` header, a metrics count and an access-log line.
-    private func headRefusal(_ error: APIError, head: HTTPRequestHead, connection: ConnectionInfo, client: String) -> HTTPResponse {
+    func headRefusal(_ error: APIError, head: HTTPRequestHead, connection: ConnectionInfo, client: String) -> HTTPResponse {
         let requestID = requestCounter.next(connection: connection.id)
         var response = error.response(requestID: nil)
         response.headers.set("X-Request-Id", requestID)

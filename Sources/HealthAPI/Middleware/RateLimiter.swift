@@ -139,6 +139,7 @@ extension Principal {
         switch self {
         case .admin: return "admin"
         case .app(let authorization): return "app:" + authorization.id
+        case .person(let user, _): return "person:" + user.id
         }
     }
 }

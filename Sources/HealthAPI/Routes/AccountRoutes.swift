@@ -10,6 +10,7 @@ struct AccountRoutes: Sendable {
     static func register(into router: inout Router<Route>, data: HealthData) {
         let routes = AccountRoutes(data: data)
         router.register(.post, "/v1/users", Route(access: .admin, handler: routes.createUser))
+        router.register(.post, "/v1/users/{id}/invitation", Route(access: .admin, handler: routes.createInvitation))
         router.register(.post, "/v1/authorizations", Route(access: .admin, handler: routes.createAuthorization))
         router.register(.delete, "/v1/authorizations/{id}", Route(access: .admin, handler: routes.revokeAuthorization))
         router.register(.get, "/v1/authorizations/status", Route(access: .token, handler: routes.authorizationStatus))
@@ -28,12 +29,33 @@ struct AccountRoutes: Sendable {
             throw APIError.invalidField("name", "must be 1 to 200 characters on one line")
         }
         let user = try storeCall { try data.createUser(name: name) }
+        let invitation = try storeCall { try Invitations.issue(for: user, in: data) }
         return JSONResponse.write(status: .created) { writer in
             writer.beginObject()
             writer.field("id", user.id)
             writer.field("name", user.name)
+            writer.key("invitation")
+            Self.write(invitation, into: &writer)
             writer.endObject()
         }
+    }
+
+    /// `POST /v1/users/{id}/invitation`: a new invitation for the person; the earlier one stops
+    /// working. For an active person this resets the password at activation (their sessions end).
+    func createInvitation(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let key = context.parameter("id")
+        guard let user = try storeCall({ try data.user(idOrName: key) }) else { throw APIError.notFound("no user '\(key)'") }
+        let invitation = try storeCall { try Invitations.issue(for: user, in: data) }
+        return JSONResponse.write(status: .created) { writer in Self.write(invitation, into: &writer) }
+    }
+
+    /// `{"code","expires"}`.
+    static func write(_ invitation: Invitations.Issued, into writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.field("code", invitation.code)
+        writer.field("expires", invitation.expires)
+        writer.endObject()
     }
 
     /// `POST /v1/authorizations`: grants an app read and share permission for a user and answers its token.

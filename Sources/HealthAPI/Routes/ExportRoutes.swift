@@ -20,12 +20,7 @@ struct ExportRoutes: Sendable {
         let types = try ExportScope.types(&context.query)
         try context.query.rejectUnknown()
         let scope = ExportScope(.app(app), types: types)
-        var headers = HTTPHeaders()
-        headers.add("Content-Type", "application/x-ndjson")
-        headers.add("Cache-Control", "no-store")
-        return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
-            DispatchQueue.global(qos: .utility).async { scope.stream(from: data, to: stream) }
-        }))
+        return ExportScope.response { write in try scope.forEachPage(from: data, write) }
     }
 }
 
@@ -127,9 +122,20 @@ public struct ExportScope: Sendable {
         return bytes
     }
 
-    func stream(from data: HealthData, to stream: any HTTPBodyStream) {
+    /// A 200 streaming NDJSON: `pages` hands its pages to the write function it is given (which
+    /// returns false once the client is gone), on a utility thread, at the pace the socket drains.
+    static func response(_ pages: @escaping @Sendable (_ write: ([UInt8]) throws -> Bool) throws -> Void) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/x-ndjson")
+        headers.add("Cache-Control", "no-store")
+        return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
+            DispatchQueue.global(qos: .utility).async { Self.stream(pages, to: stream) }
+        }))
+    }
+
+    static func stream(_ pages: (_ write: ([UInt8]) throws -> Bool) throws -> Void, to stream: any HTTPBodyStream) {
         do {
-            try forEachPage(from: data) { bytes in
+            try pages { bytes in
                 // Wait for the socket to drain instead of letting the backlog grow (or be cut off).
                 while stream.bufferedByteCount > Self.backlogLimit && !stream.isClosed { usleep(2_000) }
                 return !stream.isClosed && stream.write(bytes)

@@ -12,6 +12,8 @@ extension HealthApplication {
         OperationsRoutes.register(into: &router, configuration: configuration, data: data, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, data: data)
+        PeopleDataRoutes.register(into: &router, data: data, accessLogRetentionDays: configuration.accessLogRetentionDays)
+        PersonAccountRoutes.register(into: &router, data: data, configuration: configuration, hashing: PasswordHashingGate())
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)
@@ -24,6 +26,7 @@ extension HealthApplication {
         SummaryRoutes.register(into: &router, data: data)
         WorkoutSessionRoutes.register(into: &router, data: data, feed: changeFeed)
         WorkoutRoutes.register(into: &router, data: data, now: StoreClock.nowMilliseconds)
+        PersonReadRoutes.register(into: &router)
     }
 }
 

@@ -1,0 +1,177 @@
+import HTTP
+import HealthModel
+import HealthStore
+import JSON
+import Statistics
+
+/// The person's data, as API.md's "People" section gives it: recent access, their own export,
+/// deleting what one app saved, erasing the account; and the admin's lists of users and their apps.
+struct PeopleDataRoutes: Sendable {
+    let data: HealthData
+    /// Days the access log keeps (the default range of `GET /v1/me/access`).
+    let accessLogRetentionDays: Int
+
+    static func register(into router: inout Router<Route>, data: HealthData, accessLogRetentionDays: Int) {
+        let routes = PeopleDataRoutes(data: data, accessLogRetentionDays: accessLogRetentionDays)
+        router.register(.get, "/v1/users", Route(access: .admin, handler: routes.listUsers))
+        router.register(.get, "/v1/users/{id}/authorizations", Route(access: .admin, handler: routes.listAuthorizations))
+        router.register(.delete, "/v1/users/{id}", Route(access: .admin, handler: routes.eraseUser))
+    }
+
+    // MARK: The admin's lists
+
+    /// `GET /v1/users`: every user, oldest first.
+    func listUsers(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let users = try storeCall { try data.users() }
+        return JSONResponse.write(capacity: 128 + users.count * 128) { writer in
+            writer.beginObject()
+            writer.key("users")
+            writer.beginArray()
+            for listing in users {
+                writer.beginObject()
+                writer.field("id", listing.user.id)
+                writer.field("name", listing.user.name)
+                writer.field("created", RFC3339.format(listing.created))
+                writer.field("activated", listing.activated)
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
+    }
+
+    /// `GET /v1/users/{id}/authorizations`: the user's live authorizations (apps), never a token.
+    func listAuthorizations(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let user = try existingUser(context.parameter("id"))
+        let authorizations = try storeCall { try data.authorizations(of: user) }
+        return JSONResponse.write(capacity: 256 + authorizations.count * 256) { writer in
+            writer.beginObject()
+            writer.key("authorizations")
+            writer.beginArray()
+            for authorization in authorizations {
+                writer.beginObject()
+                writer.field("id", authorization.id)
+                writer.field("app", authorization.app)
+                writer.key("read"); AccountRoutes.writeStrings(authorization.read.sorted(), into: &writer)
+                writer.key("share"); AccountRoutes.writeStrings(authorization.share.sorted(), into: &writer)
+                writer.field("created", RFC3339.format(authorization.created))
+                writer.key("lastUsed")
+                if let lastUsed = authorization.lastUsed { writer.string(RFC3339.format(lastUsed)) } else { writer.null() }
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
+    }
+
+    /// `DELETE /v1/users/{id}`: erases the user as `DELETE /v1/me` does.
+    func eraseUser(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let user = try existingUser(context.parameter("id"))
+        return try erase(user)
+    }
+
+    func existingUser(_ key: String) throws(APIError) -> User {
+        guard let user = try storeCall({ try data.user(idOrName: key) }) else { throw APIError.notFound("no user \(key)") }
+        return user
+    }
+
+    // MARK: The person's own data
+
+    /// Erases the account and answers what was erased, per kind of row.
+    func erase(_ user: User) throws(APIError) -> HTTPResponse {
+        let report: ErasureReport
+        do {
+            report = try data.person(user).erase()
+        } catch StoreError.notFound {
+            throw APIError.notFound("no user \(user.id)")
+        } catch {
+            throw APIError(storeError: error)
+        }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("user", user.id)
+            writer.key("erased")
+            writer.beginObject()
+            for (kind, count) in report.rows.sorted(by: { $0.key < $1.key }) { writer.field(kind, count) }
+            writer.endObject()
+            writer.endObject()
+        }
+    }
+
+    /// `GET /v1/me/access`: what the person's apps read and wrote, per app, type and day.
+    func recentAccess(_ context: inout RequestContext, user: User) throws(APIError) -> HTTPResponse {
+        let startText = try context.query.string("start")
+        let endText = try context.query.string("end")
+        let zone = try context.query.string("timeZone")
+        try context.query.rejectUnknown()
+        let calendar = try SummaryRoutes.bucketCalendar(zone)
+        let today = SummaryRoutes.localDay(of: StoreClock.nowMilliseconds(), calendar)
+        let last = try endText.map { text throws(APIError) in try Self.day(text, field: "end") } ?? today
+        let first = try startText.map { text throws(APIError) in try Self.day(text, field: "start") }
+            ?? last - Int64(accessLogRetentionDays) + 1
+        guard last >= first else { throw APIError.invalidField("end", "is before start") }
+        guard last - first < Self.maximumDays else { throw APIError.invalidField("start", "at most \(Self.maximumDays) days per request") }
+        let from = try SummaryRoutes.localMidnight(first, calendar)
+        let to = try SummaryRoutes.localMidnight(last + 1, calendar)
+        let entries = try storeCall { try data.person(user).recentAccess(from: AccessSlot.start(of: from), to: to) }
+        // A quarter hour counts on the local day its start falls in (exactly, for every zone whose
+        // offset is a whole number of quarter hours: all of today's).
+        let days = RecentAccessDay.summing(entries.filter { $0.slot >= AccessSlot.start(of: from) }) { slot in
+            SummaryRoutes.localDay(of: slot, calendar)
+        }.filter { $0.day >= first && $0.day <= last }
+        return JSONResponse.write(capacity: 128 + days.count * 200) { writer in
+            writer.beginObject()
+            writer.key("access")
+            writer.beginArray()
+            for day in days {
+                writer.beginObject()
+                writer.field("app", day.app)
+                writer.field("type", day.type)
+                writer.field("day", HealthDay(daysSinceEpoch: day.day).description)
+                writer.field("reads", day.counts.reads)
+                writer.field("samplesRead", day.counts.samplesRead)
+                writer.field("writes", day.counts.writes)
+                writer.field("samplesWritten", day.counts.samplesWritten)
+                writer.field("lastAccess", RFC3339.format(day.counts.lastAccess))
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.endObject()
+        }
+    }
+
+    /// Days one recent-access request may span.
+    static let maximumDays: Int64 = 400
+
+    static func day(_ text: String, field: String) throws(APIError) -> Int64 {
+        guard let day = HealthDate.parseDay(text), (1900...2200).contains(day.year) else {
+            throw APIError.invalidField(field, "must be a date YYYY-MM-DD in years 1900-2200, not '\(text)'")
+        }
+        return day.daysSinceEpoch
+    }
+
+    /// `GET /v1/me/export`: the person's backup (settings line, then every sample), as `healthd
+    /// export --user` writes it.
+    func export(_ context: inout RequestContext, user: User) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let backup = PersonBackup(user: user)
+        let data = data
+        return ExportScope.response { write in try backup.forEachPage(from: data, write) }
+    }
+
+    /// `DELETE /v1/me/apps/{app}/data`: deletes every sample the app saved for the person.
+    func deleteAppData(_ context: inout RequestContext, user: User) throws(APIError) -> HTTPResponse {
+        try context.query.rejectUnknown()
+        let app = context.parameter("app")
+        let deleted = try storeCall { try data.person(user).deleteSamples(savedBy: app) }
+        return JSONResponse.write { writer in
+            writer.beginObject()
+            writer.field("app", app)
+            writer.field("deleted", deleted)
+            writer.endObject()
+        }
+    }
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""People: accounts and sign-in against the real binary, over real sockets (docs/api.md, People).
+
+Each part is a function taking a `People` (a server with an admin, helpers for signing in); the
+grants and access checks add theirs beside these, and `people_checks` runs them all:
+- invitation, activation (and no replay), `healthd invite` on the command line;
+- a wrong name and a wrong password: byte-identical answers, and times within 25 % (median of 20);
+- session fixation: a cookie sent at sign-in is never the one returned;
+- a cookie on /v1/samples is a 401; a cookie write as text/plain or a form is refused;
+- 429 and Retry-After after the per-name and per-address limits, even for the right password;
+- a password change ends the other sessions; sign-out; an expired session;
+- the person's reads (/v1/me/...) and their change stream ending at sign-out.
+Called from e2e.py main() (so run.sh runs it on SQLite and on PostgreSQL); runs alone too:
+python3 Tests/e2e/people.py --binary B --public P [--database URL]."""
+import http.client, json, os, re, shutil, socket, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402  (the shared results, when run alone)
+from e2e import ADMIN, Server, check, query_store, read_until, store_args  # noqa: E402
+
+PASSWORD = "a long walk by the river"
+# Loopback addresses: every client address counts separately for the per-address limit, so the
+# checks that need many failures spread them over addresses the server sees as different clients.
+_next_address = [10]
+
+
+def fresh_address():
+    _next_address[0] += 1
+    n = _next_address[0]
+    return f"127.0.{n // 250}.{n % 250 + 2}"
+
+
+def call(port, method, path, body=None, cookie=None, headers=None, source="127.0.0.1", token=None, raw_body=None):
+    """(status, headers as a dict of lists, body bytes). `body` is sent as JSON unless `raw_body` is given."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
+    hdrs = dict(headers or {})
+    data = raw_body
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    if cookie:
+        hdrs["Cookie"] = cookie
+    if token:
+        hdrs["Authorization"] = "Bearer " + token
+    try:
+        connection.request(method, path, body=data, headers=hdrs)
+        response = connection.getresponse()
+        answer = response.read()
+        found = {}
+        for name, value in response.getheaders():
+            found.setdefault(name.lower(), []).append(value)
+        return response.status, found, answer
+    finally:
+        connection.close()
+
+
+def session_cookie(headers):
+    """`name=value` of the answer's session cookie, or None."""
+    for value in headers.get("set-cookie", []):
+        pair = value.split(";", 1)[0]
+        if pair.split("=", 1)[0] in ("healthd_session", "__Host-healthd_session") and pair.split("=", 1)[1]:
+            return pair
+    return None
+
+
+class People:
+    """A server and its people. `person(name)` invites and activates one (with PASSWORD)."""
+
+    def __init__(self, binary, public, data_dir=None):
+        self.binary, self.public = binary, public
+        self.server = Server(binary, public, data_dir=data_dir, drain=True)
+        self.port = self.server.port
+
+    def invite(self, name):
+        status, _, body = call(self.port, "POST", "/v1/users", {"name": name}, token=ADMIN)
+        answer = json.loads(body) if status == 201 else {}
+        return answer.get("id"), (answer.get("invitation") or {}).get("code")
+
+    def person(self, name, password=PASSWORD):
+        user, code = self.invite(name)
+        status, _, body = call(self.port, "POST", "/v1/people/activate", {"code": code, "password": password})
+        assert status == 200, (status, body)
+        return user
+
+    def sign_in(self, name, password=PASSWORD, source="127.0.0.1", cookie=None):
+        return call(self.port, "POST", "/v1/session", {"name": name, "password": password}, source=source, cookie=cookie)
+
+    def cookie(self, name, password=PASSWORD):
+        status, headers, body = self.sign_in(name, password, source=fresh_address())
+        assert status == 204, (status, body)
+        return session_cookie(headers)
+
+    def me(self, cookie):
+        return call(self.port, "GET", "/v1/me", cookie=cookie)[0]
+
+    def stop(self):
+        self.server.stop()
+        shutil.rmtree(self.server.data_dir, ignore_errors=True)
+
+
+def activation_checks(people):
+    print("e2e: people: invitation and activation")
+    user, code = people.invite("ada")
+    check("POST /v1/users answers an invitation code", user and code and len(code) == 43, code)
+    status, _, body = call(people.port, "POST", "/v1/people/activate", {"code": code, "password": "password123"})
+    check("a common password is refused with the reason", status == 400 and b"commonly used" in body, (status, body[:200]))
+    status, _, body = call(people.port, "POST", "/v1/people/activate", {"code": code, "password": PASSWORD})
+    check("activation sets the password", status == 200 and json.loads(body).get("name") == "ada", (status, body[:200]))
+    replay = call(people.port, "POST", "/v1/people/activate", {"code": code, "password": "another fine password"})
+    unknown = call(people.port, "POST", "/v1/people/activate", {"code": "A" * 43, "password": "another fine password"})
+    check("a replayed code is refused, the same as an unknown one", replay[0] == 401 and replay[2] == unknown[2], (replay[0], replay[2][:200]))
+    status, headers, _ = people.sign_in("ada")
+    cookie = session_cookie(headers)
+    check("the person signs in: 204 and an HttpOnly SameSite=Strict cookie",
+          status == 204 and cookie and "HttpOnly" in headers["set-cookie"][0] and "SameSite=Strict" in headers["set-cookie"][0],
+          (status, headers.get("set-cookie")))
+    status, _, body = call(people.port, "GET", "/v1/me", cookie=cookie)
+    check("GET /v1/me names the person", status == 200 and json.loads(body).get("id") == user, (status, body[:200]))
+
+
+def command_line_invite_checks(binary, public):
+    print("e2e: people: healthd invite")
+    data_dir = __import__("tempfile").mkdtemp(prefix="healthd-e2e-invite-")
+    env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN)
+    done = subprocess.run([binary, "invite", "grace", *store_args(data_dir)], capture_output=True, text=True, env=env, timeout=60)
+    code = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    check("healthd invite prints a code", done.returncode == 0 and len(code) == 43, (done.returncode, done.stdout, done.stderr))
+    people = People(binary, public, data_dir=data_dir)
+    try:
+        status, _, body = call(people.port, "POST", "/v1/people/activate", {"code": code, "password": PASSWORD})
+        check("the command line's code activates the account on the server", status == 200, (status, body[:200]))
+        check("and the person signs in", people.sign_in("grace", source=fresh_address())[0] == 204)
+    finally:
+        people.stop()
+
+
+def timing_checks(people):
+    print("e2e: people: a wrong name and a wrong password look and take the same")
+    # Four accounts take five wrong passwords each (under the per-name limit of 10); twenty made-up
+    # names one each; every attempt from an address of its own (under the per-address limit).
+    names = [f"timing{i}" for i in range(4)]
+    for name in names:
+        people.person(name)
+    wrong_password, wrong_name, bodies = [], [], set()
+    for i in range(20):
+        for kind in ("password", "name"):
+            name = names[i % 4] if kind == "password" else f"nobody{i}"
+            started = time.perf_counter()
+            status, _, body = people.sign_in(name, "not the password, sorry", source=fresh_address())
+            elapsed = time.perf_counter() - started
+            (wrong_password if kind == "password" else wrong_name).append(elapsed)
+            bodies.add((status, body))
+    check("a wrong name and a wrong password get byte-identical 401s", len(bodies) == 1 and next(iter(bodies))[0] == 401, bodies)
+    a, b = statistics.median(wrong_password), statistics.median(wrong_name)
+    check(f"their median times are within 25 % ({a * 1000:.1f} ms against {b * 1000:.1f} ms)",
+          abs(a - b) <= 0.25 * max(a, b), (a, b))
+
+
+def fixation_and_cookie_checks(people):
+    print("e2e: people: session fixation, the cookie on app routes, forms")
+    people.person("fixed")
+    first = people.cookie("fixed")
+    planted = "healthd_session=" + "Q" * 43
+    for presented in (first, planted):
+        status, headers, _ = people.sign_in("fixed", source=fresh_address(), cookie=presented)
+        issued = session_cookie(headers)
+        check("a cookie sent at sign-in is never the one returned", status == 204 and issued and issued != presented, (presented, issued))
+        check("and the one sent no longer signs in", people.me(presented) == 401 and people.me(issued) == 200)
+    cookie = people.cookie("fixed")
+    status, _, _ = call(people.port, "GET", "/v1/samples?type=stepCount", cookie=cookie)
+    check("a cookie on /v1/samples is a 401", status == 401, status)
+    for content_type, body in (("text/plain", b'{"current":"x","new":"y"}'),
+                               ("application/x-www-form-urlencoded", b"current=x&new=y")):
+        status, _, answer = call(people.port, "PUT", "/v1/me/password", cookie=cookie, raw_body=body,
+                                 headers={"Content-Type": content_type})
+        check(f"a cookie write as {content_type} is refused (415)", status == 415, (status, answer[:200]))
+    status, _, _ = call(people.port, "DELETE", "/v1/session", cookie=cookie, headers={"Content-Type": "text/plain"})
+    check("a sign-out as text/plain is refused", status == 415 and people.me(cookie) == 200, status)
+
+
+def limit_checks(people):
+    print("e2e: people: 429 and Retry-After after the limits")
+    people.person("limited")
+    for i in range(10):
+        people.sign_in("LIMITED" if i % 2 else "limited", "wrong password %d" % i, source=fresh_address())
+    status, headers, _ = people.sign_in("limited", source=fresh_address())
+    retry = headers.get("retry-after", ["0"])[0]
+    check("after 10 failures for a name, the right password from a new address is a 429 with Retry-After",
+          status == 429 and 0 < int(retry) <= 900, (status, retry))
+    people.person("addressed")
+    source = fresh_address()
+    for i in range(30):
+        people.sign_in(f"stranger{i}", "wrong password", source=source)
+    status, headers, _ = people.sign_in("addressed", source=source)
+    check("after 30 failures from one address, the right password from it is a 429 with Retry-After",
+          status == 429 and int(headers.get("retry-after", ["0"])[0]) > 0, (status, headers.get("retry-after")))
+    check("the same person signs in from another address", people.sign_in("addressed", source=fresh_address())[0] == 204)
+
+
+def session_end_checks(people):
+    print("e2e: people: password change, sign-out, expiry")
+    people.person("changer")
+    this, other = people.cookie("changer"), people.cookie("changer")
+    status, _, body = call(people.port, "PUT", "/v1/me/password", {"current": PASSWORD, "new": "a brand new passphrase"}, cookie=this)
+    check("the password change is accepted", status == 204, (status, body[:200]))
+    check("it ends the other session", people.me(other) == 401)
+    check("and keeps this one", people.me(this) == 200)
+    check("the new password signs in, the old one does not",
+          people.sign_in("changer", "a brand new passphrase", source=fresh_address())[0] == 204
+          and people.sign_in("changer", source=fresh_address())[0] == 401)
+    status, headers, _ = call(people.port, "DELETE", "/v1/session", cookie=this, headers={"Content-Type": "application/json"})
+    check("sign-out: 204 and the cookie cleared", status == 204 and "Max-Age=0" in headers.get("set-cookie", [""])[0], status)
+    check("the signed-out cookie is refused", people.me(this) == 401)
+    expiring = people.cookie("changer", "a brand new passphrase")
+    # Thirty days and a second without use, written behind the server's back.
+    cutoff = int(time.time() * 1000) - 30 * 86_400_000 - 1000
+    query_store(people.server.data_dir, f"UPDATE sessions SET last_used_ms = {cutoff}")
+    check("a session unused for 30 days is refused", people.me(expiring) == 401)
+
+
+def person_read_checks(people):
+    print("e2e: people: the person's reads and their stream")
+    user = people.person("reader")
+    status, _, body = call(people.port, "POST", "/v1/authorizations",
+                           {"user": user, "app": "phone", "read": [], "share": ["stepCount"]}, token=ADMIN)
+    token = json.loads(body)["token"]
+    sample = {"type": "stepCount", "value": 4321, "unit": "count", "start": "2026-03-02T10:00:00Z", "end": "2026-03-02T10:30:00Z"}
+    call(people.port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
+    cookie = people.cookie("reader")
+    status, _, body = call(people.port, "GET", "/v1/me/samples?type=stepCount", cookie=cookie)
+    check("GET /v1/me/samples shows the person an app's samples", status == 200 and b"4321" in body, (status, body[:200]))
+    stream = socket.create_connection(("127.0.0.1", people.port), timeout=10)
+    stream.sendall(f"GET /v1/me/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    check("the person's change stream opens with the cookie", data.startswith(b"HTTP/1.1 200"), data[:200])
+    signed_out = time.monotonic()
+    call(people.port, "DELETE", "/v1/session", cookie=cookie, headers={"Content-Type": "application/json"})
+    data = read_until(stream, data, lambda d: d.endswith(b"0\r\n\r\n"), timeout=3)
+    ended = time.monotonic() - signed_out
+    check("it ends within 1 s of signing out", data.endswith(b"0\r\n\r\n") and ended < 1.0, (round(ended, 3), data[-200:]))
+    stream.close()
+
+
+def people_checks(binary, public):
+    people = People(binary, public)
+    try:
+        for part in (activation_checks, timing_checks, fixation_and_cookie_checks, limit_checks, session_end_checks,
+                     person_read_checks):
+            part(people)
+        check("the server is still running", people.server.proc.poll() is None)
+    finally:
+        people.stop()
+    command_line_invite_checks(binary, public)
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--public", required=True)
+    parser.add_argument("--database", help="a postgres:// URL: run on PostgreSQL, a fresh database per data directory")
+    args = parser.parse_args()
+    e2e.DATABASE["base"] = args.database
+    people_checks(args.binary, os.path.abspath(args.public))
+    print(f"e2e: {e2e.results['passed']} passed, {e2e.results['failed']} failed")
+    sys.exit(1 if e2e.results["failed"] else 0)

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""People's access to their data over real sockets (API.md, "People": recent access, own data,
+erasure, admin lists):
+- every read and write an app makes is counted per app, type and day, and a graceful stop writes
+  the counts still in memory (a kill -9 loses at most the last second of them);
+- the admin lists users and each user's apps, never a token;
+- erasing one user while another writes: the writer gets only 2xx and keeps all its data, the
+  erased user's stream ends and no row names her afterwards.
+Called from e2e.py main(); runs alone too: python3 Tests/e2e/people_access.py --binary B --public P."""
+import argparse, json, os, socket, sys, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402  (the shared results, when run alone)
+from e2e import ADMIN, DATABASE, Server, check, http, js, query_store  # noqa: E402
+
+
+def new_user(port, name, app, read, share):
+    st, _, b = http(port, "POST", "/v1/users", {"name": name}, token=ADMIN)
+    user = js(b)["id"]
+    st, _, b = http(port, "POST", "/v1/authorizations", {"user": user, "app": app, "read": read, "share": share}, token=ADMIN)
+    return user, js(b)["token"]
+
+
+def steps(value, minute, day="2026-03-08"):
+    return {"type": "stepCount", "value": value, "unit": "count",
+            "start": f"{day}T09:{minute:02d}:00Z", "end": f"{day}T09:{minute:02d}:30Z"}
+
+
+def recent_access_checks(binary, public):
+    """Counts per app and type, written by the graceful stop, and what the admin lists show."""
+    print("e2e: recent access and the admin's lists")
+    server = Server(binary, public)
+    try:
+        port = server.port
+        alice, phone = new_user(port, "access-alice", "phone", ["stepCount", "heartRate"], ["stepCount", "heartRate"])
+        st, _, b = http(port, "POST", "/v1/samples", {"samples": [steps(10, 0), steps(20, 1), steps(30, 2)]}, token=phone)
+        check("an app saves three samples", st == 201, b)
+        st, _, b = http(port, "GET", "/v1/samples?type=stepCount", token=phone)
+        check("it reads them back", st == 200 and len(js(b)["samples"]) == 3, b[:200])
+        st, _, b = http(port, "GET", "/v1/statistics/collection?type=stepCount&options=cumulativeSum&start=2026-03-08T00:00:00Z"
+                        "&end=2026-03-09T00:00:00Z&anchor=2026-03-08T00:00:00Z&interval=PT6H", token=phone)
+        check("and four buckets of statistics", st == 200 and len(js(b)["buckets"]) == 4, b[:200])
+        st, _, b = http(port, "GET", "/v1/users", token=ADMIN)
+        users = js(b)["users"] if st == 200 else []
+        check("GET /v1/users lists the user (id, name, created, activated)",
+              any(u["id"] == alice and u["name"] == "access-alice" and "created" in u and u["activated"] is False for u in users), b)
+        st, _, b = http(port, "GET", f"/v1/users/{alice}/authorizations", token=ADMIN)
+        apps = js(b)["authorizations"] if st == 200 else []
+        check("GET /v1/users/{id}/authorizations lists the app with its types, never a token",
+              len(apps) == 1 and apps[0]["app"] == "phone" and apps[0]["read"] == ["heartRate", "stepCount"]
+              and "created" in apps[0] and "lastUsed" in apps[0] and phone.encode() not in b and b"hdt_" not in b, b)
+        st, _, _ = http(port, "GET", "/v1/users", token=phone)
+        check("an app token cannot list users", st == 403, st)
+        code = server.stop()
+        check("the server stops gracefully", code == 0, code)
+        # The stop flushed the counts still in memory (well within the second they would wait).
+        reads = query_store(server.data_dir, "SELECT coalesce(sum(reads), 0) FROM access_log WHERE app = 'phone' AND type = 'stepCount'")
+        samples_read = query_store(server.data_dir, "SELECT coalesce(sum(samples_read), 0) FROM access_log WHERE type = 'stepCount'")
+        written = query_store(server.data_dir, "SELECT coalesce(sum(samples_written), 0) FROM access_log WHERE type = 'stepCount'")
+        check("the access log holds 2 reads of 7 steps samples and statistics, and 3 written", (reads, samples_read, written) == ("2", "7", "3"),
+              (reads, samples_read, written))
+        types = query_store(server.data_dir, "SELECT count(DISTINCT type) FROM access_log WHERE app = 'phone'")
+        check("rows per app and type only: the phone touched steps alone", types == "1", types)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+
+
+def open_stream(port, token):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall((f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n").encode())
+    data = b""
+    deadline = time.time() + 10
+    while b"event: change" not in data and time.time() < deadline:
+        data += s.recv(65536)
+    return s
+
+
+def stream_ends(s, timeout=5):
+    s.settimeout(timeout)
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk or chunk.endswith(b"0\r\n\r\n"):
+                return True
+    except (socket.timeout, OSError):
+        return False
+
+
+def erasure_checks(binary, public):
+    """Erasing one user while another writes."""
+    print("e2e: erasure while another user writes")
+    server = Server(binary, public)
+    try:
+        port = server.port
+        alice, alice_token = new_user(port, "erase-alice", "watch", ["stepCount"], ["stepCount"])
+        bob, bob_token = new_user(port, "erase-bob", "phone", ["stepCount"], ["stepCount"])
+        for batch in range(10):
+            http(port, "POST", "/v1/samples", {"samples": [steps(1, m, f"2026-02-{batch + 1:02d}") for m in range(50)]}, token=alice_token)
+        stream = open_stream(port, alice_token)
+        statuses, stop = [], threading.Event()
+
+        def write():
+            day = 0
+            while not stop.is_set():
+                day += 1
+                st, _, _ = http(port, "POST", "/v1/samples", {"samples": [steps(day, day % 60, "2026-01-01")]}, token=bob_token)
+                statuses.append(st)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        time.sleep(0.3)
+        st, _, b = http(port, "DELETE", f"/v1/users/{alice}", token=ADMIN)
+        erased = js(b) or {}
+        time.sleep(0.3)
+        stop.set()
+        writer.join()
+        check("DELETE /v1/users/{id} erases and says what", st == 200 and erased.get("erased", {}).get("samples", 0) >= 500
+              and erased["erased"].get("user") == 1, b[:300])
+        check("the other user's concurrent writes all succeed", len(statuses) > 3 and set(statuses) == {201}, sorted(set(statuses)))
+        st, _, b = http(port, "GET", "/v1/samples?type=stepCount&limit=1000", token=bob_token)
+        check("and are all kept", st == 200 and len(js(b)["samples"]) == len(statuses), (len(js(b)["samples"]), len(statuses)))
+        check("the erased user's open stream ends", stream_ends(stream))
+        st, _, _ = http(port, "GET", "/v1/samples?type=stepCount", token=alice_token)
+        check("the erased user's token is refused", st == 401, st)
+        code = server.stop()
+        check("the server stops gracefully", code == 0, code)
+        left = {table: query_store(server.data_dir, f"SELECT count(*) FROM {table}")
+                for table in ["samples", "deleted_samples", "statistics_series", "access_log", "authorizations", "sources"]}
+        # Bob's rows stay: one source, one authorization, his samples; nothing of alice's.
+        check("no row of the erased user is left", left["authorizations"] == "1" and left["sources"] == "1"
+              and left["samples"] == str(len(statuses)) and left["deleted_samples"] == "0" and left["statistics_series"] == "1", left)
+        names = query_store(server.data_dir, "SELECT count(*) FROM users WHERE name = 'erase-alice'")
+        check("her name is gone", names == "0", names)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+
+
+def people_access_checks(binary, public):
+    recent_access_checks(binary, public)
+    erasure_checks(binary, public)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--public", required=True)
+    parser.add_argument("--database")
+    args = parser.parse_args()
+    DATABASE["base"] = args.database
+    people_access_checks(args.binary, os.path.abspath(args.public))
+    print(f"e2e: {e2e.results['passed']} passed, {e2e.results['failed']} failed")
+    sys.exit(1 if e2e.results["failed"] else 0)
