@@ -299,3 +299,41 @@ private struct WebhookFixture {
         #expect(transport.requests.count == count, "a disabled webhook sends nothing more")
     }
 }
+
+@Suite struct WebhookAccessTests {
+    /// The token's read access narrowed behind the server's back (as another node would, its
+    /// notification lost): a page waiting for its retry, read under the old access, is dropped
+    /// unsent and read again; what goes out afterwards follows the new access.
+    @Test func narrowedReadAccessIsFollowedWithinASecond() throws {
+        let transport = RecordingTransport(answers: [500])
+        let server = try TestServer(webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+        let created = server.request(.post, "/v1/webhooks", token: hub,
+                                     json: #"{"url":"http://127.0.0.1:8080/x","types":["stepCount","heartRate"]}"#)
+        #expect(created.status == 201)
+        func save(_ type: String, _ value: Double, _ unit: String) -> Int {
+            server.request(.post, "/v1/samples", token: phone,
+                           json: #"{"samples":[{"type":"\#(type)","value":\#(value),"unit":"\#(unit)","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status
+        }
+        #expect(save("heartRate", 71, "count/min") == 201)
+        #expect(transport.waitFor(1))
+        #expect(String(decoding: transport.requests[0].body, as: UTF8.self).contains("heartRate"))
+        let authorizationID = try #require(try server.backend.webhook(id: created["id"]?.stringValue ?? "")?.authorizationID)
+        try server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET read_types = 'stepCount' WHERE id = ?",
+                                               postgres: "UPDATE authorizations SET read_types = 'stepCount' WHERE id = $1",
+                                               authorizationID)
+        Thread.sleep(forTimeInterval: 1)
+        // The retry (due 5 s after the failure) is not sent: the page was dropped and read again.
+        #expect(save("stepCount", 12, "count") == 201)
+        #expect(transport.waitFor(2))
+        let later = transport.requests.dropFirst()
+        #expect(!later.isEmpty)
+        for request in later {
+            let body = String(decoding: request.body, as: UTF8.self)
+            #expect(!body.contains("heartRate"), "\(body)")
+            #expect(request.header("webhook-id") != transport.requests[0].header("webhook-id"))
+        }
+    }
+}

@@ -141,13 +141,20 @@ public final class WebhookDelivery: Sendable {
         }
     }
 
-    /// Renews this node's leases; a subscription deleted, disabled or taken over stops here.
+    /// Renews this node's leases; a subscription deleted, disabled or taken over stops here. Then
+    /// compares the tokens of the running subscriptions with the database's (one read for all): a
+    /// revocation or a change of read access that no notification announced (another node's, a
+    /// lost NOTIFY) still reaches the runners within a round.
     private func renew() {
-        let ids = state.withLock { Array($0.runners.keys) }
-        guard !ids.isEmpty else { return }
+        let runners = state.withLock { Array($0.runners.values) }
+        guard !runners.isEmpty else { return }
         do {
-            let held = try data.renewWebhookLeases(ids: ids, lease: lease)
-            for id in ids where !held.contains(id) { remove(id: id) }
+            let held = try data.renewWebhookLeases(ids: runners.map(\.subscription.id), lease: lease)
+            for runner in runners where !held.contains(runner.subscription.id) { remove(id: runner.subscription.id) }
+            let live = try data.liveAuthorizations(ids: Set(runners.map(\.subscription.authorizationID)))
+            for runner in runners where held.contains(runner.subscription.id) {
+                runner.compareAuthorization(live[runner.subscription.authorizationID])
+            }
         } catch {
             log?.event("renewing webhook leases failed; retrying", level: "warning", fields: [("error", String(describing: error))])
         }
@@ -224,23 +231,32 @@ final class WebhookRunner: @unchecked Sendable {
     func refreshAuthorization() {
         queue.async { [self] in
             guard !stopped else { return }
-            let live: AppAuthorization?
             do {
-                live = try delivery.data.liveAuthorizations(ids: [subscription.authorizationID])[subscription.authorizationID]
+                apply(try delivery.data.liveAuthorizations(ids: [subscription.authorizationID])[subscription.authorizationID])
             } catch {
                 delivery.log?.event("reading a webhook's token failed", level: "warning", fields: [("error", String(describing: error))])
-                return
             }
-            guard let live else {
-                tokenGone()
-                return
-            }
-            if let authorization, authorization != live {
-                self.authorization = live
-                perform(machine.handle(.accessChanged))
-            } else {
-                authorization = live
-            }
+        }
+    }
+
+    /// The token as the database has it now (nil: revoked).
+    func compareAuthorization(_ live: AppAuthorization?) {
+        queue.async { [self] in
+            guard !stopped else { return }
+            apply(live)
+        }
+    }
+
+    private func apply(_ live: AppAuthorization?) {
+        guard let live else {
+            tokenGone()
+            return
+        }
+        if let authorization, authorization != live {
+            self.authorization = live
+            perform(machine.handle(.accessChanged))
+        } else {
+            authorization = live
         }
     }
 
