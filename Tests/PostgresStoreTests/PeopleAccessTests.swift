@@ -169,6 +169,11 @@ enum PeopleAccessContract {
         try data.recentAccess.flush()
         // The people tables: an invitation, a session, failed sign-ins under the name (and an address).
         let now = StoreClock.nowMilliseconds()
+        // A webhook with an attempt in its deliveries list.
+        let lease = WebhookLease(owner: "test", duration: 600_000)
+        let hook = try app.createWebhook(id: "wh_\(user.rowID)", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [1], lease: lease)
+        _ = try t.store.recordWebhookAttempt(id: hook.id, userRowID: user.rowID, attempt: WebhookDeliveryAttempt(
+            messageID: "msg_test", timeMs: now, status: 500, durationMs: 1, error: "x"), nextAttemptMs: nil, lease: lease)
         try t.store.createInvitation(userRowID: user.rowID, codeHash: Array(repeating: UInt8(user.rowID & 0xff), count: 32), expiresMs: now + 60_000)
         try t.store.createSession(userRowID: user.rowID, tokenHash: Array(repeating: UInt8(user.rowID & 0xff) ^ 0x55, count: 32), nowMs: now)
         try t.store.recordSignInFailure(keys: [(.account, user.name.uppercased().lowercased()), (.address, "192.0.2.\(user.rowID & 0xff)")],
