@@ -192,6 +192,8 @@ extension SQLiteHealthStore {
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = ?1"),
         ("authorization_requests", "authorizationRequests", "DELETE FROM authorization_requests WHERE user_id = ?1"),
         ("app_grants", "appGrants", "DELETE FROM app_grants WHERE user_id = ?1"),
+        ("webhook_deliveries", "webhooks", "DELETE FROM webhook_deliveries WHERE user_id = ?1"),
+        ("webhook_subscriptions", "webhooks", "DELETE FROM webhook_subscriptions WHERE user_id = ?1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = ?1"),
         ("sessions", "sessions", "DELETE FROM sessions WHERE user_id = ?1"),
         ("invitations", "invitations", "DELETE FROM invitations WHERE user_id = ?1"),
