@@ -321,9 +321,11 @@ private struct WebhookFixture {
         #expect(transport.waitFor(1))
         #expect(String(decoding: transport.requests[0].body, as: UTF8.self).contains("heartRate"))
         let authorizationID = try #require(try server.backend.webhook(id: created["id"]?.stringValue ?? "")?.authorizationID)
-        try server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET read_types = 'stepCount' WHERE id = ?",
-                                               postgres: "UPDATE authorizations SET read_types = 'stepCount' WHERE id = $1",
-                                               authorizationID)
+        // The app's switches: every token of the app reads its access from them.
+        try server.executeBehindTheServersBack(
+            sqlite: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = (SELECT app FROM authorizations WHERE id = ?)",
+            postgres: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = (SELECT app FROM authorizations WHERE id = $1)",
+            authorizationID)
         Thread.sleep(forTimeInterval: 1)
         // The retry (due 5 s after the failure) is not sent: the page was dropped and read again.
         #expect(save("stepCount", 12, "count") == 201)

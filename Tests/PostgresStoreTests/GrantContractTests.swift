@@ -194,29 +194,29 @@ struct PostgresGrantContractTests {
         #expect(try nodeB.authorization(tokenHash: TokenHashing.hash(token))?.read == [])
     }
 
-    /// An existing database's live tokens become grants (the union per app) when 011 runs.
+    /// An existing database's live tokens become grants (the union per app) when 011 runs: a schema
+    /// migrated to just before it, with the tokens as that schema kept them, is opened by the store.
     @Test func existingTokensBecomeGrants() throws {
-        let t = try TestStore(.postgres)
-        let alice = try t.store.createUser(name: "alice")
-        let (_, first) = try t.store.createAuthorization(user: alice, app: "runner", read: ["stepCount"], share: ["stepCount"])
-        let (secondAuthorization, second) = try t.store.createAuthorization(user: alice, app: "runner", read: ["heartRate"], share: [])
-        let revoked = try t.store.createAuthorization(user: alice, app: "gone", read: ["bodyMass"], share: []).authorization
-        #expect(try t.store.revokeAuthorization(id: revoked.id))
-        try t.postgres { connection in
-            try connection.execute("""
-                DROP TABLE access_log;
-                DROP TABLE authorization_requests; DROP TABLE app_grants; ALTER TABLE authorizations DROP COLUMN last_used_ms;
-                DELETE FROM schema_migrations WHERE id >= (SELECT id FROM schema_migrations WHERE name = '011-people-grants');
-                UPDATE authorizations SET read_types = 'heartRate', share_types = '' WHERE id = '\(secondAuthorization.id)';
-                """)
-        }
-        let migrated = try t.secondNode()
-        let grants = try migrated.appGrants(userRowID: alice.rowID)
+        let schema = try TestSchema(prefix: "hd_grants_")
+        let connection = try schema.connect()
+        defer { connection.close() }
+        try PostgresHealthStore.migrator().registered(before: "011-people-grants").migrate(connection)
+        try connection.execute("""
+            INSERT INTO users (id, external_id, name, created_ms) VALUES (7, 'alice-id', 'alice', 1);
+            INSERT INTO sources (user_id, id, app) VALUES (7, 1, 'runner'), (7, 2, 'gone');
+            INSERT INTO authorizations (id, user_id, app, source_id, token_hash, read_types, share_types, created_ms, revoked_ms) VALUES
+                ('first', 7, 'runner', 1, '\\x01', 'stepCount', 'stepCount', 10, NULL),
+                ('second', 7, 'runner', 1, '\\x02', 'heartRate', '', 20, NULL),
+                ('gone', 7, 'gone', 2, '\\x03', 'bodyMass', '', 30, 40);
+            """)
+        let store = try PostgresHealthStore(configuration: schema.configuration, maxConnections: 2, listen: false)
+        defer { store.close() }
+        let grants = try store.appGrants(userRowID: 7)
         #expect(grants.map(\.app) == ["runner"])
         #expect(grants.first?.read == ["stepCount", "heartRate"] && grants.first?.share == ["stepCount"])
-        #expect(grants.first?.decidedRead == ["stepCount", "heartRate"])
-        for token in [first, second] {
-            #expect(try migrated.authorization(tokenHash: TokenHashing.hash(token))?.read == ["stepCount", "heartRate"])
-        }
+        #expect(grants.first?.decidedRead == ["stepCount", "heartRate"] && grants.first?.created == 10)
+        let live = try store.liveAuthorizations(ids: ["first", "second", "gone"])
+        #expect(live.keys.sorted() == ["first", "second"])
+        #expect(live.values.allSatisfy { $0.read == ["stepCount", "heartRate"] && $0.share == ["stepCount"] })
     }
 }
