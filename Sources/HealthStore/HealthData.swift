@@ -5,10 +5,11 @@ import Statistics
 /// The one door to health data for code that answers a caller (HealthAPI's routes and services):
 /// every read and write goes through a scoped view, `app(_:)` for a token or `person(_:)` for the
 /// person themselves (or the admin acting for them), and the view decides access once, here, in
-/// the words of `AccessPolicy`. The store behind it is private, so a route cannot reach an
-/// unscoped `userRowID:` operation and cannot forget a check.
+/// the words of `AccessPolicy`: the store receives the decision (a `ReadVisibility` for a read, a
+/// `WriteGrant` for a write) and only carries it out. The store behind it is private, so a route
+/// cannot reach an unscoped `userRowID:` operation and cannot forget a check.
 public final class HealthData: Sendable {
-    private let store: any HealthDataStore
+    let store: any HealthDataStore
     /// Counts what every app view reads and writes (recent access), here where all of it passes.
     public let recentAccess: AccessRecorder
 
@@ -74,6 +75,32 @@ public final class HealthData: Sendable {
 
     public func users() throws -> [UserListing] { try store.users() }
     public func authorizations(of user: User) throws -> [AuthorizationListing] { try store.authorizations(userRowID: user.rowID) }
+
+    // MARK: Webhook deliveries (the delivery runner's; pages are read through `app(_:)`)
+
+    public func claimWebhooks(lease: WebhookLease, limit: Int) throws -> [WebhookSubscription] {
+        try store.claimWebhooks(lease: lease, limit: limit)
+    }
+    public func webhook(id: String) throws -> WebhookSubscription? { try store.webhook(id: id) }
+    public func renewWebhookLeases(ids: [String], lease: WebhookLease) throws -> Set<String> {
+        try store.renewWebhookLeases(ids: ids, lease: lease)
+    }
+    public func storeWebhookPage(id: String, page: WebhookPendingPage, nextAttemptMs: Int64, lease: WebhookLease) throws -> Bool {
+        try store.storeWebhookPage(id: id, page: page, nextAttemptMs: nextAttemptMs, lease: lease)
+    }
+    public func recordWebhookAttempt(id: String, userRowID: Int64, attempt: WebhookDeliveryAttempt, nextAttemptMs: Int64?,
+                                     lease: WebhookLease) throws -> Bool {
+        try store.recordWebhookAttempt(id: id, userRowID: userRowID, attempt: attempt, nextAttemptMs: nextAttemptMs, lease: lease)
+    }
+    public func advanceWebhook(id: String, to anchor: ChangePosition, lease: WebhookLease) throws -> Bool {
+        try store.advanceWebhook(id: id, to: anchor, lease: lease)
+    }
+    public func discardWebhookPage(id: String, lease: WebhookLease) throws -> Bool { try store.discardWebhookPage(id: id, lease: lease) }
+    public func disableWebhook(id: String, reason: String, lease: WebhookLease) throws -> Bool {
+        try store.disableWebhook(id: id, reason: reason, lease: lease)
+    }
+    /// A token found revoked while its webhooks ran (a revocation path that did not delete them).
+    public func deleteWebhooks(authorizationID: String) throws -> [String] { try store.deleteWebhooks(authorizationID: authorizationID) }
 }
 
 /// One app's view of one user's data. Reads see what the token may read (other apps' data of a type
@@ -85,6 +112,8 @@ public struct AppHealthData: Sendable {
     let recorder: AccessRecorder
 
     public var access: AccessPolicy { app.access }
+    /// What this token's reads see: handed to the store with each read.
+    public var visibility: ReadVisibility { ReadVisibility(app: app) }
 
     // MARK: Samples
 
@@ -103,18 +132,18 @@ public struct AppHealthData: Sendable {
     }
 
     public func samples(_ query: SampleQuery) throws -> SamplePage {
-        let page = try store.samples(query, for: app, userExternalID: app.userID)
+        let page = try store.samples(query, visibility: visibility)
         countRead(query.type, page.samples.count)
         return page
     }
     public func sample(_ uuid: HealthUUID) throws -> StoredSample? {
-        let found = try store.sample(uuid, for: app, userExternalID: app.userID)
+        let found = try store.sample(uuid, visibility: visibility)
         if let found { countRead(found.sample.type, 1) }
         return found
     }
     public func deleteSample(_ uuid: HealthUUID) throws {
         // The type, for the access log: a sample the app cannot see is not deleted either.
-        let type = try store.sample(uuid, for: app, userExternalID: app.userID)?.sample.type
+        let type = try store.sample(uuid, visibility: visibility)?.sample.type
         try store.deleteSample(uuid, by: app)
         if let type { countWrite(type, 1) }
     }
@@ -124,7 +153,7 @@ public struct AppHealthData: Sendable {
         return deleted
     }
     public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
-        let sources = try store.sources(type: type, for: app)
+        let sources = try store.sources(type: type, visibility: visibility)
         countRead(type, 0)
         return sources
     }
@@ -158,14 +187,33 @@ public struct AppHealthData: Sendable {
     // MARK: Change feed
 
     public func changes(_ request: ChangeRequest) throws -> ChangePage {
-        let page = try store.changes(request, for: app, userExternalID: app.userID)
-        countReads(page.added.map(\.sample.type) + page.deleted.map(\.type))
+        let page = try store.changes(request, visibility: visibility)
+        countReads(page.added.lazy.map(\.sample.type) + page.deleted.lazy.map(\.type))
         return page
     }
     public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: app.userRowID) }
     /// The stream events (workout zone changes) after `position` the token may read.
     public func streamEvents(after position: StreamEventPosition) -> (events: [StreamEvent], next: StreamEventPosition) {
         store.streamEventLog.events(after: position, for: app)
+    }
+
+    // MARK: Webhooks (the token's own subscriptions only: another token's id does not exist for it)
+
+    /// Stores a subscription that delivers the changes committed from now on.
+    public func createWebhook(id: String, url: String, types: [String], secretKey: [UInt8], lease: WebhookLease) throws
+        -> WebhookSubscription {
+        let subscription = WebhookSubscription(id: id, authorizationID: app.id, userRowID: app.userRowID, url: url, types: types.sorted(),
+                                               secretKey: secretKey, createdMs: StoreClock.nowMilliseconds(),
+                                               anchor: try store.currentChangePosition(userRowID: app.userRowID))
+        try store.createWebhook(subscription, lease: lease)
+        return subscription
+    }
+    public func webhooks() throws -> [WebhookSubscription] { try store.webhooks(authorizationID: app.id) }
+    public func deleteWebhook(id: String) throws -> Bool { try store.deleteWebhook(id: id, authorizationID: app.id) }
+    /// The subscription's last attempts, newest first; nil when the token has no subscription by that id.
+    public func webhookDeliveries(id: String) throws -> [WebhookDeliveryAttempt]? {
+        guard let subscription = try store.webhook(id: id), subscription.authorizationID == app.id else { return nil }
+        return try store.webhookDeliveries(id: id)
     }
 
     // MARK: Statistics, characteristics, summaries
@@ -221,7 +269,9 @@ public struct AppHealthData: Sendable {
 
     // MARK: IMU sessions
 
-    public func imuSession(_ session: String, seq: Int?) throws -> IMUSessionLookup { try store.imuSession(app: app, session: session, seq: seq) }
+    public func imuSession(_ session: String, seq: Int?) throws -> IMUSessionLookup {
+        try store.imuSession(owner: AppSource(app), session: session, seq: seq)
+    }
 
     /// Commits a pedometer batch. Its samples must already be narrowed with `shareable` (the answer
     /// names what was refused): one the token may not share fails the commit with `SharingDenied`.
@@ -234,16 +284,18 @@ public struct AppHealthData: Sendable {
         }
     }
 
-    public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals { try store.pedometerTotals(app: app, start: start, end: end) }
+    public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals {
+        try store.pedometerTotals(owner: AppSource(app), start: start, end: end)
+    }
 
     // MARK: Workout sessions
 
     public func startWorkoutSession(activityType: String, zone: HeartRateZoneBounds?, at start: Int64) throws -> WorkoutSession {
         try store.startWorkoutSession(app: app, activityType: activityType, zone: zone, at: start)
     }
-    public func workoutSession(id: String) throws -> WorkoutSession? { try store.workoutSession(id: id, app: app) }
+    public func workoutSession(id: String) throws -> WorkoutSession? { try store.workoutSession(id: id, owner: AppSource(app)) }
     public func changeWorkoutSession(id: String, action: WorkoutSessionAction, now: Int64) throws -> WorkoutSession {
-        try store.changeWorkoutSession(id: id, app: app, action: action, now: now)
+        try store.changeWorkoutSession(id: id, owner: AppSource(app), action: action, now: now)
     }
     public func endWorkoutSession(id: String, now: Int64) throws -> WorkoutSession {
         let ended = try store.endWorkoutSession(id: id, app: app, now: now)
@@ -254,15 +306,26 @@ public struct AppHealthData: Sendable {
     // MARK: Recent access
 
     func count(_ type: String, _ counts: AccessCounts) {
+        // The person reading their own data (the dashboard signed in) is not an app's access.
+        guard !app.isPersonsOwnReads else { return }
         recorder.record(userRowID: app.userRowID, app: app.appName, type: type, counts)
     }
 
     /// One read of `type` that returned `samples` samples or statistics.
     func countRead(_ type: String, _ samples: Int) { count(type, AccessCounts(reads: 1, samplesRead: Int64(samples))) }
 
-    /// One read of each type in `types` (one entry per sample returned).
-    func countReads(_ types: [String]) {
-        for (type, samples) in Dictionary(types.map { ($0, 1) }, uniquingKeysWith: +) { countRead(type, samples) }
+    /// One read of each type among `types` (one entry per sample returned). A page holds runs of
+    /// one type, so a type is looked up once per run, not per sample.
+    func countReads<Types: Sequence<String>>(_ types: Types) {
+        var perType: [String: Int] = [:]
+        var run: (type: String, count: Int)?
+        for type in types {
+            if run?.type == type { run?.count += 1; continue }
+            if let (previous, count) = run { perType[previous, default: 0] += count }
+            run = (type, 1)
+        }
+        if let (previous, count) = run { perType[previous, default: 0] += count }
+        for (type, samples) in perType { countRead(type, samples) }
     }
 
     func countWrite(_ type: String, _ samples: Int) { count(type, AccessCounts(writes: 1, samplesWritten: Int64(samples))) }
@@ -282,6 +345,16 @@ public struct PersonHealthData: Sendable {
     public let user: User
     let recorder: AccessRecorder
 
+    /// The person's reads see every source of every type.
+    public var visibility: ReadVisibility { ReadVisibility(wholeUser: user) }
+
+    public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, visibility: visibility) }
+    public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, visibility: visibility) }
+    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
+        try store.sources(type: type, visibility: visibility)
+    }
+    public func changes(_ request: ChangeRequest) throws -> ChangePage { try store.changes(request, visibility: visibility) }
+    public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: user.rowID) }
     public func replaceCharacteristics(_ values: [(String, String)]) throws { try store.replaceCharacteristics(userRowID: user.rowID, values) }
     public func activityGoals() throws -> ActivityGoals { try store.activityGoals(userRowID: user.rowID) }
     public func setActivityGoals(_ goals: ActivityGoals) throws { try store.setActivityGoals(userRowID: user.rowID, goals) }

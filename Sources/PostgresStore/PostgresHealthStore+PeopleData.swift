@@ -115,22 +115,24 @@ extension PostgresHealthStore {
     }
 
     /// Whether a `users` row has a password yet (accounts are activated by setting one).
-    static let activatedSQL = "false"
+    static let activatedSQL = "password_hash IS NOT NULL"
 
     public func authorizations(userRowID: Int64) throws -> [AuthorizationListing] {
         enum Column: Int, TableColumns {
-            case id, app, readTypes, shareTypes, created
+            case id, app, readTypes, shareTypes, created, lastUsed
             static let table = "authorizations"
         }
+        // A token's types are its app's switches (the grant); its last use is its own.
         return try pool.read { connection in
             try connection.map("""
-                SELECT id, app, read_types, share_types, created_ms FROM authorizations
-                WHERE user_id = $1 AND revoked_ms IS NULL ORDER BY created_ms, id
+                SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
+                FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
+                WHERE a.user_id = $1 AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.id
                 """, [.int64(userRowID)]) { row in
                 AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
                                      read: StoredForms.typeList(try row.string(Column.readTypes)),
                                      share: StoredForms.typeList(try row.string(Column.shareTypes)),
-                                     created: try row.int64(Column.created), lastUsed: nil)
+                                     created: try row.int64(Column.created), lastUsed: try row.int64IfPresent(Column.lastUsed))
             }
         }
     }
@@ -168,14 +170,18 @@ extension PostgresHealthStore {
         ("samples", "samples", "DELETE FROM samples WHERE user_id = $1"),
         ("deleted_samples", "tombstones", "DELETE FROM deleted_samples WHERE user_id = $1"),
         ("change_horizons", "tombstones", "DELETE FROM change_horizons WHERE user_id = $1"),
-        ("type_extents", "samples", "DELETE FROM type_extents WHERE user_id = $1"),
+        ("type_extents", "sampleIndexes", "DELETE FROM type_extents WHERE user_id = $1"),
         ("source_priorities", "sourcePriorities", "DELETE FROM source_priorities WHERE user_id = $1"),
         ("characteristics", "characteristics", "DELETE FROM characteristics WHERE user_id = $1"),
         ("activity_goals", "activityGoals", "DELETE FROM activity_goals WHERE user_id = $1"),
         ("activity_summaries", "activitySummaries", "DELETE FROM activity_summaries WHERE user_id = $1"),
         ("devices", "devices", "DELETE FROM devices WHERE user_id = $1"),
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = $1"),
-        ("change_counters", "samples", "DELETE FROM change_counters WHERE user_id = $1"),
+        ("change_counters", "sampleIndexes", "DELETE FROM change_counters WHERE user_id = $1"),
+        ("authorization_requests", "authorizationRequests", "DELETE FROM authorization_requests WHERE user_id = $1"),
+        ("app_grants", "appGrants", "DELETE FROM app_grants WHERE user_id = $1"),
+        ("webhook_deliveries", "webhooks", "DELETE FROM webhook_deliveries WHERE user_id = $1"),
+        ("webhook_subscriptions", "webhooks", "DELETE FROM webhook_subscriptions WHERE user_id = $1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = $1"),
         ("sessions", "sessions", "DELETE FROM sessions WHERE user_id = $1"),
         ("invitations", "invitations", "DELETE FROM invitations WHERE user_id = $1"),

@@ -109,22 +109,24 @@ extension SQLiteHealthStore {
     }
 
     /// Whether a `users` row has a password yet (accounts are activated by setting one).
-    static let activatedSQL = "0"
+    static let activatedSQL = "password_hash IS NOT NULL"
 
     public func authorizations(userRowID: Int64) throws -> [AuthorizationListing] {
         enum Column: Int, TableColumns {
-            case id, app, readTypes, shareTypes, created
+            case id, app, readTypes, shareTypes, created, lastUsed
             static let table = "authorizations"
         }
+        // A token's types are its app's switches (the grant); its last use is its own.
         return try pool.read { db in
             try db.map("""
-                SELECT id, app, read_types AS readTypes, share_types AS shareTypes, created_ms AS created FROM authorizations
-                WHERE user_id = ? AND revoked_ms IS NULL ORDER BY created_ms, id
+                SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
+                FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
+                WHERE a.user_id = ? AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.id
                 """, [.integer(userRowID)]) { row in
                 AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
                                      read: StoredForms.typeList(try row.string(Column.readTypes)),
                                      share: StoredForms.typeList(try row.string(Column.shareTypes)),
-                                     created: try row.int64(Column.created), lastUsed: nil)
+                                     created: try row.int64(Column.created), lastUsed: row.int64IfPresent(Column.lastUsed))
             }
         }
     }
@@ -177,7 +179,7 @@ extension SQLiteHealthStore {
         ("samples", "samples", "DELETE FROM samples WHERE user_id = ?1"),
         ("deleted_samples", "tombstones", "DELETE FROM deleted_samples WHERE user_id = ?1"),
         ("change_horizons", "tombstones", "DELETE FROM change_horizons WHERE user_id = ?1"),
-        ("type_extents", "samples", "DELETE FROM type_extents WHERE user_id = ?1"),
+        ("type_extents", "sampleIndexes", "DELETE FROM type_extents WHERE user_id = ?1"),
         ("source_priorities", "sourcePriorities", "DELETE FROM source_priorities WHERE user_id = ?1"),
         ("characteristics", "characteristics", "DELETE FROM characteristics WHERE user_id = ?1"),
         ("activity_goals", "activityGoals", "DELETE FROM activity_goals WHERE user_id = ?1"),
@@ -188,6 +190,10 @@ extension SQLiteHealthStore {
             AND id NOT IN (SELECT device_id FROM source_types WHERE user_id <> ?1)
             """),
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = ?1"),
+        ("authorization_requests", "authorizationRequests", "DELETE FROM authorization_requests WHERE user_id = ?1"),
+        ("app_grants", "appGrants", "DELETE FROM app_grants WHERE user_id = ?1"),
+        ("webhook_deliveries", "webhooks", "DELETE FROM webhook_deliveries WHERE user_id = ?1"),
+        ("webhook_subscriptions", "webhooks", "DELETE FROM webhook_subscriptions WHERE user_id = ?1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = ?1"),
         ("sessions", "sessions", "DELETE FROM sessions WHERE user_id = ?1"),
         ("invitations", "invitations", "DELETE FROM invitations WHERE user_id = ?1"),
