@@ -77,7 +77,7 @@ let package = Package(
         // The HTTP API: routes, the application that answers them, and the services they share.
         .target(name: "HealthAPI",
                 dependencies: ["HTTP", "JSON", "HealthModel", "HealthStore", "HealthdSettings", "Statistics", "TimeZoneDatabase", "Pedometer", "Crypto",
-                               "HealthAutoExport", "Identity"],
+                               "HealthAutoExport", "Identity", "Webhooks", "NetworkPolicy", "HTTPClient"],
                 swiftSettings: strict),
         // Realistic demo data (`healthd seed`, `serve --demo`): a pure generator and the shell that saves it.
         .target(name: "DemoData", dependencies: ["HealthModel", "HealthStore", "Primitives"], swiftSettings: strict),
@@ -118,7 +118,8 @@ let package = Package(
         .testTarget(name: "PostgresStoreTests", dependencies: ["PostgresStore", "PostgreSQL", "HealthStore", "SQLiteStore", "HealthModel", "Statistics",
                                                              "TimeZoneDatabase", "PostgresTestSupport", "Primitives", "ClientThreads"]),
         .testTarget(name: "HealthAPITests", dependencies: ["HealthAPI", "HTTP", "JSON", "HealthStore", "SQLiteStore", "HealthdSettings", "HealthdCommandLine", "DemoData",
-                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport", "ClientThreads", "Identity"]),
+                                                          "PostgresStore", "PostgreSQL", "PostgresTestSupport", "ClientThreads", "Identity",
+                                                          "Webhooks", "NetworkPolicy", "HTTPClient"]),
         .testTarget(name: "HealthdCommandLineTests", dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "SQLiteStore", "CZlib"]),
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),

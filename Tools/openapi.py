@@ -563,6 +563,82 @@ PATHS["/v1/changes/stream"] = {
                           **CHANGE_ERRORS}},
 }
 
+# Webhooks: HKObserverQuery for servers (Standard Webhooks).
+SCHEMAS.update({
+    "Webhook": {
+        "type": "object", "required": ["id", "url", "types", "created", "disabled"],
+        "properties": {
+            "id": {"type": "string"},
+            "url": {"type": "string", "description": "The receiver, as normalized (`http://host[:port]/path`)."},
+            "types": {"type": "array", "items": {"type": "string"}, "description": "The subscribed sample types (canonical ids)."},
+            "created": {"type": "string", "format": "date-time"},
+            "disabled": {"type": ["string", "null"],
+                         "description": "Null while delivering; otherwise why deliveries stopped (no 2xx answer for 24 hours, "
+                                        "or the change feed no longer holds its position). A disabled webhook stays listed until deleted."},
+        }},
+    "WebhookCreated": {
+        "type": "object", "required": ["id", "url", "types", "secret", "created"],
+        "properties": {
+            "id": {"type": "string"}, "url": {"type": "string"},
+            "types": {"type": "array", "items": {"type": "string"}},
+            "secret": {"type": "string", "pattern": "^whsec_",
+                       "description": "Shown once: `whsec_` + base64 of 32 random bytes; those bytes are the HMAC-SHA256 key "
+                                      "of every delivery's `webhook-signature` (Standard Webhooks)."},
+            "created": {"type": "string", "format": "date-time"},
+        }},
+    "WebhookDelivery": {
+        "type": "object", "required": ["webhookId", "time", "status", "durationMs", "error"],
+        "properties": {
+            "webhookId": {"type": "string", "description": "The attempt's `webhook-id` header: the same for every attempt at one page."},
+            "time": {"type": "string", "format": "date-time"},
+            "status": {"type": ["integer", "null"], "description": "The receiver's HTTP status; null when no answer came "
+                                                                    "(refused, unreachable, timed out after 10 s)."},
+            "durationMs": {"type": "integer", "minimum": 0},
+            "error": {"type": ["string", "null"], "description": "Why the attempt failed; null for a delivery (a 2xx)."},
+        }},
+})
+WEBHOOK_ID = pparam("id", "Webhook id (from `POST /v1/webhooks`).")
+PATHS["/v1/webhooks"] = {
+    "post": {"summary": "Subscribe a receiver to the token's change feed (HKObserverQuery for servers)", "tags": ["webhooks"],
+             "description": "Each commit of the subscribed types that the token may read is delivered as `POST url` with the change "
+                            "feed's page as body (`ChangePage`: read privacy exactly as `GET /v1/changes`, at most 500 changes a page) "
+                            "and the Standard Webhooks headers `webhook-id`, `webhook-timestamp` and `webhook-signature` (`v1,` + base64 "
+                            "HMAC-SHA256 of `id.timestamp.body` keyed with the secret's bytes). Pages go in commit order, one at a time; "
+                            "a 2xx within 10 s is a delivery; anything else (a 3xx included: redirects are never followed) is retried "
+                            "after 5 s, doubling to 1 h, for 24 hours, then the webhook is disabled and says why. A page sent again "
+                            "(a retry, a restart) carries the same `webhook-id` and body. Only changes committed after the webhook "
+                            "is made are delivered. The URL is http (https needs a forward proxy this server does not have); a host "
+                            "that is, or resolves to, a loopback, private, link-local, carrier-grade NAT or metadata address is "
+                            "refused unless listed in `webhookAllowedHosts`; the name is resolved again at every connection and "
+                            "the checked address is the one connected to. At most 20 webhooks per token. Revoking the token "
+                            "deletes its webhooks.",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "additionalProperties": False, "required": ["url", "types"],
+                 "properties": {"url": {"type": "string", "maxLength": 2048, "description": "http://host[:port]/path"},
+                                "types": {"type": "array", "minItems": 1, "items": {"type": "string"},
+                                          "description": "Sample types (short or HealthKit long form)."}}}}}},
+             "responses": {**ERRORS_APP, "201": ok_json(ref("WebhookCreated"), "Created; the secret is shown only here."),
+                           "400": problem("errorInvalidArgument: a URL that is not http://host[:port]/path, a refused address "
+                                          "(the detail names its class), a name that does not resolve, or unknown types."),
+                           "409": problem("errorConflict: the token has 20 webhooks."),
+                           "415": problem("Not application/json.")}},
+    "get": {"summary": "The token's webhooks (never their secrets)", "tags": ["webhooks"],
+            "responses": {"200": ok_json({"type": "object", "required": ["webhooks"],
+                                          "properties": {"webhooks": {"type": "array", "items": ref("Webhook")}}}), **ERRORS_APP}},
+}
+PATHS["/v1/webhooks/{id}"] = {
+    "delete": {"summary": "Delete a webhook: its deliveries stop within 1 s, pending retries included", "tags": ["webhooks"],
+               "parameters": [WEBHOOK_ID],
+               "responses": {"204": {"description": "Deleted."}, "404": problem("No webhook of this token by that id."), **ERRORS_APP}},
+}
+PATHS["/v1/webhooks/{id}/deliveries"] = {
+    "get": {"summary": "The webhook's last 50 delivery attempts, newest first", "tags": ["webhooks"],
+            "parameters": [WEBHOOK_ID],
+            "responses": {"200": ok_json({"type": "object", "required": ["deliveries"],
+                                          "properties": {"deliveries": {"type": "array", "items": ref("WebhookDelivery")}}}),
+                          "404": problem("No webhook of this token by that id."), **ERRORS_APP}},
+}
+
 # Statistics (HKStatisticsQuery, HKStatisticsCollectionQuery), source priority, summaries.
 figure = {"type": "number", "description": "In `unit`; absent when no sample lies in the interval (never 0 for no data)."}
 SCHEMAS.update({
@@ -1122,7 +1198,7 @@ def document():
                                 "them and docs/decisions.md gives the reasons."},
         "servers": [{"url": "http://127.0.0.1:8080"}],
         "security": [{"appToken": []}],
-        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "motion", "ingest", "heart-rate", "export", "people"]],
+        "tags": [{"name": n} for n in ["operations", "authorization", "samples", "types", "statistics", "changes", "webhooks", "motion", "ingest", "heart-rate", "export", "people"]],
         "paths": with_common_responses(with_security(PATHS)),
         "components": {"schemas": SCHEMAS, "responses": RESPONSES, "headers": HEADERS,
                        "securitySchemes": {

@@ -2,8 +2,10 @@ import HealthdSettings
 import Dispatch
 import Foundation
 import HTTP
+import HTTPClient
 import HealthStore
 import JSON
+import NetworkPolicy
 import Synchronization
 
 /// Who may call a route.
@@ -80,10 +82,15 @@ public final class HealthApplication: HTTPResponder {
     let workers = DispatchQueue(label: "healthd.workers", qos: .userInitiated, attributes: .concurrent)
     /// Long-polls and event streams of the change feed.
     public let changeFeed: ChangeFeed
+    /// Webhook deliveries this node runs.
+    public let webhooks: WebhookDelivery
     let requestCounter = RequestCounter()
 
+    /// `webhookTransport` and `resolve` replace the HTTP client and the system resolver in tests.
     public init(configuration: HealthdConfiguration, store: any HealthDataStore, adminToken: String,
-                metrics: Metrics = Metrics(), accessLog: AccessLog? = AccessLog()) {
+                metrics: Metrics = Metrics(), accessLog: AccessLog? = AccessLog(),
+                webhookTransport: (any WebhookTransport)? = nil,
+                resolve: @escaping @Sendable (String, Int) -> Result<[NetworkPolicy.IPAddress], HTTPClientError> = SystemResolver.resolve) {
         self.configuration = configuration
         self.data = HealthData(store)
         self.metrics = metrics
@@ -98,10 +105,16 @@ public final class HealthApplication: HTTPResponder {
         self.staticFiles = StaticFileServer(root: configuration.publicDirectory)
         changeFeed = ChangeFeed(data: data, workers: workers, streamBacklogLimit: configuration.maxStreamBacklogBytes / 2,
                                 retentionDays: configuration.tombstoneRetentionDays, log: accessLog)
+        let policy = SSRFPolicy(allowedHosts: Set(configuration.webhookAllowedHosts))
+        var clientConfiguration = HTTPClientConfiguration(policy: policy)
+        clientConfiguration.resolve = resolve
+        webhooks = WebhookDelivery(data: data, transport: webhookTransport ?? HTTPClient(configuration: clientConfiguration), log: accessLog)
         var router = Router<Route>()
         Self.registerRoutes(into: &router, configuration: configuration, data: data, metrics: metrics,
                             connections: connections, changeFeed: changeFeed)
+        WebhookRoutes.register(into: &router, data: data, delivery: webhooks, policy: policy, resolve: resolve)
         self.router = router
+        webhooks.start()
         data.recentAccess.onFailure { message, error in accessLog?.event(message, level: "warning", fields: [("error", "\(error)")]) }
         // Purged at start and hourly.
         data.recentAccess.startRetention(days: configuration.accessLogRetentionDays)
@@ -119,7 +132,10 @@ public final class HealthApplication: HTTPResponder {
 
     /// Call before stopping the server: parked long-polls answer now and event streams end, so
     /// they do not hold the graceful stop until its deadline.
-    public func beginShutdown() { changeFeed.shutdown() }
+    public func beginShutdown() {
+        changeFeed.shutdown()
+        webhooks.stop()
+    }
 
     /// True when the dashboard folder exists.
     public var hasDashboard: Bool { staticFiles != nil }

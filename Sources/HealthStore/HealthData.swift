@@ -75,6 +75,32 @@ public final class HealthData: Sendable {
 
     public func users() throws -> [UserListing] { try store.users() }
     public func authorizations(of user: User) throws -> [AuthorizationListing] { try store.authorizations(userRowID: user.rowID) }
+
+    // MARK: Webhook deliveries (the delivery runner's; pages are read through `app(_:)`)
+
+    public func claimWebhooks(lease: WebhookLease, limit: Int) throws -> [WebhookSubscription] {
+        try store.claimWebhooks(lease: lease, limit: limit)
+    }
+    public func webhook(id: String) throws -> WebhookSubscription? { try store.webhook(id: id) }
+    public func renewWebhookLeases(ids: [String], lease: WebhookLease) throws -> Set<String> {
+        try store.renewWebhookLeases(ids: ids, lease: lease)
+    }
+    public func storeWebhookPage(id: String, page: WebhookPendingPage, nextAttemptMs: Int64, lease: WebhookLease) throws -> Bool {
+        try store.storeWebhookPage(id: id, page: page, nextAttemptMs: nextAttemptMs, lease: lease)
+    }
+    public func recordWebhookAttempt(id: String, userRowID: Int64, attempt: WebhookDeliveryAttempt, nextAttemptMs: Int64?,
+                                     lease: WebhookLease) throws -> Bool {
+        try store.recordWebhookAttempt(id: id, userRowID: userRowID, attempt: attempt, nextAttemptMs: nextAttemptMs, lease: lease)
+    }
+    public func advanceWebhook(id: String, to anchor: ChangePosition, lease: WebhookLease) throws -> Bool {
+        try store.advanceWebhook(id: id, to: anchor, lease: lease)
+    }
+    public func discardWebhookPage(id: String, lease: WebhookLease) throws -> Bool { try store.discardWebhookPage(id: id, lease: lease) }
+    public func disableWebhook(id: String, reason: String, lease: WebhookLease) throws -> Bool {
+        try store.disableWebhook(id: id, reason: reason, lease: lease)
+    }
+    /// A token found revoked while its webhooks ran (a revocation path that did not delete them).
+    public func deleteWebhooks(authorizationID: String) throws -> [String] { try store.deleteWebhooks(authorizationID: authorizationID) }
 }
 
 /// One app's view of one user's data. Reads see what the token may read (other apps' data of a type
@@ -169,6 +195,25 @@ public struct AppHealthData: Sendable {
     /// The stream events (workout zone changes) after `position` the token may read.
     public func streamEvents(after position: StreamEventPosition) -> (events: [StreamEvent], next: StreamEventPosition) {
         store.streamEventLog.events(after: position, for: app)
+    }
+
+    // MARK: Webhooks (the token's own subscriptions only: another token's id does not exist for it)
+
+    /// Stores a subscription that delivers the changes committed from now on.
+    public func createWebhook(id: String, url: String, types: [String], secretKey: [UInt8], lease: WebhookLease) throws
+        -> WebhookSubscription {
+        let subscription = WebhookSubscription(id: id, authorizationID: app.id, userRowID: app.userRowID, url: url, types: types.sorted(),
+                                               secretKey: secretKey, createdMs: StoreClock.nowMilliseconds(),
+                                               anchor: try store.currentChangePosition(userRowID: app.userRowID))
+        try store.createWebhook(subscription, lease: lease)
+        return subscription
+    }
+    public func webhooks() throws -> [WebhookSubscription] { try store.webhooks(authorizationID: app.id) }
+    public func deleteWebhook(id: String) throws -> Bool { try store.deleteWebhook(id: id, authorizationID: app.id) }
+    /// The subscription's last attempts, newest first; nil when the token has no subscription by that id.
+    public func webhookDeliveries(id: String) throws -> [WebhookDeliveryAttempt]? {
+        guard let subscription = try store.webhook(id: id), subscription.authorizationID == app.id else { return nil }
+        return try store.webhookDeliveries(id: id)
     }
 
     // MARK: Statistics, characteristics, summaries

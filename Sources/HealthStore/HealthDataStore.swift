@@ -216,6 +216,43 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// sessions with a zone; returns the state changes to publish.
     func advanceWorkoutZones(userRowID: Int64) throws -> [WorkoutZoneChange]
 
+    // MARK: Webhook subscriptions (docs/decisions.md, Webhooks: the design for wiring)
+
+    /// Stores a new subscription (its `anchor` is where deliveries start), held by `lease` on a
+    /// store shared by nodes.
+    func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws
+    /// The token's subscriptions, oldest first, without their pending pages.
+    func webhooks(authorizationID: String) throws -> [WebhookSubscription]
+    /// One subscription with its pending page and that page's attempts.
+    func webhook(id: String) throws -> WebhookSubscription?
+    /// Deletes the token's subscription and its deliveries list; false when it has none by that id.
+    func deleteWebhook(id: String, authorizationID: String) throws -> Bool
+    /// Deletes every subscription of a token (its token is gone); returns their ids.
+    func deleteWebhooks(authorizationID: String) throws -> [String]
+    /// The subscription's last attempts, newest first (at most `WebhookLimits.deliveriesKept`).
+    func webhookDeliveries(id: String) throws -> [WebhookDeliveryAttempt]
+    /// Active subscriptions for this node to run, with their pending pages: on a store shared by
+    /// nodes, those whose lease is free or expired and whose next attempt is due, now leased to
+    /// `lease.owner` (`FOR UPDATE SKIP LOCKED`); on a single-process store, every active one.
+    func claimWebhooks(lease: WebhookLease, limit: Int) throws -> [WebhookSubscription]
+    /// Extends the leases `lease.owner` holds among `ids`; returns those it still holds (a deleted
+    /// or lost one is missing).
+    func renewWebhookLeases(ids: [String], lease: WebhookLease) throws -> Set<String>
+    /// Stores the page about to be sent as the subscription's pending page (and its start as the
+    /// anchor). False when the row is gone or another node holds it.
+    func storeWebhookPage(id: String, page: WebhookPendingPage, nextAttemptMs: Int64, lease: WebhookLease) throws -> Bool
+    /// Adds an attempt to the deliveries list (trimmed to the newest `deliveriesKept`) and sets
+    /// when the next one is due (nil: none pending).
+    func recordWebhookAttempt(id: String, userRowID: Int64, attempt: WebhookDeliveryAttempt, nextAttemptMs: Int64?,
+                              lease: WebhookLease) throws -> Bool
+    /// The pending page is delivered (or the feed moved past what this subscription may see): the
+    /// anchor moves and the pending page is cleared, in one transaction.
+    func advanceWebhook(id: String, to anchor: ChangePosition, lease: WebhookLease) throws -> Bool
+    /// Drops the pending page unsent (the token's read access changed: the page is read again).
+    func discardWebhookPage(id: String, lease: WebhookLease) throws -> Bool
+    /// Stops deliveries for good, with the reason the listing shows.
+    func disableWebhook(id: String, reason: String, lease: WebhookLease) throws -> Bool
+
     // MARK: People: recent access, own data, erasure, the admin's lists
 
     /// Adds counts to the access log in one transaction (counts of a user who no longer exists are dropped).

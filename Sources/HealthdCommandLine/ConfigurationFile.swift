@@ -88,6 +88,17 @@ public enum ConfigurationFile {
                 }
                 configuration.corsOrigins = origins
             }
+            if let list = try reader.optionalArray("webhookAllowedHosts") {
+                var hosts: [String] = []
+                for index in 0 ..< list.count {
+                    let host = try list.string(at: index)
+                    guard !host.isEmpty, host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") }) else {
+                        throw list.error(at: index, "'\(host)' is not a host name or address as written in a URL (no scheme, port or path)")
+                    }
+                    hosts.append(host)
+                }
+                configuration.webhookAllowedHosts = hosts
+            }
             try reader.finish()
         } catch {
             throw ConfigurationError(error.description)

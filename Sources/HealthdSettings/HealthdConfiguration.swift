@@ -66,6 +66,10 @@ public struct HealthdConfiguration: Sendable, Equatable {
     public var trustedProxyHeader: ForwardedHeader = .xForwardedFor
     /// Origins (e.g. "https://dash.example.com") whose pages may call the API; empty: same origin only.
     public var corsOrigins: [String] = []
+    /// Webhook receiver hosts, exactly as written in their URLs, that may resolve to loopback,
+    /// private, link-local or metadata addresses (an on-premises receiver); every other host must
+    /// resolve to public addresses only.
+    public var webhookAllowedHosts: [String] = []
 
     public init() {}
 
@@ -82,6 +86,7 @@ public struct HealthdConfiguration: Sendable, Equatable {
         "accessLog",
         "rateLimitPerAddressPerSecond", "rateLimitPerAddressBurst", "rateLimitPerTokenPerSecond", "rateLimitPerTokenBurst",
         "authenticationFailureCost", "maxConnectionsPerAddress", "corsOrigins", "trustedProxies", "trustedProxyHeader",
+        "webhookAllowedHosts",
     ]
 }
 

@@ -127,6 +127,8 @@ extension PostgresHealthStore {
             let changed = try connection.execute("UPDATE authorizations SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL",
                                                  [.int64(StoreClock.nowMilliseconds()), .text(id)])
             guard changed > 0 else { return false }
+            // Its webhooks go with it, in the same transaction.
+            _ = try Self.deleteWebhooks(connection, authorizationID: id)
             try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text("r \(id)")])
             // Before the commit, so this node's streams of the token have ended before any later
             // write of this node commits (other nodes hear the NOTIFY before later commits' ones).

@@ -24,11 +24,13 @@ public enum PostgresSchema {
         (PostgresPeopleSchema.migrationName, PostgresPeopleSchema.sql),
         ("011-people-grants", peopleGrants),
         ("012-people-access", PostgresHealthStore.accessLogSchema),
+        (PostgresWebhookSchema.migrationName, PostgresWebhookSchema.sql),
     ]
 
     /// The shared tables: replicated to every node by `create_reference_table`.
     public static let referenceTables = ["users", "authorizations", "type_codes", "meta"] + PostgresPeopleSchema.referenceTables
         + ["app_grants", "authorization_requests"]
+        + PostgresWebhookSchema.referenceTables
 
     /// The per-user tables, all distributed on `user_id` and co-located with `samples`.
     public static let distributedTables = [

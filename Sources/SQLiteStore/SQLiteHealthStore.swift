@@ -269,6 +269,8 @@ public final class SQLiteHealthStore: HealthDataStore {
             try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL",
                            [.integer(Self.nowMilliseconds()), .text(id)])
             guard db.changes > 0 else { return false }
+            // Its webhooks go with it, in the same transaction.
+            _ = try Self.deleteWebhooks(db, authorizationID: id)
             // Inside the write, so the token is out of the cache and its streams have ended before
             // any later write commits: nothing saved after the revocation can reach them. Should the
             // commit fail, those streams merely end early.

@@ -357,6 +357,10 @@ enum Schema {
         migrator.register("012-people-access") { db in
             try db.execute(SQLiteHealthStore.accessLogSchema)
         }
+        migrator.register("013-webhooks") { db in
+            // Webhook subscriptions and their last deliveries; the outbox is the change feed itself.
+            try db.execute(SQLiteHealthStore.webhookSchema)
+        }
         return migrator
     }
 }

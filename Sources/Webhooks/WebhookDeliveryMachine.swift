@@ -45,6 +45,13 @@ public struct WebhookDeliveryMachine: Sendable, Equatable {
         /// subscription. The shell stores the page as the subscription's pending page first, so a
         /// restart resends the same page rather than a re-read one.
         case pageRead(WebhookPage?)
+        /// The read found nothing this subscription may see, but the feed moved to `anchor` (changes
+        /// of types it may not read, or deletions of samples it never saw): nothing to send, and
+        /// the next read starts there.
+        case nothingAfter(anchor: String)
+        /// The token's read access changed: a page read under the old access and not yet delivered
+        /// is dropped and read again, so pages follow the access in force.
+        case accessChanged
         /// The attempt at the page in flight finished (answered, failed or timed out).
         case attemptFinished(WebhookAttempt)
         /// A retry timer fired.
@@ -67,6 +74,8 @@ public struct WebhookDeliveryMachine: Sendable, Equatable {
         case cancelTimer
         /// Store the subscription as disabled, with the reason its listing shows.
         case disable(reason: String)
+        /// Forget the stored pending page unsent (it was read under access the token no longer has).
+        case discardPage
     }
 
     public private(set) var state: State
@@ -74,6 +83,8 @@ public struct WebhookDeliveryMachine: Sendable, Equatable {
     public private(set) var anchor: String
     /// A commit came while a page was being read or delivered: read again after it.
     public private(set) var changesPending = false
+    /// The page being read or sent was read under read access that has changed since.
+    public private(set) var readUnderOldAccess = false
     public let schedule: WebhookRetrySchedule
 
     /// The page stored as in flight, with its attempts so far: a restart (or another node taking
@@ -126,7 +137,7 @@ public struct WebhookDeliveryMachine: Sendable, Equatable {
     public mutating func handle(_ event: Event) -> [Action] {
         switch (state, event) {
         case (.removed, _), (.disabled, .changesCommitted), (.disabled, .pageRead), (.disabled, .timerFired),
-             (.disabled, .attemptFinished):
+             (.disabled, .attemptFinished), (.disabled, .nothingAfter), (.disabled, .accessChanged):
             return []
 
         case (_, .removed):
@@ -143,7 +154,28 @@ public struct WebhookDeliveryMachine: Sendable, Equatable {
             changesPending = true
             return []
 
+        case (.idle, .accessChanged):
+            return []
+        case (.readingPage, .accessChanged), (.delivering, .accessChanged):
+            readUnderOldAccess = true
+            return []
+        case (.waitingForRetry, .accessChanged):
+            readUnderOldAccess = false
+            state = .readingPage
+            changesPending = false
+            return [.cancelTimer, .discardPage, .readPage(after: anchor)]
+
+        case (.readingPage, .nothingAfter(let moved)):
+            readUnderOldAccess = false
+            anchor = moved
+            return [.advanceAnchor(to: moved)] + readAgainIfPending()
+
         case (.readingPage, .pageRead(let page)):
+            if readUnderOldAccess {
+                readUnderOldAccess = false
+                changesPending = false
+                return (page == nil ? [] : [.discardPage]) + [.readPage(after: anchor)]
+            }
             guard let page else { return readAgainIfPending() }
             guard page.startAnchor == anchor else {
                 // A page from before the anchor moved (a stale read): read again from the anchor.
@@ -156,6 +188,14 @@ public struct WebhookDeliveryMachine: Sendable, Equatable {
         case (.delivering(let page, let attempts), .attemptFinished(let attempt)):
             let history = attempts + [attempt]
             var actions: [Action] = [.recordAttempt(attempt, messageID: page.messageID)]
+            if readUnderOldAccess && !attempt.delivered {
+                // Not retried as read: read again under the access in force.
+                readUnderOldAccess = false
+                changesPending = false
+                state = .readingPage
+                return actions + [.discardPage, .readPage(after: anchor)]
+            }
+            readUnderOldAccess = false
             switch schedule.decision(after: history) {
             case .delivered:
                 anchor = page.endAnchor

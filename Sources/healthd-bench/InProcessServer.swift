@@ -19,7 +19,7 @@ final class InProcessServer {
     /// existing data directory to serve (kept by `stop`) instead of a fresh temporary one.
     /// `healthAutoExportBodyLimit`: the Health Auto Export route's body limit when not the default.
     init(name: String, connections: Int = 0, port: Int = 0, directory existing: String? = nil,
-         healthAutoExportBodyLimit: Int? = nil) throws {
+         healthAutoExportBodyLimit: Int? = nil, webhookAllowedHosts: [String] = []) throws {
         directory = existing ?? NSTemporaryDirectory() + "healthd-bench-\(name)-" + UUID().uuidString
         keepsDirectory = existing != nil
         var configuration = HealthdConfiguration()
@@ -28,6 +28,7 @@ final class InProcessServer {
         // Every benchmark client is one loopback address: the abuse limits would measure themselves.
         configuration.rateLimitPerAddressPerSecond = 0
         configuration.rateLimitPerTokenPerSecond = 0
+        configuration.webhookAllowedHosts = webhookAllowedHosts
         store = try SQLiteHealthStore(directory: directory)
         application = HealthApplication(configuration: configuration, store: store,
                                         adminToken: "bench-admin-token-0123456789", accessLog: nil)

@@ -34,7 +34,9 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      KeyCompactionBenchmark.run),
     ("workouts", "workout sessions: heart-rate POST with and without a zone session, POST-to-zone-event latency, end totals",
      WorkoutSessionBenchmark.run),
-    ("password-hash", "one Argon2id password hash at the configured parameters (a sign-in's cost) beside OWASP's minimum",
+    ("webhooks", "webhooks: commit-to-delivery beside the event stream's wake-up, pages/s to one receiver, ingest with 10 slow or "
+     + "dead receivers against none", WebhookBenchmark.run),
+    ("password-hash", "one Argon2id password hash at the configured parameters beside OWASP's minimum, then sign-ins over HTTP",
      PasswordHashBenchmark.run),
 ]
 

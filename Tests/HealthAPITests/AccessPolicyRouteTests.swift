@@ -190,6 +190,12 @@ import JSON
         case (.post, "/v1/workout-sessions/{id}/pause"), (.post, "/v1/workout-sessions/{id}/resume"),
              (.post, "/v1/workout-sessions/{id}/end"):
             return Call(method: .post, target: pattern.replacingOccurrences(of: "{id}", with: world.ownerSession))
+        // Webhook routes answer no health data; the pages they deliver are checked in WebhookDeliveryTests.
+        case (.post, "/v1/webhooks"):
+            return Call(method: .post, target: pattern, json: #"{"url":"http://203.0.113.5/x","types":["\#(type)"]}"#)
+        case (.get, "/v1/webhooks"): return Call(method: .get, target: pattern)
+        case (.delete, "/v1/webhooks/{id}"): return Call(method: .delete, target: "/v1/webhooks/wh_none")
+        case (.get, "/v1/webhooks/{id}/deliveries"): return Call(method: .get, target: "/v1/webhooks/wh_none/deliveries")
         case _ where pattern == "/v1/session" || pattern == "/v1/me" || pattern.hasPrefix("/v1/me/"):
             // The person's routes: an app token there is a 401 (sign-in itself is open; `{}` is a 400).
             let target = pattern.split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? "probe" : $0 }.joined(separator: "/")

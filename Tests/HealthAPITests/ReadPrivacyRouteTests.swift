@@ -37,6 +37,9 @@ extension AccessPolicyRouteTests {
         "POST /v1/session", "POST /v1/people/activate", "POST /v1/users/{id}/invitation",
         "POST /v1/authorization-requests", "POST /v1/authorization-requests/token",
         "GET /v1/users", "GET /v1/users/{id}/authorizations", "DELETE /v1/users/{id}",
+        // Subscriptions, not data: the pages they deliver are read as /v1/changes reads them
+        // (WebhookDeliveryTests.aTypeTheTokenMayNotReadNeverAppears, Tests/e2e/webhooks.py).
+        "POST /v1/webhooks", "GET /v1/webhooks", "DELETE /v1/webhooks/{id}", "GET /v1/webhooks/{id}/deliveries",
     ]
 
     /// The check of a reading route for withheld `type`; nil where the route cannot concern the type

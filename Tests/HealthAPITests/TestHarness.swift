@@ -32,7 +32,7 @@ final class TestServer: Sendable {
 
     /// A server on a fresh directory, or on `directory` (a restart: the caller owns that directory).
     init(directory existing: String? = nil, log: AccessLog? = nil, backend kind: Backend = .sqlite,
-         configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
+         webhookTransport: (any WebhookTransport)? = nil, configure: (inout HealthdConfiguration) -> Void = { _ in }) throws {
         directory = existing ?? NSTemporaryDirectory() + "healthd-test-" + UUID().uuidString
         ownsDirectory = existing == nil
         var configuration = HealthdConfiguration()
@@ -49,7 +49,8 @@ final class TestServer: Sendable {
             postgresSchema = schema
             backend = try PostgresHealthStore(configuration: schema.configuration, maxConnections: 4)
         }
-        application = HealthApplication(configuration: configuration, store: backend, adminToken: Self.adminToken, accessLog: log)
+        application = HealthApplication(configuration: configuration, store: backend, adminToken: Self.adminToken, accessLog: log,
+                                        webhookTransport: webhookTransport)
     }
 
     /// Runs one statement with one text parameter straight on the database (`?` for SQLite, `$1`
@@ -65,6 +66,7 @@ final class TestServer: Sendable {
     }
 
     deinit {
+        application.webhooks.stop()
         backend.close()
         if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }

@@ -27,6 +27,7 @@ import Statistics
             """),
         ("011-people-grants", undoPeopleGrants),
         ("012-people-access", "DROP TABLE access_log"),
+        ("013-webhooks", "DROP TABLE webhook_deliveries; DROP TABLE webhook_subscriptions"),
     ]
 
     static func undoLaterMigrations(_ database: Database) throws {

@@ -157,7 +157,11 @@ enum AccessContract {
             try phone.deleteSample(world.watchSample)
         }
         #expect(throws: StoreError.notFound("no sample \(flights.uuid.lowercasedString)")) { try phone.deleteSample(flights.uuid) }
+        // The switches belong to the person and the app: once the person turns the phone's off,
+        // every token of the phone follows them.
+        _ = try world.data.person(world.alice).updateAppGrant(app: "phone") { try $0.setSwitches(read: [], share: []) }
         let readOnlyPhone = try t.store.createAuthorization(user: world.alice, app: "phone", read: [], share: []).authorization
+        #expect(readOnlyPhone.access.share.isEmpty)
         #expect(throws: SharingDenied.self) { try world.data.app(readOnlyPhone).deleteSample(world.phoneSample) }
         #expect(try person.sample(world.phoneSample) != nil)
         // A tombstone is seen as its sample was: by the watch and the person, not by the phone.

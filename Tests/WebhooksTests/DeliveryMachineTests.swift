@@ -196,3 +196,62 @@ import Webhooks
         #expect(machine.start() == [])
     }
 }
+
+@Suite struct WebhookDeliveryMachineShellEventTests {
+    typealias Machine = WebhookDeliveryMachine
+
+    func page(_ start: String, _ end: String) -> WebhookPage {
+        WebhookPage(messageID: "msg_" + start, startAnchor: start, endAnchor: end, more: false, body: Array("{}".utf8))
+    }
+
+    @Test func aReadWithNothingVisibleStillMovesTheAnchor() {
+        var machine = Machine(anchor: "a0")
+        _ = machine.start()
+        #expect(machine.handle(.nothingAfter(anchor: "a3")) == [.advanceAnchor(to: "a3")])
+        #expect(machine.anchor == "a3")
+        #expect(machine.state == .idle)
+        #expect(machine.handle(.changesCommitted) == [.readPage(after: "a3")])
+    }
+
+    @Test func aPageWaitingForItsRetryIsReadAgainWhenAccessChanges() {
+        var machine = Machine(anchor: "a0")
+        _ = machine.start()
+        let first = page("a0", "a1")
+        _ = machine.handle(.pageRead(first))
+        _ = machine.handle(.attemptFinished(WebhookAttempt(time: 1, status: 500, durationMs: 1, error: nil)))
+        #expect(machine.handle(.accessChanged) == [.cancelTimer, .discardPage, .readPage(after: "a0")])
+        #expect(machine.state == .readingPage)
+        #expect(machine.handle(.timerFired(now: 100)) == [])
+    }
+
+    @Test func aFailedAttemptReadUnderOldAccessIsNotRetriedAsRead() {
+        var machine = Machine(anchor: "a0")
+        _ = machine.start()
+        let first = page("a0", "a1")
+        _ = machine.handle(.pageRead(first))
+        #expect(machine.handle(.accessChanged) == [])
+        let failed = WebhookAttempt(time: 1, status: nil, durationMs: 1, error: "down")
+        #expect(machine.handle(.attemptFinished(failed)) == [.recordAttempt(failed, messageID: first.messageID), .discardPage,
+                                                              .readPage(after: "a0")])
+    }
+
+    @Test func aDeliveryReadUnderOldAccessStillCounts() {
+        var machine = Machine(anchor: "a0")
+        _ = machine.start()
+        let first = page("a0", "a1")
+        _ = machine.handle(.pageRead(first))
+        _ = machine.handle(.accessChanged)
+        let ok = WebhookAttempt(time: 1, status: 200, durationMs: 1, error: nil)
+        #expect(machine.handle(.attemptFinished(ok)) == [.recordAttempt(ok, messageID: first.messageID), .advanceAnchor(to: "a1")])
+        #expect(machine.readUnderOldAccess == false)
+    }
+
+    @Test func aPageReadWhileAccessChangedIsDroppedAndReadAgain() {
+        var machine = Machine(anchor: "a0")
+        _ = machine.start()
+        _ = machine.handle(.accessChanged)
+        #expect(machine.handle(.pageRead(page("a0", "a1"))) == [.discardPage, .readPage(after: "a0")])
+        #expect(machine.handle(.pageRead(nil)) == [])
+        #expect(machine.state == .idle)
+    }
+}

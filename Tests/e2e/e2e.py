@@ -1020,6 +1020,7 @@ def main():
     from edge import edge_checks
     from people import people_checks
     from people_access import people_access_checks
+    from webhooks import webhook_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
@@ -1059,6 +1060,7 @@ def main():
         people_checks(args.binary, os.path.abspath(args.public))
         internal_error_checks(args.binary, os.path.abspath(args.public))
         people_access_checks(args.binary, os.path.abspath(args.public))
+        webhook_checks(args.binary, os.path.abspath(args.public))
     finally:
         if server.proc.poll() is None:
             server.proc.kill()

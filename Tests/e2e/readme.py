@@ -13,6 +13,8 @@ The convention for the documents' blocks (also in docs/architecture.md, "Tests a
 - Not run: the README's first block (the two set-up commands), and a block whose fence is preceded
   by the line `<!-- readme: not run (why) -->` (installs, Docker, your own files, loops that never
   end).
+- The server's config file lists 127.0.0.1 in `webhookAllowedHosts` (the guide's webhook receiver
+  runs on loopback).
 - The shell starts in a fresh directory holding the server's data dir as `healthd-data` (so
   `cat healthd-data/admin-token` works), with HEALTHD set to the server's URL (blocks write
   `export HEALTHD=${HEALTHD:-http://127.0.0.1:8080}`), the repository's `Examples/` linked as
@@ -207,7 +209,11 @@ def start_server(binary, workdir):
     env["HEALTHD_PUBLIC_DIR"] = os.path.join(ROOT, "Public")
     port = free_port()
     log = open(os.path.join(workdir, "..", "server.log"), "w")
-    proc = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", data], cwd=workdir, env=env,
+    # The guide's webhook receiver runs on loopback, which the server refuses unless allowed.
+    config = os.path.join(workdir, "..", "healthd.json")
+    with open(config, "w") as f:
+        f.write('{"webhookAllowedHosts": ["127.0.0.1"]}\n')
+    proc = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", data, "--config", config], cwd=workdir, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 60
     while time.time() < deadline:

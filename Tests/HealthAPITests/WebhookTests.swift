@@ -1,0 +1,339 @@
+import Dispatch
+import Foundation
+@testable import HTTPClient
+import JSON
+import NetworkPolicy
+import Synchronization
+import Testing
+import Webhooks
+@testable import HealthAPI
+@testable import HealthStore
+
+/// A receiver without sockets: records every request and answers from a script (the last answer repeats).
+final class RecordingTransport: WebhookTransport, @unchecked Sendable {
+    private let state = Mutex<(requests: [HTTPClientRequest], answers: [Int?])>(([], []))
+    private let arrived = DispatchSemaphore(value: 0)
+
+    init(answers: [Int?] = [200]) {
+        state.withLock { $0.answers = answers }
+    }
+
+    func send(_ request: HTTPClientRequest, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        let answer = state.withLock { state -> Int? in
+            state.requests.append(request)
+            return state.answers.count > 1 ? state.answers.removeFirst() : state.answers.first ?? 200
+        }
+        arrived.signal()
+        // 0: the receiver never answers (the process dies mid-delivery).
+        guard answer != 0 else { return }
+        DispatchQueue.global().async {
+            if let status = answer {
+                completion(.success(HTTPClientResponse(status: status, reason: "", headers: [], body: [], bodyLength: 0, reusable: true)))
+            } else {
+                completion(.failure(.connectionFailed(detail: "refused")))
+            }
+        }
+    }
+
+    var requests: [HTTPClientRequest] { state.withLock { $0.requests } }
+
+    /// Waits for the `count`-th request in all.
+    func waitFor(_ count: Int, seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while requests.count < count {
+            guard Date() < deadline else { return false }
+            _ = arrived.wait(timeout: .now() + .milliseconds(50))
+        }
+        return true
+    }
+}
+
+extension HTTPClientRequest {
+    func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
+    var json: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
+}
+
+private struct WebhookFixture {
+    let server: TestServer
+    let transport: RecordingTransport
+    let user: String
+    let phone: String
+    let watcher: String
+
+    init(answers: [Int?] = [200], directory: String? = nil) throws {
+        transport = RecordingTransport(answers: answers)
+        server = try TestServer(directory: directory, webhookTransport: transport) { configuration in
+            configuration.webhookAllowedHosts = ["receiver.test", "127.0.0.1"]
+        }
+        user = server.createUser("ada")
+        phone = server.token(user: user, app: "phone", read: ["stepCount"], share: ["stepCount", "heartRate"])
+        watcher = server.token(user: user, app: "watcher", read: ["stepCount"], share: [])
+    }
+
+    func subscribe(_ token: String, url: String = "http://127.0.0.1:8080/hook", types: [String] = ["stepCount"]) -> TestServer.Reply {
+        let list = types.map { "\"\($0)\"" }.joined(separator: ",")
+        return server.request(.post, "/v1/webhooks", token: token, json: #"{"url":"\#(url)","types":[\#(list)]}"#)
+    }
+
+    func save(_ token: String, _ type: String = "stepCount", value: Double = 10, unit: String = "count",
+              start: String = "2026-03-01T09:00:00Z") -> TestServer.Reply {
+        server.request(.post, "/v1/samples", token: token,
+                       json: #"{"samples":[{"type":"\#(type)","value":\#(value),"unit":"\#(unit)","start":"\#(start)","end":"\#(start)"}]}"#)
+    }
+}
+
+@Suite struct WebhookRouteTests {
+    @Test func createShowsTheSecretOnceAndListsWithoutIt() throws {
+        let f = try WebhookFixture()
+        let created = f.subscribe(f.watcher, url: "http://127.0.0.1:8080/hook")
+        #expect(created.status == 201)
+        let secret = try #require(created["secret"]?.stringValue)
+        #expect(WebhookSecret(text: secret)?.key.count == 32)
+        #expect(created["types"]?.arrayValue?.compactMap(\.stringValue) == ["stepCount"])
+        let listed = f.server.request(.get, "/v1/webhooks", token: f.watcher)
+        #expect(listed.status == 200)
+        let first = try #require(listed["webhooks"]?.arrayValue?.first?.objectValue)
+        #expect(first["id"]?.stringValue == created["id"]?.stringValue)
+        #expect(first["secret"] == nil)
+        #expect(first["disabled"] == .null)
+        #expect(!listed.text.contains(secret))
+    }
+
+    @Test func anotherTokensWebhookDoesNotExistForIt() throws {
+        let f = try WebhookFixture()
+        let id = try #require(f.subscribe(f.watcher)["id"]?.stringValue)
+        #expect(f.server.request(.get, "/v1/webhooks", token: f.phone)["webhooks"]?.arrayValue?.isEmpty == true)
+        #expect(f.server.request(.get, "/v1/webhooks/\(id)/deliveries", token: f.phone).status == 404)
+        #expect(f.server.request(.delete, "/v1/webhooks/\(id)", token: f.phone).status == 404)
+        #expect(f.server.request(.delete, "/v1/webhooks/\(id)", token: f.watcher).status == 204)
+        #expect(f.server.request(.get, "/v1/webhooks/\(id)/deliveries", token: f.watcher).status == 404)
+    }
+
+    @Test(arguments: [
+        ("ftp://example.com/", "scheme"), ("http://user:pw@example.com/", "user name"), ("http://localhost:8080/", "loopback"),
+        ("http://10.0.0.1/", "private"), ("http://169.254.169.254/latest", "metadata"), ("http://2130706433/", "loopback"),
+        ("http://0x7f.1/", "loopback"), ("http://[::1]:8080/", "loopback"), ("https://example.com/", "forward proxy"),
+        ("http://example.com:25/", "Port 25"),
+    ])
+    func refusedURLsAre400sNamingTheReason(url: String, reason: String) throws {
+        let f = try WebhookFixture()
+        let reply = f.subscribe(f.watcher, url: url)
+        #expect(reply.status == 400)
+        #expect(reply.code == "errorInvalidArgument")
+        #expect(reply["detail"]?.stringValue?.contains(reason) == true, "\(reply.text)")
+    }
+
+    @Test func aNameResolvingToAPrivateAddressIsRefused() throws {
+        let f = try WebhookFixture()
+        let application = f.server.application
+        func routes(_ addresses: [NetworkPolicy.IPAddress]) -> WebhookRoutes {
+            WebhookRoutes(data: application.data, delivery: application.webhooks, policy: SSRFPolicy(), resolve: { _, _ in .success(addresses) })
+        }
+        // One private address among public ones refuses the name, whichever the resolver lists first.
+        #expect(throws: APIError.self) { try routes([.v4(0x0808_0808), .v4(0x0a00_0001)]).checkedURL("http://rebind.example.com/") }
+        #expect(try routes([.v4(0x0808_0808)]).checkedURL("http://hooks.example.com/x").host == "hooks.example.com")
+    }
+
+    @Test func typesAreValidated() throws {
+        let f = try WebhookFixture()
+        #expect(f.subscribe(f.watcher, types: []).status == 400)
+        #expect(f.subscribe(f.watcher, types: ["stepcount"]).status == 400)
+        #expect(f.subscribe(f.watcher, types: ["biologicalSex"]).status == 400)
+        #expect(f.subscribe(f.watcher, types: ["HKQuantityTypeIdentifierStepCount"])["types"]?.arrayValue?.first?.stringValue == "stepCount")
+    }
+}
+
+@Suite struct WebhookDeliveryTests {
+    @Test func aCommitIsDeliveredSignedWithTheFeedsPage() throws {
+        let f = try WebhookFixture()
+        let created = f.subscribe(f.watcher)
+        let secret = try #require(created["secret"]?.stringValue.flatMap(WebhookSecret.init(text:)))
+        #expect(f.save(f.phone).status == 201)
+        #expect(f.transport.waitFor(1))
+        let request = try #require(f.transport.requests.first)
+        let id = try #require(request.header("webhook-id"))
+        let timestamp = try #require(request.header("webhook-timestamp"))
+        let signature = try #require(request.header("webhook-signature"))
+        try WebhookVerifier(secret: secret).verify(id: id, timestamp: timestamp, signatureHeader: signature, body: request.body,
+                                                   now: Int64(Date().timeIntervalSince1970))
+        let page = try #require(request.json)
+        #expect(page["added"]?.arrayValue?.count == 1)
+        #expect(page["more"]?.boolValue == false)
+        // The page's anchor resumes /v1/changes for the same types.
+        let anchor = try #require(page["anchor"]?.stringValue)
+        #expect(f.server.request(.get, "/v1/changes?types=stepCount&anchor=\(anchor)", token: f.watcher).status == 200)
+        var first: JSONObject?
+        let deadline = Date().addingTimeInterval(2)
+        while first == nil && Date() < deadline {
+            let deliveries = f.server.request(.get, "/v1/webhooks/\(created["id"]?.stringValue ?? "")/deliveries", token: f.watcher)
+            first = deliveries["deliveries"]?.arrayValue?.first?.objectValue
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(first?["webhookId"]?.stringValue == id)
+        #expect(first?["status"]?.numberValue == 200)
+        #expect(first?["error"] == .null)
+    }
+
+    @Test func onlyChangesAfterCreationAndInCommitOrder() throws {
+        let f = try WebhookFixture()
+        #expect(f.save(f.phone, start: "2026-03-01T08:00:00Z").status == 201)
+        _ = f.subscribe(f.watcher)
+        for minute in 10..<15 { #expect(f.save(f.phone, value: Double(minute), start: "2026-03-01T09:\(minute):00Z").status == 201) }
+        let deadline = Date().addingTimeInterval(5)
+        var values: [Double] = []
+        while values.count < 5 && Date() < deadline {
+            values = f.transport.requests.flatMap { $0.json?["added"]?.arrayValue ?? [] }.compactMap { $0.objectValue?["value"]?.numberValue }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(values == [10, 11, 12, 13, 14])
+    }
+
+    @Test func aTypeTheTokenMayNotReadNeverAppears() throws {
+        let f = try WebhookFixture()
+        _ = f.subscribe(f.watcher, types: ["stepCount", "heartRate"])
+        #expect(f.save(f.phone, "heartRate", value: 70, unit: "count/min").status == 201)
+        #expect(f.save(f.phone).status == 201)
+        #expect(f.transport.waitFor(1))
+        Thread.sleep(forTimeInterval: 0.2)
+        for request in f.transport.requests {
+            #expect(!String(decoding: request.body, as: UTF8.self).contains("heartRate"))
+        }
+    }
+
+    @Test func aFailureIsListedWithItsStatus() throws {
+        let f = try WebhookFixture(answers: [500])
+        let id = try #require(f.subscribe(f.watcher)["id"]?.stringValue)
+        #expect(f.save(f.phone).status == 201)
+        #expect(f.transport.waitFor(1))
+        let deadline = Date().addingTimeInterval(2)
+        var listed: JSONObject?
+        while listed == nil && Date() < deadline {
+            listed = f.server.request(.get, "/v1/webhooks/\(id)/deliveries", token: f.watcher)["deliveries"]?.arrayValue?.first?.objectValue
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(listed?["status"]?.numberValue == 500)
+        #expect(listed?["error"]?.stringValue?.contains("500") == true)
+        // The retry waits about 5 s: nothing more is sent at once.
+        #expect(f.transport.requests.count == 1)
+    }
+
+    @Test func aPageInFlightWhenTheProcessStopsIsSentAgainAsStored() throws {
+        let directory = NSTemporaryDirectory() + "healthd-webhook-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var first: HTTPClientRequest?
+        do {
+            // The receiver never answers: the page is stored, its attempt never finishes.
+            let f = try WebhookFixture(answers: [0], directory: directory)
+            _ = f.subscribe(f.watcher)
+            #expect(f.save(f.phone).status == 201)
+            #expect(f.transport.waitFor(1))
+            first = f.transport.requests.first
+        }
+        let transport = RecordingTransport()
+        let server = try TestServer(directory: directory, webhookTransport: transport)
+        #expect(transport.waitFor(1))
+        #expect(transport.requests.first?.header("webhook-id") == first?.header("webhook-id"))
+        #expect(transport.requests.first?.body == first?.body)
+        _ = server
+    }
+
+    @Test func deletingStopsAPendingRetry() throws {
+        let f = try WebhookFixture(answers: [nil])
+        let id = try #require(f.subscribe(f.watcher)["id"]?.stringValue)
+        #expect(f.save(f.phone).status == 201)
+        #expect(f.transport.waitFor(1))
+        #expect(f.server.request(.delete, "/v1/webhooks/\(id)", token: f.watcher).status == 204)
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(f.server.application.webhooks.runningCount == 0)
+        #expect(try f.server.backend.webhook(id: id) == nil)
+    }
+
+    @Test func revokingTheTokenDeletesItsWebhooksAndStopsThem() throws {
+        let f = try WebhookFixture(answers: [nil])
+        let id = try #require(f.subscribe(f.watcher)["id"]?.stringValue)
+        #expect(f.save(f.phone).status == 201)
+        #expect(f.transport.waitFor(1))
+        let authorizationID = try #require(try f.server.backend.webhook(id: id)?.authorizationID)
+        #expect(f.server.request(.delete, "/v1/authorizations/\(authorizationID)", token: TestServer.adminToken).status == 204)
+        #expect(try f.server.backend.webhook(id: id) == nil)
+        let deadline = Date().addingTimeInterval(1)
+        while f.server.application.webhooks.runningCount > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(f.server.application.webhooks.runningCount == 0)
+    }
+}
+
+@Suite struct WebhookRetryTests {
+    /// With the schedule shortened (the real one is 5 s doubling to 1 h for 24 hours), a receiver
+    /// that never answers 2xx gets the same page again and again, then the webhook is disabled and
+    /// its listing says why.
+    @Test func retriesRunOutAndTheListingSaysWhy() throws {
+        let transport = RecordingTransport(answers: [503])
+        let server = try TestServer()
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        let application = server.application
+        let delivery = WebhookDelivery(data: application.data, transport: transport,
+                                       schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 0.4), log: nil)
+        defer { delivery.stop() }
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try application.data.app(hubAuthorization).createWebhook(
+            id: "wh_retry", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease)
+        delivery.add(subscription)
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        let deadline = Date().addingTimeInterval(5)
+        var disabled: String?
+        while disabled == nil && Date() < deadline {
+            disabled = server.request(.get, "/v1/webhooks", token: hub)["webhooks"]?.arrayValue?.first?.objectValue?["disabled"]?.stringValue
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(disabled?.contains("503") == true, "\(disabled ?? "not disabled")")
+        let requests = transport.requests
+        #expect(requests.count >= 3)
+        #expect(Set(requests.compactMap { $0.header("webhook-id") }).count == 1)
+        #expect(Set(requests.map(\.body)).count == 1)
+        let count = requests.count
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(transport.requests.count == count, "a disabled webhook sends nothing more")
+    }
+}
+
+@Suite struct WebhookAccessTests {
+    /// The token's read access narrowed behind the server's back (as another node would, its
+    /// notification lost): a page waiting for its retry, read under the old access, is dropped
+    /// unsent and read again; what goes out afterwards follows the new access.
+    @Test func narrowedReadAccessIsFollowedWithinASecond() throws {
+        let transport = RecordingTransport(answers: [500])
+        let server = try TestServer(webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+        let created = server.request(.post, "/v1/webhooks", token: hub,
+                                     json: #"{"url":"http://127.0.0.1:8080/x","types":["stepCount","heartRate"]}"#)
+        #expect(created.status == 201)
+        func save(_ type: String, _ value: Double, _ unit: String) -> Int {
+            server.request(.post, "/v1/samples", token: phone,
+                           json: #"{"samples":[{"type":"\#(type)","value":\#(value),"unit":"\#(unit)","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status
+        }
+        #expect(save("heartRate", 71, "count/min") == 201)
+        #expect(transport.waitFor(1))
+        #expect(String(decoding: transport.requests[0].body, as: UTF8.self).contains("heartRate"))
+        let authorizationID = try #require(try server.backend.webhook(id: created["id"]?.stringValue ?? "")?.authorizationID)
+        try server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET read_types = 'stepCount' WHERE id = ?",
+                                               postgres: "UPDATE authorizations SET read_types = 'stepCount' WHERE id = $1",
+                                               authorizationID)
+        Thread.sleep(forTimeInterval: 1)
+        // The retry (due 5 s after the failure) is not sent: the page was dropped and read again.
+        #expect(save("stepCount", 12, "count") == 201)
+        #expect(transport.waitFor(2))
+        let later = transport.requests.dropFirst()
+        #expect(!later.isEmpty)
+        for request in later {
+            let body = String(decoding: request.body, as: UTF8.self)
+            #expect(!body.contains("heartRate"), "\(body)")
+            #expect(request.header("webhook-id") != transport.requests[0].header("webhook-id"))
+        }
+    }
+}
