@@ -242,6 +242,10 @@ PATHS = {
                       "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations": {"post": {
         "summary": "Authorize an app for a user (admin); returns the token once", "tags": ["authorization"],
+        "description": "Permissions belong to the person and the app: the admin acts for the person and turns on the switches it "
+                       "names in the person's grant for the app (others stay as the person set them), and the new token, like "
+                       "every token of the app, follows those switches. `read` and `share` in the answer are the app's switches "
+                       "after this call.",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["user", "app"], "additionalProperties": False,
             "properties": {"user": {"type": "string", "description": "User id (or name)."}, "app": {"type": "string"},
@@ -842,9 +846,9 @@ ERASURE_REPORT = {"type": "object", "required": ["user", "erased"], "properties"
     "user": {"type": "string", "description": "The erased user's id."},
     "erased": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
                "description": "Rows deleted per kind: `samples`, `tombstones`, `sources`, `devices`, `statisticsRollups`, "
-                              "`sampleKeyRuns` (SQLite), `sourcePriorities`, `characteristics`, `activityGoals`, "
-                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `accessLog`, `user`, "
-                              "and the kinds of the people tables (sessions, grants, invitations, webhooks)."}}}
+                              "`sampleKeyRuns` (SQLite), `sampleIndexes`, `sourcePriorities`, `characteristics`, `activityGoals`, "
+                              "`activitySummaries`, `imuSessions`, `workoutSessions`, `authorizations`, `sessions`, `invitations`, `signInFailures`, `accessLog`, `user`, "
+                              "and the kinds of tables added later (grants, device authorizations, webhooks)."}}}
 PATHS["/v1/users"]["get"] = {
     "summary": "List users (admin)", "tags": ["authorization"],
     "responses": {"200": ok_json({"type": "object", "required": ["users"], "properties": {"users": {"type": "array", "items": {
@@ -970,8 +974,159 @@ for app_path in ["/v1/summary", "/v1/statistics/collection", "/v1/samples", "/v1
     mirrored["responses"].pop("403", None)
     mirrored["responses"].pop("415", None)
     PATHS["/v1/me" + app_path[len("/v1"):]] = {"get": mirrored}
+# RFC 8628's device grant as HealthKit's permission request, and the person's apps (the grants).
+TYPE_LIST = {"type": "array", "items": {"type": "string"}}
+OAUTH_ERROR = {"type": "object", "required": ["error"], "properties": {
+    "error": {"type": "string", "enum": ["authorization_pending", "slow_down", "access_denied", "expired_token", "invalid_grant"]},
+    "interval": {"type": "integer", "description": "With slow_down: the new interval in seconds (5 more each time)."},
+    "error_description": {"type": "string"}}}
+APP_GRANT = {"type": "object", "required": ["app", "displayName", "share", "read", "created", "lastUsed", "switches"], "properties": {
+    "app": {"type": "string"}, "displayName": {"type": "string", "description": "As the app asked to be shown: text, never markup."},
+    "share": {**TYPE_LIST, "description": "Switched on under \"Allow to write\", sorted."},
+    "read": {**TYPE_LIST, "description": "Switched on under \"Allow to read\", sorted."},
+    "created": {"type": "string", "format": "date-time"},
+    "lastUsed": {"type": ["string", "null"], "format": "date-time",
+                 "description": "When a token of the app last called (written at most once a minute per token); null when never."},
+    "switches": {"type": "object", "description": "Every switch the app has, on (true) or off (false): the types it asked for "
+                                                  "and the person answered, and those the admin turned on.",
+                 "properties": {"share": {"type": "object", "additionalProperties": {"type": "boolean"}},
+                                "read": {"type": "object", "additionalProperties": {"type": "boolean"}}}}}}
+PATHS["/v1/authorization-requests"] = {
+    "post": {"summary": "An app asks for permission (RFC 8628 device authorization; no token)", "tags": ["people"], "security": [],
+             "description": "Shaped like HealthKit's `requestAuthorization(toShare:read:)`. The app shows `userCode` and "
+                            "`verificationURI` (or opens `verificationURIComplete`); the person signs in to the dashboard and "
+                            "answers on the sheet; the app polls `POST /v1/authorization-requests/token` every `interval` seconds. "
+                            "An address may make 10 requests at once and then one every 5 s (429 with Retry-After).",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["app", "reason"], "additionalProperties": False, "properties": {
+                     "app": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The app's id: its samples' source."},
+                     "displayName": {"type": "string", "minLength": 1, "maxLength": 100,
+                                     "description": "The name the sheet shows (default: `app`); one line, shown as text."},
+                     "share": {**TYPE_LIST, "description": "Types to write (no characteristics), in the order to show them."},
+                     "read": {**TYPE_LIST, "description": "Types (and characteristics) to read."},
+                     "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
+                                "description": "Why the app asks (HealthKit's usage description); line breaks allowed, shown as text."}}}}}},
+             "responses": {"201": ok_json({"type": "object", "properties": {
+                 "deviceCode": {"type": "string", "description": "What the app polls with (43 base64url characters; kept only as a hash)."},
+                 "userCode": {"type": "string", "pattern": "^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$"},
+                 "verificationURI": {"type": "string", "description": "The dashboard's sheet: `http(s)://<host>/#/authorize`."},
+                 "verificationURIComplete": {"type": "string", "description": "The same with `?code=XXXX-XXXX`."},
+                 "expiresIn": {"type": "integer", "const": 600}, "interval": {"type": "integer", "const": 5}}}, "Created"),
+                           "415": problem("Not application/json."), **ERRORS_APP}},
+}
+PATHS["/v1/authorization-requests/token"] = {
+    "post": {"summary": "The app polls for its token (RFC 8628 section 3.4)", "tags": ["people"], "security": [],
+             "description": "400 with an OAuth `error` until the person allowed: `authorization_pending`; `slow_down` when polled "
+                            "sooner than `interval` after the last poll (the interval then grows by 5 s); `access_denied`; "
+                            "`expired_token` after 600 s; `invalid_grant` for a code this server did not issue or one already "
+                            "exchanged. Once allowed, 200 with the token, exactly once. The answer names the granted share types "
+                            "only: whether reading was allowed is never disclosed (refused data looks like data the app has not saved).",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["deviceCode"], "additionalProperties": False,
+                 "properties": {"deviceCode": {"type": "string"}}}}}},
+             "responses": {"200": ok_json({"type": "object", "required": ["token", "user", "app", "share"], "properties": {
+                 "token": {"type": "string", "description": "The app token, shown once; it follows the person's switches for the app."},
+                 "user": {"type": "string"}, "app": {"type": "string"},
+                 "share": {**TYPE_LIST, "description": "The asked share types the person allowed."}}}),
+                           "400": {"description": "Not (yet) a token: an OAuth error, or a malformed body (problem+json).",
+                                   "content": {"application/json": {"schema": OAUTH_ERROR}}},
+                           "415": problem("Not application/json."), "429": ERRORS_APP["429"]}},
+}
+PATHS["/v1/me/authorization-requests/{userCode}"] = {
+    "get": {"summary": "The sheet: what an app asks for, by its user code", "tags": ["people"],
+            "parameters": [pparam("userCode", "The code as shown (XXXX-XXXX) or typed (any case, dash optional).")],
+            "description": "`share` and `read` list only the asked types the person has not decided yet (asking again shows the rest). "
+                           "Unknown, malformed and expired codes are 404 and count against the person: after 10 in 15 minutes "
+                           "even the right code is 429 with Retry-After.",
+            "responses": {"200": ok_json({"type": "object", "properties": {
+                "userCode": {"type": "string"}, "app": {"type": "string"}, "displayName": {"type": "string"},
+                "reason": {"type": "string"}, "share": TYPE_LIST, "read": TYPE_LIST,
+                "expiresIn": {"type": "integer", "description": "Seconds left to answer."}}}),
+                          "404": problem("No pending request has this code, or it expired (errorNotFound)."),
+                          "409": problem("The request was already answered (errorConflict)."), **COOKIE_ERRORS}},
+    "post": {"summary": "The sheet's answer: Allow with the switches turned on, or Don't Allow", "tags": ["people"],
+             "parameters": [pparam("userCode", "The code as shown or typed.")],
+             "description": "`share` and `read` are the switches turned on, a subset of what the app asked for (anything more is a "
+                            "400). The types the sheet showed become decided: on as sent with Allow, off otherwise; types decided "
+                            "before keep their switches (change them with `PUT /v1/me/apps/{app}`).",
+             "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["allow"], "additionalProperties": False,
+                 "properties": {"allow": {"type": "boolean"}, "share": TYPE_LIST, "read": TYPE_LIST}}}}},
+             "responses": {"204": {"description": "Answered; the app's next poll gets its token (or access_denied)."},
+                           "400": ERRORS_APP["400"],
+                           "404": problem("No pending request has this code, or it expired (errorNotFound)."),
+                           "409": problem("The request was already answered (errorConflict)."), **COOKIE_ERRORS}},
+}
+PATHS["/v1/me/apps"] = {
+    "get": {"summary": "The person's apps and their switches (Settings > Health > Data Access & Devices)", "tags": ["people"],
+            "responses": {"200": ok_json({"type": "object", "required": ["apps"], "properties": {
+                "apps": {"type": "array", "items": APP_GRANT}}}), **COOKIE_ERRORS}},
+}
+PATHS["/v1/me/apps/{app}"] = {
+    "put": {"summary": "Change an app's switches; a narrowing ends its open streams and long-polls at once", "tags": ["people"],
+            "parameters": [pparam("app", "The app's id.")],
+            "description": "The switches become exactly `share` and `read`, each a type the app has a switch for (400 otherwise). "
+                           "Every token of the app follows them; its open change streams and parked long-polls end within a second "
+                           "(an `event: error` ends a stream), on every node.",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["share", "read"], "additionalProperties": False,
+                "properties": {"share": TYPE_LIST, "read": TYPE_LIST}}}}},
+            "responses": {"200": ok_json(APP_GRANT), "400": ERRORS_APP["400"],
+                          "404": problem("The person has no such app (errorNotFound)."), **COOKIE_ERRORS}},
+    "delete": {"summary": "Revoke an app: all of its tokens, and its switches", "tags": ["people"],
+               "parameters": [pparam("app", "The app's id.")],
+               "responses": {"204": {"description": "Revoked; the app's streams and long-polls have ended."},
+                             "404": problem("The person has no such app (errorNotFound)."), **COOKIE_ERRORS}},
+}
 # The signed-in person's routes: the session cookie only.
 PERSON = {("post", "/v1/session"): False, ("delete", "/v1/session"): True, ("get", "/v1/me"): True}
+
+# The person's own data (docs/api.md, "People: recent access, own data, erasure").
+day_schema = {"type": "string", "format": "date"}
+PATHS["/v1/me"]["delete"] = {
+    "summary": "Erase the account: every row that names the person, in one transaction", "tags": ["people"],
+    "description": "Takes the current password (checked as at sign-in, under the same limits: a wrong one is a 401 and counts as a "
+                   "failed sign-in). Deletes what `DELETE /v1/users/{id}` does; open streams of the person's tokens end. The "
+                   "answer clears the session cookie.",
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "required": ["password"], "additionalProperties": False,
+        "properties": {"password": {"type": "string", "maxLength": 1024}}}}}},
+    "responses": {"200": {**ok_json(ERASURE_REPORT, "Erased."), "headers": {"Set-Cookie": {
+                      "description": "The session cookie with `Max-Age=0`.", "schema": {"type": "string"}}}},
+                  "400": ERRORS_APP["400"],
+                  "503": problem("Too many passwords are being checked at once (errorUnavailable); retry after `Retry-After`."),
+                  **COOKIE_ERRORS}}
+PERSON[("delete", "/v1/me")] = True
+PATHS.update({
+    "/v1/me/access": {"get": {
+        "summary": "Recent access: what each app read and wrote, per type and day (counts only)", "tags": ["people"],
+        "description": "`reads`: answers that carried the type (a samples page, a sample, sources, a statistics query, a change-feed "
+                       "page or stream event, an export of the type...); `samplesRead`: samples, deletions and statistics buckets in "
+                       "them. `writes`: requests that saved or deleted the type; `samplesWritten`: samples in them. The person's own "
+                       "reads are not counted. Kept `accessLogRetentionDays` (90). Latest day first, then app and type.",
+        "parameters": [qparam("start", "First day (default: the first kept).", day_schema),
+                       qparam("end", "Last day, included (default: today). At most 400 days from `start`.", day_schema),
+                       qparam("timeZone", "IANA zone the days are in (default UTC).")],
+        "responses": {"200": ok_json({"type": "object", "required": ["access"], "properties": {"access": {"type": "array", "items": {
+            "type": "object", "required": ["app", "type", "day", "reads", "samplesRead", "writes", "samplesWritten", "lastAccess"],
+            "properties": {"app": {"type": "string"}, "type": {"type": "string"}, "day": day_schema,
+                           "reads": {"type": "integer", "minimum": 0}, "samplesRead": {"type": "integer", "minimum": 0},
+                           "writes": {"type": "integer", "minimum": 0}, "samplesWritten": {"type": "integer", "minimum": 0},
+                           "lastAccess": instant}}}}}),
+                      "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+    "/v1/me/export": {"get": {
+        "summary": "The person's backup: a settings line, then every sample of every app, oldest first (NDJSON)", "tags": ["people"],
+        "responses": {"200": {"description": "`{\"healthdBackup\":{...}}`, then one sample per line, as `healthd export --user` writes "
+                                             "it (`healthd import` restores it).",
+                              "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+                      "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+    "/v1/me/apps/{app}/data": {"delete": {
+        "summary": "Delete every sample one app saved for the person", "tags": ["people"],
+        "description": "Correlations with their objects; tombstones for the change feed; statistics follow at once.",
+        "parameters": [pparam("app", "The app's name.")],
+        "responses": {"200": ok_json({"type": "object", "required": ["app", "deleted"], "properties": {
+            "app": {"type": "string"}, "deleted": {"type": "integer", "minimum": 0}}}), "400": ERRORS_APP["400"], **COOKIE_ERRORS}}},
+})
 
 # Which token each operation takes. The Swift test `OpenAPIDocumentTests` checks this against the
 # routes' `RouteAccess` (admin-only routes here, open routes with `"security": []` above).

@@ -2,7 +2,9 @@
 // socket: the socket shell feeds it events and carries out the actions it returns. Keep-alive,
 // pipelining, 100-continue, authentication at the head, the body budget, timeouts and the
 // lingering close are therefore testable without sockets. Every event either moves it or is
-// answered with a close; none is merely asserted away.
+// answered with a close; none is merely asserted away. Each request is one numbered exchange: the
+// answers the shell relays from other threads (admission, response, a stream's end) name theirs,
+// so a late one for an exchange already over is told apart from a bug.
 
 /// Connection timeouts in seconds.
 public struct HTTPTimeouts: Sendable, Equatable {
@@ -43,21 +45,34 @@ public struct HTTPInstant: Sendable {
 }
 
 public struct HTTPConnectionStateMachine: Sendable {
+    /// Numbers a connection's requests, from 1: what an answer names to say which request it is for.
+    public typealias Exchange = UInt64
+
     public enum Action: Sendable {
-        /// Hand a complete request to the application. No other request is dispatched until
+        /// Hand a complete request, exchange `lastExchange`, to the application, and report its
+        /// answer with `responseReady(_:exchange:)`. No other request is dispatched until
         /// `responseWritten` for this one.
         case dispatch(HTTPRequest)
-        /// A head is in and its body is not read yet: ask the responder (and, for a connection
-        /// from a trusted proxy, the per-address cap) and report with `admissionDecided`. Until
-        /// then nothing more of the request is read: the shell stops reading if the answer does
-        /// not come at once, and reads again once it came.
+        /// A head is in, exchange `lastExchange`, and its body is not read yet: ask the responder
+        /// (and, for a connection from a trusted proxy, the per-address cap) and report with
+        /// `admissionDecided(_:exchange:)`. Until then nothing more of the request is read: the
+        /// shell stops reading if the answer does not come at once, and reads again once it came.
         case admit(HTTPRequestHead)
         /// Queue bytes for the socket, in order.
         case write([UInt8])
-        /// The head was queued by a preceding `.write`; now run the producer. With `length` the body
-        /// has that `Content-Length`; otherwise with `chunked` false it is delimited by closing the
-        /// connection (HTTP/1.0).
-        case startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool, length: Int?)
+        /// The request's answer: queue its bytes (the head, and the body unless a stream follows);
+        /// what the request registered for the peer's going away no longer applies. `complete`:
+        /// the response ends with these bytes, so report `responseWritten` once the socket has
+        /// taken them (or enough of them that the next answer may follow); otherwise its
+        /// stream's end completes it (`.responseComplete`).
+        case writeResponse([UInt8], complete: Bool)
+        /// The streamed response's last bytes are queued: report `responseWritten` as for a
+        /// complete `.writeResponse`.
+        case responseComplete
+        /// The head was queued by a preceding `.write`; now run the producer, and report its end
+        /// with `streamEnded(exchange:)`. With `length` the body has that `Content-Length`;
+        /// otherwise with `chunked` false it is delimited by closing the connection (HTTP/1.0).
+        case startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool, length: Int?, exchange: Exchange)
         case pauseReading
         case resumeReading
         /// Flush queued output, then report `outputFlushed`. `lingering`: an error response was
@@ -80,7 +95,8 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// One dispatched request, from `.dispatch` until its response is written: what the response
     /// head and the next step need, and the input side's state meanwhile.
     @usableFromInline
-    struct Exchange: Sendable {
+    struct InFlight: Sendable {
+        var exchange: Exchange
         var version: HTTPVersion
         /// A HEAD request: its response carries no body. A flag rather than the method, so the
         /// phase holds no reference and copying or replacing it costs nothing.
@@ -94,6 +110,8 @@ public struct HTTPConnectionStateMachine: Sendable {
         /// The answer was given before the request's body was read: the connection closes after
         /// it with a lingering close, so the peer still sending its body reads the answer.
         var lingerOnClose = false
+        /// The response's body is a stream still running: it is complete at `streamEnded`.
+        var streaming = false
     }
 
     /// A request whose head is in and whose body is not complete yet (awaiting admission, waiting
@@ -125,15 +143,15 @@ public struct HTTPConnectionStateMachine: Sendable {
         case readingHead(since: UInt64)
         /// Head complete; the responder decides whether the body is read (`admissionDecided`).
         /// `closeAfter`: shutdown began; answer this request, then close.
-        case awaitingAdmission(closeAfter: Bool)
+        case awaitingAdmission(Exchange, closeAfter: Bool)
         /// Admitted; reading paused until the body budget has room, or `bodyBudgetWait` passes (503).
         case waitingForBudget(since: UInt64, closeAfter: Bool)
         /// Head complete and admitted, body in progress.
         case readingBody(lastProgress: UInt64, closeAfter: Bool)
         /// Dispatched; waiting for `responseReady`.
-        case awaitingResponse(Exchange)
-        /// Response queued or streaming; waiting for `responseWritten`.
-        case writingResponse(Exchange, closeAfter: Bool)
+        case awaitingResponse(InFlight)
+        /// Response queued or streaming; waiting for `streamEnded` (a stream) and `responseWritten`.
+        case writingResponse(InFlight, closeAfter: Bool)
         /// Closing: the last output is flushing (`outputFlushed`). `lingering`: half-close and
         /// drain after it.
         case draining(lingering: Bool)
@@ -164,6 +182,11 @@ public struct HTTPConnectionStateMachine: Sendable {
     /// The request whose body is still to come; nil unless the phase is `.awaitingAdmission`,
     /// `.waitingForBudget` or `.readingBody`.
     private var pending: PendingRequest?
+    /// The latest exchange's number (0 before the first): the request of a `.dispatch` or
+    /// `.admit`, which is the latest until its response is written. Not a payload of those
+    /// actions: the list of actions is moved through on every request, and a larger action costs
+    /// each move and destroy.
+    public private(set) var lastExchange: Exchange = 0
 
     /// A chunked body's reservation grows in steps of this much, ahead of what has arrived.
     static let chunkedReservationStep = 1 << 20
@@ -255,30 +278,32 @@ public struct HTTPConnectionStateMachine: Sendable {
             // Reading is paused; these are bytes of a read already under way. They wait in the
             // parser, which holds at most one read's worth more.
             break
-        case .awaitingResponse(var exchange):
-            if pauseIfBacklogged(&exchange, into: &actions) { phase = .awaitingResponse(exchange) }
-        case .writingResponse(var exchange, let closeAfter):
-            if pauseIfBacklogged(&exchange, into: &actions) { phase = .writingResponse(exchange, closeAfter: closeAfter) }
+        case .awaitingResponse(var inFlight):
+            if pauseIfBacklogged(&inFlight, into: &actions) { phase = .awaitingResponse(inFlight) }
+        case .writingResponse(var inFlight, let closeAfter):
+            if pauseIfBacklogged(&inFlight, into: &actions) { phase = .writingResponse(inFlight, closeAfter: closeAfter) }
         case .draining, .lingering, .closing, .closed:
             break
         }
     }
 
     /// Pauses reading when too many pipelined bytes wait behind the request in flight.
-    private func pauseIfBacklogged(_ exchange: inout Exchange, into actions: inout [Action]) -> Bool {
-        guard !exchange.readingPaused && parser.bufferedByteCount > maxBufferedBytes else { return false }
-        exchange.readingPaused = true
+    private func pauseIfBacklogged(_ inFlight: inout InFlight, into actions: inout [Action]) -> Bool {
+        guard !inFlight.readingPaused && parser.bufferedByteCount > maxBufferedBytes else { return false }
+        inFlight.readingPaused = true
         actions.append(.pauseReading)
         return true
     }
 
     // MARK: Admission and the body budget
 
-    /// The responder's decision on the head of the last `.admit`. Any other time it is a bug in
-    /// the shell: the connection closes rather than guessing.
-    public mutating func admissionDecided(_ admission: HTTPAdmission, now: HTTPInstant, into actions: inout [Action]) {
-        guard case .awaitingAdmission(let closeAfter) = phase, var request = pending else {
-            return illegalEvent(into: &actions)
+    /// The responder's decision on the head of `exchange`'s `.admit`. A decision for an earlier
+    /// exchange is late and ignored; any other one out of turn is a bug in the shell or the
+    /// responder: the connection closes rather than guessing.
+    public mutating func admissionDecided(_ admission: HTTPAdmission, exchange: Exchange, now: HTTPInstant,
+                                          into actions: inout [Action]) {
+        guard case .awaitingAdmission(exchange, let closeAfter) = phase, var request = pending else {
+            return outOfTurn(exchange, into: &actions)
         }
         switch admission {
         case .admit(let authenticated):
@@ -310,12 +335,6 @@ public struct HTTPConnectionStateMachine: Sendable {
 
     /// The reservation a request waiting for the budget asks for.
     private var pendingReservation = 0
-
-    public mutating func admissionDecided(_ admission: HTTPAdmission, now: HTTPInstant) -> [Action] {
-        var actions: [Action] = []
-        admissionDecided(admission, now: now, into: &actions)
-        return actions
-    }
 
     /// The body may be read now: invite it if the client waits for that, and parse what is buffered.
     /// `resuming`: reading was paused for the body budget.
@@ -352,11 +371,11 @@ public struct HTTPConnectionStateMachine: Sendable {
                 return actions.append(contentsOf: fail(error, now: now))
             }
         }
-        let exchange = Exchange(version: request.head.version, isHead: request.head.method == .head,
+        let inFlight = InFlight(exchange: lastExchange, version: request.head.version, isHead: request.head.method == .head,
                                 keepAlive: request.head.keepAlive && !closeAfter && bodySkipped,
                                 readingPaused: false, inputEnded: false, lingerOnClose: !bodySkipped)
-        phase = .awaitingResponse(exchange)
-        responseReady(response, now: now, into: &actions)
+        phase = .awaitingResponse(inFlight)
+        responseReady(response, exchange: lastExchange, now: now, into: &actions)
     }
 
     /// A chunked body's reservation stays a step ahead of what has arrived (a read's worth at
@@ -389,62 +408,82 @@ public struct HTTPConnectionStateMachine: Sendable {
 
     // MARK: Responses
 
-    /// The application's response for the dispatched request.
-    public mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant) -> [Action] {
-        var actions: [Action] = []
-        responseReady(response, now: now, into: &actions)
-        return actions
-    }
-
-    /// Like `responseReady(_:now:)`, appending to the caller's (reused) action list. Only legal
-    /// while a request is dispatched; any other time the connection closes (after a close, ignored).
-    public mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant, into actions: inout [Action]) {
-        guard case .awaitingResponse(var exchange) = phase else { return illegalEvent(into: &actions) }
-        if exchange.keepAlive && Self.asksToClose(response.headers) { exchange.keepAlive = false }
-        let allowsBody = !exchange.isHead && HTTPResponseSerializer.allowsBody(status: response.status)
+    /// The application's response for `exchange`, appended to the caller's (reused) action list.
+    /// Legal while that request is dispatched; a response for an earlier exchange is late and
+    /// ignored, and any other (a second response, one for no request) closes the connection.
+    public mutating func responseReady(_ response: HTTPResponse, exchange: Exchange, now: HTTPInstant, into actions: inout [Action]) {
+        guard case .awaitingResponse(var inFlight) = phase, inFlight.exchange == exchange else {
+            return outOfTurn(exchange, into: &actions)
+        }
+        if inFlight.keepAlive && Self.asksToClose(response.headers) { inFlight.keepAlive = false }
+        let allowsBody = !inFlight.isHead && HTTPResponseSerializer.allowsBody(status: response.status)
         let bodiless = response.status.code == 204 || response.status.code == 304
         switch response.body {
         case .bytes(let bytes):
             var out = HTTPResponseSerializer.head(status: response.status, headers: response.headers,
                                                   framing: bodiless ? .none : .contentLength(bytes.count),
-                                                  keepAlive: exchange.keepAlive, requestVersion: exchange.version,
+                                                  keepAlive: inFlight.keepAlive, requestVersion: inFlight.version,
                                                   date: now.httpDate, reservingBody: allowsBody ? bytes.count : 0)
             if allowsBody { out.append(contentsOf: bytes) }
-            actions.append(.write(out))
+            actions.append(.writeResponse(out, complete: true))
         case .stream(let producer):
-            let chunked = exchange.version == .http1_1
-            if !chunked && allowsBody { exchange.keepAlive = false }
+            let chunked = inFlight.version == .http1_1
+            if !chunked && allowsBody { inFlight.keepAlive = false }
             let out = HTTPResponseSerializer.head(status: response.status, headers: response.headers,
                                                   framing: bodiless ? .none : (chunked ? .chunked : .untilClose),
-                                                  keepAlive: exchange.keepAlive, requestVersion: exchange.version, date: now.httpDate)
-            actions.append(.write(out))
+                                                  keepAlive: inFlight.keepAlive, requestVersion: inFlight.version, date: now.httpDate)
             // Bodiless responses never run the producer: there is nowhere for its bytes to go.
-            if allowsBody { actions.append(.startStream(producer: producer, chunked: chunked, length: nil)) }
+            inFlight.streaming = allowsBody
+            actions.append(.writeResponse(out, complete: !inFlight.streaming))
+            if inFlight.streaming { actions.append(.startStream(producer: producer, chunked: chunked, length: nil, exchange: exchange)) }
         case .sizedStream(let length, let producer):
             let out = HTTPResponseSerializer.head(status: response.status, headers: response.headers,
                                                   framing: bodiless ? .none : .contentLength(length),
-                                                  keepAlive: exchange.keepAlive, requestVersion: exchange.version, date: now.httpDate)
-            actions.append(.write(out))
-            if allowsBody && length > 0 { actions.append(.startStream(producer: producer, chunked: false, length: length)) }
+                                                  keepAlive: inFlight.keepAlive, requestVersion: inFlight.version, date: now.httpDate)
+            inFlight.streaming = allowsBody && length > 0
+            actions.append(.writeResponse(out, complete: !inFlight.streaming))
+            if inFlight.streaming { actions.append(.startStream(producer: producer, chunked: false, length: length, exchange: exchange)) }
         }
-        phase = .writingResponse(exchange, closeAfter: !exchange.keepAlive)
+        phase = .writingResponse(inFlight, closeAfter: !inFlight.keepAlive)
     }
 
-    /// The response (or stream) has been handed to the socket layer completely.
+    /// `exchange`'s stream is finished and its last bytes are queued: the response is complete.
+    /// Legal while that stream runs; after a close (the stream was cut off with the connection)
+    /// or for an earlier exchange it is late and ignored, and any other time it closes the connection.
+    public mutating func streamEnded(exchange: Exchange, into actions: inout [Action]) {
+        guard case .writingResponse(var inFlight, let closeAfter) = phase, inFlight.exchange == exchange, inFlight.streaming else {
+            return outOfTurn(exchange, into: &actions)
+        }
+        inFlight.streaming = false
+        phase = .writingResponse(inFlight, closeAfter: closeAfter)
+        actions.append(.responseComplete)
+    }
+
+    /// The complete response has been handed to the socket layer, appended
+    /// to the caller's (reused) action list. Only legal then; any other time the connection closes
+    /// (after a close, ignored).
+    public mutating func responseWritten(now: HTTPInstant, into actions: inout [Action]) {
+        guard case .writingResponse(let inFlight, let closeAfter) = phase, !inFlight.streaming else {
+            return illegalEvent(into: &actions)
+        }
+        if closeAfter { return beginClose(lingering: inFlight.lingerOnClose, into: &actions) }
+        phase = .idle(since: now.uptimeNanoseconds)
+        if inFlight.readingPaused { actions.append(.resumeReading) }
+        parse(now: now, inputEnded: inFlight.inputEnded, into: &actions)
+    }
+
     public mutating func responseWritten(now: HTTPInstant) -> [Action] {
         var actions: [Action] = []
         responseWritten(now: now, into: &actions)
         return actions
     }
 
-    /// Like `responseWritten(now:)`, appending to the caller's (reused) action list. Only legal
-    /// while a response is being written; any other time the connection closes (after a close, ignored).
-    public mutating func responseWritten(now: HTTPInstant, into actions: inout [Action]) {
-        guard case .writingResponse(let exchange, let closeAfter) = phase else { return illegalEvent(into: &actions) }
-        if closeAfter { return beginClose(lingering: exchange.lingerOnClose, into: &actions) }
-        phase = .idle(since: now.uptimeNanoseconds)
-        if exchange.readingPaused { actions.append(.resumeReading) }
-        parse(now: now, inputEnded: exchange.inputEnded, into: &actions)
+    /// An answer naming `exchange` that the current phase does not expect. One for an earlier
+    /// exchange is late (its request was answered or its connection moved on) and ignored; any
+    /// other is a bug in the shell or the responder, and the connection closes.
+    private mutating func outOfTurn(_ exchange: Exchange, into actions: inout [Action]) {
+        if exchange < lastExchange { return }
+        illegalEvent(into: &actions)
     }
 
     /// An event the current phase does not allow. The socket shell never sends one; should it
@@ -489,14 +528,14 @@ public struct HTTPConnectionStateMachine: Sendable {
             var actions: [Action] = []
             beginClose(lingering: false, into: &actions)
             return actions
-        case .awaitingResponse(var exchange):
-            guard !exchange.inputEnded else { return [] }
-            exchange.inputEnded = true
-            phase = .awaitingResponse(exchange)
+        case .awaitingResponse(var inFlight):
+            guard !inFlight.inputEnded else { return [] }
+            inFlight.inputEnded = true
+            phase = .awaitingResponse(inFlight)
             return [.peerGone]
-        case .writingResponse(var exchange, let closeAfter):
-            exchange.inputEnded = true
-            phase = .writingResponse(exchange, closeAfter: closeAfter)
+        case .writingResponse(var inFlight, let closeAfter):
+            inFlight.inputEnded = true
+            phase = .writingResponse(inFlight, closeAfter: closeAfter)
             return []
         case .draining:
             // The peer read its answer or gave up: no need to linger once output is flushed.
@@ -583,18 +622,18 @@ public struct HTTPConnectionStateMachine: Sendable {
             var actions: [Action] = []
             beginClose(lingering: false, into: &actions)
             return actions
-        case .awaitingAdmission:
-            phase = .awaitingAdmission(closeAfter: true)
+        case .awaitingAdmission(let exchange, _):
+            phase = .awaitingAdmission(exchange, closeAfter: true)
         case .waitingForBudget(let since, _):
             phase = .waitingForBudget(since: since, closeAfter: true)
         case .readingBody(let lastProgress, _):
             phase = .readingBody(lastProgress: lastProgress, closeAfter: true)
-        case .awaitingResponse(var exchange):
-            exchange.keepAlive = false
-            phase = .awaitingResponse(exchange)
-        case .writingResponse(let exchange, _):
+        case .awaitingResponse(var inFlight):
+            inFlight.keepAlive = false
+            phase = .awaitingResponse(inFlight)
+        case .writingResponse(let inFlight, _):
             // The head may already say keep-alive; close once this response is out.
-            phase = .writingResponse(exchange, closeAfter: true)
+            phase = .writingResponse(inFlight, closeAfter: true)
         case .draining, .lingering, .closing, .closed:
             break
         }
@@ -630,6 +669,7 @@ public struct HTTPConnectionStateMachine: Sendable {
                     guard case .end(let trailers) = parser.step() else {
                         return parserOutOfOrder(now: now, into: &actions)
                     }
+                    lastExchange &+= 1
                     dispatch(head, body: [], trailers: trailers, closeAfter: false, inputEnded: inputEnded, into: &actions)
                     return
                 }
@@ -638,7 +678,8 @@ public struct HTTPConnectionStateMachine: Sendable {
                 var request = PendingRequest(head: head)
                 request.limit = .max
                 pending = request
-                phase = .awaitingAdmission(closeAfter: false)
+                lastExchange &+= 1
+                phase = .awaitingAdmission(lastExchange, closeAfter: false)
                 actions.append(.admit(head))
                 return
             case .body(let bytes):
@@ -667,17 +708,17 @@ public struct HTTPConnectionStateMachine: Sendable {
         }
     }
 
-    /// Hands a complete request to the application and waits for its response.
+    /// Hands a complete request, the latest exchange, to the application and waits for its response.
     private mutating func dispatch(_ head: consuming HTTPRequestHead, body: consuming [UInt8], trailers: HTTPHeaders,
                                    closeAfter: Bool, inputEnded: Bool, into actions: inout [Action]) {
-        var exchange = Exchange(version: head.version, isHead: head.method == .head, keepAlive: head.keepAlive && !closeAfter,
-                                inputEnded: inputEnded)
+        var inFlight = InFlight(exchange: lastExchange, version: head.version, isHead: head.method == .head,
+                                keepAlive: head.keepAlive && !closeAfter, inputEnded: inputEnded)
         var headers = head.headers
         for trailer in trailers { headers.add(trailer.name, trailer.value) }
         actions.append(.dispatch(HTTPRequest(method: head.method, target: head.target, version: head.version,
                                              headers: headers, body: body)))
-        _ = pauseIfBacklogged(&exchange, into: &actions)
-        phase = .awaitingResponse(exchange)
+        _ = pauseIfBacklogged(&inFlight, into: &actions)
+        phase = .awaitingResponse(inFlight)
     }
 
     /// The parser gives `.head` before any `.body` or `.end`; should that ever break, the request

@@ -4,8 +4,10 @@ import HTTP
 import Synchronization
 
 /// One client socket. It drives an `HTTPConnectionStateMachine`, whose phase is the connection's
-/// whole lifecycle (closing and lingering included), counts its output in an
-/// `HTTPConnectionBookkeeping` value, and makes the system calls both ask for.
+/// whole lifecycle (each request's admission, response and stream, closing and lingering
+/// included), counts its output in an `HTTPConnectionBookkeeping` value, and makes the system
+/// calls both ask for. What it keeps itself are resources (the sources, the stream object, the
+/// address it is counted under) and how it schedules its turns on the queue.
 // @unchecked: all mutable state is only touched on `loop.queue`; other threads reach a
 // connection only through `loop.queue.async`.
 final class Connection: @unchecked Sendable {
@@ -30,11 +32,7 @@ final class Connection: @unchecked Sendable {
         _read { yield loop.work }
         _modify { yield &loop.work }
     }
-    /// A complete response is queued once the work loop reaches this index: the state machine
-    /// then hears it is written (now, or once output drains). At most one response is pending.
-    private var responseCompleteAt: Int?
     private var running = false
-    private var shutdownNoted = false
     /// Responses the state machine has heard are written during this turn on the queue.
     private var responsesThisTurn = 0
 
@@ -45,9 +43,6 @@ final class Connection: @unchecked Sendable {
     /// answer (nearly all of them) never reaches it.
     static let responsesPerTurn = 16
 
-    private var responseGeneration: UInt64 = 0
-    private var awaitingGeneration: UInt64?
-    private var insideRespond = false
     /// A response the responder gave before its `respond` call returned (the loop's one slot:
     /// only the connection inside `respond` on the queue's thread can fill it).
     private var responseReturnedDuringRespond: HTTPResponse? {
@@ -55,6 +50,7 @@ final class Connection: @unchecked Sendable {
         _modify { yield &loop.responseReturnedDuringRespond }
     }
 
+    /// The running response stream's object, while the machine's exchange streams.
     private var stream: ServerBodyStream?
 
     /// The time of the event being handled, read at most once per event, though a request needs
@@ -71,8 +67,6 @@ final class Connection: @unchecked Sendable {
     private var countedAddress: String?
     /// From a trusted proxy: every request head is attributed to its forwarded client address.
     private let isProxied: Bool
-    private var admissionGeneration: UInt64 = 0
-    private var awaitingAdmission: UInt64?
 
     init(fd: Int32, info: ConnectionInfo, loop: ConnectionQueue, server: HTTPServer, isProxied: Bool) {
         self.fd = fd
@@ -123,8 +117,7 @@ final class Connection: @unchecked Sendable {
         let buffer = loop.readBuffer
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 {
-            // Lingering after an error answer: the input is discarded unread.
-            if machine.isLingering { return }
+            // While closing (lingering after an error answer) the machine discards it.
             machine.bytesReceived(UnsafeRawBufferPointer(rebasing: buffer[0 ..< count]), now: now(), into: &work)
             run()
         } else if count == 0 {
@@ -161,10 +154,11 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// Shutdown began: the machine closes an idle connection and lets one in progress finish
+    /// (told again, it changes nothing).
     func shutdownRequested() {
-        eventInstant = nil
-        guard !machine.isClosed, !shutdownNoted else { return }
-        shutdownNoted = true
+        beginTurn()
+        guard !machine.isClosed else { return }
         enqueue(machine.shutdownRequested(now: now()))
         run()
     }
@@ -192,12 +186,7 @@ final class Connection: @unchecked Sendable {
         defer { running = false }
         repeat {
             var index = 0
-            while !machine.isClosed {
-                if responseCompleteAt == index {
-                    responseCompleteAt = nil
-                    if books.responseQueued() { responseWritten() }
-                }
-                guard index < work.count else { break }
+            while !machine.isClosed && index < work.count {
                 // Moved out, leaving a payload-free action behind: a copy would retain every
                 // field of a dispatched request, and clearing the list would release them again.
                 var action = HTTPConnectionStateMachine.Action.resumeReading
@@ -211,16 +200,27 @@ final class Connection: @unchecked Sendable {
         } while !work.isEmpty && !machine.isClosed
     }
 
+    // Inlined (like `dispatch` and `accept`, which it leads to) so a dispatched request is not
+    // copied, field by field, out of its action.
+    @inline(__always)
     private func perform(_ action: HTTPConnectionStateMachine.Action) {
         switch action {
         case .dispatch(let request):
-            dispatch(request)
+            // The latest exchange until its response is written, so still the latest now.
+            dispatch(request, exchange: machine.lastExchange)
         case .admit(let head):
-            admit(head)
+            admit(head, exchange: machine.lastExchange)
         case .write(let bytes):
             books.queue(bytes)
-        case .startStream(let producer, let chunked, let length):
-            startStream(producer: producer, chunked: chunked, length: length)
+        case .writeResponse(let bytes, let complete):
+            info.disconnect.requestAnswered()
+            books.queue(bytes)
+            // Written now, unless too much output waits: then once it drains (see `flush`).
+            if complete && books.responseQueued() { responseWritten() }
+        case .responseComplete:
+            if books.responseQueued() { responseWritten() }
+        case .startStream(let producer, let chunked, let length, let exchange):
+            startStream(producer: producer, chunked: chunked, length: length, exchange: exchange)
         case .pauseReading:
             suspendReading()
         case .resumeReading:
@@ -271,96 +271,80 @@ final class Connection: @unchecked Sendable {
         return now().uptimeNanoseconds
     }
 
-    private func dispatch(_ request: HTTPRequest) {
-        responseGeneration &+= 1
-        let generation = responseGeneration
-        awaitingGeneration = generation
-        insideRespond = true
+    @inline(__always)
+    private func dispatch(_ request: HTTPRequest, exchange: HTTPConnectionStateMachine.Exchange) {
         // Marks this thread as inside this connection's `respond`, so a completion can tell cheaply
         // whether it runs synchronously (a thread-specific pointer: `DispatchQueue.getSpecific`
         // cost several times as much, on every request).
-        let marker = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        let marker = respondingMarker
         pthread_setspecific(Self.respondingKey, UnsafeRawPointer(bitPattern: marker))
         server.responder.respond(to: request, connection: info) { [self] response in
             // Still inside `respond` on this thread: keep it for after `respond` returns (no
-            // re-entrancy). Only this thread can be there, so the fields are safe to read.
-            if UInt(bitPattern: pthread_getspecific(Self.respondingKey)) == marker && insideRespond && awaitingGeneration == generation {
+            // re-entrancy). Only this thread can be there, so the slot is safe to fill.
+            if UInt(bitPattern: pthread_getspecific(Self.respondingKey)) == marker {
                 responseReturnedDuringRespond = response
             } else {
-                loop.queue.async { self.responseArrived(response, generation: generation) }
+                loop.queue.async { self.responseArrived(response, exchange: exchange) }
             }
         }
         pthread_setspecific(Self.respondingKey, nil)
-        insideRespond = false
         if let response = responseReturnedDuringRespond {
             responseReturnedDuringRespond = nil
-            accept(response, generation: generation)
+            accept(response, exchange: exchange)
         }
     }
+
+    /// The marker of this connection's `respond` and `admit` calls on the thread that makes them:
+    /// its address, and the address with its low bit set, so an answer of one kind given inside
+    /// the other kind of call is not mistaken for the answer that call waits for.
+    private var respondingMarker: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
+    private var admittingMarker: UInt { respondingMarker | 1 }
 
     /// Asks whether a head's body may be read: the per-address cap for a proxied connection,
     /// then the responder. An answer given inside the call is taken at once; otherwise reading
     /// stops until it arrives, so nothing more of the request is buffered meanwhile.
-    private func admit(_ head: HTTPRequestHead) {
+    private func admit(_ head: HTTPRequestHead, exchange: HTTPConnectionStateMachine.Exchange) {
         if isProxied, let proxies = loop.configuration.proxies {
             let client = proxies.clientAddress(info.remoteAddress, head.headers)
             guard server.moveConnection(from: countedAddress, to: client) else {
                 let detail = "Too many open connections from this address; close some and retry."
                 server.recordServerError(status: .serviceUnavailable, detail: detail, connectionID: info.id, remoteAddress: client)
-                admissionDecided(.refuse(HTTPServer.unavailableResponse(detail: detail)))
+                machine.admissionDecided(.refuse(HTTPServer.unavailableResponse(detail: detail)), exchange: exchange, now: now(),
+                                         into: &work)
                 return
             }
             countedAddress = client
         }
         guard head.hasBody else {
-            admissionDecided(.admit(authenticated: true))
+            machine.admissionDecided(.admit(authenticated: true), exchange: exchange, now: now(), into: &work)
             return
         }
-        admissionGeneration &+= 1
-        let generation = admissionGeneration
-        awaitingAdmission = generation
-        insideRespond = true
-        let marker = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        let marker = admittingMarker
         pthread_setspecific(Self.respondingKey, UnsafeRawPointer(bitPattern: marker))
         server.responder.admit(head, connection: info) { [self] admission in
-            if UInt(bitPattern: pthread_getspecific(Self.respondingKey)) == marker && insideRespond && awaitingAdmission == generation {
+            if UInt(bitPattern: pthread_getspecific(Self.respondingKey)) == marker {
                 loop.admissionReturnedDuringAdmit = admission
             } else {
-                loop.queue.async { self.admissionArrived(admission, generation: generation) }
+                loop.queue.async { self.admissionArrived(admission, exchange: exchange) }
             }
         }
         pthread_setspecific(Self.respondingKey, nil)
-        insideRespond = false
         if let admission = loop.admissionReturnedDuringAdmit {
             loop.admissionReturnedDuringAdmit = nil
-            awaitingAdmission = nil
-            admissionDecided(admission)
+            machine.admissionDecided(admission, exchange: exchange, now: now(), into: &work)
         } else {
             suspendReading()
         }
     }
 
-    private func admissionArrived(_ admission: HTTPAdmission, generation: UInt64) {
+    private func admissionArrived(_ admission: HTTPAdmission, exchange: HTTPConnectionStateMachine.Exchange) {
         beginTurn()
-        guard !machine.isClosed, awaitingAdmission == generation else { return }
-        awaitingAdmission = nil
-        resumeReading()
-        admissionDecided(admission)
+        guard !machine.isClosed else { return }
+        machine.admissionDecided(admission, exchange: exchange, now: now(), into: &work)
+        // Reading stopped for this answer; the machine's own actions (a pause for the body
+        // budget) come after. A late answer for an earlier exchange changes nothing.
+        if !machine.isAwaitingAdmission { resumeReading() }
         run()
-    }
-
-    /// Hands the decision to the state machine; a refusal is a response queued like any other.
-    private func admissionDecided(_ admission: HTTPAdmission) {
-        let first = work.count
-        machine.admissionDecided(admission, now: now(), into: &work)
-        if machine.isWritingResponse { noteResponseQueued(since: first) }
-    }
-
-    /// A response was queued by the actions from `first` on: unless it streams, it counts as
-    /// written once the work loop reaches the end of them.
-    private func noteResponseQueued(since first: Int) {
-        let streams = work[first...].contains { if case .startStream = $0 { return true } else { return false } }
-        if !streams { responseCompleteAt = work.count }
     }
 
     /// The connection whose `respond` call the current thread is in, if any.
@@ -371,53 +355,52 @@ final class Connection: @unchecked Sendable {
         return key
     }()
 
-    private func responseArrived(_ response: HTTPResponse, generation: UInt64) {
+    private func responseArrived(_ response: HTTPResponse, exchange: HTTPConnectionStateMachine.Exchange) {
         beginTurn()
-        accept(response, generation: generation)
+        guard !machine.isClosed else { return }
+        accept(response, exchange: exchange)
         run()
     }
 
-    private func accept(_ response: HTTPResponse, generation: UInt64) {
-        // A second completion, or one for a connection that died meanwhile, is ignored.
-        guard !machine.isClosed, awaitingGeneration == generation else { return }
-        info.disconnect.requestAnswered()
-        awaitingGeneration = nil
+    @inline(__always)
+    private func accept(_ response: HTTPResponse, exchange: HTTPConnectionStateMachine.Exchange) {
         // Shutdown may have begun while this loop had not heard of it yet: this response then
-        // already says `Connection: close`.
-        if !shutdownNoted && server.shutdownStarted.load(ordering: .acquiring) { shutdownRequested() }
-        let first = work.count
-        machine.responseReady(response, now: now(), into: &work)
-        noteResponseQueued(since: first)
+        // already says `Connection: close` (the machine hears of it once; again changes nothing).
+        if server.shutdownStarted.load(ordering: .acquiring) { work.append(contentsOf: machine.shutdownRequested(now: now())) }
+        machine.responseReady(response, exchange: exchange, now: now(), into: &work)
     }
 
     // MARK: Streaming
 
-    private func startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool, length: Int?) {
-        let stream = ServerBodyStream(chunked: chunked, length: length,
+    private func startStream(producer: @Sendable (any HTTPBodyStream) -> Void, chunked: Bool, length: Int?,
+                             exchange: HTTPConnectionStateMachine.Exchange) {
+        let stream = ServerBodyStream(exchange: exchange, chunked: chunked, length: length,
                                       maxBacklog: loop.configuration.maxStreamBacklogBytes) { [weak self] in
             guard let self else { return }
-            self.loop.queue.async { self.streamHasData() }
+            self.loop.queue.async { self.streamHasData(exchange: exchange) }
         }
         self.stream = stream
         books.streamStarted()
         producer(stream)
     }
 
-    private func streamHasData() {
+    private func streamHasData(exchange: HTTPConnectionStateMachine.Exchange) {
         beginTurn()
-        guard !machine.isClosed, let stream else { return }
+        // The stream went with the connection, or this is a late drain of an earlier exchange's.
+        guard !machine.isClosed, let stream, stream.exchange == exchange else { return }
         let taken = stream.take()
         books.queue(taken.bytes)
         if taken.overflowed || taken.cutShort {
             // The consumer cannot keep up (dropping it bounds memory), or a body of announced
-            // length ended early (only closing tells the client).
+            // length ended early (only closing tells the client): closed on the shell's account,
+            // like a failed write.
             closeNow()
             return
         }
         if taken.finished {
             self.stream = nil
             books.streamEnded()
-            responseCompleteAt = work.count
+            machine.streamEnded(exchange: exchange, into: &work)
         }
         run()
     }
@@ -457,8 +440,6 @@ final class Connection: @unchecked Sendable {
         guard !machine.isClosed else { return }
         machine.connectionClosed()
         work.removeAll()
-        responseCompleteAt = nil
-        awaitingAdmission = nil
         // A request still waiting for its answer has nobody to answer any more.
         info.disconnect.fire()
         if let stream {
@@ -511,11 +492,15 @@ final class ServerBodyStream: HTTPBodyStream {
     }
 
     private let state = Mutex(State())
+    /// The exchange whose response body this is.
+    let exchange: HTTPConnectionStateMachine.Exchange
     private let chunked: Bool
     private let maxBacklog: Int
     private let scheduleDrain: @Sendable () -> Void
 
-    init(chunked: Bool, length: Int? = nil, maxBacklog: Int, scheduleDrain: @escaping @Sendable () -> Void) {
+    init(exchange: HTTPConnectionStateMachine.Exchange, chunked: Bool, length: Int? = nil, maxBacklog: Int,
+         scheduleDrain: @escaping @Sendable () -> Void) {
+        self.exchange = exchange
         self.chunked = chunked
         self.maxBacklog = maxBacklog
         self.scheduleDrain = scheduleDrain

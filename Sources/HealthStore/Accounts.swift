@@ -48,7 +48,8 @@ public struct AppAuthorization: Sendable, Equatable {
 }
 
 /// What one token may read and share, and the one place that says what that means (docs/api.md,
-/// Authorization). The store applies it on every read and write, so a route cannot forget it:
+/// Authorization). The `HealthData` façade applies it on every read and write, above the stores,
+/// so a route cannot forget it (reads hand the stores a `ReadVisibility` made from it):
 /// - read privacy, as in HealthKit: for a type the token may not read, data of that type is
 ///   narrowed to the token's own source, as if nothing else existed (not an error);
 /// - writes and deletes of a type the token may not share are refused with `SharingDenied`.
@@ -66,17 +67,6 @@ public struct AccessPolicy: Sendable, Equatable {
 
     public func mayRead(_ type: String) -> Bool { read.contains(type) }
     public func mayShare(_ type: String) -> Bool { share.contains(type) }
-
-    /// The one source whose data of `type` the token sees, or nil when it sees every source.
-    public func visibleSource(of type: String) -> Int64? { mayRead(type) ? nil : ownSourceRowID }
-
-    /// True when the token sees data of `type` saved by `sourceRowID`.
-    public func sees(_ type: String, from sourceRowID: Int64) -> Bool {
-        visibleSource(of: type).map { $0 == sourceRowID } ?? true
-    }
-
-    /// The types of `types` the token sees from every source.
-    public func readable<S: Sequence<String>>(_ types: S) -> [String] { types.filter(mayRead) }
 
     /// Throws `SharingDenied` unless the token may share `type`; `detail` says what was refused.
     public func requireShare(_ type: String, detail: String? = nil) throws(SharingDenied) {
@@ -127,11 +117,11 @@ public enum ReadScope: Sendable, Equatable {
         }
     }
 
-    /// The one source whose data of `type` the scope sees, or nil when it sees every source.
-    public func visibleSource(of type: String) -> Int64? {
+    /// What a read in this scope sees.
+    public var visibility: ReadVisibility {
         switch self {
-        case .app(let app): return app.access.visibleSource(of: type)
-        case .wholeUser: return nil
+        case .app(let app): return ReadVisibility(app: app)
+        case .wholeUser(let user): return ReadVisibility(wholeUser: user)
         }
     }
 }

@@ -5,10 +5,11 @@ import Statistics
 /// The one door to health data for code that answers a caller (HealthAPI's routes and services):
 /// every read and write goes through a scoped view, `app(_:)` for a token or `person(_:)` for the
 /// person themselves (or the admin acting for them), and the view decides access once, here, in
-/// the words of `AccessPolicy`. The store behind it is private, so a route cannot reach an
-/// unscoped `userRowID:` operation and cannot forget a check.
+/// the words of `AccessPolicy`: the store receives the decision (a `ReadVisibility` for a read, a
+/// `WriteGrant` for a write) and only carries it out. The store behind it is private, so a route
+/// cannot reach an unscoped `userRowID:` operation and cannot forget a check.
 public final class HealthData: Sendable {
-    private let store: any HealthDataStore
+    let store: any HealthDataStore
     /// Counts what every app view reads and writes (recent access), here where all of it passes.
     public let recentAccess: AccessRecorder
 
@@ -111,6 +112,8 @@ public struct AppHealthData: Sendable {
     let recorder: AccessRecorder
 
     public var access: AccessPolicy { app.access }
+    /// What this token's reads see: handed to the store with each read.
+    public var visibility: ReadVisibility { ReadVisibility(app: app) }
 
     // MARK: Samples
 
@@ -129,18 +132,18 @@ public struct AppHealthData: Sendable {
     }
 
     public func samples(_ query: SampleQuery) throws -> SamplePage {
-        let page = try store.samples(query, for: app, userExternalID: app.userID)
+        let page = try store.samples(query, visibility: visibility)
         countRead(query.type, page.samples.count)
         return page
     }
     public func sample(_ uuid: HealthUUID) throws -> StoredSample? {
-        let found = try store.sample(uuid, for: app, userExternalID: app.userID)
+        let found = try store.sample(uuid, visibility: visibility)
         if let found { countRead(found.sample.type, 1) }
         return found
     }
     public func deleteSample(_ uuid: HealthUUID) throws {
         // The type, for the access log: a sample the app cannot see is not deleted either.
-        let type = try store.sample(uuid, for: app, userExternalID: app.userID)?.sample.type
+        let type = try store.sample(uuid, visibility: visibility)?.sample.type
         try store.deleteSample(uuid, by: app)
         if let type { countWrite(type, 1) }
     }
@@ -150,7 +153,7 @@ public struct AppHealthData: Sendable {
         return deleted
     }
     public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
-        let sources = try store.sources(type: type, for: app)
+        let sources = try store.sources(type: type, visibility: visibility)
         countRead(type, 0)
         return sources
     }
@@ -184,8 +187,8 @@ public struct AppHealthData: Sendable {
     // MARK: Change feed
 
     public func changes(_ request: ChangeRequest) throws -> ChangePage {
-        let page = try store.changes(request, for: app, userExternalID: app.userID)
-        countReads(page.added.map(\.sample.type) + page.deleted.map(\.type))
+        let page = try store.changes(request, visibility: visibility)
+        countReads(page.added.lazy.map(\.sample.type) + page.deleted.lazy.map(\.type))
         return page
     }
     public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: app.userRowID) }
@@ -266,7 +269,9 @@ public struct AppHealthData: Sendable {
 
     // MARK: IMU sessions
 
-    public func imuSession(_ session: String, seq: Int?) throws -> IMUSessionLookup { try store.imuSession(app: app, session: session, seq: seq) }
+    public func imuSession(_ session: String, seq: Int?) throws -> IMUSessionLookup {
+        try store.imuSession(owner: AppSource(app), session: session, seq: seq)
+    }
 
     /// Commits a pedometer batch. Its samples must already be narrowed with `shareable` (the answer
     /// names what was refused): one the token may not share fails the commit with `SharingDenied`.
@@ -279,16 +284,18 @@ public struct AppHealthData: Sendable {
         }
     }
 
-    public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals { try store.pedometerTotals(app: app, start: start, end: end) }
+    public func pedometerTotals(start: Int64, end: Int64) throws -> PedometerTotals {
+        try store.pedometerTotals(owner: AppSource(app), start: start, end: end)
+    }
 
     // MARK: Workout sessions
 
     public func startWorkoutSession(activityType: String, zone: HeartRateZoneBounds?, at start: Int64) throws -> WorkoutSession {
         try store.startWorkoutSession(app: app, activityType: activityType, zone: zone, at: start)
     }
-    public func workoutSession(id: String) throws -> WorkoutSession? { try store.workoutSession(id: id, app: app) }
+    public func workoutSession(id: String) throws -> WorkoutSession? { try store.workoutSession(id: id, owner: AppSource(app)) }
     public func changeWorkoutSession(id: String, action: WorkoutSessionAction, now: Int64) throws -> WorkoutSession {
-        try store.changeWorkoutSession(id: id, app: app, action: action, now: now)
+        try store.changeWorkoutSession(id: id, owner: AppSource(app), action: action, now: now)
     }
     public func endWorkoutSession(id: String, now: Int64) throws -> WorkoutSession {
         let ended = try store.endWorkoutSession(id: id, app: app, now: now)
@@ -299,15 +306,26 @@ public struct AppHealthData: Sendable {
     // MARK: Recent access
 
     func count(_ type: String, _ counts: AccessCounts) {
+        // The person reading their own data (the dashboard signed in) is not an app's access.
+        guard !app.isPersonsOwnReads else { return }
         recorder.record(userRowID: app.userRowID, app: app.appName, type: type, counts)
     }
 
     /// One read of `type` that returned `samples` samples or statistics.
     func countRead(_ type: String, _ samples: Int) { count(type, AccessCounts(reads: 1, samplesRead: Int64(samples))) }
 
-    /// One read of each type in `types` (one entry per sample returned).
-    func countReads(_ types: [String]) {
-        for (type, samples) in Dictionary(types.map { ($0, 1) }, uniquingKeysWith: +) { countRead(type, samples) }
+    /// One read of each type among `types` (one entry per sample returned). A page holds runs of
+    /// one type, so a type is looked up once per run, not per sample.
+    func countReads<Types: Sequence<String>>(_ types: Types) {
+        var perType: [String: Int] = [:]
+        var run: (type: String, count: Int)?
+        for type in types {
+            if run?.type == type { run?.count += 1; continue }
+            if let (previous, count) = run { perType[previous, default: 0] += count }
+            run = (type, 1)
+        }
+        if let (previous, count) = run { perType[previous, default: 0] += count }
+        for (type, samples) in perType { countRead(type, samples) }
     }
 
     func countWrite(_ type: String, _ samples: Int) { count(type, AccessCounts(writes: 1, samplesWritten: Int64(samples))) }
@@ -327,6 +345,16 @@ public struct PersonHealthData: Sendable {
     public let user: User
     let recorder: AccessRecorder
 
+    /// The person's reads see every source of every type.
+    public var visibility: ReadVisibility { ReadVisibility(wholeUser: user) }
+
+    public func samples(_ query: SampleQuery) throws -> SamplePage { try store.samples(query, visibility: visibility) }
+    public func sample(_ uuid: HealthUUID) throws -> StoredSample? { try store.sample(uuid, visibility: visibility) }
+    public func sources(type: String) throws -> [(app: String, devices: [SampleDevice])] {
+        try store.sources(type: type, visibility: visibility)
+    }
+    public func changes(_ request: ChangeRequest) throws -> ChangePage { try store.changes(request, visibility: visibility) }
+    public func currentChangePosition() throws -> ChangePosition { try store.currentChangePosition(userRowID: user.rowID) }
     public func replaceCharacteristics(_ values: [(String, String)]) throws { try store.replaceCharacteristics(userRowID: user.rowID, values) }
     public func activityGoals() throws -> ActivityGoals { try store.activityGoals(userRowID: user.rowID) }
     public func setActivityGoals(_ goals: ActivityGoals) throws { try store.setActivityGoals(userRowID: user.rowID, goals) }

@@ -8,9 +8,13 @@ import Statistics
 ///
 /// The value types (users, authorizations and their `AccessPolicy`, sample queries and pages,
 /// change positions, statistics answers...) live beside it in this module, so both backends speak
-/// the same words. Every read and write applies the caller's `AccessPolicy` inside the store, so a
-/// route cannot forget it. Calls are coarse (one per request, one per batch): the cost of calling
-/// through `any HealthDataStore` is one indirect call per request, never one per sample.
+/// the same words. Access is decided above this protocol, once, by the `HealthData` façade (the
+/// only door routes have) and the extensions beside it: reads receive a `ReadVisibility` (for each
+/// type, every source or only the app's own) and writes a `WriteGrant`, and a backend only turns
+/// those into SQL; it never applies an `AccessPolicy` itself. The `userRowID:` operations are
+/// unscoped: the importers, the seeder, admin paths and the façade's readers use them. Calls are
+/// coarse (one per request, one per batch): the cost of calling through `any HealthDataStore` is
+/// one indirect call per request, never one per sample.
 ///
 /// Errors: `StoreError`, `SharingDenied`, `SampleConflict`, `ChangeFeedError`, `IMUIngestError`,
 /// `WorkoutSessionTransitionError` mean what the API says; a backend's own error that conforms to
@@ -68,7 +72,7 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// False when there is no such unrevoked authorization. How soon a revoked token stops working
     /// is the backend's documented bound (at once for SQLite).
     func revokeAuthorization(id: String) throws -> Bool
-    /// The user's apps with a live token (oldest source first) and what those tokens may read and share.
+    /// The user's apps with switches (oldest source first) and what their tokens may read and share.
     func appPermissions(userRowID: Int64) throws -> [AppPermissions]
     /// The authorization for a token hash if it is cached and still valid; nil says nothing. No I/O.
     func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization?
@@ -101,6 +105,35 @@ public protocol HealthDataStore: AnyObject, Sendable {
     func signInFailures(kind: SignInFailureKind, key: String, sinceMs: Int64) throws -> [Int64]
     func recordSignInFailure(keys: [(kind: SignInFailureKind, key: String)], atMs: Int64, forgetBeforeMs: Int64) throws
 
+    // MARK: People's permissions (grants) and permission requests
+
+    /// The person's apps: every app they have switches for (a grant), oldest first.
+    func appGrants(userRowID: Int64) throws -> [AppGrant]
+    /// Changes one app's switches with `change`, in one transaction, and returns the grant as
+    /// saved; nil when the person has no such app. When what the tokens may do changed, every token
+    /// of the app ends what it has in flight (the authorization observers, on every node).
+    func updateAppGrant(userRowID: Int64, app: String, _ change: (inout AppGrant) throws -> Void) throws -> AppGrant?
+    /// Revokes every live token of the app and forgets its switches (asking again starts afresh);
+    /// false when the person has no such app.
+    func revokeApp(userRowID: Int64, app: String) throws -> Bool
+    /// Stores a new permission request; false (nothing stored) when its user code is taken, so the
+    /// caller draws another. Purges requests older than `AuthorizationRequestRecord.retention`.
+    func createAuthorizationRequest(_ record: AuthorizationRequestRecord, deviceCodeHash: [UInt8]) throws -> Bool
+    /// The request with this user code (8 letters), whatever its state.
+    func authorizationRequest(userCode: String) throws -> AuthorizationRequestRecord?
+    /// The person's answer, in one transaction: `answer` gets the request and the person's grant
+    /// for its app (a new, empty one when there is none) and changes both; the store saves them.
+    /// Nil when no request has this user code.
+    func answerAuthorizationRequest(userCode: String, user: User,
+                                    _ answer: (inout AuthorizationRequestRecord, inout AppGrant) throws -> Void) throws
+        -> AuthorizationRequestRecord?
+    /// One poll, in one transaction that locks the request (two nodes cannot both issue): `poll`
+    /// changes the request and answers true to issue the token now, which the store makes in the
+    /// same transaction for the person who allowed, following their grant. A request whose app the
+    /// person has revoked since is denied instead.
+    func pollAuthorizationRequest(deviceCodeHash: [UInt8], _ poll: (inout AuthorizationRequestRecord) -> Bool) throws
+        -> AuthorizationPollOutcome
+
     // MARK: Samples
 
     /// Saves a batch atomically (all or none) and returns the uuids in request order: the writes
@@ -110,17 +143,19 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// the error) once the batch is durable.
     func save(_ samples: [HealthSample], granted: WriteGrant,
               completion: @escaping @Sendable (Result<[HealthUUID], any Error>) -> Void)
-    /// Samples of one type visible to `app`, one page in the query's order.
-    func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage
-    /// One sample by uuid, if the user has it and the app may see it.
-    func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample?
-    /// Deletes one sample the app saved, leaving a tombstone: another app's is `forbidden` (or
-    /// `notFound` when the app may not read the type), none is `notFound`.
-    func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws
+    /// Samples of one type that `visibility` sees, one page in the query's order.
+    func samples(_ query: SampleQuery, visibility: ReadVisibility) throws -> SamplePage
+    /// One sample by uuid, if the user has it and `visibility` sees it.
+    func sample(_ uuid: HealthUUID, visibility: ReadVisibility) throws -> StoredSample?
+    /// Deletes one sample of the grant's user, leaving a tombstone: none is `notFound`; otherwise
+    /// `allowing` judges the sample's type and source inside the transaction (it throws to refuse).
+    func deleteSample(_ uuid: HealthUUID, granted: WriteGrant,
+                      allowing: (_ type: String, _ sourceRowID: Int64) throws -> Void) throws
     /// Deletes the app's own top-level samples of a type in [start, end) (overlap); returns how many.
     func deleteSamples(type: String, start: Int64, end: Int64, granted: WriteGrant) throws -> Int
-    /// The apps (with their devices) that saved a type, first saver first (HKSourceQuery).
-    func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])]
+    /// The apps (with their devices) that saved a type and that `visibility` sees, first saver
+    /// first (HKSourceQuery).
+    func sources(type: String, visibility: ReadVisibility) throws -> [(app: String, devices: [SampleDevice])]
     /// How many samples (top-level and correlation objects) of `type` the user has from `app`.
     func sampleCount(userRowID: Int64, type: String, app: String) throws -> Int
     /// Milliseconds of [start, end) covered by samples of `type` with a positive value (their union).
@@ -128,8 +163,8 @@ public protocol HealthDataStore: AnyObject, Sendable {
 
     // MARK: Change feed
 
-    /// Changes after `request.after` as `app` sees them: following `next` misses and repeats nothing.
-    func changes(_ request: ChangeRequest, for app: AppAuthorization, userExternalID: String) throws -> ChangePage
+    /// Changes after `request.after` that `visibility` sees: following `next` misses and repeats nothing.
+    func changes(_ request: ChangeRequest, visibility: ReadVisibility) throws -> ChangePage
     /// The position of "now" in the user's change sequence: a client starting here sees only later changes.
     func currentChangePosition(userRowID: Int64) throws -> ChangePosition
     /// Purges tombstones deleted before `cutoff` (Unix ms); older anchors become expired. Returns how many.
@@ -160,18 +195,19 @@ public protocol HealthDataStore: AnyObject, Sendable {
 
     // MARK: IMU sessions (the pedometer's exactly-once batches)
 
-    func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup
+    func imuSession(owner: AppSource, session: String, seq: Int?) throws -> IMUSessionLookup
     func commitIMU(granted: WriteGrant, session: String, seq: Int?, device: SampleDevice?,
                    basis: IMUSessionState, result: IMUBatchResult,
                    completion: @escaping @Sendable (Result<[UInt8], any Error>) -> Void)
-    func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals
+    func pedometerTotals(owner: AppSource, start: Int64, end: Int64) throws -> PedometerTotals
 
     // MARK: Workout sessions
 
     func startWorkoutSession(granted: WriteGrant, activityType: String, zone: HeartRateZoneBounds?,
                              at start: Int64) throws -> WorkoutSession
-    func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession?
-    func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction,
+    /// The session `id` if it is `owner`'s; another app's or user's is nil, as if it did not exist.
+    func workoutSession(id: String, owner: AppSource) throws -> WorkoutSession?
+    func changeWorkoutSession(id: String, owner: AppSource, action: WorkoutSessionAction,
                               now: Int64) throws -> WorkoutSession
     func endWorkoutSession(id: String, granted: WriteGrant, now: Int64, workoutUUID: HealthUUID) throws -> WorkoutSession
     /// Users with a running or paused session, and how many each has.
@@ -263,6 +299,22 @@ extension HealthDataStore {
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>)
         throws -> (authorization: AppAuthorization, token: String) {
         try createAuthorization(user: user, app: app, read: read, share: share, disclosesRead: false)
+    }
+
+    public func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup {
+        try imuSession(owner: AppSource(app), session: session, seq: seq)
+    }
+
+    public func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals {
+        try pedometerTotals(owner: AppSource(app), start: start, end: end)
+    }
+
+    public func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession? {
+        try workoutSession(id: id, owner: AppSource(app))
+    }
+
+    public func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction, now: Int64) throws -> WorkoutSession {
+        try changeWorkoutSession(id: id, owner: AppSource(app), action: action, now: now)
     }
 
     /// Ends a session, saving its workout under a fresh uuid.

@@ -12,11 +12,34 @@ public struct IntervalFigures: Sendable {
     }
 }
 
-/// The reads a token's routes make, with read privacy (`AccessPolicy`) applied here, once, on top
-/// of each backend's unscoped primitives: a route asks for what the token may see and never filters
-/// an answer itself, so a new route cannot forget it. The `userRowID:` primitives are for the
-/// admin's paths (importers, the seeder, admin routes) and for these readers.
+/// The reads a token's routes make, with read privacy (`AccessPolicy`) decided here, once, above
+/// the backends: a sample read hands the backend the `ReadVisibility` made from the token, and the
+/// statistics, source order and characteristics are narrowed here on top of the unscoped
+/// `userRowID:` primitives (which are otherwise for the admin's paths: importers, the seeder,
+/// admin routes). A route asks for what the token may see and never filters an answer itself.
 extension HealthDataStore {
+    /// Samples of one type visible to `app`: all of the user's when it may read the type, otherwise
+    /// only its own (HealthKit's read privacy: nothing says other data exists).
+    public func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage {
+        try samples(query, visibility: ReadVisibility(app: app, userExternalID: userExternalID))
+    }
+
+    /// One sample by uuid, if the user has it and the app may see it.
+    public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
+        try sample(uuid, visibility: ReadVisibility(app: app, userExternalID: userExternalID))
+    }
+
+    /// The apps (with their devices) that saved a type; without read permission only the calling
+    /// app itself can appear.
+    public func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])] {
+        try sources(type: type, visibility: ReadVisibility(app: app))
+    }
+
+    /// Changes after `request.after` as `app` sees them.
+    public func changes(_ request: ChangeRequest, for app: AppAuthorization, userExternalID: String) throws -> ChangePage {
+        try changes(request, visibility: ReadVisibility(app: app, userExternalID: userExternalID))
+    }
+
     /// HKStatisticsQuery / HKStatisticsCollectionQuery answers, one per bucket. Without read
     /// permission for the type, the figures are those of the app's own samples only (its own
     /// source's unmerged figures), as if no other data existed. Throws `StatisticsError` for a range
@@ -58,7 +81,7 @@ extension HealthDataStore {
     /// only the app's own samples when it may not read the type (the time behind a summary's pace).
     public func coveredDuration(type: HealthType, start: Int64, end: Int64, for app: AppAuthorization) throws -> Int64 {
         try coveredDuration(userRowID: app.userRowID, type: type, start: start, end: end,
-                            onlySource: app.access.visibleSource(of: type.id))
+                            onlySource: ReadVisibility(app: app).sources(of: type.id).onlySource)
     }
 
     /// One export page of `type` as `scope` sees it: a token sees only its own samples of a type it
@@ -66,6 +89,6 @@ extension HealthDataStore {
     public func exportPage(type: String, scope: ReadScope, after: SampleCursor?,
                            limit: Int) throws -> [(sample: StoredSample, cursor: SampleCursor)] {
         try exportPage(userRowID: scope.userRowID, userExternalID: scope.userExternalID, type: type,
-                       onlySource: scope.visibleSource(of: type), after: after, limit: limit)
+                       onlySource: scope.visibility.sources(of: type).onlySource, after: after, limit: limit)
     }
 }

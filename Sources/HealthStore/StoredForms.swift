@@ -7,6 +7,14 @@ package enum StoredForms {
     /// A stored permission list (comma-separated type ids) as a set.
     package static func typeList(_ text: String) -> Set<String> { Set(text.split(separator: ",").map(String.init)) }
 
+    /// A permission set as stored: its type ids sorted, comma-separated.
+    package static func typeListText(_ types: Set<String>) -> String { types.sorted().joined(separator: ",") }
+
+    /// An ordered list of type ids (what an app asked for, in its order), comma-separated.
+    package static func orderedTypeListText(_ types: [String]) -> String { types.joined(separator: ",") }
+
+    package static func orderedTypeList(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
+
     package static func encodeAppList(_ apps: [String]) -> String {
         var writer = JSONWriter()
         writer.beginArray()
@@ -22,29 +30,6 @@ package enum StoredForms {
             throw RowDecodingError(table: "source_priorities", column: "apps", problem: "is not a JSON array of app names")
         }
         return values.compactMap(\.stringValue)
-    }
-}
-
-extension AppAuthorization {
-    /// The SQL condition (over `type_id` and `source_id`, with `sourceParameter` the app's source)
-    /// selecting the rows `app` may see among `types`: every source for readable types, its own rows
-    /// for the rest (HealthKit's read privacy). Nil when nothing can match. Type codes are integers
-    /// from the catalog map (`code`), never client text.
-    package func visibilityCondition(types: Set<String>?, sourceParameter own: String,
-                                     code: (String) -> Int64?) -> String? {
-        func codes(_ names: some Sequence<String>) -> [Int64] { names.compactMap(code).sorted() }
-        func list(_ codes: [Int64]) -> String { codes.map(String.init).joined(separator: ",") }
-        if let types {
-            let all = codes(types)
-            let readable = codes(access.readable(types))
-            guard !all.isEmpty else { return nil }
-            if readable.count == all.count { return "type_id IN (\(list(all)))" }
-            if readable.isEmpty { return "(source_id = \(own) AND type_id IN (\(list(all))))" }
-            return "(type_id IN (\(list(readable))) OR (source_id = \(own) AND type_id IN (\(list(all)))))"
-        }
-        let readable = codes(read)
-        if readable.isEmpty { return "source_id = \(own)" }
-        return "(type_id IN (\(list(readable))) OR source_id = \(own))"
     }
 }
 
@@ -99,6 +84,53 @@ package enum ActivityGoalsColumn: Int, TableColumns {
         case .activeEnergyBurned: "active_energy_kcal"
         case .appleExerciseTime: "exercise_minutes"
         case .appleStandHours: "stand_hours"
+        }
+    }
+}
+
+/// `app_grants`' columns, in SELECT order (both stores).
+package enum AppGrantColumn: Int, TableColumns {
+    case app, displayName, readTypes, shareTypes, decidedReadTypes, decidedShareTypes, createdMs, lastUsedMs
+
+    package static let table = "app_grants"
+
+    package var name: String {
+        switch self {
+        case .app: "app"
+        case .displayName: "display_name"
+        case .readTypes: "read_types"
+        case .shareTypes: "share_types"
+        case .decidedReadTypes: "decided_read_types"
+        case .decidedShareTypes: "decided_share_types"
+        case .createdMs: "created_ms"
+        case .lastUsedMs: "last_used_ms"
+        }
+    }
+}
+
+/// `authorization_requests`' columns, in SELECT order (both stores).
+package enum AuthorizationRequestColumn: Int, TableColumns {
+    case id, userCode, app, displayName, reason, shareTypes, readTypes, createdMs, intervalSeconds, lastPollMs, state, userID,
+         grantedShareTypes, grantedReadTypes
+
+    package static let table = "authorization_requests"
+
+    package var name: String {
+        switch self {
+        case .id: "id"
+        case .userCode: "user_code"
+        case .app: "app"
+        case .displayName: "display_name"
+        case .reason: "reason"
+        case .shareTypes: "share_types"
+        case .readTypes: "read_types"
+        case .createdMs: "created_ms"
+        case .intervalSeconds: "interval_s"
+        case .lastPollMs: "last_poll_ms"
+        case .state: "state"
+        case .userID: "user_id"
+        case .grantedShareTypes: "granted_share_types"
+        case .grantedReadTypes: "granted_read_types"
         }
     }
 }

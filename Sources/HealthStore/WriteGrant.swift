@@ -5,9 +5,12 @@ import HealthModel
 /// decision and never make it. What a backend writes as comes from `app`: its user and source.
 public struct WriteGrant: Sendable {
     public let app: AppAuthorization
+    /// What reads inside the write see (a workout's totals when its session ends): the app's view.
+    public let reads: ReadVisibility
 
     init(_ app: AppAuthorization) {
         self.app = app
+        self.reads = ReadVisibility(app: app)
     }
 }
 
@@ -35,6 +38,22 @@ extension HealthDataStore {
             return
         }
         save(samples, granted: WriteGrant(app), completion: completion)
+    }
+
+    /// Deletes one sample the app saved, leaving a tombstone. Another app's sample is `forbidden`,
+    /// or `notFound` when the app may not read its type (it must not learn the sample exists);
+    /// none is `notFound`; the app's own of a type it may not share is `SharingDenied`.
+    public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
+        let visibility = ReadVisibility(app: app)
+        try deleteSample(uuid, granted: WriteGrant(app)) { type, sourceRowID in
+            guard sourceRowID == app.sourceRowID else {
+                if visibility.sees(type, from: sourceRowID) {
+                    throw StoreError.forbidden("sample \(uuid.lowercasedString) was saved by another app")
+                }
+                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
+            }
+            try app.access.requireShare(type)
+        }
     }
 
     /// Deletes the app's own top-level samples of a type in [start, end) (overlap); returns how many.

@@ -84,45 +84,40 @@ extension PostgresHealthStore {
 
     // MARK: Authorizations
 
+    /// The admin acts for the person: the switches it names are turned on in the person's grant for
+    /// the app (made if missing), and the token, like every token of the app, follows the grant.
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>, disclosesRead: Bool)
         throws -> (authorization: AppAuthorization, token: String) {
-        let token = SecureRandom.token(prefix: "hdt_")
-        let hash = TokenHashing.hash(token)
-        let id = Self.newIdentifier()
-        let authorization = try pool.transaction { connection -> AppAuthorization in
-            let sourceRowID = try Self.sourceRowID(connection, userRowID: user.rowID, app: app)
-            try connection.execute("""
-                INSERT INTO authorizations (id, user_id, app, source_id, token_hash, read_types, share_types, created_ms, discloses_read)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                """, [.text(id), .int64(user.rowID), .text(app), .int64(sourceRowID), .bytes(hash),
-                      .text(read.sorted().joined(separator: ",")), .text(share.sorted().joined(separator: ",")),
-                      .int64(StoreClock.nowMilliseconds()), .bool(disclosesRead)])
-            return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app, sourceRowID: sourceRowID,
-                                    read: read, share: share, disclosesRead: disclosesRead)
+        var ended: Set<String> = []
+        let created = try pool.transaction { connection -> (AppAuthorization, String) in
+            let before = try Self.appGrant(connection, userRowID: user.rowID, app: app, lock: true)
+            var grant = before ?? AppGrant(app: app, displayName: app, created: StoreClock.nowMilliseconds())
+            grant.turnOn(read: read, share: share)
+            try Self.saveGrant(connection, userRowID: user.rowID, grant)
+            if let before, grant.changesAccess(from: before) {
+                ended = try endTokens(connection, userRowID: user.rowID, app: app)
+            }
+            return try Self.insertToken(connection, user: user, app: app, grant: grant, disclosesRead: disclosesRead)
         }
-        return (authorization, token)
+        forgetAuthorizations(ids: ended)
+        return created
     }
 
-    public func appAuthorizationCreatingIfNeeded(user: User, app: String, read: Set<String>, share: Set<String>)
-        throws -> AppAuthorization {
-        let candidates = try pool.withConnection { connection in
-            try connection.map("""
-                SELECT id, read_types, share_types, source_id, discloses_read FROM authorizations
-                WHERE user_id = $1 AND app = $2 AND revoked_ms IS NULL ORDER BY created_ms
-                """, [.int64(user.rowID), .text(app)]) { row in
-                enum Column: Int, TableColumns {
-                    case id, readTypes, shareTypes, sourceID, disclosesRead
-                    static let table = "authorizations"
-                }
-                return AppAuthorization(id: try row.string(Column.id), userRowID: user.rowID, userID: user.id, appName: app,
-                                        sourceRowID: try row.int64(Column.sourceID), read: StoredForms.typeList(try row.string(Column.readTypes)),
-                                        share: StoredForms.typeList(try row.string(Column.shareTypes)), disclosesRead: try row.bool(Column.disclosesRead))
-            }
-        }
-        if let existing = candidates.first(where: { read.isSubset(of: $0.read) && share.isSubset(of: $0.share) }) {
-            return existing
-        }
-        return try createAuthorization(user: user, app: app, read: read, share: share).authorization
+    /// A new token row for `app`, reading its access from `grant` (which must be saved).
+    static func insertToken(_ connection: PostgresConnection, user: User, app: String, grant: AppGrant, disclosesRead: Bool)
+        throws -> (authorization: AppAuthorization, token: String) {
+        let token = SecureRandom.token(prefix: "hdt_")
+        let id = newIdentifier()
+        let sourceRowID = try sourceRowID(connection, userRowID: user.rowID, app: app)
+        // read_types/share_types record what the token was made with; its access is the grant's.
+        try connection.execute("""
+            INSERT INTO authorizations (id, user_id, app, source_id, token_hash, read_types, share_types, created_ms, discloses_read)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            """, [.text(id), .int64(user.rowID), .text(app), .int64(sourceRowID), .bytes(TokenHashing.hash(token)),
+                  .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
+                  .int64(StoreClock.nowMilliseconds()), .bool(disclosesRead)])
+        return (AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app, sourceRowID: sourceRowID,
+                                 read: grant.read, share: grant.share, disclosesRead: disclosesRead), token)
     }
 
     /// Marks the row revoked and announces it (in the same transaction) to every node, which drop
@@ -145,12 +140,32 @@ extension PostgresHealthStore {
     }
 
     /// Drops the cached token and tells the authorization observers (this node's streams).
-    func forgetAuthorization(id: String) {
+    func forgetAuthorization(id: String) { forgetAuthorizations(ids: [id]) }
+
+    func forgetAuthorizations(ids: Set<String>) {
+        guard !ids.isEmpty else { return }
         authorizationCache.withLock { cache in
-            cache.entries = cache.entries.filter { $0.value.authorization.id != id }
+            cache.entries = cache.entries.filter { !ids.contains($0.value.authorization.id) }
             cache.generation &+= 1
         }
-        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+        let observers = authorizationObservers.withLock { $0 }
+        for id in ids.sorted() {
+            for observer in observers { observer(id) }
+        }
+    }
+
+    /// The live tokens of the app, announced (in the calling transaction) to every node as ended,
+    /// and ended on this node before the commit: their access changed.
+    func endTokens(_ connection: PostgresConnection, userRowID: Int64, app: String) throws -> Set<String> {
+        enum Column: Int, TableColumns {
+            case id
+            static let table = "authorizations"
+        }
+        let ids = Set(try connection.map("SELECT id FROM authorizations WHERE user_id = $1 AND app = $2 AND revoked_ms IS NULL",
+                                         [.int64(userRowID), .text(app)]) { try $0.string(Column.id) })
+        for id in ids.sorted() { try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text("r \(id)")]) }
+        forgetAuthorizations(ids: ids)
+        return ids
     }
 
     public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
@@ -162,7 +177,7 @@ extension PostgresHealthStore {
         let quoted = ids.sorted().map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
         let found = try pool.withConnection { connection in
             try connection.map("""
-                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.id = ANY($1::text[]) AND a.revoked_ms IS NULL
                 """, [.text("{" + quoted.joined(separator: ",") + "}")]) { row in try Self.appAuthorization(row) }
         }
@@ -171,11 +186,15 @@ extension PostgresHealthStore {
 
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
         let now = StoreClock.nowMilliseconds()
-        return authorizationCache.withLock { cache in
-            guard let entry = cache.entries[tokenHash], now - entry.readAt < Self.authorizationRevalidation else { return nil }
+        let (found, due) = authorizationCache.withLock { cache -> (AppAuthorization?, Bool) in
+            guard let entry = cache.entries[tokenHash], now - entry.readAt < Self.authorizationRevalidation else { return (nil, false) }
             cache.entries[tokenHash]?.usedAt = now
-            return entry.authorization
+            guard UsageStamp.isDue(lastWritten: entry.usageWritten, now: now) else { return (entry.authorization, false) }
+            cache.entries[tokenHash]?.usageWritten = now
+            return (entry.authorization, true)
         }
+        if due, let found { recordUse(found, at: now) }
+        return found
     }
 
     public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? {
@@ -184,14 +203,18 @@ extension PostgresHealthStore {
         let readAt = StoreClock.nowMilliseconds()
         let found = try pool.withConnection { connection in
             try connection.first("""
-                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
+                SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.token_hash = $1 AND a.revoked_ms IS NULL
                 """, [.bytes(tokenHash)]) { row in try Self.appAuthorization(row) }
         }
-        authorizationCache.withLock { cache in
-            guard cache.generation == generation else { return }
-            if let found { cache.entries[tokenHash] = (found, readAt, readAt) } else { cache.entries[tokenHash] = nil }
+        let due = authorizationCache.withLock { cache -> Bool in
+            let written = cache.entries[tokenHash]?.usageWritten
+            let due = UsageStamp.isDue(lastWritten: written, now: readAt)
+            guard cache.generation == generation else { return due }
+            if let found { cache.entries[tokenHash] = (found, readAt, readAt, due ? readAt : written) } else { cache.entries[tokenHash] = nil }
+            return due
         }
+        if due, let found { recordUse(found, at: readAt) }
         return found
     }
 
@@ -203,10 +226,32 @@ extension PostgresHealthStore {
         static let table = "authorizations"
     }
 
-    private static let authorizationColumns =
-        "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, a.source_id, a.discloses_read"
+    static let authorizationColumns =
+        "a.id, a.user_id, u.external_id, a.app, g.read_types, g.share_types, a.source_id, a.discloses_read"
 
-    private static func appAuthorization(_ row: PostgresRow) throws -> AppAuthorization {
+    /// A token with its user and its app's grant, where its access comes from.
+    static let authorizationJoins = """
+        authorizations a JOIN users u ON u.id = a.user_id JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
+        """
+
+    /// Writes that the token was used at `now` (its row's and its app's `last_used_ms`), off the
+    /// request's path. A failed write only leaves "last used" older.
+    func recordUse(_ authorization: AppAuthorization, at now: Int64) {
+        usageWriter.async { [pool] in
+            _ = try? pool.transaction { connection in
+                try connection.execute("UPDATE authorizations SET last_used_ms = greatest(last_used_ms, $1) WHERE id = $2",
+                                       [.int64(now), .text(authorization.id)])
+                try connection.execute("""
+                    UPDATE app_grants SET last_used_ms = greatest(last_used_ms, $1) WHERE user_id = $2 AND app = $3
+                    """, [.int64(now), .int64(authorization.userRowID), .text(authorization.appName)])
+            }
+        }
+    }
+
+    /// Waits until the uses recorded so far are written (tests).
+    package func waitForUsageWrites() { usageWriter.sync {} }
+
+    static func appAuthorization(_ row: PostgresRow) throws -> AppAuthorization {
         AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
                          userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
                          sourceRowID: try row.int64(AuthorizationColumn.sourceID),
@@ -232,7 +277,7 @@ extension PostgresHealthStore {
         let readAt = StoreClock.nowMilliseconds()
         let confirmed = try pool.withConnection { connection in
             try connection.map("""
-                SELECT \(Self.authorizationColumns), a.token_hash FROM authorizations a JOIN users u ON u.id = a.user_id
+                SELECT \(Self.authorizationColumns), a.token_hash FROM \(Self.authorizationJoins)
                 WHERE a.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($1::text[]) AS h)) AND a.revoked_ms IS NULL
                 """, [.text("{" + hashes.map { Hex.encode($0) }.joined(separator: ",") + "}")]) { row in
                 (try row.bytes(AuthorizationColumn.tokenHash), try Self.appAuthorization(row))
@@ -245,7 +290,7 @@ extension PostgresHealthStore {
             for hash in hashes {
                 guard let entry = cache.entries[hash] else { continue }
                 if let authorization = found[hash] {
-                    cache.entries[hash] = (authorization, max(entry.readAt, readAt), entry.usedAt)
+                    cache.entries[hash] = (authorization, max(entry.readAt, readAt), entry.usedAt, entry.usageWritten)
                 } else {
                     cache.entries[hash] = nil
                 }

@@ -3,40 +3,40 @@ import HealthStore
 import PostgreSQL
 
 extension PostgresHealthStore {
-    /// Changes after `request.after` as `app` sees them, read in one snapshot.
+    /// Changes after `request.after` that `visibility` sees, read in one snapshot.
     ///
     /// Why following `next` misses nothing and repeats nothing with several nodes writing: a
     /// user's change numbers are handed out under their counter row's lock, held until COMMIT, so
     /// the user's transactions commit in number order; a snapshot that sees the counter at N sees
     /// every change up to N and none after it.
-    public func changes(_ request: ChangeRequest, for app: AppAuthorization, userExternalID: String) throws -> ChangePage {
+    public func changes(_ request: ChangeRequest, visibility: ReadVisibility) throws -> ChangePage {
         try pool.read { connection in
-            let current = try Self.currentChangeNumber(userRowID: app.userRowID, connection)
+            let current = try Self.currentChangeNumber(userRowID: visibility.userRowID, connection)
             let position = request.after ?? ChangePosition(seq: 0, tombstoneFloor: current)
-            let horizon = try connection.scalarInt64("SELECT seq FROM change_horizons WHERE user_id = $1", [.int64(app.userRowID)]) ?? 0
+            let horizon = try connection.scalarInt64("SELECT seq FROM change_horizons WHERE user_id = $1", [.int64(visibility.userRowID)]) ?? 0
             if horizon > position.tombstonesAfter { throw ChangeFeedError.anchorExpired }
             let limit = request.limit
             var rows: [SampleRow] = []
             var tombstones: [(seq: Int64, deleted: DeletedSample?)] = []
-            if let visibility = app.visibilityCondition(types: request.types, sourceParameter: "$3",
-                                                                 code: { typeCode(for: $0) }) {
+            if let condition = visibility.condition(types: request.types, sourceParameter: "$3", code: { typeCode(for: $0) }) {
                 rows = try connection.map("""
                     SELECT \(SampleRow.selectList) FROM samples
-                    WHERE user_id = $1 AND seq > $2 AND parent_seq IS NULL AND \(visibility)
+                    WHERE user_id = $1 AND seq > $2 AND parent_seq IS NULL AND \(condition)
                     ORDER BY seq LIMIT $4
-                    """, [.int64(app.userRowID), .int64(position.seq), .int64(app.sourceRowID), .int64(Int64(limit + 1))],
+                    """, [.int64(visibility.userRowID), .int64(position.seq), .int64(visibility.ownSource), .int64(Int64(limit + 1))],
                     SampleRow.init)
                 tombstones = try connection.map("""
                     SELECT \(TombstoneColumn.selectList) FROM deleted_samples
-                    WHERE user_id = $1 AND seq > $2 AND \(visibility)
+                    WHERE user_id = $1 AND seq > $2 AND \(condition)
                     ORDER BY seq LIMIT $4
-                    """, [.int64(app.userRowID), .int64(position.tombstonesAfter), .int64(app.sourceRowID), .int64(Int64(limit + 1))]) { row in
+                    """, [.int64(visibility.userRowID), .int64(position.tombstonesAfter), .int64(visibility.ownSource), .int64(Int64(limit + 1))]) { row in
                     let type = typeName(for: try row.int64(TombstoneColumn.typeID)) ?? "unknown"
                     return (seq: try row.int64(TombstoneColumn.seq),
                             deleted: HealthUUID(bytes: try row.bytes(TombstoneColumn.uuid)).map { DeletedSample(uuid: $0, type: type) })
                 }
             }
-            var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
+            var materializer = Materializer(store: self, connection: connection, userRowID: visibility.userRowID,
+                                            userExternalID: visibility.userExternalID)
             return try ChangePage(merging: rows, seq: \.seq, type: { typeName(for: $0.typeCode) },
                                   tombstones: tombstones, after: position, current: current,
                                   limit: limit) { try materializer.sample($0) }

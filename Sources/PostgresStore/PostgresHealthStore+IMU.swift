@@ -5,9 +5,9 @@ import HealthStore
 // samples saved (and the rollups kept, and other nodes notified) in the batch's transaction.
 
 extension PostgresHealthStore {
-    public func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup {
+    public func imuSession(owner: AppSource, session: String, seq: Int?) throws -> IMUSessionLookup {
         try pool.read { connection in
-            try PostgresIMUSessions.lookup(userRowID: app.userRowID, sourceRowID: app.sourceRowID, session: session, seq: seq,
+            try PostgresIMUSessions.lookup(userRowID: owner.userRowID, sourceRowID: owner.sourceRowID, session: session, seq: seq,
                                            on: connection)
         }
     }
@@ -44,9 +44,9 @@ extension PostgresHealthStore {
         }
     }
 
-    public func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals {
+    public func pedometerTotals(owner: AppSource, start: Int64, end: Int64) throws -> PedometerTotals {
         try pool.read { connection in
-            try PostgresIMUSessions.totals(userRowID: app.userRowID, sourceRowID: app.sourceRowID, start: start, end: end,
+            try PostgresIMUSessions.totals(userRowID: owner.userRowID, sourceRowID: owner.sourceRowID, start: start, end: end,
                                            on: connection)
         }
     }

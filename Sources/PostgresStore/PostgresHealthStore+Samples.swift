@@ -54,12 +54,12 @@ extension PostgresHealthStore {
 
     // MARK: Reading
 
-    public func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage {
+    public func samples(_ query: SampleQuery, visibility: ReadVisibility) throws -> SamplePage {
         guard let typeCode = typeCode(for: query.type) else { return SamplePage(samples: [], next: nil) }
         return try pool.read { connection in
             var conditions = ["user_id = $1", "type_id = $2"]
-            var values: [PostgresValue] = [.int64(app.userRowID), .int64(typeCode)]
-            if let own = app.access.visibleSource(of: query.type) {
+            var values: [PostgresValue] = [.int64(visibility.userRowID), .int64(typeCode)]
+            if let own = visibility.sources(of: query.type).onlySource {
                 values.append(.int64(own))
                 conditions.append("source_id = $\(values.count)")
             }
@@ -68,7 +68,7 @@ extension PostgresHealthStore {
                 conditions.append("source_id = (SELECT id FROM sources WHERE user_id = $1 AND app = $\(values.count))")
             }
             try appendDatePredicate(connection, start: query.start, end: query.end, strictStart: query.strictStartDate,
-                                    strictEnd: query.strictEndDate, typeCode: typeCode, userRowID: app.userRowID,
+                                    strictEnd: query.strictEndDate, typeCode: typeCode, userRowID: visibility.userRowID,
                                     conditions: &conditions, values: &values)
             if let cursor = query.after {
                 values.append(.int64(cursor.start))
@@ -88,17 +88,19 @@ extension PostgresHealthStore {
                 rows.removeLast()
                 if let last = rows.last { next = SampleCursor(start: last.start, seq: last.seq) }
             }
-            var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
+            var materializer = Materializer(store: self, connection: connection, userRowID: visibility.userRowID,
+                                            userExternalID: visibility.userExternalID)
             return SamplePage(samples: try rows.map { try materializer.sample($0) }, next: next)
         }
     }
 
-    public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
+    public func sample(_ uuid: HealthUUID, visibility: ReadVisibility) throws -> StoredSample? {
         try pool.read { connection in
             guard let row = try connection.first("SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2",
-                                                 [.int64(app.userRowID), uuid.parameter], SampleRow.init) else { return nil }
-            guard app.access.sees(typeName(for: row.typeCode) ?? "", from: row.sourceRowID) else { return nil }
-            var materializer = Materializer(store: self, connection: connection, userRowID: app.userRowID, userExternalID: userExternalID)
+                                                 [.int64(visibility.userRowID), uuid.parameter], SampleRow.init) else { return nil }
+            guard visibility.sees(typeName(for: row.typeCode) ?? "", from: row.sourceRowID) else { return nil }
+            var materializer = Materializer(store: self, connection: connection, userRowID: visibility.userRowID,
+                                            userExternalID: visibility.userExternalID)
             return try materializer.sample(row)
         }
     }
@@ -131,22 +133,16 @@ extension PostgresHealthStore {
 
     // MARK: Deleting
 
-    public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
+    public func deleteSample(_ uuid: HealthUUID, granted: WriteGrant,
+                             allowing: (_ type: String, _ sourceRowID: Int64) throws -> Void) throws {
+        let app = granted.app
         let change = try pool.transaction { connection -> CommittedChange in
             guard let row = try connection.first("""
                 SELECT \(SampleRow.selectList) FROM samples WHERE user_id = $1 AND uuid = $2 FOR UPDATE
                 """, [.int64(app.userRowID), uuid.parameter], SampleRow.init) else {
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
-            let typeName = typeName(for: row.typeCode) ?? ""
-            guard row.sourceRowID == app.sourceRowID else {
-                // Without read permission the app must not learn the sample exists at all.
-                if app.access.sees(typeName, from: row.sourceRowID) {
-                    throw StoreError.forbidden("sample \(uuid.lowercasedString) was saved by another app")
-                }
-                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
-            }
-            try app.access.requireShare(typeName)
+            try allowing(typeName(for: row.typeCode) ?? "", row.sourceRowID)
             return try delete([row], userRowID: app.userRowID, connection)
         }
         publish(change)
@@ -221,7 +217,7 @@ extension PostgresHealthStore {
 
     // MARK: Sources and counts
 
-    public func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])] {
+    public func sources(type: String, visibility: ReadVisibility) throws -> [(app: String, devices: [SampleDevice])] {
         guard let typeCode = typeCode(for: type) else { return [] }
         return try pool.read { connection in
             var sql = """
@@ -229,8 +225,8 @@ extension PostgresHealthStore {
                 LEFT JOIN devices d ON d.user_id = st.user_id AND d.id = st.device_id
                 WHERE st.user_id = $1 AND st.type_id = $2
                 """
-            var values: [PostgresValue] = [.int64(app.userRowID), .int64(typeCode)]
-            if let own = app.access.visibleSource(of: type) {
+            var values: [PostgresValue] = [.int64(visibility.userRowID), .int64(typeCode)]
+            if let own = visibility.sources(of: type).onlySource {
                 values.append(.int64(own))
                 sql += " AND st.source_id = $3"
             }

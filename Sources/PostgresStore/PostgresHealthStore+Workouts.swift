@@ -17,14 +17,14 @@ extension PostgresHealthStore {
         }
     }
 
-    public func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession? {
-        try pool.read { connection in try PostgresWorkoutSessions.owned(id: id, app: app, on: connection) }
+    public func workoutSession(id: String, owner: AppSource) throws -> WorkoutSession? {
+        try pool.read { connection in try PostgresWorkoutSessions.owned(id: id, owner: owner, on: connection) }
     }
 
-    public func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction, now: Int64) throws
+    public func changeWorkoutSession(id: String, owner: AppSource, action: WorkoutSessionAction, now: Int64) throws
         -> WorkoutSession {
         try pool.transaction { connection in
-            try PostgresWorkoutSessions.change(id: id, app: app, action: action, now: now, on: connection)
+            try PostgresWorkoutSessions.change(id: id, owner: owner, action: action, now: now, on: connection)
         }
     }
 
@@ -32,7 +32,7 @@ extension PostgresHealthStore {
         let app = granted.app
         let created = StoreClock.nowMilliseconds()
         let (session, change) = try pool.transaction { connection in
-            try PostgresWorkoutSessions.end(id: id, app: app, now: now, workoutUUID: workoutUUID, typeCode: typeCode(for:),
+            try PostgresWorkoutSessions.end(id: id, app: app, visibility: granted.reads, now: now, workoutUUID: workoutUUID, typeCode: typeCode(for:),
                                             on: connection) { workout -> CommittedChange in
                 var batch = try PostgresSampleBatch([workout], sourceRowID: { _ in app.sourceRowID }, typeCodes: typeCodes,
                                                     rollupStyles: rollupStyles, userRowID: app.userRowID, created: created)

@@ -39,6 +39,8 @@ public final class PostgresHealthStore: HealthDataStore {
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
     let authorizationCache = Mutex(AuthorizationCache())
     let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
+    /// Writes tokens' uses (`lastUsed`) off the request's path, one at a time.
+    let usageWriter = DispatchQueue(label: "healthd.postgres.usage", qos: .utility)
     private let listener = Mutex<PostgresListener?>(nil)
     /// Confirms the cached authorizations in use every half `authorizationRevalidation` (a listening
     /// node only). Dispatch sources are thread-safe objects Dispatch does not mark Sendable; this
@@ -233,7 +235,8 @@ public final class PostgresHealthStore: HealthDataStore {
 /// Token hash -> authorization, when the database last confirmed it (see `authorizationRevalidation`)
 /// and when a request last used it (see `refreshCachedAuthorizations`).
 struct AuthorizationCache {
-    var entries: [[UInt8]: (authorization: AppAuthorization, readAt: Int64, usedAt: Int64)] = [:]
+    /// `usageWritten`: when this token's use was last written (`UsageStamp`).
+    var entries: [[UInt8]: (authorization: AppAuthorization, readAt: Int64, usedAt: Int64, usageWritten: Int64?)] = [:]
     /// Bumped by every revocation; a read caches its result only if none happened meanwhile.
     var generation: UInt64 = 0
 }

@@ -22,12 +22,14 @@ public enum PostgresSchema {
         (PostgresSessionsSchema.migrationName, PostgresSessionsSchema.sql),
         ("004-statistics-rollups-lz4", statisticsRollupsLZ4),
         (PostgresPeopleSchema.migrationName, PostgresPeopleSchema.sql),
+        ("011-people-grants", peopleGrants),
         ("012-people-access", PostgresHealthStore.accessLogSchema),
         (PostgresWebhookSchema.migrationName, PostgresWebhookSchema.sql),
     ]
 
     /// The shared tables: replicated to every node by `create_reference_table`.
     public static let referenceTables = ["users", "authorizations", "type_codes", "meta"] + PostgresPeopleSchema.referenceTables
+        + ["app_grants", "authorization_requests"]
         + PostgresWebhookSchema.referenceTables
 
     /// The per-user tables, all distributed on `user_id` and co-located with `samples`.
@@ -44,6 +46,59 @@ public enum PostgresSchema {
             + ["SELECT create_distributed_table('samples', 'user_id');"]
             + distributedTables.dropFirst().map { "SELECT create_distributed_table('\($0)', 'user_id', colocate_with => 'samples');" }
     }
+
+    /// The person's switches per app (which every token of the app reads its access from), tokens'
+    /// last use, and RFC 8628's permission requests. Reference tables, like `authorizations`: a
+    /// token is looked up with its grant before its user is known, and a request by its codes.
+    static let peopleGrants = """
+        -- decided_* are the types answered on or off: the permission sheet asks only for the others.
+        -- The authorizations' own read_types/share_types now only record what a token was made with.
+        CREATE TABLE app_grants (
+            user_id bigint NOT NULL REFERENCES users (id),
+            app text NOT NULL,
+            display_name text NOT NULL,
+            read_types text NOT NULL,
+            share_types text NOT NULL,
+            decided_read_types text NOT NULL,
+            decided_share_types text NOT NULL,
+            created_ms bigint NOT NULL,
+            last_used_ms bigint,
+            PRIMARY KEY (user_id, app)
+        );
+        -- Written at most once a minute per token.
+        ALTER TABLE authorizations ADD COLUMN last_used_ms bigint;
+        -- The device code only as its SHA-256, the user code as its letters. state: pending,
+        -- allowed, denied, issued; user_id is the person who answered.
+        CREATE TABLE authorization_requests (
+            id text PRIMARY KEY,
+            device_code_hash bytea NOT NULL UNIQUE,
+            user_code text NOT NULL UNIQUE,
+            app text NOT NULL,
+            display_name text NOT NULL,
+            reason text NOT NULL,
+            share_types text NOT NULL,
+            read_types text NOT NULL,
+            created_ms bigint NOT NULL,
+            interval_s integer NOT NULL,
+            last_poll_ms bigint,
+            state text NOT NULL,
+            user_id bigint REFERENCES users (id),
+            granted_share_types text NOT NULL,
+            granted_read_types text NOT NULL
+        );
+        CREATE INDEX authorization_requests_by_created ON authorization_requests (created_ms);
+        -- An existing database's tokens become grants: per (user, app), the union of what its live
+        -- tokens could read and share, all of it decided (the admin answered for the person).
+        INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
+        SELECT l.user_id, l.app, l.app, l.read_types, l.share_types, l.read_types, l.share_types, l.created_ms FROM (
+            SELECT a.user_id, a.app, min(a.created_ms) AS created_ms,
+                coalesce((SELECT string_agg(DISTINCT t, ',' ORDER BY t) FROM authorizations b, unnest(string_to_array(b.read_types, ',')) AS t
+                          WHERE b.user_id = a.user_id AND b.app = a.app AND b.revoked_ms IS NULL AND t <> ''), '') AS read_types,
+                coalesce((SELECT string_agg(DISTINCT t, ',' ORDER BY t) FROM authorizations b, unnest(string_to_array(b.share_types, ',')) AS t
+                          WHERE b.user_id = a.user_id AND b.app = a.app AND b.revoked_ms IS NULL AND t <> ''), '') AS share_types
+            FROM authorizations a WHERE a.revoked_ms IS NULL GROUP BY a.user_id, a.app
+        ) l;
+        """
 
     static let usersAuthorizationsSamples = """
         -- Reference tables. users.id is a random positive 63-bit number chosen by the store (no

@@ -84,11 +84,11 @@ enum PostgresWorkoutSessions {
 
     /// The session `id` if it is this app's for this user (another's is nil, as if it did not
     /// exist); `locking` takes its row lock until the transaction ends.
-    static func owned(id: String, app: AppAuthorization, locking: Bool = false,
+    static func owned(id: String, owner: AppSource, locking: Bool = false,
                       on connection: PostgresConnection) throws -> WorkoutSession? {
         try connection.first("""
             SELECT \(columns) FROM workout_sessions WHERE user_id = $1 AND id = $2 AND source_id = $3\(locking ? " FOR UPDATE" : "")
-            """, [.int64(app.userRowID), .text(id), .int64(app.sourceRowID)]) { row in
+            """, [.int64(owner.userRowID), .text(id), .int64(owner.sourceRowID)]) { row in
             var zone: HeartRateZoneBounds?
             if let low = try row.doubleIfPresent(Column.zoneLow) { zone = HeartRateZoneBounds(low: low, high: try row.double(Column.zoneHigh)) }
             let stateText = try row.string(Column.state)
@@ -114,10 +114,10 @@ enum PostgresWorkoutSessions {
 
     /// Pauses or resumes at `now`, in the caller's transaction. A resume forgets the zone state, so
     /// the first reading after it reports again.
-    static func change(id: String, app: AppAuthorization, action: WorkoutSessionAction, now: Int64,
+    static func change(id: String, owner: AppSource, action: WorkoutSessionAction, now: Int64,
                        on connection: PostgresConnection) throws -> WorkoutSession {
         guard action != .end else { throw StoreError.invalid("ending a session goes through endWorkoutSession, which saves the workout") }
-        guard var session = try owned(id: id, app: app, locking: true, on: connection) else {
+        guard var session = try owned(id: id, owner: owner, locking: true, on: connection) else {
             throw StoreError.notFound("no workout session \(id)")
         }
         session.state = try session.state.applying(action)
@@ -126,19 +126,19 @@ enum PostgresWorkoutSessions {
         try connection.execute("""
             UPDATE workout_sessions SET state = $3, events = $4, zone_state = CASE WHEN $5 THEN NULL ELSE zone_state END
             WHERE user_id = $1 AND id = $2
-            """, [.int64(app.userRowID), .text(id), .text(session.state.rawValue),
+            """, [.int64(owner.userRowID), .text(id), .text(session.state.rawValue),
                   .text(WorkoutSession.encodeEvents(session.timeline.events)), .bool(action == .resume)])
         return session
     }
 
     /// Ends the session at `now` in the caller's transaction and saves its `workout` sample through
     /// `saveWorkout` (the store's sample writer, in the same transaction). Totals are the merged
-    /// `activeEnergyBurned` and `distanceWalkingRunning` over the running stretches; the app sees
-    /// other apps' samples of a type only with read permission for it.
-    static func end<Saved>(id: String, app: AppAuthorization, now: Int64, workoutUUID: HealthUUID,
+    /// `activeEnergyBurned` and `distanceWalkingRunning` over the running stretches, of the samples
+    /// `visibility` sees (another app's only with read permission for the type).
+    static func end<Saved>(id: String, app: AppAuthorization, visibility: ReadVisibility, now: Int64, workoutUUID: HealthUUID,
                            typeCode: (String) -> Int64?, on connection: PostgresConnection,
                            saveWorkout: (HealthSample) throws -> Saved) throws -> (WorkoutSession, Saved) {
-        guard var session = try owned(id: id, app: app, locking: true, on: connection) else {
+        guard var session = try owned(id: id, owner: AppSource(app), locking: true, on: connection) else {
             throw StoreError.notFound("no workout session \(id)")
         }
         session.state = try session.state.applying(.end)
@@ -147,7 +147,7 @@ enum PostgresWorkoutSessions {
         let intervals = session.timeline.runningIntervals
         func total(_ type: String) throws -> Double? {
             guard let code = typeCode(type), !intervals.isEmpty else { return nil }
-            return try runningTotal(app: app, type: type, typeCode: code, start: session.timeline.start, end: end,
+            return try runningTotal(visibility: visibility, type: type, typeCode: code, start: session.timeline.start, end: end,
                                     intervals: intervals, on: connection)
         }
         let workout = HealthSample(
@@ -162,22 +162,23 @@ enum PostgresWorkoutSessions {
         return (session, saved)
     }
 
-    private static func runningTotal(app: AppAuthorization, type: String, typeCode: Int64, start: Int64, end: Int64,
+    private static func runningTotal(visibility: ReadVisibility, type: String, typeCode: Int64, start: Int64, end: Int64,
                                      intervals: [Range<Int64>], on connection: PostgresConnection) throws -> Double? {
+        let userRowID = visibility.userRowID
         let longest = try connection.scalarInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = $1 AND type_id = $2",
-                                                 [.int64(app.userRowID), .int64(typeCode)]) ?? 0
-        // -1 is no source: every source's samples count when the app may read the type.
+                                                 [.int64(userRowID), .int64(typeCode)]) ?? 0
+        // -1 is no source: every source's samples count when the reader sees the type whole.
         let result = try connection.query("""
             SELECT seq, start_ms, end_ms, value, source_id FROM samples
             WHERE user_id = $1 AND type_id = $2 AND ($3 < 0 OR source_id = $3) AND value IS NOT NULL
               AND start_ms >= $4 AND start_ms < $5 AND (end_ms > $6 OR (end_ms = start_ms AND start_ms >= $6))
-            """, [.int64(app.userRowID), .int64(typeCode), .int64(app.access.visibleSource(of: type) ?? -1),
+            """, [.int64(userRowID), .int64(typeCode), .int64(visibility.sources(of: type).onlySource ?? -1),
                   .int64(start - longest), .int64(end), .int64(start)])
         var samples: [StatisticsSample] = []
         for index in 0..<result.rowCount {
             if let sample = try PostgresRollups.statisticsSample(result[index]) { samples.append(sample) }
         }
-        let priority = try PostgresRollups.sourcePriority(connection, userRowID: app.userRowID, typeCode: typeCode)
+        let priority = try PostgresRollups.sourcePriority(connection, userRowID: userRowID, typeCode: typeCode)
         return try WorkoutSession.runningTotal(of: samples, intervals: intervals, end: end, priority: priority)
     }
 

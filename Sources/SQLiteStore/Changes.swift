@@ -3,7 +3,7 @@ import HealthModel
 import SQLite
 
 extension SQLiteHealthStore {
-    /// Reads changes after `request.after` as `app` sees them.
+    /// Reads changes after `request.after` that `visibility` sees.
     ///
     /// Why following `next` misses nothing and repeats nothing, even under concurrent writes:
     /// every seq is assigned inside the single writer's transaction and transactions commit one at
@@ -11,34 +11,33 @@ extension SQLiteHealthStore {
     /// some seq and none after it (it can never see N+1 without N). A page lists everything in
     /// (after, next] of that snapshot: when it is full, `next` is its last change's seq; otherwise
     /// it is the snapshot's own sequence number, which no later commit can fall below.
-    public func changes(_ request: ChangeRequest, for app: AppAuthorization, userExternalID: String) throws -> ChangePage {
+    public func changes(_ request: ChangeRequest, visibility: ReadVisibility) throws -> ChangePage {
         try pool.read { db in
             let current = try ChangeSequence.current(db)
             let position = request.after ?? ChangePosition(seq: 0, tombstoneFloor: current)
-            let horizon = try db.firstInt64("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(app.userRowID)]) ?? 0
+            let horizon = try db.firstInt64("SELECT seq FROM change_horizons WHERE user_id = ?", [.integer(visibility.userRowID)]) ?? 0
             if horizon > position.tombstonesAfter { throw ChangeFeedError.anchorExpired }
-            let visibility = app.visibilityCondition(types: request.types, sourceParameter: "?3",
-                                                      code: { typeCode(for: $0) })
+            let condition = visibility.condition(types: request.types, sourceParameter: "?3", code: { typeCode(for: $0) })
             let limit = request.limit
 
             var rows: [SampleRow] = []
             var tombstones: [(seq: Int64, deleted: DeletedSample?)] = []
-            if let visibility {
+            if let condition {
                 let sampleStatement = try db.prepare("""
                     SELECT \(Self.sampleColumns) FROM samples INDEXED BY samples_by_user_seq
-                    WHERE user_id = ?1 AND seq > ?2 AND parent_seq IS NULL AND \(visibility)
+                    WHERE user_id = ?1 AND seq > ?2 AND parent_seq IS NULL AND \(condition)
                     ORDER BY seq LIMIT ?4
                     """)
-                try sampleStatement.bind([.integer(app.userRowID), .integer(position.seq), .integer(app.sourceRowID),
+                try sampleStatement.bind([.integer(visibility.userRowID), .integer(position.seq), .integer(visibility.ownSource),
                                           .integer(Int64(limit + 1))])
                 try sampleStatement.forEachRow { rows.append(try SampleRow($0)) }
                 let tombstoneStatement = try db.prepare("""
                     SELECT \(TombstoneColumn.selectList) FROM deleted_samples INDEXED BY deleted_by_user
-                    WHERE user_id = ?1 AND seq > ?2 AND \(visibility)
+                    WHERE user_id = ?1 AND seq > ?2 AND \(condition)
                     ORDER BY seq LIMIT ?4
                     """)
-                try tombstoneStatement.bind([.integer(app.userRowID), .integer(position.tombstonesAfter),
-                                             .integer(app.sourceRowID), .integer(Int64(limit + 1))])
+                try tombstoneStatement.bind([.integer(visibility.userRowID), .integer(position.tombstonesAfter),
+                                             .integer(visibility.ownSource), .integer(Int64(limit + 1))])
                 try tombstoneStatement.forEachRow { row in
                     let type = typeName(for: try row.int64(TombstoneColumn.typeID)) ?? "unknown"
                     tombstones.append((seq: try row.int64(TombstoneColumn.seq),
@@ -47,7 +46,7 @@ extension SQLiteHealthStore {
             }
             return try ChangePage(merging: rows, seq: \.seq, type: { typeName(for: $0.typeCode) },
                                   tombstones: tombstones, after: position, current: current,
-                                  limit: limit) { try materialize($0, db: db, userExternalID: userExternalID) }
+                                  limit: limit) { try materialize($0, db: db, userExternalID: visibility.userExternalID) }
         }
     }
 

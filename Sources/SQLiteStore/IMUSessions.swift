@@ -14,7 +14,7 @@ extension SQLiteHealthStore {
     /// Where a batch (`seq`) or the session's end (`seq` nil) stands: its first answer when it was
     /// acknowledged before; `unexpectedSeq` for a gap, `sessionEnded` after the end,
     /// `unknownSession` for the end of a session never started; otherwise the state to run from.
-    public func imuSession(app: AppAuthorization, session: String, seq: Int?) throws -> IMUSessionLookup {
+    public func imuSession(owner: AppSource, session: String, seq: Int?) throws -> IMUSessionLookup {
         enum Column: Int, TableColumns {
             case id, nextSeq, state, ended
             static let table = "imu_sessions"
@@ -22,7 +22,7 @@ extension SQLiteHealthStore {
         return try pool.read { db in
             let existing = try db.first("""
                 SELECT id, next_seq, state, ended FROM imu_sessions WHERE user_id = ? AND source_id = ? AND session = ?
-                """, [.integer(app.userRowID), .integer(app.sourceRowID), .text(session)]) {
+                """, [.integer(owner.userRowID), .integer(owner.sourceRowID), .text(session)]) {
                 (id: try $0.int64(Column.id), nextSeq: try $0.int(Column.nextSeq), state: try $0.blob(Column.state),
                  ended: try $0.bool(Column.ended))
             }
@@ -111,7 +111,7 @@ extension SQLiteHealthStore {
     /// CMPedometer.queryPedometerData over the calling app's own IMU batches: batch figures are
     /// pro-rated by their time overlap with [start, end); current cadence and pace are the latest
     /// batch's in the range.
-    public func pedometerTotals(app: AppAuthorization, start: Int64, end: Int64) throws -> PedometerTotals {
+    public func pedometerTotals(owner: AppSource, start: Int64, end: Int64) throws -> PedometerTotals {
         try pool.read { db in
             var accumulator = PedometerTotalsAccumulator(start: start, end: end)
             let statement = try db.cachedStatement("""
@@ -120,7 +120,7 @@ extension SQLiteHealthStore {
                 WHERE s.user_id = ? AND s.source_id = ? AND b.start_ms < ? AND (b.end_ms > ? OR (b.end_ms = b.start_ms AND b.start_ms >= ?))
                 ORDER BY b.end_ms
                 """)
-            try statement.bind([.integer(app.userRowID), .integer(app.sourceRowID), .integer(end), .integer(start), .integer(start)])
+            try statement.bind([.integer(owner.userRowID), .integer(owner.sourceRowID), .integer(end), .integer(start), .integer(start)])
             try statement.forEachRow { row in
                 accumulator.add(batchStart: try row.int64(IMUBatchColumn.start), batchEnd: try row.int64(IMUBatchColumn.end),
                                 steps: try row.int64(IMUBatchColumn.steps), distance: try row.double(IMUBatchColumn.distance),

@@ -109,7 +109,7 @@ extension SQLiteHealthStore {
     }
 
     /// Whether a `users` row has a password yet (accounts are activated by setting one).
-    static let activatedSQL = "0"
+    static let activatedSQL = "password_hash IS NOT NULL"
 
     public func authorizations(userRowID: Int64) throws -> [AuthorizationListing] {
         enum Column: Int, TableColumns {
@@ -177,7 +177,7 @@ extension SQLiteHealthStore {
         ("samples", "samples", "DELETE FROM samples WHERE user_id = ?1"),
         ("deleted_samples", "tombstones", "DELETE FROM deleted_samples WHERE user_id = ?1"),
         ("change_horizons", "tombstones", "DELETE FROM change_horizons WHERE user_id = ?1"),
-        ("type_extents", "samples", "DELETE FROM type_extents WHERE user_id = ?1"),
+        ("type_extents", "sampleIndexes", "DELETE FROM type_extents WHERE user_id = ?1"),
         ("source_priorities", "sourcePriorities", "DELETE FROM source_priorities WHERE user_id = ?1"),
         ("characteristics", "characteristics", "DELETE FROM characteristics WHERE user_id = ?1"),
         ("activity_goals", "activityGoals", "DELETE FROM activity_goals WHERE user_id = ?1"),
@@ -188,6 +188,8 @@ extension SQLiteHealthStore {
             AND id NOT IN (SELECT device_id FROM source_types WHERE user_id <> ?1)
             """),
         ("source_types", "sources", "DELETE FROM source_types WHERE user_id = ?1"),
+        ("authorization_requests", "authorizationRequests", "DELETE FROM authorization_requests WHERE user_id = ?1"),
+        ("app_grants", "appGrants", "DELETE FROM app_grants WHERE user_id = ?1"),
         ("webhook_deliveries", "webhooks", "DELETE FROM webhook_deliveries WHERE user_id = ?1"),
         ("webhook_subscriptions", "webhooks", "DELETE FROM webhook_subscriptions WHERE user_id = ?1"),
         ("authorizations", "authorizations", "DELETE FROM authorizations WHERE user_id = ?1"),

@@ -14,14 +14,23 @@ public final class SQLiteHealthStore: HealthDataStore {
     let pool: DatabasePool
     /// Token hash -> authorization. Filled lazily; revocation removes the entry in the same call
     /// that commits it, so a revoked token stops working at once.
-    private let authorizationCache = Mutex(AuthorizationCache())
+    let authorizationCache = Mutex(AuthorizationCache())
 
-    private struct AuthorizationCache {
-        var entries: [TokenHashKey: AppAuthorization] = [:]
+    struct AuthorizationCache {
+        var entries: [TokenHashKey: CachedAuthorization] = [:]
         /// Bumped by every revocation; a lookup caches its result only if no revocation happened
         /// while it read, so a revoked token can never be re-cached by a read that raced the revoke.
         var generation: UInt64 = 0
     }
+
+    struct CachedAuthorization {
+        var authorization: AppAuthorization
+        /// When this token's use was last written (`UsageStamp`).
+        var usageWritten: Int64?
+    }
+
+    /// Writes tokens' uses (`lastUsed`) off the request's path, one at a time.
+    let usageWriter = DispatchQueue(label: "healthd.sqlite.usage", qos: .utility)
 
     /// `statisticsMemoryBudget`: bytes of decoded statistics rollups kept in memory (see
     /// `StatisticsIndexCache.defaultMemoryBudget`); `SeriesCachePolicy` decides which series stay within it.
@@ -97,7 +106,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     private let appNames = Mutex<[Int64: String]>([:])
     private let devices = Mutex<[Int64: SampleDevice?]>([:])
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
-    private let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
+    let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     public let streamEventLog = StreamEventLog()
     /// Samples handed to the writer but not yet committed, by asynchronous saves: past the limit
     /// a new save queues (as work, holding no thread), so a flood of batches does not pile up
@@ -216,24 +225,41 @@ public final class SQLiteHealthStore: HealthDataStore {
 
     /// Creates an authorization and returns it with its token, which is never stored or shown again.
     /// `disclosesRead`: the token may learn its own read list (off by default, as in HealthKit).
+    /// The admin acts for the person: the switches it names are turned on in the person's grant for
+    /// the app (made if missing), and the token, like every token of the app, follows the grant.
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>,
                                     disclosesRead: Bool)
         throws -> (authorization: AppAuthorization, token: String) {
-        let token = SecureRandom.token(prefix: "hdt_")
-        let hash = TokenHashing.hash(token)
-        let id = Self.newIdentifier()
-        let authorization = try pool.write { db -> AppAuthorization in
-            let sourceRowID = try Self.sourceRowID(db, userRowID: user.rowID, app: app)
-            try db.execute("""
-                INSERT INTO authorizations (id, user_id, app, token_hash, read_types, share_types, created_ms, discloses_read)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.text(id), .integer(user.rowID), .text(app), .blob(hash),
-                      .text(read.sorted().joined(separator: ",")), .text(share.sorted().joined(separator: ",")),
-                      .integer(Self.nowMilliseconds()), .integer(disclosesRead ? 1 : 0)])
-            return AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app,
-                                    sourceRowID: sourceRowID, read: read, share: share, disclosesRead: disclosesRead)
+        let (authorization, token, changed, tokenIDs) = try pool.write { db -> (AppAuthorization, String, Bool, Set<String>) in
+            let before = try Self.appGrant(db, userRowID: user.rowID, app: app)
+            var grant = before ?? AppGrant(app: app, displayName: app, created: Self.nowMilliseconds())
+            grant.turnOn(read: read, share: share)
+            try Self.saveGrant(db, userRowID: user.rowID, grant)
+            let changed = before.map { grant.changesAccess(from: $0) } ?? false
+            let tokenIDs = changed ? try Self.liveTokenIDs(db, userRowID: user.rowID, app: app) : []
+            let (authorization, token) = try Self.insertToken(db, user: user, app: app, grant: grant, disclosesRead: disclosesRead)
+            if changed { forgetAuthorizations(ids: tokenIDs) }
+            return (authorization, token, changed, tokenIDs)
         }
+        if changed { forgetAuthorizations(ids: tokenIDs) }
         return (authorization, token)
+    }
+
+    /// A new token row for `app`, reading its access from `grant` (which must be saved).
+    static func insertToken(_ db: Database, user: User, app: String, grant: AppGrant, disclosesRead: Bool)
+        throws -> (authorization: AppAuthorization, token: String) {
+        let token = SecureRandom.token(prefix: "hdt_")
+        let id = newIdentifier()
+        let sourceRowID = try sourceRowID(db, userRowID: user.rowID, app: app)
+        // read_types/share_types record what the token was made with; its access is the grant's.
+        try db.execute("""
+            INSERT INTO authorizations (id, user_id, app, token_hash, read_types, share_types, created_ms, discloses_read)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(id), .integer(user.rowID), .text(app), .blob(TokenHashing.hash(token)),
+                  .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
+                  .integer(nowMilliseconds()), .integer(disclosesRead ? 1 : 0)])
+        return (AppAuthorization(id: id, userRowID: user.rowID, userID: user.id, appName: app, sourceRowID: sourceRowID,
+                                 read: grant.read, share: grant.share, disclosesRead: disclosesRead), token)
     }
 
     /// Revokes at once: the row is marked and the cache entry dropped before this returns.
@@ -255,12 +281,19 @@ public final class SQLiteHealthStore: HealthDataStore {
         return revoked
     }
 
-    func forgetAuthorization(id: String) {
+    func forgetAuthorization(id: String) { forgetAuthorizations(ids: [id]) }
+
+    /// Drops the tokens from the cache and tells the observers, so what is in flight for them ends.
+    func forgetAuthorizations(ids: Set<String>) {
+        guard !ids.isEmpty else { return }
         authorizationCache.withLock { cache in
-            cache.entries = cache.entries.filter { $0.value.id != id }
+            cache.entries = cache.entries.filter { !ids.contains($0.value.authorization.id) }
             cache.generation &+= 1
         }
-        for observer in authorizationObservers.withLock({ $0 }) { observer(id) }
+        let observers = authorizationObservers.withLock { $0 }
+        for id in ids.sorted() {
+            for observer in observers { observer(id) }
+        }
     }
 
     public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
@@ -277,8 +310,7 @@ public final class SQLiteHealthStore: HealthDataStore {
         return try pool.read { db -> [String: AppAuthorization] in
             var found: [String: AppAuthorization] = [:]
             let statement = try db.cachedStatement("""
-                SELECT \(Self.authorizationColumns) FROM authorizations a JOIN users u ON u.id = a.user_id
-                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.id IN (SELECT value FROM json_each(?)) AND a.revoked_ms IS NULL
                 """)
             try statement.bind([.text(idList)])
@@ -294,44 +326,75 @@ public final class SQLiteHealthStore: HealthDataStore {
     /// nil says nothing (ask `authorization(tokenHash:)`). Costs a dictionary lookup, no I/O.
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? {
         guard let key = TokenHashKey(tokenHash) else { return nil }
-        return authorizationCache.withLock { $0.entries[key] }
+        let now = Self.nowMilliseconds()
+        let (found, due) = authorizationCache.withLock { cache -> (AppAuthorization?, Bool) in
+            guard let entry = cache.entries[key] else { return (nil, false) }
+            guard UsageStamp.isDue(lastWritten: entry.usageWritten, now: now) else { return (entry.authorization, false) }
+            cache.entries[key]?.usageWritten = now
+            return (entry.authorization, true)
+        }
+        if due, let found { recordUse(found, at: now) }
+        return found
     }
 
     /// The live authorization for a token hash, or nil for unknown and revoked tokens. A failing
     /// read throws: a database error must not look like a wrong token (a 401 would send the app
     /// to sign in again for a server fault).
     public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? {
+        if let cached = cachedAuthorization(tokenHash: tokenHash) { return cached }
         let key = TokenHashKey(tokenHash)
-        let (cached, generation) = authorizationCache.withLock { cache in (key.flatMap { cache.entries[$0] }, cache.generation) }
-        if let cached { return cached }
+        let generation = authorizationCache.withLock { $0.generation }
         let found = try pool.read { db -> AppAuthorization? in
             try db.first("""
-                SELECT \(Self.authorizationColumns)
-                FROM authorizations a JOIN users u ON u.id = a.user_id
-                JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+                SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
                 """, [.blob(tokenHash)]) { row in try Self.appAuthorization(row) }
         }
         guard let authorization = found else { return nil }
+        let now = Self.nowMilliseconds()
         authorizationCache.withLock { cache in
-            if let key, cache.generation == generation { cache.entries[key] = authorization }
+            if let key, cache.generation == generation { cache.entries[key] = CachedAuthorization(authorization: authorization, usageWritten: now) }
         }
+        recordUse(authorization, at: now)
         return authorization
     }
 
-    /// What `appAuthorization` reads, from `authorizations a JOIN users u JOIN sources s`.
-    private static let authorizationColumns =
-        "a.id, a.user_id, u.external_id, a.app, a.read_types, a.share_types, s.id, a.discloses_read"
+    /// Writes that the token was used at `now` (its row's and its app's `last_used_ms`), on the
+    /// usage queue. A failed write only leaves "last used" older; the request does not wait for it.
+    func recordUse(_ authorization: AppAuthorization, at now: Int64) {
+        usageWriter.async { [pool] in
+            try? pool.write { db in
+                try db.execute("UPDATE authorizations SET last_used_ms = max(coalesce(last_used_ms, 0), ?) WHERE id = ?",
+                               [.integer(now), .text(authorization.id)])
+                try db.execute("UPDATE app_grants SET last_used_ms = max(coalesce(last_used_ms, 0), ?) WHERE user_id = ? AND app = ?",
+                               [.integer(now), .integer(authorization.userRowID), .text(authorization.appName)])
+            }
+        }
+    }
 
-    /// The columns `appAuthorization` reads (`a.id, a.user_id, u.external_id, a.app, a.read_types,
-    /// a.share_types, s.id, a.discloses_read`), in SELECT order.
+    /// Waits until the uses recorded so far are written (tests).
+    package func waitForUsageWrites() { usageWriter.sync {} }
+
+    /// A token with its user, its app's grant (where its access comes from) and its source.
+    static let authorizationJoins = """
+        authorizations a JOIN users u ON u.id = a.user_id
+        JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
+        JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
+        """
+
+    /// What `appAuthorization` reads, from `authorizationJoins`: the access is the grant's.
+    static let authorizationColumns =
+        "a.id, a.user_id, u.external_id, a.app, g.read_types, g.share_types, s.id, a.discloses_read"
+
+    /// The columns `appAuthorization` reads (`a.id, a.user_id, u.external_id, a.app, g.read_types,
+    /// g.share_types, s.id, a.discloses_read`), in SELECT order.
     enum AuthorizationColumn: Int, TableColumns {
         case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead
 
         static let table = "authorizations"
     }
 
-    private static func appAuthorization(_ row: Row) throws -> AppAuthorization {
+    static func appAuthorization(_ row: Row) throws -> AppAuthorization {
         AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
                          userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
                          sourceRowID: try row.int64(AuthorizationColumn.sourceID),

@@ -53,14 +53,14 @@ extension SQLiteHealthStore {
 
     // MARK: Reading
 
-    /// Samples of one type visible to `app`: all of the user's when it may read the type, otherwise
-    /// only its own (HealthKit's read privacy: nothing says other data exists).
-    public func samples(_ query: SampleQuery, for app: AppAuthorization, userExternalID: String) throws -> SamplePage {
-        try pool.read { db in
+    /// Samples of one type that `visibility` sees: every source's, or one source's only.
+    public func samples(_ query: SampleQuery, visibility: ReadVisibility) throws -> SamplePage {
+        let sources = visibility.sources(of: query.type)
+        return try pool.read { db in
             guard let typeCode = typeCode(for: query.type) else { return SamplePage(samples: [], next: nil) }
-            let shape = Self.samplePageShape(query, narrowed: app.access.visibleSource(of: query.type) != nil)
+            let shape = Self.samplePageShape(query, narrowed: sources != .everySource)
             // The SQL text is fixed by the shape: built only the first time this connection sees it.
-            let clause = try samplePageClause(db, query: query, typeCode: typeCode, app: app,
+            let clause = try samplePageClause(db, query: query, typeCode: typeCode, userRowID: visibility.userRowID, sources: sources,
                                               buildsText: !db.hasCachedStatement(Self.samplePageStatements, shape: shape))
             let statement = try db.cachedStatement(Self.samplePageStatements, shape: shape) {
                 Self.samplePageSQL(clause, descending: query.descending)
@@ -77,12 +77,12 @@ extension SQLiteHealthStore {
                 if let last = rows.last { next = SampleCursor(start: last.start, seq: last.seq) }
             }
             var lookups = RowLookups()
-            let samples = try rows.map { try materialize($0, db: db, userExternalID: userExternalID, lookups: &lookups) }
+            let samples = try rows.map { try materialize($0, db: db, userExternalID: visibility.userExternalID, lookups: &lookups) }
             return SamplePage(samples: samples, next: next)
         }
     }
 
-    /// The page queries of `samples(_:for:userExternalID:)`, one statement per shape.
+    /// The page queries of `samples(_:visibility:)`, one statement per shape.
     static let samplePageStatements = StatementFamily()
 
     /// Every choice that changes the page query's SQL text, as bits (a flag that does not change
@@ -95,19 +95,19 @@ extension SQLiteHealthStore {
 
     /// The page query's predicate: its values always, its text when `buildsText`. The limit is
     /// the parameter after the clause's values.
-    func samplePageClause(_ db: Database, query: SampleQuery, typeCode: Int64, app: AppAuthorization,
+    func samplePageClause(_ db: Database, query: SampleQuery, typeCode: Int64, userRowID: Int64, sources: SourceVisibility,
                           buildsText: Bool) throws -> WhereClause {
         var clause = WhereClause(buildsText: buildsText)
-        let user = clause.bind(.integer(app.userRowID))
+        let user = clause.bind(.integer(userRowID))
         clause.require("user_id = ?\(user)")
         let type = clause.bind(.integer(typeCode))
         clause.require("type_id = ?\(type)")
-        app.access.narrow(query.type, into: &clause)
+        clause.narrow(to: sources)
         if let sourceApp = query.sourceApp {
             let app = clause.bind(.text(sourceApp))
             clause.require("source_id = (SELECT id FROM sources WHERE user_id = ?\(user) AND app = ?\(app))")
         }
-        try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: app.userRowID, into: &clause)
+        try appendDatePredicate(db, query: query, typeCode: typeCode, userRowID: userRowID, into: &clause)
         if let cursor = query.after {
             let s = clause.bind(.integer(cursor.start))
             let q = clause.bind(.integer(cursor.seq))
@@ -127,13 +127,12 @@ extension SQLiteHealthStore {
             """
     }
 
-    /// One sample by uuid, if the user has it and the app may see it.
-    public func sample(_ uuid: HealthUUID, for app: AppAuthorization, userExternalID: String) throws -> StoredSample? {
+    /// One sample by uuid, if the user has it and `visibility` sees it.
+    public func sample(_ uuid: HealthUUID, visibility: ReadVisibility) throws -> StoredSample? {
         try pool.read { db in
-            guard let row = try sampleKeys.find(uuid, userRowID: app.userRowID, db: db) else { return nil }
-            let typeName = self.typeName(for: row.typeCode) ?? ""
-            guard app.access.sees(typeName, from: row.sourceRowID) else { return nil }
-            return try materialize(row, db: db, userExternalID: userExternalID)
+            guard let row = try sampleKeys.find(uuid, userRowID: visibility.userRowID, db: db) else { return nil }
+            guard visibility.sees(self.typeName(for: row.typeCode) ?? "", from: row.sourceRowID) else { return nil }
+            return try materialize(row, db: db, userExternalID: visibility.userExternalID)
         }
     }
 
@@ -163,22 +162,16 @@ extension SQLiteHealthStore {
 
     // MARK: Deleting
 
-    /// Deletes one sample the app saved. Another app's sample of the same user is `forbidden`;
-    /// another user's, or none, is `notFound`.
-    public func deleteSample(_ uuid: HealthUUID, by app: AppAuthorization) throws {
+    /// Deletes one sample of the grant's user once `allowing` accepts its type and source (another
+    /// user's, or none, is `notFound`).
+    public func deleteSample(_ uuid: HealthUUID, granted: WriteGrant,
+                             allowing: (_ type: String, _ sourceRowID: Int64) throws -> Void) throws {
+        let app = granted.app
         let (change, compacting) = try pool.write { db -> (CommittedChange, Bool) in
             guard let row = try sampleKeys.find(uuid, userRowID: app.userRowID, db: db) else {
                 throw StoreError.notFound("no sample \(uuid.lowercasedString)")
             }
-            let typeName = self.typeName(for: row.typeCode) ?? ""
-            guard row.sourceRowID == app.sourceRowID else {
-                // Without read permission the app must not learn the sample exists at all.
-                if app.access.sees(typeName, from: row.sourceRowID) {
-                    throw StoreError.forbidden("sample \(uuid.lowercasedString) was saved by another app")
-                }
-                throw StoreError.notFound("no sample \(uuid.lowercasedString)")
-            }
-            try app.access.requireShare(typeName)
+            try allowing(self.typeName(for: row.typeCode) ?? "", row.sourceRowID)
             var deleter = try SampleDeleter(db: db, userRowID: app.userRowID, store: self)
             try deleter.delete(row)
             try deleter.finish()
@@ -220,9 +213,9 @@ extension SQLiteHealthStore {
 
     // MARK: Sources
 
-    /// The apps (with their devices) that saved a type, as HKSourceQuery; without read permission
-    /// only the calling app itself can appear.
-    public func sources(type: String, for app: AppAuthorization) throws -> [(app: String, devices: [SampleDevice])] {
+    /// The apps (with their devices) that saved a type, as HKSourceQuery: only the one source when
+    /// `visibility` sees only one.
+    public func sources(type: String, visibility: ReadVisibility) throws -> [(app: String, devices: [SampleDevice])] {
         try pool.read { db in
             guard let typeCode = typeCode(for: type) else { return [] }
             var sql = """
@@ -230,8 +223,8 @@ extension SQLiteHealthStore {
                 LEFT JOIN devices d ON d.id = st.device_id
                 WHERE st.user_id = ? AND st.type_id = ?
                 """
-            var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
-            if let own = app.access.visibleSource(of: type) {
+            var values: [SQLValue] = [.integer(visibility.userRowID), .integer(typeCode)]
+            if let own = visibility.sources(of: type).onlySource {
                 sql += " AND st.source_id = ?"
                 values.append(.integer(own))
             }

@@ -350,6 +350,10 @@ enum Schema {
                 CREATE INDEX sign_in_failures_by_time ON sign_in_failures(at_ms);
                 """)
         }
+        migrator.register("011-people-grants") { db in
+            try db.execute(PeopleGrantsSchema.sql)
+            try PeopleGrantsSchema.deriveGrants(db)
+        }
         migrator.register("012-people-access") { db in
             try db.execute(SQLiteHealthStore.accessLogSchema)
         }
@@ -358,5 +362,87 @@ enum Schema {
             try db.execute(SQLiteHealthStore.webhookSchema)
         }
         return migrator
+    }
+}
+
+/// Permissions owned by the person and the app (`app_grants`), tokens' last use, and RFC 8628's
+/// permission requests (`authorization_requests`).
+enum PeopleGrantsSchema {
+    static let sql = """
+        -- The person's switches per app: what every token of the app may read and share (the
+        -- authorizations' own read_types/share_types only record what a token was made with).
+        -- decided_* are the types answered on or off: the sheet asks only for the others.
+        CREATE TABLE app_grants (
+            user_id INTEGER NOT NULL REFERENCES users(id),
+            app TEXT NOT NULL,
+            display_name TEXT NOT NULL,
+            read_types TEXT NOT NULL,
+            share_types TEXT NOT NULL,
+            decided_read_types TEXT NOT NULL,
+            decided_share_types TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            last_used_ms INTEGER,
+            PRIMARY KEY (user_id, app)
+        ) WITHOUT ROWID;
+        -- Written at most once a minute per token (UsageStamp).
+        ALTER TABLE authorizations ADD COLUMN last_used_ms INTEGER;
+        -- A permission request: the device code only as its SHA-256, the user code as its letters.
+        -- state: pending, allowed, denied, issued; user_id is the person who answered.
+        CREATE TABLE authorization_requests (
+            id TEXT PRIMARY KEY,
+            device_code_hash BLOB NOT NULL UNIQUE,
+            user_code TEXT NOT NULL UNIQUE,
+            app TEXT NOT NULL,
+            display_name TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            share_types TEXT NOT NULL,
+            read_types TEXT NOT NULL,
+            created_ms INTEGER NOT NULL,
+            interval_s INTEGER NOT NULL,
+            last_poll_ms INTEGER,
+            state TEXT NOT NULL,
+            user_id INTEGER REFERENCES users(id),
+            granted_share_types TEXT NOT NULL,
+            granted_read_types TEXT NOT NULL
+        );
+        CREATE INDEX authorization_requests_by_created ON authorization_requests (created_ms);
+        """
+
+    /// An existing database's tokens become grants: per (user, app), the union of what its live
+    /// tokens could read and share, all of it decided (the admin answered for the person), created
+    /// when the first of them was.
+    static func deriveGrants(_ db: Database) throws {
+        enum Column: Int, TableColumns {
+            case userID, app, readTypes, shareTypes, createdMs
+            static let table = "authorizations"
+        }
+        struct Key: Hashable { var user: Int64; var app: String }
+        var grants: [Key: (read: Set<String>, share: Set<String>, created: Int64)] = [:]
+        var order: [Key] = []
+        let rows = try db.map("""
+            SELECT user_id, app, read_types, share_types, created_ms FROM authorizations WHERE revoked_ms IS NULL ORDER BY created_ms, id
+            """) { row in
+            (Key(user: try row.int64(Column.userID), app: try row.string(Column.app)), StoredForms.typeList(try row.string(Column.readTypes)),
+             StoredForms.typeList(try row.string(Column.shareTypes)), try row.int64(Column.createdMs))
+        }
+        for (key, read, share, created) in rows {
+            if var grant = grants[key] {
+                grant.read.formUnion(read)
+                grant.share.formUnion(share)
+                grants[key] = grant
+            } else {
+                grants[key] = (read, share, created)
+                order.append(key)
+            }
+        }
+        for key in order {
+            guard let grant = grants[key] else { continue }
+            try db.execute("""
+                INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.integer(key.user), .text(key.app), .text(key.app), .text(StoredForms.typeListText(grant.read)),
+                      .text(StoredForms.typeListText(grant.share)), .text(StoredForms.typeListText(grant.read)),
+                      .text(StoredForms.typeListText(grant.share)), .integer(grant.created)])
+        }
     }
 }

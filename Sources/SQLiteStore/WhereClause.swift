@@ -1,19 +1,13 @@
 import HealthStore
 import SQLite
 
-extension AccessPolicy {
-    /// Narrows a `samples` query on `type` to the token's own rows when it may not read the type.
-    func narrow(_ type: String, into clause: inout WhereClause) {
-        guard let own = visibleSource(of: type) else { return }
-        let source = clause.bind(.integer(own))
-        clause.require("source_id = ?\(source)")
-    }
-
-    func narrow(_ type: String, conditions: inout [String], values: inout [SQLValue]) {
-        var clause = WhereClause(conditions: conditions, values: values)
-        narrow(type, into: &clause)
-        conditions = clause.conditions
-        values = clause.values
+extension WhereClause {
+    /// Narrows a query on one type to what the reader sees of it: one source's rows, or (for
+    /// every source) no condition.
+    mutating func narrow(to visibility: SourceVisibility) {
+        guard case .onlySource(let source) = visibility else { return }
+        let parameter = bind(.integer(source))
+        require("source_id = ?\(parameter)")
     }
 }
 

@@ -77,18 +77,18 @@ extension SQLiteHealthStore {
 
     /// The session `id` if it is this app's for this user; another app's or user's is nil, exactly
     /// as if it did not exist.
-    public func workoutSession(id: String, app: AppAuthorization) throws -> WorkoutSession? {
-        try pool.read { db in try Self.ownedWorkoutSession(db, id: id, app: app) }
+    public func workoutSession(id: String, owner: AppSource) throws -> WorkoutSession? {
+        try pool.read { db in try Self.ownedWorkoutSession(db, id: id, owner: owner) }
     }
 
     /// Pauses or resumes at `now` (never before the last event). A resume forgets the zone state,
     /// so the first reading after it reports again. `WorkoutSessionTransitionError` when the state
     /// does not allow it, `notFound` for a session that is not this app's.
-    public func changeWorkoutSession(id: String, app: AppAuthorization, action: WorkoutSessionAction,
+    public func changeWorkoutSession(id: String, owner: AppSource, action: WorkoutSessionAction,
                                      now: Int64) throws -> WorkoutSession {
         guard action != .end else { throw StoreError.invalid("ending a session goes through endWorkoutSession, which saves the workout") }
         return try pool.write { db in
-            guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
+            guard var session = try Self.ownedWorkoutSession(db, id: id, owner: owner) else {
                 throw StoreError.notFound("no workout session \(id)")
             }
             session.state = try session.state.applying(action)
@@ -107,23 +107,23 @@ extension SQLiteHealthStore {
     /// Ends the session at `now` and saves its `workout` sample as the session's app, in one
     /// transaction: the session, its events and its totals, or nothing. Totals are the merged
     /// (as statistics merge sources) `activeEnergyBurned` and `distanceWalkingRunning` over the
-    /// running stretches, pro-rated by overlap; the app sees other apps' samples of a type only
-    /// with read permission for it. A type with no sample there gives no total (absent, not 0).
+    /// running stretches, pro-rated by overlap, of the samples the grant's reads see (another app's
+    /// only with read permission for the type). A type with no sample there gives no total (absent, not 0).
     public func endWorkoutSession(id: String, granted: WriteGrant, now: Int64,
                                   workoutUUID: HealthUUID) throws -> WorkoutSession {
         let app = granted.app
         let created = Self.nowMilliseconds()
         let (session, change) = try pool.write { db -> (WorkoutSession, CommittedChange) in
-            guard var session = try Self.ownedWorkoutSession(db, id: id, app: app) else {
+            guard var session = try Self.ownedWorkoutSession(db, id: id, owner: AppSource(app)) else {
                 throw StoreError.notFound("no workout session \(id)")
             }
             session.state = try session.state.applying(.end)
             let end = session.timeline.eventDate(now: now)
             session.timeline.end = end
             let intervals = session.timeline.runningIntervals
-            let energy = try runningTotal(db, type: "activeEnergyBurned", app: app, start: session.timeline.start, end: end,
-                                          intervals: intervals)
-            let distance = try runningTotal(db, type: "distanceWalkingRunning", app: app, start: session.timeline.start,
+            let energy = try runningTotal(db, type: "activeEnergyBurned", visibility: granted.reads, start: session.timeline.start,
+                                          end: end, intervals: intervals)
+            let distance = try runningTotal(db, type: "distanceWalkingRunning", visibility: granted.reads, start: session.timeline.start,
                                             end: end, intervals: intervals)
             let workout = HealthSample(
                 uuid: workoutUUID, type: "workout", start: session.timeline.start, end: end,
@@ -211,9 +211,9 @@ extension SQLiteHealthStore {
 
     // MARK: Helpers
 
-    static func ownedWorkoutSession(_ db: Database, id: String, app: AppAuthorization) throws -> WorkoutSession? {
+    static func ownedWorkoutSession(_ db: Database, id: String, owner: AppSource) throws -> WorkoutSession? {
         try db.first("SELECT \(workoutSessionColumns) FROM workout_sessions WHERE external_id = ? AND user_id = ? AND source_id = ?",
-                     [.text(id), .integer(app.userRowID), .integer(app.sourceRowID)]) { row in
+                     [.text(id), .integer(owner.userRowID), .integer(owner.sourceRowID)]) { row in
             typealias Column = WorkoutSessionColumn
             var zone: HeartRateZoneBounds?
             if let low = row.doubleIfPresent(Column.zoneLow) {
@@ -237,28 +237,28 @@ extension SQLiteHealthStore {
     }
 
     /// The merged sum of one cumulative type over the running stretches, or nil without data.
-    private func runningTotal(_ db: Database, type: String, app: AppAuthorization, start: Int64, end: Int64,
+    private func runningTotal(_ db: Database, type: String, visibility: ReadVisibility, start: Int64, end: Int64,
                               intervals: [Range<Int64>]) throws -> Double? {
         guard let typeCode = typeCode(for: type), !intervals.isEmpty else { return nil }
-        var conditions = ["user_id = ?1", "type_id = ?2"]
-        var values: [SQLValue] = [.integer(app.userRowID), .integer(typeCode)]
-        app.access.narrow(type, conditions: &conditions, values: &values)
-        values.append(.integer(end))
-        conditions.append("start_ms < ?\(values.count)")
-        values.append(.integer(start))
-        conditions.append("(end_ms > ?\(values.count) OR (end_ms = start_ms AND start_ms >= ?\(values.count)))")
+        let userRowID = visibility.userRowID
+        var clause = WhereClause(conditions: ["user_id = ?1", "type_id = ?2"], values: [.integer(userRowID), .integer(typeCode)])
+        clause.narrow(to: visibility.sources(of: type))
+        let e = clause.bind(.integer(end))
+        clause.require("start_ms < ?\(e)")
+        let s = clause.bind(.integer(start))
+        clause.require("(end_ms > ?\(s) OR (end_ms = start_ms AND start_ms >= ?\(s)))")
         let longest = try db.firstInt64("SELECT max_duration_ms FROM type_extents WHERE user_id = ? AND type_id = ?",
-                                        [.integer(app.userRowID), .integer(typeCode)]) ?? 0
-        values.append(.integer(start - longest))
-        conditions.append("start_ms >= ?\(values.count)")
-        let samples = try db.map("SELECT seq, start_ms, end_ms, value, source_id FROM samples WHERE \(conditions.joined(separator: " AND "))",
-                                 values) { row in
+                                        [.integer(userRowID), .integer(typeCode)]) ?? 0
+        let lower = clause.bind(.integer(start - longest))
+        clause.require("start_ms >= ?\(lower)")
+        let samples = try db.map("SELECT seq, start_ms, end_ms, value, source_id FROM samples WHERE \(clause.text)",
+                                 clause.values) { row in
             StatisticsSample(id: try row.int64(StatisticsSampleColumn.seq), start: try row.int64(StatisticsSampleColumn.start),
                              end: try row.int64(StatisticsSampleColumn.end), value: try row.double(StatisticsSampleColumn.value),
                              source: Int32(truncatingIfNeeded: try row.int64(StatisticsSampleColumn.source)))
         }
         return try WorkoutSession.runningTotal(
             of: samples, intervals: intervals, end: end,
-            priority: SourcePriority(try Self.effectiveSourcePriority(db, userRowID: app.userRowID, typeCode: typeCode).map(\.source)))
+            priority: SourcePriority(try Self.effectiveSourcePriority(db, userRowID: userRowID, typeCode: typeCode).map(\.source)))
     }
 }

@@ -23,7 +23,7 @@ struct ConnectionLimitTests {
         var machine = Machine(now: 0)
         #expect(describeLengths(machine.bytesReceived(post(length: 10 << 20, expectContinue: true), now: at(0))) == ["admit POST /p"])
         let actions = machine.admissionDecided(.refuse(unauthorized), now: at(0))
-        #expect(describeLengths(actions) == ["write HTTP/1.1 401 Unauthorized"])
+        #expect(describeLengths(actions) == ["write HTTP/1.1 401 Unauthorized, complete"])
         #expect(!writtenText(actions).contains("100 Continue"))
         #expect(writtenText(actions).contains("Connection: close\r\n"))
         // The body never came: the connection closes lingering, so the sender reads the 401.
@@ -236,7 +236,8 @@ extension ConnectionLimitTests {
 
         var partial = Machine(now: 0)
         _ = partial.bytesReceived(bytes("POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"), now: at(0))
-        #expect(describeLengths(partial.admissionDecided(.refuse(unauthorized), now: at(0))) == ["write HTTP/1.1 401 Unauthorized"])
+        #expect(describeLengths(partial.admissionDecided(.refuse(unauthorized), now: at(0)))
+                == ["write HTTP/1.1 401 Unauthorized, complete"])
         #expect(describeLengths(partial.responseWritten(now: at(0))) == ["close lingering"])
     }
 }

@@ -302,6 +302,7 @@ struct ConnectionStateMachineTests {
         let actions = machine.responseReady(HTTPResponse(status: .ok, body: .stream { _ in }), now: at(0))
         #expect(describe(actions) == ["write HTTP/1.1 200 OK", "stream chunked=true"])
         #expect(writtenText(actions).contains("Transfer-Encoding: chunked\r\n"))
+        #expect(describe(machine.streamEnded()) == ["complete"])
         #expect(machine.responseWritten(now: at(0)).isEmpty)
 
         var old = Machine(now: 0)
@@ -311,6 +312,7 @@ struct ConnectionStateMachineTests {
         let text = writtenText(oldActions)
         #expect(!text.contains("Transfer-Encoding"))
         #expect(text.contains("Connection: close\r\n"))
+        #expect(describe(old.streamEnded()) == ["complete"])
         #expect(describe(old.responseWritten(now: at(0))) == ["close"])
     }
 
@@ -325,12 +327,13 @@ struct ConnectionStateMachineTests {
             let text = writtenText(actions)
             #expect(text.contains("Content-Length: 70000\r\n") && !text.contains("Transfer-Encoding"))
             #expect(!text.contains("Connection: close"))
+            #expect(describe(machine.streamEnded()) == ["complete"])
             #expect(machine.responseWritten(now: at(0)).isEmpty, "the connection stays open")
         }
         var machine = Machine(now: 0)
         _ = machine.bytesReceived(bytes("HEAD /f HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
         let head = machine.responseReady(HTTPResponse(status: .ok, body: .sizedStream(length: 70_000) { _ in }), now: at(0))
-        #expect(describe(head) == ["write HTTP/1.1 200 OK"])
+        #expect(describe(head) == ["write HTTP/1.1 200 OK, complete"])
         #expect(writtenText(head).contains("Content-Length: 70000\r\n"))
     }
 
@@ -342,7 +345,8 @@ struct ConnectionStateMachineTests {
         _ = machine.responseWritten(now: at(0))
 
         _ = machine.bytesReceived(bytes("HEAD /s HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))
-        #expect(describe(machine.responseReady(HTTPResponse(status: .ok, body: .stream { _ in }), now: at(0))) == ["write HTTP/1.1 200 OK"])
+        #expect(describe(machine.responseReady(HTTPResponse(status: .ok, body: .stream { _ in }), now: at(0)))
+                == ["write HTTP/1.1 200 OK, complete"])
         _ = machine.responseWritten(now: at(0))
 
         _ = machine.bytesReceived(bytes("DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n"), now: at(0))

@@ -24,10 +24,12 @@ func describe(_ actions: [Machine.Action], bodies: BodyInTranscript = .text) -> 
             let body = bodies == .text ? String(decoding: request.body, as: UTF8.self) : String(request.body.count)
             return "dispatch \(request.method) \(request.target) body=\(body)"
         case .admit(let head): return "admit \(head.method) \(head.target)"
+        case .responseComplete: return "complete"
         case .write(let bytes):
-            let text = String(decoding: bytes, as: UTF8.self)
-            return "write " + (text.split(separator: "\r\n").first.map(String.init) ?? "")
-        case .startStream(_, let chunked, let length):
+            return "write " + firstLine(bytes)
+        case .writeResponse(let bytes, let complete):
+            return "write " + firstLine(bytes) + (complete ? ", complete" : "")
+        case .startStream(_, let chunked, let length, _):
             return "stream chunked=\(chunked)" + (length.map { " length=\($0)" } ?? "")
         case .pauseReading: return "pause"
         case .resumeReading: return "resume"
@@ -40,10 +42,50 @@ func describe(_ actions: [Machine.Action], bodies: BodyInTranscript = .text) -> 
     }
 }
 
+private func firstLine(_ bytes: [UInt8]) -> String {
+    String(decoding: bytes, as: UTF8.self).split(separator: "\r\n").first.map(String.init) ?? ""
+}
+
 /// Everything the actions write, as text.
 func writtenText(_ actions: [Machine.Action]) -> String {
     actions.compactMap { action -> String? in
-        if case .write(let bytes) = action { return String(decoding: bytes, as: UTF8.self) }
-        return nil
+        switch action {
+        case .write(let bytes), .writeResponse(let bytes, _): return String(decoding: bytes, as: UTF8.self)
+        default: return nil
+        }
     }.joined()
+}
+
+/// The events that name an exchange, answered for the latest one (the request in flight); the
+/// lifecycle tests name exchanges explicitly where that is what they test.
+extension Machine {
+    mutating func responseReady(_ response: HTTPResponse, now: HTTPInstant) -> [Action] {
+        var actions: [Action] = []
+        responseReady(response, exchange: lastExchange, now: now, into: &actions)
+        return actions
+    }
+
+    mutating func responseReady(_ response: HTTPResponse, exchange: Exchange, now: HTTPInstant) -> [Action] {
+        var actions: [Action] = []
+        responseReady(response, exchange: exchange, now: now, into: &actions)
+        return actions
+    }
+
+    mutating func admissionDecided(_ admission: HTTPAdmission, now: HTTPInstant) -> [Action] {
+        admissionDecided(admission, exchange: lastExchange, now: now)
+    }
+
+    mutating func admissionDecided(_ admission: HTTPAdmission, exchange: Exchange, now: HTTPInstant) -> [Action] {
+        var actions: [Action] = []
+        admissionDecided(admission, exchange: exchange, now: now, into: &actions)
+        return actions
+    }
+
+    mutating func streamEnded() -> [Action] { streamEnded(exchange: lastExchange) }
+
+    mutating func streamEnded(exchange: Exchange) -> [Action] {
+        var actions: [Action] = []
+        streamEnded(exchange: exchange, into: &actions)
+        return actions
+    }
 }

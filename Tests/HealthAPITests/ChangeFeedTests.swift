@@ -4,6 +4,7 @@ import Testing
 import HTTP
 import JSON
 import Synchronization
+import Identity
 import PostgresTestSupport
 @testable import HealthAPI
 @testable import HealthStore
@@ -578,8 +579,10 @@ enum ChangeFeedRevocation {
         let (stream, poll) = try w.openStreamAndPoll()
         let changedAt = Date()
         if narrowing {
-            try w.f.server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET read_types = '' WHERE id = ?",
-                                                       postgres: "UPDATE authorizations SET read_types = '' WHERE id = $1", w.id)
+            // The app's switches: every token of the app reads its access from them.
+            try w.f.server.executeBehindTheServersBack(
+                sqlite: "UPDATE app_grants SET read_types = '' WHERE app = (SELECT app FROM authorizations WHERE id = ?)",
+                postgres: "UPDATE app_grants SET read_types = '' WHERE app = (SELECT app FROM authorizations WHERE id = $1)", w.id)
         } else {
             try w.f.server.executeBehindTheServersBack(sqlite: "UPDATE authorizations SET revoked_ms = 1 WHERE id = ?",
                                                        postgres: "UPDATE authorizations SET revoked_ms = 1 WHERE id = $1", w.id)
@@ -591,7 +594,42 @@ enum ChangeFeedRevocation {
     }
 }
 
+extension ChangeFeedRevocation {
+    /// The person narrows the follower's switches (`PUT /v1/me/apps/{app}`) or revokes it
+    /// (`DELETE /v1/me/apps/{app}`): the follower's open stream and parked poll end at once, and
+    /// nothing saved afterwards reaches them.
+    static func theAppsPageEndsWhatIsInFlight(_ backend: TestServer.Backend, revoke: Bool) throws {
+        let w = try World(backend)
+        let f = w.f
+        let people = HealthData(f.server.backend).people
+        let alice = try #require(try people.signInAccount(name: "alice")?.user)
+        try people.setPassword(userRowID: alice.rowID, hash: try PasswordHashing.hash(PersonSessionTests.password).phc)
+        let cookie = try #require(PersonSessionTests.cookie(PersonSessionTests.signIn(f.server, name: "alice")))
+        let (stream, poll) = try w.openStreamAndPoll()
+        let changedAt = Date()
+        let headers = [("Cookie", cookie), ("Content-Type", "application/json")]
+        let reply = revoke ? f.server.request(.delete, "/v1/me/apps/follower", headers: headers)
+            : f.server.request(.put, "/v1/me/apps/follower", json: #"{"share":["stepCount"],"read":[]}"#, headers: headers)
+        #expect(reply.status == (revoke ? 204 : 200), "\(reply.text)")
+        #expect(stream.waitUntil { $0.isFinished })
+        #expect(poll.wait()?.status.code == 401)
+        #expect(Date().timeIntervalSince(changedAt) < 1, "ended after \(Date().timeIntervalSince(changedAt)) s")
+        #expect(stream.events.last?.event == "error")
+        #expect(f.save(f.phone, steps(7)).status == 201)
+        #expect(!stream.text.contains(uuid(7)))
+        // Narrowed, the token still works with less; revoked, it is gone.
+        let after = f.server.request(.get, "/v1/changes?types=stepCount", token: w.token)
+        #expect(after.status == (revoke ? 401 : 200))
+        if !revoke { #expect(!after.text.contains(uuid(7)), "the phone's steps are not the follower's to read any more") }
+    }
+}
+
 @Suite struct ChangeFeedRevocationTests {
+    @Test(arguments: [false, true])
+    func theAppsPageEndsWhatIsInFlight(revoke: Bool) throws {
+        try ChangeFeedRevocation.theAppsPageEndsWhatIsInFlight(.sqlite, revoke: revoke)
+    }
+
     @Test func revokingATokenEndsItsStreamAndParkedPollAtOnce() throws {
         try ChangeFeedRevocation.revokingATokenEndsItsStreamAndParkedPollAtOnce(.sqlite)
     }
@@ -604,6 +642,11 @@ enum ChangeFeedRevocation {
 
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to check revocation on the PostgreSQL store"))
 struct PostgresChangeFeedRevocationTests {
+    @Test(arguments: [false, true])
+    func theAppsPageEndsWhatIsInFlight(revoke: Bool) throws {
+        try ChangeFeedRevocation.theAppsPageEndsWhatIsInFlight(.postgres, revoke: revoke)
+    }
+
     @Test func revokingATokenEndsItsStreamAndParkedPollAtOnce() throws {
         try ChangeFeedRevocation.revokingATokenEndsItsStreamAndParkedPollAtOnce(.postgres)
     }

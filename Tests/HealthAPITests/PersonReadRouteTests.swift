@@ -44,6 +44,20 @@ import PostgresTestSupport
         #expect(server.request(.get, "/v1/me/samples?type=stepCount", token: watch).status == 401)
     }
 
+    @Test("the person's own reads are not app accesses: recent access counts the app's read only", arguments: PersonSessionTests.backends)
+    func personsReadsAreNotAppAccesses(backend: TestServer.Backend) throws {
+        let (server, user) = try PersonSessionTests.server(backend)
+        let phone = server.token(user: user.id, app: "phone", read: ["stepCount"], share: ["stepCount"])
+        let steps = SampleFixture.steps(1234, "\(Self.day)T10:00:00Z", "\(Self.day)T10:30:00Z")
+        #expect(server.request(.post, "/v1/samples", token: phone, json: #"{"samples":[\#(steps)]}"#).status == 201)
+        let cookie = try #require(PersonSessionTests.cookie(PersonSessionTests.signIn(server)))
+        #expect(server.request(.get, "/v1/me/samples?type=stepCount", headers: [("Cookie", cookie)]).status == 200)
+        #expect(server.request(.get, "/v1/samples?type=stepCount", token: phone).status == 200)
+        let entries = try server.application.data.recentAccess.counts(userRowID: user.rowID, from: 0, to: Int64.max)
+        #expect(Set(entries.map(\.app)) == ["phone"])
+        #expect(entries.map(\.counts.reads).reduce(0, +) == 1)
+    }
+
     @Test("a person's open reads end with the session: liveAuthorizations drops them at sign-out", arguments: PersonSessionTests.backends)
     func personsReadsAreLiveWhileTheSessionIs(backend: TestServer.Backend) throws {
         let (server, user) = try PersonSessionTests.server(backend)

@@ -34,8 +34,9 @@ extension AccessPolicyRouteTests {
         "POST /v1/ingest/imu/{session}/end", "GET /v1/pedometer", "GET /v1/types", "GET /v1/types/{id}",
         "POST /v1/workout-sessions", "GET /v1/workout-sessions/{id}", "POST /v1/workout-sessions/{id}/pause",
         "POST /v1/workout-sessions/{id}/resume", "POST /v1/workout-sessions/{id}/end",
-        "GET /v1/users", "GET /v1/users/{id}/authorizations", "DELETE /v1/users/{id}",
         "POST /v1/session", "POST /v1/people/activate", "POST /v1/users/{id}/invitation",
+        "POST /v1/authorization-requests", "POST /v1/authorization-requests/token",
+        "GET /v1/users", "GET /v1/users/{id}/authorizations", "DELETE /v1/users/{id}",
         // Subscriptions, not data: the pages they deliver are read as /v1/changes reads them
         // (WebhookDeliveryTests.aTypeTheTokenMayNotReadNeverAppears, Tests/e2e/webhooks.py).
         "POST /v1/webhooks", "GET /v1/webhooks", "DELETE /v1/webhooks/{id}", "GET /v1/webhooks/{id}/deliveries",

@@ -33,9 +33,12 @@ import SQLite
                 query.strictStartDate = flag(5)
                 if flag(6) { query.after = SampleCursor(start: Self.t0, seq: 1) }
                 query.descending = flag(7)
-                let shape = SQLiteHealthStore.samplePageShape(query, narrowed: app.access.visibleSource(of: "stepCount") != nil)
-                let full = try t.store.samplePageClause(db, query: query, typeCode: typeCode, app: app, buildsText: true)
-                let lean = try t.store.samplePageClause(db, query: query, typeCode: typeCode, app: app, buildsText: false)
+                let sources = ReadVisibility(app: app).sources(of: "stepCount")
+                let shape = SQLiteHealthStore.samplePageShape(query, narrowed: sources != .everySource)
+                let full = try t.store.samplePageClause(db, query: query, typeCode: typeCode, userRowID: app.userRowID,
+                                                        sources: sources, buildsText: true)
+                let lean = try t.store.samplePageClause(db, query: query, typeCode: typeCode, userRowID: app.userRowID,
+                                                        sources: sources, buildsText: false)
                 #expect(lean.values == full.values && lean.conditions.isEmpty)
                 let text = SQLiteHealthStore.samplePageSQL(full, descending: query.descending)
                 if let known = texts[shape] {

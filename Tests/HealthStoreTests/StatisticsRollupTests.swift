@@ -19,14 +19,13 @@ import Statistics
         }
     }
 
-    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs
-    /// (and the deletions list of `015-sample-key-deletions`).
     /// The migrations registered after the last one these tests know by name, and how each is
     /// undone (newest last): a test that carries an older database forward undoes them first.
     static let laterMigrations: [(name: String, undo: String)] = [
         ("010-people-accounts", """
             DROP TABLE sign_in_failures; DROP TABLE sessions; DROP TABLE invitations; ALTER TABLE users DROP COLUMN password_hash
             """),
+        ("011-people-grants", undoPeopleGrants),
         ("012-people-access", "DROP TABLE access_log"),
         ("013-webhooks", "DROP TABLE webhook_deliveries; DROP TABLE webhook_subscriptions"),
     ]
@@ -35,10 +34,17 @@ import Statistics
         for migration in laterMigrations.reversed() { try database.execute(migration.undo) }
     }
 
+    /// The schema before `014-sample-key-runs`: the unique uuid index instead of the key runs
+    /// (and the deletions list of `015-sample-key-deletions`).
     static let undoSampleKeyRuns = """
         DROP TABLE sample_key_compactions; DROP TABLE sample_key_deletions; DROP TABLE sample_key_users;
         DROP TABLE sample_key_chunks; DROP TABLE sample_key_runs;
         CREATE UNIQUE INDEX samples_by_uuid ON samples(user_id, uuid);
+        """
+
+    /// The schema before `011-people-grants`: no grants, no permission requests, no last use.
+    static let undoPeopleGrants = """
+        DROP TABLE authorization_requests; DROP TABLE app_grants; ALTER TABLE authorizations DROP COLUMN last_used_ms;
         """
 
     /// The rollup table before `016-statistics-days-clustered`: one rowid table with the key in

@@ -124,6 +124,50 @@ enum AccessContract {
         #expect(throws: (any Error).self) { try phone.deleteSample(world.watchSample) }
         #expect(try watch.sample(world.watchSample) != nil)
     }
+
+    /// The decision the façade hands a backend (`ReadVisibility`) gives the same answer on every
+    /// read path: per type in one change-feed request, for tombstones, for a delete's refusal, and
+    /// for the person's own view, which sees every app's data.
+    static func everyReadPathSeesWhatTheDecisionSays(_ t: TestStore) throws {
+        let world = try World(t)
+        let phone = world.data.app(world.phone)
+        let watch = world.data.app(world.watch)
+        let person = world.data.person(world.alice)
+        // The watch shares flights but may not read them: it sees its own only.
+        let flights = HealthSample(uuid: .random(), type: "flightsClimbed", start: t0, end: t0 + 60_000, content: .quantity(2))
+        _ = try watch.save([flights])
+        let both: Set<String> = ["stepCount", "flightsClimbed"]
+        func added(_ page: ChangePage) -> Set<HealthUUID> { Set(page.added.map(\.sample.uuid)) }
+        #expect(added(try watch.changes(ChangeRequest(types: both, after: nil, limit: 100)))
+                == [world.watchSample, world.phoneSample, flights.uuid])
+        #expect(added(try phone.changes(ChangeRequest(types: both, after: nil, limit: 100))) == [world.phoneSample])
+        #expect(added(try phone.changes(ChangeRequest(types: ["flightsClimbed"], after: nil, limit: 100))).isEmpty)
+        // The person: every app's samples, sources and changes, and nobody else's.
+        #expect(Set(try person.samples(stepsQuery()).samples.map(\.sample.uuid)) == [world.watchSample, world.phoneSample])
+        #expect(try person.sample(flights.uuid) != nil)
+        #expect(try person.sources(type: "stepCount").map(\.app) == ["watch", "phone"])
+        #expect(added(try person.changes(ChangeRequest(types: nil, after: nil, limit: 100)))
+                == [world.watchSample, world.phoneSample, flights.uuid])
+        // Deletes: another app's sample is forbidden to a reader of its type and does not exist
+        // for anyone else; the app's own of a type its token may not share is refused.
+        #expect(throws: StoreError.forbidden("sample \(world.phoneSample.lowercasedString) was saved by another app")) {
+            try watch.deleteSample(world.phoneSample)
+        }
+        #expect(throws: StoreError.notFound("no sample \(world.watchSample.lowercasedString)")) {
+            try phone.deleteSample(world.watchSample)
+        }
+        #expect(throws: StoreError.notFound("no sample \(flights.uuid.lowercasedString)")) { try phone.deleteSample(flights.uuid) }
+        let readOnlyPhone = try t.store.createAuthorization(user: world.alice, app: "phone", read: [], share: []).authorization
+        #expect(throws: SharingDenied.self) { try world.data.app(readOnlyPhone).deleteSample(world.phoneSample) }
+        #expect(try person.sample(world.phoneSample) != nil)
+        // A tombstone is seen as its sample was: by the watch and the person, not by the phone.
+        let before = try person.currentChangePosition()
+        try watch.deleteSample(flights.uuid)
+        let deletion = ChangeRequest(types: nil, after: before, limit: 100)
+        #expect(try watch.changes(deletion).deleted.map(\.uuid) == [flights.uuid])
+        #expect(try person.changes(deletion).deleted.map(\.uuid) == [flights.uuid])
+        #expect(try phone.changes(deletion).deleted.isEmpty)
+    }
 }
 
 @Suite struct SQLiteAccessContractTests {
@@ -131,6 +175,7 @@ enum AccessContract {
     @Test func writesOfATypeTheTokenMayNotShareChangeNothing() throws {
         try AccessContract.writesOfATypeTheTokenMayNotShareChangeNothing(TestStore(.sqlite))
     }
+    @Test func everyReadPathSeesWhatTheDecisionSays() throws { try AccessContract.everyReadPathSeesWhatTheDecisionSays(TestStore(.sqlite)) }
 }
 
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the access contract on the PostgreSQL store"))
@@ -138,5 +183,8 @@ struct PostgresAccessContractTests {
     @Test func readsShowOnlyWhatTheTokenMayRead() throws { try AccessContract.readsShowOnlyWhatTheTokenMayRead(TestStore(.postgres)) }
     @Test func writesOfATypeTheTokenMayNotShareChangeNothing() throws {
         try AccessContract.writesOfATypeTheTokenMayNotShareChangeNothing(TestStore(.postgres))
+    }
+    @Test func everyReadPathSeesWhatTheDecisionSays() throws {
+        try AccessContract.everyReadPathSeesWhatTheDecisionSays(TestStore(.postgres))
     }
 }

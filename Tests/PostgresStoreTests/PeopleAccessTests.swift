@@ -178,6 +178,16 @@ enum PeopleAccessContract {
         try t.store.createSession(userRowID: user.rowID, tokenHash: Array(repeating: UInt8(user.rowID & 0xff) ^ 0x55, count: 32), nowMs: now)
         try t.store.recordSignInFailure(keys: [(.account, user.name.uppercased().lowercased()), (.address, "192.0.2.\(user.rowID & 0xff)")],
                                         atMs: now, forgetBeforeMs: now - 60_000)
+        // A permission request the person answered (it names them).
+        let code = "REQ" + user.name.uppercased()
+        _ = try t.store.createAuthorizationRequest(AuthorizationRequestRecord(id: UUID().uuidString, userCode: code, app: name,
+                                                                              displayName: name, reason: "r", share: ["stepCount"], read: [],
+                                                                              created: now, interval: 5),
+                                                   deviceCodeHash: Array(repeating: UInt8(user.rowID & 0xff) ^ 0x33, count: 32))
+        _ = try t.store.answerAuthorizationRequest(userCode: code, user: user) { record, _ in
+            record.state = .denied
+            record.userRowID = user.rowID
+        }
         return app
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import HealthModel
-import HealthStore
+@testable import HealthStore
 import PostgreSQL
 @testable import PostgresStore
 import Statistics
@@ -132,16 +132,16 @@ struct PostgresSessionsTests {
         #expect(judged.allSatisfy { $0.session == session.id })
 
         let paused = try nodeB.transaction { connection in
-            try PostgresWorkoutSessions.change(id: session.id, app: Self.app, action: .pause, now: base + 10 * 60_000, on: connection)
+            try PostgresWorkoutSessions.change(id: session.id, owner: AppSource(Self.app), action: .pause, now: base + 10 * 60_000, on: connection)
         }
         #expect(paused.state == .paused)
         #expect(throws: WorkoutSessionTransitionError.self) {
             try nodeA.transaction { connection in
-                try PostgresWorkoutSessions.change(id: session.id, app: Self.app, action: .pause, now: base + 11 * 60_000, on: connection)
+                try PostgresWorkoutSessions.change(id: session.id, owner: AppSource(Self.app), action: .pause, now: base + 11 * 60_000, on: connection)
             }
         }
         _ = try nodeA.transaction { connection in
-            try PostgresWorkoutSessions.change(id: session.id, app: Self.app, action: .resume, now: base + 20 * 60_000, on: connection)
+            try PostgresWorkoutSessions.change(id: session.id, owner: AppSource(Self.app), action: .resume, now: base + 20 * 60_000, on: connection)
         }
         #expect(try nodeA.read { try PostgresWorkoutSessions.activeCounts(on: $0) } == [Self.app.userRowID: 1])
 
@@ -152,7 +152,7 @@ struct PostgresSessionsTests {
                                       typeCode: distanceCode, on: writer)
         var savedWorkout: HealthSample?
         let (ended, _) = try nodeB.transaction { connection in
-            try PostgresWorkoutSessions.end(id: session.id, app: Self.app, now: base + 30 * 60_000, workoutUUID: .random(),
+            try PostgresWorkoutSessions.end(id: session.id, app: Self.app, visibility: ReadVisibility(app: Self.app), now: base + 30 * 60_000, workoutUUID: .random(),
                                             typeCode: { $0 == "distanceWalkingRunning" ? distanceCode : nil }, on: connection) {
                 savedWorkout = $0
             }
@@ -165,7 +165,7 @@ struct PostgresSessionsTests {
         #expect(details.totalDistance == 600)
         #expect(details.totalEnergyBurned == nil)
         #expect(try nodeA.read { try PostgresWorkoutSessions.activeCounts(on: $0) }.isEmpty)
-        #expect(try nodeA.read { try PostgresWorkoutSessions.owned(id: session.id, app: Self.app, on: $0) } == ended)
+        #expect(try nodeA.read { try PostgresWorkoutSessions.owned(id: session.id, owner: AppSource(Self.app), on: $0) } == ended)
     }
 
     @Test func activitySummariesReplaceTheirDay() throws {

@@ -39,10 +39,11 @@ enum StoreBehaviour {
         #expect(found.disclosesRead && found.read == ["stepCount"] && found.share.isEmpty && found.userID == alice.id)
         #expect(t.store.cachedAuthorization(tokenHash: TokenHashing.hash(token)) == authorization)
         #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token + "x")) == nil)
-        // Reused when it covers what is asked; a new one when it does not.
+        // Reused: asking for more turns the app's switches on, and every token of the app follows them.
         #expect(try t.store.appAuthorizationCreatingIfNeeded(user: alice, app: "phone", read: ["stepCount"], share: []).id == authorization.id)
         let wider = try t.store.appAuthorizationCreatingIfNeeded(user: alice, app: "phone", read: [], share: ["heartRate"])
-        #expect(wider.id != authorization.id && wider.sourceRowID == authorization.sourceRowID)
+        #expect(wider.id == authorization.id && wider.share == ["heartRate"] && wider.read == ["stepCount"])
+        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token))?.share == ["heartRate"])
         #expect(try t.store.revokeAuthorization(id: authorization.id))
         #expect(try !t.store.revokeAuthorization(id: authorization.id))
         #expect(t.store.cachedAuthorization(tokenHash: TokenHashing.hash(token)) == nil)

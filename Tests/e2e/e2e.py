@@ -1018,8 +1018,8 @@ def main():
     from abuse import abuse_checks
     from faults import internal_error_checks
     from edge import edge_checks
-    from people_access import people_access_checks
     from people import people_checks
+    from people_access import people_access_checks
     from webhooks import webhook_checks
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)

@@ -5,13 +5,16 @@ erasure, admin lists):
   the counts still in memory (a kill -9 loses at most the last second of them);
 - the admin lists users and each user's apps, never a token;
 - erasing one user while another writes: the writer gets only 2xx and keeps all its data, the
-  erased user's stream ends and no row names her afterwards.
+  erased user's stream ends and no row names her afterwards;
+- the signed-in person sees recent access, exports their backup, deletes what one app saved and
+  erases the account with their password.
 Called from e2e.py main(); runs alone too: python3 Tests/e2e/people_access.py --binary B --public P."""
-import argparse, json, os, socket, sys, threading, time
+import argparse, json, os, signal, socket, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
 from e2e import ADMIN, DATABASE, Server, check, http, js, query_store  # noqa: E402
+from people import People, call, fresh_address  # noqa: E402
 
 
 def new_user(port, name, app, read, share):
@@ -137,9 +140,79 @@ def erasure_checks(binary, public):
             server.proc.kill()
 
 
+def kill_checks(binary, public):
+    """A kill -9 loses at most the counts of the last second: what was counted a second and a half
+    before is in the store."""
+    print("e2e: recent access survives a kill -9 after a second")
+    server = Server(binary, public)
+    try:
+        port = server.port
+        _, phone = new_user(port, "kill-alice", "phone", ["stepCount"], ["stepCount"])
+        http(port, "POST", "/v1/samples", {"samples": [steps(5, 0)]}, token=phone)
+        http(port, "GET", "/v1/samples?type=stepCount", token=phone)
+        time.sleep(1.5)
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(10)
+        counted = query_store(server.data_dir, "SELECT coalesce(sum(reads), 0) || ',' || coalesce(sum(writes), 0) FROM access_log")
+        check("the counts of 1.5 s before the kill are stored", counted == "1,1", counted)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+
+
+def person_data_checks(binary, public):
+    """The signed-in person's recent access, export, one app's data deleted, and erasure."""
+    print("e2e: the person's recent access, export, deletion and erasure")
+    people = People(binary, public)
+    try:
+        port = people.port
+        user = people.person("owner")
+        st, _, b = call(port, "POST", "/v1/authorizations", {"user": user, "app": "phone", "read": ["stepCount"],
+                                                             "share": ["stepCount"]}, token=ADMIN)
+        phone = json.loads(b)["token"]
+        call(port, "POST", "/v1/samples", {"samples": [steps(1111, 0), steps(2222, 1)]}, token=phone)
+        call(port, "GET", "/v1/samples?type=stepCount", token=phone)
+        cookie = people.cookie("owner")
+        st, _, b = call(port, "GET", "/v1/me/access?timeZone=Asia/Kathmandu", cookie=cookie)
+        access = (js(b) or {}).get("access", [])
+        check("GET /v1/me/access: the phone read 2 and wrote 2 steps samples today", st == 200 and len(access) == 1
+              and access[0]["app"] == "phone" and access[0]["type"] == "stepCount"
+              and (access[0]["reads"], access[0]["samplesRead"], access[0]["writes"], access[0]["samplesWritten"]) == (1, 2, 1, 2), b)
+        check("no values in it", b"1111" not in b and b"2222" not in b)
+        st, _, b = call(port, "GET", "/v1/me/access", token=phone)
+        check("an app token cannot read it", st == 401, st)
+        st, h, b = call(port, "GET", "/v1/me/export", cookie=cookie)
+        lines = b.decode().splitlines()
+        check("GET /v1/me/export: the settings line, then the samples", st == 200 and h.get("content-type") == ["application/x-ndjson"]
+              and lines[0].startswith('{"healthdBackup":') and len(lines) == 3 and "1111" in b.decode(), (st, lines[:2]))
+        json_header = {"Content-Type": "application/json"}
+        st, _, b = call(port, "DELETE", "/v1/me/apps/phone/data", cookie=cookie)
+        check("a cookie DELETE that is not JSON is refused", st == 415, st)
+        st, _, b = call(port, "DELETE", "/v1/me/apps/phone/data", cookie=cookie, headers=json_header)
+        check("DELETE /v1/me/apps/phone/data deletes what the phone saved", st == 200 and js(b) == {"app": "phone", "deleted": 2}, b)
+        st, _, b = call(port, "GET", "/v1/samples?type=stepCount", token=phone)
+        check("the phone finds none left", st == 200 and js(b)["samples"] == [], b[:200])
+        st, _, b = call(port, "DELETE", "/v1/me", {"password": "not my password, surely"}, cookie=cookie)
+        check("DELETE /v1/me with a wrong password: 401", st == 401, (st, b))
+        st, h, b = call(port, "DELETE", "/v1/me", {"password": "a long walk by the river"}, cookie=cookie)
+        erased = (js(b) or {}).get("erased", {})
+        check("DELETE /v1/me erases the account and says what", st == 200 and erased.get("user") == 1 and erased.get("sessions", 0) >= 1
+              and erased.get("tombstones") == 2, b)
+        check("and clears the cookie", any("Max-Age=0" in v for v in h.get("set-cookie", [])), h.get("set-cookie"))
+        check("the session is gone", people.me(cookie) == 401)
+        st, _, _ = people.sign_in("owner", source=fresh_address())
+        check("the name signs in no more", st == 401, st)
+        st, _, _ = call(port, "GET", "/v1/samples?type=stepCount", token=phone)
+        check("the app's token is gone", st == 401, st)
+    finally:
+        people.stop()
+
+
 def people_access_checks(binary, public):
     recent_access_checks(binary, public)
+    kill_checks(binary, public)
     erasure_checks(binary, public)
+    person_data_checks(binary, public)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 import HTTP
 import HealthModel
 import HealthStore
+import HealthdSettings
+import Identity
 import JSON
 import Statistics
 
@@ -10,12 +12,23 @@ struct PeopleDataRoutes: Sendable {
     let data: HealthData
     /// Days the access log keeps (the default range of `GET /v1/me/access`).
     let accessLogRetentionDays: Int
+    let addresses: ClientAddressResolver
+    /// Where `DELETE /v1/me` checks the password (the sign-in's gate: one hash per core at once).
+    let hashing: PasswordHashingGate
 
-    static func register(into router: inout Router<Route>, data: HealthData, accessLogRetentionDays: Int) {
-        let routes = PeopleDataRoutes(data: data, accessLogRetentionDays: accessLogRetentionDays)
+    static func register(into router: inout Router<Route>, data: HealthData, configuration: HealthdConfiguration,
+                         hashing: PasswordHashingGate) {
+        let routes = PeopleDataRoutes(data: data, accessLogRetentionDays: configuration.accessLogRetentionDays,
+                                      addresses: ClientAddressResolver(trustedProxies: configuration.trustedProxies,
+                                                                       header: configuration.trustedProxyHeader),
+                                      hashing: hashing)
         router.register(.get, "/v1/users", Route(access: .admin, handler: routes.listUsers))
         router.register(.get, "/v1/users/{id}/authorizations", Route(access: .admin, handler: routes.listAuthorizations))
         router.register(.delete, "/v1/users/{id}", Route(access: .admin, handler: routes.eraseUser))
+        router.register(.get, "/v1/me/access", Route(access: .person, handler: routes.recentAccess))
+        router.register(.get, "/v1/me/export", Route(access: .person, handler: routes.export))
+        router.register(.delete, "/v1/me/apps/{app}/data", Route(access: .person, handler: routes.deleteAppData))
+        router.register(.delete, "/v1/me", Route(access: .person, deferred: routes.eraseSelf))
     }
 
     // MARK: The admin's lists
@@ -80,6 +93,51 @@ struct PeopleDataRoutes: Sendable {
 
     // MARK: The person's own data
 
+    /// `DELETE /v1/me` `{"password"}`: erases the signed-in person's account. The password is
+    /// checked as at sign-in (the same limiter first, one hash on the hashing gate), so a session
+    /// left open on a shared computer cannot erase the account, nor guess the password faster.
+    func eraseSelf(_ context: inout RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) throws(APIError) {
+        try context.query.rejectUnknown()
+        let (user, session) = try context.person()
+        var body = try RequestBody.json(context.request)
+        let password = try RequestBody.decode { () throws(JSONFieldError) in
+            let password = try body.requiredString("password")
+            try body.finish()
+            return password
+        }
+        guard password.utf8.count <= PasswordPolicy.maximumBytes else {
+            throw APIError.invalidField("password", "is longer than any password can be (\(PasswordPolicy.maximumBytes) bytes)")
+        }
+        let client = addresses.clientAddress(peer: context.connection.remoteAddress, headers: context.request.headers)
+        let accountKey = SignInLimiter.accountKey(user.name)
+        let addressKey = ClientAddressResolver.rateLimitKey(client)
+        let people = data.people
+        let throttle = SignInThrottle(people: people)
+        if let wait = try storeCall({ try throttle.retryAfter(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }) {
+            throw APIError.rateLimited(retryAfterSeconds: wait, "too many wrong passwords for this account or from this address; retry in \(wait) s")
+        }
+        let problems = context.problems
+        let routes = self
+        let accepted = hashing.submit {
+            let response: HTTPResponse
+            do throws(APIError) {
+                let stored = try storeCall { try people.signInAccount(name: user.name) }?.passwordHash
+                let verified = stored.map { PasswordHashing.verify(password, against: $0) } ?? PasswordHashing.dummyVerify(password)
+                guard verified else {
+                    try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
+                    throw APIError.authenticationRequired("the password is wrong")
+                }
+                var answer = try routes.erase(user)
+                answer.headers.add("Set-Cookie", SessionCookie.clearCookie(secure: session.secure))
+                response = answer
+            } catch {
+                response = problems.response(error)
+            }
+            respond(response)
+        }
+        guard accepted else { throw PersonAccountRoutes.busy }
+    }
+
     /// Erases the account and answers what was erased, per kind of row.
     func erase(_ user: User) throws(APIError) -> HTTPResponse {
         let report: ErasureReport
@@ -102,7 +160,8 @@ struct PeopleDataRoutes: Sendable {
     }
 
     /// `GET /v1/me/access`: what the person's apps read and wrote, per app, type and day.
-    func recentAccess(_ context: inout RequestContext, user: User) throws(APIError) -> HTTPResponse {
+    func recentAccess(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
+        let (user, _) = try context.person()
         let startText = try context.query.string("start")
         let endText = try context.query.string("end")
         let zone = try context.query.string("timeZone")
@@ -155,16 +214,18 @@ struct PeopleDataRoutes: Sendable {
 
     /// `GET /v1/me/export`: the person's backup (settings line, then every sample), as `healthd
     /// export --user` writes it.
-    func export(_ context: inout RequestContext, user: User) throws(APIError) -> HTTPResponse {
+    func export(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
+        let (user, _) = try context.person()
         let backup = PersonBackup(user: user)
         let data = data
         return ExportScope.response { write in try backup.forEachPage(from: data, write) }
     }
 
     /// `DELETE /v1/me/apps/{app}/data`: deletes every sample the app saved for the person.
-    func deleteAppData(_ context: inout RequestContext, user: User) throws(APIError) -> HTTPResponse {
+    func deleteAppData(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
+        let (user, _) = try context.person()
         let app = context.parameter("app")
         let deleted = try storeCall { try data.person(user).deleteSamples(savedBy: app) }
         return JSONResponse.write { writer in

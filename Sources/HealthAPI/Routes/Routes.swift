@@ -12,8 +12,10 @@ extension HealthApplication {
         OperationsRoutes.register(into: &router, configuration: configuration, data: data, metrics: metrics,
                                   connections: connections, changeFeed: changeFeed)
         AccountRoutes.register(into: &router, data: data)
-        PeopleDataRoutes.register(into: &router, data: data, accessLogRetentionDays: configuration.accessLogRetentionDays)
-        PersonAccountRoutes.register(into: &router, data: data, configuration: configuration, hashing: PasswordHashingGate())
+        let passwordHashing = PasswordHashingGate()
+        PersonAccountRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
+        PeopleDataRoutes.register(into: &router, data: data, configuration: configuration, hashing: passwordHashing)
+        PermissionRequestRoutes.register(into: &router, data: data, configuration: configuration)
         CurrentAuthorizationRoutes.register(into: &router)
         SampleRoutes.register(into: &router, data: data, configuration: configuration)
         CatalogRoutes.register(into: &router, data: data)

@@ -17,6 +17,13 @@ struct ChangeSubscriber: Sendable {
     /// The request's error renderer: a store failure while parked or streaming is logged under
     /// the request's id like any other.
     let problems: ProblemResponder
+    /// When the request began: an authorization that ended (was revoked or changed) after this
+    /// ends the request; one that ended before it does not (the request read its access anew).
+    var began = DispatchTime.now()
+
+    /// True when the subscriber's authorization ended after the request began (`ended` holds
+    /// when each ended authorization did).
+    func endedSince(_ ended: [String: DispatchTime]) -> Bool { ended[app.id].map { began <= $0 } ?? false }
 
     /// Anchors are bound to the user and to the (sorted) types list: an anchor only resumes the
     /// feed that made it, since another list would have skipped different rows.
@@ -188,7 +195,7 @@ public final class ChangeFeed: Sendable {
     private func park(_ poll: LongPoll, seenSeq: Int64) {
         let user = poll.subscriber.app.userRowID
         let outcome = state.withLock { state -> ParkOutcome in
-            if state.shuttingDown || state.ended[poll.subscriber.app.id] != nil { return .answerNow }
+            if state.shuttingDown || poll.subscriber.endedSince(state.ended) { return .answerNow }
             if let latest = state.latestSeq[user], latest > seenSeq { return .readAgain }
             state.waiters[user, default: [:]][poll.id] = poll
             if state.accessTimer == nil { state.accessTimer = makeAccessTimer() }
@@ -275,7 +282,7 @@ public final class ChangeFeed: Sendable {
             _ = stream.send(ChangeStream.event(subscriber, ChangePage(added: [], deleted: [], next: position, more: false)))
         }
         let id = state.withLock { state -> UInt64? in
-            guard !state.shuttingDown, state.ended[subscriber.app.id] == nil else { return nil }
+            guard !state.shuttingDown, !subscriber.endedSince(state.ended) else { return nil }
             state.nextID &+= 1
             state.streams[subscriber.app.userRowID, default: [:]][state.nextID] = stream
             if state.keepAliveTimer == nil { state.keepAliveTimer = makeKeepAliveTimer() }
@@ -358,7 +365,7 @@ public final class ChangeFeed: Sendable {
 
     /// Throws the 401 when the subscriber's authorization ended while its request was in flight.
     private func requireLive(_ subscriber: ChangeSubscriber) throws(APIError) {
-        if state.withLock({ $0.ended[subscriber.app.id] != nil }) { throw Self.revoked }
+        if state.withLock({ subscriber.endedSince($0.ended) }) { throw Self.revoked }
     }
 
     private func makeAccessTimer() -> any DispatchSourceTimer {

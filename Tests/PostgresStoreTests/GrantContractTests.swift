@@ -1,0 +1,222 @@
+import ClientThreads
+import Foundation
+import HealthModel
+import HealthStore
+import PostgresStore
+import PostgresTestSupport
+import SQLiteStore
+import Synchronization
+import Testing
+
+/// Permissions belong to the person and the app (docs/decisions.md, "People and sign-in"): every
+/// token of an app reads its access from the person's grant, a change reaches every token and what
+/// it has in flight, and a permission request's poll issues its token once. On both backends.
+enum GrantContract {
+    static let t0: Int64 = 1_700_000_000_000
+
+    /// Two tokens of one app, made by the admin with different lists: both follow one grant, the
+    /// union of what was named; narrowing it narrows both (in the caches too) and tells the
+    /// observers about each; revoking the app revokes both and forgets the switches.
+    static func everyTokenOfTheAppFollowsTheGrant(_ t: TestStore) throws {
+        let alice = try t.store.createUser(name: "alice")
+        let (first, firstToken) = try t.store.createAuthorization(user: alice, app: "runner", read: ["stepCount"], share: ["stepCount"])
+        let (second, secondToken) = try t.store.createAuthorization(user: alice, app: "runner", read: ["heartRate"], share: [])
+        let other = try t.store.createAuthorization(user: alice, app: "scale", read: [], share: ["bodyMass"]).authorization
+        for token in [firstToken, secondToken] {
+            let found = try #require(try t.store.authorization(tokenHash: TokenHashing.hash(token)))
+            #expect(found.read == ["stepCount", "heartRate"] && found.share == ["stepCount"])
+        }
+        let ended = Mutex<[String]>([])
+        t.store.addAuthorizationObserver { id in ended.withLock { $0.append(id) } }
+
+        let narrowed = try #require(try t.store.updateAppGrant(userRowID: alice.rowID, app: "runner") { grant in
+            try grant.setSwitches(read: ["heartRate"], share: [])
+        })
+        #expect(narrowed.read == ["heartRate"] && narrowed.share.isEmpty)
+        #expect(narrowed.decidedRead == ["stepCount", "heartRate"] && narrowed.decidedShare == ["stepCount"])
+        #expect(Set(ended.withLock { $0 }) == [first.id, second.id], "the other app's token is not ended")
+        for token in [firstToken, secondToken] {
+            #expect(t.store.cachedAuthorization(tokenHash: TokenHashing.hash(token)) == nil)
+            let found = try #require(try t.store.authorization(tokenHash: TokenHashing.hash(token)))
+            #expect(found.read == ["heartRate"] && found.share.isEmpty)
+        }
+        // The in-flight sweep's read sees the narrowed access: a stream opened before differs from it.
+        let live = try t.store.liveAuthorizations(ids: [first.id, second.id, other.id])
+        #expect(live[first.id]?.read == ["heartRate"] && live[other.id] == other)
+        // A switch the app never asked for cannot be turned on.
+        #expect(throws: AppGrant.UnknownSwitch.self) {
+            _ = try t.store.updateAppGrant(userRowID: alice.rowID, app: "runner") { try $0.setSwitches(read: ["bodyMass"], share: []) }
+        }
+        #expect(try t.store.updateAppGrant(userRowID: alice.rowID, app: "nobody") { _ in } == nil)
+        // The admin turns on what it names and leaves the person's other switches alone.
+        _ = try t.store.createAuthorization(user: alice, app: "runner", read: [], share: ["stepCount"])
+        let grants = try t.store.appGrants(userRowID: alice.rowID)
+        #expect(grants.map(\.app) == ["runner", "scale"])
+        #expect(grants.first?.read == ["heartRate"] && grants.first?.share == ["stepCount"])
+
+        ended.withLock { $0.removeAll() }
+        #expect(try t.store.revokeApp(userRowID: alice.rowID, app: "runner"))
+        #expect(try !t.store.revokeApp(userRowID: alice.rowID, app: "runner"))
+        #expect(Set(ended.withLock { $0 }).count == 3)
+        for token in [firstToken, secondToken] { #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token)) == nil) }
+        #expect(try t.store.appGrants(userRowID: alice.rowID).map(\.app) == ["scale"])
+        #expect(try t.store.appPermissions(userRowID: alice.rowID).map(\.app) == ["scale"])
+    }
+
+    /// A token's use is written as the app's `lastUsed`, at most once a minute per token.
+    static func lastUsedIsWrittenOnceAMinute(_ t: TestStore) throws {
+        let alice = try t.store.createUser(name: "alice")
+        let (_, token) = try t.store.createAuthorization(user: alice, app: "runner", read: [], share: ["stepCount"])
+        #expect(try t.store.appGrants(userRowID: alice.rowID).first?.lastUsed == nil)
+        let before = StoreClock.nowMilliseconds()
+        _ = try t.store.authorization(tokenHash: TokenHashing.hash(token))
+        waitForUsage(t)
+        let first = try #require(try t.store.appGrants(userRowID: alice.rowID).first?.lastUsed)
+        #expect(first >= before)
+        usleep(20_000)
+        for _ in 0..<5 { _ = t.store.cachedAuthorization(tokenHash: TokenHashing.hash(token)) }
+        waitForUsage(t)
+        #expect(try t.store.appGrants(userRowID: alice.rowID).first?.lastUsed == first, "written again within the minute")
+    }
+
+    static func waitForUsage(_ t: TestStore) {
+        if let store = t.store as? SQLiteHealthStore { store.waitForUsageWrites() }
+        if let store = t.store as? PostgresHealthStore { store.waitForUsageWrites() }
+    }
+
+    static func request(_ code: String, created: Int64 = t0) -> AuthorizationRequestRecord {
+        AuthorizationRequestRecord(id: UUID().uuidString, userCode: code, app: "runner", displayName: "Runner <b>", reason: "to count",
+                                   share: ["stepCount", "heartRate"], read: ["stepCount"], created: created, interval: 5)
+    }
+
+    /// A request is stored once per user code; the person's answer updates their grant; the poll
+    /// that issues makes one token following the grant, and the code is spent afterwards.
+    static func aRequestIssuesItsTokenOnce(_ t: TestStore) throws {
+        let alice = try t.store.createUser(name: "alice")
+        let hash = Array(repeating: UInt8(7), count: 32)
+        #expect(try t.store.createAuthorizationRequest(request("BCDFGHJK"), deviceCodeHash: hash))
+        #expect(try !t.store.createAuthorizationRequest(request("BCDFGHJK"), deviceCodeHash: Array(repeating: 8, count: 32)))
+        let stored = try #require(try t.store.authorizationRequest(userCode: "BCDFGHJK"))
+        #expect(stored.displayName == "Runner <b>" && stored.share == ["stepCount", "heartRate"] && stored.state == .pending)
+        if case .unknown = try t.store.pollAuthorizationRequest(deviceCodeHash: Array(repeating: 9, count: 32), { _ in true }) {} else {
+            Issue.record("an unknown device code polled")
+        }
+        let answered = try #require(try t.store.answerAuthorizationRequest(userCode: "BCDFGHJK", user: alice) { record, grant in
+            grant.answer(shown: grant.undecided(share: record.share, read: record.read), allow: true, share: ["stepCount"], read: [])
+            record.state = .allowed
+            record.userRowID = alice.rowID
+            record.grantedShare = ["stepCount"]
+        })
+        #expect(answered.state == .allowed)
+        let grant = try #require(try t.store.appGrants(userRowID: alice.rowID).first)
+        #expect(grant.share == ["stepCount"] && grant.read.isEmpty && grant.decidedShare == ["stepCount", "heartRate"]
+                && grant.decidedRead == ["stepCount"] && grant.displayName == "Runner <b>")
+        guard case .issued(let record, let authorization, let token) = try t.store.pollAuthorizationRequest(deviceCodeHash: hash, { _ in true })
+        else { Issue.record("no token"); return }
+        #expect(record.state == .issued && authorization.share == ["stepCount"] && authorization.read.isEmpty)
+        #expect(try t.store.authorization(tokenHash: TokenHashing.hash(token)) == authorization)
+        // Spent: the store says so, and no second token is made whatever the poll answers.
+        guard case .polled(let spent) = try t.store.pollAuthorizationRequest(deviceCodeHash: hash, { record in
+            record.state == .allowed
+        }) else { Issue.record("a spent code issued again"); return }
+        #expect(spent.state == .issued)
+    }
+
+    /// Polls racing on one allowed request (two threads, on PostgreSQL two nodes) make one token.
+    static func racingPollsIssueOneToken(_ t: TestStore, other: (any HealthDataStore)?) throws {
+        let alice = try t.store.createUser(name: "alice")
+        for round in 0..<4 {
+            let hash = Array(repeating: UInt8(round + 1), count: 32)
+            let code = "BCDFGHJ" + ["K", "L", "M", "N"][round]
+            #expect(try t.store.createAuthorizationRequest(request(code), deviceCodeHash: hash))
+            _ = try t.store.answerAuthorizationRequest(userCode: code, user: alice) { record, grant in
+                grant.answer(shown: (record.share, record.read), allow: true, share: ["stepCount"], read: ["stepCount"])
+                record.state = .allowed
+                record.userRowID = alice.rowID
+            }
+            let stores: [any HealthDataStore] = [t.store, other ?? t.store, t.store, other ?? t.store]
+            let issued = Atomic<Int>(0)
+            let failures = Atomic<Int>(0)
+            let racing = stores.map { UncheckedStore(store: $0) }
+            onThreads(racing.count) { index in
+                do {
+                    let outcome = try racing[index].store.pollAuthorizationRequest(deviceCodeHash: hash) { record in
+                        guard record.state == .allowed else { return false }
+                        record.state = .issued
+                        return true
+                    }
+                    if case .issued = outcome { issued.add(1, ordering: .relaxed) }
+                } catch {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+            #expect(failures.load(ordering: .relaxed) == 0)
+            #expect(issued.load(ordering: .relaxed) == 1, "round \(round)")
+        }
+    }
+}
+
+/// A store handed to the racing threads (the stores are thread-safe; the protocol existential is Sendable).
+struct UncheckedStore: Sendable {
+    let store: any HealthDataStore
+}
+
+@Suite struct SQLiteGrantContractTests {
+    @Test func everyTokenOfTheAppFollowsTheGrant() throws { try GrantContract.everyTokenOfTheAppFollowsTheGrant(TestStore(.sqlite)) }
+    @Test func lastUsedIsWrittenOnceAMinute() throws { try GrantContract.lastUsedIsWrittenOnceAMinute(TestStore(.sqlite)) }
+    @Test func aRequestIssuesItsTokenOnce() throws { try GrantContract.aRequestIssuesItsTokenOnce(TestStore(.sqlite)) }
+    @Test func racingPollsIssueOneToken() throws { try GrantContract.racingPollsIssueOneToken(TestStore(.sqlite), other: nil) }
+}
+
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the grant contract on the PostgreSQL store"))
+struct PostgresGrantContractTests {
+    @Test func everyTokenOfTheAppFollowsTheGrant() throws { try GrantContract.everyTokenOfTheAppFollowsTheGrant(TestStore(.postgres)) }
+    @Test func lastUsedIsWrittenOnceAMinute() throws { try GrantContract.lastUsedIsWrittenOnceAMinute(TestStore(.postgres)) }
+    @Test func aRequestIssuesItsTokenOnce() throws { try GrantContract.aRequestIssuesItsTokenOnce(TestStore(.postgres)) }
+    @Test func racingPollsOnTwoNodesIssueOneToken() throws {
+        let t = try TestStore(.postgres)
+        try GrantContract.racingPollsIssueOneToken(t, other: try t.secondNode())
+    }
+
+    /// A narrowing on one node reaches the other node's observers (its streams) through NOTIFY.
+    @Test func aNarrowingOnOneNodeEndsTheOthersTokens() throws {
+        let t = try TestStore(.postgres)
+        let nodeB = try t.secondNode()
+        let alice = try t.store.createUser(name: "alice")
+        let (authorization, token) = try t.store.createAuthorization(user: alice, app: "runner", read: ["stepCount"], share: [])
+        #expect(try nodeB.authorization(tokenHash: TokenHashing.hash(token))?.read == ["stepCount"])
+        let ended = Mutex<[String]>([])
+        nodeB.addAuthorizationObserver { id in ended.withLock { $0.append(id) } }
+        _ = try t.store.updateAppGrant(userRowID: alice.rowID, app: "runner") { try $0.setSwitches(read: [], share: []) }
+        let deadline = Date().addingTimeInterval(1)
+        while ended.withLock({ $0.isEmpty }) && Date() < deadline { usleep(5_000) }
+        #expect(ended.withLock { $0 } == [authorization.id])
+        #expect(try nodeB.authorization(tokenHash: TokenHashing.hash(token))?.read == [])
+    }
+
+    /// An existing database's live tokens become grants (the union per app) when 011 runs.
+    @Test func existingTokensBecomeGrants() throws {
+        let t = try TestStore(.postgres)
+        let alice = try t.store.createUser(name: "alice")
+        let (_, first) = try t.store.createAuthorization(user: alice, app: "runner", read: ["stepCount"], share: ["stepCount"])
+        let (secondAuthorization, second) = try t.store.createAuthorization(user: alice, app: "runner", read: ["heartRate"], share: [])
+        let revoked = try t.store.createAuthorization(user: alice, app: "gone", read: ["bodyMass"], share: []).authorization
+        #expect(try t.store.revokeAuthorization(id: revoked.id))
+        try t.postgres { connection in
+            try connection.execute("""
+                DROP TABLE access_log;
+                DROP TABLE authorization_requests; DROP TABLE app_grants; ALTER TABLE authorizations DROP COLUMN last_used_ms;
+                DELETE FROM schema_migrations WHERE id >= (SELECT id FROM schema_migrations WHERE name = '011-people-grants');
+                UPDATE authorizations SET read_types = 'heartRate', share_types = '' WHERE id = '\(secondAuthorization.id)';
+                """)
+        }
+        let migrated = try t.secondNode()
+        let grants = try migrated.appGrants(userRowID: alice.rowID)
+        #expect(grants.map(\.app) == ["runner"])
+        #expect(grants.first?.read == ["stepCount", "heartRate"] && grants.first?.share == ["stepCount"])
+        #expect(grants.first?.decidedRead == ["stepCount", "heartRate"])
+        for token in [first, second] {
+            #expect(try migrated.authorization(tokenHash: TokenHashing.hash(token))?.read == ["stepCount", "heartRate"])
+        }
+    }
+}
