@@ -272,7 +272,7 @@ PATHS = {
     "/v1/authorizations/current": {"get": {
         "summary": "What the calling token was granted: its app, user, share types, and read types if it may learn them",
         "tags": ["authorization"],
-        "description": "The admin's grant, as `POST /v1/authorizations` returned it, so a dashboard can say \"not shared with this "
+        "description": "The token's app's switches (the person's, which every token of the app follows), so a dashboard can say \"not shared with this "
                        "app\" instead of showing an empty figure as zero. `share` always comes back (`/v1/authorizations/status` "
                        "says the same per type). `read` comes back only when the authorization was created with "
                        "`\"discloseRead\": true`; otherwise the member is absent (not null, not empty): as in HealthKit, read "

@@ -1,8 +1,10 @@
-// The dashboard: a token, one small loader per card or chart, and a live change stream that
-// re-runs the loaders its changes affect. A loader that meets a missing endpoint (404) marks only
-// its own card "not available"; a 401, or a 403 for the token itself (the admin token pasted by
-// mistake), sends the person back to the token form; a network error
-// shows the server-down banner with a retry.
+// The dashboard: a way in (the person's session cookie, or a pasted read token for a wall
+// display), one small loader per card or chart, and a live change stream that re-runs the loaders
+// its changes affect. A loader that meets a missing endpoint (404) marks only its own card "not
+// available"; a 401, or a 403 for the token itself (the admin token pasted by mistake), sends the
+// person back to sign-in or the token form; a network error shows the server-down banner with a
+// retry. The address's fragment picks the view: the person's pages (#apps, #access, #data,
+// #account), the permission sheet (#/authorize?code=CODE), activation (#activate=CODE), or the dashboard.
 
 import { APIFailure, makeClient } from "./api.js";
 import { EventStreamParser } from "./sse.js";
@@ -13,6 +15,10 @@ import {
   formatMonth, formatOneDecimal, formatMinutesLong, localMidnight, localTime, dayKey, dateFromDayKey,
 } from "./format.js";
 import { periodRange, periodWords, PERIODS } from "./period.js";
+import {
+  wireSignIn, showSignIn, wireActivation, showActivation, openSheet, wireSheet, loadApps, loadAccess, loadOwnData,
+  wireOwnData, wireAccount, signOut, whoAmI, describeErasure,
+} from "./people.js";
 
 const TOKEN_KEY = "healthd.token";
 const SETTINGS_KEY = "healthd.dashboard.settings";
@@ -28,8 +34,21 @@ const SERVER_DOWN_RETRY_MS = 15 * 1000;
 const timeZone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 const $ = (id) => document.getElementById(id);
 
+// Views shown one at a time; "start" is sign-in with the token form below it.
+const VIEWS = {
+  start: ["signin-panel", "token-panel"], signin: ["signin-panel"], activate: ["activate-panel"], token: ["token-panel"],
+  dashboard: ["dashboard"], sheet: ["sheet"], apps: ["apps-page"], access: ["access-page"], data: ["data-page"],
+  account: ["account-page"],
+};
+// Fragment keys naming a view of the person's (kept in the address; the rest is read and removed).
+const PERSON_VIEWS = ["apps", "access", "data", "account"];
+
 const state = {
   client: null,
+  // "token" (a pasted read token), "session" (a signed-in person), or null (neither yet).
+  mode: null,
+  personName: "",
+  view: null,
   generation: 0, // bumped when the token changes, so answers for an old token are dropped
   settings: { age: null, goal: "fatBurn", sound: false, period: "day" },
   // What the token was granted (GET /v1/authorizations/current); null when the server cannot say
@@ -60,9 +79,10 @@ const state = {
 
 // ---------------------------------------------------------------- token and settings
 
-/** Takes `#token=...` (and optional `age=`, `goal=`) from the address, stores them, and removes them. */
+/** Takes `#token=...` (and optional `age=`, `goal=`, `period=`, `date=`) from the address, stores
+ *  them, and removes them; a view's key stays (an invitation code is taken into memory). */
 function adoptFragment() {
-  if (!location.hash || location.hash.length < 2) return;
+  if (!location.hash || location.hash.length < 2 || location.hash.startsWith("#/")) return;
   const fragment = new URLSearchParams(location.hash.slice(1));
   const token = fragment.get("token");
   if (token) localStorage.setItem(TOKEN_KEY, token.trim());
@@ -75,9 +95,16 @@ function adoptFragment() {
   const date = fragment.get("date");
   state.pinnedDay = date && /^\d{4}-\d{2}-\d{2}$/.test(date) && dayKey(dateFromDayKey(date)) === date ? date : null;
   saveSettings();
-  // The token must not stay in the address bar, the history or a bookmark; the day may (a reload
-  // shows the same day).
-  history.replaceState(null, "", location.pathname + location.search + (state.pinnedDay ? `#date=${state.pinnedDay}` : ""));
+  // The token must not stay in the address bar, the history or a bookmark, nor the invitation code;
+  // the day may (a reload shows the same day), and so may the view.
+  const kept = state.pinnedDay ? [`date=${state.pinnedDay}`] : [];
+  if (fragment.has("activate")) {
+    state.activationCode = fragment.get("activate") || null;
+    kept.push("activate");
+  }
+  if (fragment.has("authorize")) kept.push(fragment.get("authorize") ? `authorize=${encodeURIComponent(fragment.get("authorize"))}` : "authorize");
+  for (const key of PERSON_VIEWS) if (fragment.has(key)) kept.push(key);
+  history.replaceState(null, "", location.pathname + location.search + (kept.length ? `#${kept.join("&")}` : ""));
 }
 
 function loadSettings() {
@@ -97,22 +124,57 @@ function saveSettings() {
     period: state.settings.period }));
 }
 
-function showTokenPanel(message) {
+/** Shows one view (VIEWS) and hides the others. */
+function showView(name) {
+  const shown = new Set(VIEWS[name]);
+  for (const ids of Object.values(VIEWS)) for (const id of ids) $(id).hidden = !shown.has(id);
+  state.view = name;
+  document.body.dataset.view = name;
+  $("live-status").hidden = name !== "dashboard";
+  showHeader();
+}
+
+/** The header for the way in: the person's pages and sign-out, or the token's "Change token". */
+function showHeader() {
+  const session = state.mode === "session";
+  // The sheet is a decision to finish (Allow or Don't Allow), as in the Health app: no way off it but those.
+  $("person-nav").hidden = !session || state.view === "sheet";
+  $("sign-out").hidden = !session;
+  $("forget-token").hidden = !(state.mode === "token" && state.view === "dashboard");
+  for (const link of document.querySelectorAll("#person-nav a[data-view]")) {
+    if (link.dataset.view === state.view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  $("sign-out").textContent = state.personName ? `Sign out ${state.personName}` : "Sign out";
+  $("account-name").textContent = state.personName || "you";
+}
+
+/** Leaves the dashboard: its stream and timers stop, and answers still on the way are dropped. */
+function closeDashboard() {
   stopLive();
-  $("dashboard").hidden = true;
-  $("forget-token").hidden = true;
-  $("token-panel").hidden = false;
+  clearInterval(state.dayTimer);
+  state.client = null;
+  state.generation++;
+  hideBanner();
+  setAlert("none");
+  setLiveStatus("off", "Not connected");
+}
+
+function showTokenPanel(message) {
+  closeDashboard();
+  showView("start");
   if (message) $("token-message").textContent = message;
   $("token-input").value = "";
   $("token-input").focus();
 }
 
 function badToken(message = "The server did not accept that token (401): it may be mistyped or revoked. Paste a valid token.") {
+  if (state.mode === "session") {
+    sessionEnded();
+    return;
+  }
   localStorage.removeItem(TOKEN_KEY);
-  state.client = null;
-  state.generation++;
-  hideBanner();
-  setLiveStatus("off", "Not connected");
+  state.mode = null;
   showTokenPanel(message);
 }
 
@@ -124,17 +186,124 @@ function notAnAppToken(detail) {
     + "POST /v1/authorizations.");
 }
 
-function openDashboard(token) {
-  state.client = makeClient(token);
-  state.generation++;
-  $("token-panel").hidden = true;
-  $("dashboard").hidden = false;
-  $("forget-token").hidden = false;
-  loadGrant().then(refreshAll).then(() => {
+/** Opens the dashboard with a pasted token (a string) or, signed in, the session ({ session: true }). */
+function openDashboard(credentials) {
+  closeDashboard();
+  state.client = makeClient(credentials);
+  showView("dashboard");
+  // A signed-in person reads all of their own data: every type is theirs to see.
+  const grant = state.client.session ? Promise.resolve(state.grant = { all: true }) : loadGrant();
+  grant.then(refreshAll).then(() => {
     document.body.dataset.loaded = "true";
     if (state.client) startLive();
   });
   watchTheDay();
+}
+
+// ---------------------------------------------------------------- views and the person's session
+
+/** The view the address names: the sheet at `#/authorize?code=XXXX-XXXX` (the verification URI the
+ *  server gives apps; also `#authorize=CODE`, or a path /authorize?code=), `#activate=CODE`, `#apps`,
+ *  `#access`, `#data`, `#account` (or `#/apps`...), else the dashboard. */
+function currentRoute() {
+  const raw = location.hash.slice(1);
+  if (raw.startsWith("/")) {
+    const [path, query] = raw.slice(1).split("?");
+    const parameters = new URLSearchParams(query || "");
+    return { view: path.replace(/\/$/, ""), code: parameters.get("code") || parameters.get("user_code") || "" };
+  }
+  const fragment = new URLSearchParams(raw);
+  if (fragment.has("authorize")) return { view: "authorize", code: fragment.get("authorize") };
+  if (fragment.has("activate")) return { view: "activate", code: fragment.get("activate") };
+  for (const key of PERSON_VIEWS) if (fragment.has(key)) return { view: key };
+  if (/^\/(authorize|device)\/?$/.test(location.pathname)) {
+    const parameters = new URLSearchParams(location.search);
+    return { view: "authorize", code: parameters.get("code") || parameters.get("user_code") || "" };
+  }
+  return { view: "dashboard" };
+}
+
+const PERSON_LOADERS = {
+  apps: () => loadApps(sessionEnded),
+  access: () => loadAccess(sessionEnded, timeZone),
+  data: () => loadOwnData(sessionEnded),
+  account: async () => {},
+};
+
+/** Shows what the address names, asking to sign in first where the view needs the person. */
+async function route() {
+  const { view, code } = currentRoute();
+  if (view === "activate") {
+    closeDashboard();
+    showView("activate");
+    showActivation(code || state.activationCode);
+    state.activationCode = null;
+    document.body.dataset.loaded = "true";
+    return;
+  }
+  if (view === "authorize" || PERSON_VIEWS.includes(view)) {
+    closeDashboard();
+    if (state.mode !== "session") {
+      showView("signin");
+      showSignIn(view === "authorize" ? "Sign in to answer an app’s request for your Health data."
+        : "Sign in to see your apps, recent access and data.");
+      document.body.dataset.loaded = "true";
+      return;
+    }
+    if (view === "authorize") {
+      showView("sheet");
+      await openSheet(code, sessionEnded);
+    } else {
+      showView(view);
+      $(`${view === "account" ? "account" : view}-heading`).focus();
+      await PERSON_LOADERS[view]();
+    }
+    document.body.dataset.loaded = "true";
+    return;
+  }
+  if (state.mode === "session") {
+    if (state.view !== "dashboard" || !state.client) openDashboard({ session: true });
+  } else if (state.mode === "token") {
+    if (state.view !== "dashboard" || !state.client) openDashboard(localStorage.getItem(TOKEN_KEY));
+  } else {
+    closeDashboard();
+    showView("start");
+    document.body.dataset.loaded = "true";
+  }
+}
+
+/** Signed in (or activated and signed in): the session replaces any pasted token in this browser. */
+async function signedIn(name) {
+  localStorage.removeItem(TOKEN_KEY);
+  state.mode = "session";
+  state.personName = name || "";
+  if (!state.personName) {
+    try {
+      const me = await whoAmI();
+      state.personName = me ? me.name : "";
+    } catch {
+      // The name is only for the header.
+    }
+  }
+  showMessage("");
+  state.view = null;
+  await route();
+}
+
+/** The session ended (signed out elsewhere, a password change, expiry): sign in again, then back here. */
+function sessionEnded(message = "Your session has ended. Sign in again to continue.") {
+  state.mode = null;
+  state.personName = "";
+  closeDashboard();
+  showView("signin");
+  showMessage(message);
+  showSignIn("");
+  document.body.dataset.loaded = "true";
+}
+
+function showMessage(text) {
+  $("person-message").textContent = text || "";
+  $("person-message").hidden = !text;
 }
 
 // ---------------------------------------------------------------- card states
@@ -246,7 +415,7 @@ async function loadGrant() {
 
 /** Whether the token may see any of the type's data: read permission, or its own samples (share). */
 function shared(type) {
-  return !state.grant || state.grant.read.has(type) || state.grant.share.has(type);
+  return !state.grant || state.grant.all === true || state.grant.read.has(type) || state.grant.share.has(type);
 }
 
 /**
@@ -1014,16 +1183,50 @@ function wire() {
     const token = $("token-input").value.trim();
     if (!token) return;
     localStorage.setItem(TOKEN_KEY, token);
+    state.mode = "token";
     openDashboard(token);
   });
   $("forget-token").addEventListener("click", () => {
     localStorage.removeItem(TOKEN_KEY);
-    state.client = null;
-    state.generation++;
-    hideBanner();
-    setAlert("none");
-    setLiveStatus("off", "Not connected");
+    state.mode = null;
     showTokenPanel("Paste an access token that may read your data.");
+  });
+  wireSignIn(signedIn);
+  wireActivation(async (name) => {
+    showView("signin");
+    if (name) $("signin-name").value = name;
+    showMessage("Your account is active. Sign in with your name and the password you chose.");
+    history.replaceState(null, "", location.pathname + location.search);
+    showSignIn("");
+  });
+  wireSheet(sessionEnded, (code) => {
+    const next = `#/authorize?code=${code}`;
+    if (location.hash === next) route();
+    else location.hash = next;
+  });
+  wireOwnData(sessionEnded, (answer) => {
+    state.mode = null;
+    state.personName = "";
+    history.replaceState(null, "", location.pathname + location.search);
+    closeDashboard();
+    showView("start");
+    showMessage(describeErasure(answer));
+  });
+  wireAccount(sessionEnded);
+  $("sign-out").addEventListener("click", async () => {
+    await signOut();
+    state.mode = null;
+    state.personName = "";
+    history.replaceState(null, "", location.pathname + location.search);
+    closeDashboard();
+    showView("start");
+    showMessage("You are signed out.");
+    showSignIn("");
+  });
+  $("access-range").addEventListener("change", () => loadAccess(sessionEnded, timeZone));
+  window.addEventListener("hashchange", () => {
+    showMessage("");
+    route();
   });
   $("retry").addEventListener("click", retryNow);
   $("show-today").addEventListener("click", () => {
@@ -1105,17 +1308,26 @@ function choosePeriod(period) {
   refresh(["summary", "periodChart"]);
 }
 
-function main() {
+async function main() {
   loadSettings();
   adoptFragment();
   wire();
-  const token = localStorage.getItem(TOKEN_KEY);
-  if (token) {
-    openDashboard(token);
+  // A pasted token (a wall display, the demo's link) is used as before; otherwise a signed-in
+  // person's cookie, if the browser holds a live one.
+  if (localStorage.getItem(TOKEN_KEY)) {
+    state.mode = "token";
   } else {
-    document.body.dataset.loaded = "true";
-    showTokenPanel();
+    try {
+      const me = await whoAmI();
+      if (me) {
+        state.mode = "session";
+        state.personName = me.name;
+      }
+    } catch {
+      // The server could not be reached: sign-in says so when tried.
+    }
   }
+  await route();
 }
 
 main();

@@ -113,18 +113,20 @@ extension SQLiteHealthStore {
 
     public func authorizations(userRowID: Int64) throws -> [AuthorizationListing] {
         enum Column: Int, TableColumns {
-            case id, app, readTypes, shareTypes, created
+            case id, app, readTypes, shareTypes, created, lastUsed
             static let table = "authorizations"
         }
+        // A token's types are its app's switches (the grant); its last use is its own.
         return try pool.read { db in
             try db.map("""
-                SELECT id, app, read_types AS readTypes, share_types AS shareTypes, created_ms AS created FROM authorizations
-                WHERE user_id = ? AND revoked_ms IS NULL ORDER BY created_ms, id
+                SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
+                FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
+                WHERE a.user_id = ? AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.id
                 """, [.integer(userRowID)]) { row in
                 AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
                                      read: StoredForms.typeList(try row.string(Column.readTypes)),
                                      share: StoredForms.typeList(try row.string(Column.shareTypes)),
-                                     created: try row.int64(Column.created), lastUsed: nil)
+                                     created: try row.int64(Column.created), lastUsed: row.int64IfPresent(Column.lastUsed))
             }
         }
     }

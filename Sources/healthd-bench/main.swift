@@ -36,7 +36,7 @@ let commands: [(name: String, summary: String, run: ([String]) -> Int32)] = [
      WorkoutSessionBenchmark.run),
     ("webhooks", "webhooks: commit-to-delivery beside the event stream's wake-up, pages/s to one receiver, ingest with 10 slow or "
      + "dead receivers against none", WebhookBenchmark.run),
-    ("password-hash", "one Argon2id password hash at the configured parameters (a sign-in's cost) beside OWASP's minimum",
+    ("password-hash", "one Argon2id password hash at the configured parameters beside OWASP's minimum, then sign-ins over HTTP",
      PasswordHashBenchmark.run),
 ]
 

@@ -36,6 +36,12 @@ import Testing
         #expect(f.server.request(.get, "/v1/users/nobody/authorizations", token: TestServer.adminToken).status == 404)
         #expect(f.server.request(.get, "/v1/users", token: f.phone).status == 403)
         #expect(f.server.request(.get, "/v1/users?limit=3", token: TestServer.adminToken).status == 400)
+        // Once the phone's token has called, its lastUsed says when (the watch's stays null).
+        #expect(f.server.request(.get, "/v1/samples?type=stepCount", token: f.phone).status == 200)
+        PermissionRequestTests.waitForUsage(f.server)
+        let used = f.server.request(.get, "/v1/users/\(f.alice)/authorizations", token: TestServer.adminToken)["authorizations"]?
+            .arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(RFC3339.parse(used.first?["lastUsed"]?.stringValue ?? "") != nil && used.last?["lastUsed"] == .null)
     }
 
     @Test func erasingAUserEndsTheirStreamsAndLeavesOthersAlone() throws {

@@ -199,6 +199,26 @@ import Testing
         #expect(secondShown["userCode"]?.stringValue == again["userCode"]?.stringValue)
     }
 
+    /// The admin acts for the person: a second POST /v1/authorizations for the app turns on what it
+    /// names, leaves the rest, and both tokens follow; it never narrows.
+    @Test func theAdminTurnsOnTheSwitchesItNames() throws {
+        let server = try TestServer()
+        let alice = server.createUser("alice")
+        let first = server.request(.post, "/v1/authorizations", token: TestServer.adminToken,
+                                   json: #"{"user":"\#(alice)","app":"runner","read":["stepCount"],"share":["stepCount"]}"#)
+        let second = server.request(.post, "/v1/authorizations", token: TestServer.adminToken,
+                                    json: #"{"user":"\#(alice)","app":"runner","read":["heartRate"],"share":[]}"#)
+        #expect(second["read"]?.arrayValue?.compactMap(\.stringValue) == ["heartRate", "stepCount"])
+        #expect(second["share"]?.arrayValue?.compactMap(\.stringValue) == ["stepCount"])
+        let firstToken = first["token"]?.stringValue ?? ""
+        #expect(server.request(.get, "/v1/authorizations/status?types=stepCount", token: second["token"]?.stringValue ?? "").text
+                    == #"{"stepCount":"sharingAuthorized"}"#)
+        let user = try #require(try server.store.user(idOrName: alice))
+        let grant = try #require(try server.store.appGrants(userRowID: user.rowID).first)
+        #expect(grant.read == ["heartRate", "stepCount"] && grant.share == ["stepCount"])
+        #expect(try server.store.authorization(tokenHash: TokenHashing.hash(firstToken))?.read == ["heartRate", "stepCount"])
+    }
+
     /// Guessing user codes: each wrong code counts against the person; past 10 in 15 minutes even
     /// the right code is refused with 429 and Retry-After.
     @Test func guessingUserCodesIsLimitedPerPerson() throws {

@@ -204,8 +204,7 @@ struct PostgresGrantContractTests {
         #expect(try t.store.revokeAuthorization(id: revoked.id))
         try t.postgres { connection in
             try connection.execute("""
-                DROP TABLE webhook_deliveries; DROP TABLE webhook_subscriptions;
-                DROP TABLE access_log;
+                DROP TABLE webhook_deliveries; DROP TABLE webhook_subscriptions; DROP TABLE access_log;
                 DROP TABLE authorization_requests; DROP TABLE app_grants; ALTER TABLE authorizations DROP COLUMN last_used_ms;
                 DELETE FROM schema_migrations WHERE id >= (SELECT id FROM schema_migrations WHERE name = '011-people-grants');
                 UPDATE authorizations SET read_types = 'heartRate', share_types = '' WHERE id = '\(secondAuthorization.id)';

@@ -234,6 +234,30 @@ enum PeopleAccessContract {
         #expect(unfilled.allSatisfy { ["sample_key_compactions"].contains($0) }, "tables the test did not fill: \(unfilled)")
     }
 
+    /// After an erasure, nothing cached about the erased rows answers for a user who comes next (on
+    /// SQLite she may get the same row ids): her statistics, sources and samples are her own.
+    static func nothingCachedOutlivesAnErasure(_ t: TestStore) throws {
+        let data = HealthData(t.store, accessFlushInterval: .seconds(3_600))
+        let stepType = try #require(HealthTypeCatalog.type("stepCount"))
+        let day = [CalendarBucket(start: t0 - 86_400_000, end: t0 + 86_400_000, startOffsetSeconds: 0, endOffsetSeconds: 0)]
+        let alice = try t.store.createUser(name: "alice")
+        let watch = data.app(try t.store.createAuthorization(user: alice, app: "watch", read: ["stepCount"], share: ["stepCount"]).authorization)
+        _ = try watch.save([steps(500, start: t0, device: SampleDevice(name: "Alice's watch"))])
+        #expect(try watch.statistics(stepType, buckets: day, options: .cumulativeSum).first?.figures.sum == 500)
+        #expect(try watch.samples(stepsQuery()).samples.first?.source.app == "watch")
+        _ = try data.person(alice).erase()
+
+        let carol = try t.store.createUser(name: "carol")
+        let phone = data.app(try t.store.createAuthorization(user: carol, app: "phone", read: ["stepCount"], share: ["stepCount"]).authorization)
+        #expect(try phone.statistics(stepType, buckets: day, options: .cumulativeSum).first?.figures.sum ?? 0 == 0)
+        #expect(try phone.samples(stepsQuery()).samples.isEmpty)
+        _ = try phone.save([steps(7, start: t0, device: SampleDevice(name: "Carol's phone"))])
+        #expect(try phone.statistics(stepType, buckets: day, options: .cumulativeSum).first?.figures.sum == 7)
+        let mine = try #require(try phone.samples(stepsQuery()).samples.first)
+        #expect(mine.source.app == "phone" && mine.sample.device?.name == "Carol's phone")
+        #expect(try phone.sources(type: "stepCount").map(\.app) == ["phone"])
+    }
+
     /// Another user writing in a loop while one is erased: every write succeeds and is kept.
     static func erasingOneUserWhileAnotherWrites(_ t: TestStore) throws {
         let data = HealthData(t.store, accessFlushInterval: .milliseconds(20))
@@ -305,6 +329,9 @@ extension TestStore {
     @Test func erasingOneUserWhileAnotherWrites() throws {
         try PeopleAccessContract.erasingOneUserWhileAnotherWrites(TestStore(.sqlite))
     }
+    @Test func nothingCachedOutlivesAnErasure() throws {
+        try PeopleAccessContract.nothingCachedOutlivesAnErasure(TestStore(.sqlite))
+    }
 }
 
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
@@ -324,5 +351,22 @@ struct PostgresPeopleAccessTests {
     }
     @Test func erasingOneUserWhileAnotherWrites() throws {
         try PeopleAccessContract.erasingOneUserWhileAnotherWrites(TestStore(.postgres))
+    }
+    @Test func nothingCachedOutlivesAnErasure() throws {
+        try PeopleAccessContract.nothingCachedOutlivesAnErasure(TestStore(.postgres))
+    }
+    /// Two nodes count the same app's accesses in memory; their flushes add up in one row.
+    @Test func twoNodesAddTheirCounts() throws {
+        let t = try TestStore(.postgres)
+        let node = try t.secondNode()
+        let alice = try t.store.createUser(name: "alice")
+        let first = AccessRecorder(store: t.store, flushInterval: .seconds(3_600))
+        let second = AccessRecorder(store: node, flushInterval: .seconds(3_600))
+        first.record(userRowID: alice.rowID, app: "watch", type: "stepCount", AccessCounts(reads: 1, samplesRead: 3))
+        second.record(userRowID: alice.rowID, app: "watch", type: "stepCount", AccessCounts(reads: 2, samplesRead: 4, writes: 1))
+        try first.flush()
+        try second.flush()
+        let totals = PeopleAccessContract.totals(try node.accessLog(userRowID: alice.rowID, from: 0, to: 4_000_000_000_000))
+        #expect(totals["stepCount"] == AccessCounts(reads: 3, samplesRead: 7, writes: 1))
     }
 }

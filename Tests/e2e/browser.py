@@ -5,7 +5,8 @@ Creates a user with a known set of samples through the API, opens the dashboard 
 in the URL fragment, and compares what the page rendered (elements with stable ids and data
 attributes) with the same figures fetched from the API here. Every endpoint the page reads must
 exist: one that answers 404 fails the checks that depend on it (`skip` records those failures).
-Writes screenshots to the artifacts folder.
+Then the person's side (browser_people.py): activation, sign-in, the permission sheet, apps, recent
+access, own data. Writes screenshots to the artifacts folder.
 Standard library only.
 """
 import argparse, base64, decimal, fcntl, html.parser, json, math, os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.parse
@@ -15,6 +16,9 @@ from zoneinfo import ZoneInfo
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import ADMIN, Server, check, http, js, results  # noqa: E402
+
+# Run as a script, this file is __main__; browser_people imports it as "browser" and must share it.
+sys.modules.setdefault("browser", sys.modules[__name__])
 
 # A zone with daylight saving and a non-zero offset, so local-day arithmetic is really exercised.
 TIME_ZONE = "America/New_York"
@@ -1329,6 +1333,8 @@ def main():
         server_down_checks(browser, os.path.abspath(args.public), args.artifacts)
         unavailable_checks(browser, os.path.abspath(args.public), args.artifacts)
         demo_checks(args.binary, os.path.abspath(args.public), browser, args.artifacts)
+        from browser_people import people_checks
+        people_checks(args.binary, os.path.abspath(args.public), args.chromium, args.artifacts)
     finally:
         server.stop()
         shutil.rmtree(server.data_dir, ignore_errors=True)

@@ -9,7 +9,10 @@ grants and access checks add theirs beside these, and `people_checks` runs them 
 - a cookie on /v1/samples is a 401; a cookie write as text/plain or a form is refused;
 - 429 and Retry-After after the per-name and per-address limits, even for the right password;
 - a password change ends the other sessions; sign-out; an expired session;
-- the person's reads (/v1/me/...) and their change stream ending at sign-out.
+- the person's reads (/v1/me/...) and their change stream ending at sign-out;
+- a permission request (RFC 8628): pending, slow_down, the sheet (HTML as text, CSRF refused, no
+  more than asked), the token once with share types only, a replay refused; the apps page narrowing
+  and revoking end the app's stream within 1 s; guessing user codes is limited.
 Called from e2e.py main() (so run.sh runs it on SQLite and on PostgreSQL); runs alone too:
 python3 Tests/e2e/people.py --binary B --public P [--database URL]."""
 import http.client, json, os, re, shutil, socket, statistics, subprocess, sys, time
@@ -241,11 +244,121 @@ def person_read_checks(people):
     stream.close()
 
 
+def open_app_stream(port, token):
+    """An app's change stream, its head read."""
+    stream = socket.create_connection(("127.0.0.1", port), timeout=10)
+    stream.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    return stream, read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+
+
+def stream_end(stream, data, since):
+    """Seconds from `since` until the chunked stream ended (its last chunk), or None within 3 s."""
+    data = read_until(stream, data, lambda d: d.endswith(b"0\r\n\r\n"), timeout=3)
+    return (time.monotonic() - since) if data.endswith(b"0\r\n\r\n") else None
+
+
+def grant_checks(people):
+    """RFC 8628's permission request, the sheet and the apps page (API.md, "Permission requests")."""
+    print("e2e: people: an app asks, the person answers on the sheet, the apps page changes and revokes")
+    port = people.port
+    people.person("grace")
+    cookie = people.cookie("grace")
+    json_headers = {"Content-Type": "application/json"}
+    name = '<img src=x onerror="alert(1)">'
+    ask = {"app": "runner", "displayName": name, "share": ["stepCount", "heartRate"], "read": ["stepCount", "heartRate"],
+           "reason": "</script><script>alert(2)</script>"}
+    status, _, body = call(port, "POST", "/v1/authorization-requests", ask)
+    request = json.loads(body) if status == 201 else {}
+    check("POST /v1/authorization-requests answers the codes (no token)",
+          status == 201 and re.fullmatch(r"[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}", request.get("userCode", ""))
+          and request.get("expiresIn") == 600 and request.get("interval") == 5
+          and request.get("verificationURIComplete", "").endswith("/#/authorize?code=" + request.get("userCode", "")), (status, body[:300]))
+    device, user_code = request.get("deviceCode", ""), request.get("userCode", "")
+
+    def poll(code=None):
+        status, _, body = call(port, "POST", "/v1/authorization-requests/token", {"deviceCode": code or device})
+        return status, (json.loads(body) if body.startswith(b"{") else {}), body
+
+    status, answer, _ = poll()
+    check("the poll says authorization_pending", status == 400 and answer == {"error": "authorization_pending"}, answer)
+
+    status, _, body = call(port, "GET", f"/v1/me/authorization-requests/{user_code}", cookie=cookie)
+    sheet = json.loads(body) if status == 200 else {}
+    check("the sheet shows the app's name and reason as the same text (JSON, never markup)",
+          status == 200 and sheet.get("displayName") == name and sheet.get("reason") == ask["reason"]
+          and sheet.get("share") == ["stepCount", "heartRate"], (status, body[:300]))
+    form = call(port, "POST", f"/v1/me/authorization-requests/{user_code}", cookie=cookie,
+                headers={"Content-Type": "application/x-www-form-urlencoded"}, raw_body=b"allow=true&share=stepCount")
+    text = call(port, "POST", f"/v1/me/authorization-requests/{user_code}", cookie=cookie,
+                headers={"Content-Type": "text/plain"}, raw_body=b'{"allow":true,"share":["stepCount"]}')
+    check("a cookie POST as a form or text/plain is refused (CSRF)", form[0] == 415 and text[0] == 415, (form[0], text[0]))
+    status, _, body = call(port, "POST", f"/v1/me/authorization-requests/{user_code}",
+                           {"allow": True, "share": ["stepCount", "bodyMass"], "read": []}, cookie=cookie)
+    check("answering with more than was asked is a 400", status == 400 and b"bodyMass" in body, (status, body[:200]))
+    status, _, _ = call(port, "POST", f"/v1/me/authorization-requests/{user_code}",
+                        {"allow": True, "share": ["stepCount"], "read": ["heartRate"]}, cookie=cookie)
+    check("the person allows writing steps and reading heart rate", status == 204, status)
+    time.sleep(5.1)  # the interval since the last poll
+    status, answer, body = poll()
+    token = answer.get("token", "")
+    check("the poll gives the token once, naming the granted share types only (never the reads)",
+          status == 200 and sorted(answer) == ["app", "share", "token", "user"] and answer.get("share") == ["stepCount"], body[:300])
+    status, answer, _ = poll()
+    check("replaying the device code is invalid_grant", status == 400 and answer.get("error") == "invalid_grant", answer)
+    status, _, body = call(port, "GET", "/v1/authorizations/status?types=stepCount,heartRate", token=token)
+    check("the status route tells sharing only", json.loads(body) == {"stepCount": "sharingAuthorized", "heartRate": "sharingDenied"}
+          if status == 200 else False, body[:200])
+    sample = {"type": "stepCount", "value": 12, "unit": "count", "start": "2026-03-02T10:00:00Z", "end": "2026-03-02T10:01:00Z"}
+    status, _, _ = call(port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
+    check("the app saves with its token", status == 201, status)
+
+    status, _, body = call(port, "GET", "/v1/me/apps", cookie=cookie)
+    apps = json.loads(body).get("apps", []) if status == 200 else []
+    runner = apps[0] if apps else {}
+    check("the apps page lists the app with its switches, created and last used",
+          len(apps) == 1 and runner.get("app") == "runner" and runner.get("displayName") == name and runner.get("share") == ["stepCount"]
+          and runner.get("read") == ["heartRate"] and runner.get("switches", {}).get("share", {}).get("heartRate") is False
+          and runner.get("created") and runner.get("lastUsed"), body[:400])
+
+    stream, data = open_app_stream(port, token)
+    check("the app's change stream opens", data.startswith(b"HTTP/1.1 200"), data[:200])
+    changed = time.monotonic()
+    status, _, body = call(port, "PUT", "/v1/me/apps/runner", {"share": ["stepCount"], "read": []}, cookie=cookie)
+    ended = stream_end(stream, data, changed)
+    check("narrowing a switch on the apps page ends the app's open stream within 1 s",
+          status == 200 and ended is not None and ended < 1.0, (status, ended, body[:200]))
+    stream.close()
+    stream, data = open_app_stream(port, token)
+    check("the narrowed token opens a stream again", data.startswith(b"HTTP/1.1 200"), data[:200])
+    revoked = time.monotonic()
+    status, _, _ = call(port, "DELETE", "/v1/me/apps/runner", cookie=cookie, headers=json_headers)
+    ended = stream_end(stream, data, revoked)
+    check("revoking the app ends its stream within 1 s, and its token is refused",
+          status == 204 and ended is not None and ended < 1.0
+          and call(port, "GET", "/v1/authorizations/status?types=stepCount", token=token)[0] == 401, (status, ended))
+    stream.close()
+
+    # Guessing user codes: 10 wrong ones, then even the right code waits.
+    status, _, body = call(port, "POST", "/v1/authorization-requests", {"app": "guessed", "read": ["stepCount"], "reason": "r"},
+                           source=fresh_address())
+    right = json.loads(body).get("userCode", "") if status == 201 else ""
+    other = json.loads(body).get("deviceCode", "") if status == 201 else ""
+    first, second, third = poll(other), poll(other), poll(other)
+    check("polling faster than the interval is slow_down, and the interval grows by 5 s each time",
+          first[1].get("error") == "authorization_pending" and second[1] == {"error": "slow_down", "interval": 10}
+          and third[1] == {"error": "slow_down", "interval": 15}, (first[1], second[1], third[1]))
+    guesser = people.cookie("grace")
+    wrong = [call(port, "GET", f"/v1/me/authorization-requests/BBBB-BB{a}{b}", cookie=guesser)[0] for a in "BC" for b in "BCDFG"]
+    status, headers, _ = call(port, "GET", f"/v1/me/authorization-requests/{right}", cookie=guesser)
+    check("guessing user codes: after 10 wrong codes even the right one is a 429 with Retry-After",
+          wrong == [404] * 10 and status == 429 and "retry-after" in headers, (wrong, status))
+
+
 def people_checks(binary, public):
     people = People(binary, public)
     try:
         for part in (activation_checks, timing_checks, fixation_and_cookie_checks, limit_checks, session_end_checks,
-                     person_read_checks):
+                     person_read_checks, grant_checks):
             part(people)
         check("the server is still running", people.server.proc.poll() is None)
     finally:

@@ -8,7 +8,8 @@ Starts two real healthd processes (A and B) with --database on a fresh database 
   - a workout session started on A: heart rates written to A and to B reach event streams on both
     nodes as one sequence of zone events each (judged once, broadcast to every node);
   - a revocation on A ends an open change stream and a parked long-poll of that token on B within
-    1 s, and nothing saved after it (on either node) reaches them;
+    1 s, and nothing saved after it (on either node) reaches them; so does a person narrowing the
+    app's switches on A (PUT /v1/me/apps/{app});
   - a person's session made on A signs in on B; a sign-out or a password change on A refuses the
     cookie on B within 1 s (and ends the person's stream open on B), and failed sign-ins spread over
     both nodes share one budget;
@@ -260,6 +261,33 @@ def revocation_checks(a, b):
     check("the revoked token is refused on B", status == 401, status)
 
 
+def narrowing_checks(a, b):
+    print("two nodes: the person narrows an app's switches on A; its stream on B ends within 1 s")
+    status, _, body = call(a.port, "POST", "/v1/users", {"name": "two-nodes-grants"}, token=ADMIN)
+    created = json.loads(body) if status == 201 else {}
+    call(a.port, "POST", "/v1/people/activate", {"code": (created.get("invitation") or {}).get("code", ""), "password": PASSWORD})
+    status, headers, _ = call(a.port, "POST", "/v1/session", {"name": "two-nodes-grants", "password": PASSWORD}, source=fresh_address())
+    cookie = session_cookie(headers) if status == 204 else None
+    status, body = request(a.port, "POST", "/v1/authorizations",
+                           {"user": created.get("id", ""), "app": "follower", "read": ["stepCount"], "share": ["stepCount"]}, token=ADMIN)
+    token = json.loads(body).get("token", "") if status == 201 else ""
+    stream = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+    stream.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    check("the app's stream opens on B", data.startswith(b"HTTP/1.1 200") and cookie, data[:200])
+    narrowed = time.monotonic()
+    status, _, _ = call(a.port, "PUT", "/v1/me/apps/follower", {"share": ["stepCount"], "read": []}, cookie=cookie)
+    data = read_until(stream, data, lambda d: b"event: error" in d and d.endswith(b"0\r\n\r\n"), timeout=3)
+    ended = time.monotonic() - narrowed
+    check("a narrowing on A ends the app's stream on B within 1 s",
+          status == 200 and b"event: error" in data and data.endswith(b"0\r\n\r\n") and ended < 1.0, (status, round(ended, 3), data[-200:]))
+    stream.close()
+    status, _, body = call(b.port, "GET", "/v1/me/apps", cookie=cookie)
+    apps = json.loads(body).get("apps", []) if status == 200 else []
+    check("B's apps page shows the narrowed switches", apps and apps[0].get("read") == [] and apps[0].get("share") == ["stepCount"],
+          body[:300])
+
+
 def imu_checks(a, b, token):
     print("two nodes: one IMU session across both nodes")
     rng = random.Random(15)
@@ -370,7 +398,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     parser.add_argument("--database", required=True, help="a postgres:// URL; the test creates a fresh database on that server")
-    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,sessions,imu,faults,kill")
+    parser.add_argument("--skip", default="", help="comma-separated parts to leave out: feed,statistics,zones,revocation,sessions,narrowing,imu,faults,kill")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     public = os.path.abspath(args.public)
@@ -382,7 +410,7 @@ def main():
                                                         "distanceWalkingRunning", "flightsClimbed"])
         for part, run in (("feed", lambda: feed_checks(a, b, token)), ("statistics", lambda: statistics_checks(a, b, token)),
                           ("zones", lambda: zone_checks(a, b)), ("revocation", lambda: revocation_checks(a, b)),
-                          ("sessions", lambda: session_checks(a, b)),
+                          ("sessions", lambda: session_checks(a, b)), ("narrowing", lambda: narrowing_checks(a, b)),
                           ("imu", lambda: imu_checks(a, b, token)), ("faults", lambda: fault_checks(args.database, database, a, b, token)),
                           ("kill", lambda: kill_checks(args.binary, public, database, a, b, token))):
             if part in skip:

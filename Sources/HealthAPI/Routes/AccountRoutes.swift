@@ -58,7 +58,8 @@ struct AccountRoutes: Sendable {
         writer.endObject()
     }
 
-    /// `POST /v1/authorizations`: grants an app read and share permission for a user and answers its token.
+    /// `POST /v1/authorizations`: turns on the named switches of the user's grant for the app (the
+    /// admin acts for the person) and answers a new token, which follows the grant.
     func createAuthorization(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
         var body = try RequestBody.json(context.request)
@@ -88,8 +89,9 @@ struct AccountRoutes: Sendable {
             writer.field("token", created.token)
             writer.field("user", user.id)
             writer.field("app", app)
-            writer.key("read"); Self.writeStrings(readTypes.sorted(), into: &writer)
-            writer.key("share"); Self.writeStrings(shareTypes.sorted(), into: &writer)
+            // The app's switches after this call: what every token of the app may now do.
+            writer.key("read"); Self.writeStrings(created.authorization.read.sorted(), into: &writer)
+            writer.key("share"); Self.writeStrings(created.authorization.share.sorted(), into: &writer)
             writer.field("discloseRead", discloseRead)
             writer.endObject()
         }

@@ -8,6 +8,9 @@ import { formatInteger, formatKilometres, formatHoursMinutes, formatCompact, for
   from "/Public/assets/format.js";
 import { periodRange, periodWords } from "/Public/assets/period.js";
 import { drawBars, drawSleepStages, niceAxis } from "/Public/assets/charts.js";
+import { personPath, retryAfterSeconds } from "/Public/assets/api.js";
+import { typeName, typeCategory, sortedTypes } from "/Public/assets/types.js";
+import { normalizeUserCode, groupAccess, describeAccess, formatWait } from "/Public/assets/people-format.js";
 
 const lines = [];
 let failed = 0;
@@ -156,6 +159,44 @@ check("phone week: seven five-digit days read 12.1k and touch nothing", drawnWee
   { labels: week.map(formatCompact), touching: [] });
 check("... a 12.1k label, not 12,100", drawnWeek(324, week).labels[0], "12.1k");
 check("desktop week: the same days in full", drawnWeek(600, week), { labels: week.map(formatInteger), touching: [] });
+
+// The person's pages: reads through the cookie go to the /v1/me mirrors; the person's own routes stay.
+check("a signed-in person reads the /v1/me mirror of an app route", ["/v1/summary?date=2026-03-08", "/v1/samples",
+  "/v1/changes/stream?types=heartRate", "/v1/heart-rate/zones"].map(personPath),
+["/v1/me/summary?date=2026-03-08", "/v1/me/samples", "/v1/me/changes/stream?types=heartRate", "/v1/me/heart-rate/zones"]);
+check("the person's own routes are left as they are", ["/v1/me", "/v1/me/apps", "/v1/session", "/v1/people/activate",
+  "/v1/authorization-requests/token", "/v1/me/authorization-requests/WDJB-MJHT"].map(personPath),
+["/v1/me", "/v1/me/apps", "/v1/session", "/v1/people/activate", "/v1/authorization-requests/token",
+  "/v1/me/authorization-requests/WDJB-MJHT"]);
+check("Retry-After in seconds or as a date", [retryAfterSeconds("120"), retryAfterSeconds(null),
+  retryAfterSeconds(new Date(Date.UTC(2026, 2, 8, 12, 1)).toUTCString(), Date.UTC(2026, 2, 8, 12, 0))], [120, null, 60]);
+check("types read as in the Health app", ["stepCount", "heartRate", "bodyMass", "sleepAnalysis", "activeEnergyBurned"].map(typeName),
+  ["Steps", "Heart Rate", "Weight", "Sleep", "Active Energy"]);
+check("a type the list does not know reads as its words", ["shortnessOfBreath", "lowerBackPain", "someNewType"].map(typeName),
+  ["Shortness of Breath", "Lower Back Pain", "Some New Type"]);
+check("the sheet lists types alphabetically by the name people read, once each",
+  sortedTypes(["stepCount", "heartRate", "bodyMass", "activeEnergyBurned", "stepCount"]),
+  ["activeEnergyBurned", "heartRate", "stepCount", "bodyMass"]);
+check("types have their Health categories", ["stepCount", "restingHeartRate", "sleepAnalysis", "dietaryWater", "bodyMass", "xyz"]
+  .map(typeCategory), ["activity", "heart", "sleep", "nutrition", "body", "other"]);
+check("user codes: typed or linked, any case or separator; not 8 letters is none",
+  ["wdjb-mjht", "WDJB MJHT", "wdjbmjht", "WDJB-MJH", "WDJB-MJHTX", "", null].map(normalizeUserCode),
+  ["WDJB-MJHT", "WDJB-MJHT", "WDJB-MJHT", null, null, null, null]);
+const accessRows = [
+  { app: "scale", type: "bodyMass", day: "2026-03-07", reads: 0, samplesRead: 0, writes: 1, samplesWritten: 1, lastAccess: "2026-03-07T07:00:00.000Z" },
+  { app: "run", type: "stepCount", day: "2026-03-06", reads: 2, samplesRead: 50, writes: 0, samplesWritten: 0, lastAccess: "2026-03-06T09:00:00.000Z" },
+  { app: "run", type: "heartRate", day: "2026-03-08", reads: 1, samplesRead: 60, writes: 2, samplesWritten: 12, lastAccess: "2026-03-08T10:00:00.000Z" },
+  { app: "run", type: "stepCount", day: "2026-03-08", reads: 5, samplesRead: 240, writes: 0, samplesWritten: 0, lastAccess: "2026-03-08T09:00:00.000Z" },
+];
+const grouped = groupAccess(accessRows, { run: "Runner" });
+check("recent access: apps newest first, with their display names", grouped.map((g) => [g.app, g.displayName, g.lastAccess]),
+  [["run", "Runner", "2026-03-08T10:00:00.000Z"], ["scale", "scale", "2026-03-07T07:00:00.000Z"]]);
+check("... each app's days newest first, types by most requests", grouped[0].days.map((d) => [d.day, d.types.map((t) => t.type)]),
+  [["2026-03-08", ["stepCount", "heartRate"]], ["2026-03-06", ["stepCount"]]]);
+check("... said in words", grouped[0].days[0].types.map(describeAccess),
+  ["read 240 samples in 5 requests", "read 60 samples in 1 request; wrote 12 samples in 2 requests"]);
+check("a wait said in words, rounded up", [formatWait(1), formatWait(59), formatWait(61), formatWait(900), formatWait(null)],
+  ["in 1 second", "in 59 seconds", "in 2 minutes", "in 15 minutes", "in a moment"]);
 
 document.getElementById("results").textContent = lines.join("\n");
 document.body.dataset.failed = String(failed);
