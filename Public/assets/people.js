@@ -501,16 +501,28 @@ export async function loadOwnData(onUnauthorized) {
   setStatus("delete-app-status", "");
   showError("erase-error", "");
   try {
-    const body = await person.getJSON("/v1/me/apps");
-    const apps = Array.isArray(body.apps) ? body.apps : [];
+    // The apps with permissions, and any other app that wrote in the access log's days (a removed
+    // app's data stays until deleted).
+    const [body, access] = await Promise.all([
+      person.getJSON("/v1/me/apps"),
+      person.getJSON("/v1/me/access").catch(() => ({ access: [] })),
+    ]);
+    const apps = (Array.isArray(body.apps) ? body.apps : []).map((app) => ({ app: app.app, name: app.displayName || app.app,
+      label: app.displayName && app.displayName !== app.app ? `${app.displayName} (${app.app})` : app.app }));
+    const known = new Set(apps.map((app) => app.app));
+    for (const row of Array.isArray(access.access) ? access.access : []) {
+      if (typeof row.app !== "string" || known.has(row.app) || !(row.samplesWritten > 0)) continue;
+      known.add(row.app);
+      apps.push({ app: row.app, name: row.app, label: `${row.app} (removed)` });
+    }
     select.replaceChildren(...apps.map((app) => {
-      const option = element("option", null, app.displayName && app.displayName !== app.app ? `${app.displayName} (${app.app})` : app.app);
+      const option = element("option", null, app.label);
       option.value = app.app;
-      option.dataset.name = app.displayName || app.app;
+      option.dataset.name = app.name;
       return option;
     }));
     $("delete-app-submit").disabled = apps.length === 0;
-    if (!apps.length) setStatus("delete-app-status", "No app has access, so none is listed. Data of a removed app stays until you erase your account.");
+    if (!apps.length) setStatus("delete-app-status", "No app has saved data of yours lately, or has access.");
   } catch (error) {
     if (error instanceof APIFailure && error.kind === "unauthorized") return onUnauthorized();
     setStatus("delete-app-status", `Your apps could not be listed: ${problemText(error)}`);

@@ -87,6 +87,8 @@ extension PostgresHealthStore {
             ended = try endTokens(connection, userRowID: userRowID, app: app)
             try connection.execute("UPDATE authorizations SET revoked_ms = $1 WHERE user_id = $2 AND app = $3 AND revoked_ms IS NULL",
                                    [.int64(StoreClock.nowMilliseconds()), .int64(userRowID), .text(app)])
+            // The revoked tokens' webhooks go with them, as with revokeAuthorization.
+            for id in ended { _ = try Self.deleteWebhooks(connection, authorizationID: id) }
             try connection.execute("DELETE FROM app_grants WHERE user_id = $1 AND app = $2", [.int64(userRowID), .text(app)])
             return true
         }

@@ -82,6 +82,8 @@ extension SQLiteHealthStore {
             ended = try Self.liveTokenIDs(db, userRowID: userRowID, app: app)
             try db.execute("UPDATE authorizations SET revoked_ms = ? WHERE user_id = ? AND app = ? AND revoked_ms IS NULL",
                            [.integer(Self.nowMilliseconds()), .integer(userRowID), .text(app)])
+            // The revoked tokens' webhooks go with them, as with revokeAuthorization.
+            for id in ended { _ = try Self.deleteWebhooks(db, authorizationID: id) }
             try db.execute("DELETE FROM app_grants WHERE user_id = ? AND app = ?", [.integer(userRowID), .text(app)])
             forgetAuthorizations(ids: ended)
             return true

@@ -377,6 +377,10 @@ def remove_checks(page, port, token):
           page.text("apps-status"))
     status, _, _ = http(port, "GET", "/v1/samples?type=stepCount", token=token)
     check("... and the app's token is refused (401)", status == 401, status)
+    page.hash("data")
+    option = page.wait(f"(() => {{ const o = [...document.querySelectorAll('#delete-app-select option')].find((o) => o.value === {json.dumps(APP)}); "
+                       "return o && o.textContent; })()")
+    check("a removed app that wrote lately can still have its data deleted", option == f"{APP} (removed)", option)
 
 
 def account_checks(page, base, name):
