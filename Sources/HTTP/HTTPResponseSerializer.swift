@@ -100,8 +100,27 @@ public enum HTTPResponseSerializer {
             count += 1
         }
 
+        /// Our own text, free of controls: copied as whole words (the last overlapping the one
+        /// before) with no check, whatever its length (the 35-byte `nosniff` line would otherwise go
+        /// through `memmove` and a scan).
+        @inline(__always)
         mutating func literal(_ text: StaticString) {
-            copy(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+            let length = text.utf8CodeUnitCount
+            guard length >= 8, let target = buffer.baseAddress else {
+                return copy(UnsafeBufferPointer(start: text.utf8Start, count: length))
+            }
+            precondition(count + length <= buffer.count, "response head larger than counted")
+            let from = UnsafeRawPointer(text.utf8Start)
+            let to = UnsafeMutableRawPointer(target + count)
+            var offset = 0
+            while offset + 8 <= length {
+                to.storeBytes(of: from.loadUnaligned(fromByteOffset: offset, as: UInt64.self), toByteOffset: offset, as: UInt64.self)
+                offset += 8
+            }
+            if offset < length {
+                to.storeBytes(of: from.loadUnaligned(fromByteOffset: length - 8, as: UInt64.self), toByteOffset: length - 8, as: UInt64.self)
+            }
+            count += length
         }
 
         private mutating func copy(_ bytes: UnsafeBufferPointer<UInt8>) {

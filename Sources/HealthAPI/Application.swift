@@ -171,20 +171,22 @@ public final class HealthApplication: HTTPResponder {
         // generic value witnesses. Routed on the raw path's bytes in place.
         let isPreflight = cors.isEnabled && CORSPolicy.isPreflight(request)
         let match = isPreflight ? RouteMatch<Route>.notFound : router.match(method: Self.routingMethod(request), request: request)
-        let presentsToken = RateLimits.presentsToken(match, request)
-        if let refusal = rateLimits.addressRefusal(client: chain.client, presentsToken: presentsToken) {
-            return recorder.finish(refusal, route: "rate-limited", request, chain)
-        }
-        if isPreflight {
-            return recorder.finish(cors.preflightResponse(for: request), route: "preflight", request, chain)
-        }
         // Consumed: the payload is moved out rather than copied (and the match destroyed after).
+        // Each case charges the address budget first (a preflight is `.notFound`), so the route
+        // is read once, in place.
         switch consume match {
         case .found(let route, let parameters, let pattern):
+            let presentsToken = RateLimits.presentsToken(route, request)
+            if refusedAddress(presentsToken: presentsToken, request, chain) { return }
             serve(route, parameters: parameters, pattern: pattern, request, connection: connection, chain, presentsToken: presentsToken)
         case .methodNotAllowed(let allowed):
+            if refusedAddress(presentsToken: false, request, chain) { return }
             recorder.finish(APIError.methodNotAllowed(allowed).response, route: "unmatched", request, chain)
         case .notFound:
+            if refusedAddress(presentsToken: false, request, chain) { return }
+            if isPreflight {
+                return recorder.finish(cors.preflightResponse(for: request), route: "preflight", request, chain)
+            }
             answerUnmatched(request, chain)
         }
     }

@@ -143,10 +143,19 @@ extension HealthApplication {
     }
 }
 
+extension RequestContext {
+    /// The `Set-Cookie` renewing a person's session, if this request renewed it; read in place
+    /// (no copy of the principal).
+    var sessionRenewal: String? {
+        if case .person(_, let session)? = principal { return session.renewal }
+        return nil
+    }
+}
+
 extension HTTPResponse {
     /// Adds the session's renewed cookie, if this request renewed it.
-    mutating func addSessionRenewal(of principal: Principal?) {
-        if let renewal = principal?.person?.session.renewal { headers.add("Set-Cookie", renewal) }
+    mutating func addSessionRenewal(_ renewal: String?) {
+        if let renewal { headers.add("Set-Cookie", renewal) }
     }
 }
 

@@ -107,13 +107,16 @@ public struct RateLimits: Sendable {
     }
 
     /// Charges the client's address budget; the seconds to wait when it is spent.
+    /// The key is made only when the budget is on: it parses an IPv6 address on every request.
     public func takeFromAddress(_ client: String, cost: Double = 1) -> Int? {
-        perAddress.take(ClientAddressResolver.rateLimitKey(client), cost: cost)
+        guard perAddress.limit.isEnabled else { return nil }
+        return perAddress.take(ClientAddressResolver.rateLimitKey(client), cost: cost)
     }
 
     /// The seconds to wait if the client's address budget is spent, without charging it.
     public func peekAddress(_ client: String) -> Int? {
-        perAddress.peek(ClientAddressResolver.rateLimitKey(client))
+        guard perAddress.limit.isEnabled else { return nil }
+        return perAddress.peek(ClientAddressResolver.rateLimitKey(client))
     }
 }
 

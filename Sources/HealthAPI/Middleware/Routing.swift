@@ -15,16 +15,17 @@ extension HealthApplication {
             do throws(APIError) {
                 var context = try self.context(for: route, request: request, parameters: parameters, problems: problems,
                                                connection: connection, client: chain.client, hasCredentials: presentsToken)
-                let principal = context.principal
+                // Only a person's session renews its cookie: other routes read nothing of the principal.
+                let renewal = route.access == .person ? context.sessionRenewal : nil
                 switch route.body {
                 case .immediate(let handler):
                     var response = try handler(&context)
-                    response.addSessionRenewal(of: principal)
+                    response.addSessionRenewal(renewal)
                     recorder.finish(response, route: pattern, request, chain)
                 case .deferred(let handler):
                     try handler(&context) { [recorder] response in
                         var response = response
-                        response.addSessionRenewal(of: principal)
+                        response.addSessionRenewal(renewal)
                         recorder.finish(response, route: pattern, request, chain)
                     }
                 }
