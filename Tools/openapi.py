@@ -1029,7 +1029,8 @@ PATHS["/v1/authorization-requests/token"] = {
                  "user": {"type": "string"}, "app": {"type": "string"},
                  "share": {**TYPE_LIST, "description": "The asked share types the person allowed."}}}),
                            "400": {"description": "Not (yet) a token: an OAuth error, or a malformed body (problem+json).",
-                                   "content": {"application/json": {"schema": OAUTH_ERROR}}},
+                                   "content": {"application/json": {"schema": OAUTH_ERROR},
+                                               "application/problem+json": {"schema": ref("Problem")}}},
                            "415": problem("Not application/json."), "429": ERRORS_APP["429"]}},
 }
 PATHS["/v1/me/authorization-requests/{userCode}"] = {

@@ -11,6 +11,7 @@ public enum HealthdCommand: Equatable, Sendable {
     case importFile(ImportOptions)
     case export(ExportOptions)
     case invite(InviteOptions)
+    case users(UsersOptions)
 }
 
 /// Flags shared by every command.
@@ -65,6 +66,13 @@ public struct ExportOptions: Equatable, Sendable {
 public struct InviteOptions: Equatable, Sendable {
     public var common = CommonOptions()
     public var user = ""
+    public init() {}
+}
+
+public struct UsersOptions: Equatable, Sendable {
+    public var common = CommonOptions()
+    /// The body of `GET /v1/users` instead of a line per user.
+    public var json = false
     public init() {}
 }
 
@@ -155,6 +163,16 @@ public enum CommandLineParser {
             }
             guard !options.user.isEmpty else { throw UsageError("invite needs the person's NAME") }
             return .invite(options)
+        case "users":
+            var options = UsersOptions()
+            while let flag = rest.popFirst() {
+                if try parseCommon(flag, &rest, into: &options.common) { continue }
+                switch flag {
+                case "--json": options.json = true
+                default: throw unknown(flag, command)
+                }
+            }
+            return .users(options)
         default:
             throw UsageError("unknown command '\(command)'; run 'healthd --help'")
         }

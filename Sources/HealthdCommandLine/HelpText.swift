@@ -8,6 +8,7 @@ public enum HelpText {
         case "import": return importCommand
         case "export": return export
         case "invite": return invite
+        case "users": return users
         default: return overview
         }
     }
@@ -33,6 +34,7 @@ public enum HelpText {
           import    import an Apple Health export (export.zip or export.xml) or healthd's own NDJSON export
           export    write every sample of a user as NDJSON
           invite    print an invitation code with which a person sets their password
+          users     list the users and whether each has activated their account
 
         Every command takes --config FILE, --data-dir DIR and --database URL. Run 'healthd COMMAND --help' for its options.
         The admin token is HEALTHD_ADMIN_TOKEN, or generated on first start and kept in DATA_DIR/admin-token.
@@ -107,6 +109,17 @@ public enum HelpText {
         with it and a password of their choice (POST /v1/people/activate, or the dashboard's
         sign-in page). The code works once, for 7 days; a new one voids the old. For a person who
         is already active it resets the password: activating it ends every session.
+        \(common)
+        """
+
+    public static let users = """
+        Usage: healthd users [--json] [--config FILE] [--data-dir DIR] [--database URL]
+
+        Lists the users, oldest first, one line each: the id, the name, when the user was made,
+        and "activated" once the person has set a password with their invitation, else
+        "not activated" ('healthd invite NAME' prints a new code). It reads the store while a
+        server runs on it too.
+          --json            print what GET /v1/users answers: {"users":[{"id","name","created","activated"}]}
         \(common)
         """
 }

@@ -172,3 +172,18 @@ func runInvite(_ options: InviteOptions) {
     say("invitation for \(user.name) (user \(user.id)), valid until \(invitation.expires):")
     say(invitation.code)
 }
+
+/// `healthd users [--json]`: the users as the admin's `GET /v1/users` lists them. Like `invite`, it
+/// takes no data-directory lock: SQLite's WAL lets it read beside a running server.
+func runUsers(_ options: UsersOptions) {
+    let configuration = loadConfiguration(options.common)
+    let store = openStore(configuration)
+    defer { store.close() }
+    let users: [UserListing]
+    do { users = try HealthData(store).users() } catch { fail("cannot read users: \(error)") }
+    if options.json {
+        FileHandle.standardOutput.write(Data(UserListJSON.bytes(users) + [0x0A]))
+    } else {
+        for line in UserListText.lines(users) { say(line) }
+    }
+}

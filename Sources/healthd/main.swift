@@ -45,4 +45,6 @@ case .export(let options):
     runExport(options)
 case .invite(let options):
     runInvite(options)
+case .users(let options):
+    runUsers(options)
 }

@@ -1,4 +1,6 @@
 import Testing
+import HealthAPI
+import HealthStore
 @testable import HealthdCommandLine
 
 @Suite struct CommandLineParserTests {
@@ -32,6 +34,30 @@ import Testing
         #expect(throws: UsageError.self) { try CommandLineParser.parse(["invite"]) }
         #expect(throws: UsageError.self) { try CommandLineParser.parse(["invite", "jane", "john"]) }
         #expect(HelpText.overview.contains("invite") && HelpText.text(for: "invite").contains("7 days"))
+    }
+
+    @Test func usersTakesJSONAndTheCommonFlagsAndNothingElse() throws {
+        guard case .users(let plain) = try CommandLineParser.parse(["users"]),
+              case .users(let json) = try CommandLineParser.parse(
+                ["users", "--json", "--database", "postgres://h@localhost:5432/healthd", "--config", "c.json"]) else {
+            Issue.record("not users"); return
+        }
+        #expect(plain == UsersOptions())
+        #expect(json.json && json.common == CommonOptions(configFile: "c.json", database: "postgres://h@localhost:5432/healthd"))
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["users", "jane"]) }
+        #expect(throws: UsageError.self) { try CommandLineParser.parse(["users", "--data-dir"]) }
+        #expect(try CommandLineParser.parse(["users", "--help"]) == .help(topic: "users"))
+        #expect(HelpText.overview.contains("users") && HelpText.text(for: "users").contains("GET /v1/users"))
+    }
+
+    @Test func usersPrintsALinePerUserWithTheNamesLinedUp() {
+        let users = [UserListing(user: User(rowID: 1, id: "u1", name: "ada"), created: 1_764_324_000_000, activated: true),
+                     UserListing(user: User(rowID: 2, id: "u2", name: "grace"), created: 1_764_324_060_500, activated: false)]
+        #expect(UserListText.lines(users) == ["u1  ada    created 2025-11-28T10:00:00.000Z  activated",
+                                              "u2  grace  created 2025-11-28T10:01:00.500Z  not activated"])
+        #expect(UserListText.lines([]).isEmpty)
+        #expect(String(decoding: UserListJSON.bytes(Array(users.prefix(1))), as: UTF8.self)
+                == #"{"users":[{"id":"u1","name":"ada","created":"2025-11-28T10:00:00.000Z","activated":true}]}"#)
     }
 
     @Test func helpForACommand() throws {
@@ -69,7 +95,7 @@ import Testing
     }
 
     /// A command's usage lines show every option its help explains.
-    @Test(arguments: ["serve", "seed", "import", "export", "invite"])
+    @Test(arguments: ["serve", "seed", "import", "export", "invite", "users"])
     func usageLinesNameEveryExplainedOption(command: String) throws {
         let help = HelpText.text(for: command)
         let lines = help.split(separator: "\n", omittingEmptySubsequences: false)

@@ -3,7 +3,7 @@
 
 Each part is a function taking a `People` (a server with an admin, helpers for signing in); the
 grants and access checks add theirs beside these, and `people_checks` runs them all:
-- invitation, activation (and no replay), `healthd invite` on the command line;
+- invitation, activation (and no replay), `healthd invite` and `healthd users` on the command line;
 - a wrong name and a wrong password: byte-identical answers, and times within 25 % (median of 20);
 - session fixation: a cookie sent at sign-in is never the one returned;
 - a cookie on /v1/samples is a 401; a cookie write as text/plain or a form is refused;
@@ -122,7 +122,7 @@ def activation_checks(people):
 
 
 def command_line_invite_checks(binary, public):
-    print("e2e: people: healthd invite")
+    print("e2e: people: healthd invite and healthd users")
     data_dir = __import__("tempfile").mkdtemp(prefix="healthd-e2e-invite-")
     env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN)
     done = subprocess.run([binary, "invite", "grace", *store_args(data_dir)], capture_output=True, text=True, env=env, timeout=60)
@@ -130,9 +130,30 @@ def command_line_invite_checks(binary, public):
     check("healthd invite prints a code", done.returncode == 0 and len(code) == 43, (done.returncode, done.stdout, done.stderr))
     people = People(binary, public, data_dir=data_dir)
     try:
+        # `healthd users` beside the running server, on the same store, before and after grace activates.
+        def users(*flags):
+            return subprocess.run([binary, "users", *flags, *store_args(data_dir)], capture_output=True, text=True,
+                                  env=env, timeout=60)
+        listed = users()
+        check("healthd users lists grace, not activated yet, while the server runs",
+              listed.returncode == 0 and len(listed.stdout.splitlines()) == 1
+              and re.search(r"\bgrace\s+created \S+Z\s+not activated$", listed.stdout.strip()),
+              (listed.returncode, listed.stdout, listed.stderr))
         status, _, body = call(people.port, "POST", "/v1/people/activate", {"code": code, "password": PASSWORD})
         check("the command line's code activates the account on the server", status == 200, (status, body[:200]))
         check("and the person signs in", people.sign_in("grace", source=fresh_address())[0] == 204)
+        people.invite("hopper")
+        listed, as_json = users(), users("--json")
+        status, _, body = call(people.port, "GET", "/v1/users", token=ADMIN)
+        check("healthd users --json prints what GET /v1/users answers",
+              as_json.returncode == 0 and status == 200 and json.loads(as_json.stdout) == json.loads(body)
+              and [(u["name"], u["activated"]) for u in json.loads(body)["users"]] == [("grace", True), ("hopper", False)],
+              (as_json.returncode, as_json.stdout, as_json.stderr, status, body[:300]))
+        lines = listed.stdout.splitlines()
+        check("healthd users: a line per user, oldest first, with their ids",
+              listed.returncode == 0 and len(lines) == 2 and lines[0].endswith("  activated") and lines[1].endswith("not activated")
+              and [line.split()[0] for line in lines] == [u["id"] for u in json.loads(body)["users"]],
+              (listed.returncode, listed.stdout, listed.stderr))
     finally:
         people.stop()
 

@@ -37,21 +37,7 @@ struct PeopleDataRoutes: Sendable {
     func listUsers(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {
         try context.query.rejectUnknown()
         let users = try storeCall { try data.users() }
-        return JSONResponse.write(capacity: 128 + users.count * 128) { writer in
-            writer.beginObject()
-            writer.key("users")
-            writer.beginArray()
-            for listing in users {
-                writer.beginObject()
-                writer.field("id", listing.user.id)
-                writer.field("name", listing.user.name)
-                writer.field("created", RFC3339.format(listing.created))
-                writer.field("activated", listing.activated)
-                writer.endObject()
-            }
-            writer.endArray()
-            writer.endObject()
-        }
+        return JSONResponse.ok(UserListJSON.bytes(users))
     }
 
     /// `GET /v1/users/{id}/authorizations`: the user's live authorizations (apps), never a token.
@@ -234,5 +220,26 @@ struct PeopleDataRoutes: Sendable {
             writer.field("deleted", deleted)
             writer.endObject()
         }
+    }
+}
+
+/// The body of `GET /v1/users`, which `healthd users --json` prints too.
+public enum UserListJSON {
+    public static func bytes(_ users: [UserListing]) -> [UInt8] {
+        var writer = JSONWriter(capacity: 128 + users.count * 128)
+        writer.beginObject()
+        writer.key("users")
+        writer.beginArray()
+        for listing in users {
+            writer.beginObject()
+            writer.field("id", listing.user.id)
+            writer.field("name", listing.user.name)
+            writer.field("created", RFC3339.format(listing.created))
+            writer.field("activated", listing.activated)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+        return writer.bytes
     }
 }
