@@ -87,6 +87,10 @@ public final class PostgresPool: @unchecked Sendable {
                 return result
             } catch let error as PostgresError where error.isUnavailable {
                 checkIn(connection)
+                // What broke this connection (a server restart, a failover, every backend
+                // terminated) most likely broke the idle ones too: the retry connects afresh
+                // rather than spending its few attempts on dead connections one by one.
+                discardIdle()
                 guard !error.commitOutcomeUnknown, attempt < configuration.connectionAttempts else { throw error }
                 pause(afterAttempt: attempt)
                 attempt += 1
@@ -113,6 +117,18 @@ public final class PostgresPool: @unchecked Sendable {
     private func pause(afterAttempt attempt: Int) {
         let milliseconds = configuration.reconnectPauseMilliseconds << min(attempt - 1, 6)
         usleep(UInt32(clamping: milliseconds * 1_000))
+    }
+
+    /// Closes every idle connection (the next callers connect anew).
+    private func discardIdle() {
+        let discarded: [PostgresConnection] = condition.withLock {
+            let connections = idle
+            idle.removeAll()
+            openCount -= connections.count
+            condition.broadcast()
+            return connections
+        }
+        discarded.forEach { $0.close() }
     }
 
     // MARK: Checking connections out and in

@@ -119,6 +119,25 @@ struct TransactionTests {
         #expect(pool.openConnectionCount == 1)
     }
 
+    /// Every backend terminated at once (the database restarted, or an operator's
+    /// pg_terminate_backend): more dead idle connections than the retries allow must not fail the
+    /// next caller.
+    @Test func poolRecoversWhenEveryIdleConnectionIsDead() throws {
+        let schema = try TestSchema()
+        let pool = try schema.pool(maxConnections: 6)
+        // Six connections checked out at once (nested), then all idle.
+        func holding(_ depth: Int) throws -> [Int32] {
+            try pool.withConnection { db in [db.backendPID] + (depth > 1 ? try holding(depth - 1) : []) }
+        }
+        let pids = try holding(6)
+        #expect(Set(pids).count == 6 && pool.idleConnectionCount == 6)
+        for pid in pids { try schema.terminate(backendPID: pid) }
+        // pg_terminate_backend only signals: wait until the backends are gone.
+        for _ in 0..<200 where try schema.liveBackends(pids) > 0 { usleep(10_000) }
+        #expect(try pool.withConnection { try $0.scalarInt64("SELECT 7") } == 7)
+        #expect(pool.openConnectionCount == 1)
+    }
+
     @Test func poolWaitIsBounded() throws {
         let schema = try TestSchema()
         let pool = try schema.pool(maxConnections: 1, acquireTimeoutMilliseconds: 150)

@@ -53,6 +53,14 @@ public final class TestSchema: Sendable {
         try Self.asAdmin(url) { _ = try $0.execute("SELECT pg_terminate_backend($1::int)", [.int64(Int64(backendPID))]) }
     }
 
+    /// How many of `pids` are still server sessions.
+    public func liveBackends(_ pids: [Int32]) throws -> Int {
+        try Self.asAdmin(url) { admin in
+            let list = pids.map(String.init).joined(separator: ",")
+            return Int(try admin.scalarInt64("SELECT count(*) FROM pg_stat_activity WHERE pid IN (\(list))") ?? 0)
+        }
+    }
+
     /// Server sessions of this test's connections (by application name) that run `LISTEN`.
     public func listenerPIDs() throws -> [Int32] {
         try Self.asAdmin(url) { admin in
