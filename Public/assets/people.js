@@ -77,7 +77,14 @@ export function confirmAction(title, text, confirmLabel) {
   $("confirm-ok").textContent = confirmLabel;
   dialog.returnValue = "cancel";
   return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "confirm"), { once: true });
+    // The close event is queued: one from an earlier showing (closed just before this one opened)
+    // can arrive while this dialog is open, and is not this dialog's answer.
+    const answered = () => {
+      if (dialog.open) return;
+      dialog.removeEventListener("close", answered);
+      resolve(dialog.returnValue === "confirm");
+    };
+    dialog.addEventListener("close", answered);
     dialog.showModal();
     $("confirm-cancel").focus();
   });
