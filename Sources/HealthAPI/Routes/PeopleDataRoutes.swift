@@ -102,26 +102,18 @@ struct PeopleDataRoutes: Sendable {
         if let wait = try storeCall({ try throttle.retryAfter(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }) {
             throw APIError.rateLimited(retryAfterSeconds: wait, "too many wrong passwords for this account or from this address; retry in \(wait) s")
         }
-        let problems = context.problems
         let routes = self
-        let accepted = hashing.submit {
-            let response: HTTPResponse
-            do throws(APIError) {
-                let stored = try storeCall { try people.signInAccount(name: user.name) }?.passwordHash
-                let verified = stored.map { PasswordHashing.verify(password, against: $0) } ?? PasswordHashing.dummyVerify(password)
-                guard verified else {
-                    try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
-                    throw APIError.authenticationRequired("the password is wrong")
-                }
-                var answer = try routes.erase(user)
-                answer.headers.add("Set-Cookie", SessionCookie.clearCookie(secure: session.secure))
-                response = answer
-            } catch {
-                response = problems.response(error)
+        try hashing.answer(problems: context.problems, respond: respond) { () throws(APIError) -> HTTPResponse in
+            let stored = try storeCall { try people.signInAccount(name: user.name) }?.passwordHash
+            let verified = stored.map { PasswordHashing.verify(password, against: $0) } ?? PasswordHashing.dummyVerify(password)
+            guard verified else {
+                try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
+                throw APIError.authenticationRequired("the password is wrong")
             }
-            respond(response)
+            var answer = try routes.erase(user)
+            answer.headers.add("Set-Cookie", SessionCookie.clearCookie(secure: session.secure))
+            return answer
         }
-        guard accepted else { throw PersonAccountRoutes.busy }
     }
 
     /// Erases the account and answers what was erased, per kind of row.

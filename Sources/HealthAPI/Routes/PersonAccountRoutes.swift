@@ -53,37 +53,29 @@ struct PersonAccountRoutes: Sendable {
         }
         // A session the browser already had is ended, never kept: sign-in always makes a new one.
         let presented = SessionCookie.token(fromCookieHeader: request.headers.values("Cookie").joined(separator: "; "), secure: secure)
-        let problems = context.problems
-        let accepted = hashing.submit {
-            let response: HTTPResponse
-            do throws(APIError) {
-                let account = try storeCall { try people.signInAccount(name: name) }
-                let verified = if let stored = account?.passwordHash {
-                    PasswordHashing.verify(password, against: stored)
-                } else {
-                    PasswordHashing.dummyVerify(password)
-                }
-                guard verified, let account else {
-                    try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
-                    throw Self.wrongNameOrPassword
-                }
-                // Raised parameters take effect here, the one moment the password is at hand.
-                if let stored = account.passwordHash, PasswordHashing.needsRehash(stored), let fresh = try? PasswordHashing.hash(password) {
-                    try storeCall { try people.setPassword(userRowID: account.user.rowID, hash: fresh.phc) }
-                }
-                let token = SessionToken.random()
-                try storeCall { try people.createSession(userRowID: account.user.rowID, tokenHash: token.hash, nowMs: StoreClock.nowMilliseconds()) }
-                if let presented { _ = try storeCall { try people.deleteSession(tokenHash: presented.hash) } }
-                var answer = HTTPResponse(status: .noContent)
-                answer.headers.add("Set-Cookie", SessionCookie.setCookie(token, secure: secure))
-                answer.headers.add("Cache-Control", "no-store")
-                response = answer
-            } catch {
-                response = problems.response(error)
+        try hashing.answer(problems: context.problems, respond: respond) { () throws(APIError) -> HTTPResponse in
+            let account = try storeCall { try people.signInAccount(name: name) }
+            let verified = if let stored = account?.passwordHash {
+                PasswordHashing.verify(password, against: stored)
+            } else {
+                PasswordHashing.dummyVerify(password)
             }
-            respond(response)
+            guard verified, let account else {
+                try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
+                throw Self.wrongNameOrPassword
+            }
+            // Raised parameters take effect here, the one moment the password is at hand.
+            if let stored = account.passwordHash, PasswordHashing.needsRehash(stored), let fresh = try? PasswordHashing.hash(password) {
+                try storeCall { try people.setPassword(userRowID: account.user.rowID, hash: fresh.phc) }
+            }
+            let token = SessionToken.random()
+            try storeCall { try people.createSession(userRowID: account.user.rowID, tokenHash: token.hash, nowMs: StoreClock.nowMilliseconds()) }
+            if let presented { _ = try storeCall { try people.deleteSession(tokenHash: presented.hash) } }
+            var answer = HTTPResponse(status: .noContent)
+            answer.headers.add("Set-Cookie", SessionCookie.setCookie(token, secure: secure))
+            answer.headers.add("Cache-Control", "no-store")
+            return answer
         }
-        guard accepted else { throw Self.busy }
     }
 
     /// The one answer for a name without an account, an account not activated yet, and a wrong password.
@@ -129,28 +121,20 @@ struct PersonAccountRoutes: Sendable {
         if let refusal = PasswordPolicy.standard.refusal(of: password, name: user.name) {
             throw APIError.invalidField("password", refusal.reason)
         }
-        let problems = context.problems
-        let accepted = hashing.submit {
-            let response: HTTPResponse
-            do throws(APIError) {
-                let hash: PasswordHash
-                do { hash = try PasswordHashing.hash(password) } catch { throw APIError.internalError(error) }
-                guard try storeCall({
-                    try people.redeemInvitation(codeHash: code.hash, userRowID: user.rowID, passwordHash: hash.phc,
-                                                nowMs: StoreClock.nowMilliseconds())
-                }) else { throw Self.invalidInvitation }
-                response = JSONResponse.write { writer in
-                    writer.beginObject()
-                    writer.field("id", user.id)
-                    writer.field("name", user.name)
-                    writer.endObject()
-                }
-            } catch {
-                response = problems.response(error)
+        try hashing.answer(problems: context.problems, respond: respond) { () throws(APIError) -> HTTPResponse in
+            let hash: PasswordHash
+            do { hash = try PasswordHashing.hash(password) } catch { throw APIError.internalError(error) }
+            guard try storeCall({
+                try people.redeemInvitation(codeHash: code.hash, userRowID: user.rowID, passwordHash: hash.phc,
+                                            nowMs: StoreClock.nowMilliseconds())
+            }) else { throw Self.invalidInvitation }
+            return JSONResponse.write { writer in
+                writer.beginObject()
+                writer.field("id", user.id)
+                writer.field("name", user.name)
+                writer.endObject()
             }
-            respond(response)
         }
-        guard accepted else { throw Self.busy }
     }
 
     static var invalidInvitation: APIError {
@@ -183,28 +167,20 @@ struct PersonAccountRoutes: Sendable {
         if let wait = try storeCall({ try throttle.retryAfter(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }) {
             throw APIError.rateLimited(retryAfterSeconds: wait, "too many wrong passwords for this account or from this address; retry in \(wait) s")
         }
-        let problems = context.problems
-        let accepted = hashing.submit {
-            let response: HTTPResponse
-            do throws(APIError) {
-                let stored = try storeCall { try people.signInAccount(name: user.name) }?.passwordHash
-                let verified = stored.map { PasswordHashing.verify(current, against: $0) } ?? PasswordHashing.dummyVerify(current)
-                guard verified else {
-                    try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
-                    throw Self.wrongCurrentPassword
-                }
-                let hash: PasswordHash
-                do { hash = try PasswordHashing.hash(new) } catch { throw APIError.internalError(error) }
-                try storeCall { try people.changePassword(userRowID: user.rowID, hash: hash.phc, keepingSession: session.tokenHash) }
-                var answer = HTTPResponse(status: .noContent)
-                answer.headers.add("Cache-Control", "no-store")
-                response = answer
-            } catch {
-                response = problems.response(error)
+        try hashing.answer(problems: context.problems, respond: respond) { () throws(APIError) -> HTTPResponse in
+            let stored = try storeCall { try people.signInAccount(name: user.name) }?.passwordHash
+            let verified = stored.map { PasswordHashing.verify(current, against: $0) } ?? PasswordHashing.dummyVerify(current)
+            guard verified else {
+                try storeCall { try throttle.recordFailure(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }
+                throw Self.wrongCurrentPassword
             }
-            respond(response)
+            let hash: PasswordHash
+            do { hash = try PasswordHashing.hash(new) } catch { throw APIError.internalError(error) }
+            try storeCall { try people.changePassword(userRowID: user.rowID, hash: hash.phc, keepingSession: session.tokenHash) }
+            var answer = HTTPResponse(status: .noContent)
+            answer.headers.add("Cache-Control", "no-store")
+            return answer
         }
-        guard accepted else { throw Self.busy }
     }
 
     /// A 403, not a 401: the session is fine, the password given for the change is not.

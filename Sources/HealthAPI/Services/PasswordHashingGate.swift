@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 import Synchronization
 
 /// Where password hashes run: at most `width` at once (each Argon2id hash holds 46 MiB while it
@@ -21,6 +22,18 @@ final class PasswordHashingGate: Sendable {
     init(width: Int = max(1, ProcessInfo.processInfo.activeProcessorCount), maximumWaiting: Int = 512) {
         self.width = max(1, width)
         self.maximumWaiting = maximumWaiting
+    }
+
+    /// Runs a route's `answer` on the gate and hands its response, or its error as a problem, to
+    /// `respond`; a full queue is a 503 now.
+    func answer(problems: ProblemResponder, respond: @escaping @Sendable (HTTPResponse) -> Void,
+                _ answer: @escaping @Sendable () throws(APIError) -> HTTPResponse) throws(APIError) {
+        let accepted = submit {
+            let response: HTTPResponse
+            do throws(APIError) { response = try answer() } catch { response = problems.response(error) }
+            respond(response)
+        }
+        guard accepted else { throw PersonAccountRoutes.busy }
     }
 
     /// Runs `work` when a slot is free; false (and `work` never runs) when too many are waiting.
