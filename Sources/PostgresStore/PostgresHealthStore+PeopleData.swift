@@ -127,7 +127,7 @@ extension PostgresHealthStore {
             try connection.map("""
                 SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
                 FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
-                WHERE a.user_id = $1 AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.id
+                WHERE a.user_id = $1 AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.app, a.id
                 """, [.int64(userRowID)]) { row in
                 AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
                                      read: StoredForms.typeList(try row.string(Column.readTypes)),

@@ -121,7 +121,7 @@ extension SQLiteHealthStore {
             try db.map("""
                 SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
                 FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
-                WHERE a.user_id = ? AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.id
+                WHERE a.user_id = ? AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.app, a.id
                 """, [.integer(userRowID)]) { row in
                 AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
                                      read: StoredForms.typeList(try row.string(Column.readTypes)),
