@@ -219,8 +219,10 @@ public protocol HealthDataStore: AnyObject, Sendable {
     // MARK: Webhook subscriptions (docs/decisions.md, Webhooks: the design for wiring)
 
     /// Stores a new subscription (its `anchor` is where deliveries start), held by `lease` on a
-    /// store shared by nodes.
-    func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws
+    /// store shared by nodes, unless its token already has `limit` subscriptions or is revoked:
+    /// both are judged in the inserting transaction, so concurrent requests cannot pass the limit
+    /// and a revocation committing meanwhile cannot leave a subscription behind.
+    func createWebhook(_ subscription: WebhookSubscription, limit: Int, lease: WebhookLease) throws -> WebhookCreation
     /// The token's subscriptions, oldest first, without their pending pages.
     func webhooks(authorizationID: String) throws -> [WebhookSubscription]
     /// One subscription with its pending page and that page's attempts.

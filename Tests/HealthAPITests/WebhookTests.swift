@@ -141,6 +141,32 @@ private struct WebhookFixture {
         #expect(f.subscribe(f.watcher, types: ["biologicalSex"]).status == 400)
         #expect(f.subscribe(f.watcher, types: ["HKQuantityTypeIdentifierStepCount"])["types"]?.arrayValue?.first?.stringValue == "stepCount")
     }
+
+    /// The limit is judged where the row is inserted: requests racing each other cannot pass it.
+    @Test func concurrentCreationsNeverPassTheLimit() throws {
+        let f = try WebhookFixture()
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 3 * WebhookLimits.perToken) { index in
+            let status = f.subscribe(f.watcher, url: "http://127.0.0.1:8080/hook\(index)").status
+            statuses.withLock { $0.append(status) }
+        }
+        let answered = statuses.withLock { $0 }
+        #expect(answered.filter { $0 == 201 }.count == WebhookLimits.perToken)
+        #expect(answered.filter { $0 == 409 }.count == 2 * WebhookLimits.perToken)
+        #expect(f.server.request(.get, "/v1/webhooks", token: f.watcher)["webhooks"]?.arrayValue?.count == WebhookLimits.perToken)
+    }
+
+    /// A token revoked between its request's authentication and the insert leaves no webhook behind.
+    @Test func aTokenRevokedBeforeTheInsertMakesNoWebhook() throws {
+        let f = try WebhookFixture()
+        let authorization = try #require(try f.server.backend.authorization(tokenHash: TokenHashing.hash(f.watcher)))
+        #expect(f.server.request(.delete, "/v1/authorizations/\(authorization.id)", token: TestServer.adminToken).status == 204)
+        let made = try f.server.application.data.app(authorization).createWebhook(
+            id: "wh_late", url: "http://127.0.0.1:8080/hook", types: ["stepCount"], secretKey: Array(repeating: 1, count: 32),
+            lease: f.server.application.webhooks.lease)
+        #expect(made == .failure(.tokenRevoked))
+        #expect(try f.server.backend.webhook(id: "wh_late") == nil)
+    }
 }
 
 @Suite struct WebhookDeliveryTests {
@@ -279,7 +305,7 @@ private struct WebhookFixture {
         let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
         let subscription = try application.data.app(hubAuthorization).createWebhook(
             id: "wh_retry", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
-            lease: delivery.lease)
+            lease: delivery.lease).get()
         delivery.add(subscription)
         #expect(server.request(.post, "/v1/samples", token: phone,
                                json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)

@@ -24,7 +24,7 @@ struct WebhookRoutes: Sendable {
     }
 
     /// Subscriptions one token may hold.
-    static let maximumPerToken = 20
+    static let maximumPerToken = WebhookLimits.perToken
 
     /// `POST /v1/webhooks`: a receiver URL (checked against the SSRF policy, resolved and every
     /// address checked) and the types; answers the secret, once.
@@ -40,14 +40,19 @@ struct WebhookRoutes: Sendable {
         }
         let url = try checkedURL(urlText)
         let types = try Self.sampleTypes(typeNames)
-        let existing = try storeCall { try data.app(app).webhooks() }
-        guard existing.count < Self.maximumPerToken else {
-            throw APIError.conflict("this token has \(Self.maximumPerToken) webhooks already; delete one first")
-        }
         let secret = WebhookSecret.generate()
         let id = "wh_" + Base64URL.encode(SecureRandom.bytes(12))
-        let subscription = try storeCall {
+        let created = try storeCall {
             try data.app(app).createWebhook(id: id, url: url.description, types: types, secretKey: secret.key, lease: delivery.lease)
+        }
+        let subscription: WebhookSubscription
+        switch created {
+        case .success(let stored):
+            subscription = stored
+        case .failure(.limitReached):
+            throw APIError.conflict("this token has \(Self.maximumPerToken) webhooks already; delete one first")
+        case .failure(.tokenRevoked):
+            throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
         }
         delivery.add(subscription)
         return JSONResponse.write(status: .created) { writer in
