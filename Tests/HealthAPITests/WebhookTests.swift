@@ -327,6 +327,47 @@ private struct WebhookFixture {
 }
 
 @Suite struct WebhookAccessTests {
+    /// A page stored under read access the token has since lost, still pending when the process
+    /// stops (or another node takes the webhook over), is not resent as stored: the runner that
+    /// resumes it reads it again under the access in force.
+    @Test func aStoredPageReadUnderLostAccessIsNotResentAfterARestart() throws {
+        let directory = NSTemporaryDirectory() + "healthd-webhook-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = #"{"url":"http://127.0.0.1:8080/x","types":["stepCount","heartRate"]}"#
+        let heartRate = #"{"samples":[{"type":"heartRate","value":71,"unit":"count/min","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#
+        var first: HTTPClientRequest?
+        var phone = ""
+        do {
+            // The receiver never answers: the page stays stored, its attempt unfinished.
+            let transport = RecordingTransport(answers: [0])
+            let server = try TestServer(directory: directory, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+            let user = server.createUser("ada")
+            phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+            let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+            #expect(server.request(.post, "/v1/webhooks", token: hub, json: hook).status == 201)
+            #expect(server.request(.post, "/v1/samples", token: phone, json: heartRate).status == 201)
+            #expect(transport.waitFor(1))
+            first = transport.requests.first
+            #expect(first.map { String(decoding: $0.body, as: UTF8.self).contains("heartRate") } == true)
+            // The person takes heart rate away from the hub while the page is on its way.
+            try server.executeBehindTheServersBack(sqlite: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = ?",
+                                                   postgres: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = $1", "hub")
+        }
+        let transport = RecordingTransport()
+        let server = try TestServer(directory: directory, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        defer { server.application.webhooks.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let steps = #"{"samples":[{"type":"stepCount","value":12,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#
+        #expect(server.request(.post, "/v1/samples", token: phone, json: steps).status == 201)
+        #expect(transport.waitFor(1))
+        #expect(transport.requests.contains { String(decoding: $0.body, as: UTF8.self).contains("stepCount") })
+        for request in transport.requests {
+            let body = String(decoding: request.body, as: UTF8.self)
+            #expect(!body.contains("heartRate"), "\(body)")
+            #expect(request.header("webhook-id") != first?.header("webhook-id"))
+        }
+    }
+
     /// The token's read access narrowed behind the server's back (as another node would, its
     /// notification lost): a page waiting for its retry, read under the old access, is dropped
     /// unsent and read again; what goes out afterwards follows the new access.

@@ -217,7 +217,32 @@ final class WebhookRunner: @unchecked Sendable {
     }
 
     func begin() {
-        queue.async { [self] in perform(machine.start()) }
+        queue.async { [self] in
+            guard !stopped else { return }
+            guard let pending = subscription.pending, machine.state == .idle,
+                  machine.schedule.decision(after: pending.attempts.map(Self.attempt)) != .delivered else {
+                return perform(machine.start())
+            }
+            // A stored page names the read access it was read under (its id): read under access
+            // the token has since lost (narrowed while this process was down, or while another node
+            // held it), it is dropped unsent and read again from the anchor.
+            let live: AppAuthorization?
+            do {
+                live = try currentAuthorization()
+            } catch {
+                delivery.log?.event("reading a webhook's token failed; retrying in 5 s", level: "warning",
+                                    fields: [("webhook", subscription.id), ("error", String(describing: error))])
+                queue.asyncAfter(deadline: .now() + 5) { [self] in begin() }
+                return
+            }
+            guard let live else { return tokenGone() }
+            if pending.messageID != Self.messageID(subscriptionID: subscription.id, startAnchor: Self.text(pending.start), readUnder: live) {
+                machine = WebhookDeliveryMachine(anchor: Self.text(subscription.anchor), schedule: machine.schedule)
+                write { data, lease in try data.discardWebhookPage(id: subscription.id, lease: lease) }
+                guard !stopped else { return }
+            }
+            perform(machine.start())
+        }
     }
 
     func post(_ event: WebhookDeliveryMachine.Event) {
@@ -373,10 +398,7 @@ final class WebhookRunner: @unchecked Sendable {
         }
         let subscriber = ChangeSubscriber(app: app, types: types, limit: WebhookDelivery.pageLimit, secret: delivery.data.secret,
                                           problems: ProblemResponder(requestID: "webhook-" + subscription.id, log: delivery.log))
-        // The id names the subscription, the start and the read access the page was read under: the
-        // same page resent carries the same id, and a page read again under other access another.
-        let messageID = WebhookMessageID.make(subscriptionID: subscription.id,
-                                              startAnchor: anchor + "|" + app.read.sorted().joined(separator: ","))
+        let messageID = Self.messageID(subscriptionID: subscription.id, startAnchor: anchor, readUnder: app)
         let stored = WebhookPendingPage(messageID: messageID, start: position, end: page.next, more: page.more,
                                         body: subscriber.body(page))
         let now = Self.now()
@@ -421,6 +443,12 @@ final class WebhookRunner: @unchecked Sendable {
     // MARK: Forms
 
     static func now() -> Double { Double(StoreClock.nowMilliseconds()) / 1000 }
+
+    /// A page's id names the subscription, the start and the read access the page was read under:
+    /// the same page resent carries the same id, and a page read again under other access another.
+    static func messageID(subscriptionID: String, startAnchor: String, readUnder app: AppAuthorization) -> String {
+        WebhookMessageID.make(subscriptionID: subscriptionID, startAnchor: startAnchor + "|" + app.read.sorted().joined(separator: ","))
+    }
 
     /// The machine's anchor text: "seq.floor".
     static func text(_ position: ChangePosition) -> String { "\(position.seq).\(position.tombstoneFloor)" }
