@@ -132,6 +132,21 @@ private struct WebhookFixture {
         // One private address among public ones refuses the name, whichever the resolver lists first.
         #expect(throws: APIError.self) { try routes([.v4(0x0808_0808), .v4(0x0a00_0001)]).checkedURL("http://rebind.example.com/") }
         #expect(try routes([.v4(0x0808_0808)]).checkedURL("http://hooks.example.com/x").host == "hooks.example.com")
+        // The answer names the class, never the address a name resolved to (no map of the server's network).
+        do {
+            _ = try routes([.v4(0x0a01_0203)]).checkedURL("http://db.internal.example/")
+            Issue.record("a name resolving to 10.1.2.3 was accepted")
+        } catch {
+            #expect(error.detail.contains("db.internal.example resolves to a private address"), "\(error.detail)")
+            #expect(!error.detail.contains("10.1.2.3"), "\(error.detail)")
+        }
+        // A literal is its own address: saying it (and its class, with its article) helps.
+        do {
+            _ = try routes([]).checkedURL("http://0.0.0.0/")
+            Issue.record("0.0.0.0 was accepted")
+        } catch {
+            #expect(error.detail.contains("0.0.0.0 is 0.0.0.0, an unspecified address"), "\(error.detail)")
+        }
     }
 
     @Test func typesAreValidated() throws {
