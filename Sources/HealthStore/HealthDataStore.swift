@@ -374,6 +374,9 @@ public enum StoreFault: Sendable, Equatable {
     /// The database cannot be reached right now (connection lost, server restarting, too many
     /// connections): nothing is known to be stored; retry shortly.
     case unavailable
+    /// A text of the request holds U+0000, which the database cannot hold: nothing was stored,
+    /// and no row can hold such a text either (so nothing by that name exists).
+    case nulInText
 }
 
 /// An error that can say it is a `StoreFault`; drivers' error types conform in the store modules.

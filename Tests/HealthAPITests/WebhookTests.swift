@@ -3,6 +3,7 @@ import Foundation
 @testable import HTTPClient
 import JSON
 import NetworkPolicy
+import PostgresTestSupport
 import Synchronization
 import Testing
 import Webhooks
@@ -417,6 +418,25 @@ private struct WebhookFixture {
             let body = String(decoding: request.body, as: UTF8.self)
             #expect(!body.contains("heartRate"), "\(body)")
             #expect(request.header("webhook-id") != transport.requests[0].header("webhook-id"))
+        }
+    }
+}
+
+/// U+0000 in a request's text reaches PostgreSQL, whose text cannot hold it: a 400 on that store,
+/// never a 500 (SQLite holds it; the answers there are the ordinary ones).
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
+struct NULInTextOnPostgresTests {
+    @Test func aNULInAPathOrBodyTextIsA400() throws {
+        let server = try TestServer(backend: .postgres)
+        let user = server.createUser("ada")
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        for reply in [server.request(.get, "/v1/webhooks/wh_%00/deliveries", token: hub),
+                      server.request(.delete, "/v1/webhooks/%00", token: hub),
+                      server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken),
+                      server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)] {
+            #expect(reply.status == 400, "\(reply.text)")
+            #expect(reply.code == "errorInvalidArgument")
+            #expect(reply["detail"]?.stringValue?.contains("U+0000") == true, "\(reply.text)")
         }
     }
 }
