@@ -9,6 +9,7 @@ import Testing
 import Webhooks
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// A receiver without sockets: records every request and answers from a script (the last answer repeats).
 final class RecordingTransport: WebhookTransport, @unchecked Sendable {
@@ -339,6 +340,38 @@ private struct WebhookFixture {
         let count = requests.count
         Thread.sleep(forTimeInterval: 0.3)
         #expect(transport.requests.count == count, "a disabled webhook sends nothing more")
+    }
+}
+
+@Suite struct WebhookStoreFaultTests {
+    /// Storing a page fails (the disk, the database): nothing is sent unstored, and once the store
+    /// answers again the page is read, stored and sent, with no further commit to wake it.
+    @Test func aPageTheStoreCouldNotKeepIsReadAgainLater() throws {
+        let transport = RecordingTransport(answers: [200])
+        let server = try TestServer()
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        let delivery = WebhookDelivery(data: server.application.data, transport: transport, storeRetryDelay: .milliseconds(100), log: nil)
+        defer { delivery.stop() }
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try server.application.data.app(hubAuthorization).createWebhook(
+            id: "wh_fault", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease).get()
+        delivery.add(subscription)
+        try server.store.pool.write { db in
+            try db.execute("""
+                CREATE TRIGGER refuse_pages BEFORE UPDATE OF message_id ON webhook_subscriptions
+                WHEN NEW.message_id IS NOT NULL BEGIN SELECT RAISE(ABORT, 'injected fault'); END
+                """)
+        }
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        Thread.sleep(forTimeInterval: 0.4)
+        #expect(transport.requests.isEmpty, "a page is sent only once stored")
+        try server.store.pool.write { db in try db.execute("DROP TRIGGER refuse_pages") }
+        #expect(transport.waitFor(1, seconds: 3))
+        #expect(transport.requests.first.map { String(decoding: $0.body, as: UTF8.self).contains("\"value\":5") } == true)
     }
 }
 

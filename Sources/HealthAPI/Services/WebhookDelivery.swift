@@ -34,6 +34,8 @@ public final class WebhookDelivery: Sendable {
     /// How often leases are renewed and free subscriptions claimed (on a store shared by nodes);
     /// also the bound on noticing a deletion or revocation made on another node.
     let pollInterval: DispatchTimeInterval
+    /// How long a runner waits before trying again a read or write the store failed.
+    let storeRetryDelay: DispatchTimeInterval
     private let state = Mutex(State())
 
     private struct State {
@@ -45,12 +47,13 @@ public final class WebhookDelivery: Sendable {
 
     init(data: HealthData, transport: any WebhookTransport, lease: WebhookLease = WebhookLease(owner: "node-" + Base64URL.encode(SecureRandom.bytes(9))),
          schedule: WebhookRetrySchedule = WebhookRetrySchedule(), pollInterval: DispatchTimeInterval = .milliseconds(500),
-         log: AccessLog?) {
+         storeRetryDelay: DispatchTimeInterval = .seconds(5), log: AccessLog?) {
         self.data = data
         self.transport = transport
         self.lease = lease
         self.schedule = schedule
         self.pollInterval = pollInterval
+        self.storeRetryDelay = storeRetryDelay
         self.log = log
         data.addCommitObserver { [weak self] change in self?.committed(change) }
         data.addAuthorizationObserver { [weak self] id in self?.authorizationChanged(id) }
@@ -196,13 +199,15 @@ final class WebhookRunner: @unchecked Sendable {
         let data: HealthData
         let transport: any WebhookTransport
         let lease: WebhookLease
+        let storeRetryDelay: DispatchTimeInterval
         let log: AccessLog?
     }
 
     init(subscription: WebhookSubscription, delivery: WebhookDelivery) {
         self.subscription = subscription
         self.types = Set(subscription.types)
-        self.delivery = Shared(data: delivery.data, transport: delivery.transport, lease: delivery.lease, log: delivery.log)
+        self.delivery = Shared(data: delivery.data, transport: delivery.transport, lease: delivery.lease,
+                               storeRetryDelay: delivery.storeRetryDelay, log: delivery.log)
         owner = delivery
         queue = DispatchQueue(label: "healthd.webhook." + subscription.id)
         signer = WebhookSigner(secret: WebhookSecret(key: subscription.secretKey) ?? WebhookSecret.generate())
@@ -230,9 +235,9 @@ final class WebhookRunner: @unchecked Sendable {
             do {
                 live = try currentAuthorization()
             } catch {
-                delivery.log?.event("reading a webhook's token failed; retrying in 5 s", level: "warning",
+                delivery.log?.event("reading a webhook's token failed; retrying", level: "warning",
                                     fields: [("webhook", subscription.id), ("error", String(describing: error))])
-                queue.asyncAfter(deadline: .now() + 5) { [self] in begin() }
+                queue.asyncAfter(deadline: .now() + delivery.storeRetryDelay) { [self] in begin() }
                 return
             }
             guard let live else { return tokenGone() }
@@ -380,12 +385,9 @@ final class WebhookRunner: @unchecked Sendable {
             stop()
             return
         } catch {
-            delivery.log?.event("reading a webhook's page failed; retrying in 5 s", level: "warning",
+            delivery.log?.event("reading a webhook's page failed; retrying", level: "warning",
                                 fields: [("webhook", subscription.id), ("error", String(describing: error))])
-            queue.asyncAfter(deadline: .now() + 5) { [self] in
-                guard !stopped else { return }
-                readPage(after: anchor)
-            }
+            retryRead(after: anchor)
             return
         }
         if page.isEmpty {
@@ -402,14 +404,26 @@ final class WebhookRunner: @unchecked Sendable {
         let stored = WebhookPendingPage(messageID: messageID, start: position, end: page.next, more: page.more,
                                         body: subscriber.body(page))
         let now = Self.now()
-        var held = false
-        write { data, lease in
-            held = try data.storeWebhookPage(id: subscription.id, page: stored, nextAttemptMs: Int64((now * 1000).rounded()), lease: lease)
-            return held
+        do {
+            guard try delivery.data.storeWebhookPage(id: subscription.id, page: stored, nextAttemptMs: Int64((now * 1000).rounded()),
+                                                     lease: delivery.lease) else { return stop() }
+        } catch {
+            // Not sent unless stored (a kill -9 must find it): read it again once the store answers.
+            delivery.log?.event("storing a webhook's page failed; retrying", level: "warning",
+                                fields: [("webhook", subscription.id), ("error", String(describing: error))])
+            retryRead(after: anchor)
+            return
         }
-        guard held else { return }
         perform(machine.handle(.pageRead(WebhookPage(messageID: messageID, startAnchor: anchor, endAnchor: Self.text(page.next),
                                                      more: page.more, body: stored.body))))
+    }
+
+    /// The machine stays in `readingPage` (commits meanwhile are noted); the read runs again later.
+    private func retryRead(after anchor: String) {
+        queue.asyncAfter(deadline: .now() + delivery.storeRetryDelay) { [self] in
+            guard !stopped else { return }
+            readPage(after: anchor)
+        }
     }
 
     private func send(_ page: WebhookPage) {
