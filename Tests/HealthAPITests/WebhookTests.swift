@@ -376,6 +376,42 @@ private struct WebhookFixture {
 }
 
 @Suite struct WebhookAccessTests {
+    /// Read access narrowed and given back while a page keeps failing: the page read again at the
+    /// same start then holds more (the commits since), so it must not carry an id the receiver may
+    /// already have applied. One id, one content.
+    @Test func aWebhookIDNeverNamesTwoContents() throws {
+        let transport = RecordingTransport(answers: [500])
+        let server = try TestServer(webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+        #expect(server.request(.post, "/v1/webhooks", token: hub,
+                               json: #"{"url":"http://127.0.0.1:8080/x","types":["stepCount","heartRate"]}"#).status == 201)
+        func save(_ samples: String) {
+            #expect(server.request(.post, "/v1/samples", token: phone, json: #"{"samples":[\#(samples)]}"#).status == 201)
+        }
+        func readTypes(_ types: String) throws {
+            try server.executeBehindTheServersBack(sqlite: "UPDATE app_grants SET read_types = ? WHERE app = 'hub'",
+                                                   postgres: "UPDATE app_grants SET read_types = $1 WHERE app = 'hub'", types)
+        }
+        save(#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"},"#
+             + #"{"type":"heartRate","value":71,"unit":"count/min","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}"#)
+        #expect(transport.waitFor(1))
+        try readTypes("stepCount")
+        #expect(transport.waitFor(2))
+        save(#"{"type":"stepCount","value":2,"unit":"count","start":"2026-03-01T10:00:00Z","end":"2026-03-01T10:00:00Z"}"#)
+        try readTypes("heartRate,stepCount")
+        #expect(transport.waitFor(3))
+        var contents: [String: [UInt8]] = [:]
+        for request in transport.requests {
+            let id = try #require(request.header("webhook-id"))
+            if let seen = contents[id] {
+                #expect(seen == request.body, "\(id) named two bodies: \(String(decoding: seen, as: UTF8.self)) and \(String(decoding: request.body, as: UTF8.self))")
+            }
+            contents[id] = request.body
+        }
+    }
+
     /// A page stored under read access the token has since lost, still pending when the process
     /// stops (or another node takes the webhook over), is not resent as stored: the runner that
     /// resumes it reads it again under the access in force.

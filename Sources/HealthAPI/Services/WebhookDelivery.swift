@@ -241,7 +241,8 @@ final class WebhookRunner: @unchecked Sendable {
                 return
             }
             guard let live else { return tokenGone() }
-            if pending.messageID != Self.messageID(subscriptionID: subscription.id, startAnchor: Self.text(pending.start), readUnder: live) {
+            if pending.messageID != Self.messageID(subscriptionID: subscription.id, start: Self.text(pending.start), end: Self.text(pending.end),
+                                                   readUnder: live) {
                 machine = WebhookDeliveryMachine(anchor: Self.text(subscription.anchor), schedule: machine.schedule)
                 write { data, lease in try data.discardWebhookPage(id: subscription.id, lease: lease) }
                 guard !stopped else { return }
@@ -400,7 +401,7 @@ final class WebhookRunner: @unchecked Sendable {
         }
         let subscriber = ChangeSubscriber(app: app, types: types, limit: WebhookDelivery.pageLimit, secret: delivery.data.secret,
                                           problems: ProblemResponder(requestID: "webhook-" + subscription.id, log: delivery.log))
-        let messageID = Self.messageID(subscriptionID: subscription.id, startAnchor: anchor, readUnder: app)
+        let messageID = Self.messageID(subscriptionID: subscription.id, start: anchor, end: Self.text(page.next), readUnder: app)
         let stored = WebhookPendingPage(messageID: messageID, start: position, end: page.next, more: page.more,
                                         body: subscriber.body(page))
         let now = Self.now()
@@ -458,10 +459,12 @@ final class WebhookRunner: @unchecked Sendable {
 
     static func now() -> Double { Double(StoreClock.nowMilliseconds()) / 1000 }
 
-    /// A page's id names the subscription, the start and the read access the page was read under:
-    /// the same page resent carries the same id, and a page read again under other access another.
-    static func messageID(subscriptionID: String, startAnchor: String, readUnder app: AppAuthorization) -> String {
-        WebhookMessageID.make(subscriptionID: subscriptionID, startAnchor: startAnchor + "|" + app.read.sorted().joined(separator: ","))
+    /// A page's id names the subscription, the page's span of the feed and the read access it was
+    /// read under: the same page resent carries the same id, and a page read again with other
+    /// content (other access, or more commits since) another, so a receiver that skips ids it has
+    /// applied never skips changes.
+    static func messageID(subscriptionID: String, start: String, end: String, readUnder app: AppAuthorization) -> String {
+        WebhookMessageID.make(subscriptionID: subscriptionID, startAnchor: start + "-" + end + "|" + app.read.sorted().joined(separator: ","))
     }
 
     /// The machine's anchor text: "seq.floor".
