@@ -343,6 +343,40 @@ private struct WebhookFixture {
     }
 }
 
+@Suite struct WebhookRestartTests {
+    /// One process runs every webhook after a restart, however many there are (it claims them once:
+    /// a claim of the first 64 left the rest undelivered for good).
+    @Test func everyWebhookRunsAfterARestart() throws {
+        let directory = NSTemporaryDirectory() + "healthd-webhook-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let count = 3 * WebhookLimits.perToken + 10
+        var phone = ""
+        do {
+            let server = try TestServer(directory: directory, webhookTransport: RecordingTransport()) {
+                $0.webhookAllowedHosts = ["127.0.0.1"]
+            }
+            let user = server.createUser("ada")
+            phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+            var token = ""
+            for index in 0..<count {
+                if index.isMultiple(of: WebhookLimits.perToken) {
+                    token = server.token(user: user, app: "hub\(index)", read: ["stepCount"], share: [])
+                }
+                let made = server.request(.post, "/v1/webhooks", token: token,
+                                          json: #"{"url":"http://127.0.0.1:8080/\#(index)","types":["stepCount"]}"#)
+                #expect(made.status == 201)
+            }
+        }
+        let transport = RecordingTransport()
+        let server = try TestServer(directory: directory, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        #expect(transport.waitFor(count))
+        #expect(Set(transport.requests.map(\.url.target)).count == count)
+    }
+}
+
 @Suite struct WebhookStoreFaultTests {
     /// Storing a page fails (the disk, the database): nothing is sent unstored, and once the store
     /// answers again the page is read, stored and sent, with no further commit to wake it.

@@ -23,7 +23,7 @@ extension HTTPClient: WebhookTransport {}
 public final class WebhookDelivery: Sendable {
     /// Changes per delivered page (as a stream event carries).
     static let pageLimit = 500
-    /// Subscriptions claimed per round.
+    /// Subscriptions claimed per round on a store shared by nodes (one process claims them all, once).
     static let claimLimit = 64
 
     let data: HealthData
@@ -66,19 +66,16 @@ public final class WebhookDelivery: Sendable {
         state.withLock { state in
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
             timer.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(50))
-            let firstRound = Mutex(true)
+            let claimed = Mutex(false)
             timer.setEventHandler { [weak self] in
                 guard let self else { return }
-                let first = firstRound.withLock { value in
-                    defer { value = false }
-                    return value
-                }
                 if shared {
                     self.renew()
-                    self.claim()
-                } else if first {
-                    // One process: everything is claimed once; new subscriptions are added as they are made.
-                    self.claim()
+                    self.claim(limit: Self.claimLimit)
+                } else if !claimed.withLock({ $0 }) {
+                    // One process: everything is claimed once (until a claim succeeds); new
+                    // subscriptions are added as they are made.
+                    if self.claim(limit: .max) { claimed.withLock { $0 = true } }
                 } else {
                     // A row deleted behind the runner's back (another revocation path) stops it.
                     self.renew()
@@ -136,11 +133,15 @@ public final class WebhookDelivery: Sendable {
         if added { runner.begin() }
     }
 
-    private func claim() {
+    /// False when the store failed (the next round tries again).
+    @discardableResult
+    private func claim(limit: Int) -> Bool {
         do {
-            for subscription in try data.claimWebhooks(lease: lease, limit: Self.claimLimit) { run(subscription) }
+            for subscription in try data.claimWebhooks(lease: lease, limit: limit) { run(subscription) }
+            return true
         } catch {
             log?.event("claiming webhook subscriptions failed; retrying", level: "warning", fields: [("error", String(describing: error))])
+            return false
         }
     }
 
