@@ -410,6 +410,43 @@ private struct WebhookFixture {
 }
 
 @Suite struct WebhookAccessTests {
+    /// A lease round's read of the token can be older than the runner's own (taken before a
+    /// narrowing the runner has applied already): applied as found, it would put the lost read
+    /// access back until the next round, and a page read meanwhile would carry what the person
+    /// just took away.
+    @Test func aStaleReadOfTheTokenNeverWidensAccess() throws {
+        let transport = RecordingTransport()
+        let server = try TestServer(webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+        let data = server.application.data
+        let delivery = WebhookDelivery(data: data, transport: transport, log: nil)
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try data.app(hubAuthorization).createWebhook(
+            id: "wh_stale", url: "http://127.0.0.1:8080/x", types: ["stepCount", "heartRate"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease).get()
+        let runner = WebhookRunner(subscription: subscription, delivery: delivery)
+        runner.begin()
+        runner.queue.sync {}
+        let wide = try #require(try data.liveAuthorizations(ids: [hubAuthorization.id])[hubAuthorization.id])
+        try server.executeBehindTheServersBack(sqlite: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = ?",
+                                               postgres: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = $1", "hub")
+        runner.refreshAuthorization()
+        runner.compareAuthorization(wide)
+        runner.queue.sync {}
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"heartRate","value":71,"unit":"count/min","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        runner.post(.changesCommitted)
+        runner.queue.sync {}
+        Thread.sleep(forTimeInterval: 0.2)
+        for request in transport.requests {
+            #expect(!String(decoding: request.body, as: UTF8.self).contains("heartRate"))
+        }
+        runner.post(.removed)
+        runner.queue.sync {}
+    }
+
     /// Read access narrowed and given back while a page keeps failing: the page read again at the
     /// same start then holds more (the commits since), so it must not carry an id the receiver may
     /// already have applied. One id, one content.

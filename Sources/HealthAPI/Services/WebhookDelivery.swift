@@ -263,19 +263,25 @@ final class WebhookRunner: @unchecked Sendable {
     func refreshAuthorization() {
         queue.async { [self] in
             guard !stopped else { return }
-            do {
-                apply(try delivery.data.liveAuthorizations(ids: [subscription.authorizationID])[subscription.authorizationID])
-            } catch {
-                delivery.log?.event("reading a webhook's token failed", level: "warning", fields: [("error", String(describing: error))])
-            }
+            readAuthorization()
         }
     }
 
-    /// The token as the database has it now (nil: revoked).
+    /// The token as a lease round read it. That read may predate a change this runner has applied
+    /// already, so a difference is only a reason to read the token afresh, never a value to adopt.
     func compareAuthorization(_ live: AppAuthorization?) {
         queue.async { [self] in
-            guard !stopped else { return }
-            apply(live)
+            guard !stopped, live != authorization else { return }
+            readAuthorization()
+        }
+    }
+
+    /// Reads the token now (on `queue`) and applies it.
+    private func readAuthorization() {
+        do {
+            apply(try delivery.data.liveAuthorizations(ids: [subscription.authorizationID])[subscription.authorizationID])
+        } catch {
+            delivery.log?.event("reading a webhook's token failed", level: "warning", fields: [("error", String(describing: error))])
         }
     }
 
