@@ -182,6 +182,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case forbidden(String)
     case invalid(String)
 
+    /// The answer to a write whose user was erased while it was in flight (it stored nothing). It
+    /// names no row id: those never leave the server.
+    public static let accountErased = "the account was erased"
+
     public var description: String {
         switch self {
         case .notFound(let s), .conflict(let s), .forbidden(let s), .invalid(let s): return s

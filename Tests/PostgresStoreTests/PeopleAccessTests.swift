@@ -212,7 +212,13 @@ enum PeopleAccessContract {
         #expect(try t.store.user(idOrName: alice.id) == nil)
         #expect(throws: StoreError.self) { try data.person(alice).erase() }
         // A write of hers still in flight stores nothing.
-        #expect(throws: StoreError.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        #expect(throws: StoreError.notFound(StoreError.accountErased)) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        // An import (Health Auto Export) of hers too, though the erasure took her app's source row.
+        #expect(throws: StoreError.notFound(StoreError.accountErased)) {
+            try aliceApp.importSamples { session in
+                _ = try session.save([SourcedSample(app: aliceApp.app.appName, sample: steps(2, start: t0 + 86_400_000))])
+            }
+        }
         // Bob's data is whole.
         #expect(try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample) == bobBefore)
         let afterAlice = try t.rowCounts()
