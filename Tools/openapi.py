@@ -1157,9 +1157,10 @@ RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
              "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
 
 
-# Writes that save samples as the token's user: one whose account is erased while it is in flight
+# Writes that store rows of the token's user: one whose account is erased while it is in flight
 # stores nothing (docs/api.md, "Erasure").
-SAVES_AS_THE_USER = {("post", "/v1/samples"), ("post", "/v1/ingest/imu"), ("post", "/v1/ingest/health-auto-export")}
+SAVES_AS_THE_USER = {("post", "/v1/samples"), ("post", "/v1/ingest/imu"), ("post", "/v1/ingest/health-auto-export"),
+                     ("post", "/v1/webhooks")}
 ACCOUNT_ERASED = problem("The account was erased while the request was in flight (errorNotFound): nothing of it was stored.")
 PATH_NAMES_NOTHING = problem("The path names nothing (errorNotFound): a segment whose escapes are not UTF-8 text or "
                              "decode to a control character (`%00`) matches no route.")

@@ -65,8 +65,9 @@ extension PostgresHealthStore {
 
     public func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws {
         let now = StoreClock.nowMilliseconds()
-        _ = try pool.withConnection { connection in
-            try connection.execute("""
+        _ = try pool.transaction { connection in
+            try Self.requireUser(subscription.userRowID, connection)
+            return try connection.execute("""
                 INSERT INTO webhook_subscriptions (id, authorization_id, user_id, url, types, secret_key, created_ms,
                     anchor_seq, anchor_floor, lease_owner, lease_until_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                 """, [.text(subscription.id), .text(subscription.authorizationID), .int64(subscription.userRowID),

@@ -51,6 +51,7 @@ extension SQLiteHealthStore {
 
     public func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws {
         try pool.write { db in
+            try Self.requireUser(db, userRowID: subscription.userRowID)
             try db.execute("""
                 INSERT INTO webhook_subscriptions (id, authorization_id, user_id, url, types, secret_key, created_ms,
                     anchor_seq, anchor_floor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

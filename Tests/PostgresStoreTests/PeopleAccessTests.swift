@@ -219,6 +219,28 @@ enum PeopleAccessContract {
                 _ = try session.save([SourcedSample(app: aliceApp.app.appName, sample: steps(2, start: t0 + 86_400_000))])
             }
         }
+        // So do her writes that save no sample: a workout session, a webhook, a stationary IMU batch.
+        #expect(throws: StoreError.notFound(StoreError.accountErased)) {
+            try aliceApp.startWorkoutSession(activityType: "walking", zone: nil, at: t0 + 86_400_000)
+        }
+        #expect(throws: StoreError.notFound(StoreError.accountErased)) {
+            try aliceApp.createWebhook(id: "wh_late", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [2],
+                                       lease: WebhookLease(owner: "test", duration: 600_000))
+        }
+        if case .ready(let basis) = try aliceApp.imuSession("still", seq: 0) {
+            let still = IMUBatchResult(state: [1], samples: [], start: t0, end: t0 + 60_000, steps: 0, distance: 0, floorsAscended: 0,
+                                       floorsDescended: 0, cadence: nil, pace: nil, ended: false, response: Array("{}".utf8))
+            let committed = Mutex<Result<[UInt8], any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            aliceApp.commitIMU(session: "still", seq: 0, device: nil, basis: basis, result: still) { result in
+                committed.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            #expect(throws: StoreError.notFound(StoreError.accountErased)) { try committed.withLock { $0 }?.get() }
+        } else {
+            Issue.record("a new IMU session of the erased user's app is ready")
+        }
         // Bob's data is whole.
         #expect(try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample) == bobBefore)
         let afterAlice = try t.rowCounts()
