@@ -167,6 +167,14 @@ package struct TokenHashKey: Hashable, Sendable {
     }
 }
 
+/// A write for a user whose account was erased while the request was in flight: the token or
+/// session it came with no longer exists, and nothing is stored (the API answers 401, as for a
+/// revoked token).
+public struct AccountErased: Error, Sendable, Equatable, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the account was erased" }
+}
+
 /// Store errors the API maps to statuses.
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound(String)

@@ -404,6 +404,8 @@ public final class SQLiteHealthStore: HealthDataStore {
     }
 
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
+        // A write of an erased user (its token was in flight) finds no user under the one writer.
+        guard try db.firstInt64("SELECT 1 FROM users WHERE id = ?", [.integer(userRowID)]) != nil else { throw AccountErased() }
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",
                        [.integer(userRowID), .text(app)])
         guard let id = try db.firstInt64("SELECT id FROM sources WHERE user_id = ? AND app = ?",

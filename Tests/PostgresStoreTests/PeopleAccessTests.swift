@@ -211,8 +211,16 @@ enum PeopleAccessContract {
         #expect(report.rows["samples", default: 0] > 0 && report.rows["accessLog", default: 0] > 0 && report.rows["user"] == 1)
         #expect(try t.store.user(idOrName: alice.id) == nil)
         #expect(throws: StoreError.self) { try data.person(alice).erase() }
-        // A write of hers still in flight stores nothing.
-        #expect(throws: StoreError.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        // A write of hers still in flight stores nothing, and says her account is gone (a 401, as for
+        // a revoked token): a save, and an import naming a source she never had (Health Auto Export's
+        // path, which makes the source first).
+        #expect(throws: AccountErased.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        #expect(throws: AccountErased.self) {
+            try aliceApp.importSamples { session in
+                _ = try session.save([SourcedSample(app: "watch", sample: steps(2, start: t0 + 86_400_000))])
+            }
+        }
+        #expect(try t.store.user(idOrName: alice.id) == nil)
         // Bob's data is whole.
         #expect(try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample) == bobBefore)
         let afterAlice = try t.rowCounts()
