@@ -927,7 +927,7 @@ PATHS["/v1/people/activate"] = {
     "post": {"summary": "Activate an account: set the password with an invitation code", "tags": ["people"], "security": [],
              "description": "The code works once (a replay, or a second activation at the same moment, is refused), for 7 days, "
                             "and only while it is the person's newest. The password must have at least 10 characters and must not "
-                            "be one of the 10,000 most common passwords, a repetition, a run of letters or digits, or contain the "
+                            "be one of the 10,000 most common passwords (nor one with digits or symbols around it), a repetition, a run of letters or digits, or contain the "
                             "person's name; it is stored only as an Argon2id hash. Activation does not sign in.",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["code", "password"], "additionalProperties": False,
