@@ -233,7 +233,10 @@ PATHS = {
     "/v1/users": {"post": {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {"type": "string"}}}}}},
+            "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {
+                "type": "string", "minLength": 1, "maxLength": 200,
+                "description": "1-200 characters of visible text: no control characters, no invisible formatting ones "
+                               "(bidirectional overrides, zero-width spaces), no space at either end."}}}}}},
         "description": "The answer carries the person's invitation: they activate the account with its code and a password "
                        "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
         "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
