@@ -63,6 +63,52 @@ final class CapturedLog: Sendable {
         #expect(missing == 0, "\(missing) of 300 events were not yet in the file when event() returned")
     }
 
+    /// A reader that stops reading the log (a full pipe nobody drains) stalls neither requests
+    /// nor event lines: requests keep logging into a bounded buffer, then drop and count; an event
+    /// waits only its patience. Once the reader is back, the lines and the count of those dropped
+    /// arrive.
+    @Test func aLogNobodyReadsNeitherBlocksRequestsNorEvents() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let readEnd = ends[0], writeEnd = ends[1]
+        defer { close(readEnd); close(writeEnd) }
+        let log = AccessLog(fileDescriptor: writeEnd, bufferLimit: 256 * 1024)
+        let logged = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            // About 3 MiB of lines: the pipe (64 KiB) and the buffer fill long before the end.
+            for index in 0 ..< 30_000 {
+                log.record(requestID: "r-\(index)", method: "GET", route: "/healthz", path: "/healthz", status: 200,
+                           seconds: 0.001, remote: "127.0.0.1")
+            }
+            log.event("still answering", patience: .milliseconds(100))
+            logged.signal()
+        }
+        #expect(logged.wait(timeout: .now() + 20) == .success, "logging blocked on a reader that stopped reading")
+        // The reader comes back: everything the buffer kept arrives, with the count of the rest.
+        let reader = DispatchQueue(label: "reader")
+        let received = Mutex<[UInt8]>([])
+        let finished = DispatchSemaphore(value: 0)
+        reader.async {
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(readEnd, &chunk, chunk.count)
+                if count <= 0 { break }
+                let text = received.withLock { bytes -> Bool in
+                    bytes.append(contentsOf: chunk[0 ..< count])
+                    return String(decoding: bytes, as: UTF8.self).contains("after the reader came back")
+                }
+                if text { break }
+            }
+            finished.signal()
+        }
+        log.event("after the reader came back", patience: .seconds(10))
+        #expect(finished.wait(timeout: .now() + 20) == .success)
+        let text = received.withLock { String(decoding: $0, as: UTF8.self) }
+        #expect(text.contains(#""msg":"still answering""#))
+        #expect(text.contains(#""level":"warning""#) && text.contains(#""dropped":"#), "no count of the dropped lines")
+        #expect(text.contains(#""id":"r-0""#), "the first lines were kept")
+    }
+
     /// A log that opened its own file keeps it open for as long as anything holds the log, and
     /// writes what it buffered before closing it: lines logged late (after the test that made
     /// the log let go of it) reach that file and no other.

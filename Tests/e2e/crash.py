@@ -356,7 +356,6 @@ def run_round(args, round_index, rng):
         stop.set()
         for thread in threads:
             thread.join(60)
-        server.proc.stdout.close()
         server.proc.stderr.close()
         print(f"crash: {name}: killed after {sum(1 for b in ledger.batches if b[2] == 'acked')} acknowledged batches, "
               f"{sum(1 for s in ledger.deletes.values() if s == 'acked')} acknowledged deletes, "

@@ -71,7 +71,7 @@ def query_store(data_dir, sql):
 
 
 class Server:
-    def __init__(self, binary, public, data_dir=None, extra=(), drain=False, preexec_fn=None):
+    def __init__(self, binary, public, data_dir=None, extra=(), drain=True, preexec_fn=None):
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="healthd-e2e-")
         env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN, HEALTHD_PUBLIC_DIR=public)
         self.proc = subprocess.Popen([binary, "serve", "--port", "0", *store_args(self.data_dir), *extra],
@@ -735,7 +735,7 @@ def seed_and_demo_checks(binary, public):
         shutil.rmtree(data_dir, ignore_errors=True)
 
     for attempt in ("fresh", "rerun"):
-        server = Server(binary, public, data_dir=None if attempt == "fresh" else demo_dir, extra=("--demo",))
+        server = Server(binary, public, data_dir=None if attempt == "fresh" else demo_dir, extra=("--demo",), drain=False)
         demo_dir = server.data_dir
         try:
             # A reader thread: select() cannot see lines already buffered by the text wrapper.

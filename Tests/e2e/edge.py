@@ -5,7 +5,8 @@ process (VmHWM, CPU time from /proc) rather than only status codes:
   are answered 401 before their body (no 100 Continue), and a healthy client is served meanwhile;
 - authenticated bodies share a budget (wait, then 503) and a minimum rate (408);
 - one address at its connection cap leaves another served, also behind a trusted proxy;
-- out of file descriptors (ulimit -n 1024), the server stays idle and still answers new clients.
+- out of file descriptors (ulimit -n 1024), the server stays idle and still answers new clients;
+- a log reader that stops reading (a full stdout pipe) stalls neither requests nor the graceful stop.
 Called from e2e.py main(); runs alone too: python3 Tests/e2e/edge.py --binary B --public P."""
 import json, os, resource, socket, sys, tempfile, threading, time
 
@@ -343,11 +344,34 @@ def descriptor_limit_checks(binary, public):
         server.stop()
 
 
+def stalled_log_checks(binary, public):
+    print("e2e: edge: nothing reads the server's stdout (a paused log pipe)")
+    server = Server(binary, public, drain=False)  # stdout is never read: the pipe fills at 64 KiB
+    try:
+        port = server.port
+        token = app_token(port, "stalled-log")
+        answered = 0
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            for _ in range(3000):  # about 450 KiB of access log lines, seven pipes full
+                s.sendall(f"GET /v1/samples?type=stepCount&limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+                if statuses(read_response(s, timeout=10)) == [200]:
+                    answered += 1
+        check(f"3,000 requests are answered while nothing reads the log ({answered})", answered == 3000, answered)
+        started = time.time()
+        code = server.stop(timeout=15)
+        check(f"and SIGTERM stops the server gracefully, within 5 s ({time.time() - started:.1f} s)",
+              code == 0 and time.time() - started < 5, code)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+
+
 def edge_checks(binary, public):
     stranger_memory_checks(binary, public)
     body_budget_and_rate_checks(binary, public)
     address_cap_checks(binary, public)
     descriptor_limit_checks(binary, public)
+    stalled_log_checks(binary, public)
 
 
 if __name__ == "__main__":
