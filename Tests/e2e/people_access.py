@@ -94,8 +94,7 @@ def stream_ends(s, timeout=5):
 def erasure_checks(binary, public):
     """Erasing one user while another writes."""
     print("e2e: erasure while another user writes")
-    # drain: the access log of several hundred requests would fill the pipe and stall the server.
-    server = Server(binary, public, drain=True)
+    server = Server(binary, public)
     try:
         port = server.port
         alice, alice_token = new_user(port, "erase-alice", "watch", ["stepCount"], ["stepCount"])
