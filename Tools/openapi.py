@@ -906,7 +906,7 @@ PATHS["/v1/session"] = {
                             "never kept).",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["name", "password"], "additionalProperties": False,
-                 "properties": {"name": {"type": "string"}, "password": {"type": "string", "maxLength": 1024}}}}}},
+                 "properties": {"name": {"type": "string", "maxLength": 200}, "password": {"type": "string", "maxLength": 1024}}}}}},
              "responses": {"204": {"description": "Signed in.", "headers": SESSION_COOKIE_HEADER},
                            "400": ERRORS_APP["400"],
                            "401": problem("The name or the password is wrong (errorAuthenticationRequired): one answer for both."),
