@@ -1109,7 +1109,7 @@ PATHS.update({
                        "them. `writes`: requests that saved or deleted the type; `samplesWritten`: samples in them. The person's own "
                        "reads are not counted. Kept `accessLogRetentionDays` (90). Latest day first, then app and type.",
         "parameters": [qparam("start", "First day (default: the first kept).", day_schema),
-                       qparam("end", "Last day, included (default: today). At most 400 days from `start`.", day_schema),
+                       qparam("end", "Last day, included (default: today). At most 400 days from `start`, or `accessLogRetentionDays` when that is more.", day_schema),
                        qparam("timeZone", "IANA zone the days are in (default UTC).")],
         "responses": {"200": ok_json({"type": "object", "required": ["access"], "properties": {"access": {"type": "array", "items": {
             "type": "object", "required": ["app", "type", "day", "reads", "samplesRead", "writes", "samplesWritten", "lastAccess"],
