@@ -171,7 +171,7 @@ enum PeopleAccessContract {
         let now = StoreClock.nowMilliseconds()
         // A webhook with an attempt in its deliveries list.
         let lease = WebhookLease(owner: "test", duration: 600_000)
-        let hook = try app.createWebhook(id: "wh_\(user.rowID)", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [1], lease: lease)
+        let hook = try app.createWebhook(id: "wh_\(user.rowID)", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [1], lease: lease).get()
         _ = try t.store.recordWebhookAttempt(id: hook.id, userRowID: user.rowID, attempt: WebhookDeliveryAttempt(
             messageID: "msg_test", timeMs: now, status: 500, durationMs: 1, error: "x"), nextAttemptMs: nil, lease: lease)
         try t.store.createInvitation(userRowID: user.rowID, codeHash: Array(repeating: UInt8(user.rowID & 0xff), count: 32), expiresMs: now + 60_000)
