@@ -14,6 +14,14 @@ public struct User: Sendable, Equatable {
         self.id = id
         self.name = name
     }
+
+    /// Whether `text` can be a person's or an app's name: one line, no control characters. Names
+    /// are shown on the dashboard and written to logs, and PostgreSQL text cannot hold a NUL, so
+    /// the HTTP API refuses any other name, and a lookup by such a text finds no one on either
+    /// store without asking it.
+    public static func canBeName(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}" }
+    }
 }
 
 /// One app acting for one user, with what its token may read and share (`access`).
@@ -165,6 +173,14 @@ package struct TokenHashKey: Hashable, Sendable {
         hasher.combine(words.2)
         hasher.combine(words.3)
     }
+}
+
+/// A write for a user whose account was erased while the request was in flight: the token or
+/// session it came with no longer exists, and nothing is stored (the API answers 401, as for a
+/// revoked token).
+public struct AccountErased: Error, Sendable, Equatable, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the account was erased" }
 }
 
 /// Store errors the API maps to statuses.

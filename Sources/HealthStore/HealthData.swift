@@ -48,7 +48,10 @@ public final class HealthData: Sendable {
     // MARK: Users and authorizations (the admin's, and the token check)
 
     public func createUser(name: String) throws -> User { try store.createUser(name: name) }
-    public func user(idOrName: String) throws -> User? { try store.user(idOrName: idOrName) }
+    public func user(idOrName: String) throws -> User? {
+        guard User.canBeName(idOrName) else { return nil }
+        return try store.user(idOrName: idOrName)
+    }
     public func createAuthorization(user: User, app: String, read: Set<String>, share: Set<String>, disclosesRead: Bool)
         throws -> (authorization: AppAuthorization, token: String) {
         try store.createAuthorization(user: user, app: app, read: read, share: share, disclosesRead: disclosesRead)

@@ -66,6 +66,7 @@ extension PostgresHealthStore {
     public func createWebhook(_ subscription: WebhookSubscription, limit: Int, lease: WebhookLease) throws -> WebhookCreation {
         let now = StoreClock.nowMilliseconds()
         return try pool.transaction { connection in
+            try Self.requireUser(subscription.userRowID, connection)
             // The token's row, locked: concurrent creations of one token (any node) count one after
             // another, and a revocation either came first (no row) or waits and then deletes this one.
             guard try connection.scalarInt64("SELECT 1 FROM authorizations WHERE id = $1 AND revoked_ms IS NULL FOR UPDATE",

@@ -51,6 +51,7 @@ extension SQLiteHealthStore {
 
     public func createWebhook(_ subscription: WebhookSubscription, limit: Int, lease: WebhookLease) throws -> WebhookCreation {
         try pool.write { db in
+            try Self.requireUser(db, userRowID: subscription.userRowID)
             // One writer at a time: the token and the count read here stand until the insert commits.
             guard try db.firstInt64("SELECT 1 FROM authorizations WHERE id = ? AND revoked_ms IS NULL",
                                     [.text(subscription.authorizationID)]) != nil else { return .tokenRevoked }

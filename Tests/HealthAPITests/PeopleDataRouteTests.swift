@@ -9,7 +9,7 @@ import Testing
 @testable import HealthAPI
 @testable import HealthStore
 
-/// The admin's lists and erasure over HTTP (API.md, "People": admin lists, `DELETE /v1/users/{id}`).
+/// The admin's lists and erasure over HTTP (docs/api.md, "People: recent access, own data, erasure": admin lists, `DELETE /v1/users/{id}`).
 @Suite struct PeopleDataRouteTests {
     @Test func theAdminListsUsersAndTheirAppsButNeverATokenHash() throws {
         let f = try Fixture()
@@ -106,6 +106,16 @@ import Testing
         func asPerson(_ method: HTTPMethod, _ target: String, json: String? = nil) -> TestServer.Reply {
             server.request(method, target, json: json, headers: [("Cookie", cookie)] + (json == nil && method != .get ? [("Content-Type", "application/json")] : []))
         }
+    }
+
+    @Test("with the access log kept longer than 400 days, the default range (all of it) and any range within it answer")
+    func recentAccessOverALongRetention() throws {
+        let (server, _) = try PersonSessionTests.server(.sqlite) { $0.accessLogRetentionDays = 730 }
+        let cookie = try #require(PersonSessionTests.cookie(PersonSessionTests.signIn(server)))
+        func access(_ query: String) -> TestServer.Reply { server.request(.get, "/v1/me/access" + query, headers: [("Cookie", cookie)]) }
+        #expect(access("").status == 200, "\(access("").text)")
+        #expect(access("?start=2024-01-02&end=2025-12-31").status == 200)  // 730 days
+        #expect(access("?start=2024-01-01&end=2025-12-31").status == 400)  // 731
     }
 
     @Test("recent access counts the apps' reads and writes per app, type and day", arguments: backends)

@@ -211,8 +211,41 @@ enum PeopleAccessContract {
         #expect(report.rows["samples", default: 0] > 0 && report.rows["accessLog", default: 0] > 0 && report.rows["user"] == 1)
         #expect(try t.store.user(idOrName: alice.id) == nil)
         #expect(throws: StoreError.self) { try data.person(alice).erase() }
-        // A write of hers still in flight stores nothing.
-        #expect(throws: StoreError.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        // A write of hers still in flight stores nothing, and says her account is gone (a 401, as for
+        // a revoked token).
+        #expect(throws: AccountErased.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        // An import (Health Auto Export) of hers too, though the erasure took her app's source row,
+        // and one naming a source she never had (Health Auto Export's path, which makes it first).
+        for app in [aliceApp.app.appName, "watch"] {
+            #expect(throws: AccountErased.self) {
+                try aliceApp.importSamples { session in
+                    _ = try session.save([SourcedSample(app: app, sample: steps(2, start: t0 + 86_400_000))])
+                }
+            }
+        }
+        // So do her writes that save no sample: a workout session, a webhook, a stationary IMU batch.
+        #expect(throws: AccountErased.self) {
+            try aliceApp.startWorkoutSession(activityType: "walking", zone: nil, at: t0 + 86_400_000)
+        }
+        #expect(throws: AccountErased.self) {
+            try aliceApp.createWebhook(id: "wh_late", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [2],
+                                       lease: WebhookLease(owner: "test", duration: 600_000))
+        }
+        if case .ready(let basis) = try aliceApp.imuSession("still", seq: 0) {
+            let still = IMUBatchResult(state: [1], samples: [], start: t0, end: t0 + 60_000, steps: 0, distance: 0, floorsAscended: 0,
+                                       floorsDescended: 0, cadence: nil, pace: nil, ended: false, response: Array("{}".utf8))
+            let committed = Mutex<Result<[UInt8], any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            aliceApp.commitIMU(session: "still", seq: 0, device: nil, basis: basis, result: still) { result in
+                committed.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            #expect(throws: AccountErased.self) { try committed.withLock { $0 }?.get() }
+        } else {
+            Issue.record("a new IMU session of the erased user's app is ready")
+        }
+        #expect(try t.store.user(idOrName: alice.id) == nil)
         // Bob's data is whole.
         #expect(try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample) == bobBefore)
         let afterAlice = try t.rowCounts()

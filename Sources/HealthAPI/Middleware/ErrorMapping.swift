@@ -27,6 +27,8 @@ extension APIError {
             case .forbidden(let detail): self = .authorizationDenied(detail)
             case .invalid(let detail): self = .invalidArgument(detail)
             }
+        case is AccountErased:
+            self = .authenticationRequired("the account was erased: its tokens and sessions no longer exist")
         case let denied as SharingDenied:
             self = .authorizationDenied(denied.detail)
             if let index = denied.index {
