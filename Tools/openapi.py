@@ -1160,6 +1160,11 @@ RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
              "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
 
 
+# Writes that store rows of the token's user: one whose account is erased while it is in flight
+# stores nothing (docs/api.md, "Erasure").
+SAVES_AS_THE_USER = {("post", "/v1/samples"), ("post", "/v1/ingest/imu"), ("post", "/v1/ingest/health-auto-export"),
+                     ("post", "/v1/webhooks")}
+ACCOUNT_ERASED = problem("The account was erased while the request was in flight (errorNotFound): nothing of it was stored.")
 PATH_NAMES_NOTHING = problem("The path names nothing (errorNotFound): a segment whose escapes are not UTF-8 text or "
                              "decode to a control character (`%00`) matches no route.")
 
@@ -1177,6 +1182,8 @@ def with_common_responses(paths):
             responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
             if "{" in path:
                 responses.setdefault("404", PATH_NAMES_NOTHING)
+            if (method, path) in SAVES_AS_THE_USER:
+                responses.setdefault("404", ACCOUNT_ERASED)
             if method in ("post", "put", "delete"):
                 responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
     return paths
