@@ -566,17 +566,21 @@ private struct WebhookFixture {
 /// never a 500 (SQLite holds it; the answers there are the ordinary ones).
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct NULInTextOnPostgresTests {
-    @Test func aNULInAPathOrBodyTextIsA400() throws {
+    @Test func aNULInARequestTextIsA4xxNeverA500() throws {
         let server = try TestServer(backend: .postgres)
         let user = server.createUser("ada")
         let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        // A query value goes to the database as it is: the driver's refusal is the 400.
+        let query = server.request(.get, "/v1/samples?type=stepCount&source=a%00b", token: hub)
+        #expect(query.status == 400, "\(query.text)")
+        #expect(query.code == "errorInvalidArgument")
+        #expect(query["detail"]?.stringValue?.contains("U+0000") == true, "\(query.text)")
+        // Elsewhere the router or a field's own check answers first; never a 500.
         for reply in [server.request(.get, "/v1/webhooks/wh_%00/deliveries", token: hub),
                       server.request(.delete, "/v1/webhooks/%00", token: hub),
                       server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken),
                       server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)] {
-            #expect(reply.status == 400, "\(reply.text)")
-            #expect(reply.code == "errorInvalidArgument")
-            #expect(reply["detail"]?.stringValue?.contains("U+0000") == true, "\(reply.text)")
+            #expect((400..<500).contains(reply.status), "\(reply.text)")
         }
     }
 }
