@@ -242,8 +242,9 @@ final class WebhookRunner: @unchecked Sendable {
                 return
             }
             guard let live else { return tokenGone() }
-            if pending.messageID != Self.messageID(subscriptionID: subscription.id, start: Self.text(pending.start), end: Self.text(pending.end),
-                                                   readUnder: live) {
+            let current = Self.messageID(subscriptionID: subscription.id, start: Self.text(pending.start), end: Self.text(pending.end),
+                                         readUnder: live)
+            if pending.messageID != current {
                 machine = WebhookDeliveryMachine(anchor: Self.text(subscription.anchor), schedule: machine.schedule)
                 write { data, lease in try data.discardWebhookPage(id: subscription.id, lease: lease) }
                 guard !stopped else { return }
