@@ -562,11 +562,12 @@ private struct WebhookFixture {
     }
 }
 
-/// U+0000 in a request's text reaches PostgreSQL, whose text cannot hold it: a 400 on that store,
-/// never a 500 (SQLite holds it; the answers there are the ordinary ones).
+/// U+0000 in a request's text would reach PostgreSQL, whose text cannot hold it: never a 500 on
+/// that store. A query value reaches the driver, whose refusal is a 400; a path segment holding it
+/// names nothing (the router's 404); a name holding it is a control character (400).
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct NULInTextOnPostgresTests {
-    @Test func aNULInARequestTextIsA4xxNeverA500() throws {
+    @Test func aNULInAPathOrBodyTextIsNeverA500() throws {
         let server = try TestServer(backend: .postgres)
         let user = server.createUser("ada")
         let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
@@ -575,12 +576,14 @@ struct NULInTextOnPostgresTests {
         #expect(query.status == 400, "\(query.text)")
         #expect(query.code == "errorInvalidArgument")
         #expect(query["detail"]?.stringValue?.contains("U+0000") == true, "\(query.text)")
-        // Elsewhere the router or a field's own check answers first; never a 500.
+        // Elsewhere the router or a field's own check answers first.
         for reply in [server.request(.get, "/v1/webhooks/wh_%00/deliveries", token: hub),
                       server.request(.delete, "/v1/webhooks/%00", token: hub),
-                      server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken),
-                      server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)] {
-            #expect((400..<500).contains(reply.status), "\(reply.text)")
+                      server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken)] {
+            #expect(reply.status == 404 && reply.code == "errorNotFound", "\(reply.text)")
         }
+        let name = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)
+        #expect(name.status == 400 && name.code == "errorInvalidArgument", "\(name.text)")
+        #expect(name["detail"]?.stringValue?.contains("control characters") == true, "\(name.text)")
     }
 }
