@@ -38,6 +38,7 @@ public final class HealthData: Sendable {
     public var isSharedByNodes: Bool { store.isSharedByNodes }
     public var streamEventLog: StreamEventLog { store.streamEventLog }
     public func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void) { store.addCommitObserver(observer) }
+    public func addNotificationGapObserver(_ observer: @escaping @Sendable () -> Void) { store.addNotificationGapObserver(observer) }
     public func broadcast(_ event: StreamEvent) throws { try store.broadcast(event) }
     @discardableResult
     public func purgeTombstones(deletedBefore cutoff: Int64) throws -> Int { try store.purgeTombstones(deletedBefore: cutoff) }

@@ -40,6 +40,10 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// shared by several nodes also reports the other nodes' commits here.
     func addCommitObserver(_ observer: @escaping @Sendable (CommittedChange) -> Void)
 
+    /// Called when other nodes' commit reports may have been lost (the notification connection
+    /// was lost and is back): anything may have changed since. One process loses none.
+    func addNotificationGapObserver(_ observer: @escaping @Sendable () -> Void)
+
     /// Hands a stream event (a workout zone change) to the streams of every node serving this
     /// data, this one included: this node's log gets it at once, other nodes' through the
     /// database. Throws only when the other nodes could not be told.

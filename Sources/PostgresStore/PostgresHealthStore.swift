@@ -37,6 +37,7 @@ public final class PostgresHealthStore: HealthDataStore {
     /// Runs asynchronous saves; concurrency is bounded by the pool's connections.
     let writers = DispatchQueue(label: "healthd.postgres.writers", attributes: .concurrent)
     private let commitObservers = Mutex<[@Sendable (CommittedChange) -> Void]>([])
+    private let notificationGapObservers = Mutex<[@Sendable () -> Void]>([])
     let authorizationCache = Mutex(AuthorizationCache())
     let authorizationObservers = Mutex<[@Sendable (String) -> Void]>([])
     /// Writes tokens' uses (`lastUsed`) off the request's path, one at a time.
@@ -164,6 +165,10 @@ public final class PostgresHealthStore: HealthDataStore {
         commitObservers.withLock { $0.append(observer) }
     }
 
+    public func addNotificationGapObserver(_ observer: @escaping @Sendable () -> Void) {
+        notificationGapObservers.withLock { $0.append(observer) }
+    }
+
     func publish(_ change: CommittedChange) {
         for observer in commitObservers.withLock({ $0 }) { observer(change) }
     }
@@ -223,12 +228,14 @@ public final class PostgresHealthStore: HealthDataStore {
     }
 
     /// Notifications sent while the listener was away are lost: forget every cached token (the
-    /// next request reads it again). Waiting readers re-check on their own timeouts.
+    /// next request reads it again) and tell the gap observers (webhooks read their feeds again).
+    /// Waiting readers re-check on their own timeouts.
     private func reconnected() {
         authorizationCache.withLock { cache in
             cache.entries.removeAll()
             cache.generation &+= 1
         }
+        for observer in notificationGapObservers.withLock({ $0 }) { observer() }
     }
 }
 

@@ -169,6 +169,9 @@ public final class SQLiteHealthStore: HealthDataStore {
         commitObservers.withLock { $0.append(observer) }
     }
 
+    /// Every commit of the one process reaches the commit observers: there is no gap to report.
+    public func addNotificationGapObserver(_ observer: @escaping @Sendable () -> Void) {}
+
     func publish(_ change: CommittedChange) {
         for observer in commitObservers.withLock({ $0 }) { observer(change) }
     }

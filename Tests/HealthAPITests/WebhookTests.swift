@@ -3,6 +3,8 @@ import Foundation
 @testable import HTTPClient
 import JSON
 import NetworkPolicy
+import HealthModel
+import PostgresStore
 import PostgresTestSupport
 import Synchronization
 import Testing
@@ -585,5 +587,34 @@ struct NULInTextOnPostgresTests {
         let name = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)
         #expect(name.status == 400 && name.code == "errorInvalidArgument", "\(name.text)")
         #expect(name["detail"]?.stringValue?.contains("control characters") == true, "\(name.text)")
+    }
+}
+
+/// Several nodes on PostgreSQL: a commit another node reported while this node's notification
+/// connection was down still reaches this node's webhooks once it is back (an idle webhook would
+/// otherwise wait for the user's next commit).
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
+struct WebhookNotificationGapTests {
+    @Test func aCommitReportedWhileTheListenerWasAwayIsDelivered() throws {
+        let transport = RecordingTransport()
+        let server = try TestServer(backend: .postgres, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let schema = try #require(server.postgresSchema)
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        #expect(server.request(.post, "/v1/webhooks", token: hub,
+                               json: #"{"url":"http://127.0.0.1:8080/x","types":["stepCount"]}"#).status == 201)
+        let nodeB = try PostgresHealthStore(configuration: schema.configuration, maxConnections: 2)
+        defer { nodeB.close() }
+        let phoneOnB = try #require(try nodeB.authorization(tokenHash: TokenHashing.hash(phone)))
+        // Both nodes' notification connections go; node B commits before they are back.
+        let listeners = try schema.listenerPIDs()
+        for pid in listeners { try schema.terminate(backendPID: pid) }
+        let deadline = Date().addingTimeInterval(5)
+        while try schema.liveBackends(listeners) > 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        let sample = HealthSample(uuid: .random(), type: "stepCount", start: 1_772_355_600_000, end: 1_772_355_660_000, content: .quantity(42))
+        _ = try HealthData(nodeB).app(phoneOnB).save([sample])
+        #expect(transport.waitFor(1, seconds: 5))
+        #expect(transport.requests.first.map { String(decoding: $0.body, as: UTF8.self).contains("\"value\":42") } == true)
     }
 }

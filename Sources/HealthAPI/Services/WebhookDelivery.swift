@@ -57,6 +57,7 @@ public final class WebhookDelivery: Sendable {
         self.log = log
         data.addCommitObserver { [weak self] change in self?.committed(change) }
         data.addAuthorizationObserver { [weak self] id in self?.authorizationChanged(id) }
+        data.addNotificationGapObserver { [weak self] in self?.commitsMayHaveBeenMissed() }
     }
 
     /// Claims the subscriptions to run and, on a store shared by nodes, keeps claiming and renewing.
@@ -171,6 +172,12 @@ public final class WebhookDelivery: Sendable {
             (state.byUser[change.userRowID] ?? []).compactMap { state.runners[$0] }
         }
         for runner in runners where !runner.types.isDisjoint(with: change.typeIDs) { runner.post(.changesCommitted) }
+    }
+
+    /// Other nodes' commit reports may have been lost: every runner reads its feed again (an idle
+    /// one would otherwise wait for the user's next commit, which may never come).
+    private func commitsMayHaveBeenMissed() {
+        for runner in state.withLock({ Array($0.runners.values) }) { runner.post(.changesCommitted) }
     }
 
     /// A token was revoked or its permissions changed: its runners read it again.
