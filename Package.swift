@@ -124,8 +124,8 @@ let package = Package(
         .testTarget(name: "HealthClientTests", dependencies: ["HealthClient"]),
         .testTarget(name: "EndToEndTests", dependencies: ["HealthClient"]),
 
-        // Webhooks (issue 30), not yet served: Standard Webhooks signing, the retry schedule and the
-        // per-subscription delivery state machine (pure).
+        // Webhooks: Standard Webhooks signing, the retry schedule and the per-subscription delivery
+        // state machine (pure); HealthAPI's WebhookDelivery service runs them.
         .target(name: "Webhooks", dependencies: ["Crypto"], swiftSettings: strict),
         // The SSRF policy for outbound requests: address classes, receiver URLs, the allow-list (pure).
         .target(name: "NetworkPolicy", swiftSettings: strict),

@@ -229,7 +229,8 @@ PATHS = {
                                                "content": {"text/plain": {"schema": {"type": "string"}}}},
                                        "400": ERRORS_APP["400"], **ERRORS_OPEN}}},
     "/openapi.json": {"get": {"summary": "This document", "security": [], "tags": ["operations"],
-                              "responses": {"200": ok_json({"type": "object"}), **ERRORS_OPEN}}},
+                              "responses": {"200": ok_json({"type": "object"}),
+                                            "400": problem("A query parameter: the document takes none (errorInvalidArgument)."), **ERRORS_OPEN}}},
     "/v1/users": {"post": {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
@@ -426,7 +427,11 @@ PATHS = {
                 "requestBody": {"required": True, "content": {"application/json": {"schema": {
                     **SCHEMAS["Characteristics"], "required": ["user"],
                     "properties": {**SCHEMAS["Characteristics"]["properties"], "user": {"type": "string", "minLength": 1}}}}}},
-                "responses": {"200": ok_json(ref("Characteristics")), "415": problem("Not application/json."), **ERRORS_APP}},
+                "responses": {"200": ok_json({**SCHEMAS["Characteristics"], "required": ["user"],
+                                              "properties": {**SCHEMAS["Characteristics"]["properties"],
+                                                             "user": {"type": "string", "description": "The user's id."}}},
+                                             "The user's characteristics as stored now."),
+                              "415": problem("Not application/json."), **ERRORS_APP}},
     },
     "/v1/heart-rate/zones": {"get": {
         "summary": "Training heart-rate zone for a goal (Tanaka maximum; Karvonen with a resting rate)", "tags": ["heart-rate"],
@@ -1157,10 +1162,14 @@ RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
              "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
 
 
+PATH_NAMES_NOTHING = problem("The path names nothing (errorNotFound): a segment whose escapes are not UTF-8 text or "
+                             "decode to a control character (`%00`) matches no route.")
+
+
 def with_common_responses(paths):
     """Every operation may fail on the server's side (500); every write may find the disk full
-    (507); every response carries X-Request-Id."""
-    for operations in paths.values():
+    (507); a path with a parameter may name nothing (404); every response carries X-Request-Id."""
+    for path, operations in paths.items():
         for method, operation in operations.items():
             responses = operation["responses"]
             for code, response in list(responses.items()):
@@ -1168,6 +1177,8 @@ def with_common_responses(paths):
                 response["headers"] = {**response.get("headers", {}), **REQUEST_ID_HEADER}
                 responses[code] = response
             responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
+            if "{" in path:
+                responses.setdefault("404", PATH_NAMES_NOTHING)
             if method in ("post", "put", "delete"):
                 responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
     return paths

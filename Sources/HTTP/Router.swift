@@ -178,6 +178,10 @@ struct RouteTable: Sendable {
         var segments: [String] = []
         for raw in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
             guard let decoded = PercentDecoding.decode(raw) else { return .notFound }
+            // An escaped control character (`%00`) names no id, name or file: it would otherwise
+            // reach a route as a parameter, and PostgreSQL text cannot even hold a NUL. (The parser
+            // refuses raw control bytes in the target.)
+            if decoded.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return .notFound }
             segments.append(decoded)
         }
         var parameters: [String: String] = [:]

@@ -2,8 +2,9 @@ import HealthModel
 import HealthStore
 import JSON
 
-/// A person's settings as their backup carries them (API.md, Export): everything besides samples
-/// that decides what their queries answer. Never a token or its hash.
+/// A person's settings as their backup carries them (docs/api.md, "People: recent access, own data,
+/// erasure" and "Export"): everything besides samples that decides what their queries answer.
+/// Never a token or its hash.
 ///
 /// The backup is the sample NDJSON with one more line first, `{"healthdBackup":{...}}`. The source
 /// order travels as the order the server used, set or not: without a set order the first app to

@@ -14,6 +14,14 @@ public struct User: Sendable, Equatable {
         self.id = id
         self.name = name
     }
+
+    /// Whether `text` can be a person's or an app's name: one line, no control characters. Names
+    /// are shown on the dashboard and written to logs, and PostgreSQL text cannot hold a NUL, so
+    /// the HTTP API refuses any other name, and a lookup by such a text finds no one on either
+    /// store without asking it.
+    public static func canBeName(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}" }
+    }
 }
 
 /// One app acting for one user, with what its token may read and share (`access`).

@@ -47,7 +47,10 @@ public struct PeopleAccounts: Sendable {
     // MARK: Passwords
 
     /// The account with `name` (exactly as created), or nil when there is none.
-    public func signInAccount(name: String) throws -> SignInAccount? { try store.signInAccount(name: name) }
+    public func signInAccount(name: String) throws -> SignInAccount? {
+        guard User.canBeName(name) else { return nil }
+        return try store.signInAccount(name: name)
+    }
 
     /// Stores a new password hash (a rehash at a sign-in, or a test's setup).
     public func setPassword(userRowID: Int64, hash: String) throws { try store.setPassword(userRowID: userRowID, hash: hash) }

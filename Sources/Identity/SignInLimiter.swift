@@ -56,8 +56,18 @@ public struct SignInLimiter: Sendable {
 
     public init() {}
 
-    /// Names compare case-insensitively here, so `Alice` and `alice` share one budget.
-    public static func accountKey(_ name: String) -> String { name.lowercased() }
+    /// Names compare case-insensitively here, so `Alice` and `alice` share one budget. A control
+    /// character (no name has one) becomes U+FFFD, so every key is text any store can keep
+    /// (PostgreSQL text cannot hold a NUL); a guess at such a name still counts.
+    public static func accountKey(_ name: String) -> String {
+        let key = name.lowercased()
+        guard key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return key }
+        var replaced = String.UnicodeScalarView()
+        for scalar in key.unicodeScalars {
+            replaced.append(scalar.properties.generalCategory == .control ? "\u{FFFD}" : scalar)
+        }
+        return String(replaced)
+    }
 
     /// Seconds to wait before this name may try from this address, or nil when it may try now.
     public func retryAfter(name: String, address: IPAddress, at now: Double) -> Int? {

@@ -1,7 +1,7 @@
 import HealthStore
 import PostgreSQL
 
-/// The person's side of their data (API.md, "People"): the recent-access log, deleting what one
+/// The person's side of their data (docs/api.md, "People: recent access, own data, erasure"): the recent-access log, deleting what one
 /// app saved, erasing the account, and the admin's lists; the SQLite store's twin.
 extension PostgresHealthStore {
     // MARK: Recent access

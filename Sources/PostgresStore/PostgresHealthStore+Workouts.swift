@@ -10,6 +10,7 @@ extension PostgresHealthStore {
                                     at start: Int64) throws -> WorkoutSession {
         let app = granted.app
         return try pool.transaction { connection in
+            try Self.requireUser(app.userRowID, connection)
             // Heart rates judged for the zone are those committed from now on.
             let current = try Self.currentChangeNumber(userRowID: app.userRowID, connection)
             return try PostgresWorkoutSessions.start(app: app, activityType: activityType, zone: zone, at: start,

@@ -347,6 +347,16 @@ extension PostgresHealthStore {
         return last
     }
 
+    /// Throws `accountErased` unless the user still exists, and holds their row (`FOR KEY SHARE`)
+    /// until the transaction ends: an erasure locks that row first, so a write that saves no sample
+    /// (a session, a webhook, an empty IMU batch) either sees the erasure done or is erased with
+    /// the user, never left behind as a row that names no one.
+    static func requireUser(_ userRowID: Int64, _ connection: PostgresConnection) throws {
+        guard try connection.scalarInt64("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.int64(userRowID)]) != nil else {
+            throw AccountErased()
+        }
+    }
+
     /// The user's last change number, as seen by the connection's snapshot.
     static func currentChangeNumber(userRowID: Int64, _ connection: PostgresConnection) throws -> Int64 {
         try connection.scalarInt64("SELECT seq FROM change_counters WHERE user_id = $1", [.int64(userRowID)]) ?? 0
@@ -385,7 +395,10 @@ extension PostgresHealthStore {
     /// database's work and the rollup rows' fold are left inside.
     func write(_ batch: inout PostgresSampleBatch, userRowID: Int64, userExternalID: String, storedUUIDs: StoredUUIDs = .undoAndCompare,
                _ connection: PostgresConnection) throws -> (effects: SampleWriteEffects, lastSeq: Int64) {
-        guard !batch.isEmpty else { return (SampleWriteEffects(), try Self.currentChangeNumber(userRowID: userRowID, connection)) }
+        guard !batch.isEmpty else {
+            try Self.requireUser(userRowID, connection)
+            return (SampleWriteEffects(), try Self.currentChangeNumber(userRowID: userRowID, connection))
+        }
         let last = try Self.reserveChangeNumbers(batch.rows.count, userRowID: userRowID, connection)
         let base = last - Int64(batch.rows.count)
         try batch.number(after: base)

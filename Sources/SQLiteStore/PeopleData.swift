@@ -1,7 +1,7 @@
 import HealthStore
 import SQLite
 
-/// The person's side of their data (API.md, "People"): the recent-access log, deleting what one
+/// The person's side of their data (docs/api.md, "People: recent access, own data, erasure"): the recent-access log, deleting what one
 /// app saved, erasing the account, and the admin's lists.
 extension SQLiteHealthStore {
     // MARK: Recent access

@@ -403,9 +403,22 @@ public final class SQLiteHealthStore: HealthDataStore {
                          disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
     }
 
+    /// Throws `accountErased` unless the user still exists, inside a write transaction (one writer
+    /// at a time: an erasure is wholly before or after): a write that saves no sample (a session, a
+    /// webhook) of a user erased while it was in flight stores nothing.
+    static func requireUser(_ db: Database, userRowID: Int64) throws {
+        guard try db.firstInt64("SELECT 1 FROM users WHERE id = ?", [.integer(userRowID)]) != nil else {
+            throw AccountErased()
+        }
+    }
+
     static func sourceRowID(_ db: Database, userRowID: Int64, app: String) throws -> Int64 {
-        // A write of an erased user (its token was in flight) finds no user under the one writer.
-        guard try db.firstInt64("SELECT 1 FROM users WHERE id = ?", [.integer(userRowID)]) != nil else { throw AccountErased() }
+        if let id = try db.firstInt64("SELECT id FROM sources WHERE user_id = ? AND app = ?", [.integer(userRowID), .text(app)]) {
+            return id
+        }
+        // A write of an erased user (its token was in flight) stores nothing: the erasure took the
+        // user's sources with it, and a new one would fail the users foreign key.
+        try requireUser(db, userRowID: userRowID)
         try db.execute("INSERT INTO sources (user_id, app) VALUES (?, ?) ON CONFLICT DO NOTHING",
                        [.integer(userRowID), .text(app)])
         guard let id = try db.firstInt64("SELECT id FROM sources WHERE user_id = ? AND app = ?",

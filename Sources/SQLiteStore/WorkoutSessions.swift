@@ -53,6 +53,7 @@ extension SQLiteHealthStore {
                                     at start: Int64) throws -> WorkoutSession {
         let app = granted.app
         return try pool.write { db in
+            try Self.requireUser(db, userRowID: app.userRowID)
             if let active = try db.first("""
                 SELECT external_id, state FROM workout_sessions WHERE user_id = ? AND source_id = ? AND state <> 'ended'
                 """, [.integer(app.userRowID), .integer(app.sourceRowID)], {

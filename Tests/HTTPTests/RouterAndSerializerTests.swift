@@ -65,7 +65,9 @@ struct RouterTests {
 
     @Test func notFoundCases() {
         let router = makeRouter()
-        for path in ["/v1/nothing", "/v1/samples/", "/v1/samples/a/b", "/v1/samples/%zz", "v1/samples", "/v1/samples/%FF"] {
+        for path in ["/v1/nothing", "/v1/samples/", "/v1/samples/a/b", "/v1/samples/%zz", "v1/samples", "/v1/samples/%FF",
+                     // An escaped control character is no parameter a route could look up.
+                     "/v1/samples/a%00b", "/v1/samples/%0A", "/v1/samples/%7F", "/v1/ingest/imu/s%1B/end"] {
             if case .notFound = router.match(method: .get, path: path[...]) { continue }
             Issue.record("\(path) should not match")
         }

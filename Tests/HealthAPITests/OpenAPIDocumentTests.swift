@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import HTTP
 import JSON
 import HealthModel
 @testable import HealthAPI
@@ -63,6 +64,45 @@ import HealthModel
                 case .person?: #expect(schemes == ["sessionCookie"], "\(name) takes the session cookie only")
                 case nil: Issue.record("\(name) is documented but not registered")
                 }
+            }
+        }
+    }
+
+    /// Answers the server gives are ones the document lists: the status among the operation's
+    /// responses, and a JSON body's members among its schema's (where the schema allows no others)
+    /// with every required one present. The cases are answers a generated request rarely reaches.
+    @Test func answersFitTheDocument() throws {
+        let data = try #require(FileManager.default.contents(atPath: Self.documentPath))
+        let document = try #require(try JSONParser.parse([UInt8](data)).objectValue)
+        let schemas = try #require(document["components"]?.objectValue?["schemas"]?.objectValue)
+        let paths = try #require(document["paths"]?.objectValue)
+        func resolved(_ schema: JSONValue?) -> JSONObject? {
+            guard let object = schema?.objectValue else { return nil }
+            if let reference = object["$ref"]?.stringValue, let name = reference.split(separator: "/").last {
+                return resolved(schemas[String(name)])
+            }
+            return object
+        }
+        let server = try TestServer()
+        let alice = server.createUser("alice")
+        let cases: [(method: HTTPMethod, pattern: String, target: String, token: String?, json: String?)] = [
+            (.put, "/v1/characteristics", "/v1/characteristics", TestServer.adminToken,
+             #"{"user":"\#(alice)","dateOfBirth":"1980-01-02","biologicalSex":"female"}"#),
+            (.get, "/openapi.json", "/openapi.json?format=yaml", nil, nil),
+        ]
+        for call in cases {
+            let name = "\(call.method.rawValue) \(call.target)"
+            let reply = server.request(call.method, call.target, token: call.token, json: call.json)
+            let operation = paths[call.pattern]?.objectValue?[call.method.rawValue.lowercased()]?.objectValue
+            let response = operation?["responses"]?.objectValue?[String(reply.status)]?.objectValue
+            #expect(response != nil, "\(name): \(reply.status) is not among the documented answers")
+            let mediaType = reply.status < 400 ? "application/json" : "application/problem+json"
+            guard let schema = resolved(response?["content"]?.objectValue?[mediaType]?.objectValue?["schema"]),
+                  let members = reply.object?.keys else { continue }
+            let required = schema["required"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(Set(required).subtracting(members).sorted() == [], "\(name): required members missing: \(reply.text)")
+            if schema["additionalProperties"]?.boolValue == false, let properties = schema["properties"]?.objectValue?.keys {
+                #expect(Set(members).subtracting(properties).sorted() == [], "\(name): members the document does not list: \(reply.text)")
             }
         }
     }

@@ -9,7 +9,7 @@ import Testing
 @testable import HealthAPI
 @testable import HealthStore
 
-/// The admin's lists and erasure over HTTP (API.md, "People": admin lists, `DELETE /v1/users/{id}`).
+/// The admin's lists and erasure over HTTP (docs/api.md, "People: recent access, own data, erasure": admin lists, `DELETE /v1/users/{id}`).
 @Suite struct PeopleDataRouteTests {
     @Test func theAdminListsUsersAndTheirAppsButNeverATokenHash() throws {
         let f = try Fixture()

@@ -26,6 +26,13 @@ import Testing
         #expect(limiter.retryAfter(name: "nobody-0", address: try address("203.0.113.1"), at: 1) == 899)
     }
 
+    /// A key is text any store can keep: PostgreSQL text cannot hold the NUL of a guessed name.
+    @Test func anAccountKeyHasNoControlCharacters() {
+        #expect(SignInLimiter.accountKey("Maria") == "maria")
+        #expect(SignInLimiter.accountKey("A\u{0}b\u{7}") == "a\u{FFFD}b\u{FFFD}")
+        #expect(SignInLimiter.accountKey("tab\there").unicodeScalars.allSatisfy { $0.properties.generalCategory != .control })
+    }
+
     @Test func thirtyFailuresLockTheAddressForEveryName() throws {
         var limiter = SignInLimiter()
         for attempt in 0 ..< 30 { limiter.recordFailure(name: "name\(attempt)", address: try address("203.0.113.9"), at: Double(attempt)) }

@@ -95,6 +95,10 @@ CASES = [
     ("HTTP/0.9 style request line", b"GET /healthz\r\n\r\n", {400}, [400]),
     ("NUL in the path", b"GET /heal\x00thz HTTP/1.1\r\n" + H + b"\r\n", {400}, [400]),
     ("percent-encoded NUL in the path", b"GET /v1/samples/%00 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {400, 401, 404}, None),
+    # An escaped control character names nothing a route could look up (PostgreSQL text cannot even
+    # hold a NUL): the router's 404, before the token, on either store.
+    ("percent-encoded NUL in a parameter of an admin route", b"GET /v1/users/a%00b/authorizations HTTP/1.1\r\n" + H
+     + b"Authorization: Bearer " + ADMIN.encode() + b"\r\nConnection: close\r\n\r\n", {404}, [404]),
     ("raw space-free UTF-8 in the path", b"GET /\xc3\xa9 HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {400, 404}, None),
     # Absolute-form (RFC 9112 3.2.2) is valid: the path defaults to "/", the target's authority is the host.
     ("absolute-form target", b"GET http://x/healthz HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n", {200}, [200]),

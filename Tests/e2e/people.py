@@ -279,7 +279,7 @@ def stream_end(stream, data, since):
 
 
 def grant_checks(people):
-    """RFC 8628's permission request, the sheet and the apps page (API.md, "Permission requests")."""
+    """RFC 8628's permission request, the sheet and the apps page (docs/api.md, "Permission requests, the sheet and the apps page")."""
     print("e2e: people: an app asks, the person answers on the sheet, the apps page changes and revokes")
     port = people.port
     people.person("grace")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""People's access to their data over real sockets (API.md, "People": recent access, own data,
+"""People's access to their data over real sockets (docs/api.md, "People: recent access, own data, erasure": recent access, own data,
 erasure, admin lists):
 - every read and write an app makes is counted per app, type and day, and a graceful stop writes
   the counts still in memory (a kill -9 loses at most the last second of them);

@@ -40,6 +40,8 @@ extension APIError {
             self = .insufficientStorage(error)
         case let error where StoreFault.of(error) == .unavailable:
             self = .storeUnavailable(error)
+        case let error where StoreFault.of(error) == .nulInText:
+            self = .invalidArgument("a text in the request holds the character U+0000 (NUL), which cannot be stored")
         default:
             self = .internalError(error)
         }

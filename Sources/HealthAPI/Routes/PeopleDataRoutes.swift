@@ -6,8 +6,9 @@ import Identity
 import JSON
 import Statistics
 
-/// The person's data, as API.md's "People" section gives it: recent access, their own export,
-/// deleting what one app saved, erasing the account; and the admin's lists of users and their apps.
+/// The person's data, as docs/api.md gives it ("People: recent access, own data, erasure"): recent
+/// access, their own export, deleting what one app saved, erasing the account; and the admin's
+/// lists of users and their apps.
 struct PeopleDataRoutes: Sendable {
     let data: HealthData
     /// Days the access log keeps (the default range of `GET /v1/me/access`).
