@@ -7,7 +7,7 @@ import Testing
 @testable import HealthAPI
 
 /// A revocation, a narrowing or a sign-out holds for an export under way as for a change stream:
-/// no page read under the access that ended goes out (API.md, "People": in flight).
+/// no page read under the access that ended goes out (docs/api.md, People and Export).
 @Suite struct ExportRevocationTests {
     /// A socket that accepts nothing until it is opened: the export reads a page, then waits for it.
     final class GatedBodyStream: HTTPBodyStream, Sendable {
