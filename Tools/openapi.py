@@ -513,7 +513,9 @@ PATHS = {
         "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
                         "Lines are top-level samples oldest first (by start, ties in commit order); a correlation carries its "
                         "objects inside it, so its objects are not repeated as lines. The body is chunked and produced page by page "
-                        "(constant server memory). Should the store fail mid-stream, a last line {\"error\": ...} says the "
+                        "(constant server memory). A revocation or a narrowing of the token holds for an export under way: no page "
+                        "read under the access that ended is sent. Should the export stop early that way, or the store fail "
+                        "mid-stream, a last line {\"error\", \"code\"} (and \"requestId\" for a server-side failure) says the "
                         "export is incomplete."),
         "parameters": [qparam("types", "Comma list of type ids (short or HealthKit identifiers); default every type.")],
         "responses": {"200": {"description": "NDJSON, one sample per line.",
