@@ -90,7 +90,7 @@ let package = Package(
         .executableTarget(name: "healthd",
                           dependencies: ["HealthdCommandLine", "HealthdSettings", "HealthAPI", "HTTP", "HTTPServer", "HealthStore",
                                          "SQLiteStore", "PostgresStore",
-                                         "PostgreSQL", "DemoData"],
+                                         "PostgreSQL", "DemoData", "Identity"],
                           swiftSettings: strict),
         .executableTarget(name: "healthd-bench",
                           dependencies: ["HTTP", "HTTPServer", "JSON", "HealthModel", "Pedometer", "SQLite", "Primitives",

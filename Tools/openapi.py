@@ -234,7 +234,10 @@ PATHS = {
     "/v1/users": {"post": {
         "summary": "Create a user (admin)", "tags": ["authorization"],
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
-            "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {"type": "string"}}}}}},
+            "type": "object", "required": ["name"], "additionalProperties": False, "properties": {"name": {
+                "type": "string", "minLength": 1, "maxLength": 200,
+                "description": "1-200 characters of visible text: no control characters, no invisible formatting ones "
+                               "(bidirectional overrides, zero-width spaces), no space at either end."}}}}}},
         "description": "The answer carries the person's invitation: they activate the account with its code and a password "
                        "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
         "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
@@ -908,7 +911,7 @@ PATHS["/v1/session"] = {
                             "never kept).",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["name", "password"], "additionalProperties": False,
-                 "properties": {"name": {"type": "string"}, "password": {"type": "string", "maxLength": 1024}}}}}},
+                 "properties": {"name": {"type": "string", "maxLength": 200}, "password": {"type": "string", "maxLength": 1024}}}}}},
              "responses": {"204": {"description": "Signed in.", "headers": SESSION_COOKIE_HEADER},
                            "400": ERRORS_APP["400"],
                            "401": problem("The name or the password is wrong (errorAuthenticationRequired): one answer for both."),
@@ -932,7 +935,7 @@ PATHS["/v1/people/activate"] = {
     "post": {"summary": "Activate an account: set the password with an invitation code", "tags": ["people"], "security": [],
              "description": "The code works once (a replay, or a second activation at the same moment, is refused), for 7 days, "
                             "and only while it is the person's newest. The password must have at least 10 characters and must not "
-                            "be one of the 10,000 most common passwords, a repetition, a run of letters or digits, or contain the "
+                            "be one of the 10,000 most common passwords (nor one with digits or symbols around it), a repetition, a run of letters or digits, or contain the "
                             "person's name; it is stored only as an Argon2id hash. Activation does not sign in.",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["code", "password"], "additionalProperties": False,
@@ -1111,7 +1114,7 @@ PATHS.update({
                        "them. `writes`: requests that saved or deleted the type; `samplesWritten`: samples in them. The person's own "
                        "reads are not counted. Kept `accessLogRetentionDays` (90). Latest day first, then app and type.",
         "parameters": [qparam("start", "First day (default: the first kept).", day_schema),
-                       qparam("end", "Last day, included (default: today). At most 400 days from `start`.", day_schema),
+                       qparam("end", "Last day, included (default: today). At most 400 days from `start`, or `accessLogRetentionDays` when that is more.", day_schema),
                        qparam("timeZone", "IANA zone the days are in (default UTC).")],
         "responses": {"200": ok_json({"type": "object", "required": ["access"], "properties": {"access": {"type": "array", "items": {
             "type": "object", "required": ["app", "type", "day", "reads", "samplesRead", "writes", "samplesWritten", "lastAccess"],
@@ -1157,11 +1160,6 @@ RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
              "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
 
 
-# Writes that store rows of the token's user: one whose account is erased while it is in flight
-# stores nothing (docs/api.md, "Erasure").
-SAVES_AS_THE_USER = {("post", "/v1/samples"), ("post", "/v1/ingest/imu"), ("post", "/v1/ingest/health-auto-export"),
-                     ("post", "/v1/webhooks")}
-ACCOUNT_ERASED = problem("The account was erased while the request was in flight (errorNotFound): nothing of it was stored.")
 PATH_NAMES_NOTHING = problem("The path names nothing (errorNotFound): a segment whose escapes are not UTF-8 text or "
                              "decode to a control character (`%00`) matches no route.")
 
@@ -1179,8 +1177,6 @@ def with_common_responses(paths):
             responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
             if "{" in path:
                 responses.setdefault("404", PATH_NAMES_NOTHING)
-            if (method, path) in SAVES_AS_THE_USER:
-                responses.setdefault("404", ACCOUNT_ERASED)
             if method in ("post", "put", "delete"):
                 responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
     return paths

@@ -47,8 +47,13 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String {
         switch self {
         case .refused(let host, let address, let addressClass):
-            let target = address.map { "\(host) (\($0))" } ?? host
-            return "Refused to connect to \(target): a \(addressClass.rawValue) address; list the host in webhookAllowedHosts to allow it."
+            // A name's addresses stay unsaid: the answer would map the server's network for whoever
+            // holds a token. A literal host is its address already.
+            guard let address, ReceiverURL.isLiteralHost(host) else {
+                return "Refused to connect to \(host): it resolves to \(addressClass.withArticle) address; "
+                    + "list the host in webhookAllowedHosts to allow it."
+            }
+            return "Refused to connect to \(host) (\(address)): \(addressClass.withArticle) address; list the host in webhookAllowedHosts to allow it."
         case .httpsNeedsForwardProxy: return "https receivers need the forward proxy."
         case .resolutionFailed(let host, let detail): return "Could not resolve \(host): \(detail)."
         case .connectionFailed(let detail): return "Could not connect: \(detail)."

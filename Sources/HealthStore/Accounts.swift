@@ -175,16 +175,20 @@ package struct TokenHashKey: Hashable, Sendable {
     }
 }
 
+/// A write for a user whose account was erased while the request was in flight: the token or
+/// session it came with no longer exists, and nothing is stored (the API answers 401, as for a
+/// revoked token).
+public struct AccountErased: Error, Sendable, Equatable, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the account was erased" }
+}
+
 /// Store errors the API maps to statuses.
 public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound(String)
     case conflict(String)
     case forbidden(String)
     case invalid(String)
-
-    /// The answer to a write whose user was erased while it was in flight (it stored nothing). It
-    /// names no row id: those never leave the server.
-    public static let accountErased = "the account was erased"
 
     public var description: String {
         switch self {

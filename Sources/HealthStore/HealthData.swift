@@ -202,14 +202,18 @@ public struct AppHealthData: Sendable {
 
     // MARK: Webhooks (the token's own subscriptions only: another token's id does not exist for it)
 
-    /// Stores a subscription that delivers the changes committed from now on.
+    /// Stores a subscription that delivers the changes committed from now on; `.failure` when the
+    /// token holds `WebhookLimits.perToken` already or was revoked meanwhile.
     public func createWebhook(id: String, url: String, types: [String], secretKey: [UInt8], lease: WebhookLease) throws
-        -> WebhookSubscription {
+        -> Result<WebhookSubscription, WebhookCreationRefused> {
         let subscription = WebhookSubscription(id: id, authorizationID: app.id, userRowID: app.userRowID, url: url, types: types.sorted(),
                                                secretKey: secretKey, createdMs: StoreClock.nowMilliseconds(),
                                                anchor: try store.currentChangePosition(userRowID: app.userRowID))
-        try store.createWebhook(subscription, lease: lease)
-        return subscription
+        switch try store.createWebhook(subscription, limit: WebhookLimits.perToken, lease: lease) {
+        case .created: return .success(subscription)
+        case .limitReached: return .failure(.limitReached)
+        case .tokenRevoked: return .failure(.tokenRevoked)
+        }
     }
     public func webhooks() throws -> [WebhookSubscription] { try store.webhooks(authorizationID: app.id) }
     public func deleteWebhook(id: String) throws -> Bool { try store.deleteWebhook(id: id, authorizationID: app.id) }

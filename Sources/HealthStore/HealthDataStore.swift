@@ -219,8 +219,10 @@ public protocol HealthDataStore: AnyObject, Sendable {
     // MARK: Webhook subscriptions (docs/decisions.md, Webhooks: the design for wiring)
 
     /// Stores a new subscription (its `anchor` is where deliveries start), held by `lease` on a
-    /// store shared by nodes.
-    func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws
+    /// store shared by nodes, unless its token already has `limit` subscriptions or is revoked:
+    /// both are judged in the inserting transaction, so concurrent requests cannot pass the limit
+    /// and a revocation committing meanwhile cannot leave a subscription behind.
+    func createWebhook(_ subscription: WebhookSubscription, limit: Int, lease: WebhookLease) throws -> WebhookCreation
     /// The token's subscriptions, oldest first, without their pending pages.
     func webhooks(authorizationID: String) throws -> [WebhookSubscription]
     /// One subscription with its pending page and that page's attempts.
@@ -372,6 +374,9 @@ public enum StoreFault: Sendable, Equatable {
     /// The database cannot be reached right now (connection lost, server restarting, too many
     /// connections): nothing is known to be stored; retry shortly.
     case unavailable
+    /// A text of the request holds U+0000, which the database cannot hold: nothing was stored,
+    /// and no row can hold such a text either (so nothing by that name exists).
+    case nulInText
 }
 
 /// An error that can say it is a `StoreFault`; drivers' error types conform in the store modules.

@@ -92,10 +92,27 @@ public struct WebhookLease: Sendable, Equatable {
     }
 }
 
+/// What storing a new subscription came to.
+public enum WebhookCreation: Sendable, Equatable {
+    case created
+    /// The token has the most subscriptions it may hold.
+    case limitReached
+    /// The token was revoked (or its user erased) before the subscription could be stored.
+    case tokenRevoked
+}
+
+/// Why a new subscription was not stored (the façade's form of `WebhookCreation`).
+public enum WebhookCreationRefused: Error, Sendable, Equatable {
+    case limitReached
+    case tokenRevoked
+}
+
 public enum WebhookLimits {
     /// Attempts kept per subscription for `GET /v1/webhooks/{id}/deliveries` (a page's whole retry
     /// history, about 33 attempts in 24 hours, fits).
     public static let deliveriesKept = 50
+    /// Subscriptions one token may hold.
+    public static let perToken = 20
 }
 
 /// The columns of `webhook_subscriptions` a subscription is read from, in both stores.

@@ -50,6 +50,10 @@ public struct PasswordPolicy: Sendable {
         guard password.utf8.count <= Self.maximumBytes else { return .tooLong(maximumBytes: Self.maximumBytes) }
         let folded = password.lowercased()
         if commonPasswords.contains(Substring(folded)) { return .common }
+        // The first thing a guesser tries: a common password with digits or symbols around it
+        // (`password1234`, `Iloveyou2024!`), since the list's entries are mostly shorter than 10.
+        let core = folded.drop { !$0.isLetter }.reversed().drop { !$0.isLetter }.reversed()
+        if core.count >= 4 && core.count < folded.count && commonPasswords.contains(Substring(String(core))) { return .common }
         let scalars = Array(folded.unicodeScalars)
         if Self.isRepetition(scalars) { return .repetition }
         if Self.isSequence(scalars) { return .sequence }

@@ -23,6 +23,11 @@ public enum AddressClass: String, Sendable, Equatable, CaseIterable {
     /// other special-purpose blocks no receiver lives in.
     case reserved
 
+    /// "a loopback", "an unspecified": the class in a sentence.
+    public var withArticle: String {
+        (rawValue.first.map { "aeiou".contains($0) } == true ? "an " : "a ") + rawValue
+    }
+
     public init(_ address: IPAddress) {
         switch address {
         case .v4(let value): self = Self.classify(v4: value)

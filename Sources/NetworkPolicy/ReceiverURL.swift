@@ -63,6 +63,14 @@ public struct ReceiverURL: Sendable, Equatable, CustomStringConvertible {
         3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
     ]
 
+    /// Whether a URL's host (as `host` holds it) is an address, in any form the resolver reads,
+    /// rather than a name.
+    public static func isLiteralHost(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? host.dropFirst().dropLast() : Substring(host)
+        if IPAddress.parseIPv6(bare) != nil { return true }
+        return IPAddress.parseIPv4Loosely(bare.hasSuffix(".") ? bare.dropLast() : bare) != nil
+    }
+
     public init(parsing text: String) throws(ReceiverURLError) {
         guard text.utf8.count <= Self.maximumLength else { throw .tooLong }
         // Printable ASCII only, no spaces: nothing for another parser to read differently.

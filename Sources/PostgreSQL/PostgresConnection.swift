@@ -321,7 +321,8 @@ struct EncodedParameters {
                 // A NUL would end the C string early and silently store a shorter text.
                 let utf8 = text.utf8
                 if utf8.contains(0) {
-                    throw PostgresError.misuse("parameter $\(offset + 1) contains a NUL character, which PostgreSQL text cannot hold", sql: sql)
+                    throw PostgresError(kind: .nulInText, message: "parameter $\(offset + 1) contains a NUL character, which PostgreSQL text cannot hold",
+                                        sql: sql)
                 }
                 bytes.append(contentsOf: utf8)
                 bytes.append(0)

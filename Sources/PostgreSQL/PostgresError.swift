@@ -24,8 +24,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case diskFull
         /// The SQL or its parameters were wrong (syntax, undefined column, bad input text...).
         case invalidStatement
-        /// The driver was used wrongly (closed connection, transaction misuse, NUL in text).
+        /// The driver was used wrongly (closed connection, transaction misuse).
         case misuse
+        /// A text parameter holds U+0000, which PostgreSQL text cannot hold (SQLite can): the
+        /// input's fault, refused before anything is sent.
+        case nulInText
         /// Anything else from the server.
         case other
     }

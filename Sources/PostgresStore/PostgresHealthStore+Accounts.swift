@@ -63,6 +63,11 @@ extension PostgresHealthStore {
                                                    [.int64(userRowID), .text(app)]) {
                 return id
             }
+            // A write of an erased user (its token was in flight) makes no source: the erasure holds
+            // the user's row until it commits, and then the row is gone.
+            guard try connection.scalarInt64("SELECT 1 FROM users WHERE id = $1 FOR SHARE", [.int64(userRowID)]) != nil else {
+                throw AccountErased()
+            }
             try connection.execute("""
                 INSERT INTO sources (user_id, id, app)
                 SELECT $1, coalesce(max(id), 0) + 1, $2 FROM sources WHERE user_id = $1

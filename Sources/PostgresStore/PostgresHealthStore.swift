@@ -247,6 +247,7 @@ extension PostgresError: StoreFaultReporting {
         switch kind {
         case .diskFull: .outOfSpace
         case .unavailable: .unavailable
+        case .nulInText: .nulInText
         default: nil
         }
     }

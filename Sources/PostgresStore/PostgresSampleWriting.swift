@@ -342,7 +342,7 @@ extension PostgresHealthStore {
         // Read after the counter's lock is held: an erasure holds that lock until it commits, so a
         // write of an erased user (its token was in flight) stores nothing rather than orphan rows.
         guard try connection.scalarInt64("SELECT 1 FROM users WHERE id = $1", [.int64(userRowID)]) != nil else {
-            throw StoreError.notFound(StoreError.accountErased)
+            throw AccountErased()
         }
         return last
     }
@@ -353,7 +353,7 @@ extension PostgresHealthStore {
     /// the user, never left behind as a row that names no one.
     static func requireUser(_ userRowID: Int64, _ connection: PostgresConnection) throws {
         guard try connection.scalarInt64("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.int64(userRowID)]) != nil else {
-            throw StoreError.notFound(StoreError.accountErased)
+            throw AccountErased()
         }
     }
 

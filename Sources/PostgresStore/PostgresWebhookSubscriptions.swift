@@ -63,17 +63,25 @@ extension PostgresHealthStore {
     /// The lease check every write of delivery state carries ($2 the owner, $3 now).
     private static let leaseHeld = "lease_owner = $2 AND lease_until_ms >= $3"
 
-    public func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws {
+    public func createWebhook(_ subscription: WebhookSubscription, limit: Int, lease: WebhookLease) throws -> WebhookCreation {
         let now = StoreClock.nowMilliseconds()
-        _ = try pool.transaction { connection in
+        return try pool.transaction { connection in
             try Self.requireUser(subscription.userRowID, connection)
-            return try connection.execute("""
+            // The token's row, locked: concurrent creations of one token (any node) count one after
+            // another, and a revocation either came first (no row) or waits and then deletes this one.
+            guard try connection.scalarInt64("SELECT 1 FROM authorizations WHERE id = $1 AND revoked_ms IS NULL FOR UPDATE",
+                                             [.text(subscription.authorizationID)]) != nil else { return .tokenRevoked }
+            let held = try connection.scalarInt64("SELECT count(*) FROM webhook_subscriptions WHERE authorization_id = $1",
+                                                  [.text(subscription.authorizationID)]) ?? 0
+            guard held < Int64(limit) else { return .limitReached }
+            _ = try connection.execute("""
                 INSERT INTO webhook_subscriptions (id, authorization_id, user_id, url, types, secret_key, created_ms,
                     anchor_seq, anchor_floor, lease_owner, lease_until_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                 """, [.text(subscription.id), .text(subscription.authorizationID), .int64(subscription.userRowID),
                       .text(subscription.url), .text(subscription.types.joined(separator: ",")), .bytes(subscription.secretKey),
                       .int64(subscription.createdMs), .int64(subscription.anchor.seq), .int64(subscription.anchor.tombstoneFloor),
                       .text(lease.owner), .int64(now + lease.duration)])
+            return .created
         }
     }
 

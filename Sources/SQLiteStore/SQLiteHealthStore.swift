@@ -408,7 +408,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     /// webhook) of a user erased while it was in flight stores nothing.
     static func requireUser(_ db: Database, userRowID: Int64) throws {
         guard try db.firstInt64("SELECT 1 FROM users WHERE id = ?", [.integer(userRowID)]) != nil else {
-            throw StoreError.notFound(StoreError.accountErased)
+            throw AccountErased()
         }
     }
 

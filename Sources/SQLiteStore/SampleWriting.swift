@@ -163,7 +163,7 @@ struct SampleWriter {
         lastSeq = try ChangeSequence.current(db)
         // A write of an erased user (its token was in flight) stores nothing rather than orphan rows.
         guard try db.firstInt64("SELECT 1 FROM sources WHERE id = ? AND user_id = ?", [.integer(sourceRowID), .integer(userRowID)]) != nil
-        else { throw StoreError.notFound(StoreError.accountErased) }
+        else { throw AccountErased() }
         insert = try db.cachedStatement("""
             INSERT INTO samples (seq, user_id, uuid, type_id, source_id, device_id, start_ms, end_ms, value, parent_seq, created_ms, body)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

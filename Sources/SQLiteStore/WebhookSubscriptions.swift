@@ -49,15 +49,22 @@ extension SQLiteHealthStore {
         CREATE INDEX webhook_deliveries_by_user ON webhook_deliveries(user_id);
         """
 
-    public func createWebhook(_ subscription: WebhookSubscription, lease: WebhookLease) throws {
+    public func createWebhook(_ subscription: WebhookSubscription, limit: Int, lease: WebhookLease) throws -> WebhookCreation {
         try pool.write { db in
             try Self.requireUser(db, userRowID: subscription.userRowID)
+            // One writer at a time: the token and the count read here stand until the insert commits.
+            guard try db.firstInt64("SELECT 1 FROM authorizations WHERE id = ? AND revoked_ms IS NULL",
+                                    [.text(subscription.authorizationID)]) != nil else { return .tokenRevoked }
+            let held = try db.firstInt64("SELECT count(*) FROM webhook_subscriptions WHERE authorization_id = ?",
+                                         [.text(subscription.authorizationID)]) ?? 0
+            guard held < Int64(limit) else { return .limitReached }
             try db.execute("""
                 INSERT INTO webhook_subscriptions (id, authorization_id, user_id, url, types, secret_key, created_ms,
                     anchor_seq, anchor_floor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, [.text(subscription.id), .text(subscription.authorizationID), .integer(subscription.userRowID),
                       .text(subscription.url), .text(subscription.types.joined(separator: ",")), .blob(subscription.secretKey),
                       .integer(subscription.createdMs), .integer(subscription.anchor.seq), .integer(subscription.anchor.tombstoneFloor)])
+            return .created
         }
     }
 

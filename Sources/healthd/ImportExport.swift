@@ -2,6 +2,7 @@ import Foundation
 import HealthAPI
 import HealthdCommandLine
 import HealthStore
+import Identity
 
 /// `healthd import FILE --user NAME`: an Apple Health export (zip or XML), or healthd's own NDJSON
 /// export, into the user's samples.
@@ -165,6 +166,10 @@ func runInvite(_ options: InviteOptions) {
     let configuration = loadConfiguration(options.common)
     let store = openStore(configuration)
     defer { store.close() }
+    // A new account's name follows the rules POST /v1/users keeps; an existing one is invited again as it is.
+    let existing: User?
+    do { existing = try store.user(named: options.user) } catch { fail("cannot read users: \(error)") }
+    if existing == nil, let problem = UserName.problem(options.user) { fail("the name \(problem)") }
     let user: User
     do { user = try store.userCreatingIfNeeded(name: options.user) } catch { fail("cannot create user \(options.user): \(error)") }
     let invitation: Invitations.Issued

@@ -154,6 +154,11 @@ import Testing
         let refused = try await post(client(allowing: [], resolve: resolver), "http://receiver.test:\(receiver.port)/")
         #expect(refused.failure == .refused(host: "receiver.test", address: IPAddress("127.0.0.1"), .loopback))
         #expect(receiver.acceptedConnections == 0)
+        // The deliveries list shows the description to the token's holder: a name's address stays unsaid.
+        let said = try #require(refused.failure).description
+        #expect(said.contains("receiver.test: it resolves to a loopback address") && !said.contains("127.0.0.1"), "\(said)")
+        #expect(HTTPClientError.refused(host: "2130706433", address: IPAddress("127.0.0.1"), .loopback).description
+            .contains("2130706433 (127.0.0.1): a loopback address"))
         // Listed: the connection goes to the resolved address, and the Host header keeps the name.
         let allowed = try await post(client(allowing: ["receiver.test"], resolve: resolver), "http://receiver.test:\(receiver.port)/")
         #expect(try allowed.get().status == 200)

@@ -108,6 +108,16 @@ import Testing
         }
     }
 
+    @Test("with the access log kept longer than 400 days, the default range (all of it) and any range within it answer")
+    func recentAccessOverALongRetention() throws {
+        let (server, _) = try PersonSessionTests.server(.sqlite) { $0.accessLogRetentionDays = 730 }
+        let cookie = try #require(PersonSessionTests.cookie(PersonSessionTests.signIn(server)))
+        func access(_ query: String) -> TestServer.Reply { server.request(.get, "/v1/me/access" + query, headers: [("Cookie", cookie)]) }
+        #expect(access("").status == 200, "\(access("").text)")
+        #expect(access("?start=2024-01-02&end=2025-12-31").status == 200)  // 730 days
+        #expect(access("?start=2024-01-01&end=2025-12-31").status == 400)  // 731
+    }
+
     @Test("recent access counts the apps' reads and writes per app, type and day", arguments: backends)
     func recentAccess(backend: TestServer.Backend) throws {
         let w = try World(backend)

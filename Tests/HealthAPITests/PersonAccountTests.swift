@@ -57,6 +57,17 @@ import PostgresTestSupport
                                                                  nowMs: StoreClock.nowMilliseconds()) == nil)
     }
 
+    @Test("a name with control or invisible formatting characters, or spaces at its ends, is a 400 and makes no account")
+    func accountNamesAreOneLineOfVisibleText() throws {
+        let server = try TestServer(backend: .sqlite)
+        for name in [#"ma\u0007ya"#, #"\u001b[2Jmaya"#, #"\u202eayam"#, #"ma\u200bya"#, " maya", "maya ", ""] {
+            let refused = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"\#(name)"}"#)
+            #expect(refused.status == 400 && refused.code == "errorInvalidArgument", "\(name): \(refused.status)")
+        }
+        #expect(server.request(.get, "/v1/users", token: TestServer.adminToken)["users"]?.arrayValue?.isEmpty == true)
+        #expect(server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"José Núñez"}"#).status == 201)
+    }
+
     @Test("a new invitation voids the old; activating it resets the password and ends every session", arguments: backends)
     func reinviteResetsThePassword(backend: TestServer.Backend) throws {
         let server = try TestServer(backend: backend)

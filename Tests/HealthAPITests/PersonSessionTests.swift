@@ -79,6 +79,16 @@ import PostgresTestSupport
         #expect(wrongPassword.code == "errorAuthenticationRequired")
     }
 
+    @Test("a name longer than any account's is a 400 and stores no failure under it", arguments: backends)
+    func overlongNamesAreRefusedBeforeTheLimiter(backend: TestServer.Backend) throws {
+        let (server, _) = try Self.server(backend)
+        let long = String(repeating: "n", count: UserName.maximumLength + 1)
+        let reply = Self.signIn(server, name: long, password: "not the password at all")
+        #expect(reply.status == 400 && reply.code == "errorInvalidArgument")
+        let throttle = SignInThrottle(people: HealthData(server.backend).people)
+        #expect(try throttle.people.signInFailures(kind: .account, key: SignInLimiter.accountKey(long), sinceMs: 0).isEmpty)
+    }
+
     @Test("a cookie sent at sign-in is never the session after it, and it ends", arguments: backends)
     func noSessionFixation(backend: TestServer.Backend) throws {
         let (server, _) = try Self.server(backend)

@@ -219,6 +219,9 @@ final class CapturedLog: Sendable {
     @Test func theMapperSortsStoreErrors() {
         #expect(APIError(storeError: StoreError.notFound("x")).status == .notFound)
         #expect(APIError(storeError: StoreError.conflict("x")).status == .conflict)
+        // A write in flight when its account was erased: the token is gone, as on a revocation.
+        let erased = APIError(storeError: AccountErased())
+        #expect(erased.status == .unauthorized && erased.code == "errorAuthenticationRequired" && erased.cause == nil)
         let failure = APIError(storeError: CocoaError(.fileReadUnknown))
         #expect(failure.status == .internalServerError)
         #expect(failure.cause != nil)

@@ -3,11 +3,13 @@ import Foundation
 @testable import HTTPClient
 import JSON
 import NetworkPolicy
+import PostgresTestSupport
 import Synchronization
 import Testing
 import Webhooks
 @testable import HealthAPI
 @testable import HealthStore
+@testable import SQLiteStore
 
 /// A receiver without sockets: records every request and answers from a script (the last answer repeats).
 final class RecordingTransport: WebhookTransport, @unchecked Sendable {
@@ -132,6 +134,21 @@ private struct WebhookFixture {
         // One private address among public ones refuses the name, whichever the resolver lists first.
         #expect(throws: APIError.self) { try routes([.v4(0x0808_0808), .v4(0x0a00_0001)]).checkedURL("http://rebind.example.com/") }
         #expect(try routes([.v4(0x0808_0808)]).checkedURL("http://hooks.example.com/x").host == "hooks.example.com")
+        // The answer names the class, never the address a name resolved to (no map of the server's network).
+        do {
+            _ = try routes([.v4(0x0a01_0203)]).checkedURL("http://db.internal.example/")
+            Issue.record("a name resolving to 10.1.2.3 was accepted")
+        } catch {
+            #expect(error.detail.contains("db.internal.example resolves to a private address"), "\(error.detail)")
+            #expect(!error.detail.contains("10.1.2.3"), "\(error.detail)")
+        }
+        // A literal is its own address: saying it (and its class, with its article) helps.
+        do {
+            _ = try routes([]).checkedURL("http://0.0.0.0/")
+            Issue.record("0.0.0.0 was accepted")
+        } catch {
+            #expect(error.detail.contains("0.0.0.0 is 0.0.0.0, an unspecified address"), "\(error.detail)")
+        }
     }
 
     @Test func typesAreValidated() throws {
@@ -140,6 +157,32 @@ private struct WebhookFixture {
         #expect(f.subscribe(f.watcher, types: ["stepcount"]).status == 400)
         #expect(f.subscribe(f.watcher, types: ["biologicalSex"]).status == 400)
         #expect(f.subscribe(f.watcher, types: ["HKQuantityTypeIdentifierStepCount"])["types"]?.arrayValue?.first?.stringValue == "stepCount")
+    }
+
+    /// The limit is judged where the row is inserted: requests racing each other cannot pass it.
+    @Test func concurrentCreationsNeverPassTheLimit() throws {
+        let f = try WebhookFixture()
+        let statuses = Mutex<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 3 * WebhookLimits.perToken) { index in
+            let status = f.subscribe(f.watcher, url: "http://127.0.0.1:8080/hook\(index)").status
+            statuses.withLock { $0.append(status) }
+        }
+        let answered = statuses.withLock { $0 }
+        #expect(answered.filter { $0 == 201 }.count == WebhookLimits.perToken)
+        #expect(answered.filter { $0 == 409 }.count == 2 * WebhookLimits.perToken)
+        #expect(f.server.request(.get, "/v1/webhooks", token: f.watcher)["webhooks"]?.arrayValue?.count == WebhookLimits.perToken)
+    }
+
+    /// A token revoked between its request's authentication and the insert leaves no webhook behind.
+    @Test func aTokenRevokedBeforeTheInsertMakesNoWebhook() throws {
+        let f = try WebhookFixture()
+        let authorization = try #require(try f.server.backend.authorization(tokenHash: TokenHashing.hash(f.watcher)))
+        #expect(f.server.request(.delete, "/v1/authorizations/\(authorization.id)", token: TestServer.adminToken).status == 204)
+        let made = try f.server.application.data.app(authorization).createWebhook(
+            id: "wh_late", url: "http://127.0.0.1:8080/hook", types: ["stepCount"], secretKey: Array(repeating: 1, count: 32),
+            lease: f.server.application.webhooks.lease)
+        #expect(made == .failure(.tokenRevoked))
+        #expect(try f.server.backend.webhook(id: "wh_late") == nil)
     }
 }
 
@@ -279,7 +322,7 @@ private struct WebhookFixture {
         let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
         let subscription = try application.data.app(hubAuthorization).createWebhook(
             id: "wh_retry", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
-            lease: delivery.lease)
+            lease: delivery.lease).get()
         delivery.add(subscription)
         #expect(server.request(.post, "/v1/samples", token: phone,
                                json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
@@ -300,7 +343,150 @@ private struct WebhookFixture {
     }
 }
 
+@Suite struct WebhookRestartTests {
+    /// One process runs every webhook after a restart, however many there are (it claims them once:
+    /// a claim of the first 64 left the rest undelivered for good).
+    @Test func everyWebhookRunsAfterARestart() throws {
+        let directory = NSTemporaryDirectory() + "healthd-webhook-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let count = 3 * WebhookLimits.perToken + 10
+        var phone = ""
+        do {
+            let server = try TestServer(directory: directory, webhookTransport: RecordingTransport()) {
+                $0.webhookAllowedHosts = ["127.0.0.1"]
+            }
+            let user = server.createUser("ada")
+            phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+            var token = ""
+            for index in 0..<count {
+                if index.isMultiple(of: WebhookLimits.perToken) {
+                    token = server.token(user: user, app: "hub\(index)", read: ["stepCount"], share: [])
+                }
+                let made = server.request(.post, "/v1/webhooks", token: token,
+                                          json: #"{"url":"http://127.0.0.1:8080/\#(index)","types":["stepCount"]}"#)
+                #expect(made.status == 201)
+            }
+        }
+        let transport = RecordingTransport()
+        let server = try TestServer(directory: directory, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        #expect(transport.waitFor(count))
+        #expect(Set(transport.requests.map(\.url.target)).count == count)
+    }
+}
+
+@Suite struct WebhookStoreFaultTests {
+    /// Storing a page fails (the disk, the database): nothing is sent unstored, and once the store
+    /// answers again the page is read, stored and sent, with no further commit to wake it.
+    @Test func aPageTheStoreCouldNotKeepIsReadAgainLater() throws {
+        let transport = RecordingTransport(answers: [200])
+        let server = try TestServer()
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        let delivery = WebhookDelivery(data: server.application.data, transport: transport, storeRetryDelay: .milliseconds(100), log: nil)
+        defer { delivery.stop() }
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try server.application.data.app(hubAuthorization).createWebhook(
+            id: "wh_fault", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease).get()
+        delivery.add(subscription)
+        try server.store.pool.write { db in
+            try db.execute("""
+                CREATE TRIGGER refuse_pages BEFORE UPDATE OF message_id ON webhook_subscriptions
+                WHEN NEW.message_id IS NOT NULL BEGIN SELECT RAISE(ABORT, 'injected fault'); END
+                """)
+        }
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        Thread.sleep(forTimeInterval: 0.4)
+        #expect(transport.requests.isEmpty, "a page is sent only once stored")
+        try server.store.pool.write { db in try db.execute("DROP TRIGGER refuse_pages") }
+        #expect(transport.waitFor(1, seconds: 3))
+        #expect(transport.requests.first.map { String(decoding: $0.body, as: UTF8.self).contains("\"value\":5") } == true)
+    }
+}
+
 @Suite struct WebhookAccessTests {
+    /// Read access narrowed and given back while a page keeps failing: the page read again at the
+    /// same start then holds more (the commits since), so it must not carry an id the receiver may
+    /// already have applied. One id, one content.
+    @Test func aWebhookIDNeverNamesTwoContents() throws {
+        let transport = RecordingTransport(answers: [500])
+        let server = try TestServer(webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+        #expect(server.request(.post, "/v1/webhooks", token: hub,
+                               json: #"{"url":"http://127.0.0.1:8080/x","types":["stepCount","heartRate"]}"#).status == 201)
+        func save(_ samples: String) {
+            #expect(server.request(.post, "/v1/samples", token: phone, json: #"{"samples":[\#(samples)]}"#).status == 201)
+        }
+        func readTypes(_ types: String) throws {
+            try server.executeBehindTheServersBack(sqlite: "UPDATE app_grants SET read_types = ? WHERE app = 'hub'",
+                                                   postgres: "UPDATE app_grants SET read_types = $1 WHERE app = 'hub'", types)
+        }
+        save(#"{"type":"stepCount","value":1,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"},"#
+             + #"{"type":"heartRate","value":71,"unit":"count/min","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}"#)
+        #expect(transport.waitFor(1))
+        try readTypes("stepCount")
+        #expect(transport.waitFor(2))
+        save(#"{"type":"stepCount","value":2,"unit":"count","start":"2026-03-01T10:00:00Z","end":"2026-03-01T10:00:00Z"}"#)
+        try readTypes("heartRate,stepCount")
+        #expect(transport.waitFor(3))
+        var contents: [String: [UInt8]] = [:]
+        for request in transport.requests {
+            let id = try #require(request.header("webhook-id"))
+            if let seen = contents[id] {
+                #expect(seen == request.body, "\(id) named two bodies: \(String(decoding: seen, as: UTF8.self)) and \(String(decoding: request.body, as: UTF8.self))")
+            }
+            contents[id] = request.body
+        }
+    }
+
+    /// A page stored under read access the token has since lost, still pending when the process
+    /// stops (or another node takes the webhook over), is not resent as stored: the runner that
+    /// resumes it reads it again under the access in force.
+    @Test func aStoredPageReadUnderLostAccessIsNotResentAfterARestart() throws {
+        let directory = NSTemporaryDirectory() + "healthd-webhook-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = #"{"url":"http://127.0.0.1:8080/x","types":["stepCount","heartRate"]}"#
+        let heartRate = #"{"samples":[{"type":"heartRate","value":71,"unit":"count/min","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#
+        var first: HTTPClientRequest?
+        var phone = ""
+        do {
+            // The receiver never answers: the page stays stored, its attempt unfinished.
+            let transport = RecordingTransport(answers: [0])
+            let server = try TestServer(directory: directory, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+            let user = server.createUser("ada")
+            phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+            let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+            #expect(server.request(.post, "/v1/webhooks", token: hub, json: hook).status == 201)
+            #expect(server.request(.post, "/v1/samples", token: phone, json: heartRate).status == 201)
+            #expect(transport.waitFor(1))
+            first = transport.requests.first
+            #expect(first.map { String(decoding: $0.body, as: UTF8.self).contains("heartRate") } == true)
+            // The person takes heart rate away from the hub while the page is on its way.
+            try server.executeBehindTheServersBack(sqlite: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = ?",
+                                                   postgres: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = $1", "hub")
+        }
+        let transport = RecordingTransport()
+        let server = try TestServer(directory: directory, webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        defer { server.application.webhooks.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+        let steps = #"{"samples":[{"type":"stepCount","value":12,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#
+        #expect(server.request(.post, "/v1/samples", token: phone, json: steps).status == 201)
+        #expect(transport.waitFor(1))
+        #expect(transport.requests.contains { String(decoding: $0.body, as: UTF8.self).contains("stepCount") })
+        for request in transport.requests {
+            let body = String(decoding: request.body, as: UTF8.self)
+            #expect(!body.contains("heartRate"), "\(body)")
+            #expect(request.header("webhook-id") != first?.header("webhook-id"))
+        }
+    }
+
     /// The token's read access narrowed behind the server's back (as another node would, its
     /// notification lost): a page waiting for its retry, read under the old access, is dropped
     /// unsent and read again; what goes out afterwards follows the new access.
@@ -335,6 +521,25 @@ private struct WebhookFixture {
             let body = String(decoding: request.body, as: UTF8.self)
             #expect(!body.contains("heartRate"), "\(body)")
             #expect(request.header("webhook-id") != transport.requests[0].header("webhook-id"))
+        }
+    }
+}
+
+/// U+0000 in a request's text reaches PostgreSQL, whose text cannot hold it: a 400 on that store,
+/// never a 500 (SQLite holds it; the answers there are the ordinary ones).
+@Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
+struct NULInTextOnPostgresTests {
+    @Test func aNULInAPathOrBodyTextIsA400() throws {
+        let server = try TestServer(backend: .postgres)
+        let user = server.createUser("ada")
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        for reply in [server.request(.get, "/v1/webhooks/wh_%00/deliveries", token: hub),
+                      server.request(.delete, "/v1/webhooks/%00", token: hub),
+                      server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken),
+                      server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)] {
+            #expect(reply.status == 400, "\(reply.text)")
+            #expect(reply.code == "errorInvalidArgument")
+            #expect(reply["detail"]?.stringValue?.contains("U+0000") == true, "\(reply.text)")
         }
     }
 }

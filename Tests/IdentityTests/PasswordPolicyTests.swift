@@ -15,6 +15,17 @@ import Testing
         #expect(policy.refusal(of: password, name: "maria") == .common)
     }
 
+    @Test(arguments: ["password1234", "Password123!", "Iloveyou2024", "!!qwertyuiop", "2024monkey!!", "dragon 12345", "Sunshine_1990"])
+    func refusesCommonPasswordsWithDigitsOrSymbolsAround(_ password: String) {
+        #expect(policy.refusal(of: password, name: "maria") == .common)
+    }
+
+    @Test func aCommonWordInsideALongerPasswordIsNotRefused() {
+        // Only what is around a common password is looked through, never the middle of a phrase.
+        #expect(policy.refusal(of: "1 dragon flies home", name: "maria") == nil)
+        #expect(policy.refusal(of: "abc!12345678", name: "maria") == nil)
+    }
+
     @Test func refusesShortPasswords() {
         #expect(policy.refusal(of: "k7#vQ2!pz", name: "maria") == .tooShort(minimum: 10))
         #expect(policy.refusal(of: "", name: "maria") == .tooShort(minimum: 10))

@@ -171,7 +171,7 @@ enum PeopleAccessContract {
         let now = StoreClock.nowMilliseconds()
         // A webhook with an attempt in its deliveries list.
         let lease = WebhookLease(owner: "test", duration: 600_000)
-        let hook = try app.createWebhook(id: "wh_\(user.rowID)", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [1], lease: lease)
+        let hook = try app.createWebhook(id: "wh_\(user.rowID)", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [1], lease: lease).get()
         _ = try t.store.recordWebhookAttempt(id: hook.id, userRowID: user.rowID, attempt: WebhookDeliveryAttempt(
             messageID: "msg_test", timeMs: now, status: 500, durationMs: 1, error: "x"), nextAttemptMs: nil, lease: lease)
         try t.store.createInvitation(userRowID: user.rowID, codeHash: Array(repeating: UInt8(user.rowID & 0xff), count: 32), expiresMs: now + 60_000)
@@ -211,19 +211,23 @@ enum PeopleAccessContract {
         #expect(report.rows["samples", default: 0] > 0 && report.rows["accessLog", default: 0] > 0 && report.rows["user"] == 1)
         #expect(try t.store.user(idOrName: alice.id) == nil)
         #expect(throws: StoreError.self) { try data.person(alice).erase() }
-        // A write of hers still in flight stores nothing.
-        #expect(throws: StoreError.notFound(StoreError.accountErased)) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
-        // An import (Health Auto Export) of hers too, though the erasure took her app's source row.
-        #expect(throws: StoreError.notFound(StoreError.accountErased)) {
-            try aliceApp.importSamples { session in
-                _ = try session.save([SourcedSample(app: aliceApp.app.appName, sample: steps(2, start: t0 + 86_400_000))])
+        // A write of hers still in flight stores nothing, and says her account is gone (a 401, as for
+        // a revoked token).
+        #expect(throws: AccountErased.self) { try aliceApp.save([steps(1, start: t0 + 86_400_000)]) }
+        // An import (Health Auto Export) of hers too, though the erasure took her app's source row,
+        // and one naming a source she never had (Health Auto Export's path, which makes it first).
+        for app in [aliceApp.app.appName, "watch"] {
+            #expect(throws: AccountErased.self) {
+                try aliceApp.importSamples { session in
+                    _ = try session.save([SourcedSample(app: app, sample: steps(2, start: t0 + 86_400_000))])
+                }
             }
         }
         // So do her writes that save no sample: a workout session, a webhook, a stationary IMU batch.
-        #expect(throws: StoreError.notFound(StoreError.accountErased)) {
+        #expect(throws: AccountErased.self) {
             try aliceApp.startWorkoutSession(activityType: "walking", zone: nil, at: t0 + 86_400_000)
         }
-        #expect(throws: StoreError.notFound(StoreError.accountErased)) {
+        #expect(throws: AccountErased.self) {
             try aliceApp.createWebhook(id: "wh_late", url: "http://203.0.113.1/", types: ["stepCount"], secretKey: [2],
                                        lease: WebhookLease(owner: "test", duration: 600_000))
         }
@@ -237,10 +241,11 @@ enum PeopleAccessContract {
                 done.signal()
             }
             done.wait()
-            #expect(throws: StoreError.notFound(StoreError.accountErased)) { try committed.withLock { $0 }?.get() }
+            #expect(throws: AccountErased.self) { try committed.withLock { $0 }?.get() }
         } else {
             Issue.record("a new IMU session of the erased user's app is ready")
         }
+        #expect(try t.store.user(idOrName: alice.id) == nil)
         // Bob's data is whole.
         #expect(try data.person(bob).exportPage(type: "stepCount", after: nil, limit: 100).map(\.sample) == bobBefore)
         let afterAlice = try t.rowCounts()

@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 import HealthModel
 import HealthStore
 import PostgresTestSupport
+import Synchronization
 import Testing
 
 /// Webhook subscriptions on two PostgreSQL nodes: one node at a time holds a subscription by its
@@ -23,7 +25,7 @@ struct PostgresWebhookLeaseTests {
         let a = WebhookLease(owner: "node-a", duration: 60_000)
         let b = WebhookLease(owner: "node-b", duration: 60_000)
         let made = try subscription(t)
-        try t.store.createWebhook(made, lease: a)
+        #expect(try t.store.createWebhook(made, limit: WebhookLimits.perToken, lease: a) == .created)
         // Made on A, held by A: B claims nothing and cannot write.
         #expect(try nodeB.claimWebhooks(lease: b, limit: 16).isEmpty)
         let page = WebhookPendingPage(messageID: "msg_1", start: made.anchor, end: ChangePosition(seq: made.anchor.seq + 1,
@@ -44,7 +46,7 @@ struct PostgresWebhookLeaseTests {
         let nodeB = try t.secondNode()
         let made = try subscription(t)
         let a = WebhookLease(owner: "node-a", duration: 1)
-        try t.store.createWebhook(made, lease: a)
+        #expect(try t.store.createWebhook(made, limit: WebhookLimits.perToken, lease: a) == .created)
         let page = WebhookPendingPage(messageID: "msg_2", start: made.anchor, end: made.anchor, more: true, body: Array("[1]".utf8))
         // A writes while its lease holds (renewed), then stops renewing: it lapses.
         let renewing = WebhookLease(owner: "node-a", duration: 60_000)
@@ -61,5 +63,34 @@ struct PostgresWebhookLeaseTests {
         #expect(try t.store.advanceWebhook(id: made.id, to: made.anchor, lease: renewing) == false)
         #expect(try nodeB.advanceWebhook(id: made.id, to: made.anchor, lease: b))
         #expect(try t.store.claimWebhooks(lease: renewing, limit: 16).isEmpty)
+    }
+
+    /// Creations on two nodes at once count one after another (the token's row is locked), and a
+    /// revoked token gets none.
+    @Test func creationsOnTwoNodesKeepTheLimitAndARevokedTokenGetsNone() throws {
+        let t = try TestStore(.postgres)
+        let nodeB = try t.secondNode()
+        let made = try subscription(t)
+        let lease = WebhookLease(owner: "node-a", duration: 60_000)
+        let outcomes = Mutex<[WebhookCreation]>([])
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 3 * WebhookLimits.perToken) { index in
+            var one = made
+            one.id = "wh_race\(index)"
+            do {
+                let outcome = try (index.isMultiple(of: 2) ? t.store : nodeB as any HealthDataStore).createWebhook(one, limit: WebhookLimits.perToken, lease: lease)
+                outcomes.withLock { $0.append(outcome) }
+            } catch {
+                failures.withLock { $0.append(String(describing: error)) }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(outcomes.withLock { $0 }.filter { $0 == .created }.count == WebhookLimits.perToken)
+        #expect(try t.store.webhooks(authorizationID: made.authorizationID).count == WebhookLimits.perToken)
+        #expect(try t.store.revokeAuthorization(id: made.authorizationID))
+        var late = made
+        late.id = "wh_late"
+        #expect(try nodeB.createWebhook(late, limit: WebhookLimits.perToken, lease: lease) == .tokenRevoked)
+        #expect(try t.store.webhook(id: "wh_late") == nil)
     }
 }

@@ -27,6 +27,8 @@ extension APIError {
             case .forbidden(let detail): self = .authorizationDenied(detail)
             case .invalid(let detail): self = .invalidArgument(detail)
             }
+        case is AccountErased:
+            self = .authenticationRequired("the account was erased: its tokens and sessions no longer exist")
         case let denied as SharingDenied:
             self = .authorizationDenied(denied.detail)
             if let index = denied.index {
@@ -38,6 +40,8 @@ extension APIError {
             self = .insufficientStorage(error)
         case let error where StoreFault.of(error) == .unavailable:
             self = .storeUnavailable(error)
+        case let error where StoreFault.of(error) == .nulInText:
+            self = .invalidArgument("a text in the request holds the character U+0000 (NUL), which cannot be stored")
         default:
             self = .internalError(error)
         }

@@ -1,6 +1,7 @@
 import HTTP
 import HealthModel
 import HealthStore
+import Identity
 import JSON
 
 /// Users, authorizations and the share-status query (docs/api.md, Authorization).
@@ -25,9 +26,7 @@ struct AccountRoutes: Sendable {
             try body.finish()
             return name
         }
-        guard !name.isEmpty, name.count <= 200, !name.contains(where: { $0.isNewline }), User.canBeName(name) else {
-            throw APIError.invalidField("name", "must be 1 to 200 characters on one line, without control characters")
-        }
+        if let problem = UserName.problem(name) { throw APIError.invalidField("name", problem) }
         let user = try storeCall { try data.createUser(name: name) }
         let invitation = try storeCall { try Invitations.issue(for: user, in: data) }
         return JSONResponse.write(status: .created) { writer in

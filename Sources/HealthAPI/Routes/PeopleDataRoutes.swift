@@ -151,7 +151,7 @@ struct PeopleDataRoutes: Sendable {
         let first = try startText.map { text throws(APIError) in try Self.day(text, field: "start") }
             ?? last - Int64(accessLogRetentionDays) + 1
         guard last >= first else { throw APIError.invalidField("end", "is before start") }
-        guard last - first < Self.maximumDays else { throw APIError.invalidField("start", "at most \(Self.maximumDays) days per request") }
+        guard last - first < maximumDays else { throw APIError.invalidField("start", "at most \(maximumDays) days per request") }
         let from = try SummaryRoutes.localMidnight(first, calendar)
         let to = try SummaryRoutes.localMidnight(last + 1, calendar)
         let entries = try storeCall { try data.person(user).recentAccess(from: AccessSlot.start(of: from), to: to) }
@@ -181,8 +181,9 @@ struct PeopleDataRoutes: Sendable {
         }
     }
 
-    /// Days one recent-access request may span.
-    static let maximumDays: Int64 = 400
+    /// Days one recent-access request may span: 400, or all the log keeps when it keeps more (the
+    /// default range is the whole of it).
+    var maximumDays: Int64 { max(400, Int64(accessLogRetentionDays)) }
 
     static func day(_ text: String, field: String) throws(APIError) -> Int64 {
         guard let day = HealthDate.parseDay(text), (1900...2200).contains(day.year) else {

@@ -39,6 +39,10 @@ struct PersonAccountRoutes: Sendable {
         guard password.utf8.count <= PasswordPolicy.maximumBytes else {
             throw APIError.invalidField("password", "is longer than any password can be (\(PasswordPolicy.maximumBytes) bytes)")
         }
+        // No account has a longer name, and each failure stores the name as its limiter key.
+        guard name.count <= UserName.maximumLength else {
+            throw APIError.invalidField("name", "is longer than any account name can be (\(UserName.maximumLength) characters)")
+        }
         let request = context.request
         let peer = context.connection.remoteAddress
         let client = addresses.clientAddress(peer: peer, headers: request.headers)

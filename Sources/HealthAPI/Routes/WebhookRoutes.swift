@@ -24,7 +24,7 @@ struct WebhookRoutes: Sendable {
     }
 
     /// Subscriptions one token may hold.
-    static let maximumPerToken = 20
+    static let maximumPerToken = WebhookLimits.perToken
 
     /// `POST /v1/webhooks`: a receiver URL (checked against the SSRF policy, resolved and every
     /// address checked) and the types; answers the secret, once.
@@ -40,14 +40,19 @@ struct WebhookRoutes: Sendable {
         }
         let url = try checkedURL(urlText)
         let types = try Self.sampleTypes(typeNames)
-        let existing = try storeCall { try data.app(app).webhooks() }
-        guard existing.count < Self.maximumPerToken else {
-            throw APIError.conflict("this token has \(Self.maximumPerToken) webhooks already; delete one first")
-        }
         let secret = WebhookSecret.generate()
         let id = "wh_" + Base64URL.encode(SecureRandom.bytes(12))
-        let subscription = try storeCall {
+        let created = try storeCall {
             try data.app(app).createWebhook(id: id, url: url.description, types: types, secretKey: secret.key, lease: delivery.lease)
+        }
+        let subscription: WebhookSubscription
+        switch created {
+        case .success(let stored):
+            subscription = stored
+        case .failure(.limitReached):
+            throw APIError.conflict("this token has \(Self.maximumPerToken) webhooks already; delete one first")
+        case .failure(.tokenRevoked):
+            throw APIError.authenticationRequired("the token is not valid (unknown or revoked)")
         }
         delivery.add(subscription)
         return JSONResponse.write(status: .created) { writer in
@@ -145,18 +150,26 @@ struct WebhookRoutes: Sendable {
             case .failure(let error):
                 throw APIError.invalidField("url", error.description)
             case .success(let addresses):
-                if case .refuse(let address, let addressClass) = policy.check(host: url.host, addresses: addresses) {
-                    throw APIError.invalidField("url", Self.refusal(host: url.host, address: address, addressClass))
+                if case .refuse(_, let addressClass) = policy.check(host: url.host, addresses: addresses) {
+                    throw APIError.invalidField("url", Self.refusal(host: url.host, address: nil, addressClass, resolved: true))
                 }
             }
         }
         return url
     }
 
-    static func refusal(host: String, address: NetworkPolicy.IPAddress?, _ addressClass: AddressClass) -> String {
-        let target = address.map { "\(host) is \($0)" } ?? host
-        return "\(target), a \(addressClass.rawValue) address: webhooks go to public addresses only, "
-            + "unless the host is listed in webhookAllowedHosts"
+    /// Why the URL is refused. A name's resolved addresses stay unsaid (the answer would map the
+    /// server's network for whoever holds a token); a literal host is its address already.
+    static func refusal(host: String, address: NetworkPolicy.IPAddress?, _ addressClass: AddressClass, resolved: Bool = false) -> String {
+        let what: String
+        if resolved {
+            what = "\(host) resolves to \(addressClass.withArticle) address"
+        } else if let address {
+            what = "\(host) is \(address), \(addressClass.withArticle) address"
+        } else {
+            what = "\(host) is \(addressClass.withArticle) address"
+        }
+        return what + ": webhooks go to public addresses only, unless the host is listed in webhookAllowedHosts"
     }
 
     /// The subscribed types: at least one, each a sample type of the catalog (canonical ids).

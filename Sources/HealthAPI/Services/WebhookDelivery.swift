@@ -23,7 +23,7 @@ extension HTTPClient: WebhookTransport {}
 public final class WebhookDelivery: Sendable {
     /// Changes per delivered page (as a stream event carries).
     static let pageLimit = 500
-    /// Subscriptions claimed per round.
+    /// Subscriptions claimed per round on a store shared by nodes (one process claims them all, once).
     static let claimLimit = 64
 
     let data: HealthData
@@ -34,6 +34,8 @@ public final class WebhookDelivery: Sendable {
     /// How often leases are renewed and free subscriptions claimed (on a store shared by nodes);
     /// also the bound on noticing a deletion or revocation made on another node.
     let pollInterval: DispatchTimeInterval
+    /// How long a runner waits before trying again a read or write the store failed.
+    let storeRetryDelay: DispatchTimeInterval
     private let state = Mutex(State())
 
     private struct State {
@@ -45,12 +47,13 @@ public final class WebhookDelivery: Sendable {
 
     init(data: HealthData, transport: any WebhookTransport, lease: WebhookLease = WebhookLease(owner: "node-" + Base64URL.encode(SecureRandom.bytes(9))),
          schedule: WebhookRetrySchedule = WebhookRetrySchedule(), pollInterval: DispatchTimeInterval = .milliseconds(500),
-         log: AccessLog?) {
+         storeRetryDelay: DispatchTimeInterval = .seconds(5), log: AccessLog?) {
         self.data = data
         self.transport = transport
         self.lease = lease
         self.schedule = schedule
         self.pollInterval = pollInterval
+        self.storeRetryDelay = storeRetryDelay
         self.log = log
         data.addCommitObserver { [weak self] change in self?.committed(change) }
         data.addAuthorizationObserver { [weak self] id in self?.authorizationChanged(id) }
@@ -63,19 +66,16 @@ public final class WebhookDelivery: Sendable {
         state.withLock { state in
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
             timer.schedule(deadline: .now(), repeating: interval, leeway: .milliseconds(50))
-            let firstRound = Mutex(true)
+            let claimed = Mutex(false)
             timer.setEventHandler { [weak self] in
                 guard let self else { return }
-                let first = firstRound.withLock { value in
-                    defer { value = false }
-                    return value
-                }
                 if shared {
                     self.renew()
-                    self.claim()
-                } else if first {
-                    // One process: everything is claimed once; new subscriptions are added as they are made.
-                    self.claim()
+                    self.claim(limit: Self.claimLimit)
+                } else if !claimed.withLock({ $0 }) {
+                    // One process: everything is claimed once (until a claim succeeds); new
+                    // subscriptions are added as they are made.
+                    if self.claim(limit: .max) { claimed.withLock { $0 = true } }
                 } else {
                     // A row deleted behind the runner's back (another revocation path) stops it.
                     self.renew()
@@ -133,11 +133,15 @@ public final class WebhookDelivery: Sendable {
         if added { runner.begin() }
     }
 
-    private func claim() {
+    /// False when the store failed (the next round tries again).
+    @discardableResult
+    private func claim(limit: Int) -> Bool {
         do {
-            for subscription in try data.claimWebhooks(lease: lease, limit: Self.claimLimit) { run(subscription) }
+            for subscription in try data.claimWebhooks(lease: lease, limit: limit) { run(subscription) }
+            return true
         } catch {
             log?.event("claiming webhook subscriptions failed; retrying", level: "warning", fields: [("error", String(describing: error))])
+            return false
         }
     }
 
@@ -196,13 +200,15 @@ final class WebhookRunner: @unchecked Sendable {
         let data: HealthData
         let transport: any WebhookTransport
         let lease: WebhookLease
+        let storeRetryDelay: DispatchTimeInterval
         let log: AccessLog?
     }
 
     init(subscription: WebhookSubscription, delivery: WebhookDelivery) {
         self.subscription = subscription
         self.types = Set(subscription.types)
-        self.delivery = Shared(data: delivery.data, transport: delivery.transport, lease: delivery.lease, log: delivery.log)
+        self.delivery = Shared(data: delivery.data, transport: delivery.transport, lease: delivery.lease,
+                               storeRetryDelay: delivery.storeRetryDelay, log: delivery.log)
         owner = delivery
         queue = DispatchQueue(label: "healthd.webhook." + subscription.id)
         signer = WebhookSigner(secret: WebhookSecret(key: subscription.secretKey) ?? WebhookSecret.generate())
@@ -217,7 +223,33 @@ final class WebhookRunner: @unchecked Sendable {
     }
 
     func begin() {
-        queue.async { [self] in perform(machine.start()) }
+        queue.async { [self] in
+            guard !stopped else { return }
+            guard let pending = subscription.pending, machine.state == .idle,
+                  machine.schedule.decision(after: pending.attempts.map(Self.attempt)) != .delivered else {
+                return perform(machine.start())
+            }
+            // A stored page names the read access it was read under (its id): read under access
+            // the token has since lost (narrowed while this process was down, or while another node
+            // held it), it is dropped unsent and read again from the anchor.
+            let live: AppAuthorization?
+            do {
+                live = try currentAuthorization()
+            } catch {
+                delivery.log?.event("reading a webhook's token failed; retrying", level: "warning",
+                                    fields: [("webhook", subscription.id), ("error", String(describing: error))])
+                queue.asyncAfter(deadline: .now() + delivery.storeRetryDelay) { [self] in begin() }
+                return
+            }
+            guard let live else { return tokenGone() }
+            if pending.messageID != Self.messageID(subscriptionID: subscription.id, start: Self.text(pending.start), end: Self.text(pending.end),
+                                                   readUnder: live) {
+                machine = WebhookDeliveryMachine(anchor: Self.text(subscription.anchor), schedule: machine.schedule)
+                write { data, lease in try data.discardWebhookPage(id: subscription.id, lease: lease) }
+                guard !stopped else { return }
+            }
+            perform(machine.start())
+        }
     }
 
     func post(_ event: WebhookDeliveryMachine.Event) {
@@ -355,12 +387,9 @@ final class WebhookRunner: @unchecked Sendable {
             stop()
             return
         } catch {
-            delivery.log?.event("reading a webhook's page failed; retrying in 5 s", level: "warning",
+            delivery.log?.event("reading a webhook's page failed; retrying", level: "warning",
                                 fields: [("webhook", subscription.id), ("error", String(describing: error))])
-            queue.asyncAfter(deadline: .now() + 5) { [self] in
-                guard !stopped else { return }
-                readPage(after: anchor)
-            }
+            retryRead(after: anchor)
             return
         }
         if page.isEmpty {
@@ -373,21 +402,30 @@ final class WebhookRunner: @unchecked Sendable {
         }
         let subscriber = ChangeSubscriber(app: app, types: types, limit: WebhookDelivery.pageLimit, secret: delivery.data.secret,
                                           problems: ProblemResponder(requestID: "webhook-" + subscription.id, log: delivery.log))
-        // The id names the subscription, the start and the read access the page was read under: the
-        // same page resent carries the same id, and a page read again under other access another.
-        let messageID = WebhookMessageID.make(subscriptionID: subscription.id,
-                                              startAnchor: anchor + "|" + app.read.sorted().joined(separator: ","))
+        let messageID = Self.messageID(subscriptionID: subscription.id, start: anchor, end: Self.text(page.next), readUnder: app)
         let stored = WebhookPendingPage(messageID: messageID, start: position, end: page.next, more: page.more,
                                         body: subscriber.body(page))
         let now = Self.now()
-        var held = false
-        write { data, lease in
-            held = try data.storeWebhookPage(id: subscription.id, page: stored, nextAttemptMs: Int64((now * 1000).rounded()), lease: lease)
-            return held
+        do {
+            guard try delivery.data.storeWebhookPage(id: subscription.id, page: stored, nextAttemptMs: Int64((now * 1000).rounded()),
+                                                     lease: delivery.lease) else { return stop() }
+        } catch {
+            // Not sent unless stored (a kill -9 must find it): read it again once the store answers.
+            delivery.log?.event("storing a webhook's page failed; retrying", level: "warning",
+                                fields: [("webhook", subscription.id), ("error", String(describing: error))])
+            retryRead(after: anchor)
+            return
         }
-        guard held else { return }
         perform(machine.handle(.pageRead(WebhookPage(messageID: messageID, startAnchor: anchor, endAnchor: Self.text(page.next),
                                                      more: page.more, body: stored.body))))
+    }
+
+    /// The machine stays in `readingPage` (commits meanwhile are noted); the read runs again later.
+    private func retryRead(after anchor: String) {
+        queue.asyncAfter(deadline: .now() + delivery.storeRetryDelay) { [self] in
+            guard !stopped else { return }
+            readPage(after: anchor)
+        }
     }
 
     private func send(_ page: WebhookPage) {
@@ -421,6 +459,14 @@ final class WebhookRunner: @unchecked Sendable {
     // MARK: Forms
 
     static func now() -> Double { Double(StoreClock.nowMilliseconds()) / 1000 }
+
+    /// A page's id names the subscription, the page's span of the feed and the read access it was
+    /// read under: the same page resent carries the same id, and a page read again with other
+    /// content (other access, or more commits since) another, so a receiver that skips ids it has
+    /// applied never skips changes.
+    static func messageID(subscriptionID: String, start: String, end: String, readUnder app: AppAuthorization) -> String {
+        WebhookMessageID.make(subscriptionID: subscriptionID, startAnchor: start + "-" + end + "|" + app.read.sorted().joined(separator: ","))
+    }
 
     /// The machine's anchor text: "seq.floor".
     static func text(_ position: ChangePosition) -> String { "\(position.seq).\(position.tombstoneFloor)" }
