@@ -3,6 +3,8 @@ import Foundation
 @testable import HTTPClient
 import JSON
 import NetworkPolicy
+import PostgreSQL
+import PostgresStore
 import PostgresTestSupport
 import Synchronization
 import Testing
@@ -525,21 +527,23 @@ private struct WebhookFixture {
     }
 }
 
-/// U+0000 in a request's text reaches PostgreSQL, whose text cannot hold it: a 400 on that store,
-/// never a 500 (SQLite holds it; the answers there are the ordinary ones).
+/// U+0000 in a request's text never reaches PostgreSQL, whose text cannot hold it, as a 500: a path
+/// segment with an escaped control character names nothing (the router's 404, on either store), and
+/// a name with one is refused (400); what gets past those is the driver's `nulInText`, a 400.
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct NULInTextOnPostgresTests {
-    @Test func aNULInAPathOrBodyTextIsA400() throws {
+    @Test func aNULInAPathOrBodyTextIsA4xx() throws {
         let server = try TestServer(backend: .postgres)
         let user = server.createUser("ada")
         let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
         for reply in [server.request(.get, "/v1/webhooks/wh_%00/deliveries", token: hub),
                       server.request(.delete, "/v1/webhooks/%00", token: hub),
-                      server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken),
-                      server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)] {
-            #expect(reply.status == 400, "\(reply.text)")
-            #expect(reply.code == "errorInvalidArgument")
-            #expect(reply["detail"]?.stringValue?.contains("U+0000") == true, "\(reply.text)")
+                      server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken)] {
+            #expect(reply.status == 404 && reply.code == "errorNotFound", "\(reply.text)")
         }
+        let name = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)
+        #expect(name.status == 400 && name.code == "errorInvalidArgument", "\(name.text)")
+        let error = APIError(storeError: PostgresError(kind: .nulInText, message: "parameter $1 contains a NUL character"))
+        #expect(error.status == .badRequest && error.detail.contains("U+0000"), "\(error.detail)")
     }
 }
