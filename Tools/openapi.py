@@ -1158,7 +1158,13 @@ INSUFFICIENT_STORAGE = {**problem("The data directory's disk is full (errorInsuf
                                   "stored; reads go on working, and the same request succeeds once space returns."),
                         "headers": {"Retry-After": {"description": "Seconds to wait before retrying (30).",
                                                     "schema": {"type": "integer", "minimum": 1}}}}
+UNAVAILABLE = {**problem("Unavailable for now (errorUnavailable): the database cannot be reached (after retries), the "
+                         "server or this client address is at its connection cap, the bodies being received fill the "
+                         "server's budget, or the server is shutting down. Nothing of the request was stored; retry after "
+                         "`Retry-After`."),
+               "headers": {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 1}}}}
 RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
+             "Unavailable": {**UNAVAILABLE, "headers": {**UNAVAILABLE["headers"], **REQUEST_ID_HEADER}},
              "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
 
 
@@ -1167,8 +1173,9 @@ PATH_NAMES_NOTHING = problem("The path names nothing (errorNotFound): a segment 
 
 
 def with_common_responses(paths):
-    """Every operation may fail on the server's side (500); every write may find the disk full
-    (507); a path with a parameter may name nothing (404); every response carries X-Request-Id."""
+    """Every operation may fail on the server's side (500) or be turned away for now (503); every
+    write may find the disk full (507); a path with a parameter may name nothing (404); every
+    response carries X-Request-Id."""
     for path, operations in paths.items():
         for method, operation in operations.items():
             responses = operation["responses"]
@@ -1177,6 +1184,7 @@ def with_common_responses(paths):
                 response["headers"] = {**response.get("headers", {}), **REQUEST_ID_HEADER}
                 responses[code] = response
             responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
+            responses.setdefault("503", {"$ref": "#/components/responses/Unavailable"})
             if "{" in path:
                 responses.setdefault("404", PATH_NAMES_NOTHING)
             if method in ("post", "put", "delete"):

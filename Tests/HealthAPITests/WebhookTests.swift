@@ -3,6 +3,8 @@ import Foundation
 @testable import HTTPClient
 import JSON
 import NetworkPolicy
+import PostgreSQL
+import PostgresStore
 import PostgresTestSupport
 import Synchronization
 import Testing
@@ -525,12 +527,12 @@ private struct WebhookFixture {
     }
 }
 
-/// U+0000 in a request's text would reach PostgreSQL, whose text cannot hold it: never a 500 on
-/// that store. A path segment holding it names nothing (the router's 404); a name holding it is a
-/// control character (400).
+/// U+0000 in a request's text never reaches PostgreSQL, whose text cannot hold it, as a 500: a path
+/// segment with an escaped control character names nothing (the router's 404, on either store), and
+/// a name with one is refused (400); what gets past those is the driver's `nulInText`, a 400.
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct NULInTextOnPostgresTests {
-    @Test func aNULInAPathOrBodyTextIsNeverA500() throws {
+    @Test func aNULInAPathOrBodyTextIsA4xx() throws {
         let server = try TestServer(backend: .postgres)
         let user = server.createUser("ada")
         let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
@@ -542,5 +544,7 @@ struct NULInTextOnPostgresTests {
         let name = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)
         #expect(name.status == 400 && name.code == "errorInvalidArgument", "\(name.text)")
         #expect(name["detail"]?.stringValue?.contains("control characters") == true, "\(name.text)")
+        let error = APIError(storeError: PostgresError(kind: .nulInText, message: "parameter $1 contains a NUL character"))
+        #expect(error.status == .badRequest && error.detail.contains("U+0000"), "\(error.detail)")
     }
 }
