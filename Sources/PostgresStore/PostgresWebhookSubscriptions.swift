@@ -128,7 +128,7 @@ extension PostgresHealthStore {
     /// In the caller's transaction (the revocation's).
     static func deleteWebhooks(_ connection: PostgresConnection, authorizationID: String) throws -> [String] {
         let ids = try connection.map("DELETE FROM webhook_subscriptions WHERE authorization_id = $1 RETURNING id",
-                                     [.text(authorizationID)]) { row in try row.string(at: 0) }
+                                     [.text(authorizationID)]) { row in try row.string(WebhookSubscriptionColumn.id) }
         guard !ids.isEmpty else { return [] }
         _ = try connection.execute("DELETE FROM webhook_deliveries WHERE webhook_id = ANY($1::text[])", [.text(Self.textArray(ids))])
         return ids
@@ -151,7 +151,7 @@ extension PostgresHealthStore {
                 WHERE disabled_reason IS NULL AND (lease_until_ms IS NULL OR lease_until_ms < $1)
                     AND (next_attempt_ms IS NULL OR next_attempt_ms <= $1)
                 ORDER BY next_attempt_ms NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED
-                """, [.int64(now), .int64(Int64(limit))]) { row in try row.string(at: 0) }
+                """, [.int64(now), .int64(Int64(limit))]) { row in try row.string(WebhookSubscriptionColumn.id) }
             guard !ids.isEmpty else { return [] }
             _ = try connection.execute("UPDATE webhook_subscriptions SET lease_owner = $1, lease_until_ms = $2 WHERE id = ANY($3::text[])",
                                        [.text(lease.owner), .int64(now + lease.duration), .text(Self.textArray(ids))])
@@ -166,7 +166,9 @@ extension PostgresHealthStore {
             try connection.map("""
                 UPDATE webhook_subscriptions SET lease_until_ms = $1
                 WHERE id = ANY($2::text[]) AND lease_owner = $3 AND disabled_reason IS NULL RETURNING id
-                """, [.int64(now + lease.duration), .text(Self.textArray(ids)), .text(lease.owner)]) { row in try row.string(at: 0) }
+                """, [.int64(now + lease.duration), .text(Self.textArray(ids)), .text(lease.owner)]) { row in
+                    try row.string(WebhookSubscriptionColumn.id)
+                }
         }
         return Set(held)
     }

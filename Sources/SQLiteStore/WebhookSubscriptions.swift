@@ -108,7 +108,7 @@ extension SQLiteHealthStore {
     /// In the caller's transaction (the revocation's).
     static func deleteWebhooks(_ db: Database, authorizationID: String) throws -> [String] {
         let ids = try db.map("SELECT id FROM webhook_subscriptions WHERE authorization_id = ?", [.text(authorizationID)]) { row in
-            try row.string(at: 0)
+            try row.string(WebhookSubscriptionColumn.id)
         }
         guard !ids.isEmpty else { return [] }
         try db.execute("""
@@ -129,7 +129,7 @@ extension SQLiteHealthStore {
     public func claimWebhooks(lease: WebhookLease, limit: Int) throws -> [WebhookSubscription] {
         try pool.read { db in
             let ids = try db.map("SELECT id FROM webhook_subscriptions WHERE disabled_reason IS NULL ORDER BY id LIMIT ?",
-                                 [.integer(Int64(limit))]) { row in try row.string(at: 0) }
+                                 [.integer(Int64(limit))]) { row in try row.string(WebhookSubscriptionColumn.id) }
             return try ids.compactMap { id in try Self.webhook(db, id: id) }
         }
     }
@@ -145,7 +145,7 @@ extension SQLiteHealthStore {
         return try pool.read { db in
             Set(try db.map("""
                 SELECT id FROM webhook_subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND disabled_reason IS NULL
-                """, [.text(idList)]) { row in try row.string(at: 0) })
+                """, [.text(idList)]) { row in try row.string(WebhookSubscriptionColumn.id) })
         }
     }
 

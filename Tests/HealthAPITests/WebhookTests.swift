@@ -412,6 +412,43 @@ private struct WebhookFixture {
 }
 
 @Suite struct WebhookAccessTests {
+    /// A lease round's read of the token can be older than the runner's own (taken before a
+    /// narrowing the runner has applied already): applied as found, it would put the lost read
+    /// access back until the next round, and a page read meanwhile would carry what the person
+    /// just took away.
+    @Test func aStaleReadOfTheTokenNeverWidensAccess() throws {
+        let transport = RecordingTransport()
+        let server = try TestServer(webhookTransport: transport) { $0.webhookAllowedHosts = ["127.0.0.1"] }
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount", "heartRate"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount", "heartRate"], share: [])
+        let data = server.application.data
+        let delivery = WebhookDelivery(data: data, transport: transport, log: nil)
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try data.app(hubAuthorization).createWebhook(
+            id: "wh_stale", url: "http://127.0.0.1:8080/x", types: ["stepCount", "heartRate"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease).get()
+        let runner = WebhookRunner(subscription: subscription, delivery: delivery)
+        runner.begin()
+        runner.queue.sync {}
+        let wide = try #require(try data.liveAuthorizations(ids: [hubAuthorization.id])[hubAuthorization.id])
+        try server.executeBehindTheServersBack(sqlite: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = ?",
+                                               postgres: "UPDATE app_grants SET read_types = 'stepCount' WHERE app = $1", "hub")
+        runner.refreshAuthorization()
+        runner.compareAuthorization(wide)
+        runner.queue.sync {}
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"heartRate","value":71,"unit":"count/min","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        runner.post(.changesCommitted)
+        runner.queue.sync {}
+        Thread.sleep(forTimeInterval: 0.2)
+        for request in transport.requests {
+            #expect(!String(decoding: request.body, as: UTF8.self).contains("heartRate"))
+        }
+        runner.post(.removed)
+        runner.queue.sync {}
+    }
+
     /// Read access narrowed and given back while a page keeps failing: the page read again at the
     /// same start then holds more (the commits since), so it must not carry an id the receiver may
     /// already have applied. One id, one content.
@@ -527,15 +564,21 @@ private struct WebhookFixture {
     }
 }
 
-/// U+0000 in a request's text never reaches PostgreSQL, whose text cannot hold it, as a 500: a path
-/// segment with an escaped control character names nothing (the router's 404, on either store), and
-/// a name with one is refused (400); what gets past those is the driver's `nulInText`, a 400.
+/// U+0000 in a request's text would reach PostgreSQL, whose text cannot hold it: never a 500 on
+/// that store. A query value reaches the driver, whose refusal is a 400; a path segment holding it
+/// names nothing (the router's 404); a name holding it is a control character (400).
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct NULInTextOnPostgresTests {
     @Test func aNULInAPathOrBodyTextIsA4xx() throws {
         let server = try TestServer(backend: .postgres)
         let user = server.createUser("ada")
         let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        // A query value goes to the database as it is: the driver's refusal is the 400.
+        let query = server.request(.get, "/v1/samples?type=stepCount&source=a%00b", token: hub)
+        #expect(query.status == 400, "\(query.text)")
+        #expect(query.code == "errorInvalidArgument")
+        #expect(query["detail"]?.stringValue?.contains("U+0000") == true, "\(query.text)")
+        // Elsewhere the router or a field's own check answers first.
         for reply in [server.request(.get, "/v1/webhooks/wh_%00/deliveries", token: hub),
                       server.request(.delete, "/v1/webhooks/%00", token: hub),
                       server.request(.delete, "/v1/authorizations/%00", token: TestServer.adminToken)] {

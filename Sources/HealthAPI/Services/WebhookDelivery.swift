@@ -242,8 +242,9 @@ final class WebhookRunner: @unchecked Sendable {
                 return
             }
             guard let live else { return tokenGone() }
-            if pending.messageID != Self.messageID(subscriptionID: subscription.id, start: Self.text(pending.start), end: Self.text(pending.end),
-                                                   readUnder: live) {
+            let current = Self.messageID(subscriptionID: subscription.id, start: Self.text(pending.start), end: Self.text(pending.end),
+                                         readUnder: live)
+            if pending.messageID != current {
                 machine = WebhookDeliveryMachine(anchor: Self.text(subscription.anchor), schedule: machine.schedule)
                 write { data, lease in try data.discardWebhookPage(id: subscription.id, lease: lease) }
                 guard !stopped else { return }
@@ -263,19 +264,25 @@ final class WebhookRunner: @unchecked Sendable {
     func refreshAuthorization() {
         queue.async { [self] in
             guard !stopped else { return }
-            do {
-                apply(try delivery.data.liveAuthorizations(ids: [subscription.authorizationID])[subscription.authorizationID])
-            } catch {
-                delivery.log?.event("reading a webhook's token failed", level: "warning", fields: [("error", String(describing: error))])
-            }
+            readAuthorization()
         }
     }
 
-    /// The token as the database has it now (nil: revoked).
+    /// The token as a lease round read it. That read may predate a change this runner has applied
+    /// already, so a difference is only a reason to read the token afresh, never a value to adopt.
     func compareAuthorization(_ live: AppAuthorization?) {
         queue.async { [self] in
-            guard !stopped else { return }
-            apply(live)
+            guard !stopped, live != authorization else { return }
+            readAuthorization()
+        }
+    }
+
+    /// Reads the token now (on `queue`) and applies it.
+    private func readAuthorization() {
+        do {
+            apply(try delivery.data.liveAuthorizations(ids: [subscription.authorizationID])[subscription.authorizationID])
+        } catch {
+            delivery.log?.event("reading a webhook's token failed", level: "warning", fields: [("error", String(describing: error))])
         }
     }
 
