@@ -513,7 +513,9 @@ PATHS = {
         "description": ("Read privacy as for queries: types the token may not read appear only with the calling app's own samples. "
                         "Lines are top-level samples oldest first (by start, ties in commit order); a correlation carries its "
                         "objects inside it, so its objects are not repeated as lines. The body is chunked and produced page by page "
-                        "(constant server memory). Should the store fail mid-stream, a last line {\"error\": ...} says the "
+                        "(constant server memory). A revocation or a narrowing of the token holds for an export under way: no page "
+                        "read under the access that ended is sent. Should the export stop early that way, or the store fail "
+                        "mid-stream, a last line {\"error\", \"code\"} (and \"requestId\" for a server-side failure) says the "
                         "export is incomplete."),
         "parameters": [qparam("types", "Comma list of type ids (short or HealthKit identifiers); default every type.")],
         "responses": {"200": {"description": "NDJSON, one sample per line.",
@@ -1156,22 +1158,24 @@ INSUFFICIENT_STORAGE = {**problem("The data directory's disk is full (errorInsuf
                                   "stored; reads go on working, and the same request succeeds once space returns."),
                         "headers": {"Retry-After": {"description": "Seconds to wait before retrying (30).",
                                                     "schema": {"type": "integer", "minimum": 1}}}}
+UNAVAILABLE = {**problem("Unavailable for now (errorUnavailable): the database cannot be reached (after retries), the "
+                         "server or this client address is at its connection cap, the bodies being received fill the "
+                         "server's budget, or the server is shutting down. Nothing of the request was stored; retry after "
+                         "`Retry-After`."),
+               "headers": {"Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer", "minimum": 1}}}}
 RESPONSES = {"InternalError": {**INTERNAL_ERROR, "headers": REQUEST_ID_HEADER},
+             "Unavailable": {**UNAVAILABLE, "headers": {**UNAVAILABLE["headers"], **REQUEST_ID_HEADER}},
              "InsufficientStorage": {**INSUFFICIENT_STORAGE, "headers": {**INSUFFICIENT_STORAGE["headers"], **REQUEST_ID_HEADER}}}
 
 
-# Writes that store rows of the token's user: one whose account is erased while it is in flight
-# stores nothing (docs/api.md, "Erasure").
-SAVES_AS_THE_USER = {("post", "/v1/samples"), ("post", "/v1/ingest/imu"), ("post", "/v1/ingest/health-auto-export"),
-                     ("post", "/v1/webhooks")}
-ACCOUNT_ERASED = problem("The account was erased while the request was in flight (errorNotFound): nothing of it was stored.")
 PATH_NAMES_NOTHING = problem("The path names nothing (errorNotFound): a segment whose escapes are not UTF-8 text or "
                              "decode to a control character (`%00`) matches no route.")
 
 
 def with_common_responses(paths):
-    """Every operation may fail on the server's side (500); every write may find the disk full
-    (507); a path with a parameter may name nothing (404); every response carries X-Request-Id."""
+    """Every operation may fail on the server's side (500) or be turned away for now (503); every
+    write may find the disk full (507); a path with a parameter may name nothing (404); every
+    response carries X-Request-Id."""
     for path, operations in paths.items():
         for method, operation in operations.items():
             responses = operation["responses"]
@@ -1180,10 +1184,9 @@ def with_common_responses(paths):
                 response["headers"] = {**response.get("headers", {}), **REQUEST_ID_HEADER}
                 responses[code] = response
             responses.setdefault("500", {"$ref": "#/components/responses/InternalError"})
+            responses.setdefault("503", {"$ref": "#/components/responses/Unavailable"})
             if "{" in path:
                 responses.setdefault("404", PATH_NAMES_NOTHING)
-            if (method, path) in SAVES_AS_THE_USER:
-                responses.setdefault("404", ACCOUNT_ERASED)
             if method in ("post", "put", "delete"):
                 responses.setdefault("507", {"$ref": "#/components/responses/InsufficientStorage"})
     return paths

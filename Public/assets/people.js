@@ -277,9 +277,13 @@ async function answerSheet(allow, onUnauthorized) {
     $("sheet-allow").disabled = $("sheet-deny").disabled = false;
   }
   const name = typeof request.displayName === "string" && request.displayName ? request.displayName : String(request.app || "");
+  const askedNothing = !(Array.isArray(request.share) && request.share.length) && !(Array.isArray(request.read) && request.read.length);
   let text;
   if (!allow) {
     text = `You did not allow “${name}” to access your Health data.`;
+  } else if (askedNothing) {
+    // Every type was answered before: the app's token follows those answers, whatever they were.
+    text = `“${name}” has its token with what you allowed before. You can change that in Apps.`;
   } else if (share.length + read.length === 0) {
     text = `“${name}” may not write or read any of your Health data. You can turn types on later in Apps.`;
   } else {

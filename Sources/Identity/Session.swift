@@ -62,7 +62,7 @@ public enum SessionCookie {
     /// beside the real one) are refused, not guessed between.
     public static func token(fromCookieHeader header: String, secure: Bool) -> SessionToken? {
         let wanted = name(secure: secure)
-        let values = CookieHeader.pairs(header).filter { $0.name == wanted }.map(\.value)
+        let values = CookieHeader.pairs(header, named: wanted).map(\.value)
         guard let first = values.first, values.allSatisfy({ $0 == first }) else { return nil }
         return SessionToken(presented: first)
     }
@@ -80,12 +80,17 @@ public enum CookieHeader {
     /// At most this many pairs are returned, so a header of thousands of pairs makes no large array.
     public static let maximumPairs = 64
 
-    public static func pairs(_ header: String) -> [Pair] {
+    /// The header's pairs, or with `named` only the pairs of that name, looked for among all of the
+    /// header's pairs (a browser may send more than `maximumPairs` cookies for a host, the
+    /// session's after them).
+    public static func pairs(_ header: String, named wanted: String? = nil) -> [Pair] {
         var result: [Pair] = []
+        let wantedBytes = wanted.map { Array($0.utf8) }
         for piece in header.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
             guard result.count < maximumPairs else { break }
             guard let equals = piece.firstIndex(of: UInt8(ascii: "=")) else { continue }
             let name = trim(piece[piece.startIndex ..< equals])
+            if let wantedBytes, !name.elementsEqual(wantedBytes) { continue }
             var value = trim(piece[piece.index(after: equals)...])
             guard !name.isEmpty, name.allSatisfy(isTokenByte) else { continue }
             if value.count >= 2, value.first == UInt8(ascii: "\""), value.last == UInt8(ascii: "\"") {

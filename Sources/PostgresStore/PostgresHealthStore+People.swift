@@ -86,7 +86,10 @@ extension PostgresHealthStore {
     }
 
     public func createSession(userRowID: Int64, tokenHash: [UInt8], nowMs: Int64) throws {
-        try pool.withConnection { connection in
+        try pool.transaction { connection in
+            // The person's sessions idle past their lifetime go: no cookie can use them any more.
+            _ = try connection.execute("DELETE FROM sessions WHERE user_id = $1 AND last_used_ms <= $2",
+                                       [.int64(userRowID), .int64(nowMs - PeopleAccounts.sessionIdleMilliseconds)])
             _ = try connection.execute("INSERT INTO sessions (token_hash, user_id, created_ms, last_used_ms) VALUES ($1, $2, $3, $3)",
                                        [.bytes(tokenHash), .int64(userRowID), .int64(nowMs)])
         }

@@ -75,6 +75,9 @@ extension SQLiteHealthStore {
 
     public func createSession(userRowID: Int64, tokenHash: [UInt8], nowMs: Int64) throws {
         try pool.write { db in
+            // The person's sessions idle past their lifetime go: no cookie can use them any more.
+            try db.execute("DELETE FROM sessions WHERE user_id = ? AND last_used_ms <= ?",
+                           [.integer(userRowID), .integer(nowMs - PeopleAccounts.sessionIdleMilliseconds)])
             try db.execute("INSERT INTO sessions (token_hash, user_id, created_ms, last_used_ms) VALUES (?, ?, ?, ?)",
                            [.blob(tokenHash), .integer(userRowID), .integer(nowMs), .integer(nowMs)])
         }

@@ -213,9 +213,17 @@ import JSON
         case "heartRate": secrets += [world.ownerUUIDs[type] ?? "", "187.25", "ownerapp"]
         case "workout": secrets += [world.ownerUUIDs[type] ?? "", "7777.5", "ownerapp"]
         case "activeEnergyBurned": secrets += [world.ownerUUIDs[type] ?? "", "654.5", "ownerapp"]
-        default: secrets += ["1961"]
+        default: secrets += [#""1961-"#]
         }
         return secrets
+    }
+
+    /// Whether `text` shows `secret`: a number as a JSON value (never digits inside a random id, token
+    /// or webhook secret, which may hold "4321" by chance), anything else as written.
+    static func shows(_ text: String, _ secret: String) -> Bool {
+        guard !secret.isEmpty, secret.allSatisfy({ $0.isNumber || $0 == "." }) else { return text.contains(secret) }
+        return text.range(of: #"[:\[,]\s*"# + NSRegularExpression.escapedPattern(for: secret) + "(?![0-9])",
+                          options: .regularExpression) != nil
     }
 
     /// Calls every registered route as `token` (a route without a call fails the walk); no answer
@@ -254,7 +262,7 @@ import JSON
                 // A 404 may echo the uuid the caller asked for; that discloses nothing. The owner's
                 // app name is a secret only where the call names the withheld type (the probe
                 // reads the owner's other types, e.g. its workouts, by right).
-                for secret in secrets where reply.text.contains(secret) && !call.target.contains(secret)
+                for secret in secrets where Self.shows(reply.text, secret) && !call.target.contains(secret)
                     && (secret != "ownerapp" || call.target.contains("=\(type)")) {
                     Issue.record("\(where_) shows '\(secret)': \(reply.text)")
                 }

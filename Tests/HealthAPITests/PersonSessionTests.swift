@@ -153,6 +153,31 @@ import PostgresTestSupport
         #expect(direct.headers.values("Set-Cookie").first?.hasPrefix("healthd_session=") == true)
     }
 
+    @Test("a sign-in deletes the person's sessions idle past 30 days, and only those", arguments: backends)
+    func signInForgetsExpiredSessions(backend: TestServer.Backend) throws {
+        let (server, _) = try Self.server(backend)
+        let people = HealthData(server.backend).people
+        func token(_ reply: TestServer.Reply) throws -> SessionToken {
+            let cookie = try #require(Self.cookie(reply))
+            return try #require(SessionToken(presented: cookie.dropFirst("healthd_session=".count)))
+        }
+        let forgotten = try token(Self.signIn(server))
+        let recent = try token(Self.signIn(server))
+        func age(_ token: SessionToken, by milliseconds: Int64) throws {
+            let hex = token.hash.map { String(format: "%02x", $0) }.joined()
+            try server.executeBehindTheServersBack(
+                sqlite: "UPDATE sessions SET last_used_ms = CAST(? AS INTEGER) WHERE hex(token_hash) = upper('\(hex)')",
+                postgres: "UPDATE sessions SET last_used_ms = $1::bigint WHERE token_hash = decode('\(hex)', 'hex')",
+                String(StoreClock.nowMilliseconds() - milliseconds))
+        }
+        try age(forgotten, by: PeopleAccounts.sessionIdleMilliseconds + 60_000)
+        try age(recent, by: PeopleAccounts.sessionIdleMilliseconds - 3_600_000)
+        #expect(try people.session(tokenHash: forgotten.hash) != nil)
+        #expect(Self.signIn(server).status == 204)
+        #expect(try people.session(tokenHash: forgotten.hash) == nil)
+        #expect(try people.session(tokenHash: recent.hash) != nil)
+    }
+
     @Test("an idle session past 30 days is refused and deleted; one idle over an hour is renewed", arguments: backends)
     func idleExpiryAndRenewal(backend: TestServer.Backend) throws {
         let (server, _) = try Self.server(backend)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import HealthModel
+import JSON
 import Synchronization
 import Testing
 @testable import HealthAPI
@@ -170,6 +171,46 @@ final class CapturedLog: Sendable {
         #expect(!reply.text.contains("body") && !reply.text.contains("JSON"), "\(reply.text)")
         let line = captured.line(containing: "\"id\":\"\(requestID)\"")
         #expect(line?.contains("samples.body is not a JSON object") == true, "\(line ?? "no log line")")
+    }
+
+    /// An export that fails after its 200 went out ends with a line that says so in a problem's words:
+    /// the cause goes to the log with the request id, never to the client.
+    @Test func anExportStoppedByADamagedRowShowsNoInternals() throws {
+        let captured = CapturedLog()
+        let server = try TestServer(log: captured.log)
+        let user = server.createUser("ada")
+        let token = server.token(user: user, app: "phone", read: ["sleepAnalysis"], share: ["sleepAnalysis"])
+        #expect(server.request(.post, "/v1/samples", token: token, json: """
+            {"samples":[{"type":"sleepAnalysis","value":"asleepCore","start":"2026-03-08T01:00:00Z","end":"2026-03-08T02:00:00Z"}]}
+            """).status < 300)
+        try server.store.pool.writeWithoutTransaction { db in try db.execute("UPDATE samples SET body = x'7b2263223a'") }
+
+        var headers = HTTPHeaders()
+        headers.add("Host", "test")
+        headers.add("Authorization", "Bearer \(token)")
+        let answered = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        server.application.respond(to: HTTPRequest(method: .get, target: "/v1/export", headers: headers),
+                                   connection: ConnectionInfo(id: 1, remoteAddress: "127.0.0.1")) { response in
+            answered.withLock { $0 = response }
+            done.signal()
+        }
+        done.wait()
+        let response = try #require(answered.withLock { $0 })
+        #expect(response.status.code == 200)
+        guard case .stream(let producer) = response.body else {
+            Issue.record("not a stream")
+            return
+        }
+        let collector = CollectingBodyStream()
+        producer(collector)
+        let text = String(decoding: collector.waitForBody(), as: UTF8.self)
+        let last = try #require(text.split(separator: "\n").last.flatMap { try? JSONParser.parse(Array($0.utf8)) }?.objectValue)
+        #expect(last["code"]?.stringValue == "errorInternal")
+        #expect(!text.contains("body") && !text.contains("JSON") && !text.contains("SQL"), "\(text)")
+        let requestID = try #require(response.headers["X-Request-Id"])
+        #expect(last["requestId"]?.stringValue == requestID)
+        #expect(captured.line(containing: "\"id\":\"\(requestID)\"")?.contains("samples.body is not a JSON object") == true)
     }
 
     /// The asynchronous write path (POST /v1/samples answers from the commit's completion) goes

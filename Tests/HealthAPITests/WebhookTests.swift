@@ -4,6 +4,7 @@ import Foundation
 import JSON
 import NetworkPolicy
 import HealthModel
+import PostgreSQL
 import PostgresStore
 import PostgresTestSupport
 import Synchronization
@@ -569,7 +570,7 @@ private struct WebhookFixture {
 /// names nothing (the router's 404); a name holding it is a control character (400).
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the PostgreSQL store's tests"))
 struct NULInTextOnPostgresTests {
-    @Test func aNULInAPathOrBodyTextIsNeverA500() throws {
+    @Test func aNULInAPathOrBodyTextIsA4xx() throws {
         let server = try TestServer(backend: .postgres)
         let user = server.createUser("ada")
         let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
@@ -587,6 +588,8 @@ struct NULInTextOnPostgresTests {
         let name = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"a\u0000b"}"#)
         #expect(name.status == 400 && name.code == "errorInvalidArgument", "\(name.text)")
         #expect(name["detail"]?.stringValue?.contains("control characters") == true, "\(name.text)")
+        let error = APIError(storeError: PostgresError(kind: .nulInText, message: "parameter $1 contains a NUL character"))
+        #expect(error.status == .badRequest && error.detail.contains("U+0000"), "\(error.detail)")
     }
 }
 

@@ -269,7 +269,10 @@ def ask_again_checks(page, port):
     check("asked only for answered types, the sheet says so and draws no switch", page.visible("sheet-nothing")
           and page.eval("document.querySelectorAll('#sheet input.switch').length") == 0 and not page.visible("sheet-all"))
     page.click("sheet-allow")
-    page.wait("document.getElementById('sheet').dataset.state === 'allowed'")
+    check("... and Allow says the app has what was allowed before (not that it may read nothing)",
+          page.wait("document.getElementById('sheet').dataset.state === 'allowed'")
+          and page.text("sheet-done-text") == f"“{XSS_NAME}” has its token with what you allowed before. You can change that in Apps.",
+          page.text("sheet-done-text"))
 
 
 def app_checks(port, token):

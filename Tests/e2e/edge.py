@@ -253,6 +253,11 @@ def address_cap_checks(binary, public):
         over = read_response(s, timeout=5)
         s.close()
         check("the 257th connection from 127.0.0.1 gets 503 (the default per-address cap is 256)", statuses(over) == [503], over[:200])
+        head, _, body = over.partition(b"\r\n\r\n")
+        document = json.load(open(os.path.join(public, "openapi.json")))
+        check("the cap's 503 is a problem with Retry-After, and the OpenAPI document lists it for the route",
+              b"application/problem+json" in head.lower() and b"retry-after:" in head.lower()
+              and "503" in document["paths"]["/healthz"]["get"]["responses"], over[:300])
         s = connect(port, "127.0.0.2")
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         other = read_response(s, timeout=5)

@@ -20,7 +20,9 @@ struct ExportRoutes: Sendable {
         let types = try ExportScope.types(&context.query)
         try context.query.rejectUnknown()
         let scope = ExportScope(.app(app), types: types)
-        return ExportScope.response { write in try scope.forEachPage(from: data, write) }
+        return ExportScope.response(problems: context.problems, stillAllowed: ExportScope.stillAllowed(app, in: data)) { write in
+            try scope.forEachPage(from: data, write)
+        }
     }
 }
 
@@ -122,29 +124,49 @@ public struct ExportScope: Sendable {
         return bytes
     }
 
+    /// Whether `reader` may still read as it did when the export began: false once its token is
+    /// revoked or narrowed, or the person's session has ended (a person's own reads).
+    static func stillAllowed(_ reader: AppAuthorization, in data: HealthData) -> @Sendable () throws -> Bool {
+        { try data.liveAuthorizations(ids: [reader.id])[reader.id] == reader }
+    }
+
+    static let revoked = APIError.authenticationRequired("the token was revoked or its permissions changed")
+
     /// A 200 streaming NDJSON: `pages` hands its pages to the write function it is given (which
     /// returns false once the client is gone), on a utility thread, at the pace the socket drains.
-    static func response(_ pages: @escaping @Sendable (_ write: ([UInt8]) throws -> Bool) throws -> Void) -> HTTPResponse {
+    static func response(problems: ProblemResponder, stillAllowed: @escaping @Sendable () throws -> Bool,
+                         _ pages: @escaping @Sendable (_ write: ([UInt8]) throws -> Bool) throws -> Void) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/x-ndjson")
         headers.add("Cache-Control", "no-store")
         return HTTPResponse(status: .ok, headers: headers, body: .stream({ stream in
-            DispatchQueue.global(qos: .utility).async { Self.stream(pages, to: stream) }
+            DispatchQueue.global(qos: .utility).async { Self.stream(pages, to: stream, problems: problems, stillAllowed: stillAllowed) }
         }))
     }
 
-    static func stream(_ pages: (_ write: ([UInt8]) throws -> Bool) throws -> Void, to stream: any HTTPBodyStream) {
+    static func stream(_ pages: (_ write: ([UInt8]) throws -> Bool) throws -> Void, to stream: any HTTPBodyStream,
+                       problems: ProblemResponder, stillAllowed: @escaping () throws -> Bool) {
         do {
             try pages { bytes in
                 // Wait for the socket to drain instead of letting the backlog grow (or be cut off).
                 while stream.bufferedByteCount > Self.backlogLimit && !stream.isClosed { usleep(2_000) }
-                return !stream.isClosed && stream.write(bytes)
+                guard !stream.isClosed else { return false }
+                // A revocation or a narrowing holds for an export under way as for a change stream:
+                // a page goes out only while the access it was read under is still the reader's,
+                // so nothing read after the change reaches the client.
+                guard try stillAllowed() else { throw Self.revoked }
+                return stream.write(bytes)
             }
         } catch {
-            // The status line is gone; a last line says the export is incomplete.
+            // The status line is gone; a last line says the export is incomplete, with what a
+            // problem body would say (a server-side cause goes to the log, never to the client).
+            let problem = APIError(storeError: error)
+            _ = problems.response(problem)
             var writer = JSONWriter()
             writer.beginObject()
-            writer.field("error", "the export stopped early: \(error)")
+            writer.field("error", "the export stopped early: \(problem.detail)")
+            writer.field("code", problem.code)
+            if problem.status.code >= 500 { writer.field("requestId", problems.requestID) }
             writer.endObject()
             stream.write(writer.bytes + [0x0A])
         }

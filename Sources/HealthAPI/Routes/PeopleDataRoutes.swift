@@ -199,7 +199,10 @@ struct PeopleDataRoutes: Sendable {
         let (user, _) = try context.person()
         let backup = PersonBackup(user: user)
         let data = data
-        return ExportScope.response { write in try backup.forEachPage(from: data, write) }
+        // The person's own reads: the export ends if the session does (signed out, erased).
+        return ExportScope.response(problems: context.problems, stillAllowed: ExportScope.stillAllowed(try context.app(), in: data)) { write in
+            try backup.forEachPage(from: data, write)
+        }
     }
 
     /// `DELETE /v1/me/apps/{app}/data`: deletes every sample the app saved for the person.
