@@ -333,9 +333,14 @@ def grant_checks(people):
     status, _, _ = call(port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
     check("the app saves with its token", status == 201, status)
 
-    status, _, body = call(port, "GET", "/v1/me/apps", cookie=cookie)
-    apps = json.loads(body).get("apps", []) if status == 200 else []
-    runner = apps[0] if apps else {}
+    # A token's use is written in the background, off the request's path: wait for it.
+    for _ in range(50):
+        status, _, body = call(port, "GET", "/v1/me/apps", cookie=cookie)
+        apps = json.loads(body).get("apps", []) if status == 200 else []
+        runner = apps[0] if apps else {}
+        if runner.get("lastUsed"):
+            break
+        time.sleep(0.1)
     check("the apps page lists the app with its switches, created and last used",
           len(apps) == 1 and runner.get("app") == "runner" and runner.get("displayName") == name and runner.get("share") == ["stepCount"]
           and runner.get("read") == ["heartRate"] and runner.get("switches", {}).get("share", {}).get("heartRate") is False
