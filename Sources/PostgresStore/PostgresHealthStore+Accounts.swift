@@ -95,6 +95,11 @@ extension PostgresHealthStore {
         throws -> (authorization: AppAuthorization, token: String) {
         var ended: Set<String> = []
         let created = try pool.transaction { connection -> (AppAuthorization, String) in
+            // The user was looked up before this transaction: held here (an erasure under way is
+            // waited for), an erased user leaves no one to authorize and no row behind.
+            guard try connection.scalarInt64("SELECT 1 FROM users WHERE id = $1 FOR KEY SHARE", [.int64(user.rowID)]) != nil else {
+                throw StoreError.notFound("no user \(user.id)")
+            }
             let before = try Self.appGrant(connection, userRowID: user.rowID, app: app, lock: true)
             var grant = before ?? AppGrant(app: app, displayName: app, created: StoreClock.nowMilliseconds())
             grant.turnOn(read: read, share: share)

@@ -234,6 +234,10 @@ public final class SQLiteHealthStore: HealthDataStore {
                                     disclosesRead: Bool)
         throws -> (authorization: AppAuthorization, token: String) {
         let (authorization, token, changed, tokenIDs) = try pool.write { db -> (AppAuthorization, String, Bool, Set<String>) in
+            // The user was looked up before this write: an erasure since then leaves no one to authorize.
+            guard try db.firstInt64("SELECT 1 FROM users WHERE id = ?", [.integer(user.rowID)]) != nil else {
+                throw StoreError.notFound("no user \(user.id)")
+            }
             let before = try Self.appGrant(db, userRowID: user.rowID, app: app)
             var grant = before ?? AppGrant(app: app, displayName: app, created: Self.nowMilliseconds())
             grant.turnOn(read: read, share: share)

@@ -223,6 +223,10 @@ enum PeopleAccessContract {
                 }
             }
         }
+        // An admin's authorization for her, looked up before the erasure, finds no one and leaves no row.
+        #expect(throws: StoreError.notFound("no user \(alice.id)")) {
+            try t.store.createAuthorization(user: alice, app: "late", read: ["stepCount"], share: [])
+        }
         // So do her writes that save no sample: a workout session, a webhook, a stationary IMU batch.
         #expect(throws: AccountErased.self) {
             try aliceApp.startWorkoutSession(activityType: "walking", zone: nil, at: t0 + 86_400_000)
