@@ -1052,7 +1052,11 @@ PATHS["/v1/me/authorization-requests/{userCode}"] = {
             "responses": {"200": ok_json({"type": "object", "properties": {
                 "userCode": {"type": "string"}, "app": {"type": "string"}, "displayName": {"type": "string"},
                 "reason": {"type": "string"}, "share": TYPE_LIST, "read": TYPE_LIST,
-                "expiresIn": {"type": "integer", "description": "Seconds left to answer."}}}),
+                "expiresIn": {"type": "integer", "description": "Seconds left to answer."},
+                "allowedBefore": {"type": ["string", "null"], "format": "date-time",
+                                  "description": "When the person first allowed this app, if it may read or write any type "
+                                                 "now; null otherwise. Anyone can ask in an app's name, and Allow gives the "
+                                                 "device showing the code the app's whole access: the sheet warns."}}}),
                           "404": problem("No pending request has this code, or it expired (errorNotFound)."),
                           "409": problem("The request was already answered (errorConflict)."), **COOKIE_ERRORS}},
     "post": {"summary": "The sheet's answer: Allow with the switches turned on, or Don't Allow", "tags": ["people"],

@@ -228,6 +228,13 @@ function renderSheet(request) {
   const read = Array.isArray(request.read) ? sortedTypes(request.read) : [];
   for (const id of ["sheet-app-name", "sheet-write-app", "sheet-read-app"]) $(id).textContent = name;
   $("sheet-app-id").textContent = String(request.app || "");
+  // The app has access already: this request may come from anyone using its name (the device flow
+  // cannot tell), and Allow hands the app's access to the device showing the code.
+  const since = typeof request.allowedBefore === "string" ? new Date(request.allowedBefore) : null;
+  const known = since !== null && Number.isFinite(since.getTime());
+  $("sheet-known").hidden = !known;
+  $("sheet-known-app").textContent = name;
+  $("sheet-known-since").textContent = known ? formatWhen(since) : "";
   $("sheet-reason").textContent = typeof request.reason === "string" && request.reason ? request.reason : "The app gave no reason.";
   $("sheet-write-list").replaceChildren(...share.map((type) => switchRow("sheet-write", type, false, updateTurnOnAll)));
   $("sheet-read-list").replaceChildren(...read.map((type) => switchRow("sheet-read", type, false, updateTurnOnAll)));

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import HealthModel
 import Identity
 import JSON
 import Testing
@@ -197,6 +198,23 @@ import Testing
         #expect(secondShown["share"]?.arrayValue?.compactMap(\.stringValue) == ["bodyMass"])
         #expect(secondShown["read"]?.arrayValue?.compactMap(\.stringValue) == ["heartRate"])
         #expect(secondShown["userCode"]?.stringValue == again["userCode"]?.stringValue)
+    }
+
+    /// Anyone can ask in an app's name: a request naming an app that already reads or writes says
+    /// since when (the sheet warns), and one naming an app with no access, or only refusals, does not.
+    @Test func aRequestInTheNameOfAnAppWithAccessSaysSince() throws {
+        let w = try World()
+        func allowedBefore(_ code: String) throws -> JSONValue? {
+            try #require(try JSONParser.parse(try w.sheet.show(userCode: code, for: w.alice).bodyBytes).objectValue)["allowedBefore"]
+        }
+        #expect(try allowedBefore(w.userCode) == .null)
+        _ = try w.answer(#"{"allow":false}"#)
+        let refusedOnly = w.server.request(.post, "/v1/authorization-requests", json: #"{"app":"runner","share":["bodyMass"],"reason":"r"}"#)
+        #expect(try allowedBefore(refusedOnly["userCode"]?.stringValue ?? "") == .null)
+        _ = try w.answer(#"{"allow":true,"share":["bodyMass"]}"#, code: refusedOnly["userCode"]?.stringValue ?? "")
+        let created = try #require(try w.server.store.appGrants(userRowID: w.alice.rowID).first { $0.app == "runner" }).created
+        let impostor = w.server.request(.post, "/v1/authorization-requests", json: #"{"app":"runner","displayName":"Runner","read":["stepCount"],"reason":"r"}"#)
+        #expect(try allowedBefore(impostor["userCode"]?.stringValue ?? "") == .string(RFC3339.format(created)))
     }
 
     /// The admin acts for the person: a second POST /v1/authorizations for the app turns on what it

@@ -219,6 +219,7 @@ def sheet_checks(page, base, port, artifacts):
                                                 "&& i.labels[0].textContent.trim().length > 0)"))
     check("... and when the request expires", re.fullmatch(r"This request expires at \d\d:\d\d\.", page.text("sheet-expires") or ""),
           page.text("sheet-expires"))
+    check("a first request of an app has no warning that it has access already", not page.visible("sheet-known"))
     page.shot(artifacts, "people-sheet.png", 1280)
     page.shot(artifacts, "people-sheet-phone.png", 390)
     # Keyboard: Turn On All, then Tab to the first switch, Space turns it on.
@@ -252,12 +253,17 @@ def token_checks(port, asked):
     return body.get("token")
 
 
-def ask_again_checks(page, port):
+def ask_again_checks(page, port, artifacts):
     print("browser people: the app asks again")
     asked = ask(port, ["stepCount", "heartRate", "flightsClimbed"], ["heartRate", "sleepAnalysis"])
     page.go(asked["verificationURIComplete"])
     page.wait("document.getElementById('sheet').dataset.state === 'asking'")
     shown = page.eval("JSON.stringify([...document.querySelectorAll('#sheet input.switch')].map((i) => i.id))")
+    check("a request in the name of an app with access warns that anyone can ask so, and since when it has access",
+          page.visible("sheet-known") and page.text("sheet-known-app") == XSS_NAME
+          and page.text("sheet-known-since").startswith("today at ") and "another app’s name" in page.text("sheet-known"),
+          page.text("sheet-known"))
+    page.shot(artifacts, "people-sheet-known-phone.png", 390)
     check("asking again shows only the types not answered yet", json.loads(shown or "[]") == ["sheet-write-flightsClimbed"]
           and not page.visible("sheet-read") and not page.visible("sheet-nothing"), shown)
     page.click("sheet-deny")
@@ -475,7 +481,7 @@ def people_checks(binary, public, chromium, artifacts):
         asked = sheet_checks(page, base, server.port, artifacts)
         token = token_checks(server.port, asked)
         steps = app_checks(server.port, token) if token else None
-        ask_again_checks(page, server.port)
+        ask_again_checks(page, server.port, artifacts)
         if token:
             apps_checks(page, server.port, token, artifacts)
             access_checks(page, artifacts)

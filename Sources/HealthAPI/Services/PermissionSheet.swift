@@ -27,8 +27,8 @@ final class PermissionSheet: Sendable {
     // MARK: The sheet
 
     /// `GET /v1/me/authorization-requests/{userCode}`: what the sheet shows: the app's name and
-    /// reason (text: the dashboard renders them with textContent), and the asked types the person
-    /// has not decided yet.
+    /// reason (text: the dashboard renders them with textContent), the asked types the person
+    /// has not decided yet, and since when the app has access already (null when it has none).
     func show(userCode input: String, for user: User) throws(APIError) -> HTTPResponse {
         let record = try pendingRequest(input, for: user)
         let grant = try storeCall { try data.person(user).appGrant(record.app) }
@@ -43,6 +43,11 @@ final class PermissionSheet: Sendable {
             writer.key("share"); AccountRoutes.writeStrings(shown.share, into: &writer)
             writer.key("read"); AccountRoutes.writeStrings(shown.read, into: &writer)
             writer.field("expiresIn", remaining)
+            // Anyone can ask in an app's name (the device flow cannot prove who the app is), and
+            // allowing gives the device showing this code the access the app already has: the
+            // sheet warns when there is some.
+            writer.key("allowedBefore")
+            if let grant, !grant.read.isEmpty || !grant.share.isEmpty { writer.string(RFC3339.format(grant.created)) } else { writer.null() }
             writer.endObject()
         }
     }
