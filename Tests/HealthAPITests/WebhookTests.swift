@@ -128,6 +128,35 @@ private struct WebhookFixture {
         #expect(reply["detail"]?.stringValue?.contains(reason) == true, "\(reply.text)")
     }
 
+    /// The resolver blocks its thread (seconds, for a name made slow on purpose): past the limit of
+    /// resolutions at once a creation is a 503 with Retry-After, and a freed slot serves again.
+    @Test func slowNameResolutionsAreBoundedNotQueued() throws {
+        let f = try WebhookFixture()
+        let application = f.server.application
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        let routes = WebhookRoutes(data: application.data, delivery: application.webhooks, policy: SSRFPolicy(), resolve: { _, _ in
+            started.signal()
+            release.wait()
+            return .success([.v4(0x0808_0808)])
+        })
+        let finished = DispatchGroup()
+        for index in 0 ..< WebhookRoutes.maximumResolutions {
+            DispatchQueue.global().async(group: finished) { _ = try? routes.checkedURL("http://slow\(index).example/") }
+        }
+        for _ in 0 ..< WebhookRoutes.maximumResolutions { started.wait() }
+        do {
+            _ = try routes.checkedURL("http://one-more.example/")
+            Issue.record("a resolution past the limit was started")
+        } catch {
+            #expect(error.status == .serviceUnavailable && error.headers["Retry-After"] == "1", "\(error.detail)")
+        }
+        for _ in 0 ..< WebhookRoutes.maximumResolutions { release.signal() }
+        finished.wait()
+        release.signal()
+        #expect(try routes.checkedURL("http://after.example/").host == "after.example")
+    }
+
     @Test func aNameResolvingToAPrivateAddressIsRefused() throws {
         let f = try WebhookFixture()
         let application = f.server.application

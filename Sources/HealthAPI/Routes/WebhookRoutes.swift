@@ -5,6 +5,7 @@ import HealthModel
 import HealthStore
 import JSON
 import NetworkPolicy
+import Synchronization
 import Webhooks
 
 /// Webhook subscriptions (docs/api.md, Webhooks): a token's receivers of its change-feed pages.
@@ -13,6 +14,12 @@ struct WebhookRoutes: Sendable {
     let delivery: WebhookDelivery
     let policy: SSRFPolicy
     let resolve: @Sendable (_ host: String, _ port: Int) -> Result<[NetworkPolicy.IPAddress], HTTPClientError>
+    /// Name resolutions under way: the system resolver blocks a worker thread for as long as a
+    /// name's servers take (seconds for a name made to be slow), so a token cannot hold more than
+    /// `maximumResolutions` of them at once; past that a creation is a 503 with Retry-After.
+    let resolutions = ResolutionGate(limit: WebhookRoutes.maximumResolutions)
+
+    static let maximumResolutions = 8
 
     static func register(into router: inout Router<Route>, data: HealthData, delivery: WebhookDelivery, policy: SSRFPolicy,
                          resolve: @escaping @Sendable (String, Int) -> Result<[NetworkPolicy.IPAddress], HTTPClientError>) {
@@ -146,6 +153,13 @@ struct WebhookRoutes: Sendable {
             throw APIError.invalidField("url", Self.refusal(host: url.host, address: address, addressClass))
         }
         if url.literalAddress == nil && !policy.isAllowListed(url.host) {
+            guard resolutions.enter() else {
+                var headers = HTTPHeaders()
+                headers.set("Retry-After", "1")
+                throw APIError(status: .serviceUnavailable, code: "errorUnavailable",
+                               detail: "too many receiver names are being resolved at once; retry in a second", headers: headers)
+            }
+            defer { resolutions.leave() }
             switch resolve(url.host, url.port) {
             case .failure(let error):
                 throw APIError.invalidField("url", error.description)
@@ -187,4 +201,22 @@ struct WebhookRoutes: Sendable {
         }
         return types.sorted()
     }
+}
+
+/// At most `limit` holders at once; `enter` never waits.
+final class ResolutionGate: Sendable {
+    private let held = Mutex(0)
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    func enter() -> Bool {
+        held.withLock { held in
+            guard held < limit else { return false }
+            held += 1
+            return true
+        }
+    }
+
+    func leave() { held.withLock { $0 -= 1 } }
 }
