@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 
 /// Argon2id's cost: memory in KiB, passes over it, lanes. Kept in each stored hash (the PHC string),
 /// so raising `PasswordHashing.current` later applies at each person's next sign-in (`needsRehash`).
@@ -108,7 +109,7 @@ public enum PasswordHashing {
     /// The hash with a given salt (tests, and `hash` above).
     public static func hash(_ password: String, salt: [UInt8], parameters: Argon2Parameters) throws(Argon2.Failure) -> PasswordHash {
         guard parameters.isWithinBounds else { throw .outOfBounds(parameters) }
-        let tag = try Argon2.argon2id(password: Array(password.utf8), salt: salt, iterations: parameters.iterations,
+        let tag = try Argon2.argon2id(password: normalized(password), salt: salt, iterations: parameters.iterations,
                                       memoryKiB: parameters.memoryKiB, lanes: parameters.parallelism, length: hashLength)
         guard let stored = PasswordHash(parameters: parameters, salt: salt, hash: tag) else {
             throw .outOfBounds(parameters)
@@ -126,11 +127,29 @@ public enum PasswordHashing {
         return verify(password, against: parsed)
     }
 
+    /// Checks the password in Normalization Form C and, when its bytes as sent differ, in those too
+    /// (a hash stored before passwords were normalized). Both forms are always checked then, so the
+    /// time says nothing about which matched; `dummyVerify` does the same work for the same input.
     public static func verify(_ password: String, against stored: PasswordHash) -> Bool {
-        guard let tag = try? Argon2.argon2id(password: Array(password.utf8), salt: stored.salt, iterations: stored.parameters.iterations,
-                                             memoryKiB: stored.parameters.memoryKiB, lanes: stored.parameters.parallelism,
-                                             length: stored.hash.count) else { return false }
-        return constantTimeEquals(tag, stored.hash)
+        var matched = false
+        for bytes in forms(password) {
+            guard let tag = try? Argon2.argon2id(password: bytes, salt: stored.salt, iterations: stored.parameters.iterations,
+                                                 memoryKiB: stored.parameters.memoryKiB, lanes: stored.parameters.parallelism,
+                                                 length: stored.hash.count) else { continue }
+            if constantTimeEquals(tag, stored.hash) { matched = true }
+        }
+        return matched
+    }
+
+    /// The bytes a password is hashed as: its UTF-8 in Unicode Normalization Form C (NIST SP
+    /// 800-63B), so "é" typed as one code point or as "e" and a combining accent (keyboards and
+    /// systems differ) is one password.
+    static func normalized(_ password: String) -> [UInt8] { Array(password.precomposedStringWithCanonicalMapping.utf8) }
+
+    static func forms(_ password: String) -> [[UInt8]] {
+        let normal = normalized(password)
+        let sent = Array(password.utf8)
+        return normal == sent ? [normal] : [normal, sent]
     }
 
     /// The work of one check at the current parameters, for a name that has no account (or no

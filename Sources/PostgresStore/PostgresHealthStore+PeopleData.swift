@@ -106,7 +106,7 @@ extension PostgresHealthStore {
         }
         return try pool.read { connection in
             try connection.map("""
-                SELECT id, external_id, name, created_ms, \(Self.activatedSQL) FROM users ORDER BY created_ms, id
+                SELECT id, external_id, name, created_ms, \(Self.activatedSQL) FROM users ORDER BY created_ms, name
                 """) { row in
                 UserListing(user: User(rowID: try row.int64(Column.rowID), id: try row.string(Column.id), name: try row.string(Column.name)),
                             created: try row.int64(Column.created), activated: try row.bool(Column.activated))

@@ -100,7 +100,7 @@ extension SQLiteHealthStore {
         return try pool.read { db in
             try db.map("""
                 SELECT id AS rowID, external_id AS id, name, created_ms AS created, \(Self.activatedSQL) AS activated
-                FROM users ORDER BY created_ms, id
+                FROM users ORDER BY created_ms, name
                 """) { row in
                 UserListing(user: User(rowID: try row.int64(Column.rowID), id: try row.string(Column.id), name: try row.string(Column.name)),
                             created: try row.int64(Column.created), activated: try row.bool(Column.activated))

@@ -37,6 +37,27 @@ private func hex(_ bytes: [UInt8]) -> String {
         #expect(!PasswordHashing.verify("", against: second.phc))
     }
 
+    /// "é" as one code point and as "e" with a combining accent is one password (keyboards and
+    /// systems send either), and a hash stored from the bytes as sent, before normalization,
+    /// still verifies them.
+    @Test func passwordsAreOneInEitherUnicodeForm() throws {
+        let small = Argon2Parameters(memoryKiB: 64, iterations: 1, parallelism: 1)
+        let composed = "caf\u{E9} au lait, s'il vous pla\u{EE}t"
+        let decomposed = "cafe\u{301} au lait, s'il vous plai\u{302}t"
+        #expect(Array(composed.utf8) != Array(decomposed.utf8))
+        let fromDecomposed = try PasswordHashing.hash(decomposed, parameters: small)
+        #expect(PasswordHashing.verify(composed, against: fromDecomposed.phc))
+        #expect(PasswordHashing.verify(decomposed, against: fromDecomposed.phc))
+        let fromComposed = try PasswordHashing.hash(composed, parameters: small)
+        #expect(PasswordHashing.verify(decomposed, against: fromComposed.phc))
+        #expect(!PasswordHashing.verify("cafe au lait, s'il vous plait", against: fromComposed.phc))
+        // Stored before passwords were normalized: the decomposed bytes themselves.
+        let salt = [UInt8](repeating: 7, count: 16)
+        let tag = try Argon2.argon2id(password: Array(decomposed.utf8), salt: salt, iterations: 1, memoryKiB: 64, lanes: 1, length: 32)
+        let legacy = try #require(PasswordHash(parameters: small, salt: salt, hash: tag))
+        #expect(PasswordHashing.verify(decomposed, against: legacy.phc))
+    }
+
     @Test func currentParametersAreAtLeastOWASPs() {
         #expect(Argon2Parameters.current.isAtLeast(.owaspMinimum))
         #expect(Argon2Parameters.current.parallelism == 1)
