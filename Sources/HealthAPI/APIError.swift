@@ -65,13 +65,19 @@ public struct APIError: Error, Sendable {
                    seconds: insufficientStorageRetrySeconds, cause: cause)
     }
 
+    /// 503 with `Retry-After: 1` when a bounded resource is taken (password hashes, name
+    /// resolutions): the same request succeeds a moment later.
+    public static func busy(_ detail: String) -> APIError {
+        retryLater(.serviceUnavailable, code: "errorUnavailable", detail: detail, seconds: 1, cause: nil)
+    }
+
     /// A server-side refusal the same request may retry after `seconds` (Retry-After); the cause
     /// goes to the log only.
-    private static func retryLater(_ status: HTTPStatus, code: String, detail: String, seconds: Int, cause: any Error) -> APIError {
+    private static func retryLater(_ status: HTTPStatus, code: String, detail: String, seconds: Int, cause: (any Error)?) -> APIError {
         var headers = HTTPHeaders()
         headers.set("Retry-After", String(seconds))
         var error = APIError(status: status, code: code, detail: detail, headers: headers)
-        error.cause = String(describing: cause)
+        error.cause = cause.map { String(describing: $0) }
         return error
     }
 

@@ -51,17 +51,7 @@ public final class PostgresPool: @unchecked Sendable {
     public var idleConnectionCount: Int { condition.withLock { idle.count } }
 
     /// Closes idle connections now and the others when they come back; later calls fail.
-    public func close() {
-        let closing: [PostgresConnection] = condition.withLock {
-            isClosed = true
-            let connections = idle
-            idle.removeAll()
-            openCount -= connections.count
-            condition.broadcast()
-            return connections
-        }
-        closing.forEach { $0.close() }
-    }
+    public func close() { discardIdle(closingThePool: true) }
 
     // MARK: Running work
 
@@ -119,9 +109,11 @@ public final class PostgresPool: @unchecked Sendable {
         usleep(UInt32(clamping: milliseconds * 1_000))
     }
 
-    /// Closes every idle connection (the next callers connect anew).
-    private func discardIdle() {
+    /// Closes every idle connection (the next callers connect anew), and with `closingThePool`
+    /// marks the pool closed in the same step, so no connection comes back to idle after it.
+    private func discardIdle(closingThePool: Bool = false) {
         let discarded: [PostgresConnection] = condition.withLock {
+            if closingThePool { isClosed = true }
             let connections = idle
             idle.removeAll()
             openCount -= connections.count

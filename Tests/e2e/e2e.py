@@ -70,6 +70,20 @@ def query_store(data_dir, sql):
         db.close()
 
 
+def run_alone(checks):
+    """A script's checks run on their own: `--binary B --public P [--database URL]`, then the
+    totals, exiting 1 on any failure (e2e.py's main runs the same checks with the rest)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--public", required=True)
+    parser.add_argument("--database", help="a postgres:// URL: run on PostgreSQL, a fresh database per data directory")
+    args = parser.parse_args()
+    DATABASE["base"] = args.database
+    checks(args.binary, os.path.abspath(args.public))
+    print(f"e2e: {results['passed']} passed, {results['failed']} failed")
+    sys.exit(1 if results["failed"] else 0)
+
+
 class Server:
     def __init__(self, binary, public, data_dir=None, extra=(), drain=True, preexec_fn=None):
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="healthd-e2e-")

@@ -12,7 +12,7 @@ import json, os, resource, socket, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
-from e2e import ADMIN, Server, app_token, check, http, js, statuses  # noqa: E402
+from e2e import Server, app_token, check, http, statuses  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -380,11 +380,4 @@ def edge_checks(binary, public):
 
 
 if __name__ == "__main__":
-    import argparse
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--public", required=True)
-    args = parser.parse_args()
-    edge_checks(args.binary, os.path.abspath(args.public))
-    print(f"e2e: {e2e.results['passed']} passed, {e2e.results['failed']} failed")
-    sys.exit(1 if e2e.results["failed"] else 0)
+    e2e.run_alone(edge_checks)

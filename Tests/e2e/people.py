@@ -393,13 +393,4 @@ def people_checks(binary, public):
 
 
 if __name__ == "__main__":
-    import argparse
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--public", required=True)
-    parser.add_argument("--database", help="a postgres:// URL: run on PostgreSQL, a fresh database per data directory")
-    args = parser.parse_args()
-    e2e.DATABASE["base"] = args.database
-    people_checks(args.binary, os.path.abspath(args.public))
-    print(f"e2e: {e2e.results['passed']} passed, {e2e.results['failed']} failed")
-    sys.exit(1 if e2e.results["failed"] else 0)
+    e2e.run_alone(people_checks)

@@ -10,11 +10,11 @@ erasure, admin lists):
 - the signed-in person sees recent access, exports their backup, deletes what one app saved and
   erases the account with their password.
 Called from e2e.py main(); runs alone too: python3 Tests/e2e/people_access.py --binary B --public P."""
-import argparse, json, os, signal, socket, sys, threading, time
+import json, os, signal, socket, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
-from e2e import ADMIN, DATABASE, Server, check, http, js, query_store  # noqa: E402
+from e2e import ADMIN, Server, check, http, js, query_store  # noqa: E402
 from people import People, call, fresh_address  # noqa: E402
 
 
@@ -251,12 +251,4 @@ def people_access_checks(binary, public):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--public", required=True)
-    parser.add_argument("--database")
-    args = parser.parse_args()
-    DATABASE["base"] = args.database
-    people_access_checks(args.binary, os.path.abspath(args.public))
-    print(f"e2e: {e2e.results['passed']} passed, {e2e.results['failed']} failed")
-    sys.exit(1 if e2e.results["failed"] else 0)
+    e2e.run_alone(people_access_checks)

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
-from e2e import ADMIN, DATABASE, Server, check, http, js  # noqa: E402
+from e2e import ADMIN, Server, check, http, js  # noqa: E402
 
 
 class Receiver:
@@ -275,13 +275,4 @@ def setup_token(port, user, app):
 
 
 if __name__ == "__main__":
-    import argparse
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--public", required=True)
-    parser.add_argument("--database")
-    args = parser.parse_args()
-    DATABASE["base"] = args.database
-    webhook_checks(args.binary, os.path.abspath(args.public))
-    print(f"e2e: {e2e.results['passed']} passed, {e2e.results['failed']} failed")
-    sys.exit(1 if e2e.results["failed"] else 0)
+    e2e.run_alone(webhook_checks)

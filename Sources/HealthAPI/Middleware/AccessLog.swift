@@ -69,13 +69,19 @@ public final class AccessLog: Sendable {
         }
     }
 
-    public func record(requestID: String, method: String, route: String, path: String, status: Int,
-                       seconds: Double, remote: String) {
+    /// A log line's object, opened, with the fields every line starts with.
+    private static func beginLine(level: String, message: String) -> JSONWriter {
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("time"); writer.string(RFC3339.format(StoreClock.nowMilliseconds()))
-        writer.key("level"); writer.string("info")
-        writer.key("msg"); writer.string("request")
+        writer.key("level"); writer.string(level)
+        writer.key("msg"); writer.string(message)
+        return writer
+    }
+
+    public func record(requestID: String, method: String, route: String, path: String, status: Int,
+                       seconds: Double, remote: String) {
+        var writer = Self.beginLine(level: "info", message: "request")
         writer.key("id"); writer.string(requestID)
         writer.key("method"); writer.string(method)
         writer.key("route"); writer.string(route)
@@ -93,11 +99,7 @@ public final class AccessLog: Sendable {
     /// the file when this returns, unless the reader has not drained the log for `patience`.
     public func event(_ message: String, level: String = "info", fields: [(String, String)] = [],
                       patience: DispatchTimeInterval = .seconds(1)) {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("time"); writer.string(RFC3339.format(StoreClock.nowMilliseconds()))
-        writer.key("level"); writer.string(level)
-        writer.key("msg"); writer.string(message)
+        var writer = Self.beginLine(level: level, message: message)
         for (key, value) in fields { writer.key(key); writer.string(value) }
         writer.endObject()
         append(writer.bytes, evenWhenFull: true)
@@ -144,11 +146,7 @@ public final class AccessLog: Sendable {
             return (pending.bytes, pending.dropped)
         }
         if dropped > 0 {
-            var line = JSONWriter()
-            line.beginObject()
-            line.key("time"); line.string(RFC3339.format(StoreClock.nowMilliseconds()))
-            line.key("level"); line.string("warning")
-            line.key("msg"); line.string("log lines dropped: nothing read the log while its buffer was full")
+            var line = Self.beginLine(level: "warning", message: "log lines dropped: nothing read the log while its buffer was full")
             line.key("dropped"); line.integer(Int64(dropped))
             line.endObject()
             bytes = line.bytes + [UInt8(ascii: "\n")] + bytes

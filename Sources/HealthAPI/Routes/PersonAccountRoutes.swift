@@ -85,12 +85,7 @@ struct PersonAccountRoutes: Sendable {
     /// The one answer for a name without an account, an account not activated yet, and a wrong password.
     static var wrongNameOrPassword: APIError { APIError.authenticationRequired("the name or the password is wrong") }
 
-    static var busy: APIError {
-        var headers = HTTPHeaders()
-        headers.set("Retry-After", "1")
-        return APIError(status: .serviceUnavailable, code: "errorUnavailable",
-                        detail: "too many sign-ins are being checked at once; retry in a second", headers: headers)
-    }
+    static var busy: APIError { APIError.busy("too many sign-ins are being checked at once; retry in a second") }
 
     /// `DELETE /v1/session`: ends this session; the cookie is cleared.
     func signOut(_ context: inout RequestContext) throws(APIError) -> HTTPResponse {

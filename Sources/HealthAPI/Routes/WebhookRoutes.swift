@@ -154,10 +154,7 @@ struct WebhookRoutes: Sendable {
         }
         if url.literalAddress == nil && !policy.isAllowListed(url.host) {
             guard resolutions.enter() else {
-                var headers = HTTPHeaders()
-                headers.set("Retry-After", "1")
-                throw APIError(status: .serviceUnavailable, code: "errorUnavailable",
-                               detail: "too many receiver names are being resolved at once; retry in a second", headers: headers)
+                throw APIError.busy("too many receiver names are being resolved at once; retry in a second")
             }
             defer { resolutions.leave() }
             switch resolve(url.host, url.port) {
