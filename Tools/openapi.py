@@ -252,7 +252,9 @@ PATHS = {
                        "after this call.",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["user", "app"], "additionalProperties": False,
-            "properties": {"user": {"type": "string", "description": "User id (or name)."}, "app": {"type": "string"},
+            "properties": {"user": {"type": "string", "description": "User id (or name)."},
+                           "app": {"type": "string", "minLength": 1, "maxLength": 200,
+                                   "description": "Visible text as a user's name is (the person's apps page shows it)."},
                            "read": {"type": "array", "items": {"type": "string"}, "default": [],
                                     "description": "Types (and characteristics) the app may read. Left out: none (the app "
                                                    "sees only the samples it saved, as when a user denies reading in HealthKit)."},
@@ -1009,13 +1011,18 @@ PATHS["/v1/authorization-requests"] = {
                             "An address may make 10 requests at once and then one every 5 s (429 with Retry-After).",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["app", "reason"], "additionalProperties": False, "properties": {
-                     "app": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The app's id: its samples' source."},
+                     "app": {"type": "string", "minLength": 1, "maxLength": 200,
+                             "description": "The app's id: its samples' source. Visible text as a user's name is: no control or "
+                                            "invisible formatting characters (bidirectional overrides, zero-width spaces), "
+                                            "no space at either end."},
                      "displayName": {"type": "string", "minLength": 1, "maxLength": 100,
-                                     "description": "The name the sheet shows (default: `app`); one line, shown as text."},
+                                     "description": "The name the sheet shows (default: `app`); visible text as `app` is, shown as text."},
                      "share": {**TYPE_LIST, "description": "Types to write (no characteristics), in the order to show them."},
                      "read": {**TYPE_LIST, "description": "Types (and characteristics) to read."},
                      "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
-                                "description": "Why the app asks (HealthKit's usage description); line breaks allowed, shown as text."}}}}}},
+                                "description": "Why the app asks (HealthKit's usage description); line breaks and the marks U+200E and "
+                                               "U+200F allowed, no other control character and no bidirectional embedding, override "
+                                               "or isolate (U+202A-U+202E, U+2066-U+2069); shown as text."}}}}}},
              "responses": {"201": ok_json({"type": "object", "properties": {
                  "deviceCode": {"type": "string", "description": "What the app polls with (43 base64url characters; kept only as a hash)."},
                  "userCode": {"type": "string", "pattern": "^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$"},

@@ -17,9 +17,13 @@ import JSON
             #expect(user.status == 400 && user.text.contains(#""field":"name""#), "\(name): \(user.text)")
         }
         let alice = server.createUser("alice")
-        let app = server.request(.post, "/v1/authorizations", token: TestServer.adminToken,
-                                 json: #"{"user":"\#(alice)","app":"a\u0000b","read":["stepCount"]}"#)
-        #expect(app.status == 400 && app.text.contains(#""field":"app""#), "\(app.text)")
+        // An app's name is shown on the person's apps page: invisible formatting is refused as in a
+        // person's name (a bidirectional override would show one app as another).
+        for name in [#"a\u0000b"#, #"\u202Eppa-htlaeH"#, #"Health\u200B"#, #"Health "#] {
+            let app = server.request(.post, "/v1/authorizations", token: TestServer.adminToken,
+                                     json: #"{"user":"\#(alice)","app":"\#(name)","read":["stepCount"]}"#)
+            #expect(app.status == 400 && app.text.contains(#""field":"app""#), "\(name): \(app.text)")
+        }
         // Nothing was made of them.
         let users = server.request(.get, "/v1/users", token: TestServer.adminToken)
         #expect(users["users"]?.arrayValue?.count == 1, "\(users.text)")
