@@ -242,7 +242,9 @@ PATHS = {
                        "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
         "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
                           "id": {"type": "string"}, "name": {"type": "string"}, "invitation": ref("Invitation")}}, "Created"),
-                      "409": problem("A user with that name exists (errorConflict)."),
+                      "409": problem("A user with that name exists, or with a name that reads like it (another case, full-width "
+                                     "letters, a decomposed accent: equal under NFKC and case folding); the detail names it "
+                                     "(errorConflict)."),
                       "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations": {"post": {
         "summary": "Authorize an app for a user (admin); returns the token once", "tags": ["authorization"],

@@ -52,4 +52,23 @@ import JSON
         let unknown = server.request(.post, "/v1/session", json: #"{"name":"nobody","password":"correct horse battery"}"#)
         #expect(wrong.status == 401 && wrong.text == unknown.text, "\(wrong.text)")
     }
+
+    @Test("a name that reads like an existing account's is a 409 naming it; nothing is made", arguments: backends)
+    func lookalikeNamesAreRefused(_ backend: TestServer.Backend) throws {
+        let server = try TestServer(backend: backend)
+        for name in ["Maya", "José"] {
+            #expect(server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"\#(name)"}"#).status == 201)
+        }
+        // Another case, full-width letters, "é" as "e" and a combining accent, a ligature.
+        for name in ["maya", "MAYA", "\u{FF4D}\u{FF41}\u{FF59}\u{FF41}", "Jose\u{301}", "jos\u{E9}"] {
+            let reply = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"\#(name)"}"#)
+            #expect(reply.status == 409 && (reply.text.contains("'Maya'") || reply.text.contains("'José'")), "\(name): \(reply.text)")
+        }
+        // Different letters are different people, accents included.
+        #expect(server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"Jose"}"#).status == 201)
+        #expect(server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"Mayan"}"#).status == 201)
+        let users = server.request(.get, "/v1/users", token: TestServer.adminToken)
+        #expect(users["users"]?.arrayValue?.compactMap { $0.objectValue?["name"]?.stringValue }.sorted() == ["Jose", "José", "Maya", "Mayan"],
+                "\(users.text)")
+    }
 }
