@@ -96,7 +96,7 @@ struct PeopleDataRoutes: Sendable {
             throw APIError.invalidField("password", "is longer than any password can be (\(PasswordPolicy.maximumBytes) bytes)")
         }
         let client = addresses.clientAddress(peer: context.connection.remoteAddress, headers: context.request.headers)
-        let accountKey = SignInLimiter.accountKey(user.name)
+        let accountKey = SignInThrottle.accountKey(user.name)
         let addressKey = ClientAddressResolver.rateLimitKey(client)
         let people = data.people
         let throttle = SignInThrottle(people: people)
