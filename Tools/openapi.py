@@ -242,7 +242,9 @@ PATHS = {
                        "of their choice (`POST /v1/people/activate`). `healthd invite NAME` does the same on the command line.",
         "responses": {"201": ok_json({"type": "object", "required": ["id", "name", "invitation"], "properties": {
                           "id": {"type": "string"}, "name": {"type": "string"}, "invitation": ref("Invitation")}}, "Created"),
-                      "409": problem("A user with that name exists (errorConflict)."),
+                      "409": problem("A user with that name exists, or with a name that reads like it (another case, full-width "
+                                     "letters, a decomposed accent: equal under NFKC and case folding); the detail names it "
+                                     "(errorConflict)."),
                       "415": problem("Not application/json."), **ERRORS_APP}}},
     "/v1/authorizations": {"post": {
         "summary": "Authorize an app for a user (admin); returns the token once", "tags": ["authorization"],
@@ -252,7 +254,9 @@ PATHS = {
                        "after this call.",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["user", "app"], "additionalProperties": False,
-            "properties": {"user": {"type": "string", "description": "User id (or name)."}, "app": {"type": "string"},
+            "properties": {"user": {"type": "string", "description": "User id (or name)."},
+                           "app": {"type": "string", "minLength": 1, "maxLength": 200,
+                                   "description": "Visible text as a user's name is (the person's apps page shows it)."},
                            "read": {"type": "array", "items": {"type": "string"}, "default": [],
                                     "description": "Types (and characteristics) the app may read. Left out: none (the app "
                                                    "sees only the samples it saved, as when a user denies reading in HealthKit)."},
@@ -910,7 +914,8 @@ PATHS["/v1/session"] = {
                             "`Retry-After`, even for the right password. Then the password is checked against its Argon2id hash, or, "
                             "for a name without an activated account, against a dummy hash: a wrong name and a wrong password take "
                             "the same time and get the same 401. The session is always new (a cookie the request carried is ended, "
-                            "never kept).",
+                            "never kept). The name may be typed in another case or width than the account's (it reads alike: NFKC and "
+                            "case folding), and such names share one failure budget.",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["name", "password"], "additionalProperties": False,
                  "properties": {"name": {"type": "string", "maxLength": 200}, "password": {"type": "string", "maxLength": 1024}}}}}},
@@ -1009,13 +1014,18 @@ PATHS["/v1/authorization-requests"] = {
                             "An address may make 10 requests at once and then one every 5 s (429 with Retry-After).",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["app", "reason"], "additionalProperties": False, "properties": {
-                     "app": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The app's id: its samples' source."},
+                     "app": {"type": "string", "minLength": 1, "maxLength": 200,
+                             "description": "The app's id: its samples' source. Visible text as a user's name is: no control or "
+                                            "invisible formatting characters (bidirectional overrides, zero-width spaces), "
+                                            "no space at either end."},
                      "displayName": {"type": "string", "minLength": 1, "maxLength": 100,
-                                     "description": "The name the sheet shows (default: `app`); one line, shown as text."},
+                                     "description": "The name the sheet shows (default: `app`); visible text as `app` is, shown as text."},
                      "share": {**TYPE_LIST, "description": "Types to write (no characteristics), in the order to show them."},
                      "read": {**TYPE_LIST, "description": "Types (and characteristics) to read."},
                      "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
-                                "description": "Why the app asks (HealthKit's usage description); line breaks allowed, shown as text."}}}}}},
+                                "description": "Why the app asks (HealthKit's usage description); line breaks and the marks U+200E and "
+                                               "U+200F allowed, no other control character and no bidirectional embedding, override "
+                                               "or isolate (U+202A-U+202E, U+2066-U+2069); shown as text."}}}}}},
              "responses": {"201": ok_json({"type": "object", "properties": {
                  "deviceCode": {"type": "string", "description": "What the app polls with (43 base64url characters; kept only as a hash)."},
                  "userCode": {"type": "string", "pattern": "^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$"},

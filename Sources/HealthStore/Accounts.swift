@@ -1,5 +1,6 @@
-import HealthModel
 import Crypto
+import Foundation
+import HealthModel
 
 /// A person whose data the server holds.
 public struct User: Sendable, Equatable {
@@ -21,6 +22,21 @@ public struct User: Sendable, Equatable {
     /// store without asking it.
     public static func canBeName(_ text: String) -> Bool {
         !text.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}" }
+    }
+
+    /// What two names that read alike share: compatibility-normalized (NFKC: "é" typed as one code
+    /// point or as "e" and an accent, full-width "ｍａｙａ" and "maya") and case-folded ("Maya" and
+    /// "maya"). Accents stay (José and Jose are two people). An account is not made under a name
+    /// whose key another account's name has: the person signs in with it, the admin finds people
+    /// by it, and the sign-in limiter counts failures per folded name.
+    public static func lookalikeKey(_ name: String) -> String {
+        name.precomposedStringWithCompatibilityMapping.folding(options: [.caseInsensitive, .widthInsensitive], locale: nil)
+    }
+
+    /// The existing name `name` would be taken for, if any (the stores check it as they create).
+    public static func lookalike(of name: String, among names: some Sequence<String>) -> String? {
+        let key = lookalikeKey(name)
+        return names.first { lookalikeKey($0) == key }
     }
 }
 
@@ -194,5 +210,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .notFound(let s), .conflict(let s), .forbidden(let s), .invalid(let s): return s
         }
+    }
+}
+
+extension StoreError {
+    /// A new account's name that an existing one's reads like (`User.lookalikeKey`).
+    public static func nameTaken(_ name: String, by existing: String) -> StoreError {
+        existing == name ? .conflict("a user named '\(name)' exists")
+            : .conflict("the name '\(name)' reads like an existing user's, '\(existing)'")
     }
 }

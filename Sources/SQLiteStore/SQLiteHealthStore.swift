@@ -194,9 +194,10 @@ public final class SQLiteHealthStore: HealthDataStore {
 
     public func createUser(name: String) throws -> User {
         try pool.write { db in
-            if try db.first("SELECT 1 FROM users WHERE name = ?", [.text(name)], { _ in true }) != nil {
-                throw StoreError.conflict("a user named '\(name)' exists")
-            }
+            // Every name is compared (a person's account is made rarely, and people are few next
+            // to their samples); in the write transaction, so two creations cannot both pass.
+            let names = try db.map("SELECT \(UserColumn.selectList) FROM users", []) { row in try User(row).name }
+            if let existing = User.lookalike(of: name, among: names) { throw StoreError.nameTaken(name, by: existing) }
             let id = Self.newIdentifier()
             try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
                            [.text(id), .text(name), .integer(Self.nowMilliseconds())])

@@ -90,6 +90,26 @@ import Testing
                                json: #"{"app":"a","read":["dateOfBirth"],"reason":"one\nand \#(String(repeating: "y", count: 900))"}"#).status == 201)
     }
 
+    /// The sheet shows the app's name, display name and reason: each must read as it is stored.
+    @Test func namesAndReasonsThatWouldShowAsSomethingElseAreRefused() throws {
+        let server = try TestServer()
+        func refused(_ json: String, field: String) {
+            let reply = server.request(.post, "/v1/authorization-requests", json: json)
+            #expect(reply.status == 400 && reply.text.contains(field), "\(json): \(reply.status) \(reply.text)")
+        }
+        // No bidirectional override (U+202E shows "\u202Eppa-htlaeH" as "Health-app"), no
+        // zero-width space, no space at either end.
+        refused(#"{"app":"\u202Eppa-htlaeH","read":["stepCount"],"reason":"r"}"#, field: "app")
+        refused(#"{"app":"Health\u200B","read":["stepCount"],"reason":"r"}"#, field: "app")
+        refused(#"{"app":" Health","read":["stepCount"],"reason":"r"}"#, field: "app")
+        refused(#"{"app":"a","displayName":"Health\u2066 app","read":["stepCount"],"reason":"r"}"#, field: "displayName")
+        refused(#"{"app":"a","read":["stepCount"],"reason":"Reads your steps\u202E only"}"#, field: "reason")
+        // Right-to-left text with its marks, and emoji joined by U+200D, are names and reasons like any.
+        let rightToLeft = server.request(.post, "/v1/authorization-requests",
+                                         json: #"{"app":"\u05D4\u05DC\u05D9\u05DB\u05D4","displayName":"Runner \uD83C\uDFC3\u200D\u2640\uFE0F","read":["stepCount"],"reason":"\u05E1\u05D5\u05E4\u05E8 \u200Fsteps"}"#)
+        #expect(rightToLeft.status == 201, "\(rightToLeft.text)")
+    }
+
     /// Asking stores a row per request: an address gets a few at once, then waits.
     @Test func requestsAreLimitedPerAddress() throws {
         let server = try TestServer()

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import JSON
 import Synchronization
+import Webhooks
 @testable import HealthAPI
 @testable import HealthStore
 @testable import SQLiteStore
@@ -63,6 +64,17 @@ final class TestServer: Sendable {
         } else {
             try store.pool.write { db in try db.execute(sqlite, [.text(parameter)]) }
         }
+    }
+
+    /// A webhook delivery of the test's own (its transport, schedule, retry delay) in place of the
+    /// server's. The server's is stopped first: one process claims every subscription row, so left
+    /// running, a claim that a loaded machine delays past the test's `createWebhook` would run a
+    /// second runner on the same row (its own reads of the token, its own attempts).
+    func replaceWebhookDelivery(transport: any WebhookTransport, schedule: WebhookRetrySchedule = WebhookRetrySchedule(),
+                                storeRetryDelay: DispatchTimeInterval = .seconds(5)) -> WebhookDelivery {
+        application.webhooks.stop()
+        return WebhookDelivery(data: application.data, transport: transport, schedule: schedule,
+                               storeRetryDelay: storeRetryDelay, log: nil)
     }
 
     deinit {

@@ -18,3 +18,23 @@ import Testing
         #expect(UserName.problem(String(repeating: "a", count: 201)) != nil)
     }
 }
+
+/// App names follow the same rule (the sheet shows them); a reason may span lines and hold the
+/// marks right-to-left text needs, never the controls that reorder what is shown.
+@Suite struct VisibleTextTests {
+    @Test func appNamesAreVisibleNames() {
+        #expect(AppName.problem("Runner") == nil)
+        #expect(AppName.problem("\u{202E}ppa-htlaeH") != nil)
+        #expect(AppName.problem(String(repeating: "a", count: AppName.maximumLength + 1)) != nil)
+    }
+
+    @Test(arguments: ["Counts your runs.", "two\nlines", "סופר \u{200F}steps", "👩‍👩‍👧 family"])
+    func acceptsReasonsAsPeopleWriteThem(_ text: String) {
+        #expect(VisibleName.textProblem(text) == nil)
+    }
+
+    @Test(arguments: ["a\u{202E}b", "\u{2066}x\u{2069}", "a\u{202A}b", "tab\there", "a\u{2028}b", "nul\u{0}"])
+    func refusesReasonsThatReorderOrControlWhatIsShown(_ text: String) {
+        #expect(VisibleName.textProblem(text) != nil)
+    }
+}

@@ -154,7 +154,7 @@ struct TransactionTests {
         let waited = Date().timeIntervalSince(started)
         guard case .failure(let error) = outcome else { Issue.record("expected a timeout"); return }
         #expect(error.kind == .unavailable)
-        #expect(waited >= 0.14 && waited < 5)
+        #expect(waited >= 0.14 && waited < 30)
         // Once returned, the connection is free again.
         #expect(try pool.withConnection { try $0.scalarInt64("SELECT 1") } == 1)
     }

@@ -78,7 +78,8 @@ struct PostgresNodeTests {
     }
 
     /// Another node's streams end on a revocation before any later commit reaches them: its
-    /// authorization observers hear it first, within a second, and its live list drops it.
+    /// authorization observers hear it first (in milliseconds on a quiet machine; how fast is for
+    /// the two-node e2e check, not a unit test), and its live list drops it.
     @Test func aRevocationReachesTheOtherNodesObserversBeforeLaterCommits() throws {
         let t = try TestStore(.postgres)
         let nodeB = try t.secondNode()
@@ -88,12 +89,10 @@ struct PostgresNodeTests {
         nodeB.addAuthorizationObserver { id in heard.withLock { $0.append("revoked \(id)") } }
         nodeB.addCommitObserver { _ in heard.withLock { $0.append("commit") } }
         #expect(try nodeB.liveAuthorizations(ids: [app.id, "nosuch"]) == [app.id: app])
-        let revokedAt = Date()
         #expect(try t.store.revokeAuthorization(id: app.id))
         let (other, _) = try t.store.createAuthorization(user: user, app: "watch", read: [], share: ["stepCount"])
         _ = try t.store.save([steps(5, start: t0)], by: other)
-        #expect(eventually(within: 1) { heard.withLock { $0.contains("commit") } })
-        #expect(Date().timeIntervalSince(revokedAt) < 1)
+        #expect(eventually { heard.withLock { $0.contains("commit") } })
         #expect(heard.withLock { $0 }.first == "revoked \(app.id)", "\(heard.withLock { $0 })")
         #expect(try nodeB.liveAuthorizations(ids: [app.id]).isEmpty)
     }

@@ -76,8 +76,9 @@ public final class TestSchema: Sendable {
     }
 }
 
-/// Waits up to `seconds` for `condition`, checking every 10 ms.
-public func eventually(within seconds: Double = 3, _ condition: () throws -> Bool) rethrows -> Bool {
+/// Waits up to `seconds` for `condition`, checking every 10 ms. The default is generous: a loaded
+/// CI machine can take seconds for what takes milliseconds here, and a wait that holds ends at once.
+public func eventually(within seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = Date(timeIntervalSinceNow: seconds)
     while Date() < deadline {
         if try condition() { return true }

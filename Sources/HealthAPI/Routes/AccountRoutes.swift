@@ -73,9 +73,7 @@ struct AccountRoutes: Sendable {
             try body.finish()
             return (user, app, read, share, discloseRead)
         }
-        guard !app.isEmpty, app.count <= 200, User.canBeName(app) else {
-            throw APIError.invalidField("app", "must be 1 to 200 characters on one line, without control characters")
-        }
+        if let problem = AppName.problem(app) { throw APIError.invalidField("app", problem) }
         let readTypes = try Self.canonicalTypes(read, field: "read", allowCharacteristics: true)
         let shareTypes = try Self.canonicalTypes(share, field: "share", allowCharacteristics: false)
         guard let user = try storeCall({ try data.user(idOrName: userKey) }) else {

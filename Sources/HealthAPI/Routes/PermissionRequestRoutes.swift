@@ -22,7 +22,6 @@ struct PermissionRequestRoutes: Sendable {
     static let requestsPerAddress = TokenBucketLimiter.Limit(perSecond: 0.2, burst: 10)
     static let maximumDisplayName = 100
     static let maximumReason = 1_000
-    static let maximumApp = 200
 
     static func register(into router: inout Router<Route>, data: HealthData, configuration: HealthdConfiguration,
                          now: @escaping @Sendable () -> Int64 = StoreClock.nowMilliseconds) {
@@ -75,9 +74,11 @@ struct PermissionRequestRoutes: Sendable {
             try body.finish()
             return (app, displayName, share, read, reason)
         }
-        try Self.requireText(app, field: "app", maximum: Self.maximumApp, lines: false)
-        try Self.requireText(displayName ?? app, field: "displayName", maximum: Self.maximumDisplayName, lines: false)
-        try Self.requireText(reason, field: "reason", maximum: Self.maximumReason, lines: true)
+        if let problem = AppName.problem(app) { throw APIError.invalidField("app", problem) }
+        if let problem = VisibleName.problem(displayName ?? app, maximumLength: Self.maximumDisplayName) {
+            throw APIError.invalidField("displayName", problem)
+        }
+        try Self.requireReason(reason)
         let shareTypes = try Self.orderedTypes(share, field: "share", allowCharacteristics: false)
         let readTypes = try Self.orderedTypes(read, field: "read", allowCharacteristics: true)
         guard !shareTypes.isEmpty || !readTypes.isEmpty else {
@@ -120,17 +121,13 @@ struct PermissionRequestRoutes: Sendable {
         return (https ? "https://" : "http://") + host + path
     }
 
-    /// Text shown to the person: not empty, at most `maximum` characters, no control characters
-    /// (a reason may have line breaks). HTML is stored as given and only ever returned as JSON text.
-    static func requireText(_ text: String, field: String, maximum: Int, lines: Bool) throws(APIError) {
-        guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { throw APIError.invalidField(field, "must not be empty") }
-        guard text.count <= maximum else { throw APIError.invalidField(field, "must be at most \(maximum) characters") }
-        let allowed: Set<Unicode.Scalar> = lines ? ["\n"] : []
-        guard !text.unicodeScalars.contains(where: { ($0.properties.generalCategory == .control && !allowed.contains($0))
-                                                      || $0 == "\u{2028}" || $0 == "\u{2029}" }) else {
-            throw APIError.invalidField(field, lines ? "must not contain control characters other than line breaks"
-                                                     : "must be one line without control characters")
-        }
+    /// The reason shown on the sheet under the app's name: not empty, at most `maximumReason`
+    /// characters, shown as written (`VisibleName.textProblem`). HTML is stored as given and only
+    /// ever returned as JSON text.
+    static func requireReason(_ reason: String) throws(APIError) {
+        guard !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { throw APIError.invalidField("reason", "must not be empty") }
+        guard reason.count <= maximumReason else { throw APIError.invalidField("reason", "must be at most \(maximumReason) characters") }
+        if let problem = VisibleName.textProblem(reason) { throw APIError.invalidField("reason", problem) }
     }
 
     /// Canonical type ids in the order given, each once; an unknown type is a 400 naming the entry.
