@@ -44,19 +44,24 @@ class Page:
                                                                "deviceScaleFactor": 1, "mobile": width < 600})
 
     def go(self, url):
+        # The page being left says loaded too, and a loaded machine may not have replaced it within
+        # a fixed pause: mark it first, as `hash` does, so only the new load counts.
+        try:
+            self.eval("document.body && (document.body.dataset.loaded = 'false')")
+        except RuntimeError:
+            pass  # no page context: nothing loaded to mistake for the new page
         self.tools.call("Page.navigate", {"url": url})
-        time.sleep(0.2)
-        return self.tools.wait_for("document.readyState === 'complete' && document.body.dataset.loaded === 'true'", 20)
+        return self.tools.wait_for("document.readyState === 'complete' && document.body.dataset.loaded === 'true'", 60)
 
     def hash(self, fragment):
         """Follows an in-page link (a hash change, as the nav does)."""
         self.eval(f"document.body.dataset.loaded = 'false'; location.hash = {json.dumps(fragment)}")
-        return self.tools.wait_for("document.body.dataset.loaded === 'true'", 20)
+        return self.tools.wait_for("document.body.dataset.loaded === 'true'", 60)
 
     def eval(self, expression):
         return self.tools.evaluate(expression)
 
-    def wait(self, expression, timeout=15):
+    def wait(self, expression, timeout=30):
         return self.tools.wait_for(expression, timeout)
 
     def fill(self, element_id, value):
