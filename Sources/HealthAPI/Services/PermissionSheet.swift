@@ -65,14 +65,14 @@ final class PermissionSheet: Sendable {
     }
 
     /// An app the person allowed (it may read or write now) that is not the asking app, but whose
-    /// id or shown name reads like the request's id or shown name (`User.lookalikeKey`: another
+    /// id or shown name reads like the request's id or shown name (`LookalikeNames.key`: another
     /// case, full-width letters, a decomposed accent). Asking as "Runner" with the name "Runner"
     /// while the person allowed "runner" is how an app would be allowed in another's place.
     static func lookalike(of request: AuthorizationRequestRecord, among grants: [AppGrant]) -> AppGrant? {
-        let asked = Set([User.lookalikeKey(request.app), User.lookalikeKey(request.displayName)])
+        let asked = Set([LookalikeNames.key(request.app), LookalikeNames.key(request.displayName)])
         return grants.first { grant in
             grant.app != request.app && (!grant.read.isEmpty || !grant.share.isEmpty)
-                && !asked.isDisjoint(with: [User.lookalikeKey(grant.app), User.lookalikeKey(grant.displayName)])
+                && !asked.isDisjoint(with: [LookalikeNames.key(grant.app), LookalikeNames.key(grant.displayName)])
         }
     }
 
