@@ -1066,7 +1066,12 @@ PATHS["/v1/me/authorization-requests/{userCode}"] = {
                 "allowedBefore": {"type": ["string", "null"], "format": "date-time",
                                   "description": "When the person first allowed this app, if it may read or write any type "
                                                  "now; null otherwise. Anyone can ask in an app's name, and Allow gives the "
-                                                 "device showing the code the app's whole access: the sheet warns."}}}),
+                                                 "device showing the code the app's whole access: the sheet warns."},
+                "readsLike": {"type": ["object", "null"], "required": ["app", "displayName"],
+                              "properties": {"app": {"type": "string"}, "displayName": {"type": "string"}},
+                              "description": "Another app the person allowed (it may read or write now) whose id or shown name "
+                                             "reads like this request's id or shown name (another case, full-width letters, a "
+                                             "decomposed accent); null when none. The sheet warns that this is another app."}}}),
                           "404": problem("No pending request has this code, or it expired (errorNotFound)."),
                           "409": problem("The request was already answered (errorConflict)."), **COOKIE_ERRORS}},
     "post": {"summary": "The sheet's answer: Allow with the switches turned on, or Don't Allow", "tags": ["people"],
