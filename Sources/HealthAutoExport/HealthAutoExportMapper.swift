@@ -312,6 +312,10 @@ public struct HealthAutoExportMapper {
             let unit = try HealthUnit.parse(Self.healthKitUnit(units ?? "min"))
             let duration = try unit.convert(quantity, to: minutes)
             guard duration.isFinite, duration >= 0 else { throw MalformedField("qty", "must be a duration of zero or more") }
+            // Bounded before it becomes milliseconds; the type's own limit is checked just below.
+            guard duration <= Self.longestNightHours * 60 else {
+                throw MalformedField("qty", "must be at most \(Int(Self.longestNightHours) * 60) minutes")
+            }
             let end = date.instant + Int64((duration * 60_000).rounded())
             try HealthValidation.interval(start: date.instant, end: end, for: type, startField: "date", endField: "qty")
             emit(type: type.id, start: date.instant, end: end, content: .category("notApplicable"), source: metadata, metric: metric)
@@ -361,6 +365,9 @@ public struct HealthAutoExportMapper {
     /// stage timing, so the stages are laid end to end from `sleepStart` (core, deep, REM, unspecified,
     /// awake): each stage's and the night's durations are exact, their order is not. In-bed time
     /// spans `inBedStart`-`inBedEnd` when given.
+    /// The longest a night's total or stage may be, in hours.
+    static let longestNightHours = 168.0
+
     private mutating func aggregatedSleepPoint(metric: String, units: String?, _ point: JSONObject) throws(MalformedField) {
         let unitText = units ?? "hr"
         guard let unit = try? HealthUnit.parse(Self.healthKitUnit(unitText)), let hours = HealthUnit.named("hr"),
@@ -371,6 +378,10 @@ public struct HealthAutoExportMapper {
             guard let value = try Self.optionalNumber(point, key) else { return 0 }
             guard value >= 0, let inHours = try? unit.convert(value, to: hours) else {
                 throw MalformedField(key, "must be a duration of zero or more")
+            }
+            // A night's stage in a week: anything longer is no night (and would not fit the sums).
+            guard inHours <= Self.longestNightHours else {
+                throw MalformedField(key, "must be at most \(Int(Self.longestNightHours)) hours")
             }
             return Int64((inHours * 3_600_000).rounded())
         }

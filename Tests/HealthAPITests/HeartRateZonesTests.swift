@@ -33,6 +33,9 @@ import HealthModel
         #expect(HeartRateZones.zone(age: 30, goal: .cardio, restingHeartRate: 58.5)
                 == .init(maxHeartRate: 187, low: 148, high: 168, method: .karvonen))
         #expect(HeartRateZones.zone(age: 100, goal: .cardio, restingHeartRate: 140) == nil)
+        // A stored reading no heart gives names no zone, never a trap.
+        #expect(HeartRateZones.zone(age: 30, goal: .cardio, restingHeartRate: 1e300) == nil)
+        #expect(HeartRateZones.zone(age: 30, goal: .cardio, restingHeartRate: -5) == nil)
     }
 
     @Test func completedYears() throws {

@@ -280,6 +280,17 @@ struct HealthAutoExportMappingTests {
         #expect(invalid == ["heart_rate.Avg", "step_count.units"])
     }
 
+    @Test("a mindful session too long to be one is invalid, never a trap")
+    func overlongMindfulSession() throws {
+        let items = try HAEFixtures.items(#"""
+            {"data":{"metrics":[{"name":"mindful_minutes","units":"min","data":[
+              {"date":"2024-02-06 07:00:00 -0800","qty":1e20},{"date":"2024-02-06 08:00:00 -0800","qty":10}]}]}}
+            """#)
+        #expect(HAEFixtures.samples(items).count == 1)
+        let invalid = items.compactMap { if case .invalid(let metric, let field, _) = $0 { "\(metric).\(field)" } else { nil } }
+        #expect(invalid == ["mindful_minutes.qty"])
+    }
+
     @Test("a quantity metric without units is invalid, never read in the canonical unit; fixed-unit metrics keep theirs")
     func metricsWithoutUnits() throws {
         let items = try HAEFixtures.items(#"""
@@ -333,6 +344,9 @@ struct HealthAutoExportMalformedTests {
         (#"{"data":{"workouts":[{"name":"Run","start":"2024-02-06 07:00:00 -0800"}]}}"#, "data.workouts[0].end"),
         (#"{"data":{"workouts":[{"name":"Run","start":"2024-02-06 07:00:00 -0800","end":"2024-02-06 07:30:00 -0800","heartRateData":[{"date":"x","qty":1}]}]}}"#, "data.workouts[0].heartRateData[0].date"),
         (#"{"data":{"metrics":[{"name":"sleep_analysis","units":"hr","data":[{"startDate":"2024-02-06 01:00:00 -0800","value":"Core"}]}]}}"#, "data.metrics[0].data[0].endDate"),
+        // Durations too long to be a night (1e300 hours would not fit in milliseconds).
+        (#"{"data":{"metrics":[{"name":"sleep_analysis","units":"hr","data":[{"date":"2024-02-06 00:00:00 -0800","sleepStart":"2024-02-05 23:00:00 -0800","core":1e300}]}]}}"#, "data.metrics[0].data[0].core"),
+        (#"{"data":{"metrics":[{"name":"sleep_analysis","units":"hr","data":[{"date":"2024-02-06 00:00:00 -0800","sleepStart":"2024-02-05 23:00:00 -0800","asleep":169}]}]}}"#, "data.metrics[0].data[0].asleep"),
         (#"{"data":{"metrics":[],"metrics":[]}}"#, ""),
         (#"{"data":{"metrics":[{"name":"x","data":[1,]}]}}"#, ""),
         (#"{"data":{"metrics":[{"name":"x","data":[{"a":1 "b":2}]}]}}"#, ""),

@@ -49,7 +49,9 @@ public enum HeartRateZones {
             return Zone(maxHeartRate: wholeBeats(thousandths: maximum * 100), low: wholeBeats(thousandths: maximum * lowPercent),
                         high: wholeBeats(thousandths: maximum * highPercent), method: .percentOfMaximum)
         }
-        guard restingHeartRate.isFinite else { return nil }
+        // No heart rests at 1,000 beats a minute; a stored reading past that names no zone (and
+        // would not fit an Int in tenths).
+        guard restingHeartRate.isFinite, (0...1_000).contains(restingHeartRate) else { return nil }
         let rest = Int((restingHeartRate * 10).rounded())
         let reserve = maximum - rest
         guard reserve > 0 else { return nil }
