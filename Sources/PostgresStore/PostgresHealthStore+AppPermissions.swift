@@ -12,29 +12,17 @@ extension PostgresHealthStore {
                 SELECT s.app, g.read_types, g.share_types FROM sources s
                 LEFT JOIN app_grants g ON g.user_id = s.user_id AND g.app = s.app
                 WHERE s.user_id = $1 ORDER BY s.id
-                """, [.int64(userRowID)]) { row -> (app: String, read: String?, share: String?) in
-                (try row.string(AppPermissionsColumn.app), try row.stringIfPresent(AppPermissionsColumn.readTypes),
-                 try row.stringIfPresent(AppPermissionsColumn.shareTypes))
-            }
+                """, [.int64(userRowID)]) { row in try AppPermissions.row(row) }
         }
         return AppPermissions.folding(rows)
     }
 
     // MARK: Grants
 
-    static func appGrant(_ row: PostgresRow) throws -> AppGrant {
-        AppGrant(app: try row.string(AppGrantColumn.app), displayName: try row.string(AppGrantColumn.displayName),
-                 read: StoredForms.typeList(try row.string(AppGrantColumn.readTypes)),
-                 share: StoredForms.typeList(try row.string(AppGrantColumn.shareTypes)),
-                 decidedRead: StoredForms.typeList(try row.string(AppGrantColumn.decidedReadTypes)),
-                 decidedShare: StoredForms.typeList(try row.string(AppGrantColumn.decidedShareTypes)),
-                 created: try row.int64(AppGrantColumn.createdMs), lastUsed: try row.int64IfPresent(AppGrantColumn.lastUsedMs))
-    }
-
     /// `lock`: take the row's lock (FOR UPDATE) for a read-modify-write.
     static func appGrant(_ connection: PostgresConnection, userRowID: Int64, app: String, lock: Bool) throws -> AppGrant? {
         try connection.first("SELECT \(AppGrantColumn.selectList) FROM app_grants WHERE user_id = $1 AND app = $2\(lock ? " FOR UPDATE" : "")",
-                             [.int64(userRowID), .text(app)]) { row in try appGrant(row) }
+                             [.int64(userRowID), .text(app)]) { row in try AppGrant(row: row) }
     }
 
     /// Inserts or replaces the grant (its `lastUsed` is the store's to write, and is kept).
@@ -59,7 +47,7 @@ extension PostgresHealthStore {
                     g.created_ms, g.last_used_ms
                 FROM app_grants g JOIN sources s ON s.user_id = g.user_id AND s.app = g.app
                 WHERE g.user_id = $1 ORDER BY g.created_ms, s.id
-                """, [.int64(userRowID)]) { row in try Self.appGrant(row) }
+                """, [.int64(userRowID)]) { row in try AppGrant(row: row) }
         }
     }
 
@@ -115,7 +103,7 @@ extension PostgresHealthStore {
                 ended = try endTokens(connection, userRowID: user.rowID, app: app)
             }
             return try connection.first("SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins) WHERE a.id = $1",
-                                        [.text(id)]) { row in try Self.appAuthorization(row) }
+                                        [.text(id)]) { row in try AppAuthorization(row: row) }
         }
         forgetAuthorizations(ids: ended)
         if let existing { return existing }
@@ -123,24 +111,6 @@ extension PostgresHealthStore {
     }
 
     // MARK: Permission requests
-
-    static func authorizationRequest(_ row: PostgresRow) throws -> AuthorizationRequestRecord {
-        let stateText = try row.string(AuthorizationRequestColumn.state)
-        guard let state = AuthorizationRequestRecord.State(rawValue: stateText) else {
-            throw RowDecodingError(table: AuthorizationRequestColumn.table, column: "state", problem: "is '\(stateText)', not a request state")
-        }
-        return AuthorizationRequestRecord(
-            id: try row.string(AuthorizationRequestColumn.id), userCode: try row.string(AuthorizationRequestColumn.userCode),
-            app: try row.string(AuthorizationRequestColumn.app), displayName: try row.string(AuthorizationRequestColumn.displayName),
-            reason: try row.string(AuthorizationRequestColumn.reason),
-            share: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.shareTypes)),
-            read: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.readTypes)),
-            created: try row.int64(AuthorizationRequestColumn.createdMs), interval: try row.int(AuthorizationRequestColumn.intervalSeconds),
-            lastPoll: try row.int64IfPresent(AuthorizationRequestColumn.lastPollMs), state: state,
-            userRowID: try row.int64IfPresent(AuthorizationRequestColumn.userID),
-            grantedShare: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedShareTypes)),
-            grantedRead: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedReadTypes)))
-    }
 
     static func saveAuthorizationRequest(_ connection: PostgresConnection, _ record: AuthorizationRequestRecord) throws {
         try connection.execute("""
@@ -170,7 +140,7 @@ extension PostgresHealthStore {
     public func authorizationRequest(userCode: String) throws -> AuthorizationRequestRecord? {
         try pool.withConnection { connection in
             try connection.first("SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = $1",
-                                 [.text(userCode)]) { row in try Self.authorizationRequest(row) }
+                                 [.text(userCode)]) { row in try AuthorizationRequestRecord(row: row) }
         }
     }
 
@@ -182,7 +152,7 @@ extension PostgresHealthStore {
             ended = []
             guard var record = try connection.first("""
                 SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = $1 FOR UPDATE
-                """, [.text(userCode)], { row in try Self.authorizationRequest(row) }) else { return nil }
+                """, [.text(userCode)], { row in try AuthorizationRequestRecord(row: row) }) else { return nil }
             let before = try Self.appGrant(connection, userRowID: user.rowID, app: record.app, lock: true)
             var grant = before ?? AppGrant(app: record.app, displayName: record.displayName, created: StoreClock.nowMilliseconds())
             try answer(&record, &grant)
@@ -203,7 +173,7 @@ extension PostgresHealthStore {
         try pool.transaction { connection -> AuthorizationPollOutcome in
             guard var record = try connection.first("""
                 SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE device_code_hash = $1 FOR UPDATE
-                """, [.bytes(deviceCodeHash)], { row in try Self.authorizationRequest(row) }) else { return .unknown }
+                """, [.bytes(deviceCodeHash)], { row in try AuthorizationRequestRecord(row: row) }) else { return .unknown }
             guard poll(&record) else {
                 try Self.saveAuthorizationRequest(connection, record)
                 return .polled(record)
@@ -228,11 +198,4 @@ extension PostgresHealthStore {
             return .issued(record, authorization: authorization, token: token)
         }
     }
-}
-
-/// A source and its grant's switches (`s.app, g.read_types, g.share_types`).
-enum AppPermissionsColumn: Int, TableColumns {
-    case app, readTypes, shareTypes
-
-    static let table = "app_grants"
 }

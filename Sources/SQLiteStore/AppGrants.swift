@@ -7,18 +7,9 @@ import SQLite
 extension SQLiteHealthStore {
     // MARK: Grants
 
-    static func appGrant(_ row: Row) throws -> AppGrant {
-        AppGrant(app: try row.string(AppGrantColumn.app), displayName: try row.string(AppGrantColumn.displayName),
-                 read: StoredForms.typeList(try row.string(AppGrantColumn.readTypes)),
-                 share: StoredForms.typeList(try row.string(AppGrantColumn.shareTypes)),
-                 decidedRead: StoredForms.typeList(try row.string(AppGrantColumn.decidedReadTypes)),
-                 decidedShare: StoredForms.typeList(try row.string(AppGrantColumn.decidedShareTypes)),
-                 created: try row.int64(AppGrantColumn.createdMs), lastUsed: row.int64IfPresent(AppGrantColumn.lastUsedMs))
-    }
-
     static func appGrant(_ db: Database, userRowID: Int64, app: String) throws -> AppGrant? {
         try db.first("SELECT \(AppGrantColumn.selectList) FROM app_grants WHERE user_id = ? AND app = ?",
-                     [.integer(userRowID), .text(app)]) { row in try appGrant(row) }
+                     [.integer(userRowID), .text(app)]) { row in try AppGrant(row: row) }
     }
 
     /// Inserts or replaces the grant (its `lastUsed` is the store's to write, and is kept).
@@ -52,7 +43,7 @@ extension SQLiteHealthStore {
                     g.created_ms, g.last_used_ms
                 FROM app_grants g JOIN sources s ON s.user_id = g.user_id AND s.app = g.app
                 WHERE g.user_id = ? ORDER BY g.created_ms, s.id
-                """, [.integer(userRowID)]) { row in try Self.appGrant(row) }
+                """, [.integer(userRowID)]) { row in try AppGrant(row: row) }
         }
     }
 
@@ -102,10 +93,7 @@ extension SQLiteHealthStore {
                 """)
             try statement.bind([.integer(userRowID)])
             var rows: [(app: String, read: String?, share: String?)] = []
-            try statement.forEachRow { row in
-                rows.append((try row.string(AppPermissionsColumn.app), row.stringIfPresent(AppPermissionsColumn.readTypes),
-                             row.stringIfPresent(AppPermissionsColumn.shareTypes)))
-            }
+            try statement.forEachRow { row in rows.append(try AppPermissions.row(row)) }
             return AppPermissions.folding(rows)
         }
     }
@@ -129,7 +117,7 @@ extension SQLiteHealthStore {
                 forgetAuthorizations(ids: ended)
             }
             return try db.first("SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins) WHERE a.id = ?",
-                                [.text(id)]) { row in try Self.appAuthorization(row) }
+                                [.text(id)]) { row in try AppAuthorization(row: row) }
         }
         forgetAuthorizations(ids: ended)
         if let existing { return existing }
@@ -137,24 +125,6 @@ extension SQLiteHealthStore {
     }
 
     // MARK: Permission requests
-
-    static func authorizationRequest(_ row: Row) throws -> AuthorizationRequestRecord {
-        let stateText = try row.string(AuthorizationRequestColumn.state)
-        guard let state = AuthorizationRequestRecord.State(rawValue: stateText) else {
-            throw RowDecodingError(table: AuthorizationRequestColumn.table, column: "state", problem: "is '\(stateText)', not a request state")
-        }
-        return AuthorizationRequestRecord(
-            id: try row.string(AuthorizationRequestColumn.id), userCode: try row.string(AuthorizationRequestColumn.userCode),
-            app: try row.string(AuthorizationRequestColumn.app), displayName: try row.string(AuthorizationRequestColumn.displayName),
-            reason: try row.string(AuthorizationRequestColumn.reason),
-            share: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.shareTypes)),
-            read: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.readTypes)),
-            created: try row.int64(AuthorizationRequestColumn.createdMs), interval: Int(try row.int64(AuthorizationRequestColumn.intervalSeconds)),
-            lastPoll: row.int64IfPresent(AuthorizationRequestColumn.lastPollMs), state: state,
-            userRowID: row.int64IfPresent(AuthorizationRequestColumn.userID),
-            grantedShare: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedShareTypes)),
-            grantedRead: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedReadTypes)))
-    }
 
     /// Writes back what a poll or an answer changed.
     static func saveAuthorizationRequest(_ db: Database, _ record: AuthorizationRequestRecord) throws {
@@ -186,7 +156,7 @@ extension SQLiteHealthStore {
     public func authorizationRequest(userCode: String) throws -> AuthorizationRequestRecord? {
         try pool.read { db in
             try db.first("SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = ?",
-                         [.text(userCode)]) { row in try Self.authorizationRequest(row) }
+                         [.text(userCode)]) { row in try AuthorizationRequestRecord(row: row) }
         }
     }
 
@@ -196,7 +166,7 @@ extension SQLiteHealthStore {
         var ended: Set<String> = []
         let answered = try pool.write { db -> AuthorizationRequestRecord? in
             guard var record = try db.first("SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = ?",
-                                            [.text(userCode)], { row in try Self.authorizationRequest(row) }) else { return nil }
+                                            [.text(userCode)], { row in try AuthorizationRequestRecord(row: row) }) else { return nil }
             let before = try Self.appGrant(db, userRowID: user.rowID, app: record.app)
             var grant = before ?? AppGrant(app: record.app, displayName: record.displayName, created: Self.nowMilliseconds())
             try answer(&record, &grant)
@@ -219,7 +189,7 @@ extension SQLiteHealthStore {
         try pool.write { db -> AuthorizationPollOutcome in
             guard var record = try db.first("""
                 SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE device_code_hash = ?
-                """, [.blob(deviceCodeHash)], { row in try Self.authorizationRequest(row) }) else { return .unknown }
+                """, [.blob(deviceCodeHash)], { row in try AuthorizationRequestRecord(row: row) }) else { return .unknown }
             let issue = poll(&record)
             guard issue else {
                 try Self.saveAuthorizationRequest(db, record)

@@ -1,0 +1,96 @@
+import HealthModel
+import SQLSupport
+
+// Rows both stores read alike: the column lists and the decoders that are the same in SQLite and
+// PostgreSQL, generic over the driver's row (`TypedRow`). Each store keeps its SQL; a query selects
+// a decoder's columns in its column list's order.
+
+// MARK: Grants and tokens
+
+extension AppGrant {
+    /// A row of `app_grants` selected in `AppGrantColumn` order.
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(app: try row.string(AppGrantColumn.app), displayName: try row.string(AppGrantColumn.displayName),
+                  read: StoredForms.typeList(try row.string(AppGrantColumn.readTypes)),
+                  share: StoredForms.typeList(try row.string(AppGrantColumn.shareTypes)),
+                  decidedRead: StoredForms.typeList(try row.string(AppGrantColumn.decidedReadTypes)),
+                  decidedShare: StoredForms.typeList(try row.string(AppGrantColumn.decidedShareTypes)),
+                  created: try row.int64(AppGrantColumn.createdMs), lastUsed: try row.int64IfPresent(AppGrantColumn.lastUsedMs))
+    }
+}
+
+/// What `AppAuthorization(row:)` reads, a token with its user and its app's grant (where its
+/// access comes from), in SELECT order; a query may add `tokenHash` after them.
+package enum AuthorizationColumn: Int, TableColumns {
+    case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead, tokenHash
+
+    package static let table = "authorizations"
+}
+
+extension AppAuthorization {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
+                  userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
+                  sourceRowID: try row.int64(AuthorizationColumn.sourceID),
+                  read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
+                  share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
+                  disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
+    }
+}
+
+/// A source and its grant's switches (`s.app, g.read_types, g.share_types`; no grant, no switches).
+package enum AppPermissionsColumn: Int, TableColumns {
+    case app, readTypes, shareTypes
+
+    package static let table = "app_grants"
+}
+
+extension AppPermissions {
+    /// One source's row as `folding` takes it.
+    package static func row(_ row: some TypedRow) throws(RowDecodingError) -> (app: String, read: String?, share: String?) {
+        (try row.string(AppPermissionsColumn.app), try row.stringIfPresent(AppPermissionsColumn.readTypes),
+         try row.stringIfPresent(AppPermissionsColumn.shareTypes))
+    }
+}
+
+/// A live token with its app's switches (`a.id, a.app, g.read_types, g.share_types, a.created_ms,
+/// a.last_used_ms`), for the admin's list.
+package enum AuthorizationListingColumn: Int, TableColumns {
+    case id, app, readTypes, shareTypes, created, lastUsed
+
+    package static let table = "authorizations"
+}
+
+extension AuthorizationListing {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(id: try row.string(AuthorizationListingColumn.id), app: try row.string(AuthorizationListingColumn.app),
+                  read: StoredForms.typeList(try row.string(AuthorizationListingColumn.readTypes)),
+                  share: StoredForms.typeList(try row.string(AuthorizationListingColumn.shareTypes)),
+                  created: try row.int64(AuthorizationListingColumn.created),
+                  lastUsed: try row.int64IfPresent(AuthorizationListingColumn.lastUsed))
+    }
+}
+
+// MARK: Permission requests
+
+extension AuthorizationRequestRecord {
+    /// A row of `authorization_requests` selected in `AuthorizationRequestColumn` order.
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        typealias Column = AuthorizationRequestColumn
+        let stateText = try row.string(Column.state)
+        guard let state = State(rawValue: stateText) else {
+            throw RowDecodingError(table: Column.table, column: Column.state.name, problem: "is '\(stateText)', not a request state")
+        }
+        self.init(
+            id: try row.string(Column.id), userCode: try row.string(Column.userCode),
+            app: try row.string(Column.app), displayName: try row.string(Column.displayName),
+            reason: try row.string(Column.reason),
+            share: StoredForms.orderedTypeList(try row.string(Column.shareTypes)),
+            read: StoredForms.orderedTypeList(try row.string(Column.readTypes)),
+            created: try row.int64(Column.createdMs), interval: try row.int(Column.intervalSeconds),
+            lastPoll: try row.int64IfPresent(Column.lastPollMs), state: state,
+            userRowID: try row.int64IfPresent(Column.userID),
+            grantedShare: StoredForms.orderedTypeList(try row.string(Column.grantedShareTypes)),
+            grantedRead: StoredForms.orderedTypeList(try row.string(Column.grantedReadTypes)))
+    }
+}
