@@ -94,3 +94,53 @@ extension AuthorizationRequestRecord {
             grantedRead: StoredForms.orderedTypeList(try row.string(Column.grantedReadTypes)))
     }
 }
+
+// MARK: People's data
+
+/// The columns of `access_log` a user's entries are read from, in SELECT order.
+package enum AccessLogColumn: Int, TableColumns {
+    case slot, app, type, reads, samplesRead, writesCount, samplesWritten, lastAccess
+
+    package static let table = "access_log"
+
+    package var name: String {
+        switch self {
+        case .slot: "slot"
+        case .app: "app"
+        case .type: "type"
+        case .reads: "reads"
+        case .samplesRead: "samples_read"
+        case .writesCount: "writes"
+        case .samplesWritten: "samples_written"
+        case .lastAccess: "last_access_ms"
+        }
+    }
+}
+
+extension AccessLogEntry {
+    /// One of `userRowID`'s rows of `access_log`, selected with `AccessLogColumn.selectList`.
+    package init(row: some TypedRow, userRowID: Int64) throws(RowDecodingError) {
+        self.init(userRowID: userRowID, app: try row.string(AccessLogColumn.app), type: try row.string(AccessLogColumn.type),
+                  slot: try row.int64(AccessLogColumn.slot),
+                  counts: AccessCounts(reads: try row.int64(AccessLogColumn.reads),
+                                       samplesRead: try row.int64(AccessLogColumn.samplesRead),
+                                       writes: try row.int64(AccessLogColumn.writesCount),
+                                       samplesWritten: try row.int64(AccessLogColumn.samplesWritten),
+                                       lastAccess: try row.int64(AccessLogColumn.lastAccess)))
+    }
+}
+
+/// A user for the admin's list (`id, external_id, name, created_ms`, and whether a password is set).
+package enum UserListingColumn: Int, TableColumns {
+    case rowID, id, name, created, activated
+
+    package static let table = "users"
+}
+
+extension UserListing {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(user: User(rowID: try row.int64(UserListingColumn.rowID), id: try row.string(UserListingColumn.id),
+                             name: try row.string(UserListingColumn.name)),
+                  created: try row.int64(UserListingColumn.created), activated: try row.bool(UserListingColumn.activated))
+    }
+}
