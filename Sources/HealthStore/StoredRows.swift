@@ -144,3 +144,61 @@ extension UserListing {
                   created: try row.int64(UserListingColumn.created), activated: try row.bool(UserListingColumn.activated))
     }
 }
+
+// MARK: Workout sessions
+
+/// The columns of `workout_sessions` a session is read from, in SELECT order. The session's own id
+/// is `id` in PostgreSQL and `external_id` in SQLite (whose `id` is the integer row id), so each
+/// store names that column in `selectList(id:)`.
+package enum WorkoutSessionColumn: Int, TableColumns {
+    case id, userID, sourceID, activityType, zoneLow, zoneHigh, state, start, end, events, workoutUUID
+
+    package static let table = "workout_sessions"
+
+    package var name: String {
+        switch self {
+        case .id: "id"
+        case .userID: "user_id"
+        case .sourceID: "source_id"
+        case .activityType: "activity_type"
+        case .zoneLow: "zone_low"
+        case .zoneHigh: "zone_high"
+        case .state: "state"
+        case .start: "start_ms"
+        case .end: "end_ms"
+        case .events: "events"
+        case .workoutUUID: "workout_uuid"
+        }
+    }
+
+    /// "external_id, user_id, ...": the SELECT list with the store's column of the session's id.
+    package static func selectList(id idColumn: String) -> String {
+        allCases.map { $0 == .id ? idColumn : $0.name }.joined(separator: ", ")
+    }
+}
+
+extension WorkoutSession {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        typealias Column = WorkoutSessionColumn
+        var zone: HeartRateZoneBounds?
+        if let low = try row.doubleIfPresent(Column.zoneLow) { zone = HeartRateZoneBounds(low: low, high: try row.double(Column.zoneHigh)) }
+        let stateText = try row.string(Column.state)
+        guard let state = WorkoutSessionState(rawValue: stateText) else {
+            throw RowDecodingError(table: Column.table, column: Column.state.name, problem: "holds unknown state '\(stateText)'")
+        }
+        var workoutUUID: HealthUUID?
+        if let bytes = try row.blobIfPresent(Column.workoutUUID) {
+            guard let uuid = HealthUUID(bytes: bytes) else {
+                throw RowDecodingError(table: Column.table, column: Column.workoutUUID.name, problem: "is not a 16-byte uuid")
+            }
+            workoutUUID = uuid
+        }
+        self.init(
+            id: try row.string(Column.id), userRowID: try row.int64(Column.userID), sourceRowID: try row.int64(Column.sourceID),
+            activityType: try row.string(Column.activityType), zone: zone, state: state,
+            timeline: WorkoutSessionTimeline(start: try row.int64(Column.start),
+                                             events: try WorkoutSession.decodeEvents(try row.string(Column.events)),
+                                             end: try row.int64IfPresent(Column.end)),
+            workoutUUID: workoutUUID)
+    }
+}
