@@ -145,6 +145,71 @@ extension UserListing {
     }
 }
 
+// MARK: Profile
+
+extension ActivityGoals {
+    /// The user's row of `activity_goals`, selected with `ActivityGoalsColumn.selectList`.
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(activeEnergyBurned: try row.double(ActivityGoalsColumn.activeEnergyBurned),
+                  appleExerciseTime: try row.double(ActivityGoalsColumn.appleExerciseTime),
+                  appleStandHours: try row.double(ActivityGoalsColumn.appleStandHours))
+    }
+}
+
+/// The columns of `activity_summaries` a read gives, in SELECT order (the day as `YYYY-MM-DD` text).
+package enum ActivitySummaryColumn: Int, TableColumns {
+    case day, activeEnergyBurned, activeEnergyBurnedGoal, appleMoveTime, appleMoveTimeGoal, appleExerciseTime,
+         appleExerciseTimeGoal, appleStandHours, appleStandHoursGoal
+
+    package static let table = "activity_summaries"
+}
+
+extension ActivitySummary {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        let dayText = try row.string(ActivitySummaryColumn.day)
+        guard let day = HealthDate.parseDay(dayText) else {
+            throw RowDecodingError(table: ActivitySummaryColumn.table, column: "day", problem: "is not a day: '\(dayText)'")
+        }
+        func value(_ column: ActivitySummaryColumn) throws(RowDecodingError) -> Double? { try row.doubleIfPresent(column) }
+        self.init(day: day, activeEnergyBurned: try value(.activeEnergyBurned), activeEnergyBurnedGoal: try value(.activeEnergyBurnedGoal),
+                  appleMoveTime: try value(.appleMoveTime), appleMoveTimeGoal: try value(.appleMoveTimeGoal),
+                  appleExerciseTime: try value(.appleExerciseTime), appleExerciseTimeGoal: try value(.appleExerciseTimeGoal),
+                  appleStandHours: try value(.appleStandHours), appleStandHoursGoal: try value(.appleStandHoursGoal))
+    }
+}
+
+// MARK: IMU sessions
+
+/// A batch's totals as the pedometer query reads them, in SELECT order.
+package enum IMUBatchColumn: Int, TableColumns {
+    case start, end, steps, distance, floorsUp, floorsDown, cadence, pace
+
+    package static let table = "imu_batches"
+}
+
+extension PedometerTotalsAccumulator {
+    /// Adds one batch's row (`IMUBatchColumn`).
+    package mutating func add(row: some TypedRow) throws(RowDecodingError) {
+        add(batchStart: try row.int64(IMUBatchColumn.start), batchEnd: try row.int64(IMUBatchColumn.end),
+            steps: try row.int64(IMUBatchColumn.steps), distance: try row.double(IMUBatchColumn.distance),
+            floorsUp: try row.int64(IMUBatchColumn.floorsUp), floorsDown: try row.int64(IMUBatchColumn.floorsDown),
+            cadence: try row.doubleIfPresent(IMUBatchColumn.cadence), pace: try row.doubleIfPresent(IMUBatchColumn.pace))
+    }
+}
+
+// MARK: Changes
+
+extension DeletedSample {
+    /// A row of `deleted_samples` (`TombstoneColumn`) with its change number; `deleted` is nil for
+    /// a uuid that is not 16 bytes. `typeName` names the stored type code.
+    package static func tombstone(_ row: some TypedRow, typeName: (Int64) -> String?)
+        throws(RowDecodingError) -> (seq: Int64, deleted: DeletedSample?) {
+        let type = typeName(try row.int64(TombstoneColumn.typeID)) ?? "unknown"
+        return (seq: try row.int64(TombstoneColumn.seq),
+                deleted: HealthUUID(bytes: try row.blob(TombstoneColumn.uuid)).map { DeletedSample(uuid: $0, type: type) })
+    }
+}
+
 // MARK: Workout sessions
 
 /// The columns of `workout_sessions` a session is read from, in SELECT order. The session's own id
