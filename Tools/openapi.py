@@ -914,7 +914,8 @@ PATHS["/v1/session"] = {
                             "`Retry-After`, even for the right password. Then the password is checked against its Argon2id hash, or, "
                             "for a name without an activated account, against a dummy hash: a wrong name and a wrong password take "
                             "the same time and get the same 401. The session is always new (a cookie the request carried is ended, "
-                            "never kept).",
+                            "never kept). The name may be typed in another case or width than the account's (it reads alike: NFKC and "
+                            "case folding), and such names share one failure budget.",
              "requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["name", "password"], "additionalProperties": False,
                  "properties": {"name": {"type": "string", "maxLength": 200}, "password": {"type": "string", "maxLength": 1024}}}}}},

@@ -55,6 +55,25 @@ public struct HTTPServerConfiguration: Sendable {
     }
 }
 
+extension HTTPServerConfiguration {
+    /// Descriptors no connection may take: the database's connections, SQLite's files, static
+    /// files being sent, the log, webhook deliveries, and libdispatch, whose thread-pool monitor
+    /// opens /proc files and ends the process when it cannot.
+    public static let descriptorsKeptFree = 128
+
+    /// These settings within an open-file limit of `openFileLimit` descriptors: every connection
+    /// holds one, and so does each refused connection lingering after its 503, so both caps shrink
+    /// until `descriptorsKeptFree` remain (lingering ones to at most a quarter of the room). A
+    /// limit that leaves room for the configured caps changes nothing.
+    public func fitted(toOpenFileLimit openFileLimit: UInt64) -> HTTPServerConfiguration {
+        let room = Int(clamping: openFileLimit) - Self.descriptorsKeptFree
+        var fitted = self
+        fitted.maxLingeringRejections = max(0, min(maxLingeringRejections, room / 4))
+        fitted.maxConnections = max(1, min(maxConnections, room - fitted.maxLingeringRejections))
+        return fitted
+    }
+}
+
 /// Which peers are trusted reverse proxies, and the client address a proxied request names.
 public struct HTTPProxyPolicy: Sendable {
     public var isTrustedProxy: @Sendable (_ peer: String) -> Bool

@@ -294,9 +294,10 @@ extension HealthDataStore {
     /// The user named `name`, created if missing (for `seed`, `import` and `--demo`).
     public func userCreatingIfNeeded(name: String) throws -> User {
         if let user = try user(named: name) { return user }
-        do { return try createUser(name: name) } catch StoreError.conflict {
-            // Another request (or node) created it between the two calls.
-            guard let user = try user(named: name) else { throw StoreError.notFound("user '\(name)' vanished") }
+        do { return try createUser(name: name) } catch StoreError.conflict(let reason) {
+            // Another request (or node) created it between the two calls; else the name reads
+            // like another account's, which is not this one.
+            guard let user = try user(named: name) else { throw StoreError.conflict(reason) }
             return user
         }
     }

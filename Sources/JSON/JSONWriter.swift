@@ -212,6 +212,24 @@ public struct JSONWriter: Sendable {
         self.value(value)
     }
 
+    // A member whose value may be missing is written as null (never left out), so clients can
+    // tell "no value" from a member this server does not send.
+
+    public mutating func field(_ name: String, _ value: String?) {
+        key(name)
+        if let value { string(value) } else { null() }
+    }
+
+    public mutating func field(_ name: String, _ value: Double?) {
+        key(name)
+        if let value { number(value) } else { null() }
+    }
+
+    public mutating func field(_ name: String, _ value: Int64?) {
+        key(name)
+        if let value { integer(value) } else { null() }
+    }
+
     // MARK: Internals
 
     private mutating func beginValue() {

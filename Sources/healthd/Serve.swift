@@ -131,7 +131,10 @@ func runServe(_ options: ServeOptions) -> Never {
     let fileLimits = HTTPServer.raiseOpenFileLimit()
     let application = HealthApplication(configuration: configuration, store: store, adminToken: admin.token,
                                         accessLog: log)
-    let server = HTTPServer(configuration: configuration.serverConfiguration, responder: application) { event in
+    // Connections stop short of the limit: a process out of descriptors can be ended by libdispatch.
+    let serverConfiguration = fileLimits.map { configuration.serverConfiguration.fitted(toOpenFileLimit: $0.soft) }
+        ?? configuration.serverConfiguration
+    let server = HTTPServer(configuration: serverConfiguration, responder: application) { event in
         log.event("protocol error", level: "warning", fields: [
             ("status", String(event.status.code)), ("detail", event.detail), ("remote", event.remoteAddress),
         ])
@@ -156,7 +159,8 @@ func runServe(_ options: ServeOptions) -> Never {
     say("healthd \(HealthdVersion.string) listening on \(baseURL)")
     if let fileLimits {
         log.event("open file limit", fields: [("soft", String(fileLimits.soft)), ("hard", String(fileLimits.hard)),
-                                              ("softAtStart", String(fileLimits.previousSoft))])
+                                              ("softAtStart", String(fileLimits.previousSoft)),
+                                              ("maxConnections", String(serverConfiguration.maxConnections))])
     }
     // Where the data goes: a binary started from another directory keeps `./healthd-data` there.
     if let url = configuration.database {

@@ -1,5 +1,6 @@
 import Testing
 import HTTP
+import HealthStore
 import JSON
 @testable import HealthAPI
 
@@ -63,6 +64,12 @@ import JSON
         for name in ["maya", "MAYA", "\u{FF4D}\u{FF41}\u{FF59}\u{FF41}", "Jose\u{301}", "jos\u{E9}"] {
             let reply = server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"\#(name)"}"#)
             #expect(reply.status == 409 && (reply.text.contains("'Maya'") || reply.text.contains("'José'")), "\(name): \(reply.text)")
+        }
+        // `healthd invite` and `import` create through userCreatingIfNeeded: the exact name finds its
+        // account, a lookalike is the same refusal.
+        #expect(try server.backend.userCreatingIfNeeded(name: "Maya").name == "Maya")
+        #expect(throws: StoreError.conflict("the name 'maya' reads like an existing user's, 'Maya'")) {
+            try server.backend.userCreatingIfNeeded(name: "maya")
         }
         // Different letters are different people, accents included.
         #expect(server.request(.post, "/v1/users", token: TestServer.adminToken, json: #"{"name":"Jose"}"#).status == 201)

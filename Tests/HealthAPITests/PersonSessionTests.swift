@@ -86,7 +86,7 @@ import PostgresTestSupport
         let reply = Self.signIn(server, name: long, password: "not the password at all")
         #expect(reply.status == 400 && reply.code == "errorInvalidArgument")
         let throttle = SignInThrottle(people: HealthData(server.backend).people)
-        #expect(try throttle.people.signInFailures(kind: .account, key: SignInLimiter.accountKey(long), sinceMs: 0).isEmpty)
+        #expect(try throttle.people.signInFailures(kind: .account, key: SignInThrottle.accountKey(long), sinceMs: 0).isEmpty)
     }
 
     @Test("a cookie sent at sign-in is never the session after it, and it ends", arguments: backends)
@@ -226,6 +226,32 @@ import PostgresTestSupport
         // An unknown name is limited the same way.
         for _ in 0 ..< SignInLimiter.accountLimit { _ = Self.signIn(server, name: "ghost", password: "whatever it is") }
         #expect(Self.signIn(server, name: "ghost", password: "whatever it is").status == 429)
+    }
+
+    @Test("a name that reads like the account's signs in to it; two old lookalike accounts sign in by exact name only",
+          arguments: backends)
+    func lookalikeNamesSignInToTheOneAccount(backend: TestServer.Backend) throws {
+        let (server, user) = try Self.server(backend)
+        // A phone's keyboard capitalizes; a full-width keyboard types other code points.
+        for typed in ["Jane", "JANE", "\u{FF4A}\u{FF41}\u{FF4E}\u{FF45}"] {
+            let reply = Self.signIn(server, name: typed)
+            #expect(reply.status == 204, "\(typed): \(reply.text)")
+            let cookie = try #require(Self.cookie(reply))
+            #expect(Self.me(server, cookie: cookie)["id"]?.stringValue == user.id)
+        }
+        #expect(Self.signIn(server, name: "Janet").status == 401)
+        // Two accounts that read alike, made before such names were refused (written here behind
+        // the server's back): a lookalike guess picks neither; each exact name still works.
+        try server.executeBehindTheServersBack(
+            sqlite: "INSERT INTO users (external_id, name, created_ms) VALUES (lower(hex(randomblob(16))), ?, 0)",
+            postgres: "INSERT INTO users (id, external_id, name, created_ms) VALUES (floor(random() * 1e15)::bigint + 1, md5(random()::text), $1, 0)",
+            "JANE")
+        let people = HealthData(server.backend).people
+        let twin = try #require(try people.signInAccount(name: "JANE")?.user)
+        try people.setPassword(userRowID: twin.rowID, hash: try PasswordHashing.hash(Self.password).phc)
+        #expect(Self.signIn(server, name: "Jane").status == 401)
+        #expect(try people.signInAccount(name: "jane")?.user == user)
+        #expect(try people.signInAccount(name: "JANE")?.user == twin)
     }
 
     @Test("the stored throttle answers as SignInLimiter does, for any sequence of failures")

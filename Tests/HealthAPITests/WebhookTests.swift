@@ -439,6 +439,43 @@ private struct WebhookFixture {
         #expect(transport.waitFor(1))
         #expect(transport.requests.first.map { String(decoding: $0.body, as: UTF8.self).contains("\"value\":5") } == true)
     }
+
+    /// The retries run out while the store refuses to keep it: nothing more is sent, and once
+    /// the store answers the listing says why (a disabling the store lost was never stored).
+    @Test func aDisablingTheStoreCouldNotKeepIsStoredLater() throws {
+        let transport = RecordingTransport(answers: [503])
+        let server = try TestServer()
+        let user = server.createUser("ada")
+        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        let delivery = server.replaceWebhookDelivery(
+            transport: transport, schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 0.3),
+            storeRetryDelay: .milliseconds(100))
+        defer { delivery.stop() }
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try server.application.data.app(hubAuthorization).createWebhook(
+            id: "wh_disable", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease).get()
+        delivery.add(subscription)
+        try server.store.pool.write { db in
+            try db.execute("""
+                CREATE TRIGGER refuse_disabling BEFORE UPDATE OF disabled_reason ON webhook_subscriptions
+                WHEN NEW.disabled_reason IS NOT NULL BEGIN SELECT RAISE(ABORT, 'injected fault'); END
+                """)
+        }
+        #expect(server.request(.post, "/v1/samples", token: phone,
+                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        #expect(transport.waitFor(2))
+        Thread.sleep(forTimeInterval: 1)
+        func disabled() -> String? {
+            server.request(.get, "/v1/webhooks", token: hub)["webhooks"]?.arrayValue?.first?.objectValue?["disabled"]?.stringValue
+        }
+        #expect(disabled() == nil)
+        let sent = transport.requests.count
+        try server.store.pool.write { db in try db.execute("DROP TRIGGER refuse_disabling") }
+        #expect(eventually { disabled()?.contains("503") == true })
+        #expect(transport.requests.count == sent, "a disabled webhook sends nothing more")
+    }
 }
 
 @Suite struct WebhookAccessTests {

@@ -9,7 +9,7 @@ skips (exit 0). Usage: python3 Tests/e2e/diskfull.py --binary .build/debug/healt
 import argparse, os, shutil, signal, subprocess, sys, tempfile, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ADMIN, Server, check, http, js, results  # noqa: E402
+from e2e import ADMIN, Server, check, http, js, results, wait_until  # noqa: E402
 
 TMPFS_BYTES = 24 * 1024 * 1024
 # Left free after the ballast file: a few batches fit, then the disk is full.
@@ -113,13 +113,17 @@ def disk_full_checks(binary, public):
               len(acknowledged - (stored or set())))
         check("nothing of the refused batch was stored", stored is not None and not (stored & {s["uuid"] for s in refused_body["samples"]}))
         st, sh, _ = http(port, "GET", "/v1/statistics?type=stepCount&options=cumulativeSum&start=2026-03-08T00:00:00Z&end=2026-03-09T00:00:00Z", token=token)
-        time.sleep(0.3)
+        if st != 200:  # the log says why; it is written in batches (every 200 ms), so wait for the line
+            wait_until(lambda: any(sh.get("X-Request-Id", "-") in line for line in server.log().splitlines()), 10)
         check("statistics work while the disk is full", st == 200,
               (st, [line for line in server.log().splitlines() if sh.get("X-Request-Id", "-") in line]))
-        time.sleep(0.5)  # the access log is flushed every 200 ms
         request_id = h.get("X-Request-Id", "-")
-        lines = [line for line in server.log().splitlines() if f'"id":"{request_id}"' in line and '"disk full"' in line]
-        check("the log line with the 507's request id holds SQLite's message", any("database or disk is full" in line for line in lines), lines[:2])
+
+        def lines():
+            return [line for line in server.log().splitlines() if f'"id":"{request_id}"' in line and '"disk full"' in line]
+        # The access log is flushed every 200 ms by a thread of its own: wait for the line.
+        check("the log line with the 507's request id holds SQLite's message",
+              wait_until(lambda: any("database or disk is full" in line for line in lines())), lines()[:2])
 
         # Space returns: the same request succeeds, without a restart.
         os.unlink(ballast)

@@ -12,7 +12,7 @@ import json, os, resource, socket, sys, tempfile, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
-from e2e import Server, app_token, check, http, statuses  # noqa: E402
+from e2e import Server, app_token, check, http, statuses, wait_until  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -74,6 +74,14 @@ def read_response(s, timeout=10):
     return head + b"\r\n\r\n" + body
 
 
+def healthz_status(port):
+    """GET /healthz's status, or None when the connection fails (out of descriptors, refused)."""
+    try:
+        return http(port, "GET", "/healthz")[0]
+    except OSError:
+        return None
+
+
 def config_file(settings):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(settings, f)
@@ -107,7 +115,7 @@ def stranger(port, path, declared, results, index, trickle_seconds):
     try:
         s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\n"
                   "Expect: 100-continue\r\n\r\n".encode())
-        head = read_head(s, timeout=5)
+        head = read_head(s, timeout=30)
         results[index] = head
         s.settimeout(1.0)
         chunk = b"[" * (256 * 1024)
@@ -247,11 +255,16 @@ def address_cap_checks(binary, public):
         port = server.port
         for _ in range(256):
             held.append(connect(port, "127.0.0.1"))
-        time.sleep(0.5)
-        s = connect(port, "127.0.0.1")
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        over = read_response(s, timeout=5)
-        s.close()
+
+        def over_the_cap():
+            # Until the server has taken in all 256 a try may still be served: close it (it then
+            # holds no place) and try again. A server without the cap never answers 503.
+            s = connect(port, "127.0.0.1")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = read_response(s, timeout=30)
+            s.close()
+            return answer if statuses(answer) == [503] else None
+        over = wait_until(over_the_cap, 30, 0.2) or b""
         check("the 257th connection from 127.0.0.1 gets 503 (the default per-address cap is 256)", statuses(over) == [503], over[:200])
         head, _, body = over.partition(b"\r\n\r\n")
         document = json.load(open(os.path.join(public, "openapi.json")))
@@ -260,7 +273,7 @@ def address_cap_checks(binary, public):
               and "503" in document["paths"]["/healthz"]["get"]["responses"], over[:300])
         s = connect(port, "127.0.0.2")
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        other = read_response(s, timeout=5)
+        other = read_response(s, timeout=30)
         s.close()
         check("meanwhile a connection from 127.0.0.2 is served", statuses(other) == [200], other[:200])
     finally:
@@ -277,7 +290,7 @@ def address_cap_checks(binary, public):
         def via_proxy(client, keep=True):
             s = connect(port, "127.0.0.3")
             s.sendall(f"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: {client}\r\n\r\n".encode())
-            answer = read_response(s, timeout=5)
+            answer = read_response(s, timeout=30)
             if keep:
                 held.append(s)
             else:
@@ -312,10 +325,15 @@ def descriptor_limit_checks(binary, public):
     held = []
     try:
         port = server.port
-        time.sleep(0.3)
+        # Logged at start, but written by the log's own thread and read by another here: wait for it.
+        wait_until(lambda: '"msg":"open file limit"' in server.log())
         startup = server.log()
         check("the server logs its open file limits at start (soft raised to hard)",
               '"msg":"open file limit"' in startup and '"soft":"1024"' in startup and '"hard":"1024"' in startup, startup[:400])
+        # At the limit itself libdispatch can end the process (its thread-pool monitor opens /proc
+        # files): connections stop 128 descriptors and the lingering refusals short of it.
+        check("under ulimit -n 1024 the server takes at most 672 connections (docs/operations.md)",
+              '"maxConnections":"672"' in startup, startup[:400])
         # Spread over loopback addresses so the per-address cap (256) is not what stops them.
         for index in range(1200):
             try:
@@ -339,8 +357,8 @@ def descriptor_limit_checks(binary, public):
         for s in held[:400]:
             s.close()
         del held[:400]
-        time.sleep(1.0)
-        st, _, _ = http(port, "GET", "/healthz")
+        # The server frees a descriptor once it reads that close, at its own pace: retry until served.
+        st = wait_until(lambda: (lambda answer: answer if answer == 200 else None)(healthz_status(port)), 30, 0.2)
         check("with descriptors free again, new clients are served", st == 200, st)
         check("the server is still running", server.proc.poll() is None)
     finally:
@@ -364,8 +382,11 @@ def stalled_log_checks(binary, public):
         check(f"3,000 requests are answered while nothing reads the log ({answered})", answered == 3000, answered)
         started = time.time()
         code = server.stop(timeout=15)
-        check(f"and SIGTERM stops the server gracefully, within 5 s ({time.time() - started:.1f} s)",
-              code == 0 and time.time() - started < 5, code)
+        # A graceful stop waits at most a second for each event line the stuck reader does not take
+        # (docs/operations.md, Logs): two seconds here, and a margin for a loaded machine; a stop
+        # that hung on the pipe would run into the 15 s above.
+        check(f"and SIGTERM stops the server gracefully, within 10 s ({time.time() - started:.1f} s)",
+              code == 0 and time.time() - started < 10, code)
     finally:
         if server.proc.poll() is None:
             server.proc.kill()

@@ -1,9 +1,7 @@
 """Server failures seen from outside: a store that fails under a running healthd (a table dropped
 by another process) answers 500 with a generic detail and the request id, never SQL or SQLite's
 message; the log line with that id has them. On SQLite or PostgreSQL. Called from e2e.py main()."""
-import time
-
-from e2e import ADMIN, DATABASE, Server, check, http, js, query_store
+from e2e import ADMIN, DATABASE, Server, check, http, js, query_store, wait_until
 
 
 def internal_error_checks(binary, public):
@@ -26,9 +24,12 @@ def internal_error_checks(binary, public):
         check("no SQL or driver text reaches the client",
               not any(word in text for word in ("SELECT", "characteristics", "SQLite", "PostgreSQL", "no such table", "does not exist",
                                                 "while running")), text[:300])
-        time.sleep(0.5)
-        lines = [line for line in server.log().splitlines() if f'"id":"{h.get("X-Request-Id")}"' in line and "internal error" in line]
         message = 'relation \\"characteristics\\" does not exist' if DATABASE["base"] else "no such table: characteristics"
-        check("the log line with that request id holds the database's message", any(message in line for line in lines), lines)
+
+        def lines():
+            return [line for line in server.log().splitlines() if f'"id":"{h.get("X-Request-Id")}"' in line and "internal error" in line]
+        # The log is written in batches by a thread of its own and read by another here: wait for it.
+        check("the log line with that request id holds the database's message",
+              wait_until(lambda: any(message in line for line in lines())), lines())
     finally:
         server.stop()

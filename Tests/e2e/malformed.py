@@ -18,6 +18,27 @@ def head_and_body(resp):
     return head, body
 
 
+def read_to_close(port, data, seconds=30.0):
+    """Sends `data` and reads until the server closes the connection: (bytes, whether it closed
+    within `seconds`)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=seconds)
+    got = b""
+    try:
+        s.sendall(data)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            s.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = s.recv(65536)
+            if not chunk:
+                return got, True
+            got += chunk
+    except socket.timeout:
+        pass
+    finally:
+        s.close()
+    return got, False
+
+
 def slow_send(port, data, interval, read_timeout=10.0):
     """Sends one byte every `interval` seconds, then reads the answer until close."""
     s = socket.create_connection(("127.0.0.1", port), timeout=read_timeout)
@@ -133,11 +154,11 @@ def malformed_http_checks(port):
         # A refused request must never reach a handler: no 2xx/5xx on anything marked 4xx-only.
         check(f"{name}: {sorted(acceptable)}", ok, (statuses(resp), resp[:120]))
 
-    # The details say what went wrong, and the connection closes (raw() reads until the close).
-    started = time.time()
-    resp = raw(port, TLS_CLIENT_HELLO, read_timeout=3.0)
+    # The details say what went wrong, and the server closes the connection (an end of input seen,
+    # not a quiet socket: however late a loaded machine closes it).
+    resp, closed = read_to_close(port, TLS_CLIENT_HELLO)
     check("TLS ClientHello: 400 saying the port speaks plain HTTP, then the close (not the read timeout)",
-          statuses(resp) == [400] and b"not TLS: use http://" in resp and time.time() - started < 2.5, resp[:400])
+          statuses(resp) == [400] and b"not TLS: use http://" in resp and closed, (closed, resp[:400]))
     resp = raw(port, b"get /healthz HTTP/1.1\r\n" + H + b"\r\n", read_timeout=3.0)
     check("lowercase method: 400 saying methods are case-sensitive, suggesting GET",
           statuses(resp) == [400] and b"methods are case-sensitive: did you mean GET?" in resp, resp[:400])
@@ -145,24 +166,10 @@ def malformed_http_checks(port):
     check("a known method a route does not take stays 405 with Allow",
           statuses(resp) == [405] and re.search(rb"(?i)\r\nallow: ", resp) is not None, resp[:400])
 
-    # A framing error closes the connection at once (end of input, not a quiet open socket).
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    try:
-        started = time.time()
-        s.sendall(b"PUT /healthz HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n")
-        got = b""
-        closed = False
-        while time.time() - started < 4:
-            chunk = s.recv(65536)
-            if not chunk:
-                closed = True
-                break
-            got += chunk
-        check("a framing error to a route without the method: 400 and the server closes", statuses(got) == [400] and closed, got[:200])
-    except socket.timeout:
-        check("a framing error to a route without the method: 400 and the server closes", False, "no end of input within 5 s")
-    finally:
-        s.close()
+    # A framing error closes the connection (end of input, not a quiet open socket).
+    got, closed = read_to_close(port, b"PUT /healthz HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n")
+    check("a framing error to a route without the method: 400 and the server closes", statuses(got) == [400] and closed,
+          (closed, got[:200]))
 
     # Pipelining: what follows a good request is parsed as a request of its own, never as its body.
     resp = raw(port, b"GET /healthz HTTP/1.1\r\n" + H + b"\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -3\r\n\r\n")
@@ -182,7 +189,7 @@ def malformed_http_checks(port):
 
     # 100-continue: after the interim answer the body is read and the request is answered (with a
     # valid token: without one the 401 comes at the head, and no 100).
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
     try:
         s.sendall(b"POST /v1/users HTTP/1.1\r\n" + H + b"Authorization: Bearer " + ADMIN.encode()
                   + b"\r\nContent-Length: 2\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")

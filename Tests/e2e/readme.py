@@ -197,34 +197,31 @@ def link_problems():
     return problems
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def start_server(binary, workdir):
     data = os.path.join(workdir, "healthd-data")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEALTHD_")}
     env["HEALTHD_PUBLIC_DIR"] = os.path.join(ROOT, "Public")
-    port = free_port()
     log = open(os.path.join(workdir, "..", "server.log"), "w")
     # The guide's webhook receiver runs on loopback, which the server refuses unless allowed.
     config = os.path.join(workdir, "..", "healthd.json")
     with open(config, "w") as f:
         f.write('{"webhookAllowedHosts": ["127.0.0.1"]}\n')
-    proc = subprocess.Popen([binary, "serve", "--port", str(port), "--data-dir", data, "--config", config], cwd=workdir, env=env,
+    # Port 0: the kernel picks a free port and the server says which (a port probed free here could
+    # be taken by another program before the server binds it).
+    proc = subprocess.Popen([binary, "serve", "--port", "0", "--data-dir", data, "--config", config], cwd=workdir, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 60
     while time.time() < deadline:
         if proc.poll() is not None:
             raise SystemExit("readme: healthd exited: " + open(log.name).read())
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                if os.path.exists(os.path.join(data, "admin-token")):
+        found = re.search(r"listening on http://[^:]+:(\d+)", open(log.name).read())
+        if found and os.path.exists(os.path.join(data, "admin-token")):
+            port = int(found.group(1))
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5):
                     return proc, port, log.name
-        except OSError:
-            pass
+            except OSError:
+                pass
         time.sleep(0.1)
     proc.kill()
     raise SystemExit("readme: healthd did not start")
@@ -264,7 +261,9 @@ def main():
     os.makedirs(os.path.join(workdir, ".build", "debug"))
     os.symlink(os.path.abspath(args.binary), os.path.join(workdir, ".build", "debug", "healthd"))
     proc, port, server_log = start_server(os.path.abspath(args.binary), workdir)
-    script = ["set -euo pipefail"]
+    # A block that fails leaves its background jobs (a `curl -N` stream) holding the output pipes
+    # open, and this run would wait for them until its timeout: they end with the script.
+    script = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
     for line, source, runnable, _ in found:
         if runnable:
             # A marker per block, so a failure names the document and line it came from.

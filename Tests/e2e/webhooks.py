@@ -165,7 +165,7 @@ def webhook_checks(binary, public):
               and "secret" not in listed["webhooks"][0] and listed["webhooks"][0]["disabled"] is None, listed)
         for minute in range(6):
             save(port, phone["token"], 100 + minute, minute=minute)
-        check("six saves are delivered", wait_for(lambda: len(values(receiver.at("/ok"))) >= 6, 10), values(receiver.at("/ok")))
+        check("six saves are delivered", wait_for(lambda: len(values(receiver.at("/ok"))) >= 6, 60), values(receiver.at("/ok")))
         got = receiver.at("/ok")
         check("in commit order, each once", values(got) == [100, 101, 102, 103, 104, 105], values(got))
         check("every delivery's signature verifies (Standard Webhooks, computed here)",
@@ -180,8 +180,13 @@ def webhook_checks(binary, public):
         # Privacy: heart rate the hub may not read never reaches its receiver.
         save(port, phone["token"], 71, kind="heartRate", unit="count/min", minute=10)
         save(port, phone["token"], 200, minute=11)
-        wait_for(lambda: 200 in values(receiver.at("/ok")), 10)
+        # The steps saved after the heart rate arriving shows the heart rate's turn has passed.
+        check("the steps saved after it arrive", wait_for(lambda: 200 in values(receiver.at("/ok")), 60), values(receiver.at("/ok")))
         check("a type the token may not read never appears", all(b"heartRate" not in r["body"] for r in receiver.at("/ok")))
+        # The receiver records a request before it answers; the server records the attempt after
+        # the answer: wait for the list to catch up with the receiver.
+        last_id = receiver.at("/ok")[-1]["headers"]["webhook-id"]
+        wait_for(lambda: (deliveries(port, hub["token"], ok["id"]) or [{}])[0].get("webhookId") == last_id, 30)
         listed = deliveries(port, hub["token"], ok["id"])
         check("the deliveries list shows the attempts, newest first", listed and listed[0]["status"] == 200
               and listed[0]["error"] is None and listed[0]["webhookId"] == receiver.at("/ok")[-1]["headers"]["webhook-id"], listed[:2])
@@ -190,14 +195,16 @@ def webhook_checks(binary, public):
         receiver.behaviour["/flaky"] = [500, 200]
         st, flaky = subscribe(port, hub["token"], base + "/flaky")
         save(port, phone["token"], 300, minute=20)
-        check("a 500 is retried and then delivered", wait_for(lambda: len(receiver.at("/flaky")) >= 2, 12), len(receiver.at("/flaky")))
+        check("a 500 is retried and then delivered", wait_for(lambda: len(receiver.at("/flaky")) >= 2, 60), len(receiver.at("/flaky")))
         tries = receiver.at("/flaky")
         if len(tries) >= 2:
             gap = tries[1]["time"] - tries[0]["time"]
-            check("the retry comes about 5 s later", 4 <= gap <= 8, gap)
+            # 5 s after the failure, plus however late a loaded machine gets to it; under the next
+            # step of the schedule (10 s), which a wrong first delay would reach.
+            check("the retry comes about 5 s later", 4 <= gap < 9.5, gap)
             check("with the same webhook-id and body", tries[0]["headers"]["webhook-id"] == tries[1]["headers"]["webhook-id"]
                   and tries[0]["body"] == tries[1]["body"])
-        wait_for(lambda: len(deliveries(port, hub["token"], flaky["id"])) >= 2, 3)
+        wait_for(lambda: [d["status"] for d in deliveries(port, hub["token"], flaky["id"])][:2] == [200, 500], 30)
         listed = deliveries(port, hub["token"], flaky["id"])
         check("the list shows the 500 and the 200", [d["status"] for d in listed][:2] == [200, 500], listed)
 
@@ -205,7 +212,7 @@ def webhook_checks(binary, public):
         receiver.behaviour["/moved"] = ("redirect", base + "/moved-target")
         st, moved = subscribe(port, hub["token"], base + "/moved")
         save(port, phone["token"], 400, minute=25)
-        wait_for(lambda: deliveries(port, hub["token"], moved["id"]), 5)
+        wait_for(lambda: deliveries(port, hub["token"], moved["id"]), 30)
         listed = deliveries(port, hub["token"], moved["id"])
         check("a 302 is a failed attempt", listed and listed[0]["status"] == 302 and listed[0]["error"], listed)
         time.sleep(0.5)
@@ -215,13 +222,14 @@ def webhook_checks(binary, public):
         down_port = free_port()
         st, later = subscribe(port, hub["token"], f"http://127.0.0.1:{down_port}/later")
         save(port, phone["token"], 500, minute=30)
-        wait_for(lambda: deliveries(port, hub["token"], later["id"]), 5)
+        wait_for(lambda: deliveries(port, hub["token"], later["id"]), 30)
         listed = deliveries(port, hub["token"], later["id"])
         check("a receiver that is down is a failed attempt with no status", listed and listed[0]["status"] is None
               and listed[0]["error"], listed)
         second = Receiver(down_port)
         try:
-            check("once it is up the page arrives", wait_for(lambda: values(second.at("/later")) == [500], 12),
+            # The next retry: 5 s after the failure, or 10 s after that if that one came too soon.
+            check("once it is up the page arrives", wait_for(lambda: values(second.at("/later")) == [500], 60),
                   values(second.at("/later")))
         finally:
             second.close()
@@ -232,40 +240,47 @@ def webhook_checks(binary, public):
         receiver.behaviour["/revoked"] = 500
         _, reader = setup_token(port, hub["user"], "reader")
         st, revoked = subscribe(port, reader["token"], base + "/revoked")
+        # A control, failing alike and left alone: its retry shows when theirs would have come.
+        receiver.behaviour["/control"] = 500
+        st, control = subscribe(port, hub["token"], base + "/control")
         save(port, phone["token"], 600, minute=35)
-        wait_for(lambda: receiver.at("/gone") and receiver.at("/revoked"), 5)
+        check("the first attempts fail", wait_for(lambda: receiver.at("/gone") and receiver.at("/revoked") and receiver.at("/control"), 30),
+              [len(receiver.at(path)) for path in ("/gone", "/revoked", "/control")])
         st = http(port, "DELETE", f"/v1/webhooks/{gone['id']}", token=hub["token"])[0]
         check("DELETE /v1/webhooks/{id} answers 204", st == 204, st)
         st = http(port, "DELETE", f"/v1/authorizations/{reader['id']}", token=ADMIN)[0]
         check("revoking the token answers 204", st == 204, st)
         gone_count, revoked_count = len(receiver.at("/gone")), len(receiver.at("/revoked"))
         save(port, phone["token"], 601, minute=36)
-        time.sleep(7)
+        check("the control webhook is retried", wait_for(lambda: len(receiver.at("/control")) >= 2, 60), len(receiver.at("/control")))
+        time.sleep(2)  # theirs would have come with it, or within the moments their first attempts came later
         check("a deleted webhook sends nothing more, its pending retry included", len(receiver.at("/gone")) == gone_count,
               len(receiver.at("/gone")))
         check("a revoked token's webhook sends nothing more, its pending retry included",
               len(receiver.at("/revoked")) == revoked_count, len(receiver.at("/revoked")))
         check("the revoked token's webhooks are deleted",
               e2e.query_store(data_dir, f"SELECT count(*) FROM webhook_subscriptions WHERE id = '{revoked['id']}'") == "0")
+        http(port, "DELETE", f"/v1/webhooks/{control['id']}", token=hub["token"])
 
         # kill -9 with a delivery in flight: the restarted server sends the stored page again.
         receiver.behaviour["/crash"] = "hang"
         st, crash = subscribe(port, hub["token"], base + "/crash")
         save(port, phone["token"], 700, minute=40)
-        check("the page is on its way", wait_for(lambda: receiver.at("/crash"), 5))
+        check("the page is on its way", wait_for(lambda: receiver.at("/crash"), 30))
         first = receiver.at("/crash")[0]
         server.stop(signal.SIGKILL)
         receiver.behaviour["/crash"] = 200
         server = Server(binary, public, data_dir=data_dir, extra=["--config", config], drain=True)
         port = server.port
         # On PostgreSQL the restarted server is a new node: it takes the webhook over once the dead
-        # one's lease expires (10 s after its last renewal, docs/operations.md), then a claim round.
-        check("after kill -9 the page is sent again", wait_for(lambda: len(receiver.at("/crash")) >= 2, 15), len(receiver.at("/crash")))
+        # one's lease expires (10 s after its last renewal, docs/operations.md), then a claim round;
+        # a loaded machine adds to both, so the wait is the lease and a wide margin.
+        check("after kill -9 the page is sent again", wait_for(lambda: len(receiver.at("/crash")) >= 2, 60), len(receiver.at("/crash")))
         again = receiver.at("/crash")[-1]
         check("with the same webhook-id and body", again["headers"]["webhook-id"] == first["headers"]["webhook-id"]
               and again["body"] == first["body"])
         save(port, phone["token"], 701, minute=41)
-        check("and deliveries go on after it", wait_for(lambda: 701 in values(receiver.at("/crash")), 10), values(receiver.at("/crash")))
+        check("and deliveries go on after it", wait_for(lambda: 701 in values(receiver.at("/crash")), 30), values(receiver.at("/crash")))
     finally:
         server.stop()
         receiver.close()

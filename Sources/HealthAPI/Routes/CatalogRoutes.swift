@@ -95,14 +95,11 @@ struct CatalogRoutes: Sendable {
         writer.beginObject()
         writer.field("id", type.id)
         writer.field("kind", type.kind.rawValue)
-        writer.key("aggregation")
-        if let aggregation = type.aggregation { writer.string(aggregation.apiName) } else { writer.null() }
-        writer.key("canonicalUnit")
-        if let unit = type.canonicalUnit { writer.string(unit.unitString) } else { writer.null() }
+        writer.field("aggregation", type.aggregation?.apiName)
+        writer.field("canonicalUnit", type.canonicalUnit?.unitString)
         writer.key("units")
         AccountRoutes.writeStrings(type.units, into: &writer)
-        writer.key("maximumDuration")
-        if let maximum = type.maximumDuration { writer.integer(maximum) } else { writer.null() }
+        writer.field("maximumDuration", type.maximumDuration)
         writer.key("range")
         if let range = type.range {
             writer.beginObject()

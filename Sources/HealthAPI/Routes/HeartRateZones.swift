@@ -124,8 +124,7 @@ struct HeartRateZoneRoutes: Sendable {
             writer.field("method", zone.method.rawValue)
             writer.field("goal", goal.rawValue)
             writer.field("age", age)
-            writer.key("restingHeartRate")
-            if let rest { writer.number(rest) } else { writer.null() }
+            writer.field("restingHeartRate", rest)
             writer.endObject()
         }
     }

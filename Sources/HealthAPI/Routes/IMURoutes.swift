@@ -113,12 +113,9 @@ struct IMURoutes: Sendable {
             writer.beginObject()
             writer.field("numberOfSteps", Int64(totals.steps.rounded()))
             writer.field("distance", totals.distance)
-            writer.key("averageActivePace")
-            if totals.distance > 0 { writer.number(totals.activeSeconds / totals.distance) } else { writer.null() }
-            writer.key("currentPace")
-            if let pace = totals.currentPace { writer.number(pace) } else { writer.null() }
-            writer.key("currentCadence")
-            if let cadence = totals.currentCadence { writer.number(cadence) } else { writer.null() }
+            writer.field("averageActivePace", totals.distance > 0 ? totals.activeSeconds / totals.distance : nil)
+            writer.field("currentPace", totals.currentPace)
+            writer.field("currentCadence", totals.currentCadence)
             writer.field("floorsAscended", Int64(totals.floorsAscended.rounded()))
             writer.field("floorsDescended", Int64(totals.floorsDescended.rounded()))
             writer.endObject()
@@ -233,10 +230,8 @@ struct IMURoutes: Sendable {
         writer.field("steps", update.steps)
         writer.field("totalSteps", update.totalSteps)
         writer.field("distance", update.totalDistanceMeters)
-        writer.key("cadence")
-        if let cadence = update.cadenceStepsPerSecond { writer.number(cadence) } else { writer.null() }
-        writer.key("pace")
-        if let pace = update.paceSecondsPerMeter { writer.number(pace) } else { writer.null() }
+        writer.field("cadence", update.cadenceStepsPerSecond)
+        writer.field("pace", update.paceSecondsPerMeter)
         writer.field("floorsAscended", update.totalFloorsAscended)
         writer.field("floorsDescended", update.totalFloorsDescended)
         writer.field("activity", update.activity.rawValue)

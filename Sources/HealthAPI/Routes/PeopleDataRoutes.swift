@@ -57,8 +57,7 @@ struct PeopleDataRoutes: Sendable {
                 writer.key("read"); AccountRoutes.writeStrings(authorization.read.sorted(), into: &writer)
                 writer.key("share"); AccountRoutes.writeStrings(authorization.share.sorted(), into: &writer)
                 writer.field("created", RFC3339.format(authorization.created))
-                writer.key("lastUsed")
-                if let lastUsed = authorization.lastUsed { writer.string(RFC3339.format(lastUsed)) } else { writer.null() }
+                writer.field("lastUsed", authorization.lastUsed.map(RFC3339.format))
                 writer.endObject()
             }
             writer.endArray()
@@ -96,7 +95,7 @@ struct PeopleDataRoutes: Sendable {
             throw APIError.invalidField("password", "is longer than any password can be (\(PasswordPolicy.maximumBytes) bytes)")
         }
         let client = addresses.clientAddress(peer: context.connection.remoteAddress, headers: context.request.headers)
-        let accountKey = SignInLimiter.accountKey(user.name)
+        let accountKey = SignInThrottle.accountKey(user.name)
         let addressKey = ClientAddressResolver.rateLimitKey(client)
         let people = data.people
         let throttle = SignInThrottle(people: people)

@@ -47,7 +47,7 @@ struct PersonAccountRoutes: Sendable {
         let peer = context.connection.remoteAddress
         let client = addresses.clientAddress(peer: peer, headers: request.headers)
         let secure = addresses.isHTTPS(peer: peer, headers: request.headers)
-        let accountKey = SignInLimiter.accountKey(name)
+        let accountKey = SignInThrottle.accountKey(name)
         let addressKey = ClientAddressResolver.rateLimitKey(client)
         let people = data.people
         let throttle = SignInThrottle(people: people)
@@ -160,7 +160,7 @@ struct PersonAccountRoutes: Sendable {
         }
         let people = data.people
         let throttle = SignInThrottle(people: people)
-        let accountKey = SignInLimiter.accountKey(user.name)
+        let accountKey = SignInThrottle.accountKey(user.name)
         let addressKey = ClientAddressResolver.rateLimitKey(addresses.clientAddress(peer: context.connection.remoteAddress,
                                                                                     headers: context.request.headers))
         if let wait = try storeCall({ try throttle.retryAfter(accountKey: accountKey, addressKey: addressKey, nowMs: StoreClock.nowMilliseconds()) }) {

@@ -78,8 +78,7 @@ struct SummaryRoutes: Sendable {
             writer.field("days", elapsedDays)
             func figures(divisor: Double) {
                 for figure in Self.summaryFigures { writer.field(figure.field, FigureRounding.significant((totals[figure.field] ?? 0) / divisor)) }
-                writer.key("averagePace")
-                if let pace { writer.number(pace) } else { writer.null() }
+                writer.field("averagePace", pace)
             }
             figures(divisor: 1)
             writer.key("dailyAverage")

@@ -88,8 +88,7 @@ struct WebhookRoutes: Sendable {
                 writer.field("url", subscription.url)
                 writer.key("types"); AccountRoutes.writeStrings(subscription.types, into: &writer)
                 writer.field("created", RFC3339.format(subscription.createdMs))
-                writer.key("disabled")
-                if let reason = subscription.disabledReason { writer.string(reason) } else { writer.null() }
+                writer.field("disabled", subscription.disabledReason)
                 writer.endObject()
             }
             writer.endArray()
@@ -125,11 +124,9 @@ struct WebhookRoutes: Sendable {
                 writer.beginObject()
                 writer.field("webhookId", attempt.messageID)
                 writer.field("time", RFC3339.format(attempt.timeMs))
-                writer.key("status")
-                if let status = attempt.status { writer.integer(Int64(status)) } else { writer.null() }
+                writer.field("status", attempt.status.map(Int64.init))
                 writer.field("durationMs", Int64(attempt.durationMs))
-                writer.key("error")
-                if let error = attempt.error { writer.string(error) } else { writer.null() }
+                writer.field("error", attempt.error)
                 writer.endObject()
             }
             writer.endArray()

@@ -233,10 +233,8 @@ struct WorkoutRoutes: Sendable {
                 writer.field("start", RFC3339.format(row.stored.sample.start))
                 writer.field("end", RFC3339.format(row.stored.sample.end))
                 writer.field("duration", FigureRounding.significant(Double(row.activeMilliseconds) / 1000))
-                writer.key("totalDistance")
-                if let distance = row.details.totalDistance { writer.number(distance) } else { writer.null() }
-                writer.key("totalEnergyBurned")
-                if let energy = row.details.totalEnergyBurned { writer.number(energy) } else { writer.null() }
+                writer.field("totalDistance", row.details.totalDistance)
+                writer.field("totalEnergyBurned", row.details.totalEnergyBurned)
                 writer.key("heartRate")
                 if let heart = row.heartRate {
                     writer.beginObject()
@@ -248,8 +246,7 @@ struct WorkoutRoutes: Sendable {
                 } else {
                     writer.null()
                 }
-                writer.key("timeInZone")
-                if let inZone = row.inZone { writer.number(FigureRounding.significant(Double(inZone) / 1000)) } else { writer.null() }
+                writer.field("timeInZone", row.inZone.map { FigureRounding.significant(Double($0) / 1000) })
                 writer.field("source", row.stored.source.app)
                 writer.endObject()
             }

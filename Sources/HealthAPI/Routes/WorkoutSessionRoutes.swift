@@ -119,8 +119,7 @@ struct WorkoutSessionRoutes: Sendable {
             writer.field("state", session.state.rawValue)
             writer.field("activityType", session.activityType)
             writer.field("start", RFC3339.format(session.timeline.start))
-            writer.key("end")
-            if let end = session.timeline.end { writer.string(RFC3339.format(end)) } else { writer.null() }
+            writer.field("end", session.timeline.end.map(RFC3339.format))
             writer.key("zone")
             if let zone = session.zone {
                 writer.beginObject()
@@ -139,8 +138,7 @@ struct WorkoutSessionRoutes: Sendable {
                 writer.endObject()
             }
             writer.endArray()
-            writer.key("workout")
-            if let uuid = session.workoutUUID { writer.string(uuid.lowercasedString) } else { writer.null() }
+            writer.field("workout", session.workoutUUID?.lowercasedString)
             writer.endObject()
         }
     }

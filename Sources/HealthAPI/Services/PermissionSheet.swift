@@ -46,8 +46,7 @@ final class PermissionSheet: Sendable {
             // Anyone can ask in an app's name (the device flow cannot prove who the app is), and
             // allowing gives the device showing this code the access the app already has: the
             // sheet warns when there is some.
-            writer.key("allowedBefore")
-            if let grant, !grant.read.isEmpty || !grant.share.isEmpty { writer.string(RFC3339.format(grant.created)) } else { writer.null() }
+            writer.field("allowedBefore", grant.flatMap { !$0.read.isEmpty || !$0.share.isEmpty ? RFC3339.format($0.created) : nil })
             writer.endObject()
         }
     }
@@ -182,8 +181,7 @@ final class PermissionSheet: Sendable {
         writer.key("share"); AccountRoutes.writeStrings(grant.share.sorted(), into: &writer)
         writer.key("read"); AccountRoutes.writeStrings(grant.read.sorted(), into: &writer)
         writer.field("created", RFC3339.format(grant.created))
-        writer.key("lastUsed")
-        if let lastUsed = grant.lastUsed { writer.string(RFC3339.format(lastUsed)) } else { writer.null() }
+        writer.field("lastUsed", grant.lastUsed.map(RFC3339.format))
         writer.key("switches")
         writer.beginObject()
         for (name, decided, on) in [("share", grant.decidedShare, grant.share), ("read", grant.decidedRead, grant.read)] {

@@ -355,7 +355,7 @@ final class WebhookRunner: @unchecked Sendable {
             case .cancelTimer:
                 timerGeneration &+= 1
             case .disable(let reason):
-                write { data, lease in try data.disableWebhook(id: subscription.id, reason: reason, lease: lease) }
+                disable(reason: reason)
                 delivery.log?.event("webhook disabled", level: "warning", fields: [("webhook", subscription.id), ("reason", reason)])
             case .discardPage:
                 write { data, lease in try data.discardWebhookPage(id: subscription.id, lease: lease) }
@@ -372,6 +372,22 @@ final class WebhookRunner: @unchecked Sendable {
         } catch {
             delivery.log?.event("storing a webhook's state failed", level: "warning",
                                 fields: [("webhook", subscription.id), ("error", String(describing: error))])
+        }
+    }
+
+    /// Stores why the webhook stopped, retrying while the store fails: the machine sends nothing
+    /// more either way, but the listing must say why (and a claim must not resume it).
+    private func disable(reason: String) {
+        do {
+            _ = try delivery.data.disableWebhook(id: subscription.id, reason: reason, lease: delivery.lease)
+            stop()
+        } catch {
+            delivery.log?.event("storing a webhook's state failed; retrying", level: "warning",
+                                fields: [("webhook", subscription.id), ("error", String(describing: error))])
+            queue.asyncAfter(deadline: .now() + delivery.storeRetryDelay) { [self] in
+                guard !stopped else { return }
+                disable(reason: reason)
+            }
         }
     }
 
@@ -394,11 +410,8 @@ final class WebhookRunner: @unchecked Sendable {
             app = live
             page = try delivery.data.app(live).changes(ChangeRequest(types: types, after: position, limit: WebhookDelivery.pageLimit))
         } catch ChangeFeedError.anchorExpired {
-            write { data, lease in
-                try data.disableWebhook(id: subscription.id, reason: "The change feed no longer holds the deletions after this webhook's "
-                                        + "position (tombstoneRetentionDays); create the webhook again.", lease: lease)
-            }
-            stop()
+            disable(reason: "The change feed no longer holds the deletions after this webhook's "
+                    + "position (tombstoneRetentionDays); create the webhook again.")
             return
         } catch {
             delivery.log?.event("reading a webhook's page failed; retrying", level: "warning",
