@@ -71,6 +71,21 @@ extension AuthorizationListing {
     }
 }
 
+extension AppGrant {
+    /// Inserts or replaces a grant. Parameters: the user, `app`, `displayName`, the switches
+    /// (`StoredForms.typeListText` of read, share, decidedRead, decidedShare) and `created`;
+    /// `last_used_ms` is the store's to write, and is kept.
+    package static func upsertSQL(_ dialect: SQLDialect) -> String {
+        """
+        INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
+        VALUES (\(dialect.placeholders(1...8)))
+        ON CONFLICT (user_id, app) DO UPDATE SET display_name = excluded.display_name, read_types = excluded.read_types,
+            share_types = excluded.share_types, decided_read_types = excluded.decided_read_types,
+            decided_share_types = excluded.decided_share_types
+        """
+    }
+}
+
 // MARK: Permission requests
 
 extension AuthorizationRequestRecord {
@@ -92,6 +107,28 @@ extension AuthorizationRequestRecord {
             userRowID: try row.int64IfPresent(Column.userID),
             grantedShare: StoredForms.orderedTypeList(try row.string(Column.grantedShareTypes)),
             grantedRead: StoredForms.orderedTypeList(try row.string(Column.grantedReadTypes)))
+    }
+
+    /// Stores a new request unless its id or a code is taken. Parameters: `id`, the device code's
+    /// hash, `userCode`, `app`, `displayName`, `reason`, `share` and `read`
+    /// (`StoredForms.orderedTypeListText`), `created`, `interval`, `state`.
+    package static func insertSQL(_ dialect: SQLDialect) -> String {
+        """
+        INSERT INTO authorization_requests (id, device_code_hash, user_code, app, display_name, reason, share_types, read_types,
+            created_ms, interval_s, last_poll_ms, state, user_id, granted_share_types, granted_read_types)
+        VALUES (\(dialect.placeholders(1...10)), NULL, \(dialect.placeholder(11)), NULL, '', '') ON CONFLICT DO NOTHING
+        """
+    }
+
+    /// Writes back what a poll or an answer changed. Parameters: `interval`, `lastPoll`, `state`,
+    /// `userRowID`, `grantedShare` and `grantedRead` (`StoredForms.orderedTypeListText`),
+    /// `displayName`, and the `id` of the row.
+    package static func updateSQL(_ dialect: SQLDialect) -> String {
+        let p = (1...8).map(dialect.placeholder)
+        return """
+            UPDATE authorization_requests SET interval_s = \(p[0]), last_poll_ms = \(p[1]), state = \(p[2]), user_id = \(p[3]),
+                granted_share_types = \(p[4]), granted_read_types = \(p[5]), display_name = \(p[6]) WHERE id = \(p[7])
+            """
     }
 }
 

@@ -28,16 +28,11 @@ extension PostgresHealthStore {
     /// Inserts or replaces the grant (its `lastUsed` is the store's to write, and is kept).
     static func saveGrant(_ connection: PostgresConnection, userRowID: Int64, _ grant: AppGrant) throws {
         _ = try sourceRowID(connection, userRowID: userRowID, app: grant.app)
-        try connection.execute("""
-            INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            ON CONFLICT (user_id, app) DO UPDATE SET display_name = excluded.display_name, read_types = excluded.read_types,
-                share_types = excluded.share_types, decided_read_types = excluded.decided_read_types,
-                decided_share_types = excluded.decided_share_types
-            """, [.int64(userRowID), .text(grant.app), .text(grant.displayName),
-                  .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
-                  .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
-                  .int64(grant.created)])
+        try connection.execute(AppGrant.upsertSQL(.postgres), [
+            .int64(userRowID), .text(grant.app), .text(grant.displayName),
+            .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
+            .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
+            .int64(grant.created)])
     }
 
     public func appGrants(userRowID: Int64) throws -> [AppGrant] {
@@ -113,27 +108,22 @@ extension PostgresHealthStore {
     // MARK: Permission requests
 
     static func saveAuthorizationRequest(_ connection: PostgresConnection, _ record: AuthorizationRequestRecord) throws {
-        try connection.execute("""
-            UPDATE authorization_requests SET interval_s = $1, last_poll_ms = $2, state = $3, user_id = $4,
-                granted_share_types = $5, granted_read_types = $6, display_name = $7 WHERE id = $8
-            """, [.int64(Int64(record.interval)), record.lastPoll.map(PostgresValue.int64) ?? .null, .text(record.state.rawValue),
-                  record.userRowID.map(PostgresValue.int64) ?? .null,
-                  .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
-                  .text(record.displayName), .text(record.id)])
+        try connection.execute(AuthorizationRequestRecord.updateSQL(.postgres), [
+            .int64(Int64(record.interval)), record.lastPoll.map(PostgresValue.int64) ?? .null, .text(record.state.rawValue),
+            record.userRowID.map(PostgresValue.int64) ?? .null,
+            .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
+            .text(record.displayName), .text(record.id)])
     }
 
     public func createAuthorizationRequest(_ record: AuthorizationRequestRecord, deviceCodeHash: [UInt8]) throws -> Bool {
         try pool.transaction { connection -> Bool in
             try connection.execute("DELETE FROM authorization_requests WHERE created_ms < $1",
                                    [.int64(record.created - AuthorizationRequestRecord.retention)])
-            return try connection.execute("""
-                INSERT INTO authorization_requests (id, device_code_hash, user_code, app, display_name, reason, share_types, read_types,
-                    created_ms, interval_s, last_poll_ms, state, user_id, granted_share_types, granted_read_types)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, NULL, '', '') ON CONFLICT DO NOTHING
-                """, [.text(record.id), .bytes(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
-                      .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
-                      .text(StoredForms.orderedTypeListText(record.read)), .int64(record.created), .int64(Int64(record.interval)),
-                      .text(record.state.rawValue)]) == 1
+            return try connection.execute(AuthorizationRequestRecord.insertSQL(.postgres), [
+                .text(record.id), .bytes(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
+                .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
+                .text(StoredForms.orderedTypeListText(record.read)), .int64(record.created), .int64(Int64(record.interval)),
+                .text(record.state.rawValue)]) == 1
         }
     }
 

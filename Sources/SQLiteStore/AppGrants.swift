@@ -15,16 +15,11 @@ extension SQLiteHealthStore {
     /// Inserts or replaces the grant (its `lastUsed` is the store's to write, and is kept).
     static func saveGrant(_ db: Database, userRowID: Int64, _ grant: AppGrant) throws {
         _ = try sourceRowID(db, userRowID: userRowID, app: grant.app)
-        try db.execute("""
-            INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (user_id, app) DO UPDATE SET display_name = excluded.display_name, read_types = excluded.read_types,
-                share_types = excluded.share_types, decided_read_types = excluded.decided_read_types,
-                decided_share_types = excluded.decided_share_types
-            """, [.integer(userRowID), .text(grant.app), .text(grant.displayName),
-                  .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
-                  .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
-                  .integer(grant.created)])
+        try db.execute(AppGrant.upsertSQL(.sqlite), [
+            .integer(userRowID), .text(grant.app), .text(grant.displayName),
+            .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
+            .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
+            .integer(grant.created)])
     }
 
     static func liveTokenIDs(_ db: Database, userRowID: Int64, app: String) throws -> Set<String> {
@@ -128,27 +123,22 @@ extension SQLiteHealthStore {
 
     /// Writes back what a poll or an answer changed.
     static func saveAuthorizationRequest(_ db: Database, _ record: AuthorizationRequestRecord) throws {
-        try db.execute("""
-            UPDATE authorization_requests SET interval_s = ?, last_poll_ms = ?, state = ?, user_id = ?,
-                granted_share_types = ?, granted_read_types = ?, display_name = ? WHERE id = ?
-            """, [.integer(Int64(record.interval)), record.lastPoll.map(SQLValue.integer) ?? .null, .text(record.state.rawValue),
-                  record.userRowID.map(SQLValue.integer) ?? .null,
-                  .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
-                  .text(record.displayName), .text(record.id)])
+        try db.execute(AuthorizationRequestRecord.updateSQL(.sqlite), [
+            .integer(Int64(record.interval)), record.lastPoll.map(SQLValue.integer) ?? .null, .text(record.state.rawValue),
+            record.userRowID.map(SQLValue.integer) ?? .null,
+            .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
+            .text(record.displayName), .text(record.id)])
     }
 
     public func createAuthorizationRequest(_ record: AuthorizationRequestRecord, deviceCodeHash: [UInt8]) throws -> Bool {
         try pool.write { db -> Bool in
             try db.execute("DELETE FROM authorization_requests WHERE created_ms < ?",
                            [.integer(record.created - AuthorizationRequestRecord.retention)])
-            try db.execute("""
-                INSERT INTO authorization_requests (id, device_code_hash, user_code, app, display_name, reason, share_types, read_types,
-                    created_ms, interval_s, last_poll_ms, state, user_id, granted_share_types, granted_read_types)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '', '') ON CONFLICT DO NOTHING
-                """, [.text(record.id), .blob(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
-                      .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
-                      .text(StoredForms.orderedTypeListText(record.read)), .integer(record.created), .integer(Int64(record.interval)),
-                      .text(record.state.rawValue)])
+            try db.execute(AuthorizationRequestRecord.insertSQL(.sqlite), [
+                .text(record.id), .blob(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
+                .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
+                .text(StoredForms.orderedTypeListText(record.read)), .integer(record.created), .integer(Int64(record.interval)),
+                .text(record.state.rawValue)])
             return db.changes > 0
         }
     }
