@@ -374,7 +374,8 @@ PATHS = {
                        "the workout; symptoms as symptom category types, heart-rate notifications as high/low heart rate "
                        "and irregular rhythm events, ECGs as electrocardiogram samples, state of mind as stateOfMind samples. "
                        "Dates come as the app writes them: yyyy-MM-dd HH:mm:ss Z, or from a 12-hour phone h:mm:ss am/pm "
-                       "(one or two hour digits, am/pm in any case, after a space, U+202F or U+00A0), the same instant; "
+                       "(one or two hour digits, am/pm in any case, also a.m./p.m. or p. m., after a space, U+202F or U+00A0), "
+                       "the same instant; "
                        "they keep their UTC offset (also stored as HKTimeZone metadata). Metric names of other app versions "
                        "(dietary_cholesterol, caffeine) map to the same type. Sample uuids derive from content (user, the "
                        "saving app, type, start, end, source, value), so overlapping re-sends store nothing twice and each "
@@ -1066,7 +1067,12 @@ PATHS["/v1/me/authorization-requests/{userCode}"] = {
                 "allowedBefore": {"type": ["string", "null"], "format": "date-time",
                                   "description": "When the person first allowed this app, if it may read or write any type "
                                                  "now; null otherwise. Anyone can ask in an app's name, and Allow gives the "
-                                                 "device showing the code the app's whole access: the sheet warns."}}}),
+                                                 "device showing the code the app's whole access: the sheet warns."},
+                "readsLike": {"type": ["object", "null"], "required": ["app", "displayName"],
+                              "properties": {"app": {"type": "string"}, "displayName": {"type": "string"}},
+                              "description": "Another app the person allowed (it may read or write now) whose id or shown name "
+                                             "reads like this request's id or shown name (another case, full-width letters, a "
+                                             "decomposed accent); null when none. The sheet warns that this is another app."}}}),
                           "404": problem("No pending request has this code, or it expired (errorNotFound)."),
                           "409": problem("The request was already answered (errorConflict)."), **COOKIE_ERRORS}},
     "post": {"summary": "The sheet's answer: Allow with the switches turned on, or Don't Allow", "tags": ["people"],

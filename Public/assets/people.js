@@ -235,6 +235,12 @@ function renderSheet(request) {
   $("sheet-known").hidden = !known;
   $("sheet-known-app").textContent = name;
   $("sheet-known-since").textContent = known ? formatWhen(since) : "";
+  // Another allowed app's name, read alike: this app may be passing for that one.
+  const alike = request.readsLike && typeof request.readsLike === "object" ? request.readsLike : null;
+  $("sheet-lookalike").hidden = alike === null;
+  $("sheet-lookalike-name").textContent = alike ? String(alike.displayName || alike.app || "") : "";
+  $("sheet-lookalike-app").textContent = alike ? String(alike.app || "") : "";
+  $("sheet-lookalike-asking").textContent = String(request.app || "");
   $("sheet-reason").textContent = typeof request.reason === "string" && request.reason ? request.reason : "The app gave no reason.";
   $("sheet-write-list").replaceChildren(...share.map((type) => switchRow("sheet-write", type, false, updateTurnOnAll)));
   $("sheet-read-list").replaceChildren(...read.map((type) => switchRow("sheet-read", type, false, updateTurnOnAll)));

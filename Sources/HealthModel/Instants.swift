@@ -522,7 +522,8 @@ public enum HealthDate {
 
     /// Health Auto Export dates, written in the phone's regional format: `2024-09-21 07:57:00 +1000`,
     /// or on a 12-hour phone `2024-09-21 7:57:00 pm +1000` (one or two hour digits; am/pm in any
-    /// case, after a space, U+202F NARROW NO-BREAK SPACE or U+00A0 NO-BREAK SPACE). 12 am is
+    /// case, also `a.m.`/`p.m.` or `p. m.`, after a space, U+202F NARROW NO-BREAK SPACE or U+00A0
+    /// NO-BREAK SPACE). 12 am is
     /// midnight, 12 pm noon. The instant and the date's UTC offset in seconds.
     public static func parseHealthAutoExportDate<S: StringProtocol>(_ string: S) -> (instant: HealthInstant, offsetSeconds: Int)? {
         try? withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> (instant: HealthInstant, offsetSeconds: Int) in
@@ -546,10 +547,16 @@ public enum HealthDate {
         guard spaceLength > 0 else { throw .malformed("expected ' ' after the time") }
         scanner.position += spaceLength
         if let first = scanner.current, first | 0x20 == UInt8(ascii: "a") || first | 0x20 == UInt8(ascii: "p") {
-            // 12-hour clock: 12 am is midnight, 12 pm noon.
+            // 12-hour clock: 12 am is midnight, 12 pm noon. Canadian English writes "a.m."/"p.m.",
+            // Spanish "p. m." (the space any of the three kinds).
             scanner.position += 1
+            if scanner.current == UInt8(ascii: ".") {
+                scanner.position += 1
+                scanner.position += Self.spaceLength(scanner)
+            }
             guard let letter = scanner.current, letter | 0x20 == UInt8(ascii: "m") else { throw .malformed("expected am or pm") }
             scanner.position += 1
+            if scanner.current == UInt8(ascii: ".") { scanner.position += 1 }
             guard (1...12).contains(hour) else { throw .outOfRange("hour on a 12-hour clock") }
             hour = hour % 12 + (first | 0x20 == UInt8(ascii: "p") ? 12 : 0)
             try scanner.expect(UInt8(ascii: " "), "' ' before the offset")

@@ -23,20 +23,23 @@ public struct User: Sendable, Equatable {
     public static func canBeName(_ text: String) -> Bool {
         !text.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}" }
     }
+}
 
+/// Names that read alike: an account's, an app's id or the name it asks to be shown by.
+public enum LookalikeNames {
     /// What two names that read alike share: compatibility-normalized (NFKC: "é" typed as one code
     /// point or as "e" and an accent, full-width "ｍａｙａ" and "maya") and case-folded ("Maya" and
     /// "maya"). Accents stay (José and Jose are two people). An account is not made under a name
     /// whose key another account's name has: the person signs in with it, the admin finds people
-    /// by it, and the sign-in limiter counts failures per folded name.
-    public static func lookalikeKey(_ name: String) -> String {
+    /// by it, and the sign-in limiter counts failures per key.
+    public static func key(_ name: String) -> String {
         name.precomposedStringWithCompatibilityMapping.folding(options: [.caseInsensitive, .widthInsensitive], locale: nil)
     }
 
-    /// The existing name `name` would be taken for, if any (the stores check it as they create).
-    public static func lookalike(of name: String, among names: some Sequence<String>) -> String? {
-        let key = lookalikeKey(name)
-        return names.first { lookalikeKey($0) == key }
+    /// The name among `names` that `name` would be taken for, if any.
+    public static func existing(_ name: String, among names: some Sequence<String>) -> String? {
+        let wanted = Self.key(name)
+        return names.first { Self.key($0) == wanted }
     }
 }
 
@@ -214,7 +217,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension StoreError {
-    /// A new account's name that an existing one's reads like (`User.lookalikeKey`).
+    /// A new account's name that an existing one's reads like (`LookalikeNames.key`).
     public static func nameTaken(_ name: String, by existing: String) -> StoreError {
         existing == name ? .conflict("a user named '\(name)' exists")
             : .conflict("the name '\(name)' reads like an existing user's, '\(existing)'")

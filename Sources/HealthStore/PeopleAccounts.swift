@@ -47,14 +47,14 @@ public struct PeopleAccounts: Sendable {
     // MARK: Passwords
 
     /// The account `name` signs in to: the one with that exact name, else the one account whose
-    /// name reads like it (`User.lookalikeKey`: a phone's keyboard capitalizes "maya" to "Maya").
+    /// name reads like it (`LookalikeNames.key`: a phone's keyboard capitalizes "maya" to "Maya").
     /// Nil when there is none, or when two accounts made before lookalikes were refused read
     /// like it and neither is named exactly so: then no guess picks one.
     public func signInAccount(name: String) throws -> SignInAccount? {
         guard User.canBeName(name) else { return nil }
         if let exact = try store.signInAccount(name: name) { return exact }
-        let key = User.lookalikeKey(name)
-        let alike = try store.users().filter { User.lookalikeKey($0.user.name) == key }
+        let key = LookalikeNames.key(name)
+        let alike = try store.users().filter { LookalikeNames.key($0.user.name) == key }
         guard alike.count == 1, let only = alike.first else { return nil }
         return try store.signInAccount(name: only.user.name)
     }

@@ -14,7 +14,7 @@ extension PostgresHealthStore {
             // every name is compared (a person's account is made rarely, and people are few).
             _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('healthd.users'), hashtext(current_schema()))", [])
             let names = try connection.map("SELECT id, external_id, name FROM users", [], Self.user).map(\.name)
-            if let existing = User.lookalike(of: name, among: names) { throw StoreError.nameTaken(name, by: existing) }
+            if let existing = LookalikeNames.existing(name, among: names) { throw StoreError.nameTaken(name, by: existing) }
             // A random positive 63-bit id (no sequence shared by the nodes); a collision, or a
             // node creating the same name meanwhile, inserts nothing and is told apart below.
             for _ in 0..<4 {

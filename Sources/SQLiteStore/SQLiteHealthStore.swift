@@ -197,7 +197,7 @@ public final class SQLiteHealthStore: HealthDataStore {
             // Every name is compared (a person's account is made rarely, and people are few next
             // to their samples); in the write transaction, so two creations cannot both pass.
             let names = try db.map("SELECT \(UserColumn.selectList) FROM users", []) { row in try User(row).name }
-            if let existing = User.lookalike(of: name, among: names) { throw StoreError.nameTaken(name, by: existing) }
+            if let existing = LookalikeNames.existing(name, among: names) { throw StoreError.nameTaken(name, by: existing) }
             let id = Self.newIdentifier()
             try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
                            [.text(id), .text(name), .integer(Self.nowMilliseconds())])

@@ -33,6 +33,9 @@ struct HealthAutoExportFaithfulnessTests {
         TwelveHourForm(padded: false, meridiem: ("AM", "PM"), space: "\u{00A0}"),
         TwelveHourForm(padded: false, meridiem: ("am", "pm"), space: #"\u202f"#),
         TwelveHourForm(padded: true, meridiem: ("Am", "pM"), space: #"\u00A0"#),
+        // Canadian English and Spanish phones.
+        TwelveHourForm(padded: false, meridiem: ("a.m.", "p.m."), space: "\u{202F}"),
+        TwelveHourForm(padded: false, meridiem: ("a.\u{202F}m.", "p.\u{202F}m."), space: " "),
     ]
 
     /// Every `yyyy-MM-dd HH:mm:ss ±hhmm` in `json` in a 12-hour form; `choose` picks the form of each date.
@@ -135,7 +138,7 @@ struct HealthAutoExportFaithfulnessTests {
     @Test("a date in no form the app writes is a 400 naming the field, and nothing is saved", arguments: [
         ("2024-02-06 13:00:00 pm -0800", "data.metrics[0].data[1].date"),
         ("2024-02-06 0:30:00 am -0800", "data.metrics[0].data[1].date"),
-        ("2024-02-06 7:00:00 p.m. -0800", "data.metrics[0].data[1].date"),
+        ("2024-02-06 7:00:00 p.m.-0800", "data.metrics[0].data[1].date"),
         ("2024-02-06 7:00:00\u{2009}pm -0800", "data.metrics[0].data[1].date"),
     ])
     func malformedTwelveHourDates(date: String, field: String) throws {

@@ -237,6 +237,26 @@ import Testing
         #expect(try allowedBefore(impostor["userCode"]?.stringValue ?? "") == .string(RFC3339.format(created)))
     }
 
+    /// An app asking under a name that reads like an allowed app's (its id or shown name, another
+    /// case or width) is named with that app, so the sheet can say it is another app; the allowed
+    /// app itself, an app with only refusals, and names merely alike in letters are not.
+    @Test func aRequestWhoseNameReadsLikeAnAllowedAppsSaysWhich() throws {
+        let w = try World()
+        _ = try w.answer(#"{"allow":true,"share":["stepCount"]}"#)
+        func readsLike(_ json: String) throws -> JSONValue? {
+            let asked = w.server.request(.post, "/v1/authorization-requests", json: json)
+            #expect(asked.status == 201, "\(asked.text)")
+            let shown = try w.sheet.show(userCode: asked["userCode"]?.stringValue ?? "", for: w.alice)
+            return try #require(try JSONParser.parse(shown.bodyBytes).objectValue)["readsLike"]
+        }
+        let runner = JSONValue.object(["app": .string("runner"), "displayName": .string("Runner")])
+        #expect(try readsLike(#"{"app":"Runner","read":["stepCount"],"reason":"r"}"#) == runner)
+        #expect(try readsLike(#"{"app":"com.evil","displayName":"RUNNER","read":["stepCount"],"reason":"r"}"#) == runner)
+        #expect(try readsLike(#"{"app":"com.evil","displayName":"\uFF32unner","read":["stepCount"],"reason":"r"}"#) == runner)
+        #expect(try readsLike(#"{"app":"runner","displayName":"Runner","read":["stepCount"],"reason":"r"}"#) == .null)
+        #expect(try readsLike(#"{"app":"runners","displayName":"Runners","read":["stepCount"],"reason":"r"}"#) == .null)
+    }
+
     /// The admin acts for the person: a second POST /v1/authorizations for the app turns on what it
     /// names, leaves the rest, and both tokens follow; it never narrows.
     @Test func theAdminTurnsOnTheSwitchesItNames() throws {

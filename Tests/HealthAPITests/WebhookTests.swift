@@ -336,34 +336,66 @@ private struct WebhookFixture {
     }
 }
 
+/// A server whose webhooks this test's own delivery runs (its transport, schedule and retry
+/// delay), with a phone that saves steps and a hub subscribed to them.
+struct OwnDeliveryFixture {
+    let transport: RecordingTransport
+    let server: TestServer
+    let phone: String
+    let hub: String
+    let delivery: WebhookDelivery
+
+    init(id: String, answers: [Int?], schedule: WebhookRetrySchedule = WebhookRetrySchedule()) throws {
+        transport = RecordingTransport(answers: answers)
+        server = try TestServer()
+        let user = server.createUser("ada")
+        phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
+        hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
+        delivery = server.replaceWebhookDelivery(transport: transport, schedule: schedule, storeRetryDelay: .milliseconds(100))
+        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
+        let subscription = try server.application.data.app(hubAuthorization).createWebhook(
+            id: id, url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
+            lease: delivery.lease).get()
+        delivery.add(subscription)
+    }
+
+    func saveSteps() -> Int {
+        server.request(.post, "/v1/samples", token: phone,
+                       json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status
+    }
+
+    /// The webhook listing's `disabled`, as the hub reads it.
+    func disabled() -> String? {
+        server.request(.get, "/v1/webhooks", token: hub)["webhooks"]?.arrayValue?.first?.objectValue?["disabled"]?.stringValue
+    }
+
+    /// A SQLite trigger that fails every update setting `column` (the disk or the database failing).
+    func refuseUpdates(of column: String, as trigger: String) throws {
+        try server.store.pool.write { db in
+            try db.execute("""
+                CREATE TRIGGER \(trigger) BEFORE UPDATE OF \(column) ON webhook_subscriptions
+                WHEN NEW.\(column) IS NOT NULL BEGIN SELECT RAISE(ABORT, 'injected fault'); END
+                """)
+        }
+    }
+
+    func drop(_ trigger: String) throws {
+        try server.store.pool.write { db in try db.execute("DROP TRIGGER \(trigger)") }
+    }
+}
+
 @Suite struct WebhookRetryTests {
     /// With the schedule shortened (the real one is 5 s doubling to 1 h for 24 hours), a receiver
     /// that never answers 2xx gets the same page again and again, then the webhook is disabled and
     /// its listing says why.
     @Test func retriesRunOutAndTheListingSaysWhy() throws {
-        let transport = RecordingTransport(answers: [503])
-        let server = try TestServer()
-        let user = server.createUser("ada")
-        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
-        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
-        let application = server.application
-        let delivery = server.replaceWebhookDelivery(
-            transport: transport, schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 1),
-            storeRetryDelay: .milliseconds(100))
-        defer { delivery.stop() }
-        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
-        let subscription = try application.data.app(hubAuthorization).createWebhook(
-            id: "wh_retry", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
-            lease: delivery.lease).get()
-        delivery.add(subscription)
-        #expect(server.request(.post, "/v1/samples", token: phone,
-                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
-        let deadline = Date().addingTimeInterval(30)
-        var disabled: String?
-        while disabled == nil && Date() < deadline {
-            disabled = server.request(.get, "/v1/webhooks", token: hub)["webhooks"]?.arrayValue?.first?.objectValue?["disabled"]?.stringValue
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        let f = try OwnDeliveryFixture(id: "wh_retry", answers: [503],
+                                       schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 1))
+        defer { f.delivery.stop() }
+        let transport = f.transport
+        #expect(f.saveSteps() == 201)
+        #expect(eventually { f.disabled() != nil })
+        let disabled = f.disabled()
         #expect(disabled?.contains("503") == true, "\(disabled ?? "not disabled")")
         let requests = transport.requests
         #expect(requests.count >= 2)
@@ -413,29 +445,14 @@ private struct WebhookFixture {
     /// Storing a page fails (the disk, the database): nothing is sent unstored, and once the store
     /// answers again the page is read, stored and sent, with no further commit to wake it.
     @Test func aPageTheStoreCouldNotKeepIsReadAgainLater() throws {
-        let transport = RecordingTransport(answers: [200])
-        let server = try TestServer()
-        let user = server.createUser("ada")
-        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
-        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
-        let delivery = server.replaceWebhookDelivery(transport: transport, storeRetryDelay: .milliseconds(100))
-        defer { delivery.stop() }
-        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
-        let subscription = try server.application.data.app(hubAuthorization).createWebhook(
-            id: "wh_fault", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
-            lease: delivery.lease).get()
-        delivery.add(subscription)
-        try server.store.pool.write { db in
-            try db.execute("""
-                CREATE TRIGGER refuse_pages BEFORE UPDATE OF message_id ON webhook_subscriptions
-                WHEN NEW.message_id IS NOT NULL BEGIN SELECT RAISE(ABORT, 'injected fault'); END
-                """)
-        }
-        #expect(server.request(.post, "/v1/samples", token: phone,
-                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        let f = try OwnDeliveryFixture(id: "wh_fault", answers: [200])
+        defer { f.delivery.stop() }
+        let transport = f.transport
+        try f.refuseUpdates(of: "message_id", as: "refuse_pages")
+        #expect(f.saveSteps() == 201)
         Thread.sleep(forTimeInterval: 0.4)
         #expect(transport.requests.isEmpty, "a page is sent only once stored")
-        try server.store.pool.write { db in try db.execute("DROP TRIGGER refuse_pages") }
+        try f.drop("refuse_pages")
         #expect(transport.waitFor(1))
         #expect(transport.requests.first.map { String(decoding: $0.body, as: UTF8.self).contains("\"value\":5") } == true)
     }
@@ -443,37 +460,18 @@ private struct WebhookFixture {
     /// The retries run out while the store refuses to keep it: nothing more is sent, and once
     /// the store answers the listing says why (a disabling the store lost was never stored).
     @Test func aDisablingTheStoreCouldNotKeepIsStoredLater() throws {
-        let transport = RecordingTransport(answers: [503])
-        let server = try TestServer()
-        let user = server.createUser("ada")
-        let phone = server.token(user: user, app: "phone", read: [], share: ["stepCount"])
-        let hub = server.token(user: user, app: "hub", read: ["stepCount"], share: [])
-        let delivery = server.replaceWebhookDelivery(
-            transport: transport, schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 0.3),
-            storeRetryDelay: .milliseconds(100))
-        defer { delivery.stop() }
-        let hubAuthorization = try #require(try server.backend.authorization(tokenHash: TokenHashing.hash(hub)))
-        let subscription = try server.application.data.app(hubAuthorization).createWebhook(
-            id: "wh_disable", url: "http://127.0.0.1:8080/x", types: ["stepCount"], secretKey: Array(repeating: 7, count: 32),
-            lease: delivery.lease).get()
-        delivery.add(subscription)
-        try server.store.pool.write { db in
-            try db.execute("""
-                CREATE TRIGGER refuse_disabling BEFORE UPDATE OF disabled_reason ON webhook_subscriptions
-                WHEN NEW.disabled_reason IS NOT NULL BEGIN SELECT RAISE(ABORT, 'injected fault'); END
-                """)
-        }
-        #expect(server.request(.post, "/v1/samples", token: phone,
-                               json: #"{"samples":[{"type":"stepCount","value":5,"unit":"count","start":"2026-03-01T09:00:00Z","end":"2026-03-01T09:00:00Z"}]}"#).status == 201)
+        let f = try OwnDeliveryFixture(id: "wh_disable", answers: [503],
+                                       schedule: WebhookRetrySchedule(firstDelay: 0.05, maximumDelay: 0.1, retryWindow: 0.3))
+        defer { f.delivery.stop() }
+        let transport = f.transport
+        try f.refuseUpdates(of: "disabled_reason", as: "refuse_disabling")
+        #expect(f.saveSteps() == 201)
         #expect(transport.waitFor(2))
         Thread.sleep(forTimeInterval: 1)
-        func disabled() -> String? {
-            server.request(.get, "/v1/webhooks", token: hub)["webhooks"]?.arrayValue?.first?.objectValue?["disabled"]?.stringValue
-        }
-        #expect(disabled() == nil)
+        #expect(f.disabled() == nil)
         let sent = transport.requests.count
-        try server.store.pool.write { db in try db.execute("DROP TRIGGER refuse_disabling") }
-        #expect(eventually { disabled()?.contains("503") == true })
+        try f.drop("refuse_disabling")
+        #expect(eventually { f.disabled()?.contains("503") == true })
         #expect(transport.requests.count == sent, "a disabled webhook sends nothing more")
     }
 }

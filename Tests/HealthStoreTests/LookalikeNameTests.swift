@@ -6,16 +6,16 @@ import HealthStore
     @Test(arguments: [("Maya", "maya"), ("MAYA", "maya"), ("ｍａｙａ", "maya"), ("José", "Jose\u{301}"), ("ﬁona", "fiona"),
                       ("Straße", "STRASSE"), ("李小龍", "李小龍")])
     func namesThatReadAlikeShareAKey(_ pair: (String, String)) {
-        #expect(User.lookalikeKey(pair.0) == User.lookalikeKey(pair.1))
+        #expect(LookalikeNames.key(pair.0) == LookalikeNames.key(pair.1))
     }
 
     @Test(arguments: [("José", "Jose"), ("maya", "mayan"), ("ana", "anna"), ("Zoë", "Zoe")])
     func namesThatDifferKeepTheirOwnKey(_ pair: (String, String)) {
-        #expect(User.lookalikeKey(pair.0) != User.lookalikeKey(pair.1))
+        #expect(LookalikeNames.key(pair.0) != LookalikeNames.key(pair.1))
     }
 
     @Test func theExistingLookalikeIsNamed() {
-        #expect(User.lookalike(of: "MAYA", among: ["ada", "Maya"]) == "Maya")
-        #expect(User.lookalike(of: "Mayan", among: ["ada", "Maya"]) == nil)
+        #expect(LookalikeNames.existing("MAYA", among: ["ada", "Maya"]) == "Maya")
+        #expect(LookalikeNames.existing("Mayan", among: ["ada", "Maya"]) == nil)
     }
 }

@@ -21,6 +21,9 @@ import e2e  # noqa: E402
 from e2e import ADMIN, DATABASE, Server, check, http, js, fresh_database  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "apple-health")
+# One "now" for every question asked: the answers before and after a move are compared, and a run
+# that crosses midnight UTC must ask both sides about the same days.
+NOW = time.time()
 
 
 def iso(seconds):
@@ -78,7 +81,7 @@ def build_every_kind_user(binary, port, place):
     phone = token_for(port, "every", "phone", kinds, kinds)
     watch = token_for(port, "every", "watch", [], kinds)
     scale = token_for(port, "every", "scale", ["bodyMass"], ["bodyMass", "stepCount"])
-    day = time.time() - 3 * 86400
+    day = NOW - 3 * 86400
     day -= day % 86400
     at = lambda h, m=0: iso(day + h * 3600 + m * 60)  # noqa: E731
     def save(token, samples):
@@ -146,7 +149,7 @@ def answers(port, user, types):
         body = js(b) if transform else b
         got.append((path, st, transform(body) if transform and body is not None else body))
     info = {t["id"]: t for t in catalog(port, token)}
-    recent = (iso(time.time() - 35 * 86400)[:10] + "T00:00:00Z", iso(time.time() + 86400)[:10] + "T00:00:00Z")
+    recent = (iso(NOW - 35 * 86400)[:10] + "T00:00:00Z", iso(NOW + 86400)[:10] + "T00:00:00Z")
     old = ("2014-09-01T00:00:00Z", "2016-05-01T00:00:00Z")
     quantity = [t for t, d in info.items() if d.get("kind") == "quantity" and d.get("aggregation")]
     for type_id in quantity:
@@ -156,7 +159,7 @@ def answers(port, user, types):
             for zone in ("Europe/Berlin", "America/New_York"):
                 get(f"/v1/statistics/collection?type={type_id}&options={options}&interval={interval}&timeZone={zone}"
                     f"&start={start}&end={end}")
-        hours = (iso(time.time() - 4 * 86400)[:10] + "T00:00:00Z", iso(time.time() - 2 * 86400)[:10] + "T00:00:00Z")
+        hours = (iso(NOW - 4 * 86400)[:10] + "T00:00:00Z", iso(NOW - 2 * 86400)[:10] + "T00:00:00Z")
         get(f"/v1/statistics/collection?type={type_id}&options={options},separateBySource&interval=PT1H"
             f"&timeZone=Asia/Kolkata&start={hours[0]}&end={hours[1]}")
         get(f"/v1/sources/priority?type={type_id}")
@@ -177,10 +180,10 @@ def answers(port, user, types):
         got.append((f"samples of {type_id}", st, samples))
         # HKSourceQuery answers a set: the order (first saver first) is history, not carried.
         get(f"/v1/sources?type={type_id}", lambda body: sorted(body.get("sources", []), key=lambda s: s["app"]))
-    today = time.strftime("%Y-%m-%d", time.gmtime())
+    today = time.strftime("%Y-%m-%d", time.gmtime(NOW))
     for zone in ("Europe/Berlin", "America/Los_Angeles", "Pacific/Auckland"):
         for period in ("day", "week", "month"):
-            for date in (today, iso(time.time() - 3 * 86400)[:10], iso(time.time() - 20 * 86400)[:10], "2016-04-14"):
+            for date in (today, iso(NOW - 3 * 86400)[:10], iso(NOW - 20 * 86400)[:10], "2016-04-14"):
                 get(f"/v1/summary?date={date}&period={period}&timeZone={zone}")
         get(f"/v1/activity-summaries?start={recent[0][:10]}&end={today}&timeZone={zone}")
         get(f"/v1/activity-summaries?start=2016-04-01&end=2016-04-30&timeZone={zone}")

@@ -1320,6 +1320,18 @@ def demo_checks(binary, public, browser, artifacts):
         shutil.rmtree(demo.data_dir, ignore_errors=True)
 
 
+def clear_of_midnight(zone, minutes=20):
+    """Waits until just after midnight in `zone` when it is less than `minutes` away. The fixture
+    and the page each take "today" from the clock: a run across midnight would compare the page
+    of one day with the API's answers for the day before."""
+    now = datetime.now(zone)
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), zone)
+    if midnight - now < timedelta(minutes=minutes):
+        wait = (midnight - now).total_seconds() + 30
+        print(f"browser: midnight in {zone} is {wait:.0f} s away: the checks begin on the new day")
+        time.sleep(wait)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -1330,6 +1342,7 @@ def main():
     browser = Browser(args.chromium)
     server = Server(args.binary, os.path.abspath(args.public), drain=True)  # drained: the access log must not fill the pipe
     try:
+        clear_of_midnight(ZoneInfo(TIME_ZONE))
         fixture = Fixture(server.port)
         token = fixture.make_user("browser-demo", with_data=True)
         unit_checks(browser, os.path.abspath(os.path.join(args.public, "..")))

@@ -44,19 +44,24 @@ class Page:
                                                                "deviceScaleFactor": 1, "mobile": width < 600})
 
     def go(self, url):
+        # The page being left says loaded too, and a loaded machine may not have replaced it within
+        # a fixed pause: mark it first, as `hash` does, so only the new load counts.
+        try:
+            self.eval("document.body && (document.body.dataset.loaded = 'false')")
+        except RuntimeError:
+            pass  # no page context: nothing loaded to mistake for the new page
         self.tools.call("Page.navigate", {"url": url})
-        time.sleep(0.2)
-        return self.tools.wait_for("document.readyState === 'complete' && document.body.dataset.loaded === 'true'", 20)
+        return self.tools.wait_for("document.readyState === 'complete' && document.body.dataset.loaded === 'true'", 60)
 
     def hash(self, fragment):
         """Follows an in-page link (a hash change, as the nav does)."""
         self.eval(f"document.body.dataset.loaded = 'false'; location.hash = {json.dumps(fragment)}")
-        return self.tools.wait_for("document.body.dataset.loaded === 'true'", 20)
+        return self.tools.wait_for("document.body.dataset.loaded === 'true'", 60)
 
     def eval(self, expression):
         return self.tools.evaluate(expression)
 
-    def wait(self, expression, timeout=15):
+    def wait(self, expression, timeout=30):
         return self.tools.wait_for(expression, timeout)
 
     def fill(self, element_id, value):
@@ -219,7 +224,8 @@ def sheet_checks(page, base, port, artifacts):
                                                 "&& i.labels[0].textContent.trim().length > 0)"))
     check("... and when the request expires", re.fullmatch(r"This request expires at \d\d:\d\d\.", page.text("sheet-expires") or ""),
           page.text("sheet-expires"))
-    check("a first request of an app has no warning that it has access already", not page.visible("sheet-known"))
+    check("a first request of an app has no warning that it has access already, nor that it reads like another",
+          not page.visible("sheet-known") and not page.visible("sheet-lookalike"))
     page.shot(artifacts, "people-sheet.png", 1280)
     page.shot(artifacts, "people-sheet-phone.png", 390)
     # Keyboard: Turn On All, then Tab to the first switch, Space turns it on.
@@ -261,7 +267,8 @@ def ask_again_checks(page, port, artifacts):
     shown = page.eval("JSON.stringify([...document.querySelectorAll('#sheet input.switch')].map((i) => i.id))")
     check("a request in the name of an app with access warns that anyone can ask so, and since when it has access",
           page.visible("sheet-known") and page.text("sheet-known-app") == XSS_NAME
-          and page.text("sheet-known-since").startswith("today at ") and "another app’s name" in page.text("sheet-known"),
+          and page.text("sheet-known-since").startswith("today at ") and "another app’s name" in page.text("sheet-known")
+          and not page.visible("sheet-lookalike"),
           page.text("sheet-known"))
     page.shot(artifacts, "people-sheet-known-phone.png", 390)
     check("asking again shows only the types not answered yet", json.loads(shown or "[]") == ["sheet-write-flightsClimbed"]
@@ -279,6 +286,20 @@ def ask_again_checks(page, port, artifacts):
           page.wait("document.getElementById('sheet').dataset.state === 'allowed'")
           and page.text("sheet-done-text") == f"“{XSS_NAME}” has its token with what you allowed before. You can change that in Apps.",
           page.text("sheet-done-text"))
+    # Another app, asking under the allowed app's shown name: the sheet says it is not that app.
+    status, _, payload = http(port, "POST", "/v1/authorization-requests",
+                              {"app": "com.example.c0ach", "displayName": XSS_NAME.upper(), "read": ["heartRate"], "reason": "Same coach."})
+    impostor = js(payload) or {}
+    check("an app asking under a name that reads like an allowed app's gets its code like any", status == 201, payload[:200])
+    page.go(impostor.get("verificationURIComplete", ""))
+    page.wait("document.getElementById('sheet').dataset.state === 'asking'")
+    check("... and the sheet says it is not the allowed app, naming both identifiers",
+          page.visible("sheet-lookalike") and page.text("sheet-lookalike-name") == XSS_NAME
+          and page.text("sheet-lookalike-app") == APP and page.text("sheet-lookalike-asking") == "com.example.c0ach"
+          and not page.visible("sheet-known"), page.text("sheet-lookalike"))
+    page.shot(artifacts, "people-sheet-lookalike-phone.png", 390)
+    page.click("sheet-deny")
+    page.wait("document.getElementById('sheet').dataset.state === 'denied'")
 
 
 def app_checks(port, token):

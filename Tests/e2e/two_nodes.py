@@ -23,10 +23,10 @@ Starts two real healthd processes (A and B) with --database on a fresh database 
 Standard library only, plus psql to create the database. Usage:
   two_nodes.py --binary .build/debug/healthd --public Public --database postgres://postgres@127.0.0.1:5432/postgres
 """
-import argparse, json, os, random, signal, socket, subprocess, sys, threading, time, uuid
+import argparse, calendar, json, os, random, signal, socket, subprocess, sys, threading, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ADMIN, Server, check, fresh_database, http, js, read_until, results, statuses  # noqa: E402
+from e2e import ADMIN, Server, check, fresh_database, http, js, read_until, results, statuses, wait_until  # noqa: E402
 from people import PASSWORD, call, fresh_address, session_cookie  # noqa: E402
 from crash import DISCRETE_TYPE, WRITER_TYPE, Ledger, imu_csv, imu_path, iso, request, sample_writer, verify  # noqa: E402
 
@@ -71,7 +71,7 @@ def session_checks(a, b):
           call(b.port, "GET", "/v1/me", cookie=first)[0] == 200 and call(a.port, "GET", "/v1/me", cookie=second)[0] == 200)
     stream = socket.create_connection(("127.0.0.1", b.port), timeout=10)
     stream.sendall(f"GET /v1/me/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nCookie: {first}\r\n\r\n".encode())
-    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
     status, _, _ = call(a.port, "DELETE", "/v1/session", cookie=first, headers={"Content-Type": "application/json"})
     signed_out = time.monotonic()
     waited = refused_within(b, first)
@@ -132,10 +132,10 @@ def feed_checks(a, b, token):
     stream = socket.create_connection(("127.0.0.1", b.port), timeout=30)
     stream.sendall(f"GET /v1/changes/stream?types=stepCount&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
                    f"Authorization: Bearer {token}\r\n\r\n".encode())
-    opened = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    opened = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
     sample = step_sample(99, 99)
     request(a.port, "POST", "/v1/samples", {"samples": [sample]}, token=token)
-    events = read_until(stream, opened, lambda d: sample["uuid"].encode() in d, timeout=5)
+    events = read_until(stream, opened, lambda d: sample["uuid"].encode() in d, timeout=30)
     stream.close()
     check("A's write reaches an event stream on B", sample["uuid"].encode() in events, events[-300:])
 
@@ -173,12 +173,12 @@ def zone_checks(a, b):
     session = json.loads(body) if status == 201 else {}
     check("a workout session starts on A", status == 201, body[:200])
     start = session.get("start", "2026-01-01T00:00:00.000Z")
-    base = time.mktime(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    base = calendar.timegm(time.strptime(start[:19], "%Y-%m-%dT%H:%M:%S"))  # UTC read as UTC, whatever the local zone
 
     def open_stream(port):
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
         s.sendall(f"GET /v1/changes/stream?types=heartRate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {coach}\r\n\r\n".encode())
-        return s, read_until(s, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+        return s, read_until(s, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
 
     streams = {"A": open_stream(a.port), "B": open_stream(b.port)}
     # Written to both nodes, each reading a second apart: below, in, above.
@@ -198,7 +198,7 @@ def zone_checks(a, b):
         return states
 
     for name, (sock, data) in streams.items():
-        data = read_until(sock, data, lambda d: len(zone_states(d)) >= 3, timeout=5)
+        data = read_until(sock, data, lambda d: len(zone_states(d)) >= 3, timeout=30)
         data = read_until(sock, data, lambda d: len(zone_states(d)) > 3, timeout=0.5)   # nothing twice
         sock.close()
         check(f"the stream on {name} carries the zone events below, in, above once each", zone_states(data) == ["below", "in", "above"],
@@ -223,14 +223,14 @@ def revocation_checks(a, b):
     check("the follower's token made on A works on B", status == 200 and anchor, body[:200])
     stream = socket.create_connection(("127.0.0.1", b.port), timeout=10)
     stream.sendall(f"GET /v1/changes/stream?types=stepCount&anchor={anchor} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
-    poll = socket.create_connection(("127.0.0.1", b.port), timeout=10)
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
+    poll = socket.create_connection(("127.0.0.1", b.port), timeout=30)
     poll.sendall(f"GET /v1/changes?types=stepCount&wait=30&anchor={anchor} HTTP/1.1\r\nHost: x\r\n"
                  f"Authorization: Bearer {token}\r\nConnection: close\r\n\r\n".encode())
     request(a.port, "POST", "/v1/samples", {"samples": [step_sample(900, 900)]}, token=writer)
-    data = read_until(stream, data, lambda d: step_sample(900, 900)["uuid"].encode() in d, timeout=5)
+    data = read_until(stream, data, lambda d: step_sample(900, 900)["uuid"].encode() in d, timeout=30)
     check("B's stream has the write made on A before the revocation", step_sample(900, 900)["uuid"].encode() in data, data[-300:])
-    polled = read_until(poll, b"", lambda d: b"\r\n\r\n" in d and d.endswith(b"}"), timeout=5)
+    polled = read_until(poll, b"", lambda d: b"\r\n\r\n" in d and d.endswith(b"}"), timeout=30)
     poll.close()
     poll = socket.create_connection(("127.0.0.1", b.port), timeout=10)
     status, body = request(b.port, "GET", "/v1/changes?types=stepCount", token=token)
@@ -273,7 +273,7 @@ def narrowing_checks(a, b):
     token = json.loads(body).get("token", "") if status == 201 else ""
     stream = socket.create_connection(("127.0.0.1", b.port), timeout=10)
     stream.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=5)
+    data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
     check("the app's stream opens on B", data.startswith(b"HTTP/1.1 200") and cookie, data[:200])
     narrowed = time.monotonic()
     status, _, _ = call(a.port, "PUT", "/v1/me/apps/follower", {"share": ["stepCount"], "read": []}, cookie=cookie)
@@ -325,10 +325,15 @@ def kill_checks(binary, public, database, a, b, token):
         threads.append(threading.Thread(target=sample_writer, args=(port, token, ledger, random.Random(k), stop), daemon=True))
     for thread in threads:
         thread.start()
-    time.sleep(1.5)
+
+    def acked_count():
+        return sum(1 for batch in ledger.batches if batch[2] == "acked")
+    # Counted, not timed: a loaded machine acknowledges fewer batches in a fixed spell.
+    wait_until(lambda: acked_count() >= 12, 60, 0.02)
     a.proc.send_signal(signal.SIGKILL)
     a.proc.wait(10)
-    time.sleep(1.0)                  # B's writers go on alone
+    after_kill = acked_count()
+    wait_until(lambda: acked_count() >= after_kill + 3, 60, 0.02)   # B's writers go on alone
     stop.set()
     for thread in threads:
         thread.join(30)

@@ -18,7 +18,7 @@ class Receiver:
     """Records every POST; `behaviour[path]` says how to answer: a status, "hang" (no answer for 30 s)
     or ("redirect", location)."""
 
-    def __init__(self, port=0):
+    def __init__(self, port=0, bound=None):
         self.requests = []
         self.behaviour = {}
         self.lock = threading.Lock()
@@ -49,7 +49,16 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        if bound is None:
+            self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        else:
+            # A socket bound (not listening) beforehand: its port refused connections until now,
+            # and no other program could take it meanwhile.
+            self.server = ThreadingHTTPServer(bound.getsockname(), Handler, bind_and_activate=False)
+            self.server.socket.close()
+            self.server.socket = bound
+            self.server.server_address = bound.getsockname()
+            self.server.server_activate()
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -81,12 +90,12 @@ def wait_for(predicate, seconds):
     return predicate()
 
 
-def free_port():
+def refusing_socket():
+    """A loopback socket bound but not listening: connections to its port are refused, and the
+    port stays this test's (a port probed free and closed could be taken by another program)."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return s
 
 
 def setup(port):
@@ -219,14 +228,14 @@ def webhook_checks(binary, public):
         check("the redirect is not followed", receiver.at("/moved-target") == [])
 
         # A receiver down, then up: the retry finds it.
-        down_port = free_port()
-        st, later = subscribe(port, hub["token"], f"http://127.0.0.1:{down_port}/later")
+        down = refusing_socket()
+        st, later = subscribe(port, hub["token"], f"http://127.0.0.1:{down.getsockname()[1]}/later")
         save(port, phone["token"], 500, minute=30)
         wait_for(lambda: deliveries(port, hub["token"], later["id"]), 30)
         listed = deliveries(port, hub["token"], later["id"])
         check("a receiver that is down is a failed attempt with no status", listed and listed[0]["status"] is None
               and listed[0]["error"], listed)
-        second = Receiver(down_port)
+        second = Receiver(bound=down)
         try:
             # The next retry: 5 s after the failure, or 10 s after that if that one came too soon.
             check("once it is up the page arrives", wait_for(lambda: values(second.at("/later")) == [500], 60),

@@ -41,12 +41,19 @@ case "$command" in
     [ "$(id -u)" = 0 ] && chown postgres "$dir"
     as_owner "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
       || { cat "$dir/initdb.log" >&2; exit 1; }
-    port=$(free_port)
-    echo "$port" >"$dir/port"
     # Sockets only on localhost and in the cluster's directory (not /var/run, which may be absent).
-    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o \
-      "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-      >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+    # The port is probed free, then bound by the server: another program may take it in between,
+    # so a failed start tries another port (twice more). A loaded machine gets 120 s to start.
+    started=""
+    for _ in 1 2 3; do
+      port=$(free_port)
+      echo "$port" >"$dir/port"
+      if as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 120 start -o \
+        "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+        >/dev/null; then started=1; break; fi
+      as_owner "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    done
+    [ -n "$started" ] || { cat "$dir/server.log" >&2; exit 1; }
     url
     ;;
   url) url ;;

@@ -28,10 +28,13 @@ final class PermissionSheet: Sendable {
 
     /// `GET /v1/me/authorization-requests/{userCode}`: what the sheet shows: the app's name and
     /// reason (text: the dashboard renders them with textContent), the asked types the person
-    /// has not decided yet, and since when the app has access already (null when it has none).
+    /// has not decided yet, since when the app has access already (null when it has none), and
+    /// another allowed app whose name this one's reads like (null when none).
     func show(userCode input: String, for user: User) throws(APIError) -> HTTPResponse {
         let record = try pendingRequest(input, for: user)
-        let grant = try storeCall { try data.person(user).appGrant(record.app) }
+        let grants = try storeCall { try data.person(user).appGrants() }
+        let grant = grants.first { $0.app == record.app }
+        let lookalike = Self.lookalike(of: record, among: grants)
         let shown = grant?.undecided(share: record.share, read: record.read) ?? (share: record.share, read: record.read)
         let remaining = max(0, Int64(((Double(record.created) / 1000 + DeviceAuthorization.lifetime) - Double(now()) / 1000).rounded(.down)))
         return JSONResponse.write { writer in
@@ -47,7 +50,29 @@ final class PermissionSheet: Sendable {
             // allowing gives the device showing this code the access the app already has: the
             // sheet warns when there is some.
             writer.field("allowedBefore", grant.flatMap { !$0.read.isEmpty || !$0.share.isEmpty ? RFC3339.format($0.created) : nil })
+            // Another app's name, read alike: how one app would pass for another on the sheet.
+            writer.key("readsLike")
+            if let lookalike {
+                writer.beginObject()
+                writer.field("app", lookalike.app)
+                writer.field("displayName", lookalike.displayName)
+                writer.endObject()
+            } else {
+                writer.null()
+            }
             writer.endObject()
+        }
+    }
+
+    /// An app the person allowed (it may read or write now) that is not the asking app, but whose
+    /// id or shown name reads like the request's id or shown name (`LookalikeNames.key`: another
+    /// case, full-width letters, a decomposed accent). Asking as "Runner" with the name "Runner"
+    /// while the person allowed "runner" is how an app would be allowed in another's place.
+    static func lookalike(of request: AuthorizationRequestRecord, among grants: [AppGrant]) -> AppGrant? {
+        let asked = Set([LookalikeNames.key(request.app), LookalikeNames.key(request.displayName)])
+        return grants.first { grant in
+            grant.app != request.app && (!grant.read.isEmpty || !grant.share.isEmpty)
+                && !asked.isDisjoint(with: [LookalikeNames.key(grant.app), LookalikeNames.key(grant.displayName)])
         }
     }
 

@@ -8,9 +8,9 @@ struct SignInThrottle: Sendable {
     let people: PeopleAccounts
     static let windowMilliseconds = Int64(SignInLimiter.window * 1000)
 
-    /// The budget a name's guesses count against: every name that reads like it (`User.lookalikeKey`:
+    /// The budget a name's guesses count against: every name that reads like it (`LookalikeNames.key`:
     /// "Maya", "MAYA", full-width "ｍａｙａ") signs in to the same account, so they share one.
-    static func accountKey(_ name: String) -> String { SignInLimiter.accountKey(User.lookalikeKey(name)) }
+    static func accountKey(_ name: String) -> String { SignInLimiter.accountKey(LookalikeNames.key(name)) }
 
     /// Seconds until this name may try from this address, or nil when it may try now.
     func retryAfter(accountKey: String, addressKey: String, nowMs: Int64) throws -> Int? {
