@@ -7,6 +7,9 @@ package struct SQLDialect: Sendable {
     package static let postgres = SQLDialect(placeholderPrefix: "$")
 
     package func placeholder(_ number: Int) -> String { placeholderPrefix + String(number) }
+
+    /// "?1, ?2, ?3": the placeholders of `numbers`, comma-separated.
+    package func placeholders(_ numbers: ClosedRange<Int>) -> String { numbers.map(placeholder).joined(separator: ", ") }
 }
 
 /// The query of `exportPage` for either backend: a user's top-level samples of one type, oldest

@@ -161,3 +161,36 @@ package enum WebhookDeliveryColumn: Int, TableColumns {
         }
     }
 }
+
+extension WebhookSubscription {
+    /// A row selected with `WebhookSubscriptionColumn.selectList`; `withPage` reads the page on its
+    /// way too (its attempts are the caller's to add).
+    package init(row: some TypedRow, withPage: Bool) throws(RowDecodingError) {
+        typealias Column = WebhookSubscriptionColumn
+        var pending: WebhookPendingPage?
+        if withPage, let messageID = try row.stringIfPresent(Column.messageID) {
+            pending = WebhookPendingPage(
+                messageID: messageID,
+                start: ChangePosition(seq: try row.int64(Column.pageStartSeq), tombstoneFloor: try row.int64(Column.pageStartFloor)),
+                end: ChangePosition(seq: try row.int64(Column.pageEndSeq), tombstoneFloor: try row.int64(Column.pageEndFloor)),
+                more: try row.bool(Column.pageMore), body: try row.blob(Column.pageBody))
+        }
+        self.init(
+            id: try row.string(Column.id), authorizationID: try row.string(Column.authorizationID),
+            userRowID: try row.int64(Column.userRowID), url: try row.string(Column.url),
+            types: try row.string(Column.types).split(separator: ",").map(String.init), secretKey: try row.blob(Column.secretKey),
+            createdMs: try row.int64(Column.createdMs),
+            anchor: ChangePosition(seq: try row.int64(Column.anchorSeq), tombstoneFloor: try row.int64(Column.anchorFloor)),
+            disabledReason: try row.stringIfPresent(Column.disabledReason), pending: pending)
+    }
+}
+
+extension WebhookDeliveryAttempt {
+    /// A row selected with `WebhookDeliveryColumn.selectList`.
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        typealias Column = WebhookDeliveryColumn
+        self.init(messageID: try row.string(Column.messageID), timeMs: try row.int64(Column.timeMs),
+                  status: try row.int64IfPresent(Column.status).map { Int($0) },
+                  durationMs: try row.int(Column.durationMs), error: try row.stringIfPresent(Column.error))
+    }
+}

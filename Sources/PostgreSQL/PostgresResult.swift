@@ -73,7 +73,7 @@ public final class PostgresResult {
 /// Integers read from smallint/integer/bigint/oid and integral numeric (what `sum(bigint)`
 /// returns); doubles also from real, integers and numeric; strings from text-like types, json,
 /// jsonb and uuid (canonical lowercase form); bytes from bytea and uuid (its 16 bytes).
-public struct PostgresRow {
+public struct PostgresRow: TypedRow {
     let result: PostgresResult
     let index: Int32
 
@@ -140,6 +140,10 @@ public struct PostgresRow {
     public func boolIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> Bool? { isNull(at: column.rawValue) ? nil : try bool(column) }
     public func stringIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> String? { isNull(at: column.rawValue) ? nil : try string(column) }
     public func bytesIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8]? { isNull(at: column.rawValue) ? nil : try bytes(column) }
+
+    /// `bytes`, under the name shared decoders read a bytea by (`TypedRow`).
+    public func blob<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8] { try bytes(column) }
+    public func blobIfPresent<C: TableColumns>(_ column: C) throws(RowDecodingError) -> [UInt8]? { try bytesIfPresent(column) }
 
     // MARK: Decoding
 

@@ -17,11 +17,6 @@ enum PostgresActivitySummaries {
     static func load(userRowID: Int64, from first: HealthDay, through last: HealthDay,
                      on connection: PostgresConnection) throws -> [ActivitySummary] {
         // to_char, not day::text: the text form of a date follows the session's DateStyle.
-        enum Column: Int, TableColumns {
-            case day, activeEnergyBurned, activeEnergyBurnedGoal, appleMoveTime, appleMoveTimeGoal, appleExerciseTime,
-                 appleExerciseTimeGoal, appleStandHours, appleStandHoursGoal
-            static let table = "activity_summaries"
-        }
         let result = try connection.query("""
             SELECT to_char(day, 'YYYY-MM-DD'), active_energy_burned, active_energy_burned_goal, apple_move_time,
                 apple_move_time_goal, apple_exercise_time, apple_exercise_time_goal, apple_stand_hours, apple_stand_hours_goal
@@ -29,19 +24,7 @@ enum PostgresActivitySummaries {
             """, [.int64(userRowID), .text(first.description), .text(last.description)])
         var summaries: [ActivitySummary] = []
         summaries.reserveCapacity(result.rowCount)
-        for index in 0..<result.rowCount {
-            let row = result[index]
-            let dayText = try row.string(Column.day)
-            guard let day = HealthDate.parseDay(dayText) else {
-                throw RowDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
-            }
-            func value(_ column: Column) throws -> Double? { try row.doubleIfPresent(column) }
-            summaries.append(ActivitySummary(
-                day: day, activeEnergyBurned: try value(.activeEnergyBurned), activeEnergyBurnedGoal: try value(.activeEnergyBurnedGoal),
-                appleMoveTime: try value(.appleMoveTime), appleMoveTimeGoal: try value(.appleMoveTimeGoal),
-                appleExerciseTime: try value(.appleExerciseTime), appleExerciseTimeGoal: try value(.appleExerciseTimeGoal),
-                appleStandHours: try value(.appleStandHours), appleStandHoursGoal: try value(.appleStandHoursGoal)))
-        }
+        for index in 0..<result.rowCount { summaries.append(try ActivitySummary(row: result[index])) }
         return summaries
     }
 }

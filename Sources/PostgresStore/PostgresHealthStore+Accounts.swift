@@ -191,7 +191,7 @@ extension PostgresHealthStore {
             try connection.map("""
                 SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.id = ANY($1::text[]) AND a.revoked_ms IS NULL
-                """, [.text("{" + quoted.joined(separator: ",") + "}")]) { row in try Self.appAuthorization(row) }
+                """, [.text("{" + quoted.joined(separator: ",") + "}")]) { row in try AppAuthorization(row: row) }
         }
         return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -217,7 +217,7 @@ extension PostgresHealthStore {
             try connection.first("""
                 SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.token_hash = $1 AND a.revoked_ms IS NULL
-                """, [.bytes(tokenHash)]) { row in try Self.appAuthorization(row) }
+                """, [.bytes(tokenHash)]) { row in try AppAuthorization(row: row) }
         }
         let due = authorizationCache.withLock { cache -> Bool in
             let written = cache.entries[tokenHash]?.usageWritten
@@ -230,14 +230,7 @@ extension PostgresHealthStore {
         return found
     }
 
-    /// What `appAuthorization` reads, from `authorizations a JOIN users u`, in SELECT order; a
-    /// query may add `tokenHash` (`a.token_hash`) after them.
-    enum AuthorizationColumn: Int, TableColumns {
-        case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead, tokenHash
-
-        static let table = "authorizations"
-    }
-
+    /// What `AppAuthorization(row:)` reads (`AuthorizationColumn`); a query may add `a.token_hash` after them.
     static let authorizationColumns =
         "a.id, a.user_id, u.external_id, a.app, g.read_types, g.share_types, a.source_id, a.discloses_read"
 
@@ -263,15 +256,6 @@ extension PostgresHealthStore {
     /// Waits until the uses recorded so far are written (tests).
     package func waitForUsageWrites() { usageWriter.sync {} }
 
-    static func appAuthorization(_ row: PostgresRow) throws -> AppAuthorization {
-        AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
-                         userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
-                         sourceRowID: try row.int64(AuthorizationColumn.sourceID),
-                         read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
-                         share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
-                         disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
-    }
-
     /// Confirms every cached token used within `authorizationRefreshWindow` in one statement (a
     /// revoked or deleted one is dropped) and forgets the others. Run every half
     /// `authorizationRevalidation` by a node that listens, so a token in steady use is never
@@ -292,7 +276,7 @@ extension PostgresHealthStore {
                 SELECT \(Self.authorizationColumns), a.token_hash FROM \(Self.authorizationJoins)
                 WHERE a.token_hash = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($1::text[]) AS h)) AND a.revoked_ms IS NULL
                 """, [.text("{" + hashes.map { Hex.encode($0) }.joined(separator: ",") + "}")]) { row in
-                (try row.bytes(AuthorizationColumn.tokenHash), try Self.appAuthorization(row))
+                (try row.bytes(AuthorizationColumn.tokenHash), try AppAuthorization(row: row))
             }
         }
         let found = Dictionary(confirmed, uniquingKeysWith: { first, _ in first })

@@ -12,44 +12,27 @@ extension PostgresHealthStore {
                 SELECT s.app, g.read_types, g.share_types FROM sources s
                 LEFT JOIN app_grants g ON g.user_id = s.user_id AND g.app = s.app
                 WHERE s.user_id = $1 ORDER BY s.id
-                """, [.int64(userRowID)]) { row -> (app: String, read: String?, share: String?) in
-                (try row.string(AppPermissionsColumn.app), try row.stringIfPresent(AppPermissionsColumn.readTypes),
-                 try row.stringIfPresent(AppPermissionsColumn.shareTypes))
-            }
+                """, [.int64(userRowID)]) { row in try AppPermissions.row(row) }
         }
         return AppPermissions.folding(rows)
     }
 
     // MARK: Grants
 
-    static func appGrant(_ row: PostgresRow) throws -> AppGrant {
-        AppGrant(app: try row.string(AppGrantColumn.app), displayName: try row.string(AppGrantColumn.displayName),
-                 read: StoredForms.typeList(try row.string(AppGrantColumn.readTypes)),
-                 share: StoredForms.typeList(try row.string(AppGrantColumn.shareTypes)),
-                 decidedRead: StoredForms.typeList(try row.string(AppGrantColumn.decidedReadTypes)),
-                 decidedShare: StoredForms.typeList(try row.string(AppGrantColumn.decidedShareTypes)),
-                 created: try row.int64(AppGrantColumn.createdMs), lastUsed: try row.int64IfPresent(AppGrantColumn.lastUsedMs))
-    }
-
     /// `lock`: take the row's lock (FOR UPDATE) for a read-modify-write.
     static func appGrant(_ connection: PostgresConnection, userRowID: Int64, app: String, lock: Bool) throws -> AppGrant? {
         try connection.first("SELECT \(AppGrantColumn.selectList) FROM app_grants WHERE user_id = $1 AND app = $2\(lock ? " FOR UPDATE" : "")",
-                             [.int64(userRowID), .text(app)]) { row in try appGrant(row) }
+                             [.int64(userRowID), .text(app)]) { row in try AppGrant(row: row) }
     }
 
     /// Inserts or replaces the grant (its `lastUsed` is the store's to write, and is kept).
     static func saveGrant(_ connection: PostgresConnection, userRowID: Int64, _ grant: AppGrant) throws {
         _ = try sourceRowID(connection, userRowID: userRowID, app: grant.app)
-        try connection.execute("""
-            INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            ON CONFLICT (user_id, app) DO UPDATE SET display_name = excluded.display_name, read_types = excluded.read_types,
-                share_types = excluded.share_types, decided_read_types = excluded.decided_read_types,
-                decided_share_types = excluded.decided_share_types
-            """, [.int64(userRowID), .text(grant.app), .text(grant.displayName),
-                  .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
-                  .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
-                  .int64(grant.created)])
+        try connection.execute(AppGrant.upsertSQL(.postgres), [
+            .int64(userRowID), .text(grant.app), .text(grant.displayName),
+            .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
+            .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
+            .int64(grant.created)])
     }
 
     public func appGrants(userRowID: Int64) throws -> [AppGrant] {
@@ -59,7 +42,7 @@ extension PostgresHealthStore {
                     g.created_ms, g.last_used_ms
                 FROM app_grants g JOIN sources s ON s.user_id = g.user_id AND s.app = g.app
                 WHERE g.user_id = $1 ORDER BY g.created_ms, s.id
-                """, [.int64(userRowID)]) { row in try Self.appGrant(row) }
+                """, [.int64(userRowID)]) { row in try AppGrant(row: row) }
         }
     }
 
@@ -115,7 +98,7 @@ extension PostgresHealthStore {
                 ended = try endTokens(connection, userRowID: user.rowID, app: app)
             }
             return try connection.first("SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins) WHERE a.id = $1",
-                                        [.text(id)]) { row in try Self.appAuthorization(row) }
+                                        [.text(id)]) { row in try AppAuthorization(row: row) }
         }
         forgetAuthorizations(ids: ended)
         if let existing { return existing }
@@ -124,53 +107,30 @@ extension PostgresHealthStore {
 
     // MARK: Permission requests
 
-    static func authorizationRequest(_ row: PostgresRow) throws -> AuthorizationRequestRecord {
-        let stateText = try row.string(AuthorizationRequestColumn.state)
-        guard let state = AuthorizationRequestRecord.State(rawValue: stateText) else {
-            throw RowDecodingError(table: AuthorizationRequestColumn.table, column: "state", problem: "is '\(stateText)', not a request state")
-        }
-        return AuthorizationRequestRecord(
-            id: try row.string(AuthorizationRequestColumn.id), userCode: try row.string(AuthorizationRequestColumn.userCode),
-            app: try row.string(AuthorizationRequestColumn.app), displayName: try row.string(AuthorizationRequestColumn.displayName),
-            reason: try row.string(AuthorizationRequestColumn.reason),
-            share: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.shareTypes)),
-            read: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.readTypes)),
-            created: try row.int64(AuthorizationRequestColumn.createdMs), interval: try row.int(AuthorizationRequestColumn.intervalSeconds),
-            lastPoll: try row.int64IfPresent(AuthorizationRequestColumn.lastPollMs), state: state,
-            userRowID: try row.int64IfPresent(AuthorizationRequestColumn.userID),
-            grantedShare: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedShareTypes)),
-            grantedRead: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedReadTypes)))
-    }
-
     static func saveAuthorizationRequest(_ connection: PostgresConnection, _ record: AuthorizationRequestRecord) throws {
-        try connection.execute("""
-            UPDATE authorization_requests SET interval_s = $1, last_poll_ms = $2, state = $3, user_id = $4,
-                granted_share_types = $5, granted_read_types = $6, display_name = $7 WHERE id = $8
-            """, [.int64(Int64(record.interval)), record.lastPoll.map(PostgresValue.int64) ?? .null, .text(record.state.rawValue),
-                  record.userRowID.map(PostgresValue.int64) ?? .null,
-                  .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
-                  .text(record.displayName), .text(record.id)])
+        try connection.execute(AuthorizationRequestRecord.updateSQL(.postgres), [
+            .int64(Int64(record.interval)), record.lastPoll.map(PostgresValue.int64) ?? .null, .text(record.state.rawValue),
+            record.userRowID.map(PostgresValue.int64) ?? .null,
+            .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
+            .text(record.displayName), .text(record.id)])
     }
 
     public func createAuthorizationRequest(_ record: AuthorizationRequestRecord, deviceCodeHash: [UInt8]) throws -> Bool {
         try pool.transaction { connection -> Bool in
             try connection.execute("DELETE FROM authorization_requests WHERE created_ms < $1",
                                    [.int64(record.created - AuthorizationRequestRecord.retention)])
-            return try connection.execute("""
-                INSERT INTO authorization_requests (id, device_code_hash, user_code, app, display_name, reason, share_types, read_types,
-                    created_ms, interval_s, last_poll_ms, state, user_id, granted_share_types, granted_read_types)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, NULL, '', '') ON CONFLICT DO NOTHING
-                """, [.text(record.id), .bytes(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
-                      .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
-                      .text(StoredForms.orderedTypeListText(record.read)), .int64(record.created), .int64(Int64(record.interval)),
-                      .text(record.state.rawValue)]) == 1
+            return try connection.execute(AuthorizationRequestRecord.insertSQL(.postgres), [
+                .text(record.id), .bytes(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
+                .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
+                .text(StoredForms.orderedTypeListText(record.read)), .int64(record.created), .int64(Int64(record.interval)),
+                .text(record.state.rawValue)]) == 1
         }
     }
 
     public func authorizationRequest(userCode: String) throws -> AuthorizationRequestRecord? {
         try pool.withConnection { connection in
             try connection.first("SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = $1",
-                                 [.text(userCode)]) { row in try Self.authorizationRequest(row) }
+                                 [.text(userCode)]) { row in try AuthorizationRequestRecord(row: row) }
         }
     }
 
@@ -182,7 +142,7 @@ extension PostgresHealthStore {
             ended = []
             guard var record = try connection.first("""
                 SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = $1 FOR UPDATE
-                """, [.text(userCode)], { row in try Self.authorizationRequest(row) }) else { return nil }
+                """, [.text(userCode)], { row in try AuthorizationRequestRecord(row: row) }) else { return nil }
             let before = try Self.appGrant(connection, userRowID: user.rowID, app: record.app, lock: true)
             var grant = before ?? AppGrant(app: record.app, displayName: record.displayName, created: StoreClock.nowMilliseconds())
             try answer(&record, &grant)
@@ -203,7 +163,7 @@ extension PostgresHealthStore {
         try pool.transaction { connection -> AuthorizationPollOutcome in
             guard var record = try connection.first("""
                 SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE device_code_hash = $1 FOR UPDATE
-                """, [.bytes(deviceCodeHash)], { row in try Self.authorizationRequest(row) }) else { return .unknown }
+                """, [.bytes(deviceCodeHash)], { row in try AuthorizationRequestRecord(row: row) }) else { return .unknown }
             guard poll(&record) else {
                 try Self.saveAuthorizationRequest(connection, record)
                 return .polled(record)
@@ -228,11 +188,4 @@ extension PostgresHealthStore {
             return .issued(record, authorization: authorization, token: token)
         }
     }
-}
-
-/// A source and its grant's switches (`s.app, g.read_types, g.share_types`).
-enum AppPermissionsColumn: Int, TableColumns {
-    case app, readTypes, shareTypes
-
-    static let table = "app_grants"
 }

@@ -30,9 +30,7 @@ extension PostgresHealthStore {
                     WHERE user_id = $1 AND seq > $2 AND \(condition)
                     ORDER BY seq LIMIT $4
                     """, [.int64(visibility.userRowID), .int64(position.tombstonesAfter), .int64(visibility.ownSource), .int64(Int64(limit + 1))]) { row in
-                    let type = typeName(for: try row.int64(TombstoneColumn.typeID)) ?? "unknown"
-                    return (seq: try row.int64(TombstoneColumn.seq),
-                            deleted: HealthUUID(bytes: try row.bytes(TombstoneColumn.uuid)).map { DeletedSample(uuid: $0, type: type) })
+                    try DeletedSample.tombstone(row, typeName: { typeName(for: $0) })
                 }
             }
             var materializer = Materializer(store: self, connection: connection, userRowID: visibility.userRowID,

@@ -29,11 +29,7 @@ extension PostgresHealthStore {
     public func activityGoals(userRowID: Int64) throws -> ActivityGoals {
         try pool.withConnection { connection in
             try connection.first("SELECT \(ActivityGoalsColumn.selectList) FROM activity_goals WHERE user_id = $1",
-                                 [.int64(userRowID)]) { row in
-                ActivityGoals(activeEnergyBurned: try row.double(ActivityGoalsColumn.activeEnergyBurned),
-                              appleExerciseTime: try row.double(ActivityGoalsColumn.appleExerciseTime),
-                              appleStandHours: try row.double(ActivityGoalsColumn.appleStandHours))
-            } ?? .defaults
+                                 [.int64(userRowID)]) { row in try ActivityGoals(row: row) } ?? .defaults
         }
     }
 

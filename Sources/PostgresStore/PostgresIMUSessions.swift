@@ -83,13 +83,7 @@ enum PostgresIMUSessions {
             ORDER BY end_ms
             """, [.int64(userRowID), .int64(sourceRowID), .int64(end), .int64(start)])
         var accumulator = PedometerTotalsAccumulator(start: start, end: end)
-        for index in 0..<result.rowCount {
-            let row = result[index]
-            accumulator.add(batchStart: try row.int64(IMUBatchColumn.start), batchEnd: try row.int64(IMUBatchColumn.end),
-                            steps: try row.int64(IMUBatchColumn.steps), distance: try row.double(IMUBatchColumn.distance),
-                            floorsUp: try row.int64(IMUBatchColumn.floorsUp), floorsDown: try row.int64(IMUBatchColumn.floorsDown),
-                            cadence: try row.doubleIfPresent(IMUBatchColumn.cadence), pace: try row.doubleIfPresent(IMUBatchColumn.pace))
-        }
+        for index in 0..<result.rowCount { try accumulator.add(row: result[index]) }
         return accumulator.totals
     }
 
@@ -101,9 +95,3 @@ enum PostgresIMUSessions {
     }
 }
 
-/// A batch's totals as the pedometer query reads them, in SELECT order.
-enum IMUBatchColumn: Int, TableColumns {
-    case start, end, steps, distance, floorsUp, floorsDown, cadence, pace
-
-    static let table = "imu_batches"
-}

@@ -90,7 +90,7 @@ extension PostgresHealthStore {
             try connection.map("""
                 SELECT \(WebhookSubscriptionColumn.selectList) FROM webhook_subscriptions WHERE authorization_id = $1
                 ORDER BY created_ms, id
-                """, [.text(authorizationID)]) { row in try Self.webhookSubscription(row, withPage: false) }
+                """, [.text(authorizationID)]) { row in try WebhookSubscription(row: row, withPage: false) }
         }
     }
 
@@ -101,12 +101,12 @@ extension PostgresHealthStore {
     static func webhook(_ connection: PostgresConnection, id: String) throws -> WebhookSubscription? {
         guard var subscription = try connection.first("""
             SELECT \(WebhookSubscriptionColumn.selectList) FROM webhook_subscriptions WHERE id = $1
-            """, [.text(id)], { row in try webhookSubscription(row, withPage: true) }) else { return nil }
+            """, [.text(id)], { row in try WebhookSubscription(row: row, withPage: true) }) else { return nil }
         if let messageID = subscription.pending?.messageID {
             subscription.pending?.attempts = try connection.map("""
                 SELECT \(WebhookDeliveryColumn.selectList) FROM webhook_deliveries WHERE webhook_id = $1 AND message_id = $2
                 ORDER BY number
-                """, [.text(id), .text(messageID)], deliveryAttempt)
+                """, [.text(id), .text(messageID)]) { row in try WebhookDeliveryAttempt(row: row) }
         }
         return subscription
     }
@@ -139,7 +139,7 @@ extension PostgresHealthStore {
             try connection.map("""
                 SELECT \(WebhookDeliveryColumn.selectList) FROM webhook_deliveries WHERE webhook_id = $1
                 ORDER BY number DESC LIMIT $2
-                """, [.text(id), .int64(Int64(WebhookLimits.deliveriesKept))], Self.deliveryAttempt)
+                """, [.text(id), .int64(Int64(WebhookLimits.deliveriesKept))]) { row in try WebhookDeliveryAttempt(row: row) }
         }
     }
 
@@ -247,31 +247,5 @@ extension PostgresHealthStore {
     static func textArray(_ values: [String]) -> String {
         "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
             .joined(separator: ",") + "}"
-    }
-
-    static func webhookSubscription(_ row: PostgresRow, withPage: Bool) throws -> WebhookSubscription {
-        typealias Column = WebhookSubscriptionColumn
-        var pending: WebhookPendingPage?
-        if withPage, let messageID = try row.stringIfPresent(Column.messageID) {
-            pending = WebhookPendingPage(
-                messageID: messageID,
-                start: ChangePosition(seq: try row.int64(Column.pageStartSeq), tombstoneFloor: try row.int64(Column.pageStartFloor)),
-                end: ChangePosition(seq: try row.int64(Column.pageEndSeq), tombstoneFloor: try row.int64(Column.pageEndFloor)),
-                more: try row.bool(Column.pageMore), body: try row.bytes(Column.pageBody))
-        }
-        return WebhookSubscription(
-            id: try row.string(Column.id), authorizationID: try row.string(Column.authorizationID),
-            userRowID: try row.int64(Column.userRowID), url: try row.string(Column.url),
-            types: try row.string(Column.types).split(separator: ",").map(String.init), secretKey: try row.bytes(Column.secretKey),
-            createdMs: try row.int64(Column.createdMs),
-            anchor: ChangePosition(seq: try row.int64(Column.anchorSeq), tombstoneFloor: try row.int64(Column.anchorFloor)),
-            disabledReason: try row.stringIfPresent(Column.disabledReason), pending: pending)
-    }
-
-    static func deliveryAttempt(_ row: PostgresRow) throws -> WebhookDeliveryAttempt {
-        typealias Column = WebhookDeliveryColumn
-        return WebhookDeliveryAttempt(messageID: try row.string(Column.messageID), timeMs: try row.int64(Column.timeMs),
-                                      status: try row.int64IfPresent(Column.status).map { Int($0) },
-                                      durationMs: try row.int(Column.durationMs), error: try row.stringIfPresent(Column.error))
     }
 }

@@ -15,31 +15,6 @@ import Statistics
 ///   change is published once. Readings are judged by change number, which a user's writes take in
 ///   commit order (`change_counters`), so none is skipped.
 enum PostgresWorkoutSessions {
-    /// The columns of `workout_sessions` that `owned` reads, in SELECT order.
-    enum Column: Int, TableColumns {
-        case id, userID, sourceID, activityType, zoneLow, zoneHigh, state, start, end, events, workoutUUID
-
-        static let table = "workout_sessions"
-
-        var name: String {
-            switch self {
-            case .id: "id"
-            case .userID: "user_id"
-            case .sourceID: "source_id"
-            case .activityType: "activity_type"
-            case .zoneLow: "zone_low"
-            case .zoneHigh: "zone_high"
-            case .state: "state"
-            case .start: "start_ms"
-            case .end: "end_ms"
-            case .events: "events"
-            case .workoutUUID: "workout_uuid"
-            }
-        }
-    }
-
-    static let columns = Column.selectList
-
     /// Starts a session; a running or paused one of the same app and user is a `conflict` naming it.
     /// `currentChange` is the user's change number now: readings after it are judged.
     static func start(app: AppAuthorization, activityType: String, zone: HeartRateZoneBounds?, at start: Int64,
@@ -87,29 +62,8 @@ enum PostgresWorkoutSessions {
     static func owned(id: String, owner: AppSource, locking: Bool = false,
                       on connection: PostgresConnection) throws -> WorkoutSession? {
         try connection.first("""
-            SELECT \(columns) FROM workout_sessions WHERE user_id = $1 AND id = $2 AND source_id = $3\(locking ? " FOR UPDATE" : "")
-            """, [.int64(owner.userRowID), .text(id), .int64(owner.sourceRowID)]) { row in
-            var zone: HeartRateZoneBounds?
-            if let low = try row.doubleIfPresent(Column.zoneLow) { zone = HeartRateZoneBounds(low: low, high: try row.double(Column.zoneHigh)) }
-            let stateText = try row.string(Column.state)
-            guard let state = WorkoutSessionState(rawValue: stateText) else {
-                throw RowDecodingError(table: Column.table, column: Column.state.name, problem: "holds unknown state '\(stateText)'")
-            }
-            var workoutUUID: HealthUUID?
-            if let bytes = try row.bytesIfPresent(Column.workoutUUID) {
-                guard let uuid = HealthUUID(bytes: bytes) else {
-                    throw RowDecodingError(table: Column.table, column: Column.workoutUUID.name, problem: "is not a 16-byte uuid")
-                }
-                workoutUUID = uuid
-            }
-            return WorkoutSession(
-                id: try row.string(Column.id), userRowID: try row.int64(Column.userID), sourceRowID: try row.int64(Column.sourceID),
-                activityType: try row.string(Column.activityType), zone: zone, state: state,
-                timeline: WorkoutSessionTimeline(start: try row.int64(Column.start),
-                                                 events: try WorkoutSession.decodeEvents(try row.string(Column.events)),
-                                                 end: try row.int64IfPresent(Column.end)),
-                workoutUUID: workoutUUID)
-        }
+            SELECT \(WorkoutSessionColumn.selectList(id: "id")) FROM workout_sessions WHERE user_id = $1 AND id = $2 AND source_id = $3\(locking ? " FOR UPDATE" : "")
+            """, [.int64(owner.userRowID), .text(id), .int64(owner.sourceRowID)]) { row in try WorkoutSession(row: row) }
     }
 
     /// Pauses or resumes at `now`, in the caller's transaction. A resume forgets the zone state, so

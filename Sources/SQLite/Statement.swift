@@ -413,3 +413,6 @@ public struct Row {
     @usableFromInline
     func rawBlob(_ index: Int) -> [UInt8] { withBlob(at: index) { Array($0) } }
 }
+
+/// The named getters above are the protocol's: shared decoders read SQLite rows through them.
+extension Row: TypedRow {}

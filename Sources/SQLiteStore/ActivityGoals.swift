@@ -6,11 +6,7 @@ extension SQLiteHealthStore {
     public func activityGoals(userRowID: Int64) throws -> ActivityGoals {
         try pool.read { db in
             try db.first("SELECT \(ActivityGoalsColumn.selectList) FROM activity_goals WHERE user_id = ?",
-                         [.integer(userRowID)]) { row in
-                ActivityGoals(activeEnergyBurned: try row.double(ActivityGoalsColumn.activeEnergyBurned),
-                              appleExerciseTime: try row.double(ActivityGoalsColumn.appleExerciseTime),
-                              appleStandHours: try row.double(ActivityGoalsColumn.appleStandHours))
-            } ?? .defaults
+                         [.integer(userRowID)]) { row in try ActivityGoals(row: row) } ?? .defaults
         }
     }
 

@@ -29,27 +29,9 @@ extension SQLiteHealthStore {
                 """)
             try statement.bind([.integer(userRowID), .text(first.description), .text(last.description)])
             var summaries: [ActivitySummary] = []
-            try statement.forEachRow { row in
-                let dayText = try row.string(ActivitySummaryColumn.day)
-                guard let day = HealthDate.parseDay(dayText) else {
-                    throw RowDecodingError(table: "activity_summaries", column: "day", problem: "is not a day: '\(dayText)'")
-                }
-                func value(_ column: ActivitySummaryColumn) -> Double? { row.doubleIfPresent(column) }
-                summaries.append(ActivitySummary(
-                    day: day, activeEnergyBurned: value(.activeEnergyBurned), activeEnergyBurnedGoal: value(.activeEnergyBurnedGoal),
-                    appleMoveTime: value(.appleMoveTime), appleMoveTimeGoal: value(.appleMoveTimeGoal),
-                    appleExerciseTime: value(.appleExerciseTime), appleExerciseTimeGoal: value(.appleExerciseTimeGoal),
-                    appleStandHours: value(.appleStandHours), appleStandHoursGoal: value(.appleStandHoursGoal)))
-            }
+            try statement.forEachRow { row in summaries.append(try ActivitySummary(row: row)) }
             return summaries
         }
     }
 }
 
-/// The columns of `activity_summaries` a read gives, in SELECT order.
-enum ActivitySummaryColumn: Int, TableColumns {
-    case day, activeEnergyBurned, activeEnergyBurnedGoal, appleMoveTime, appleMoveTimeGoal, appleExerciseTime,
-         appleExerciseTimeGoal, appleStandHours, appleStandHoursGoal
-
-    static let table = "activity_summaries"
-}

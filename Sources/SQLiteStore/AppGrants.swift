@@ -7,33 +7,19 @@ import SQLite
 extension SQLiteHealthStore {
     // MARK: Grants
 
-    static func appGrant(_ row: Row) throws -> AppGrant {
-        AppGrant(app: try row.string(AppGrantColumn.app), displayName: try row.string(AppGrantColumn.displayName),
-                 read: StoredForms.typeList(try row.string(AppGrantColumn.readTypes)),
-                 share: StoredForms.typeList(try row.string(AppGrantColumn.shareTypes)),
-                 decidedRead: StoredForms.typeList(try row.string(AppGrantColumn.decidedReadTypes)),
-                 decidedShare: StoredForms.typeList(try row.string(AppGrantColumn.decidedShareTypes)),
-                 created: try row.int64(AppGrantColumn.createdMs), lastUsed: row.int64IfPresent(AppGrantColumn.lastUsedMs))
-    }
-
     static func appGrant(_ db: Database, userRowID: Int64, app: String) throws -> AppGrant? {
         try db.first("SELECT \(AppGrantColumn.selectList) FROM app_grants WHERE user_id = ? AND app = ?",
-                     [.integer(userRowID), .text(app)]) { row in try appGrant(row) }
+                     [.integer(userRowID), .text(app)]) { row in try AppGrant(row: row) }
     }
 
     /// Inserts or replaces the grant (its `lastUsed` is the store's to write, and is kept).
     static func saveGrant(_ db: Database, userRowID: Int64, _ grant: AppGrant) throws {
         _ = try sourceRowID(db, userRowID: userRowID, app: grant.app)
-        try db.execute("""
-            INSERT INTO app_grants (user_id, app, display_name, read_types, share_types, decided_read_types, decided_share_types, created_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (user_id, app) DO UPDATE SET display_name = excluded.display_name, read_types = excluded.read_types,
-                share_types = excluded.share_types, decided_read_types = excluded.decided_read_types,
-                decided_share_types = excluded.decided_share_types
-            """, [.integer(userRowID), .text(grant.app), .text(grant.displayName),
-                  .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
-                  .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
-                  .integer(grant.created)])
+        try db.execute(AppGrant.upsertSQL(.sqlite), [
+            .integer(userRowID), .text(grant.app), .text(grant.displayName),
+            .text(StoredForms.typeListText(grant.read)), .text(StoredForms.typeListText(grant.share)),
+            .text(StoredForms.typeListText(grant.decidedRead)), .text(StoredForms.typeListText(grant.decidedShare)),
+            .integer(grant.created)])
     }
 
     static func liveTokenIDs(_ db: Database, userRowID: Int64, app: String) throws -> Set<String> {
@@ -52,7 +38,7 @@ extension SQLiteHealthStore {
                     g.created_ms, g.last_used_ms
                 FROM app_grants g JOIN sources s ON s.user_id = g.user_id AND s.app = g.app
                 WHERE g.user_id = ? ORDER BY g.created_ms, s.id
-                """, [.integer(userRowID)]) { row in try Self.appGrant(row) }
+                """, [.integer(userRowID)]) { row in try AppGrant(row: row) }
         }
     }
 
@@ -102,10 +88,7 @@ extension SQLiteHealthStore {
                 """)
             try statement.bind([.integer(userRowID)])
             var rows: [(app: String, read: String?, share: String?)] = []
-            try statement.forEachRow { row in
-                rows.append((try row.string(AppPermissionsColumn.app), row.stringIfPresent(AppPermissionsColumn.readTypes),
-                             row.stringIfPresent(AppPermissionsColumn.shareTypes)))
-            }
+            try statement.forEachRow { row in rows.append(try AppPermissions.row(row)) }
             return AppPermissions.folding(rows)
         }
     }
@@ -129,7 +112,7 @@ extension SQLiteHealthStore {
                 forgetAuthorizations(ids: ended)
             }
             return try db.first("SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins) WHERE a.id = ?",
-                                [.text(id)]) { row in try Self.appAuthorization(row) }
+                                [.text(id)]) { row in try AppAuthorization(row: row) }
         }
         forgetAuthorizations(ids: ended)
         if let existing { return existing }
@@ -138,47 +121,24 @@ extension SQLiteHealthStore {
 
     // MARK: Permission requests
 
-    static func authorizationRequest(_ row: Row) throws -> AuthorizationRequestRecord {
-        let stateText = try row.string(AuthorizationRequestColumn.state)
-        guard let state = AuthorizationRequestRecord.State(rawValue: stateText) else {
-            throw RowDecodingError(table: AuthorizationRequestColumn.table, column: "state", problem: "is '\(stateText)', not a request state")
-        }
-        return AuthorizationRequestRecord(
-            id: try row.string(AuthorizationRequestColumn.id), userCode: try row.string(AuthorizationRequestColumn.userCode),
-            app: try row.string(AuthorizationRequestColumn.app), displayName: try row.string(AuthorizationRequestColumn.displayName),
-            reason: try row.string(AuthorizationRequestColumn.reason),
-            share: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.shareTypes)),
-            read: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.readTypes)),
-            created: try row.int64(AuthorizationRequestColumn.createdMs), interval: Int(try row.int64(AuthorizationRequestColumn.intervalSeconds)),
-            lastPoll: row.int64IfPresent(AuthorizationRequestColumn.lastPollMs), state: state,
-            userRowID: row.int64IfPresent(AuthorizationRequestColumn.userID),
-            grantedShare: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedShareTypes)),
-            grantedRead: StoredForms.orderedTypeList(try row.string(AuthorizationRequestColumn.grantedReadTypes)))
-    }
-
     /// Writes back what a poll or an answer changed.
     static func saveAuthorizationRequest(_ db: Database, _ record: AuthorizationRequestRecord) throws {
-        try db.execute("""
-            UPDATE authorization_requests SET interval_s = ?, last_poll_ms = ?, state = ?, user_id = ?,
-                granted_share_types = ?, granted_read_types = ?, display_name = ? WHERE id = ?
-            """, [.integer(Int64(record.interval)), record.lastPoll.map(SQLValue.integer) ?? .null, .text(record.state.rawValue),
-                  record.userRowID.map(SQLValue.integer) ?? .null,
-                  .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
-                  .text(record.displayName), .text(record.id)])
+        try db.execute(AuthorizationRequestRecord.updateSQL(.sqlite), [
+            .integer(Int64(record.interval)), record.lastPoll.map(SQLValue.integer) ?? .null, .text(record.state.rawValue),
+            record.userRowID.map(SQLValue.integer) ?? .null,
+            .text(StoredForms.orderedTypeListText(record.grantedShare)), .text(StoredForms.orderedTypeListText(record.grantedRead)),
+            .text(record.displayName), .text(record.id)])
     }
 
     public func createAuthorizationRequest(_ record: AuthorizationRequestRecord, deviceCodeHash: [UInt8]) throws -> Bool {
         try pool.write { db -> Bool in
             try db.execute("DELETE FROM authorization_requests WHERE created_ms < ?",
                            [.integer(record.created - AuthorizationRequestRecord.retention)])
-            try db.execute("""
-                INSERT INTO authorization_requests (id, device_code_hash, user_code, app, display_name, reason, share_types, read_types,
-                    created_ms, interval_s, last_poll_ms, state, user_id, granted_share_types, granted_read_types)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, NULL, '', '') ON CONFLICT DO NOTHING
-                """, [.text(record.id), .blob(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
-                      .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
-                      .text(StoredForms.orderedTypeListText(record.read)), .integer(record.created), .integer(Int64(record.interval)),
-                      .text(record.state.rawValue)])
+            try db.execute(AuthorizationRequestRecord.insertSQL(.sqlite), [
+                .text(record.id), .blob(deviceCodeHash), .text(record.userCode), .text(record.app), .text(record.displayName),
+                .text(record.reason), .text(StoredForms.orderedTypeListText(record.share)),
+                .text(StoredForms.orderedTypeListText(record.read)), .integer(record.created), .integer(Int64(record.interval)),
+                .text(record.state.rawValue)])
             return db.changes > 0
         }
     }
@@ -186,7 +146,7 @@ extension SQLiteHealthStore {
     public func authorizationRequest(userCode: String) throws -> AuthorizationRequestRecord? {
         try pool.read { db in
             try db.first("SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = ?",
-                         [.text(userCode)]) { row in try Self.authorizationRequest(row) }
+                         [.text(userCode)]) { row in try AuthorizationRequestRecord(row: row) }
         }
     }
 
@@ -196,7 +156,7 @@ extension SQLiteHealthStore {
         var ended: Set<String> = []
         let answered = try pool.write { db -> AuthorizationRequestRecord? in
             guard var record = try db.first("SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE user_code = ?",
-                                            [.text(userCode)], { row in try Self.authorizationRequest(row) }) else { return nil }
+                                            [.text(userCode)], { row in try AuthorizationRequestRecord(row: row) }) else { return nil }
             let before = try Self.appGrant(db, userRowID: user.rowID, app: record.app)
             var grant = before ?? AppGrant(app: record.app, displayName: record.displayName, created: Self.nowMilliseconds())
             try answer(&record, &grant)
@@ -219,7 +179,7 @@ extension SQLiteHealthStore {
         try pool.write { db -> AuthorizationPollOutcome in
             guard var record = try db.first("""
                 SELECT \(AuthorizationRequestColumn.selectList) FROM authorization_requests WHERE device_code_hash = ?
-                """, [.blob(deviceCodeHash)], { row in try Self.authorizationRequest(row) }) else { return .unknown }
+                """, [.blob(deviceCodeHash)], { row in try AuthorizationRequestRecord(row: row) }) else { return .unknown }
             let issue = poll(&record)
             guard issue else {
                 try Self.saveAuthorizationRequest(db, record)

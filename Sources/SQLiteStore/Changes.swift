@@ -39,9 +39,7 @@ extension SQLiteHealthStore {
                 try tombstoneStatement.bind([.integer(visibility.userRowID), .integer(position.tombstonesAfter),
                                              .integer(visibility.ownSource), .integer(Int64(limit + 1))])
                 try tombstoneStatement.forEachRow { row in
-                    let type = typeName(for: try row.int64(TombstoneColumn.typeID)) ?? "unknown"
-                    tombstones.append((seq: try row.int64(TombstoneColumn.seq),
-                                       deleted: HealthUUID(bytes: try row.blob(TombstoneColumn.uuid)).map { DeletedSample(uuid: $0, type: type) }))
+                    tombstones.append(try DeletedSample.tombstone(row, typeName: { typeName(for: $0) }))
                 }
             }
             return try ChangePage(merging: rows, seq: \.seq, type: { typeName(for: $0.typeCode) },

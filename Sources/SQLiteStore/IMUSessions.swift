@@ -121,20 +121,9 @@ extension SQLiteHealthStore {
                 ORDER BY b.end_ms
                 """)
             try statement.bind([.integer(owner.userRowID), .integer(owner.sourceRowID), .integer(end), .integer(start), .integer(start)])
-            try statement.forEachRow { row in
-                accumulator.add(batchStart: try row.int64(IMUBatchColumn.start), batchEnd: try row.int64(IMUBatchColumn.end),
-                                steps: try row.int64(IMUBatchColumn.steps), distance: try row.double(IMUBatchColumn.distance),
-                                floorsUp: try row.int64(IMUBatchColumn.floorsUp), floorsDown: try row.int64(IMUBatchColumn.floorsDown),
-                                cadence: row.doubleIfPresent(IMUBatchColumn.cadence), pace: row.doubleIfPresent(IMUBatchColumn.pace))
-            }
+            try statement.forEachRow { row in try accumulator.add(row: row) }
             return accumulator.totals
         }
     }
 }
 
-/// A batch's totals as the pedometer query reads them, in SELECT order.
-enum IMUBatchColumn: Int, TableColumns {
-    case start, end, steps, distance, floorsUp, floorsDown, cadence, pace
-
-    static let table = "imu_batches"
-}

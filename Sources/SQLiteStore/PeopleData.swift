@@ -25,25 +25,6 @@ extension SQLiteHealthStore {
         CREATE INDEX access_log_by_slot ON access_log(slot);
         """
 
-    enum AccessLogColumn: Int, TableColumns {
-        case slot, app, type, reads, samplesRead, writesCount, samplesWritten, lastAccess
-
-        static let table = "access_log"
-
-        var name: String {
-            switch self {
-            case .slot: "slot"
-            case .app: "app"
-            case .type: "type"
-            case .reads: "reads"
-            case .samplesRead: "samples_read"
-            case .writesCount: "writes"
-            case .samplesWritten: "samples_written"
-            case .lastAccess: "last_access_ms"
-            }
-        }
-    }
-
     /// Adds the counts to the stored ones, in one transaction. Counts of a user who no longer
     /// exists (erased while a request was in flight) are dropped.
     public func recordAccess(_ entries: [AccessLogEntry]) throws {
@@ -71,13 +52,7 @@ extension SQLiteHealthStore {
             try db.map("""
                 SELECT \(AccessLogColumn.selectList) FROM access_log WHERE user_id = ? AND slot >= ? AND slot < ?
                 """, [.integer(userRowID), .integer(from), .integer(to)]) { row in
-                AccessLogEntry(userRowID: userRowID, app: try row.string(AccessLogColumn.app), type: try row.string(AccessLogColumn.type),
-                               slot: try row.int64(AccessLogColumn.slot),
-                               counts: AccessCounts(reads: try row.int64(AccessLogColumn.reads),
-                                                    samplesRead: try row.int64(AccessLogColumn.samplesRead),
-                                                    writes: try row.int64(AccessLogColumn.writesCount),
-                                                    samplesWritten: try row.int64(AccessLogColumn.samplesWritten),
-                                                    lastAccess: try row.int64(AccessLogColumn.lastAccess)))
+                try AccessLogEntry(row: row, userRowID: userRowID)
             }
         }
     }
@@ -93,17 +68,12 @@ extension SQLiteHealthStore {
     // MARK: Admin lists
 
     public func users() throws -> [UserListing] {
-        enum Column: Int, TableColumns {
-            case rowID, id, name, created, activated
-            static let table = "users"
-        }
-        return try pool.read { db in
+        try pool.read { db in
             try db.map("""
                 SELECT id AS rowID, external_id AS id, name, created_ms AS created, \(Self.activatedSQL) AS activated
                 FROM users ORDER BY created_ms, name
                 """) { row in
-                UserListing(user: User(rowID: try row.int64(Column.rowID), id: try row.string(Column.id), name: try row.string(Column.name)),
-                            created: try row.int64(Column.created), activated: try row.bool(Column.activated))
+                try UserListing(row: row)
             }
         }
     }
@@ -112,21 +82,14 @@ extension SQLiteHealthStore {
     static let activatedSQL = "password_hash IS NOT NULL"
 
     public func authorizations(userRowID: Int64) throws -> [AuthorizationListing] {
-        enum Column: Int, TableColumns {
-            case id, app, readTypes, shareTypes, created, lastUsed
-            static let table = "authorizations"
-        }
         // A token's types are its app's switches (the grant); its last use is its own.
-        return try pool.read { db in
+        try pool.read { db in
             try db.map("""
                 SELECT a.id, a.app, g.read_types, g.share_types, a.created_ms, a.last_used_ms
                 FROM authorizations a JOIN app_grants g ON g.user_id = a.user_id AND g.app = a.app
                 WHERE a.user_id = ? AND a.revoked_ms IS NULL ORDER BY a.created_ms, a.app, a.id
                 """, [.integer(userRowID)]) { row in
-                AuthorizationListing(id: try row.string(Column.id), app: try row.string(Column.app),
-                                     read: StoredForms.typeList(try row.string(Column.readTypes)),
-                                     share: StoredForms.typeList(try row.string(Column.shareTypes)),
-                                     created: try row.int64(Column.created), lastUsed: row.int64IfPresent(Column.lastUsed))
+                try AuthorizationListing(row: row)
             }
         }
     }

@@ -323,7 +323,7 @@ public final class SQLiteHealthStore: HealthDataStore {
                 """)
             try statement.bind([.text(idList)])
             try statement.forEachRow { row in
-                let authorization = try Self.appAuthorization(row)
+                let authorization = try AppAuthorization(row: row)
                 found[authorization.id] = authorization
             }
             return found
@@ -356,7 +356,7 @@ public final class SQLiteHealthStore: HealthDataStore {
             try db.first("""
                 SELECT \(Self.authorizationColumns) FROM \(Self.authorizationJoins)
                 WHERE a.token_hash = ? AND a.revoked_ms IS NULL
-                """, [.blob(tokenHash)]) { row in try Self.appAuthorization(row) }
+                """, [.blob(tokenHash)]) { row in try AppAuthorization(row: row) }
         }
         guard let authorization = found else { return nil }
         let now = Self.nowMilliseconds()
@@ -390,26 +390,9 @@ public final class SQLiteHealthStore: HealthDataStore {
         JOIN sources s ON s.user_id = a.user_id AND s.app = a.app
         """
 
-    /// What `appAuthorization` reads, from `authorizationJoins`: the access is the grant's.
+    /// What `AppAuthorization(row:)` reads (`AuthorizationColumn`), from `authorizationJoins`: the access is the grant's.
     static let authorizationColumns =
         "a.id, a.user_id, u.external_id, a.app, g.read_types, g.share_types, s.id, a.discloses_read"
-
-    /// The columns `appAuthorization` reads (`a.id, a.user_id, u.external_id, a.app, g.read_types,
-    /// g.share_types, s.id, a.discloses_read`), in SELECT order.
-    enum AuthorizationColumn: Int, TableColumns {
-        case id, userID, userExternalID, app, readTypes, shareTypes, sourceID, disclosesRead
-
-        static let table = "authorizations"
-    }
-
-    static func appAuthorization(_ row: Row) throws -> AppAuthorization {
-        AppAuthorization(id: try row.string(AuthorizationColumn.id), userRowID: try row.int64(AuthorizationColumn.userID),
-                         userID: try row.string(AuthorizationColumn.userExternalID), appName: try row.string(AuthorizationColumn.app),
-                         sourceRowID: try row.int64(AuthorizationColumn.sourceID),
-                         read: StoredForms.typeList(try row.string(AuthorizationColumn.readTypes)),
-                         share: StoredForms.typeList(try row.string(AuthorizationColumn.shareTypes)),
-                         disclosesRead: try row.bool(AuthorizationColumn.disclosesRead))
-    }
 
     /// Throws `accountErased` unless the user still exists, inside a write transaction (one writer
     /// at a time: an erasure is wholly before or after): a write that saves no sample (a session, a

@@ -73,7 +73,7 @@ extension SQLiteHealthStore {
             try db.map("""
                 SELECT \(WebhookSubscriptionColumn.selectList) FROM webhook_subscriptions WHERE authorization_id = ?
                 ORDER BY created_ms, id
-                """, [.text(authorizationID)]) { row in try Self.webhookSubscription(row, withPage: false) }
+                """, [.text(authorizationID)]) { row in try WebhookSubscription(row: row, withPage: false) }
         }
     }
 
@@ -83,11 +83,11 @@ extension SQLiteHealthStore {
 
     static func webhook(_ db: Database, id: String) throws -> WebhookSubscription? {
         guard var subscription = try db.first("SELECT \(WebhookSubscriptionColumn.selectList) FROM webhook_subscriptions WHERE id = ?",
-                                               [.text(id)], { row in try webhookSubscription(row, withPage: true) }) else { return nil }
+                                               [.text(id)], { row in try WebhookSubscription(row: row, withPage: true) }) else { return nil }
         if let messageID = subscription.pending?.messageID {
             subscription.pending?.attempts = try db.map("""
                 SELECT \(WebhookDeliveryColumn.selectList) FROM webhook_deliveries WHERE webhook_id = ? AND message_id = ? ORDER BY id
-                """, [.text(id), .text(messageID)], deliveryAttempt)
+                """, [.text(id), .text(messageID)]) { row in try WebhookDeliveryAttempt(row: row) }
         }
         return subscription
     }
@@ -122,7 +122,7 @@ extension SQLiteHealthStore {
         try pool.read { db in
             try db.map("""
                 SELECT \(WebhookDeliveryColumn.selectList) FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?
-                """, [.text(id), .integer(Int64(WebhookLimits.deliveriesKept))], Self.deliveryAttempt)
+                """, [.text(id), .integer(Int64(WebhookLimits.deliveriesKept))]) { row in try WebhookDeliveryAttempt(row: row) }
         }
     }
 
@@ -212,31 +212,5 @@ extension SQLiteHealthStore {
                            [.text(reason), .text(id)])
             return db.changes > 0
         }
-    }
-
-    static func webhookSubscription(_ row: Row, withPage: Bool) throws -> WebhookSubscription {
-        typealias Column = WebhookSubscriptionColumn
-        var pending: WebhookPendingPage?
-        if withPage, let messageID = row.stringIfPresent(Column.messageID) {
-            pending = WebhookPendingPage(
-                messageID: messageID,
-                start: ChangePosition(seq: try row.int64(Column.pageStartSeq), tombstoneFloor: try row.int64(Column.pageStartFloor)),
-                end: ChangePosition(seq: try row.int64(Column.pageEndSeq), tombstoneFloor: try row.int64(Column.pageEndFloor)),
-                more: try row.bool(Column.pageMore), body: try row.blob(Column.pageBody))
-        }
-        return WebhookSubscription(
-            id: try row.string(Column.id), authorizationID: try row.string(Column.authorizationID),
-            userRowID: try row.int64(Column.userRowID), url: try row.string(Column.url),
-            types: try row.string(Column.types).split(separator: ",").map(String.init), secretKey: try row.blob(Column.secretKey),
-            createdMs: try row.int64(Column.createdMs),
-            anchor: ChangePosition(seq: try row.int64(Column.anchorSeq), tombstoneFloor: try row.int64(Column.anchorFloor)),
-            disabledReason: row.stringIfPresent(Column.disabledReason), pending: pending)
-    }
-
-    static func deliveryAttempt(_ row: Row) throws -> WebhookDeliveryAttempt {
-        typealias Column = WebhookDeliveryColumn
-        return WebhookDeliveryAttempt(messageID: try row.string(Column.messageID), timeMs: try row.int64(Column.timeMs),
-                                      status: row.int64IfPresent(Column.status).map { Int($0) },
-                                      durationMs: try row.int(Column.durationMs), error: row.stringIfPresent(Column.error))
     }
 }

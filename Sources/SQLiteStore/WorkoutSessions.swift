@@ -4,30 +4,6 @@ import JSON
 import SQLite
 import Statistics
 
-/// The columns of `workout_sessions` that `ownedWorkoutSession` reads, in SELECT order.
-enum WorkoutSessionColumn: Int, TableColumns {
-    case rowID, id, userID, sourceID, activityType, zoneLow, zoneHigh, state, start, end, events, workoutUUID
-
-    static let table = "workout_sessions"
-
-    var name: String {
-        switch self {
-        case .rowID: "id"
-        case .id: "external_id"
-        case .userID: "user_id"
-        case .sourceID: "source_id"
-        case .activityType: "activity_type"
-        case .zoneLow: "zone_low"
-        case .zoneHigh: "zone_high"
-        case .state: "state"
-        case .start: "start_ms"
-        case .end: "end_ms"
-        case .events: "events"
-        case .workoutUUID: "workout_uuid"
-        }
-    }
-}
-
 /// The columns of `workout_sessions` that name an app's active session, in SELECT order.
 enum ActiveSessionColumn: Int, TableColumns {
     case id, state
@@ -43,7 +19,7 @@ enum ActiveSessionColumn: Int, TableColumns {
 }
 
 extension SQLiteHealthStore {
-    static let workoutSessionColumns = WorkoutSessionColumn.selectList
+    static let workoutSessionColumns = WorkoutSessionColumn.selectList(id: "external_id")
 
     /// Starting and ending a session need share permission for `workout`: ending saves one as the app.
 
@@ -214,27 +190,7 @@ extension SQLiteHealthStore {
 
     static func ownedWorkoutSession(_ db: Database, id: String, owner: AppSource) throws -> WorkoutSession? {
         try db.first("SELECT \(workoutSessionColumns) FROM workout_sessions WHERE external_id = ? AND user_id = ? AND source_id = ?",
-                     [.text(id), .integer(owner.userRowID), .integer(owner.sourceRowID)]) { row in
-            typealias Column = WorkoutSessionColumn
-            var zone: HeartRateZoneBounds?
-            if let low = row.doubleIfPresent(Column.zoneLow) {
-                zone = HeartRateZoneBounds(low: low, high: try row.double(Column.zoneHigh))
-            }
-            let stateText = try row.string(Column.state)
-            guard let state = WorkoutSessionState(rawValue: stateText) else {
-                throw RowDecodingError(table: Column.table, column: Column.state.name, problem: "holds unknown state '\(stateText)'")
-            }
-            var workoutUUID: HealthUUID?
-            if row.blobIfPresent(Column.workoutUUID) != nil {
-                workoutUUID = try row.decode(Column.workoutUUID, as: "a 16-byte uuid") { HealthUUID(bytes: $0) }
-            }
-            return WorkoutSession(
-                id: try row.string(Column.id), userRowID: try row.int64(Column.userID), sourceRowID: try row.int64(Column.sourceID),
-                activityType: try row.string(Column.activityType), zone: zone, state: state,
-                timeline: WorkoutSessionTimeline(start: try row.int64(Column.start), events: try WorkoutSession.decodeEvents(try row.string(Column.events)),
-                                                 end: row.int64IfPresent(Column.end)),
-                workoutUUID: workoutUUID)
-        }
+                     [.text(id), .integer(owner.userRowID), .integer(owner.sourceRowID)]) { row in try WorkoutSession(row: row) }
     }
 
     /// The merged sum of one cumulative type over the running stretches, or nil without data.

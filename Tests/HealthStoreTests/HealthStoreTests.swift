@@ -155,6 +155,19 @@ func steps(_ value: Double, start: Int64, seconds: Int64 = 60, uuid: HealthUUID 
         }
     }
 
+    /// The permission request's decoder is the one both stores share (`StoredRows.swift`):
+    /// PostgresDamagedRowTests reads the same damage on the other backend.
+    @Test func unknownRequestStateIsAnError() throws {
+        let t = try TemporaryStore()
+        let record = AuthorizationRequestRecord(id: "r1", userCode: "BCDFGHJK", app: "runner", displayName: "Runner", reason: "",
+                                                share: ["stepCount"], read: [], created: 1_700_000_000_000, interval: 5)
+        #expect(try t.store.createAuthorizationRequest(record, deviceCodeHash: Array(repeating: 7, count: 32)))
+        try damage(t, "UPDATE authorization_requests SET state = 'granted'")
+        #expect(throws: RowDecodingError(table: "authorization_requests", column: "state", problem: "is 'granted', not a request state")) {
+            try t.store.authorizationRequest(userCode: "BCDFGHJK")
+        }
+    }
+
     @Test func truncatedUUIDIsAnError() throws {
         let (t, app, user, _) = try storeWithOneSample()
         try damage(t, "UPDATE samples SET uuid = x'0102'")

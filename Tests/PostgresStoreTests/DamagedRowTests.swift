@@ -27,6 +27,24 @@ struct PostgresDamagedRowTests {
         #expect(throws: RowDecodingError.self) { try t.store.samples(SampleQuery(type: "sleepAnalysis"), for: app, userExternalID: user.id) }
     }
 
+    /// The decoder SQLite's CorruptRowTests reads the same damage through (`StoredRows.swift`).
+    @Test func unknownRequestStateIsAnError() throws {
+        let t = try TestStore(.postgres)
+        let record = AuthorizationRequestRecord(id: "r1", userCode: "BCDFGHJK", app: "runner", displayName: "Runner", reason: "",
+                                                share: ["stepCount"], read: [], created: Self.start, interval: 5)
+        #expect(try t.store.createAuthorizationRequest(record, deviceCodeHash: Array(repeating: 7, count: 32)))
+        _ = try t.postgres { try $0.execute("UPDATE authorization_requests SET state = 'granted'", []) }
+        #expect(throws: RowDecodingError(table: "authorization_requests", column: "state", problem: "is 'granted', not a request state")) {
+            try t.store.authorizationRequest(userCode: "BCDFGHJK")
+        }
+        // A NULL where the row promises a value names its column through PostgreSQL's getters too.
+        _ = try t.postgres { try $0.execute("ALTER TABLE authorization_requests ALTER COLUMN reason DROP NOT NULL", []) }
+        _ = try t.postgres { try $0.execute("UPDATE authorization_requests SET state = 'pending', reason = NULL", []) }
+        #expect(throws: RowDecodingError(table: "authorization_requests", column: "reason", problem: "is NULL")) {
+            try t.store.authorizationRequest(userCode: "BCDFGHJK")
+        }
+    }
+
     @Test func damagedPriorityListIsAnError() throws {
         let t = try TestStore(.postgres)
         let user = try t.store.createUser(name: "alice")
