@@ -349,9 +349,11 @@ PATHS = {
                 "t0": instant,
                 "samples": {"type": "object", "required": ["t", "x", "y", "z"], "additionalProperties": False,
                             "description": "t: seconds after t0, increasing; equal times keep the first sample, jitter back by up to 0.1 s "
-                                           "is reordered, gaps restart the detector; x, y, z including gravity. At most 100,000.",
+                                           "is reordered, gaps restart the detector; x, y, z including gravity. At most 100,000. "
+                                           "t0 plus each t lies between 1900 and 2200 (a 400 naming samples.t otherwise).",
                             "properties": {k: {"type": "array", "items": {"type": "number"}} for k in ["t", "x", "y", "z"]}},
                 "pressure": {"type": "object", "required": ["t", "hPa"], "additionalProperties": False,
+                             "description": "t: seconds after t0; t0 plus each t lies between 1900 and 2200.",
                              "properties": {"t": {"type": "array", "items": {"type": "number"}},
                                             "hPa": {"type": "array", "items": {"type": "number"}}}},
                 "heightCm": {"type": "number", "minimum": 40, "maximum": 280}}}},

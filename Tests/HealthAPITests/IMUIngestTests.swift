@@ -183,6 +183,34 @@ struct IMUFixture {
         #expect(f.post(WalkingSignal(seconds: 5).json(session: "b", seq: 0, range: 0..<250)).status == 200)
     }
 
+    /// Offsets that put a sample far outside 1900-2200 are a 400 naming the sample, not a trap
+    /// turning 1e300 s into milliseconds (or a sample stored in the year 3e9).
+    @Test func offsetsBeyondTheSampleRangeAre400() throws {
+        let f = try IMUFixture()
+        let walk = WalkingSignal(seconds: 2)
+        func batch(_ session: String, offset: Double) -> String {
+            let rows = (0..<walk.count).map(walk.sample)
+            func list(_ values: [Double]) -> String { "[" + values.map { String($0) }.joined(separator: ",") + "]" }
+            return #"{"session":"\#(session)","seq":0,"unit":"m/s2","t0":"2026-03-08T09:00:00Z","samples":{"t":\#(list(rows.map { $0.t + offset })),"x":\#(list(rows.map(\.x))),"y":\#(list(rows.map(\.y))),"z":\#(list(rows.map(\.z)))}}"#
+        }
+        for (index, offset) in [1e300, -1e300, 1e17, 6e9].enumerated() {
+            let reply = f.post(batch("far-\(index)", offset: offset))
+            #expect(reply.status == 400, "\(offset): \(reply.text)")
+            #expect(reply.text.contains("samples.t"), "\(reply.text)")
+        }
+        let single = f.post(#"{"session":"one","seq":0,"unit":"g","t0":"2026-03-08T09:00:00Z","samples":{"t":[1e300],"x":[0],"y":[0],"z":[1]}}"#)
+        #expect(single.status == 400, "\(single.text)")
+        let pressure = f.post(#"{"session":"p","seq":0,"unit":"g","t0":"2026-03-08T09:00:00Z","samples":{"t":[0],"x":[0],"y":[0],"z":[1]},"pressure":{"t":[1e300],"hPa":[1000]}}"#)
+        #expect(pressure.status == 400, "\(pressure.text)")
+        #expect(pressure.text.contains("pressure.t"), "\(pressure.text)")
+        let csv = f.server.request(.post, "/v1/ingest/imu?session=c&seq=0&unit=g&t0=2026-03-08T09:00:00Z", token: f.token,
+                                   json: "t,x,y,z\n1e300,0,0,1\n", headers: [("Content-Type", "text/csv")])
+        #expect(csv.status == 400, "\(csv.text)")
+        #expect(f.server.request(.get, "/v1/samples?type=stepCount", token: f.token)["samples"]?.arrayValue?.isEmpty == true)
+        // A session's offsets may still run for days from its t0.
+        #expect(f.post(batch("days", offset: 3 * 86_400)).status == 200)
+    }
+
     @Test func messyStreamsAreAcceptedAndRepairsReported() throws {
         let f = try IMUFixture()
         let t0 = #""t0":"2026-03-08T09:00:00Z""#

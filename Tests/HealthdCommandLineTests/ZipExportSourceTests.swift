@@ -213,4 +213,21 @@ struct ZipBuilder {
             #expect(throws: AppleHealthImportError.self) { try ZipExportSource(path: path) }
         }
     }
+
+    /// A zip64 extra field whose length runs past the entry's extra area (here the directory's
+    /// last bytes) is damage, not a read past the directory.
+    @Test func aZip64ExtraFieldLongerThanItsAreaIsRefused() throws {
+        var bytes = ZipBuilder(items: [.init(name: "apple_health_export/export.xml", content: Self.xml, deflate: false)],
+                               zip64: true).bytes()
+        let recordSignature = ZipBuilder.le32(0x0606_4b50)
+        let record = try #require((0...(bytes.count - 4)).last { Array(bytes[$0..<($0 + 4)]) == recordSignature })
+        // The entry's 28-byte extra area ends the directory: another tag's 20 bytes, then the zip64
+        // tag claiming 65,535 bytes with none left.
+        let extra = record - 28
+        bytes.replaceSubrange(extra..<record, with: ZipBuilder.le16(0x7777) + ZipBuilder.le16(20) + [UInt8](repeating: 0, count: 20)
+                              + ZipBuilder.le16(1) + ZipBuilder.le16(0xFFFF))
+        try Self.withArchive(bytes) { path in
+            #expect(throws: AppleHealthImportError.self) { try ZipExportSource(path: path) }
+        }
+    }
 }

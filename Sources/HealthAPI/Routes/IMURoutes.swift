@@ -370,6 +370,17 @@ extension IMUBatchRequest {
         if let first = t.first, let last = t.last, first.isFinite, last.isFinite, last - first > 345_600 {
             throw APIError.invalidField("samples.t", "a batch may span at most 345,600 s (HealthKit's limit for step samples)")
         }
+        // Each sample's instant (t0 + t) must be a sample instant: the steps' start and end become
+        // milliseconds, and an offset of 1e300 s would not fit. Non-finite offsets are the pedometer's 400.
+        let earliest = Double(HealthInstantLimits.sampleRange.lowerBound - t0) / 1000
+        let latest = Double(HealthInstantLimits.sampleRange.upperBound - t0) / 1000
+        for (field, offsets) in [("samples.t", t), ("pressure.t", pressureT ?? [])] {
+            if let index = offsets.firstIndex(where: { $0.isFinite && !(earliest...latest).contains($0) }) {
+                let detail = "t0 plus \(offsets[index]) s lies outside 1900-2200 (each offset must keep the sample between 1900 and 2200)"
+                throw APIError(status: .badRequest, code: "errorInvalidArgument", detail: "\(field)[\(index)]: \(detail)",
+                               errors: [APIError.FieldIssue(index: index, field: field, detail: detail)])
+            }
+        }
         return self
     }
 }

@@ -166,7 +166,8 @@ public final class ZipExportSource: AppleHealthByteSource {
                 if tag == 0x0001 {
                     var field = extra + 4
                     func next() -> UInt64? {
-                        guard field + 8 <= extra + 4 + length else { return nil }
+                        // Within the field's own length and the entry's extra area: a damaged length can claim more.
+                        guard field + 8 <= min(extra + 4 + length, extraEnd) else { return nil }
                         defer { field += 8 }
                         return uint64(directory, field)
                     }
