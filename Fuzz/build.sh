@@ -5,7 +5,7 @@
 # JSON bodies, HKUnit, instants, ISO 8601 calendar intervals, IMU CSV bodies (with the pedometer behind),
 # Apple Health export.xml (repair filter, XML tokenizer, mapper; HealthModel is a separate module
 # there because AppleHealthExport imports it), Health Auto Export bodies (streaming scanner and
-# mapper; Crypto a module too). Usage: Fuzz/build.sh
+# mapper; Crypto a module too), a webhook receiver's URL and response. Usage: Fuzz/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build-fuzz
@@ -37,4 +37,7 @@ swiftc "${flags[@]}" -emit-library -static -emit-module -module-name Statistics 
   -emit-module-path "$out/modules/Statistics.swiftmodule" -o "$out/modules/libStatistics.a" Sources/Statistics/*.swift
 swiftc "${flags[@]}" -module-name FuzzDuration -I "$out/modules" -L "$out/modules" -lStatistics -lPrimitives \
   -o "$out/fuzz-duration" Sources/TimeZoneDatabase/*.swift Fuzz/Targets/FuzzDuration.swift
+# What a webhook receiver controls: its URL (NetworkPolicy) and its response (the client's parser, one pure file).
+swiftc "${flags[@]}" -module-name FuzzWebhookPeer -o "$out/fuzz-webhookpeer" Sources/NetworkPolicy/*.swift \
+  Sources/HTTPClient/HTTPResponseParser.swift Fuzz/Targets/FuzzWebhookPeer.swift
 echo "fuzz: built $(ls "$out"/fuzz-* | tr '\n' ' ')"

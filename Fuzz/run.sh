@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target for SECONDS each (default 30) from the committed seed corpus;
 # new inputs go to .build-fuzz/corpus-*/ (not committed). A crash stops the run with the
-# reproducer in .build-fuzz/crash-*. Usage: Fuzz/run.sh [SECONDS]   (CI: 20; long: 3600)
+# reproducer in .build-fuzz/crash-*. Usage: Fuzz/run.sh [SECONDS]   (CI: 20; long: 3600);
+# FUZZ_TARGETS="unit duration" runs only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
@@ -11,8 +12,9 @@ seed_option=()
 # The Swift runtime's backtracer trips AddressSanitizer after a fatalError; libFuzzer's report is enough.
 export SWIFT_BACKTRACE=enable=no
 [ -x .build-fuzz/fuzz-http ] && [ -x .build-fuzz/fuzz-duration ] && [ -x .build-fuzz/fuzz-imucsv ] \
-  && [ -x .build-fuzz/fuzz-applehealthxml ] && [ -x .build-fuzz/fuzz-healthautoexport ] || bash Fuzz/build.sh
-for target in http jsonbody unit instant duration imucsv applehealthxml healthautoexport; do
+  && [ -x .build-fuzz/fuzz-applehealthxml ] && [ -x .build-fuzz/fuzz-healthautoexport ] \
+  && [ -x .build-fuzz/fuzz-webhookpeer ] || bash Fuzz/build.sh
+for target in ${FUZZ_TARGETS:-http jsonbody unit instant duration imucsv applehealthxml healthautoexport webhookpeer}; do
   seeds=Fuzz/corpus/$target
   [ "$target" = jsonbody ] && seeds=Fuzz/corpus/json
   work=.build-fuzz/corpus-$target
