@@ -5,6 +5,47 @@ import SQLSupport
 // PostgreSQL, generic over the driver's row (`TypedRow`). Each store keeps its SQL; a query selects
 // a decoder's columns in its column list's order.
 
+// MARK: Users
+
+/// A `users` row as `User(row:)` reads it, in SELECT order (`selectList`).
+package enum UserColumn: Int, TableColumns {
+    case rowID, id, name
+
+    package static let table = "users"
+
+    package var name: String {
+        switch self {
+        case .rowID: "id"
+        case .id: "external_id"
+        case .name: "name"
+        }
+    }
+}
+
+extension User {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(rowID: try row.int64(UserColumn.rowID), id: try row.string(UserColumn.id), name: try row.string(UserColumn.name))
+    }
+}
+
+/// What `SignInAccount(row:)` reads: `UserColumn`'s columns, then the password hash (NULL until
+/// the account is activated).
+package enum SignInAccountColumn: Int, TableColumns {
+    case rowID, id, name, passwordHash
+
+    package static let table = "users"
+
+    package var name: String {
+        UserColumn(rawValue: rawValue)?.name ?? "password_hash"
+    }
+}
+
+extension SignInAccount {
+    package init(row: some TypedRow) throws(RowDecodingError) {
+        self.init(user: try User(row: row), passwordHash: try row.stringIfPresent(SignInAccountColumn.passwordHash))
+    }
+}
+
 // MARK: Grants and tokens
 
 extension AppGrant {

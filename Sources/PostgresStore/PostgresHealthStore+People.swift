@@ -6,26 +6,10 @@ import PostgreSQL
 // very next request.
 
 extension PostgresHealthStore {
-    /// The columns `signInAccount` reads, in SELECT order.
-    private enum SignInAccountColumn: Int, TableColumns {
-        case rowID, id, name, passwordHash
-        static let table = "users"
-        var name: String {
-            switch self {
-            case .rowID: "id"
-            case .id: "external_id"
-            case .name: "name"
-            case .passwordHash: "password_hash"
-            }
-        }
-    }
-
     public func signInAccount(name: String) throws -> SignInAccount? {
         try pool.withConnection { connection in
             try connection.first("SELECT \(SignInAccountColumn.selectList) FROM users WHERE name = $1", [.text(name)]) { row in
-                SignInAccount(user: User(rowID: try row.int64(SignInAccountColumn.rowID), id: try row.string(SignInAccountColumn.id),
-                                         name: try row.string(SignInAccountColumn.name)),
-                              passwordHash: try row.stringIfPresent(SignInAccountColumn.passwordHash))
+                try SignInAccount(row: row)
             }
         }
     }

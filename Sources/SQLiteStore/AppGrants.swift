@@ -186,7 +186,7 @@ extension SQLiteHealthStore {
                 return .polled(record)
             }
             guard let userRowID = record.userRowID,
-                  let user = try db.first("SELECT \(UserColumn.selectList) FROM users WHERE id = ?", [.integer(userRowID)], { row in try User(row) }),
+                  let user = try db.first("SELECT \(UserColumn.selectList) FROM users WHERE id = ?", [.integer(userRowID)], { row in try User(row: row) }),
                   let grant = try Self.appGrant(db, userRowID: userRowID, app: record.app) else {
                 // The person revoked the app (or is gone) since they allowed: nothing to issue.
                 record.state = .denied

@@ -5,26 +5,10 @@ import SQLite
 // are kept: the password's Argon2id string, the SHA-256 of session tokens and invitation codes.
 
 extension SQLiteHealthStore {
-    /// The columns `signInAccount` reads, in SELECT order.
-    private enum SignInAccountColumn: Int, TableColumns {
-        case rowID, id, name, passwordHash
-        static let table = "users"
-        var name: String {
-            switch self {
-            case .rowID: "id"
-            case .id: "external_id"
-            case .name: "name"
-            case .passwordHash: "password_hash"
-            }
-        }
-    }
-
     public func signInAccount(name: String) throws -> SignInAccount? {
         try pool.read { db in
             try db.first("SELECT \(SignInAccountColumn.selectList) FROM users WHERE name = ?", [.text(name)]) { row in
-                SignInAccount(user: User(rowID: try row.int64(SignInAccountColumn.rowID), id: try row.string(SignInAccountColumn.id),
-                                         name: try row.string(SignInAccountColumn.name)),
-                              passwordHash: row.stringIfPresent(SignInAccountColumn.passwordHash))
+                try SignInAccount(row: row)
             }
         }
     }
@@ -52,12 +36,12 @@ extension SQLiteHealthStore {
         }
     }
 
-    /// `u.id, u.external_id, u.name`: `UserColumn`'s order, so `User(row)` reads them.
+    /// `u.id, u.external_id, u.name`: `UserColumn`'s order, so `User(row:)` reads them.
     public func invitation(codeHash: [UInt8], nowMs: Int64) throws -> User? {
         try pool.read { db in
             try db.first("""
                 SELECT u.id, u.external_id, u.name FROM invitations i JOIN users u ON u.id = i.user_id WHERE i.code_hash = ? AND i.expires_ms > ?
-                """, [.blob(codeHash), .integer(nowMs)]) { row in try User(row) }
+                """, [.blob(codeHash), .integer(nowMs)]) { row in try User(row: row) }
         }
     }
 

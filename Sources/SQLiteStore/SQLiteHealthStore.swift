@@ -196,7 +196,7 @@ public final class SQLiteHealthStore: HealthDataStore {
         try pool.write { db in
             // Every name is compared (a person's account is made rarely, and people are few next
             // to their samples); in the write transaction, so two creations cannot both pass.
-            let names = try db.map("SELECT \(UserColumn.selectList) FROM users", []) { row in try User(row).name }
+            let names = try db.map("SELECT \(UserColumn.selectList) FROM users", []) { row in try User(row: row).name }
             if let existing = LookalikeNames.existing(name, among: names) { throw StoreError.nameTaken(name, by: existing) }
             let id = Self.newIdentifier()
             try db.execute("INSERT INTO users (external_id, name, created_ms) VALUES (?, ?, ?)",
@@ -208,7 +208,7 @@ public final class SQLiteHealthStore: HealthDataStore {
     public func user(named name: String) throws -> User? {
         try pool.read { db in
             try db.first("SELECT \(UserColumn.selectList) FROM users WHERE name = ?", [.text(name)]) { row in
-                try User(row)
+                try User(row: row)
             }
         }
     }
@@ -220,7 +220,7 @@ public final class SQLiteHealthStore: HealthDataStore {
                 SELECT \(UserColumn.selectList) FROM users WHERE external_id = ?1 OR name = ?1
                 ORDER BY external_id = ?1 DESC LIMIT 1
                 """, [.text(idOrName)]) { row in
-                try User(row)
+                try User(row: row)
             }
         }
     }
@@ -421,23 +421,3 @@ public final class SQLiteHealthStore: HealthDataStore {
 }
 
 /// The columns of `users` that make a `User`, in SELECT order.
-enum UserColumn: Int, TableColumns {
-    case rowID, id, name
-
-    static let table = "users"
-
-    var name: String {
-        switch self {
-        case .rowID: "id"
-        case .id: "external_id"
-        case .name: "name"
-        }
-    }
-}
-
-extension User {
-    /// A `users` row selected with `UserColumn.selectList`.
-    init(_ row: Row) throws(RowDecodingError) {
-        self.init(rowID: try row.int64(UserColumn.rowID), id: try row.string(UserColumn.id), name: try row.string(UserColumn.name))
-    }
-}

@@ -8,6 +8,17 @@ import contextlib, json, os, socket, tempfile, threading, time
 from e2e import ADMIN, Server, app_token, check, http, js, raw, statuses, wait_until
 
 
+def healthz_answer(s):
+    """Reads one /healthz answer (its JSON body ends in '}') from a kept-alive socket."""
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    return answer
+
+
 def abuse_checks(binary, public):
     print("e2e: abuse limits")
     config = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
@@ -21,12 +32,7 @@ def abuse_checks(binary, public):
         # Each held connection answered once: the server has counted all four before the fifth.
         for s in held:
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            answer = b""
-            while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
+            healthz_answer(s)
         resp = raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", read_timeout=3)
         check("a fifth connection from one address gets 503 and is closed", statuses(resp) == [503], resp[:200])
         held.pop().close()
@@ -106,13 +112,7 @@ def default_limit_checks(binary, public):
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             answered = 0
             for s in held:
-                data = b""
-                while b"\r\n\r\n" not in data or not data.endswith(b"}"):
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-                answered += statuses(data) == [200]
+                answered += statuses(healthz_answer(s)) == [200]
             time.sleep(1.0)
             for s in held[:50]:
                 s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
