@@ -249,6 +249,12 @@ public struct PersonSettings: Sendable, Equatable {
                   let stand = goals["appleStandHours"]?.numberValue else {
                 throw fail("activityGoals", "must hold activeEnergyBurned, appleExerciseTime and appleStandHours")
             }
+            // The same goals PUT /v1/activity-goals takes: a backup is no way around its limits.
+            for (name, value, range) in [("activeEnergyBurned", energy, ActivityGoals.activeEnergyBurnedRange),
+                                         ("appleExerciseTime", exercise, ActivityGoals.appleExerciseTimeRange),
+                                         ("appleStandHours", stand, ActivityGoals.appleStandHoursRange)] where !range.contains(value) {
+                throw fail("activityGoals.\(name)", "must be from \(range.lowerBound) to \(range.upperBound)")
+            }
             settings.activityGoals = ActivityGoals(activeEnergyBurned: energy, appleExerciseTime: exercise, appleStandHours: stand)
         }
         for (index, item) in (object["activitySummaries"]?.arrayValue ?? []).enumerated() {

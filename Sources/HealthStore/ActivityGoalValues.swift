@@ -13,6 +13,11 @@ public struct ActivityGoals: Sendable, Equatable {
 
     /// Until the user sets their own: Apple Watch's common starting goals.
     public static let defaults = ActivityGoals(activeEnergyBurned: 500, appleExerciseTime: 30, appleStandHours: 12)
+
+    /// What a goal may be (kcal, minutes, hours): a day holds 1,440 minutes and 24 hours.
+    public static let activeEnergyBurnedRange: ClosedRange<Double> = 1...100_000
+    public static let appleExerciseTimeRange: ClosedRange<Double> = 1...1_440
+    public static let appleStandHoursRange: ClosedRange<Double> = 1...24
 }
 
 /// The time a set of intervals covers, shared by the stores' `coveredDuration`.

@@ -81,7 +81,12 @@ struct PersonBackupTests {
                               (#"{"healthdBackup":{"version":1,"sourcePriorities":{"sleepAnalysis":["a"]}}}"#,
                                "healthdBackup.sourcePriorities.sleepAnalysis"),
                               (#"{"healthdBackup":{"version":1,"apps":[{"app":"a","read":["nope"],"share":[]}]}}"#,
-                               "healthdBackup.apps[0]")] {
+                               "healthdBackup.apps[0]"),
+                              // Goals PUT /v1/activity-goals would refuse are refused here too.
+                              (#"{"healthdBackup":{"version":1,"activityGoals":{"activeEnergyBurned":500,"appleExerciseTime":30,"appleStandHours":25}}}"#,
+                               "healthdBackup.activityGoals.appleStandHours"),
+                              (#"{"healthdBackup":{"version":1,"activityGoals":{"activeEnergyBurned":0,"appleExerciseTime":30,"appleStandHours":12}}}"#,
+                               "healthdBackup.activityGoals.activeEnergyBurned")] {
             #expect {
                 _ = try HealthdExportImporter(store: store, user: user).run(MemoryByteSource(Array((line + "\n").utf8)))
             } throws: { error in

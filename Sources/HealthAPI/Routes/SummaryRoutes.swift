@@ -153,7 +153,8 @@ struct SummaryRoutes: Sendable {
         try context.query.rejectUnknown()
         var body = try RequestBody.json(context.request)
         let fields: [(name: String, range: ClosedRange<Double>)] = [
-            ("activeEnergyBurnedGoal", 1...100_000), ("appleExerciseTimeGoal", 1...1_440), ("appleStandHoursGoal", 1...24),
+            ("activeEnergyBurnedGoal", ActivityGoals.activeEnergyBurnedRange), ("appleExerciseTimeGoal", ActivityGoals.appleExerciseTimeRange),
+            ("appleStandHoursGoal", ActivityGoals.appleStandHoursRange),
         ]
         let (userKey, values) = try RequestBody.decode { () throws(JSONFieldError) -> (String, [Double?]) in
             let user = try body.requiredString("user")
