@@ -87,11 +87,22 @@ public final class PostgresListener: @unchecked Sendable {
     private func connectAndListen() throws(PostgresError) {
         let connection = try PostgresConnection(configuration: configuration)
         for channel in channels { try connection.execute("LISTEN \(channel)") }
-        let source = DispatchSource.makeReadSource(fileDescriptor: connection.socket, queue: queue)
+        // The source watches a duplicate of libpq's socket that only its cancel handler closes.
+        // libpq closes its own descriptor as soon as it reads the connection's end (the server
+        // ended the backend): watched directly, that number could go to a connection the HTTP
+        // server accepts before the source's cancellation is carried out, which then unregisters
+        // the new connection's descriptor, and its requests are never read.
+        let watched = dup(connection.socket)
+        guard watched >= 0 else {
+            connection.close()
+            throw PostgresError(kind: .unavailable, message: "cannot watch the listening connection: \(String(cString: strerror(errno)))")
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: watched, queue: queue)
         source.setEventHandler { [weak self] in self?.readAvailable() }
-        // The connection (and so its socket) closes only after the source stopped watching it,
-        // so the descriptor cannot be reused under a live source.
-        source.setCancelHandler { connection.close() }
+        source.setCancelHandler {
+            close(watched)
+            connection.close()
+        }
         self.connection = connection
         self.source = source
         source.resume()
