@@ -360,14 +360,14 @@ public struct HealthAutoExportMapper {
         category(metric: metric, stage: stage, start.instant, end.instant, metadata)
     }
 
+    /// The longest a night's total or stage may be, in hours (a mindful session too).
+    static let longestNightHours = 168.0
+
     /// A night's totals: `{"date","totalSleep","asleep","core","deep","rem","awake","inBed","sleepStart",
     /// "sleepEnd","inBedStart","inBedEnd","source"}` in the metric's units (hours). The export has no
     /// stage timing, so the stages are laid end to end from `sleepStart` (core, deep, REM, unspecified,
     /// awake): each stage's and the night's durations are exact, their order is not. In-bed time
     /// spans `inBedStart`-`inBedEnd` when given.
-    /// The longest a night's total or stage may be, in hours.
-    static let longestNightHours = 168.0
-
     private mutating func aggregatedSleepPoint(metric: String, units: String?, _ point: JSONObject) throws(MalformedField) {
         let unitText = units ?? "hr"
         guard let unit = try? HealthUnit.parse(Self.healthKitUnit(unitText)), let hours = HealthUnit.named("hr"),

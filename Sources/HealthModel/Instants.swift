@@ -523,8 +523,7 @@ public enum HealthDate {
     /// Health Auto Export dates, written in the phone's regional format: `2024-09-21 07:57:00 +1000`,
     /// or on a 12-hour phone `2024-09-21 7:57:00 pm +1000` (one or two hour digits; am/pm in any
     /// case, also `a.m.`/`p.m.` or `p. m.`, after a space, U+202F NARROW NO-BREAK SPACE or U+00A0
-    /// NO-BREAK SPACE). 12 am is
-    /// midnight, 12 pm noon. The instant and the date's UTC offset in seconds.
+    /// NO-BREAK SPACE). 12 am is midnight, 12 pm noon. The instant and the date's UTC offset in seconds.
     public static func parseHealthAutoExportDate<S: StringProtocol>(_ string: S) -> (instant: HealthInstant, offsetSeconds: Int)? {
         try? withUTF8Bytes(string) { (bytes) throws(InstantParseError) -> (instant: HealthInstant, offsetSeconds: Int) in
             try scanHealthAutoExportDate(bytes)

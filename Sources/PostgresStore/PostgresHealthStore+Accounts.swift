@@ -13,7 +13,7 @@ extension PostgresHealthStore {
             // Creations queue on one transaction lock, so two nodes cannot both find no lookalike;
             // every name is compared (a person's account is made rarely, and people are few).
             _ = try connection.execute("SELECT pg_advisory_xact_lock(hashtext('healthd.users'), hashtext(current_schema()))", [])
-            let names = try connection.map("SELECT \(UserColumn.selectList) FROM users", [], Self.user).map(\.name)
+            let names = try connection.map("SELECT \(UserColumn.selectList) FROM users", []) { row in try User(row: row).name }
             if let existing = LookalikeNames.existing(name, among: names) { throw StoreError.nameTaken(name, by: existing) }
             // A random positive 63-bit id (no sequence shared by the nodes); a collision, or a
             // node creating the same name meanwhile, inserts nothing and is told apart below.
@@ -34,7 +34,7 @@ extension PostgresHealthStore {
 
     public func user(named name: String) throws -> User? {
         try pool.withConnection { connection in
-            try connection.first("SELECT \(UserColumn.selectList) FROM users WHERE name = $1", [.text(name)], Self.user)
+            try connection.first("SELECT \(UserColumn.selectList) FROM users WHERE name = $1", [.text(name)]) { row in try User(row: row) }
         }
     }
 
@@ -43,11 +43,9 @@ extension PostgresHealthStore {
             try connection.first("""
                 SELECT \(UserColumn.selectList) FROM users WHERE external_id = $1 OR name = $1
                 ORDER BY external_id = $1 DESC LIMIT 1
-                """, [.text(idOrName)], Self.user)
+                """, [.text(idOrName)]) { row in try User(row: row) }
         }
     }
-
-    private static func user(_ row: PostgresRow) throws -> User { try User(row: row) }
 
     // MARK: Sources
 

@@ -168,14 +168,9 @@ extension PostgresHealthStore {
                 try Self.saveAuthorizationRequest(connection, record)
                 return .polled(record)
             }
-            enum UserColumn: Int, TableColumns {
-                case id, externalID, name
-                static let table = "users"
-            }
             guard let userRowID = record.userRowID,
-                  let user = try connection.first("SELECT id, external_id, name FROM users WHERE id = $1", [.int64(userRowID)], { row in
-                      User(rowID: try row.int64(UserColumn.id), id: try row.string(UserColumn.externalID), name: try row.string(UserColumn.name))
-                  }),
+                  let user = try connection.first("SELECT \(UserColumn.selectList) FROM users WHERE id = $1", [.int64(userRowID)],
+                                                  { row in try User(row: row) }),
                   let grant = try Self.appGrant(connection, userRowID: userRowID, app: record.app, lock: true) else {
                 // The person revoked the app (or is gone) since they allowed: nothing to issue.
                 record.state = .denied

@@ -37,22 +37,12 @@ extension PostgresHealthStore {
         }
     }
 
-    /// The columns of `users u` that make a `User`, in SELECT order.
-    private enum PersonColumn: Int, TableColumns {
-        case rowID, id, name
-        static let table = "users"
-    }
-
-    private static func person(_ row: PostgresRow) throws -> User {
-        User(rowID: try row.int64(PersonColumn.rowID), id: try row.string(PersonColumn.id), name: try row.string(PersonColumn.name))
-    }
-
     public func invitation(codeHash: [UInt8], nowMs: Int64) throws -> User? {
         try pool.withConnection { connection in
             try connection.first("""
                 SELECT u.id, u.external_id, u.name FROM invitations i JOIN users u ON u.id = i.user_id
                 WHERE i.code_hash = $1 AND i.expires_ms > $2
-                """, [.bytes(codeHash), .int64(nowMs)], Self.person)
+                """, [.bytes(codeHash), .int64(nowMs)]) { row in try User(row: row) }
         }
     }
 

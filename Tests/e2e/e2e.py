@@ -70,15 +70,21 @@ def query_store(data_dir, sql):
         db.close()
 
 
-def run_alone(checks):
-    """A script's checks run on their own: `--binary B --public P [--database URL]`, then the
-    totals, exiting 1 on any failure (e2e.py's main runs the same checks with the rest)."""
+def parse_arguments():
+    """`--binary B --public P [--database URL]`; every Server started afterwards uses the database."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--public", required=True)
     parser.add_argument("--database", help="a postgres:// URL: run on PostgreSQL, a fresh database per data directory")
     args = parser.parse_args()
     DATABASE["base"] = args.database
+    return args
+
+
+def run_alone(checks):
+    """A script's checks run on their own (`parse_arguments`), then the totals, exiting 1 on any
+    failure (e2e.py's main runs the same checks with the rest)."""
+    args = parse_arguments()
     checks(args.binary, os.path.abspath(args.public))
     print(f"e2e: {results['passed']} passed, {results['failed']} failed")
     sys.exit(1 if results["failed"] else 0)
@@ -1055,12 +1061,7 @@ def main():
     from people import people_checks
     from people_access import people_access_checks
     from webhooks import webhook_checks
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--public", required=True)
-    parser.add_argument("--database", help="a postgres:// URL: run every check on PostgreSQL, a fresh database per data directory")
-    args = parser.parse_args()
-    DATABASE["base"] = args.database
+    args = parse_arguments()
     if args.database:
         print(f"e2e: on PostgreSQL ({args.database})")
     server = Server(args.binary, os.path.abspath(args.public), drain=True)

@@ -269,8 +269,7 @@ struct IMURoutes: Sendable {
         default: field = error.field
         }
         let detail = error.reason + "; nothing was saved"
-        return APIError(status: .badRequest, code: "errorInvalidArgument", detail: "\(field): \(detail)",
-                        errors: [APIError.FieldIssue(index: error.index, field: field, detail: detail)])
+        return APIError.invalidArgument("\(field): \(detail)", errors: [APIError.FieldIssue(index: error.index, field: field, detail: detail)])
     }
 
     static func validateSessionName(_ name: String) throws(APIError) {
@@ -377,8 +376,7 @@ extension IMUBatchRequest {
         for (field, offsets) in [("samples.t", t), ("pressure.t", pressureT ?? [])] {
             if let index = offsets.firstIndex(where: { $0.isFinite && !(earliest...latest).contains($0) }) {
                 let detail = "t0 plus \(offsets[index]) s lies outside 1900-2200 (each offset must keep the sample between 1900 and 2200)"
-                throw APIError(status: .badRequest, code: "errorInvalidArgument", detail: "\(field)[\(index)]: \(detail)",
-                               errors: [APIError.FieldIssue(index: index, field: field, detail: detail)])
+                throw APIError.invalidArgument("\(field)[\(index)]: \(detail)", errors: [APIError.FieldIssue(index: index, field: field, detail: detail)])
             }
         }
         return self

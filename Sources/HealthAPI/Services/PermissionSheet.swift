@@ -49,7 +49,7 @@ final class PermissionSheet: Sendable {
             // Anyone can ask in an app's name (the device flow cannot prove who the app is), and
             // allowing gives the device showing this code the access the app already has: the
             // sheet warns when there is some.
-            writer.field("allowedBefore", grant.flatMap { !$0.read.isEmpty || !$0.share.isEmpty ? RFC3339.format($0.created) : nil })
+            writer.field("allowedBefore", grant.flatMap { $0.allowsAny ? RFC3339.format($0.created) : nil })
             // Another app's name, read alike: how one app would pass for another on the sheet.
             writer.key("readsLike")
             if let lookalike {
@@ -71,7 +71,7 @@ final class PermissionSheet: Sendable {
     static func lookalike(of request: AuthorizationRequestRecord, among grants: [AppGrant]) -> AppGrant? {
         let asked = Set([LookalikeNames.key(request.app), LookalikeNames.key(request.displayName)])
         return grants.first { grant in
-            grant.app != request.app && (!grant.read.isEmpty || !grant.share.isEmpty)
+            grant.app != request.app && grant.allowsAny
                 && !asked.isDisjoint(with: [LookalikeNames.key(grant.app), LookalikeNames.key(grant.displayName)])
         }
     }
