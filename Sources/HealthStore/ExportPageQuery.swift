@@ -41,3 +41,11 @@ package struct ExportPageQuery {
         self.parameters = parameters
     }
 }
+
+/// The ids of a user's live (unrevoked) tokens, of one app or of all: parameters (user row id[, app]).
+package enum LiveTokenQuery {
+    package static func sql(_ dialect: SQLDialect, ofOneApp: Bool) -> String {
+        "SELECT id FROM authorizations WHERE user_id = \(dialect.placeholder(1))"
+            + (ofOneApp ? " AND app = \(dialect.placeholder(2))" : "") + " AND revoked_ms IS NULL"
+    }
+}

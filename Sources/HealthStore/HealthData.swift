@@ -57,7 +57,12 @@ public final class HealthData: Sendable {
         throws -> (authorization: AppAuthorization, token: String) {
         try store.createAuthorization(user: user, app: app, read: read, share: share, disclosesRead: disclosesRead)
     }
-    public func revokeAuthorization(id: String) throws -> Bool { try store.revokeAuthorization(id: id) }
+    /// What the token has in flight ends before the write queues for the writer
+    /// (`PersonHealthData.endInFlight`).
+    public func revokeAuthorization(id: String) throws -> Bool {
+        if try store.liveAuthorizations(ids: [id])[id] != nil { store.endInFlight(authorizationIDs: [id]) }
+        return try store.revokeAuthorization(id: id)
+    }
     public func cachedAuthorization(tokenHash: [UInt8]) -> AppAuthorization? { store.cachedAuthorization(tokenHash: tokenHash) }
     public func authorization(tokenHash: [UInt8]) throws -> AppAuthorization? { try store.authorization(tokenHash: tokenHash) }
     public func addAuthorizationObserver(_ observer: @escaping @Sendable (_ authorizationID: String) -> Void) {
@@ -392,6 +397,7 @@ public struct PersonHealthData: Sendable {
     /// user's tokens end. Counts still in memory are dropped, and any arriving late are too.
     public func erase() throws -> ErasureReport {
         recorder.forget(userRowID: user.rowID)
+        try endInFlight(ofApp: nil)
         let report = try store.eraseUser(user)
         recorder.forget(userRowID: user.rowID)
         return report

@@ -90,6 +90,13 @@ public protocol HealthDataStore: AnyObject, Sendable {
     /// The live authorizations among `ids`, read from the database, not a cache (revoked and unknown
     /// ones are absent): what in-flight work compares with the authorization it started with.
     func liveAuthorizations(ids: Set<String>) throws -> [String: AppAuthorization]
+    /// The ids of the user's live (unrevoked) tokens: of one app, or every app when `app` is nil.
+    /// A read: it never waits for the writer.
+    func liveAuthorizationIDs(userRowID: Int64, app: String?) throws -> Set<String>
+    /// Ends at once, on this node, what the authorizations have in flight (their cache entries and
+    /// the authorization observers), without a write: a revocation calls it before it queues for
+    /// the writer, so its bound does not depend on the disk (`HealthData`'s revocations).
+    func endInFlight(authorizationIDs: Set<String>)
 
     // MARK: People: passwords, invitations, sessions, failed sign-ins (`PeopleAccounts`)
 

@@ -99,9 +99,14 @@ public struct PeopleAccounts: Sendable {
     /// Records a use (the idle expiry restarts from here).
     public func touchSession(tokenHash: [UInt8], nowMs: Int64) throws { try store.touchSession(tokenHash: tokenHash, nowMs: nowMs) }
 
-    /// False when there was no such session.
+    /// False when there was no such session. What the session's own reads have in flight (the
+    /// person's change stream) ends at once, before the write waits for the writer; the stream
+    /// would otherwise end at the next check of open streams (`liveAuthorizations`).
     @discardableResult
-    public func deleteSession(tokenHash: [UInt8]) throws -> Bool { try store.deleteSession(tokenHash: tokenHash) }
+    public func deleteSession(tokenHash: [UInt8]) throws -> Bool {
+        store.endInFlight(authorizationIDs: [AppAuthorization.personsOwnReadsID(sessionTokenHash: tokenHash)])
+        return try store.deleteSession(tokenHash: tokenHash)
+    }
 
     // MARK: Failed sign-ins
 
@@ -123,9 +128,12 @@ extension AppAuthorization {
     /// session, so `HealthData.liveAuthorizations` answers for it from the sessions table: a
     /// change stream opened with the cookie ends when the session does, on any node.
     public static func personsOwnReads(user: User, sessionTokenHash: [UInt8]) -> AppAuthorization {
-        AppAuthorization(id: sessionPrefix + Hex.encode(sessionTokenHash), userRowID: user.rowID, userID: user.id, appName: "",
-                         sourceRowID: 0, read: everyType, share: [])
+        AppAuthorization(id: personsOwnReadsID(sessionTokenHash: sessionTokenHash), userRowID: user.rowID, userID: user.id,
+                         appName: "", sourceRowID: 0, read: everyType, share: [])
     }
+
+    /// The id `personsOwnReads` gives the session's reads.
+    static func personsOwnReadsID(sessionTokenHash: [UInt8]) -> String { sessionPrefix + Hex.encode(sessionTokenHash) }
 
     /// True for `personsOwnReads`: the person reading their own data, which is not an app's access.
     public var isPersonsOwnReads: Bool { id.hasPrefix(Self.sessionPrefix) }

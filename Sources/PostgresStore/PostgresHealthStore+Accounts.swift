@@ -161,16 +161,28 @@ extension PostgresHealthStore {
     /// The live tokens of the app, announced (in the calling transaction) to every node as ended,
     /// and ended on this node before the commit: their access changed.
     func endTokens(_ connection: PostgresConnection, userRowID: Int64, app: String) throws -> Set<String> {
-        enum Column: Int, TableColumns {
-            case id
-            static let table = "authorizations"
-        }
-        let ids = Set(try connection.map("SELECT id FROM authorizations WHERE user_id = $1 AND app = $2 AND revoked_ms IS NULL",
-                                         [.int64(userRowID), .text(app)]) { try $0.string(Column.id) })
+        let ids = try Self.liveTokenIDs(connection, userRowID: userRowID, app: app)
         for id in ids.sorted() { try connection.execute("SELECT pg_notify($1, $2)", [.text(channel), .text("r \(id)")]) }
         forgetAuthorizations(ids: ids)
         return ids
     }
+
+    /// The user's live tokens, of one app or (nil) of every app.
+    static func liveTokenIDs(_ connection: PostgresConnection, userRowID: Int64, app: String?) throws -> Set<String> {
+        enum Column: Int, TableColumns {
+            case id
+            static let table = "authorizations"
+        }
+        return Set(try connection.map(LiveTokenQuery.sql(.postgres, ofOneApp: app != nil),
+                                      [.int64(userRowID)] + (app.map { [.text($0)] } ?? [])) { try $0.string(Column.id) })
+    }
+
+    public func liveAuthorizationIDs(userRowID: Int64, app: String?) throws -> Set<String> {
+        try pool.withConnection { connection in try Self.liveTokenIDs(connection, userRowID: userRowID, app: app) }
+    }
+
+    /// This node only: other nodes hear of the revocation when it commits (its NOTIFY).
+    public func endInFlight(authorizationIDs: Set<String>) { forgetAuthorizations(ids: authorizationIDs) }
 
     public func addAuthorizationObserver(_ observer: @escaping @Sendable (String) -> Void) {
         authorizationObservers.withLock { $0.append(observer) }

@@ -22,14 +22,21 @@ extension SQLiteHealthStore {
             .integer(grant.created)])
     }
 
-    static func liveTokenIDs(_ db: Database, userRowID: Int64, app: String) throws -> Set<String> {
+    /// The user's live tokens, of one app or (nil) of every app.
+    static func liveTokenIDs(_ db: Database, userRowID: Int64, app: String?) throws -> Set<String> {
         enum Column: Int, TableColumns {
             case id
             static let table = "authorizations"
         }
-        return Set(try db.map("SELECT id FROM authorizations WHERE user_id = ? AND app = ? AND revoked_ms IS NULL",
-                              [.integer(userRowID), .text(app)]) { try $0.string(Column.id) })
+        return Set(try db.map(LiveTokenQuery.sql(.sqlite, ofOneApp: app != nil),
+                              [.integer(userRowID)] + (app.map { [.text($0)] } ?? [])) { try $0.string(Column.id) })
     }
+
+    public func liveAuthorizationIDs(userRowID: Int64, app: String?) throws -> Set<String> {
+        try pool.read { db in try Self.liveTokenIDs(db, userRowID: userRowID, app: app) }
+    }
+
+    public func endInFlight(authorizationIDs: Set<String>) { forgetAuthorizations(ids: authorizationIDs) }
 
     public func appGrants(userRowID: Int64) throws -> [AppGrant] {
         try pool.read { db in

@@ -154,6 +154,67 @@ enum GrantContract {
             #expect(issued.load(ordering: .relaxed) == 1, "round \(round)")
         }
     }
+
+    /// The person's revocation, narrowing and sign-out, and the admin's revocation, end what is in
+    /// flight before they wait for the writer: the observers (the streams) hear of each while
+    /// another write still holds the app's grant (SQLite's one writer; PostgreSQL's row lock), as a
+    /// write with a slow fsync would. The change itself then lands as usual.
+    static func revocationsEndInFlightBeforeWaitingForTheWriter(_ t: TestStore) throws {
+        let data = HealthData(t.store)
+        let alice = try t.store.createUser(name: "alice")
+        let runner = try t.store.createAuthorization(user: alice, app: "runner", read: ["stepCount"], share: ["stepCount"]).authorization
+        let scale = try t.store.createAuthorization(user: alice, app: "scale", read: ["bodyMass"], share: ["bodyMass"]).authorization
+        let watch = try t.store.createAuthorization(user: alice, app: "watch", read: ["heartRate"], share: []).authorization
+        let sessionHash = Array(repeating: UInt8(7), count: 32)
+        try t.store.createSession(userRowID: alice.rowID, tokenHash: sessionHash, nowMs: StoreClock.nowMilliseconds())
+        let ownReads = AppAuthorization.personsOwnReads(user: alice, sessionTokenHash: sessionHash).id
+        let ended = Mutex<[String]>([])
+        t.store.addAuthorizationObserver { id in ended.withLock { $0.append(id) } }
+        let store = UncheckedStore(store: t.store)
+        let person = data.person(alice)
+
+        /// Runs `change` while another transaction holds `app`'s grant; true when `id` was ended
+        /// before that transaction let go.
+        func endsWhileTheWriterIsHeld(app: String, id: String, _ change: @escaping @Sendable () throws -> Void) -> Bool {
+            let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            let held = DispatchSemaphore(value: 0), changed = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = try? store.store.updateAppGrant(userRowID: alice.rowID, app: app) { _ in
+                    holding.signal()
+                    release.wait()
+                }
+                held.signal()
+            }
+            holding.wait()
+            ended.withLock { $0.removeAll() }
+            DispatchQueue.global().async {
+                do { try change() } catch { Issue.record("the change failed: \(error)") }
+                changed.signal()
+            }
+            let heard = eventually(within: 10) { ended.withLock { $0.contains(id) } }
+            release.signal()
+            held.wait()
+            changed.wait()
+            return heard
+        }
+
+        #expect(endsWhileTheWriterIsHeld(app: "scale", id: scale.id) {
+            _ = try person.updateAppGrant(app: "scale") { try $0.setSwitches(read: [], share: ["bodyMass"]) }
+        }, "a narrowing")
+        #expect(endsWhileTheWriterIsHeld(app: "runner", id: runner.id) { _ = try person.revokeApp("runner") }, "the person's revocation")
+        #expect(endsWhileTheWriterIsHeld(app: "watch", id: watch.id) { _ = try data.revokeAuthorization(id: watch.id) }, "the admin's")
+        #expect(endsWhileTheWriterIsHeld(app: "scale", id: ownReads) { _ = try data.people.deleteSession(tokenHash: sessionHash) },
+                "a sign-out")
+        // Each change landed once the writer was free.
+        #expect(try t.store.appGrants(userRowID: alice.rowID).first { $0.app == "scale" }?.read == [])
+        #expect(try t.store.liveAuthorizations(ids: [runner.id, watch.id, scale.id]).keys.sorted() == [scale.id])
+        #expect(try t.store.session(tokenHash: sessionHash) == nil)
+        // Widening ends nothing, and an unknown app asks nothing of the observers.
+        ended.withLock { $0.removeAll() }
+        _ = try person.updateAppGrant(app: "scale") { try $0.setSwitches(read: ["bodyMass"], share: ["bodyMass"]) }
+        #expect(try person.revokeApp("nobody") == false)
+        #expect(Set(ended.withLock { $0 }) == [scale.id], "the widening ends the tokens in the write only (they pick up the new access)")
+    }
 }
 
 /// A store handed to the racing threads (the stores are thread-safe; the protocol existential is Sendable).
@@ -166,6 +227,9 @@ struct UncheckedStore: Sendable {
     @Test func lastUsedIsWrittenOnceAMinute() throws { try GrantContract.lastUsedIsWrittenOnceAMinute(TestStore(.sqlite)) }
     @Test func aRequestIssuesItsTokenOnce() throws { try GrantContract.aRequestIssuesItsTokenOnce(TestStore(.sqlite)) }
     @Test func racingPollsIssueOneToken() throws { try GrantContract.racingPollsIssueOneToken(TestStore(.sqlite), other: nil) }
+    @Test func revocationsEndInFlightBeforeWaitingForTheWriter() throws {
+        try GrantContract.revocationsEndInFlightBeforeWaitingForTheWriter(TestStore(.sqlite))
+    }
 }
 
 @Suite(.enabled(if: TestPostgres.isAvailable, "set HEALTHD_TEST_POSTGRES_URL to run the grant contract on the PostgreSQL store"))
@@ -173,6 +237,9 @@ struct PostgresGrantContractTests {
     @Test func everyTokenOfTheAppFollowsTheGrant() throws { try GrantContract.everyTokenOfTheAppFollowsTheGrant(TestStore(.postgres)) }
     @Test func lastUsedIsWrittenOnceAMinute() throws { try GrantContract.lastUsedIsWrittenOnceAMinute(TestStore(.postgres)) }
     @Test func aRequestIssuesItsTokenOnce() throws { try GrantContract.aRequestIssuesItsTokenOnce(TestStore(.postgres)) }
+    @Test func revocationsEndInFlightBeforeWaitingForTheWriter() throws {
+        try GrantContract.revocationsEndInFlightBeforeWaitingForTheWriter(TestStore(.postgres))
+    }
     @Test func racingPollsOnTwoNodesIssueOneToken() throws {
         let t = try TestStore(.postgres)
         try GrantContract.racingPollsIssueOneToken(t, other: try t.secondNode())

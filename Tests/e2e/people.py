@@ -19,7 +19,7 @@ import http.client, json, os, re, shutil, socket, statistics, subprocess, sys, t
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (the shared results, when run alone)
-from e2e import ADMIN, Server, check, query_store, read_until, store_args, wait_until  # noqa: E402
+from e2e import ADMIN, ReadWatch, Server, check, query_store, read_until, store_args, stream_ended, wait_until  # noqa: E402
 
 PASSWORD = "a long walk by the river"
 # Loopback addresses: every client address counts separately for the per-address limit, so the
@@ -257,11 +257,11 @@ def person_read_checks(people):
     stream.sendall(f"GET /v1/me/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
     data = read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
     check("the person's change stream opens with the cookie", data.startswith(b"HTTP/1.1 200"), data[:200])
+    watch = ReadWatch(stream, data, stream_ended)
     signed_out = time.monotonic()
     call(people.port, "DELETE", "/v1/session", cookie=cookie, headers={"Content-Type": "application/json"})
-    data = read_until(stream, data, lambda d: d.endswith(b"0\r\n\r\n"), timeout=30)
-    ended = time.monotonic() - signed_out
-    check("it ends within 1 s of signing out", data.endswith(b"0\r\n\r\n") and ended < 1.0, (round(ended, 3), data[-200:]))
+    data, ended = watch.result(signed_out)
+    check("it ends within 1 s of signing out", ended is not None and ended < 1.0, (ended, data[-200:]))
     stream.close()
 
 
@@ -270,12 +270,6 @@ def open_app_stream(port, token):
     stream = socket.create_connection(("127.0.0.1", port), timeout=30)
     stream.sendall(f"GET /v1/changes/stream?types=stepCount HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
     return stream, read_until(stream, b"", lambda d: b"\r\n\r\n" in d, timeout=30)
-
-
-def stream_end(stream, data, since):
-    """Seconds from `since` until the chunked stream ended (its last chunk), or None within 30 s."""
-    data = read_until(stream, data, lambda d: d.endswith(b"0\r\n\r\n"), timeout=30)
-    return (time.monotonic() - since) if data.endswith(b"0\r\n\r\n") else None
 
 
 def grant_checks(people):
@@ -347,17 +341,19 @@ def grant_checks(people):
 
     stream, data = open_app_stream(port, token)
     check("the app's change stream opens", data.startswith(b"HTTP/1.1 200"), data[:200])
+    watch = ReadWatch(stream, data, stream_ended)
     changed = time.monotonic()
     status, _, body = call(port, "PUT", "/v1/me/apps/runner", {"share": ["stepCount"], "read": []}, cookie=cookie)
-    ended = stream_end(stream, data, changed)
+    _, ended = watch.result(changed)
     check("narrowing a switch on the apps page ends the app's open stream within 1 s",
           status == 200 and ended is not None and ended < 1.0, (status, ended, body[:200]))
     stream.close()
     stream, data = open_app_stream(port, token)
     check("the narrowed token opens a stream again", data.startswith(b"HTTP/1.1 200"), data[:200])
+    watch = ReadWatch(stream, data, stream_ended)
     revoked = time.monotonic()
     status, _, _ = call(port, "DELETE", "/v1/me/apps/runner", cookie=cookie, headers=json_headers)
-    ended = stream_end(stream, data, revoked)
+    _, ended = watch.result(revoked)
     check("revoking the app ends its stream within 1 s, and its token is refused",
           status == 204 and ended is not None and ended < 1.0
           and call(port, "GET", "/v1/authorizations/status?types=stepCount", token=token)[0] == 401, (status, ended))
