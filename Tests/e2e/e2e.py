@@ -97,7 +97,8 @@ class Server:
         self.proc = subprocess.Popen([binary, "serve", "--port", "0", *store_args(self.data_dir), *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, preexec_fn=preexec_fn)
         self.port = None
-        deadline = time.time() + 30
+        # A fresh data directory's migrations fsync about 28 times: on a slow disk that is seconds.
+        deadline = time.time() + 120
         while time.time() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
             if ready:

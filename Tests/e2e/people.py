@@ -125,7 +125,7 @@ def command_line_invite_checks(binary, public):
     print("e2e: people: healthd invite and healthd users")
     data_dir = __import__("tempfile").mkdtemp(prefix="healthd-e2e-invite-")
     env = dict(os.environ, HEALTHD_ADMIN_TOKEN=ADMIN)
-    done = subprocess.run([binary, "invite", "grace", *store_args(data_dir)], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run([binary, "invite", "grace", *store_args(data_dir)], capture_output=True, text=True, env=env, timeout=180)
     code = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     check("healthd invite prints a code", done.returncode == 0 and len(code) == 43, (done.returncode, done.stdout, done.stderr))
     people = People(binary, public, data_dir=data_dir)
@@ -133,7 +133,7 @@ def command_line_invite_checks(binary, public):
         # `healthd users` beside the running server, on the same store, before and after grace activates.
         def users(*flags):
             return subprocess.run([binary, "users", *flags, *store_args(data_dir)], capture_output=True, text=True,
-                                  env=env, timeout=60)
+                                  env=env, timeout=180)
         listed = users()
         check("healthd users lists grace, not activated yet, while the server runs",
               listed.returncode == 0 and len(listed.stdout.splitlines()) == 1
