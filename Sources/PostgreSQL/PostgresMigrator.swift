@@ -1,8 +1,8 @@
 import SQLSupport
 
 /// Ordered, named schema migrations for PostgreSQL: the shared runner (`Migrations`) over a
-/// `PostgresConnection`. Migrations run in the connection's current schema, each in a transaction
-/// of its own with its record (PostgreSQL DDL is transactional).
+/// `PostgresConnection`. Migrations run in the connection's current schema, a run's all in one
+/// transaction with their records (PostgreSQL DDL is transactional).
 ///
 /// Several nodes starting at once are safe: the runner holds an advisory lock (per schema) while
 /// it reads and applies, so the second node waits, then finds everything applied.
@@ -21,7 +21,7 @@ extension PostgresConnection: MigrationDatabase {
 
     public func duringMigrations<T>(_ body: () throws -> T) throws -> T {
         guard !isInTransaction else {
-            throw PostgresError.misuse("migrations must start outside a transaction (each runs in its own)")
+            throw PostgresError.misuse("migrations must start outside a transaction (the run opens its own)")
         }
         try execute("SELECT pg_advisory_lock($1::int, hashtext(current_schema()))", [.int64(Self.migrationLockClass)])
         defer {

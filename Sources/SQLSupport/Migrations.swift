@@ -1,15 +1,15 @@
 /// What a driver's connection gives the shared migration runner: the few steps that differ
 /// between databases.
 public protocol MigrationDatabase {
-    /// Runs the whole migration run around `body`, after checking no transaction is open (each
-    /// migration runs in its own): SQLite switches foreign keys off, PostgreSQL holds an advisory
-    /// lock so nodes starting at once migrate one after the other.
+    /// Runs the whole migration run around `body`, after checking no transaction is open (the run
+    /// opens its own): SQLite switches foreign keys off, PostgreSQL holds an advisory lock so nodes
+    /// starting at once migrate one after the other.
     func duringMigrations<T>(_ body: () throws -> T) throws -> T
     /// Creates `schema_migrations (id, name, applied_at)` when missing.
     func createMigrationsTable() throws
     /// True when `schema_migrations` exists.
     func migrationsTableExists() throws -> Bool
-    /// One migration's transaction; reads inside it see what another process applied before.
+    /// The run's transaction; reads inside it see what another process applied before.
     func migrationTransaction<T>(_ body: () throws -> T) throws -> T
     /// The recorded `(id, name)` rows by id.
     func recordedMigrations() throws -> [(id: Int64, name: String)]
@@ -26,8 +26,9 @@ public protocol MigrationDatabase {
 /// `PostgresMigrator` for PostgreSQL).
 ///
 /// Migration N (1-based registration order) is recorded as row `id = N` in `schema_migrations`
-/// in the same transaction as its changes, so a failed migration leaves nothing behind. Each
-/// migration re-reads the records inside its transaction, so two processes migrating at once
+/// in the same transaction as its changes. A run applies every pending migration in one
+/// transaction, so a failed one leaves nothing of the run behind (the database keeps the version
+/// it had). The run reads the records inside its transaction, so two processes migrating at once
 /// apply each migration once. Never reorder, rename or edit a shipped migration; append new ones.
 public struct Migrations<Database: MigrationDatabase>: Sendable {
     public typealias Migration = @Sendable (Database) throws -> Void
@@ -51,7 +52,7 @@ public struct Migrations<Database: MigrationDatabase>: Sendable {
         return older
     }
 
-    /// Applies pending migrations in order, each in its own transaction. Throws `MigrationError`
+    /// Applies pending migrations in order, all in one transaction. Throws `MigrationError`
     /// if the database was migrated by a build that knows more migrations than this one, or if
     /// recorded names differ from registered ones.
     public func migrate(_ db: Database) throws {
@@ -61,10 +62,13 @@ public struct Migrations<Database: MigrationDatabase>: Sendable {
         }
         try db.duringMigrations {
             try db.createMigrationsTable()
-            while true {
-                let finished = try db.migrationTransaction { () throws -> Bool in
-                    let applied = try validatedAppliedCount(db)
-                    guard applied < migrations.count else { return true }
+            // Every pending migration in one transaction. Why: a run is all or nothing, so a failed
+            // upgrade leaves the version the previous build still opens (one applied step more and
+            // it would refuse to downgrade); and a fresh database commits once, not once per
+            // migration (about 28 fsyncs, seconds on a slow disk, at every new data directory).
+            try db.migrationTransaction {
+                var applied = try validatedAppliedCount(db)
+                while applied < migrations.count {
                     let migration = migrations[applied]
                     do {
                         try migration.migrate(db)
@@ -75,9 +79,8 @@ public struct Migrations<Database: MigrationDatabase>: Sendable {
                         throw MigrationError.migrationFailed(name: migration.name, underlying: String(describing: error))
                     }
                     try db.recordMigration(id: applied + 1, name: migration.name)
-                    return false
+                    applied += 1
                 }
-                if finished { return }
             }
         }
     }

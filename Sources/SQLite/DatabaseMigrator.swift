@@ -3,13 +3,13 @@ import SQLSupport
 /// Ordered, named schema migrations for SQLite: the shared runner (`Migrations`) over a `Database`.
 ///
 /// Besides the `schema_migrations` rows, `PRAGMA user_version` is set to N in migration N's
-/// transaction, so the version and the schema can never disagree. Each migration runs in an
-/// IMMEDIATE transaction, so a second process migrating at once waits and then skips it.
+/// transaction, so the version and the schema can never disagree. A run's migrations share one
+/// IMMEDIATE transaction, so a second process migrating at once waits and then skips them.
 ///
 /// Migrations run with foreign key enforcement off, as SQLite's ALTER TABLE guide asks, so one can
 /// rebuild a table (create the new shape, copy, drop the old, rename) without the drop cascading
-/// or failing on the rows that point at it. `PRAGMA foreign_key_check` then runs inside the
-/// migration's transaction: a migration that leaves a dangling reference rolls back.
+/// or failing on the rows that point at it. `PRAGMA foreign_key_check` then runs after each
+/// migration, inside the run's transaction: one that leaves a dangling reference rolls the run back.
 public typealias DatabaseMigrator = Migrations<Database>
 
 extension Database: MigrationDatabase {

@@ -117,14 +117,20 @@ struct PostgresMigratorTests {
     @Test func failedMigrationLeavesNothingBehind() throws {
         let schema = try TestSchema()
         let db = try schema.connect()
-        var migrator = Self.migrator(1)
+        try Self.migrator(1).migrate(db)
+        var migrator = Self.migrator(2)
         migrator.register("half") { db in
             try db.execute("CREATE TABLE half (id bigint)")
             try db.execute("SELECT * FROM no_such_table")
         }
         #expect(throws: MigrationError.self) { try migrator.migrate(db) }
+        // The run is all or nothing: "add label", applied before the broken step, goes too.
         #expect(try migrator.appliedMigrations(db) == ["create items"])
         #expect(try db.first("SELECT to_regclass('half') IS NULL") { try $0.bool(at: 0) } == true)
+        #expect(try db.scalarInt64("""
+            SELECT count(*) FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = 'items' AND column_name = 'label'
+            """) == 0)
     }
 
     @Test func refusesAForeignOrNewerHistory() throws {
