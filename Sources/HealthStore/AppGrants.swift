@@ -35,11 +35,11 @@ public struct AppGrant: Sendable, Equatable {
         self.lastUsed = lastUsed
     }
 
-    /// The admin's `POST /v1/authorizations` acts for the person: it turns on each switch it names
-    /// (and marks it decided) and leaves every other switch as the person set it.
     /// Whether the app may read or write some type now (a grant of refusals only allows nothing).
     public var allowsAny: Bool { !read.isEmpty || !share.isEmpty }
 
+    /// The admin's `POST /v1/authorizations` acts for the person: it turns on each switch it names
+    /// (and marks it decided) and leaves every other switch as the person set it.
     public mutating func turnOn(read newRead: Set<String>, share newShare: Set<String>) {
         read.formUnion(newRead)
         share.formUnion(newShare)

@@ -419,5 +419,3 @@ public final class SQLiteHealthStore: HealthDataStore {
         return id
     }
 }
-
-/// The columns of `users` that make a `User`, in SELECT order.

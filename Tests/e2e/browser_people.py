@@ -14,7 +14,7 @@ import argparse, json, os, re, shutil, socket, sys, time, urllib.parse
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ADMIN, Server, check, http, js, read_until, results  # noqa: E402
+from e2e import ADMIN, Server, check, http, js, read_until, results, stream_ended  # noqa: E402
 from browser import DevTools, SHOWN_TEXT_PROBLEMS, LAYOUT_PROBLEMS, png_height  # noqa: E402
 
 PASSWORD = "quiet-lantern-harbor-42"
@@ -117,8 +117,8 @@ def open_stream(port, token, types="stepCount"):
 def stream_ends_within(stream, seconds):
     """Whether the server ends the stream (last chunk or close) within `seconds`."""
     started = time.monotonic()
-    data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=seconds)
-    ended = data.endswith(b"0\r\n\r\n")
+    data = read_until(stream, b"", stream_ended, timeout=seconds)
+    ended = stream_ended(data)
     if not ended:
         stream.setblocking(False)
         try:

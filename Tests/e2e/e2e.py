@@ -674,9 +674,9 @@ def workout_session_checks(port):
 
 
 def check_stream_ended(stream):
-    data = read_until(stream, b"", lambda d: d.endswith(b"0\r\n\r\n"), timeout=5)
+    data = read_until(stream, b"", stream_ended, timeout=5)
     stream.close()
-    check("an open event stream ends cleanly (last chunk) on graceful stop", data.endswith(b"0\r\n\r\n"), data[-80:])
+    check("an open event stream ends cleanly (last chunk) on graceful stop", stream_ended(data), data[-80:])
 def start_and_read(argv, cwd, env, want, timeout=60):
     """Starts healthd, collects stdout and stderr until a stdout line matches `want` (a regex); returns
     (process, port, stdout text so far, stderr reader). The caller stops the process."""
